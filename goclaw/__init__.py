@@ -1,0 +1,24 @@
+"""goclaw: the context engine for AI agents.
+
+``goclaw.Engine`` is the facade (``Engine.open(workspace=...)``); ``goclaw.hookimpl`` is the
+marker plugin authors use. Importing ``goclaw`` is cheap: heavy modules load on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from goclaw.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from goclaw.engine import Engine
+
+__all__ = ["Engine", "hookimpl"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Engine":
+        from goclaw.engine import Engine
+
+        return Engine
+    raise AttributeError(f"module 'goclaw' has no attribute {name!r}")

@@ -1,0 +1,112 @@
+"""The ``goclaw`` command line (DESIGN.md §7).
+
+Global options come before the command: ``goclaw --workspace DIR --database-url URL <command>``.
+Every listing command takes ``--json`` and then prints one JSON document on stdout and nothing
+else. User mistakes print ``error: <one line>`` on stderr and exit non-zero, never a traceback.
+Module imports stay light so that ``goclaw --help`` is fast; the engine opens on first use.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from goclaw.cli.common import CliState, fail
+from goclaw.errors import GoclawError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option(
+    "--workspace",
+    "-w",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    envvar="GOCLAW_WORKSPACE",
+    help="Workspace folder (default: current folder, or $GOCLAW_WORKSPACE).",
+)
+@click.option(
+    "--database-url",
+    default=None,
+    help="Database URL; overrides goclaw.toml (default: SQLite in .goclaw/goclaw.db).",
+)
+@click.version_option(package_name="goclaw", prog_name="goclaw")
+@click.pass_context
+def cli(ctx: click.Context, workspace: Path | None, database_url: str | None) -> None:
+    """goclaw: the context engine for AI agents.
+
+    Bootstrap files, skills and long-term memory that shape a model's context before each turn.
+    """
+    state = CliState(workspace or Path("."), database_url)
+    ctx.obj = state
+    ctx.call_on_close(state.close)
+
+
+def _add_builtin_commands() -> None:
+    from goclaw.cli import agents, files, kg, memory, plugins, prompt, session, skills, workers, workspace
+
+    for module in (agents, files, kg, memory, plugins, prompt, session, skills, workers, workspace):
+        for command in module.COMMANDS:
+            cli.add_command(command)
+
+
+def _add_plugin_commands(argv: list[str]) -> None:
+    """Let plugins add commands (hook ``goclaw_register_commands``). Best effort: a broken
+    config or plugin must not break ``--help``; the real error surfaces when a command runs."""
+    from importlib import metadata
+
+    if not metadata.entry_points(group="goclaw"):
+        return
+    workspace = Path(os.environ.get("GOCLAW_WORKSPACE", "."))
+    for i, arg in enumerate(argv):
+        if arg in ("--workspace", "-w") and i + 1 < len(argv):
+            workspace = Path(argv[i + 1])
+        elif arg.startswith("--workspace="):
+            workspace = Path(arg.split("=", 1)[1])
+    try:
+        from goclaw.config import load_settings
+        from goclaw.hooks import Hooks
+        from goclaw.plugins import build_plugin_manager
+
+        settings = load_settings(workspace.resolve())
+        Hooks(build_plugin_manager(settings.plugins, include_builtins=False)).register_commands(cli)
+    except GoclawError:
+        return
+
+
+_add_builtin_commands()
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Console-script entry point."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    args = list(sys.argv[1:] if argv is None else argv)
+    _add_plugin_commands(args)
+    try:
+        result = cli.main(args=args, prog_name="goclaw", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.UsageError as exc:
+        hint = f" (see: {exc.ctx.command_path} --help)" if exc.ctx is not None else ""
+        click.echo(f"error: {' '.join(exc.format_message().split())}{hint}", err=True)
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        click.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
+        sys.exit(exc.exit_code)
+    except GoclawError as exc:
+        fail(exc)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except OSError as exc:
+        # Disk full, read-only workspace, permission denied: a user-level problem.
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        click.echo(f"error: {exc.strerror or exc}{where}", err=True)
+        sys.exit(5)
+    sys.exit(result if isinstance(result, int) else 0)

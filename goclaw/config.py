@@ -1,0 +1,121 @@
+"""Configuration: ``<workspace>/goclaw.toml``, overridden by ``GOCLAW_*`` environment variables.
+
+Precedence (highest first): arguments given to :meth:`goclaw.Engine.open`, environment
+variables (``GOCLAW_DATABASE_URL``, ``GOCLAW_PLUGINS__STRICT=true``, nested keys joined by
+``__``), then ``goclaw.toml``. Each plugin's own table ``[plugins.<feature>]`` is validated by
+the model that plugin declares (hook ``goclaw_settings_model``). Any error is one line that
+names the key and the problem.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from goclaw.errors import ConfigError
+
+CONFIG_FILE = "goclaw.toml"
+
+
+class PluginsConfig(BaseModel):
+    """The ``[plugins]`` table. Feature tables (``[plugins.memory]``) are extra keys here."""
+
+    model_config = ConfigDict(extra="allow")
+
+    disable: list[str] = Field(default_factory=list, description="plugin names not to load")
+    only: list[str] | None = Field(
+        default=None, description="load only these plugins (plus the essential ones)"
+    )
+    autoload: bool = Field(default=True, description="load third-party plugins from entry points")
+    strict: bool = Field(default=False, description="a failing plugin is fatal instead of skipped")
+
+    def feature_tables(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class Settings(BaseSettings):
+    """Workspace settings (the top level of ``goclaw.toml``)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="GOCLAW_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        toml_file=None,
+    )
+
+    database_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy URL; unset = embedded SQLite at .goclaw/goclaw.db. "
+        "Use postgresql://user:pass@host/db for PostgreSQL + pgvector.",
+    )
+    product_name: str = Field(default="GoClaw", description="name used by the Identity section")
+    tenant_id: str = Field(default="default", description="tenant scope for multi-tenant setups")
+    agents_dir: str = Field(default="agents", description="folder holding each agent's own folder")
+    plugins: PluginsConfig = Field(default_factory=PluginsConfig)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls))
+
+
+def _one_line(err: PydanticValidationError, where: str) -> str:
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first.get("loc", ())) or "(top level)"
+    msg = first.get("msg", "invalid value")
+    value = first.get("input")
+    shown = "" if isinstance(value, dict | list) or value is None else f" (got {value!r})"
+    more = len(err.errors()) - 1
+    tail = f"; and {more} more problem(s)" if more > 0 else ""
+    return f"{where}: {loc}: {msg}{shown}{tail}"
+
+
+def load_settings(workspace: Path, **overrides: Any) -> Settings:
+    """Read and validate the workspace settings; raise :class:`ConfigError` on any problem."""
+    path = workspace / CONFIG_FILE
+    if path.exists():
+        try:
+            with path.open("rb") as fh:
+                tomllib.load(fh)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    cls = type(
+        "WorkspaceSettings",
+        (Settings,),
+        {"model_config": {**Settings.model_config, "toml_file": path if path.exists() else None}},
+    )
+    try:
+        settings: Settings = cls(**{k: v for k, v in overrides.items() if v is not None})
+    except PydanticValidationError as exc:
+        raise ConfigError(_one_line(exc, f"{path} / GOCLAW_* environment")) from None
+    return settings
+
+
+def validate_plugin_table(feature: str, model: type[BaseModel], table: Any) -> BaseModel:
+    """Parse one ``[plugins.<feature>]`` table with its plugin's model."""
+    if table is None:
+        table = {}
+    if not isinstance(table, dict):
+        raise ConfigError(f"plugins.{feature}: must be a table, got {type(table).__name__}")
+    try:
+        return model.model_validate(table)
+    except PydanticValidationError as exc:
+        raise ConfigError(_one_line(exc, f"[plugins.{feature}]")) from None

@@ -1,0 +1,240 @@
+"""The :class:`Engine` facade: what the CLI and embedding applications use (DESIGN.md §7).
+
+``Engine.open(workspace=...)`` reads the configuration, builds a fresh plugin manager, opens
+and migrates the database, validates every plugin's settings table and runs the start-up
+hooks. Features appear as attributes contributed by plugins (``engine.files``,
+``engine.prompt``, ``engine.skills``, ``engine.memory``, ``engine.sessions``, ``engine.events``,
+``engine.kg``); ``engine.agents`` is the kernel's own.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from goclaw.agents import AgentService
+from goclaw.config import Settings, load_settings, validate_plugin_table
+from goclaw.errors import ConfigError, FeatureUnavailableError
+from goclaw.hooks import Hooks
+from goclaw.plugins import GoclawPluginManager, build_plugin_manager
+from goclaw.store import migrate
+from goclaw.store.database import Database
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from goclaw.store.models import Agent
+    from goclaw.types import EmbeddingProvider, LLMProvider
+
+log = logging.getLogger(__name__)
+
+# Which plugin owns each facade attribute, for a helpful error when it is disabled.
+SERVICE_OWNERS = {
+    "files": "goclaw.context_files",
+    "prompt": "goclaw.prompt",
+    "skills": "goclaw.skills",
+    "memory": "goclaw.memory",
+    "sessions": "goclaw.memory",
+    "events": "goclaw.consolidation",
+    "kg": "goclaw.consolidation",
+}
+
+
+class Engine:
+    """One open workspace: settings, plugins, database and feature services."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        settings: Settings,
+        plugins: GoclawPluginManager,
+        db: Database,
+    ) -> None:
+        self.workspace = workspace
+        self.settings = settings
+        self.plugin_manager = plugins
+        self.hooks = Hooks(plugins)
+        self.db = db
+        self.agents = AgentService(self)
+        self._plugin_settings: dict[str, BaseModel] = {}
+        self._services: dict[str, Any] = {}
+        self._providers: dict[tuple[str, str], Any] = {}
+        self._lock = threading.RLock()
+        self._closers: list[Any] = []
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def open(
+        cls,
+        workspace: str | Path = ".",
+        database_url: str | None = None,
+        *,
+        plugins: Iterable[tuple[str, object]] = (),
+        migrate_schema: bool = True,
+        startup: bool = True,
+        **overrides: Any,
+    ) -> Engine:
+        """Open a workspace.
+
+        Args:
+            workspace: the workspace folder (``goclaw.toml`` lives there).
+            database_url: overrides ``database_url`` from the config; ``None`` = config/SQLite.
+            plugins: extra ``(name, plugin)`` pairs to register after the built-ins (embedding
+                apps and tests use this; installed plugins come from entry points).
+            overrides: other top-level settings (``product_name=...``, ``plugins={...}``).
+        """
+        ws = Path(workspace).expanduser().resolve()
+        if ws.exists() and not ws.is_dir():
+            raise ConfigError(f"workspace {ws} is not a folder")
+        settings = load_settings(ws, database_url=database_url, **overrides)
+        manager = build_plugin_manager(settings.plugins, plugins)
+        db = Database.for_workspace(ws, settings.database_url)
+        db.check_connection()
+        engine = cls(ws, settings, manager, db)
+        engine._validate_plugin_settings()
+        if migrate_schema:
+            migrate.upgrade(db)
+        engine._services = engine.hooks.services(engine)
+        if startup:
+            engine.hooks.startup(engine)
+        return engine
+
+    def _validate_plugin_settings(self) -> None:
+        models = self.hooks.settings_models()
+        tables = self.settings.plugins.feature_tables()
+        known_features = {_feature(name) for name in self.plugin_manager.records}
+        for table in tables:
+            if table not in known_features:
+                raise ConfigError(
+                    f"[plugins.{table}] does not match any plugin; known: {', '.join(sorted(known_features))}"
+                )
+        for plugin_name, model in models.items():
+            feature = _feature(plugin_name)
+            self._plugin_settings[feature] = validate_plugin_table(feature, model, tables.get(feature))
+
+    # ------------------------------------------------------------------ settings and services
+    def plugin_settings(self, feature: str) -> Any:
+        """The validated ``[plugins.<feature>]`` model (defaults when the table is absent)."""
+        try:
+            return self._plugin_settings[feature]
+        except KeyError:
+            raise FeatureUnavailableError(
+                f"no settings for plugin feature {feature!r} (is the plugin disabled?)"
+            ) from None
+
+    def service(self, name: str) -> Any:
+        try:
+            return self._services[name]
+        except KeyError:
+            owner = SERVICE_OWNERS.get(name)
+            if owner and self.plugin_manager.records.get(owner, None) is not None:
+                status = self.plugin_manager.records[owner].status
+                if status != "active":
+                    raise FeatureUnavailableError(
+                        f"'{name}' is not available: plugin {owner} is {status}"
+                    ) from None
+            raise FeatureUnavailableError(f"'{name}' is not available yet in this goclaw") from None
+
+    def has_service(self, name: str) -> bool:
+        return name in self._services
+
+    @property
+    def files(self) -> Any:
+        return self.service("files")
+
+    @property
+    def prompt(self) -> Any:
+        return self.service("prompt")
+
+    @property
+    def skills(self) -> Any:
+        return self.service("skills")
+
+    @property
+    def memory(self) -> Any:
+        return self.service("memory")
+
+    @property
+    def sessions(self) -> Any:
+        return self.service("sessions")
+
+    @property
+    def events(self) -> Any:
+        return self.service("events")
+
+    @property
+    def kg(self) -> Any:
+        return self.service("kg")
+
+    # ------------------------------------------------------------------ providers
+    def _provider(self, kind: str, registry: dict[str, Any], name: str) -> Any:
+        key = (kind, name)
+        with self._lock:
+            if key not in self._providers:
+                if name not in registry:
+                    raise ConfigError(
+                        f"unknown {kind} provider {name!r}; registered: {', '.join(sorted(registry)) or 'none'}"
+                    )
+                self._providers[key] = registry[name](self)
+            return self._providers[key]
+
+    def embedder(self, name: str | None = None) -> EmbeddingProvider | None:
+        """The configured embedding provider (``[plugins.embeddings] provider``), or None.
+
+        Raises a :class:`~goclaw.errors.GoclawError` when the configured provider cannot start
+        (e.g. a hosted model without its API key); callers degrade to full text only.
+        """
+        if name is None:
+            cfg = self._plugin_settings.get("embeddings")
+            name = getattr(cfg, "provider", None) or "none"
+        if name == "none":
+            return None
+        provider: EmbeddingProvider | None = self._provider(
+            "embedding", self.hooks.embedding_providers(), name
+        )
+        return provider
+
+    def llm(self, name: str | None = None) -> LLMProvider | None:
+        """The configured LLM provider, or None when no model is configured (use fallbacks)."""
+        if name is None:
+            cfg = self._plugin_settings.get("llm")
+            name = getattr(cfg, "provider", None) or "none"
+        if name == "none":
+            return None
+        provider: LLMProvider | None = self._provider("llm", self.hooks.llm_providers(), name)
+        return provider
+
+    # ------------------------------------------------------------------ paths
+    def agent_dir(self, agent: Agent) -> Path:
+        """The agent's own folder (memory files live there)."""
+        if agent.workspace_dir:
+            path = Path(agent.workspace_dir).expanduser()
+            return path if path.is_absolute() else self.workspace / path
+        return self.workspace / self.settings.agents_dir / agent.name
+
+    # ------------------------------------------------------------------ lifecycle
+    def on_close(self, fn: Any) -> None:
+        """Register a callable run by :meth:`close` (watchers, thread pools)."""
+        self._closers.append(fn)
+
+    def close(self) -> None:
+        while self._closers:
+            fn = self._closers.pop()
+            try:
+                fn()
+            except Exception:  # closing must not mask the caller's own error
+                log.debug("error while closing", exc_info=True)
+        self.db.dispose()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _feature(plugin_name: str) -> str:
+    return plugin_name.removeprefix("goclaw.")

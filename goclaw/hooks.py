@@ -1,0 +1,193 @@
+"""The typed facade through which the kernel calls every hook (STYLE.md §11).
+
+Nothing else in goclaw touches ``pm.hook.*``. Each method knows which plugin produced each
+contribution, so results are sorted by an explicit key, duplicates are errors naming both
+plugins, and a third-party implementation that raises is reported and skipped (or re-raised
+under ``plugins.strict``), while a built-in's exception propagates (it is our bug).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from goclaw.errors import PluginError
+
+if TYPE_CHECKING:
+    import click
+    from pydantic import BaseModel
+
+    from goclaw.engine import Engine
+    from goclaw.plugins import GoclawPluginManager
+    from goclaw.store.models import Agent
+    from goclaw.types import (
+        ConsolidationWorker,
+        ContextFile,
+        ContextFileSource,
+        Factory,
+        PromptContext,
+        PromptMode,
+        PromptRequest,
+        PromptSection,
+        SkillTier,
+        SlashCommand,
+        Tool,
+    )
+
+T = TypeVar("T")
+
+
+class Hooks:
+    def __init__(self, manager: GoclawPluginManager) -> None:
+        self.manager = manager
+        self._cache: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ plumbing
+    def _collect(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
+        """Call every implementation of ``hook``; return ``[(plugin_name, result)]``, Nones dropped."""
+        caller = getattr(self.manager.pm.hook, hook)
+        out: list[tuple[str, Any]] = []
+        for impl in reversed(caller.get_hookimpls()):  # pluggy's call order
+            args = {k: kwargs[k] for k in impl.argnames if k in kwargs}
+            try:
+                result = impl.function(**args)
+            except Exception as exc:
+                if self.manager.is_builtin(impl.plugin_name):
+                    raise
+                self.manager.report_failure(impl.plugin_name, hook, exc)
+                continue
+            if result is not None:
+                out.append((impl.plugin_name, result))
+        return out
+
+    def _items(self, hook: str, key: Callable[[Any], Any], what: str, **kwargs: Any) -> list[Any]:
+        """Flatten list contributions, reject duplicate names, sort by ``key``."""
+        seen: dict[str, str] = {}
+        items: list[Any] = []
+        for plugin, result in self._collect(hook, **kwargs):
+            for item in result:
+                name = item.name
+                if name in seen:
+                    raise PluginError(
+                        f"{what} {name!r} is provided by both {seen[name]!r} and {plugin!r}; "
+                        f"disable one of them"
+                    )
+                seen[name] = plugin
+                items.append(item)
+        return sorted(items, key=key)
+
+    def _registry(self, hook: str, what: str) -> dict[str, Factory]:
+        if hook in self._cache:
+            return dict(self._cache[hook])
+        owners: dict[str, str] = {}
+        registry: dict[str, Factory] = {}
+        for plugin, result in self._collect(hook):
+            for name, factory in result.items():
+                if name in owners:
+                    raise PluginError(
+                        f"{what} {name!r} is registered by both {owners[name]!r} and {plugin!r}; "
+                        f"disable one of them (replacing a built-in means disabling it first)"
+                    )
+                owners[name] = plugin
+                registry[name] = factory
+        self._cache[hook] = registry
+        return dict(registry)
+
+    def _cached(self, key: str, build: Callable[[], T]) -> T:
+        if key not in self._cache:
+            self._cache[key] = build()
+        result: T = self._cache[key]
+        return result
+
+    # ------------------------------------------------------------------ configuration / lifecycle
+    def settings_models(self) -> dict[str, type[BaseModel]]:
+        return dict(self._collect("goclaw_settings_model"))
+
+    def services(self, engine: Engine) -> dict[str, Any]:
+        owners: dict[str, str] = {}
+        services: dict[str, Any] = {}
+        for plugin, result in self._collect("goclaw_services", engine=engine):
+            for name, service in result.items():
+                if name in owners:
+                    raise PluginError(
+                        f"service {name!r} is provided by both {owners[name]!r} and {plugin!r}"
+                    )
+                owners[name] = plugin
+                services[name] = service
+        return services
+
+    def startup(self, engine: Engine) -> None:
+        self._collect("goclaw_startup", engine=engine)
+
+    def agent_created(self, engine: Engine, agent: Agent) -> None:
+        self._collect("goclaw_agent_created", engine=engine, agent=agent)
+
+    def register_commands(self, cli: click.Group) -> None:
+        self._collect("goclaw_register_commands", cli=cli)
+
+    # ------------------------------------------------------------------ prompt
+    def prompt_sections(self) -> list[PromptSection]:
+        return self._cached(
+            "sections",
+            lambda: self._items("goclaw_prompt_sections", lambda s: (s.order, s.name), "prompt section"),
+        )
+
+    def prompt_modes(self) -> dict[str, PromptMode]:
+        return self._cached(
+            "modes",
+            lambda: {
+                m.name: m
+                for m in self._items("goclaw_prompt_modes", lambda m: m.name, "prompt mode")
+            },
+        )
+
+    def resolve_prompt_mode(self, request: PromptRequest) -> str | None:
+        result: str | None = self.manager.pm.hook.goclaw_resolve_prompt_mode(request=request)
+        return result
+
+    def context_file_sources(self) -> list[ContextFileSource]:
+        return self._cached(
+            "sources",
+            lambda: self._items(
+                "goclaw_context_file_sources", lambda s: (s.order, s.name), "context-file source"
+            ),
+        )
+
+    def virtual_context_files(self, ctx: PromptContext) -> list[ContextFile]:
+        files: list[ContextFile] = []
+        for _plugin, result in self._collect("goclaw_virtual_context_files", ctx=ctx):
+            files.extend(result)
+        return files
+
+    def slash_commands(self) -> list[SlashCommand]:
+        return self._cached(
+            "slash",
+            lambda: self._items("goclaw_slash_commands", lambda c: (c.order, c.name), "slash command"),
+        )
+
+    # ------------------------------------------------------------------ skills
+    def skill_tiers(self) -> list[SkillTier]:
+        return self._cached(
+            "tiers",
+            lambda: self._items("goclaw_skill_tiers", lambda t: (t.priority, t.name), "skill tier"),
+        )
+
+    # ------------------------------------------------------------------ registries
+    def search_backends(self) -> dict[str, Factory]:
+        return self._registry("goclaw_search_backends", "search backend")
+
+    def embedding_providers(self) -> dict[str, Factory]:
+        return self._registry("goclaw_embedding_providers", "embedding provider")
+
+    def llm_providers(self) -> dict[str, Factory]:
+        return self._registry("goclaw_llm_providers", "LLM provider")
+
+    # ------------------------------------------------------------------ workers and tools
+    def consolidation_workers(self) -> list[ConsolidationWorker]:
+        return self._cached(
+            "workers",
+            lambda: self._items("goclaw_consolidation_workers", lambda w: w.name, "consolidation worker"),
+        )
+
+    def tools(self, engine: Engine) -> list[Tool]:
+        return self._items("goclaw_tools", lambda t: t.name, "tool", engine=engine)

@@ -1,0 +1,249 @@
+"""Every extension point of goclaw, as pluggy hook specifications.
+
+Plugin authors implement these with the ``goclaw.hookimpl`` marker. Conventions:
+
+* every hook is called with keyword arguments; implementations may accept any subset;
+* "everyone contributes" hooks return a list (or ``None``) and are all collected; the kernel
+  sorts the combined result by an explicit key (``order``/``priority`` then name), so output
+  never depends on registration order;
+* registry hooks (search backends, embedding providers, LLM providers) return
+  ``{name: factory}``; a name claimed by two plugins is an error naming both;
+* ``firstresult`` hooks stop at the first non-``None`` answer; the default implementation is
+  ``trylast`` so a third-party plugin wins without disabling anything.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    import click
+
+    from goclaw.engine import Engine
+    from goclaw.store.models import Agent
+    from goclaw.types import (
+        ConsolidationWorker,
+        ContextFile,
+        ContextFileSource,
+        Factory,
+        PromptContext,
+        PromptMode,
+        PromptRequest,
+        PromptSection,
+        SkillTier,
+        SlashCommand,
+        Tool,
+    )
+    from pydantic import BaseModel
+
+NAME = "goclaw"
+hookspec = pluggy.HookspecMarker(NAME)
+hookimpl = pluggy.HookimplMarker(NAME)
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+@hookspec
+def goclaw_settings_model() -> type[BaseModel] | None:
+    """Declare the pydantic model that validates this plugin's ``[plugins.<feature>]`` table.
+
+    Returns: a ``pydantic.BaseModel`` subclass whose defaults are the spec's values, or None.
+    Semantics: called once per plugin; the kernel knows which plugin answered, and parses the
+    table named after the plugin (``goclaw.memory`` → ``[plugins.memory]``; a third-party
+    plugin registered as ``hello`` → ``[plugins.hello]``). Read the parsed settings with
+    ``engine.plugin_settings("memory")``.
+    Default plugin: each built-in that has settings.
+    """
+
+
+# --------------------------------------------------------------------------- engine lifecycle
+
+
+@hookspec
+def goclaw_services(engine: Engine) -> dict[str, Any] | None:
+    """Contribute named service objects to the :class:`~goclaw.Engine` facade.
+
+    Args: engine — the engine being opened.
+    Returns: ``{"skills": SkillsService(engine), ...}``; the engine exposes each as an attribute
+    (``engine.skills``). Semantics: all collected; two plugins offering one name is an error.
+    Default plugins: ``goclaw.context_files`` (files), ``goclaw.prompt`` (prompt),
+    ``goclaw.skills`` (skills), ``goclaw.memory`` (memory, sessions), ``goclaw.consolidation``
+    (events, kg).
+    """
+
+
+@hookspec
+def goclaw_startup(engine: Engine) -> None:
+    """Run start-up work once the engine is open and migrated (e.g. backfill embeddings).
+
+    Semantics: every implementation is called, in plugin-name order; an exception in a
+    third-party implementation is reported and skipped unless ``plugins.strict``.
+    Default plugin: ``goclaw.skills`` (embedding backfill, spec §11).
+    """
+
+
+@hookspec
+def goclaw_agent_created(engine: Engine, agent: Agent) -> None:
+    """React to a new agent, inside nothing: the agent row is committed already.
+
+    Default plugin: ``goclaw.bootstrap`` seeds the agent-level context files (spec §3).
+    """
+
+
+@hookspec
+def goclaw_register_commands(cli: click.Group) -> None:
+    """Add commands to the ``goclaw`` CLI (``cli.add_command(...)``).
+
+    Semantics: all called when the CLI starts; keep imports inside the commands so that
+    ``goclaw --help`` stays fast. Default plugin: none (the contract commands are the kernel's).
+    """
+
+
+# --------------------------------------------------------------------------- prompt (spec §5)
+
+
+@hookspec
+def goclaw_prompt_sections() -> list[PromptSection] | None:
+    """Contribute sections of the system prompt.
+
+    Returns: objects with ``name``, ``order`` (float; the spec's numbers), ``modes``
+    (frozenset of mode names) and ``render(ctx) -> str | None``.
+    Semantics: all collected, sorted by ``(order, name)``; a duplicate name is an error.
+    Default plugins: ``goclaw.prompt`` (Identity, Bootstrap override, Tooling, Safety,
+    Workspace, Sandbox, User Identity, Current Time, Messaging, Extra Context, Project Context,
+    Silent Replies, Sub-Agent Spawning, Runtime), ``goclaw.skills`` (Skills),
+    ``goclaw.memory`` (Memory Recall), ``goclaw.consolidation`` (Memory Context).
+    """
+
+
+@hookspec
+def goclaw_prompt_modes() -> list[PromptMode] | None:
+    """Register prompt modes (``full``, ``minimal``, or more).
+
+    Semantics: all collected; a duplicate mode name is an error.
+    Default plugin: ``goclaw.prompt``.
+    """
+
+
+@hookspec(firstresult=True)
+def goclaw_resolve_prompt_mode(request: PromptRequest) -> str | None:
+    """Pick the prompt mode for a request that did not name one.
+
+    Semantics: first non-None answer wins. Default plugin: ``goclaw.prompt`` (trylast):
+    ``agent:<id>:subagent:...`` and ``agent:<id>:cron:...`` keys → ``minimal``, else ``full``.
+    """
+
+
+@hookspec
+def goclaw_context_file_sources() -> list[ContextFileSource] | None:
+    """Contribute sources of context files (AGENTS.md, SOUL.md, ...).
+
+    Returns: objects with ``name``, ``order`` and ``load(ctx) -> list[ContextFile]``.
+    Semantics: all collected and loaded in ``(order, name)`` order; a later source's file
+    overrides an earlier one of the same name, files only in earlier sources survive (spec §6).
+    Default plugin: ``goclaw.context_files`` (agent-level then per-user database files).
+    """
+
+
+@hookspec
+def goclaw_virtual_context_files(ctx: PromptContext) -> list[ContextFile] | None:
+    """Contribute system-injected files rendered in ``<system_context>`` (spec §1, §5).
+
+    Semantics: all collected; not called while BOOTSTRAP.md is pending.
+    Default plugins: ``goclaw.virtual_files`` (DELEGATION.md, TEAM.md, AVAILABILITY.md).
+    """
+
+
+@hookspec
+def goclaw_slash_commands() -> list[SlashCommand] | None:
+    """Contribute slash commands (spec §9.5).
+
+    Returns: objects with ``name``, ``order`` and ``handle(text, ctx) -> SlashResult | None``.
+    Semantics: all collected, tried in ``(order, name)`` order; the first that returns a
+    result handles the message. Default plugin: ``goclaw.skills`` (``/<slug>``, ``/use``,
+    ``/list-skills``, ``/help``).
+    """
+
+
+# --------------------------------------------------------------------------- skills (spec §8)
+
+
+@hookspec
+def goclaw_skill_tiers() -> list[SkillTier] | None:
+    """Contribute skill tiers.
+
+    Returns: objects with ``name``, ``priority`` (1 = highest), ``roots(engine)`` and
+    ``discover(engine)``. Semantics: all collected, sorted by ``(priority, name)``; a
+    duplicate tier name is an error. Default plugin: ``goclaw.skills`` (workspace,
+    project-agents, personal-agents, global+managed, builtin).
+    """
+
+
+# --------------------------------------------------------------------------- registries
+
+
+@hookspec
+def goclaw_search_backends() -> dict[str, Factory] | None:
+    """Register search backends by name: ``{"sqlite": factory}``; ``factory(engine)`` builds one.
+
+    Semantics: a registry; the one used is chosen by config (``[plugins.memory] backend``,
+    default: the database's backend). Default plugin: ``goclaw.memory`` (``sqlite``,
+    ``postgresql``).
+    """
+
+
+@hookspec
+def goclaw_embedding_providers() -> dict[str, Factory] | None:
+    """Register embedding providers by name; ``factory(engine)`` returns an
+    :class:`~goclaw.types.EmbeddingProvider` or raises to say it is unavailable.
+
+    Semantics: a registry; selected by ``[plugins.embeddings] provider``.
+    Default plugin: ``goclaw.embeddings`` (``static`` offline default, ``litellm``, ``none``).
+    """
+
+
+@hookspec
+def goclaw_llm_providers() -> dict[str, Factory] | None:
+    """Register LLM providers by name; ``factory(engine)`` returns an
+    :class:`~goclaw.types.LLMProvider` or None when no model is configured.
+
+    Semantics: a registry; selected by ``[plugins.llm] provider``.
+    Default plugin: ``goclaw.llm`` (``litellm``).
+    """
+
+
+# --------------------------------------------------------------------------- workers and tools
+
+
+@hookspec
+def goclaw_consolidation_workers() -> list[ConsolidationWorker] | None:
+    """Contribute consolidation workers subscribed to durable event types (spec §18).
+
+    Returns: objects with ``name``, ``event_types`` and ``handle(event, engine)``.
+    Semantics: all collected; a duplicate worker name is an error. Publishing an event creates
+    one delivery per subscribed worker. Default plugin: ``goclaw.consolidation`` (episodic,
+    semantic, dedup, dreaming).
+    """
+
+
+@hookspec
+def goclaw_tools(engine: Engine) -> list[Tool] | None:
+    """Contribute runtime tools (``skill_search``, ``use_skill``, ``memory_search``, ...).
+
+    Semantics: all collected; a duplicate tool name is an error.
+    Default plugins: ``goclaw.skills``, ``goclaw.memory``, ``goclaw.consolidation``.
+    """
+
+
+# Names the kernel exposes for the hook reference and the meta-tests.
+HOOK_NAMES: tuple[str, ...] = tuple(
+    name for name in list(globals()) if name.startswith("goclaw_") and callable(globals()[name])
+)
+__all__ = ["HOOK_NAMES", "NAME", "hookimpl", "hookspec"]
+
+# Kept for type checkers: these names are only used in annotations above.
+if TYPE_CHECKING:
+    _unused = (ContextFile, PromptContext)

@@ -1,0 +1,226 @@
+"""The plugin manager: built-ins first, then entry points (group ``goclaw``).
+
+There is no global manager: :func:`build_plugin_manager` makes a fresh one for each
+:class:`goclaw.Engine` (tests get their own). Built-ins are registered by import path from
+:data:`DEFAULT_PLUGINS` under stable names ``goclaw.<feature>``; ``[plugins] disable`` blocks a
+name before anything is imported; an unknown name in ``disable``/``only`` is an error listing
+the known names; the essential plugins cannot be disabled. A third-party plugin that fails to
+import or register is recorded as ``failed`` and skipped, unless ``plugins.strict``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+import pluggy
+
+from typing import TYPE_CHECKING
+
+from goclaw import hookspecs
+from goclaw.errors import PluginError
+
+if TYPE_CHECKING:
+    from goclaw.config import PluginsConfig
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "goclaw"
+AUTOLOAD_ENV = "GOCLAW_DISABLE_PLUGIN_AUTOLOAD"
+
+# name -> module path. Order here is irrelevant: every hook result is sorted explicitly.
+DEFAULT_PLUGINS: dict[str, str] = {
+    "goclaw.context_files": "goclaw_bootstrap.context_files",
+    "goclaw.bootstrap": "goclaw_bootstrap.seeding",
+    "goclaw.prompt": "goclaw_prompt.plugin",
+    "goclaw.virtual_files": "goclaw_virtual_files.plugin",
+    "goclaw.skills": "goclaw_skills.plugin",
+    "goclaw.memory": "goclaw_memory.plugin",
+    "goclaw.embeddings": "goclaw_embeddings.plugin",
+    "goclaw.llm": "goclaw_llm.plugin",
+    "goclaw.consolidation": "goclaw_consolidation.plugin",
+}
+
+# The kernel cannot serve its contract without these; disabling one is a loud error.
+ESSENTIAL_PLUGINS: frozenset[str] = frozenset({"goclaw.context_files", "goclaw.prompt"})
+
+
+@dataclass
+class PluginRecord:
+    """One row of ``goclaw plugins``."""
+
+    name: str
+    status: str  # active | blocked | failed
+    builtin: bool
+    module: str = ""
+    distribution: str | None = None
+    version: str | None = None
+    hooks: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "distribution": self.distribution,
+            "version": self.version,
+            "hooks": self.hooks,
+            "status": self.status,
+            "builtin": self.builtin,
+            "error": self.error,
+        }
+
+
+class GoclawPluginManager:
+    """A pluggy ``PluginManager`` plus the records ``goclaw plugins`` shows."""
+
+    def __init__(
+        self,
+        config: PluginsConfig,
+        extra_plugins: Iterable[tuple[str, object]] = (),
+        *,
+        include_builtins: bool = True,
+    ) -> None:
+        self.config = config
+        self.include_builtins = include_builtins
+        self.pm = pluggy.PluginManager(hookspecs.NAME)
+        self.pm.add_hookspecs(hookspecs)
+        self.records: dict[str, PluginRecord] = {}
+        self._extra = list(extra_plugins)
+
+    # ------------------------------------------------------------------ loading
+    def load(self) -> None:
+        autoload = self.config.autoload and os.environ.get(AUTOLOAD_ENV, "").strip() not in {"1", "true"}
+        entry_points = list(metadata.entry_points(group=ENTRY_POINT_GROUP))
+        known = sorted(
+            {*DEFAULT_PLUGINS, *(ep.name for ep in entry_points), *(name for name, _ in self._extra)}
+        )
+        blocked = self._blocked_names(known)
+
+        for name, module_path in sorted(DEFAULT_PLUGINS.items()):
+            if name in blocked or not self.include_builtins:
+                self.records[name] = PluginRecord(name, "blocked", True, module_path, "goclaw", _version())
+                continue
+            module = importlib.import_module(module_path)
+            self.pm.register(module, name=name)
+            self.records[name] = PluginRecord(name, "active", True, module_path, "goclaw", _version())
+
+        for name, obj in self._extra:
+            if name in blocked:
+                self.records[name] = PluginRecord(name, "blocked", False)
+                continue
+            self._register_third_party(name, lambda obj=obj: obj, None)
+
+        for ep in sorted(entry_points, key=lambda e: e.name):
+            dist = getattr(ep, "dist", None)
+            if ep.name in self.records:
+                self._fail(ep.name, f"entry point name clashes with an existing plugin ({ep.value})", dist)
+                continue
+            if ep.name in blocked or not autoload:
+                status = "blocked"
+                self.records[ep.name] = PluginRecord(
+                    ep.name, status, False, ep.value, dist.name if dist else None,
+                    dist.version if dist else None,
+                )
+                continue
+            self._register_third_party(ep.name, ep.load, dist, ep.value)
+
+        try:
+            self.pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            raise PluginError(f"a plugin implements an unknown hook: {exc}") from None
+        for name, record in self.records.items():
+            plugin = self.pm.get_plugin(name)
+            if plugin is not None and record.status == "active":
+                record.hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or [])
+
+    def _blocked_names(self, known: list[str]) -> set[str]:
+        disable = list(self.config.disable)
+        only = self.config.only
+        for label, names in (("disable", disable), ("only", only or [])):
+            unknown = [n for n in names if n not in known]
+            if unknown:
+                raise PluginError(
+                    f"unknown plugin name(s) in plugins.{label}: {', '.join(unknown)}; "
+                    f"known plugins: {', '.join(known)}"
+                )
+        essential_disabled = sorted(set(disable) & ESSENTIAL_PLUGINS)
+        if essential_disabled:
+            raise PluginError(
+                f"plugin(s) {', '.join(essential_disabled)} are essential and cannot be disabled; "
+                "replace their behaviour with a plugin that implements the same hooks instead"
+            )
+        blocked = set(disable)
+        if only is not None:
+            blocked |= {n for n in known if n not in only and n not in ESSENTIAL_PLUGINS}
+        return blocked
+
+    def _register_third_party(self, name: str, load: Any, dist: Any, module: str = "") -> None:
+        try:
+            obj = load()
+            self.pm.register(obj, name=name)
+            # Validate now so that one bad plugin cannot break check_pending for everyone.
+            self.pm.check_pending()
+        except Exception as exc:
+            if self.pm.get_plugin(name) is not None:
+                self.pm.unregister(name=name)
+            if self.config.strict:
+                raise PluginError(f"plugin {name!r} failed to load: {type(exc).__name__}: {exc}") from exc
+            self._fail(name, f"{type(exc).__name__}: {exc}", dist, module)
+            return
+        self.records[name] = PluginRecord(
+            name, "active", False, module, dist.name if dist else None, dist.version if dist else None
+        )
+
+    def _fail(self, name: str, error: str, dist: Any, module: str = "") -> None:
+        log.warning("plugin %s failed and was skipped: %s", name, error)
+        self.records[name] = PluginRecord(
+            name, "failed", False, module, dist.name if dist else None,
+            dist.version if dist else None, error=" ".join(error.split()),
+        )
+
+    def report_failure(self, name: str, hook: str, exc: BaseException) -> None:
+        """A third-party hook implementation raised: mark the plugin failed (or re-raise)."""
+        message = f"{hook}: {type(exc).__name__}: {exc}"
+        if self.config.strict:
+            raise PluginError(f"plugin {name!r} failed in {message}") from exc
+        record = self.records.get(name)
+        if record is not None:
+            record.status = "failed"
+            record.error = " ".join(message.split())
+        log.warning("plugin %s failed in %s and was skipped", name, message)
+
+    def is_builtin(self, name: str) -> bool:
+        record = self.records.get(name)
+        return bool(record and record.builtin)
+
+    def active_names(self) -> list[str]:
+        return sorted(n for n, r in self.records.items() if r.status == "active")
+
+
+def _version() -> str:
+    try:
+        return metadata.version("goclaw")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def has_entry_points() -> bool:
+    return bool(metadata.entry_points(group=ENTRY_POINT_GROUP))
+
+
+def build_plugin_manager(
+    config: PluginsConfig,
+    extra_plugins: Iterable[tuple[str, object]] = (),
+    *,
+    include_builtins: bool = True,
+) -> GoclawPluginManager:
+    """A fresh, loaded manager. ``include_builtins=False`` loads only third-party plugins
+    (the CLI uses it to find plugin commands without importing every built-in)."""
+    manager = GoclawPluginManager(config, extra_plugins, include_builtins=include_builtins)
+    manager.load()
+    return manager

@@ -1,0 +1,94 @@
+"""Bring a database to the schema this goclaw knows, or refuse it (issue 2 §5).
+
+* an empty database is created at the head revision;
+* an older one is upgraded in place, inside one transaction (SQLite holds a write lock,
+  PostgreSQL an advisory lock, so two processes opening at once migrate once);
+* a database stamped with a revision this goclaw does not know (a newer goclaw wrote it) is
+  refused with a clear message, never touched;
+* a database that has tables but no goclaw stamp is refused too: it is not ours.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import inspect, text
+
+from goclaw.errors import StoreError
+
+if TYPE_CHECKING:
+    from goclaw.store.database import Database
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+VERSION_TABLE = "goclaw_schema_version"
+_PG_LOCK_KEY = 0x60C1A3  # any constant; namespaced by the database
+
+
+def _alembic_config(connection: Any = None) -> Any:
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("version_table", VERSION_TABLE)
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+@cache
+def known_revisions() -> tuple[str, frozenset[str]]:
+    """(head revision, every revision this goclaw ships)."""
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(_alembic_config())
+    heads = script.get_heads()
+    if len(heads) != 1:
+        raise StoreError(f"goclaw's migrations have {len(heads)} heads; this is a packaging bug")
+    return heads[0], frozenset(rev.revision for rev in script.walk_revisions())
+
+
+def current_revision(db: Database) -> str | None:
+    with db.engine.connect() as conn:
+        if not inspect(conn).has_table(VERSION_TABLE):
+            return None
+        row = conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).first()
+        return None if row is None else str(row[0])
+
+
+def upgrade(db: Database) -> str:
+    """Migrate ``db`` to the head revision; returns the revision it is at."""
+    head, known = known_revisions()
+    current = current_revision(db)
+    if current == head:
+        return head
+    if current is not None and current not in known:
+        raise StoreError(
+            f"the database schema ({current}) is newer than this goclaw understands (up to {head}); "
+            "upgrade goclaw, or point it at another database"
+        )
+    from alembic import command
+
+    conn = db.engine.connect().execution_options(goclaw_write=True)
+    try:
+        with conn.begin():
+            if db.backend == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
+            # Re-check under the lock: another process may have migrated meanwhile.
+            insp = inspect(conn)
+            if not insp.has_table(VERSION_TABLE):
+                foreign = [t for t in insp.get_table_names() if not t.startswith(("sqlite_", "alembic"))]
+                if foreign:
+                    raise StoreError(
+                        "the database already holds tables that goclaw did not create "
+                        f"({', '.join(sorted(foreign)[:5])}); use an empty database"
+                    )
+            command.upgrade(_alembic_config(conn), "head")
+    except StoreError:
+        raise
+    except Exception as exc:
+        raise StoreError(f"could not migrate the database to {head}: {exc}") from exc
+    finally:
+        conn.close()
+    return head

@@ -1,0 +1,1 @@
+"""Versioned schema migrations (Alembic). See :mod:`goclaw.store.migrate`."""

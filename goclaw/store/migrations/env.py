@@ -1,0 +1,34 @@
+"""Alembic environment: goclaw always passes an open connection (see goclaw.store.migrate)."""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlmodel import SQLModel
+
+import goclaw.store.models  # noqa: F401  (registers the tables on SQLModel.metadata)
+
+config = context.config
+connection = config.attributes["connection"]
+
+
+def include_object(obj, name, type_, reflected, compare_to):  # type: ignore[no-untyped-def]
+    """Full-text structures are made by hand in migrations; autogenerate must not drop them."""
+    if type_ == "table" and name and (name.endswith("_fts") or "_fts_" in name):
+        return False
+    if type_ == "column" and name == "tsv":
+        return False
+    if type_ == "index" and name and (name.endswith("_tsv") or "_hnsw_" in name):
+        return False
+    return True
+
+
+context.configure(
+    include_object=include_object,
+    version_table=config.get_main_option("version_table") or "goclaw_schema_version",
+    connection=connection,
+    target_metadata=SQLModel.metadata,
+    render_as_batch=connection.dialect.name == "sqlite",
+    compare_type=True,
+)
+with context.begin_transaction():
+    context.run_migrations()

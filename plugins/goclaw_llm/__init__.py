@@ -1,0 +1,1 @@
+"""LLM providers: litellm is the default route (DESIGN.md §5)."""

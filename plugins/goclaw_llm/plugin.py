@@ -1,0 +1,96 @@
+"""Plugin ``goclaw.llm``: chat completions through litellm (DESIGN.md §5).
+
+Configure with ``[plugins.llm] model = "gpt-4o-mini"`` (any litellm model string). With no
+model, ``engine.llm()`` is ``None`` and every LLM-dependent step uses its deterministic
+fallback. litellm is imported only when a model is actually called (it takes seconds).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from goclaw import hookimpl
+from goclaw.errors import GoclawError
+from pydantic import BaseModel, Field
+
+
+class LLMSettings(BaseModel):
+    """``[plugins.llm]``"""
+
+    provider: str = Field(default="litellm", description="LLM provider name, or 'none'")
+    model: str | None = Field(default=None, description="litellm model string; unset = no LLM")
+    timeout: float = Field(default=60.0, gt=0, description="seconds per call")
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    api_base: str | None = Field(default=None, description="custom endpoint (Ollama, vLLM, proxies)")
+    max_retries: int = Field(default=2, ge=0, le=10)
+    options: dict[str, Any] = Field(default_factory=dict, description="extra litellm.completion kwargs")
+
+
+class LLMCallError(GoclawError):
+    """The model call failed (network, auth, timeout, bad response)."""
+
+
+def import_litellm() -> Any:
+    """Import litellm offline-safe: never fetch the model-cost map from the network."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+class LiteLLMProvider:
+    """An :class:`~goclaw.types.LLMProvider` backed by ``litellm.completion``."""
+
+    name = "litellm"
+
+    def __init__(self, settings: LLMSettings) -> None:
+        if not settings.model:
+            raise ValueError("a model is required")
+        self.settings = settings
+        self.model = settings.model
+
+    def complete(
+        self, messages: Sequence[Mapping[str, Any]], *, timeout: float | None = None, **options: Any
+    ) -> str:
+        litellm = import_litellm()
+        kwargs: dict[str, Any] = {**self.settings.options, **options}
+        if self.settings.temperature is not None:
+            kwargs.setdefault("temperature", self.settings.temperature)
+        if self.settings.api_base:
+            kwargs.setdefault("api_base", self.settings.api_base)
+        try:
+            response = litellm.completion(
+                model=self.model,
+                messages=[dict(m) for m in messages],
+                timeout=timeout or self.settings.timeout,
+                num_retries=self.settings.max_retries,
+                **kwargs,
+            )
+        except Exception as exc:
+            raise LLMCallError(f"LLM call to {self.model} failed: {type(exc).__name__}: {exc}") from exc
+        try:
+            content = response.choices[0].message.content
+        except (AttributeError, IndexError, KeyError) as exc:
+            raise LLMCallError(f"LLM {self.model} returned no message") from exc
+        return str(content or "")
+
+
+@hookimpl
+def goclaw_settings_model() -> type[BaseModel]:
+    return LLMSettings
+
+
+def _litellm_factory(engine: Any) -> LiteLLMProvider | None:
+    settings: LLMSettings = engine.plugin_settings("llm")
+    if not settings.model:
+        return None
+    return LiteLLMProvider(settings)
+
+
+@hookimpl
+def goclaw_llm_providers() -> dict[str, Any]:
+    return {"litellm": _litellm_factory}

@@ -1,0 +1,1 @@
+"""Virtual context files: DELEGATION.md, TEAM.md, AVAILABILITY.md (spec §1, §5)."""

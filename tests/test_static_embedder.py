@@ -1,0 +1,243 @@
+"""Tests for goclaw's default offline embedder (the bundled static MiniLM-derived model)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from goclaw_embeddings.static_model import DEFAULT_MODEL_DIR, StaticEmbedder
+
+MODEL_ID = "minilm-l6-static-256"
+DIM = 256
+
+PAIRS = [
+    # (text, paraphrase, unrelated)
+    (
+        "how do I reset my password",
+        "I forgot my password, how can I change it?",
+        "the weather in Paris is sunny today",
+    ),
+    ("install the python package with pip", "use pip to install the library", "she baked a chocolate cake"),
+    (
+        "the database connection timed out",
+        "could not connect to the SQL server in time",
+        "my dog loves the beach",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> StaticEmbedder:
+    return StaticEmbedder()
+
+
+def _subprocess_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    return env
+
+
+# -- the bundled files -------------------------------------------------------------------------
+
+
+def test_bundled_model_files_are_real_and_small() -> None:
+    conf = json.loads((DEFAULT_MODEL_DIR / "config.json").read_text(encoding="utf-8"))
+    assert conf["model_id"] == MODEL_ID and conf["dim"] == DIM and conf["normalize"] is True
+    emb_path = DEFAULT_MODEL_DIR / conf["files"]["embeddings"]
+    raw = emb_path.read_bytes()
+    assert not raw.startswith(b"version https://git-lfs"), "embedding matrix is a Git LFS pointer"
+    assert hashlib.sha256(raw).hexdigest() == conf["files"]["embeddings_sha256"]
+    tok_raw = (DEFAULT_MODEL_DIR / conf["files"]["tokenizer"]).read_bytes()
+    assert hashlib.sha256(tok_raw).hexdigest() == conf["files"]["tokenizer_sha256"]
+    matrix = np.load(emb_path, allow_pickle=False)
+    assert matrix.shape == (conf["vocab_size"], DIM)
+    assert np.isfinite(matrix.astype(np.float32)).all()
+    total = sum(p.stat().st_size for p in DEFAULT_MODEL_DIR.iterdir() if p.is_file())
+    assert total <= 20 * 1024 * 1024
+    for name in ("LICENSE-MODEL.txt", "NOTICE"):
+        text = (DEFAULT_MODEL_DIR / name).read_text(encoding="utf-8")
+        assert "all-MiniLM-L6-v2" in text and "Apache" in text
+
+
+# -- identity and laziness ---------------------------------------------------------------------
+
+
+def test_identity(embedder: StaticEmbedder) -> None:
+    assert embedder.provider == "goclaw-static"
+    assert embedder.model == MODEL_ID
+    assert embedder.dim == DIM
+    assert isinstance(embedder.dim, int)
+
+
+def test_import_and_construction_are_lazy() -> None:
+    # Loaded as a plain file in a fresh interpreter, so no package __init__ can import numpy first.
+    module_file = Path(sys.modules[StaticEmbedder.__module__].__file__ or "")
+    code = textwrap.dedent(
+        f"""
+        import importlib.util, sys
+        spec = importlib.util.spec_from_file_location("sm", {str(module_file)!r})
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        e = mod.StaticEmbedder()
+        assert e.dim == {DIM} and e.model == {MODEL_ID!r} and e.provider == "goclaw-static"
+        heavy = [m for m in ("numpy", "tokenizers") if m in sys.modules]
+        assert not heavy, heavy
+        v = e.embed(["hello world"])
+        assert v.shape == (1, {DIM}), v.shape
+        print("ok")
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=_subprocess_env()
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
+
+
+# -- embed() contract --------------------------------------------------------------------------
+
+
+def test_shape_dtype_and_unit_norm(embedder: StaticEmbedder) -> None:
+    texts = ["hello world", "A slightly longer sentence about context engines.", "x", "Ünïcödé café 東京"]
+    vecs = embedder.embed(texts)
+    assert isinstance(vecs, np.ndarray)
+    assert vecs.dtype == np.float32
+    assert vecs.shape == (len(texts), DIM)
+    assert np.isfinite(vecs).all()
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+
+
+def test_empty_inputs(embedder: StaticEmbedder) -> None:
+    none = embedder.embed([])
+    assert none.shape == (0, DIM) and none.dtype == np.float32
+
+    texts = ["", "   \n\t  ", "real text here", "\u200b", "🚀🚀🚀"]
+    vecs = embedder.embed(texts)
+    assert vecs.shape == (5, DIM)
+    assert not np.isnan(vecs).any()
+    norms = np.linalg.norm(vecs, axis=1)
+    assert norms[0] == 0.0 and norms[1] == 0.0 and norms[3] == 0.0  # no tokens -> zero vector
+    assert norms[4] == 0.0  # only unknown tokens, which are dropped -> zero vector
+    assert abs(norms[2] - 1.0) < 1e-5
+    np.testing.assert_allclose(vecs[2], embedder.embed(["real text here"])[0], atol=1e-6)
+
+
+def test_rejects_a_bare_string_and_non_strings(embedder: StaticEmbedder) -> None:
+    with pytest.raises(TypeError):
+        embedder.embed("a single string")
+    with pytest.raises(TypeError):
+        embedder.embed(["ok", 42])  # type: ignore[list-item]
+
+
+def test_deterministic_and_batch_independent(embedder: StaticEmbedder) -> None:
+    texts = [f"chunk number {i}: the quick brown fox jumps over {i % 13} lazy dogs" for i in range(1100)]
+    a = embedder.embed(texts)  # crosses the internal batch boundary
+    b = embedder.embed(texts)
+    assert np.array_equal(a, b)
+    c = StaticEmbedder().embed(texts[1020:1030])
+    np.testing.assert_allclose(a[1020:1030], c, atol=1e-6)
+    singles = np.vstack([embedder.embed([t]) for t in texts[:5]])
+    np.testing.assert_allclose(a[:5], singles, atol=1e-6)
+    assert not np.allclose(a[0], a[1])
+
+
+def test_long_text_is_truncated_to_max_tokens(embedder: StaticEmbedder) -> None:
+    head = " ".join(f"alpha{i}" for i in range(600))  # far more than 512 tokens
+    tail = " completely different ending about cooking pasta" * 300
+    vecs = embedder.embed([head, head + tail, "xyz " * 100_000, "x" * 100_000])
+    assert np.isfinite(vecs).all()
+    np.testing.assert_allclose(np.linalg.norm(vecs[:3], axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(vecs[0], vecs[1], atol=1e-6)  # the tail lies past the token limit
+    # one "word" longer than WordPiece's 100-character limit is a single unknown token -> zero vector
+    assert float(np.linalg.norm(vecs[3])) == 0.0
+
+
+@pytest.mark.parametrize(("text", "paraphrase", "unrelated"), PAIRS)
+def test_paraphrase_closer_than_unrelated(
+    embedder: StaticEmbedder, text: str, paraphrase: str, unrelated: str
+) -> None:
+    q, p, u = embedder.embed([text, paraphrase, unrelated])
+    sim_p, sim_u = float(q @ p), float(q @ u)
+    assert sim_p > 0.5, sim_p
+    assert sim_p > sim_u + 0.3, (sim_p, sim_u)
+    assert sim_u < 0.3, sim_u
+
+
+def test_ranking_prefers_relevant_chunk(embedder: StaticEmbedder) -> None:
+    docs = [
+        "To change your password open Settings, choose Security and click Reset password.",
+        "Our office is closed on public holidays.",
+        "The invoice total includes VAT at the standard rate.",
+    ]
+    q = embedder.embed(["how do I reset my password"])[0]
+    scores = embedder.embed(docs) @ q
+    assert int(np.argmax(scores)) == 0, scores
+
+
+# -- other model directories -------------------------------------------------------------------
+
+
+def test_custom_model_dir(tmp_path: Path) -> None:
+    conf = json.loads((DEFAULT_MODEL_DIR / "config.json").read_text(encoding="utf-8"))
+    conf["model_id"] = "custom-copy"
+    conf["files"]["embeddings"] = "emb32.npy"
+    (tmp_path / "config.json").write_text(json.dumps(conf), encoding="utf-8")
+    (tmp_path / "tokenizer.json").write_bytes((DEFAULT_MODEL_DIR / "tokenizer.json").read_bytes())
+    np.save(tmp_path / "emb32.npy", np.load(DEFAULT_MODEL_DIR / "embeddings.npy").astype(np.float32))
+    custom = StaticEmbedder(tmp_path)
+    assert custom.model == "custom-copy" and custom.dim == DIM
+    np.testing.assert_allclose(
+        custom.embed(["hello there"]), StaticEmbedder().embed(["hello there"]), atol=1e-6
+    )
+
+
+def test_missing_model_dir_raises(tmp_path: Path) -> None:
+    missing = StaticEmbedder(tmp_path / "nope")
+    with pytest.raises(FileNotFoundError):
+        _ = missing.dim
+    with pytest.raises(FileNotFoundError):
+        missing.embed(["x"])
+
+
+# -- offline -----------------------------------------------------------------------------------
+
+
+def test_embeds_without_any_network_access() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+
+        def _deny(event, args):
+            if event in ("socket.connect", "socket.getaddrinfo", "socket.gethostbyname",
+                         "urllib.Request", "http.client.connect"):
+                raise RuntimeError(f"network access attempted: {event} {args!r}")
+
+        sys.addaudithook(_deny)
+        from goclaw_embeddings.static_model import StaticEmbedder
+        e = StaticEmbedder()
+        v = e.embed(["offline embedding works", ""])
+        assert v.shape == (2, e.dim)
+        # prove the hook is live: a connection attempt must be refused
+        import socket
+        try:
+            socket.create_connection(("127.0.0.1", 9), timeout=1)
+        except RuntimeError as exc:
+            assert "network access attempted" in str(exc)
+        else:
+            raise SystemExit("audit hook did not fire")
+        print("ok")
+        """
+    )
+    env = _subprocess_env()
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        env.pop(var, None)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
