@@ -1,0 +1,195 @@
+"""goclaw's default offline embedder: a static (model2vec-style) token-embedding model.
+
+The bundled model (``model/``) was distilled once from all-MiniLM-L6-v2 by
+``scripts/distill_embedder.py``; see ``model/NOTICE`` and ``model/LICENSE-MODEL.txt``. At run time it
+needs only numpy and ``tokenizers`` (``safetensors`` only if a model directory ships its matrix as
+``.safetensors`` instead of ``.npy``), never torch and never the network.
+
+A text's embedding is the mean of the rows of its WordPiece tokens (no special tokens, unknown
+tokens dropped, at most ``max_tokens`` tokens), L2-normalised. A text with no known tokens (empty,
+whitespace only, ...) embeds to the zero vector. The output matches ``model2vec.StaticModel.encode``
+on the same files (cosine > 0.999; model2vec computes in float16, this runtime in float32).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from itertools import chain
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+    from tokenizers import Tokenizer
+
+__all__ = ["DEFAULT_MODEL_DIR", "StaticEmbedder"]
+
+#: The model directory bundled with goclaw.
+DEFAULT_MODEL_DIR: Path = Path(__file__).resolve().parent / "model"
+
+_BATCH = 512  # texts tokenised and pooled at a time (bounds the temporary token-vector buffer)
+
+
+class StaticEmbedder:
+    """Embeds texts with a static token-embedding model; loads its files lazily on first use.
+
+    Thread-safe: loading is guarded by a lock and ``embed`` keeps no per-call state on ``self``.
+    """
+
+    def __init__(self, model_dir: Path | None = None) -> None:
+        self._dir: Path = Path(model_dir) if model_dir is not None else DEFAULT_MODEL_DIR
+        self._lock = threading.Lock()
+        self._config: dict[str, Any] | None = None
+        self._tokenizer: Tokenizer | None = None
+        self._matrix: NDArray[np.float32] | None = None
+
+    # -- identity -------------------------------------------------------------------------------
+
+    @property
+    def provider(self) -> str:
+        return "goclaw-static"
+
+    @property
+    def model(self) -> str:
+        """A stable id of the model's files, e.g. ``"minilm-l6-static-256"``."""
+        return str(self._conf().get("model_id") or f"{self._dir.name}-static-{self.dim}")
+
+    @property
+    def dim(self) -> int:
+        return int(self._conf()["dim"])
+
+    @property
+    def model_dir(self) -> Path:
+        return self._dir
+
+    def __repr__(self) -> str:
+        return f"StaticEmbedder(model_dir={str(self._dir)!r})"
+
+    # -- loading --------------------------------------------------------------------------------
+
+    def _conf(self) -> dict[str, Any]:
+        if self._config is None:
+            path = self._dir / "config.json"
+            if not path.is_file():
+                raise FileNotFoundError(f"static embedding model not found: no {path}")
+            conf = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(conf, dict) or "dim" not in conf:
+                raise ValueError(f"{path} is not a goclaw static-model config (no 'dim')")
+            self._config = conf
+        return self._config
+
+    def load(self) -> None:
+        """Load the tokenizer and the embedding matrix now (otherwise done by the first ``embed``)."""
+        if self._matrix is not None:
+            return
+        with self._lock:
+            if self._matrix is not None:
+                return
+            import numpy as np
+            from tokenizers import Tokenizer
+
+            conf = self._conf()
+            files = conf.get("files") or {}
+            tok_path = self._dir / str(files.get("tokenizer", "tokenizer.json"))
+            emb_path = self._dir / str(files.get("embeddings", "embeddings.npy"))
+            tokenizer = Tokenizer.from_file(str(tok_path))
+            tokenizer.no_padding()
+            max_tokens = conf.get("max_tokens")
+            if max_tokens:
+                tokenizer.enable_truncation(int(max_tokens))
+            else:
+                tokenizer.no_truncation()
+
+            if emb_path.suffix == ".safetensors":
+                from safetensors.numpy import load_file  # optional dependency
+
+                tensors = load_file(str(emb_path))
+                raw = tensors["embeddings"] if "embeddings" in tensors else next(iter(tensors.values()))
+            else:
+                raw = np.load(emb_path, allow_pickle=False)
+            matrix = np.ascontiguousarray(raw, dtype=np.float32)
+            if matrix.ndim != 2 or matrix.shape[1] != int(conf["dim"]):
+                raise ValueError(f"{emb_path}: shape {matrix.shape} does not match dim {conf['dim']}")
+            if matrix.shape[0] < tokenizer.get_vocab_size():
+                raise ValueError(
+                    f"{emb_path}: {matrix.shape[0]} rows for a vocabulary of {tokenizer.get_vocab_size()}"
+                )
+            self._tokenizer = tokenizer
+            self._matrix = matrix
+
+    # -- inference ------------------------------------------------------------------------------
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Embed ``texts``: float32 array of shape ``(len(texts), dim)`` with unit-norm (or zero) rows."""
+        import numpy as np
+
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a list of strings, not a single string")
+        self.load()
+        assert self._matrix is not None and self._tokenizer is not None
+        out = np.zeros((len(texts), self._matrix.shape[1]), dtype=np.float32)
+        for start in range(0, len(texts), _BATCH):
+            batch = texts[start : start + _BATCH]
+            out[start : start + len(batch)] = self._embed_batch(batch)
+        return out
+
+    def _embed_batch(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        import numpy as np
+
+        assert self._matrix is not None and self._tokenizer is not None
+        conf = self._conf()
+        n = len(texts)
+        out = np.zeros((n, self._matrix.shape[1]), dtype=np.float32)
+        if n == 0:
+            return out
+
+        # Cut absurdly long texts before tokenising (the tokenizer truncates to max_tokens anyway);
+        # the same shortcut as model2vec, so long texts embed identically under both.
+        max_tokens = conf.get("max_tokens")
+        if max_tokens:
+            cut = int(max_tokens) * int(conf.get("median_token_length") or 16)
+            prepared = [t[:cut] if isinstance(t, str) else _not_str(t) for t in texts]
+        else:
+            prepared = [t if isinstance(t, str) else _not_str(t) for t in texts]
+
+        tok = self._tokenizer
+        encode = getattr(tok, "encode_batch_fast", None) or tok.encode_batch
+        encodings = encode(prepared, add_special_tokens=False)
+
+        id_lists = [e.ids for e in encodings]
+        lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=n)
+        total = int(lengths.sum())
+        if total == 0:
+            return out
+        ids = np.fromiter(chain.from_iterable(id_lists), dtype=np.int64, count=total)
+        rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        unk = conf.get("unk_token_id")
+        if unk is not None and conf.get("drop_unk_tokens", True):
+            keep = ids != int(unk)
+            ids, rows = ids[keep], rows[keep]
+        if ids.size == 0:
+            return out
+
+        counts = np.bincount(rows, minlength=n)
+        ends = np.cumsum(counts)
+        starts = ends - counts
+        matrix = self._matrix
+        # One small gather per text: it stays in cache, which is several times faster than gathering
+        # the whole batch's token vectors at once and reducing them.
+        for i, a, b in zip(range(n), starts.tolist(), ends.tolist(), strict=True):
+            if b > a:
+                np.sum(matrix.take(ids[a:b], axis=0), axis=0, out=out[i])
+        nonempty = counts > 0
+        means = out[nonempty] / counts[nonempty, None].astype(np.float32)
+        if conf.get("normalize", True):
+            norms = np.linalg.norm(means, axis=1, keepdims=True)
+            means = np.divide(means, norms, out=np.zeros_like(means), where=norms > 0)
+        out[nonempty] = means
+        return out
+
+
+def _not_str(value: object) -> str:
+    raise TypeError(f"embed() needs strings, got {type(value).__name__}")
