@@ -72,7 +72,7 @@ class Engine:
         workspace: str | Path = ".",
         database_url: str | None = None,
         *,
-        plugins: Iterable[tuple[str, object]] = (),
+        extra_plugins: Iterable[tuple[str, object]] = (),
         migrate_schema: bool = True,
         startup: bool = True,
         **overrides: Any,
@@ -82,15 +82,16 @@ class Engine:
         Args:
             workspace: the workspace folder (``goclaw.toml`` lives there).
             database_url: overrides ``database_url`` from the config; ``None`` = config/SQLite.
-            plugins: extra ``(name, plugin)`` pairs to register after the built-ins (embedding
+            extra_plugins: extra ``(name, plugin)`` pairs to register after the built-ins (embedding
                 apps and tests use this; installed plugins come from entry points).
-            overrides: other top-level settings (``product_name=...``, ``plugins={...}``).
+            overrides: other top-level settings, e.g. ``product_name="Acme"`` or
+                ``plugins={"disable": [...], "embeddings": {"provider": "none"}}``.
         """
         ws = Path(workspace).expanduser().resolve()
         if ws.exists() and not ws.is_dir():
             raise ConfigError(f"workspace {ws} is not a folder")
         settings = load_settings(ws, database_url=database_url, **overrides)
-        manager = build_plugin_manager(settings.plugins, plugins)
+        manager = build_plugin_manager(settings.plugins, extra_plugins)
         db = Database.for_workspace(ws, settings.database_url)
         db.check_connection()
         engine = cls(ws, settings, manager, db)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         PromptMode,
         PromptRequest,
         PromptSection,
+        SearchHit,
         SkillTier,
         SlashCommand,
         Tool,
@@ -181,6 +182,16 @@ class Hooks:
 
     def llm_providers(self) -> dict[str, Factory]:
         return self._registry("goclaw_llm_providers", "LLM provider")
+
+    def memory_search_extra(
+        self, engine: Engine, query: str, agent: Agent, user: str | None, limit: int
+    ) -> list[SearchHit]:
+        hits: list[SearchHit] = []
+        for _plugin, result in self._collect(
+            "goclaw_memory_search_extra", engine=engine, query=query, agent=agent, user=user, limit=limit
+        ):
+            hits.extend(result)
+        return hits
 
     # ------------------------------------------------------------------ workers and tools
     def consolidation_workers(self) -> list[ConsolidationWorker]:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         PromptMode,
         PromptRequest,
         PromptSection,
+        SearchHit,
         SkillTier,
         SlashCommand,
         Tool,
@@ -212,6 +213,18 @@ def goclaw_llm_providers() -> dict[str, Factory] | None:
 
     Semantics: a registry; selected by ``[plugins.llm] provider``.
     Default plugin: ``goclaw.llm`` (``litellm``).
+    """
+
+
+@hookspec
+def goclaw_memory_search_extra(
+    engine: Engine, query: str, agent: Agent, user: str | None, limit: int
+) -> list[SearchHit] | None:
+    """Search extra memory tiers alongside the indexed documents (spec §17: L1 + L2).
+
+    Returns: hits with ``tier`` set (e.g. ``"episodic"``) and scores in 0..1.
+    Semantics: all collected; ``memory_search`` merges them with document hits (tier
+    ``"document"``) by score. Default plugin: ``goclaw.consolidation`` (episodic summaries).
     """
 
 
