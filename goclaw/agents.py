@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import builtins
 import re
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import select
+from sqlmodel import col, select
 
 from goclaw.errors import NotFoundError, ValidationError
 from goclaw.store.models import Agent, AgentLink, Team, TeamMember
@@ -87,7 +88,9 @@ class AgentService:
             with self.engine.db.session() as s:
                 agent = s.exec(stmt).first()
                 if agent is None:
-                    agent = s.exec(select(Agent).where(Agent.id == name, Agent.tenant_id == self.tenant)).first()
+                    agent = s.exec(
+                        select(Agent).where(Agent.id == name, Agent.tenant_id == self.tenant)
+                    ).first()
         if agent is None:
             raise NotFoundError(f"unknown agent {name!r}; create it with: goclaw agent create {name}")
         return agent
@@ -158,13 +161,13 @@ class AgentService:
 
         return self.engine.db.run_write(_do)
 
-    def links(self, source: str) -> list[tuple[Agent, AgentLink]]:
+    def links(self, source: str) -> builtins.list[tuple[Agent, AgentLink]]:
         """The agents ``source`` can delegate to, with each link, ordered by name."""
         with self.engine.db.session() as s:
             src = self.get(source, s)
             rows = s.exec(
                 select(Agent, AgentLink)
-                .join(AgentLink, AgentLink.target_agent_id == Agent.id)
+                .join(AgentLink, col(AgentLink.target_agent_id) == col(Agent.id))
                 .where(AgentLink.source_agent_id == src.id)
                 .order_by(Agent.name)
             ).all()
@@ -175,9 +178,7 @@ class AgentService:
         validate_agent_name(name)
 
         def _do(session: Session) -> Team:
-            team = session.exec(
-                select(Team).where(Team.tenant_id == self.tenant, Team.name == name)
-            ).first()
+            team = session.exec(select(Team).where(Team.tenant_id == self.tenant, Team.name == name)).first()
             if team is None:
                 team = Team(tenant_id=self.tenant, name=name, description=description)
             elif description:
@@ -199,20 +200,21 @@ class AgentService:
 
         self.engine.db.run_write(_do)
 
-    def teams_of(self, agent: str) -> list[tuple[Team, str, list[tuple[Agent, str]]]]:
+    def teams_of(self, agent: str) -> builtins.list[tuple[Team, str, builtins.list[tuple[Agent, str]]]]:
         """For each team ``agent`` belongs to: (team, its role, [(teammate, role)])."""
         with self.engine.db.session() as s:
             a = self.get(agent, s)
-            out: list[tuple[Team, str, list[tuple[Agent, str]]]] = []
+            out: builtins.list[tuple[Team, str, builtins.list[tuple[Agent, str]]]] = []
             memberships = s.exec(
-                select(Team, TeamMember).join(TeamMember, TeamMember.team_id == Team.id).where(
-                    TeamMember.agent_id == a.id
-                ).order_by(Team.name)
+                select(Team, TeamMember)
+                .join(TeamMember, col(TeamMember.team_id) == col(Team.id))
+                .where(TeamMember.agent_id == a.id)
+                .order_by(Team.name)
             ).all()
             for team, membership in memberships:
                 mates = s.exec(
                     select(Agent, TeamMember)
-                    .join(TeamMember, TeamMember.agent_id == Agent.id)
+                    .join(TeamMember, col(TeamMember.agent_id) == col(Agent.id))
                     .where(TeamMember.team_id == team.id, Agent.id != a.id)
                     .order_by(Agent.name)
                 ).all()

@@ -176,9 +176,8 @@ class Engine:
         with self._lock:
             if key not in self._providers:
                 if name not in registry:
-                    raise ConfigError(
-                        f"unknown {kind} provider {name!r}; registered: {', '.join(sorted(registry)) or 'none'}"
-                    )
+                    known = ", ".join(sorted(registry)) or "none"
+                    raise ConfigError(f"unknown {kind} provider {name!r}; registered: {known}")
                 self._providers[key] = registry[name](self)
             return self._providers[key]
 

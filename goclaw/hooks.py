@@ -110,9 +110,7 @@ class Hooks:
         for plugin, result in self._collect("goclaw_services", engine=engine):
             for name, service in result.items():
                 if name in owners:
-                    raise PluginError(
-                        f"service {name!r} is provided by both {owners[name]!r} and {plugin!r}"
-                    )
+                    raise PluginError(f"service {name!r} is provided by both {owners[name]!r} and {plugin!r}")
                 owners[name] = plugin
                 services[name] = service
         return services
@@ -136,10 +134,7 @@ class Hooks:
     def prompt_modes(self) -> dict[str, PromptMode]:
         return self._cached(
             "modes",
-            lambda: {
-                m.name: m
-                for m in self._items("goclaw_prompt_modes", lambda m: m.name, "prompt mode")
-            },
+            lambda: {m.name: m for m in self._items("goclaw_prompt_modes", lambda m: m.name, "prompt mode")},
         )
 
     def resolve_prompt_mode(self, request: PromptRequest) -> str | None:

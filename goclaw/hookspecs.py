@@ -20,6 +20,7 @@ import pluggy
 
 if TYPE_CHECKING:
     import click
+    from pydantic import BaseModel
 
     from goclaw.engine import Engine
     from goclaw.store.models import Agent
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
         SlashCommand,
         Tool,
     )
-    from pydantic import BaseModel
 
 NAME = "goclaw"
 hookspec = pluggy.HookspecMarker(NAME)

@@ -16,11 +16,9 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
-
-from typing import TYPE_CHECKING
 
 from goclaw import hookspecs
 from goclaw.errors import PluginError
@@ -123,7 +121,11 @@ class GoclawPluginManager:
             if ep.name in blocked or not autoload:
                 status = "blocked"
                 self.records[ep.name] = PluginRecord(
-                    ep.name, status, False, ep.value, dist.name if dist else None,
+                    ep.name,
+                    status,
+                    False,
+                    ep.value,
+                    dist.name if dist else None,
                     dist.version if dist else None,
                 )
                 continue
@@ -179,8 +181,13 @@ class GoclawPluginManager:
     def _fail(self, name: str, error: str, dist: Any, module: str = "") -> None:
         log.warning("plugin %s failed and was skipped: %s", name, error)
         self.records[name] = PluginRecord(
-            name, "failed", False, module, dist.name if dist else None,
-            dist.version if dist else None, error=" ".join(error.split()),
+            name,
+            "failed",
+            False,
+            module,
+            dist.name if dist else None,
+            dist.version if dist else None,
+            error=" ".join(error.split()),
         )
 
     def report_failure(self, name: str, hook: str, exc: BaseException) -> None:

@@ -86,19 +86,36 @@ def test_garbage_gives_one_line_error(ws: tuple[Path, str | None], args: list[st
 def test_console_script_help_runs(tmp_path: Path) -> None:
     """The installed `goclaw` executable works (speed is measured in benchmarks/)."""
     exe = Path(sys.executable).with_name("goclaw")
-    out = subprocess.run([str(exe), "--help"], capture_output=True, text=True, cwd=tmp_path,
-                         env={**os.environ}, timeout=60)
+    out = subprocess.run(
+        [str(exe), "--help"], capture_output=True, text=True, cwd=tmp_path, env={**os.environ}, timeout=60
+    )
     assert out.returncode == 0
-    for command in ("init", "agent", "files", "prompt", "skills", "memory", "session", "workers", "kg",
-                    "plugins"):
+    for command in (
+        "init",
+        "agent",
+        "files",
+        "prompt",
+        "skills",
+        "memory",
+        "session",
+        "workers",
+        "kg",
+        "plugins",
+    ):
         assert f"  {command} " in out.stdout
     # --help must not import the heavy libraries.
     probe = subprocess.run(
-        [sys.executable, "-c",
-         "import sys; from goclaw.cli import cli; "
-         "heavy = [m for m in ('litellm', 'numpy', 'sqlalchemy', 'watchdog', 'bm25s') if m in sys.modules];"
-         "print(','.join(heavy))"],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-c",
+            "import sys; from goclaw.cli import cli; "
+            "mods = ('litellm', 'numpy', 'sqlalchemy', 'watchdog', 'bm25s');"
+            "heavy = [m for m in mods if m in sys.modules];"
+            "print(','.join(heavy))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert probe.returncode == 0, probe.stderr
     assert probe.stdout.strip() == ""

@@ -67,7 +67,7 @@ def test_unknown_name_lists_known_plugins() -> None:
 
 
 def test_unknown_name_in_only_is_an_error() -> None:
-    with pytest.raises(PluginError, match="plugins.only"):
+    with pytest.raises(PluginError, match=r"plugins\.only"):
         build_plugin_manager(PluginsConfig(only=["nope"]))
 
 
@@ -110,9 +110,7 @@ def test_autoload_env_blocks_entry_points(hello_installed: Path, monkeypatch: py
     assert all(manager.records[n].status == "active" for n in DEFAULT_PLUGINS)
 
 
-def test_broken_plugin_is_failed_and_everything_else_works(
-    broken_installed: Path, workspace: Path
-) -> None:
+def test_broken_plugin_is_failed_and_everything_else_works(broken_installed: Path, workspace: Path) -> None:
     manager = build_plugin_manager(PluginsConfig())
     assert manager.records["broken"].status == "failed"
     assert "broken on purpose" in (manager.records["broken"].error or "")

@@ -20,18 +20,26 @@ def agent_group() -> None:
 
 @agent_group.command("create")
 @click.argument("name")
-@click.option("--type", "agent_type", type=click.Choice(["open", "predefined"]), default="open",
-              show_default=True, help="open: per-user files; predefined: shared persona.")
+@click.option(
+    "--type",
+    "agent_type",
+    type=click.Choice(["open", "predefined"]),
+    default="open",
+    show_default=True,
+    help="open: per-user files; predefined: shared persona.",
+)
 @click.option("--display-name", default="", help="Human-friendly name.")
 @click.option("--description", default="", help="What the agent is for.")
 @click.option("--dir", "workspace_dir", default=None, help="The agent's own folder (default agents/NAME).")
 @json_option
-def agent_create(name: str, agent_type: str, display_name: str, description: str,
-                 workspace_dir: str | None, as_json: bool) -> None:
+def agent_create(
+    name: str, agent_type: str, display_name: str, description: str, workspace_dir: str | None, as_json: bool
+) -> None:
     """Create an agent and seed its agent-level files."""
     eng = engine()
-    agent = eng.agents.create(name, agent_type, display_name=display_name, description=description,
-                              workspace_dir=workspace_dir)
+    agent = eng.agents.create(
+        name, agent_type, display_name=display_name, description=description, workspace_dir=workspace_dir
+    )
     eng.agent_dir(agent).mkdir(parents=True, exist_ok=True)
     if as_json:
         emit_json(_agent_dict(eng, agent))
@@ -48,21 +56,31 @@ def agent_list(as_json: bool) -> None:
     if as_json:
         emit_json([_agent_dict(eng, a) for a in agents])
         return
-    print_table(["name", "type", "status", "description"],
-                [(a.name, a.agent_type, a.status, a.description) for a in agents])
+    print_table(
+        ["name", "type", "status", "description"],
+        [(a.name, a.agent_type, a.status, a.description) for a in agents],
+    )
 
 
 @agent_group.command("summon")
 @click.argument("name")
 @click.argument("description")
-@click.option("--type", "agent_type", type=click.Choice(["open", "predefined"]), default="predefined",
-              show_default=True, help="Type used when the agent does not exist yet.")
+@click.option(
+    "--type",
+    "agent_type",
+    type=click.Choice(["open", "predefined"]),
+    default="predefined",
+    show_default=True,
+    help="Type used when the agent does not exist yet.",
+)
 @json_option
 def agent_summon(name: str, description: str, agent_type: str, as_json: bool) -> None:
     """Generate SOUL, IDENTITY, AGENTS and TOOLS from a description with one LLM call."""
     eng = engine()
     result = eng.service("summoner").summon(name, description, agent_type=agent_type)
-    data = result if isinstance(result, dict) else getattr(result, "as_dict", lambda: {"result": str(result)})()
+    data = (
+        result if isinstance(result, dict) else getattr(result, "as_dict", lambda: {"result": str(result)})()
+    )
     if as_json:
         emit_json(data)
     else:
@@ -115,13 +133,22 @@ def team_add(team: str, agent: str, role: str) -> None:
 def team_list(agent: str, as_json: bool) -> None:
     """List the teams an agent belongs to, with teammates."""
     teams = engine().agents.teams_of(agent)
-    data = [{"team": t.name, "description": t.description, "role": role,
-             "members": [{"agent": m.name, "role": r} for m, r in mates]} for t, role, mates in teams]
+    data = [
+        {
+            "team": t.name,
+            "description": t.description,
+            "role": role,
+            "members": [{"agent": m.name, "role": r} for m, r in mates],
+        }
+        for t, role, mates in teams
+    ]
     if as_json:
         emit_json(data)
         return
-    print_table(["team", "role", "teammates"],
-                [(d["team"], d["role"], ", ".join(m["agent"] for m in d["members"])) for d in data])
+    print_table(
+        ["team", "role", "teammates"],
+        [(t.name, role, ", ".join(m.name for m, _ in mates)) for t, role, mates in teams],
+    )
 
 
 def _agent_dict(eng: Engine, agent: Agent) -> dict[str, object]:

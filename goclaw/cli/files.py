@@ -50,8 +50,10 @@ def files_list(agent: str, user: str | None, as_json: bool) -> None:
     if as_json:
         emit_json([i.as_dict() for i in infos])
         return
-    print_table(["name", "chars", "level", "updated"],
-                [(i.name, i.chars, i.level, i.updated_at.strftime("%Y-%m-%d %H:%M")) for i in infos])
+    print_table(
+        ["name", "chars", "level", "updated"],
+        [(i.name, i.chars, i.level, i.updated_at.strftime("%Y-%m-%d %H:%M")) for i in infos],
+    )
 
 
 COMMANDS = [files_group]

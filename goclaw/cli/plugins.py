@@ -24,9 +24,19 @@ def plugins_cmd(show_all: bool, as_json: bool) -> None:
     if not records:
         click.echo("no third-party plugins installed (use --all to list the built-ins)")
         return
-    print_table(["name", "distribution", "version", "status", "hooks"],
-                [(r.name, r.distribution, r.version, r.status + (f": {r.error}" if r.error else ""),
-                  ", ".join(h.removeprefix("goclaw_") for h in r.hooks)) for r in records])
+    print_table(
+        ["name", "distribution", "version", "status", "hooks"],
+        [
+            (
+                r.name,
+                r.distribution,
+                r.version,
+                r.status + (f": {r.error}" if r.error else ""),
+                ", ".join(h.removeprefix("goclaw_") for h in r.hooks),
+            )
+            for r in records
+        ],
+    )
 
 
 COMMANDS = [plugins_cmd]

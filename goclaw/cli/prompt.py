@@ -14,8 +14,14 @@ from goclaw.cli.common import json_option, not_yet
 @click.option("--session-key", default=None, help="Session key (subagent/cron keys give minimal).")
 @click.option("--message", default=None, help="The user's message for this turn.")
 @json_option
-def prompt_cmd(agent: str, user: str | None, mode: str | None, session_key: str | None,
-               message: str | None, as_json: bool) -> None:
+def prompt_cmd(
+    agent: str,
+    user: str | None,
+    mode: str | None,
+    session_key: str | None,
+    message: str | None,
+    as_json: bool,
+) -> None:
     """Print the system prompt for an agent (and user)."""
     not_yet("prompt building")
 

@@ -27,15 +27,15 @@ def new_id() -> str:
 
 def _ts(nullable: bool = False, index: bool = False) -> Any:
     return Field(
-        default=None if nullable else None,
-        sa_type=UTCDateTime,  # type: ignore[arg-type]
+        default=None,
+        sa_type=UTCDateTime,
         nullable=nullable,
         index=index,
     )
 
 
 def _created() -> Any:
-    return Field(default_factory=utcnow, sa_type=UTCDateTime, nullable=False)  # type: ignore[arg-type]
+    return Field(default_factory=utcnow, sa_type=UTCDateTime, nullable=False)
 
 
 def _json(default: Any) -> Any:
@@ -86,9 +86,7 @@ class AgentContextFile(SQLModel, table=True):
 
 class UserContextFile(SQLModel, table=True):
     __tablename__ = "user_context_files"
-    __table_args__ = (
-        UniqueConstraint("agent_id", "user_id", "file_name", name="uq_user_context_files"),
-    )
+    __table_args__ = (UniqueConstraint("agent_id", "user_id", "file_name", name="uq_user_context_files"),)
 
     id: int | None = Field(default=None, primary_key=True)
     agent_id: str = Field(foreign_key="agents.id", max_length=64, ondelete="CASCADE")

@@ -17,9 +17,7 @@ def include_object(obj, name, type_, reflected, compare_to):  # type: ignore[no-
         return False
     if type_ == "column" and name == "tsv":
         return False
-    if type_ == "index" and name and (name.endswith("_tsv") or "_hnsw_" in name):
-        return False
-    return True
+    return not (type_ == "index" and name and (name.endswith("_tsv") or "_hnsw_" in name))
 
 
 context.configure(
