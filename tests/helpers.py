@@ -15,8 +15,13 @@ class CliResult:
     err: str
 
 
-def run_cli(args: list[str], *, workspace: Path | None = None, database_url: str | None = None,
-            stdin: str | bytes | None = None) -> CliResult:
+def run_cli(
+    args: list[str],
+    *,
+    workspace: Path | None = None,
+    database_url: str | None = None,
+    stdin: str | bytes | None = None,
+) -> CliResult:
     """Run the real CLI entry point (``goclaw.cli.main``) in-process and capture its output."""
     from goclaw.cli import main
 

@@ -20,8 +20,19 @@ PLUGINS_DIR = Path(__file__).parent / "plugins"
 def pip_install_target(project: str, target: Path) -> Path:
     target.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--disable-pip-version-check", "--target", str(target), str(PLUGINS_DIR / project)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "--target",
+            str(target),
+            str(PLUGINS_DIR / project),
+        ],
         check=True,
         capture_output=True,
     )

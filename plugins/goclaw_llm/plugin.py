@@ -11,9 +11,10 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from goclaw import hookimpl
 from goclaw.errors import GoclawError
-from pydantic import BaseModel, Field
 
 
 class LLMSettings(BaseModel):
