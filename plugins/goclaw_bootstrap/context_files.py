@@ -3,16 +3,20 @@
 Agent-level files live in ``agent_context_files``, per-user files in ``user_context_files``.
 This plugin offers the ``files`` service (``engine.files``) and the two default context-file
 sources: agent level (order 10) then per user (order 20, so a user's copy overrides the
-agent's same-name file while agent-only files survive, spec §6).
+agent's same-name file while agent-only files survive, spec §6). It also gives runtimes the
+chat-path file tools ``read_context_file`` / ``write_context_file`` (spec §3, §5): they apply the
+write rules of a model's write, and answer "already loaded in system prompt" for virtual files.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from goclaw import hookimpl
-from goclaw_bootstrap.store import ContextFileStore, DatabaseFileSource
 from pydantic import BaseModel, Field
+
+from goclaw import hookimpl
+from goclaw.types import Tool
+from goclaw_bootstrap.store import ContextFileStore, DatabaseFileSource
 
 
 class ContextFilesSettings(BaseModel):
@@ -35,4 +39,51 @@ def goclaw_services(engine: Any) -> dict[str, Any]:
 
 @hookimpl
 def goclaw_context_file_sources() -> list[Any]:
-    return [DatabaseFileSource("agent-files", 10, per_user=False), DatabaseFileSource("user-files", 20, per_user=True)]
+    return [
+        DatabaseFileSource("agent-files", 10, per_user=False),
+        DatabaseFileSource("user-files", 20, per_user=True),
+    ]
+
+
+@hookimpl
+def goclaw_tools(engine: Any) -> list[Tool]:
+    """The model's file tools for context files (the chat path of ``engine.files``)."""
+    store: ContextFileStore = engine.files
+
+    def read_context_file(agent: str, name: str, user: str | None = None) -> str:
+        return store.read_from_chat(agent, user, name)
+
+    def write_context_file(agent: str, user: str, name: str, content: str) -> str:
+        action = store.write_from_chat(agent, user, name, content)
+        return f"{name} deleted" if action == "deleted" else f"{name} saved ({len(content)} characters)"
+
+    name_param = {"type": "string", "description": "file name, e.g. USER.md"}
+    scope = {
+        "agent": {"type": "string", "description": "the agent (filled in by the runtime)"},
+        "user": {"type": "string", "description": "the user (filled in by the runtime)"},
+    }
+    return [
+        Tool(
+            name="read_context_file",
+            description="Read one of your context files (AGENTS.md, SOUL.md, USER.md, ...).",
+            parameters={
+                "type": "object",
+                "properties": {**scope, "name": name_param},
+                "required": ["agent", "name"],
+            },
+            func=read_context_file,
+        ),
+        Tool(
+            name="write_context_file",
+            description=(
+                "Write one of your context files. Writing BOOTSTRAP.md empty ends the first-run "
+                "ritual. Shared files of a predefined agent cannot be changed from a chat."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {**scope, "name": name_param, "content": {"type": "string"}},
+                "required": ["agent", "user", "name", "content"],
+            },
+            func=write_context_file,
+        ),
+    ]

@@ -1,16 +1,37 @@
 """Plugin ``goclaw.prompt``: prompt modes, mode resolution and the ``prompt`` service (spec §5).
 
-The builder and the default sections arrive with issue 3; until then ``engine.prompt``
-reports that prompt building is not available yet.
+The sections themselves are separate default plugins (``goclaw.section.<name>``, modules in
+``goclaw_prompt.sections``), so one can be disabled or replaced without touching the others.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from goclaw import hookimpl
-from goclaw.errors import FeatureUnavailableError
 from goclaw.types import PromptMode, PromptRequest
+from goclaw_prompt.builder import PromptService
+
+MINIMAL_FILES = frozenset({"AGENTS.md", "TOOLS.md"})
+
+
+class PromptSettings(BaseModel):
+    """``[plugins.prompt]``: knobs of the default sections."""
+
+    spawn_tools: list[str] = Field(
+        default_factory=lambda: ["spawn", "spawn_subagent", "sessions_spawn", "subagent"],
+        description="tool names that start a sub-agent (turn on the Sub-Agent Spawning section)",
+    )
+    file_tool: str = Field(
+        default="write_context_file", description="the tool the model writes its context files with"
+    )
+
+
+@hookimpl
+def goclaw_settings_model() -> type[BaseModel]:
+    return PromptSettings
 
 
 @hookimpl
@@ -20,25 +41,22 @@ def goclaw_prompt_modes() -> list[PromptMode]:
         PromptMode(
             "minimal",
             "subagent and cron sessions: core sections, AGENTS.md and TOOLS.md only",
-            frozenset({"AGENTS.md", "TOOLS.md"}),
+            MINIMAL_FILES,
         ),
     ]
 
 
+def is_subagent_or_cron(session_key: str | None) -> bool:
+    """``agent:<id>:subagent:...`` or ``agent:<id>:cron:...`` (case-insensitive)."""
+    parts = (session_key or "").lower().split(":")
+    return len(parts) >= 3 and parts[0] == "agent" and parts[2] in {"subagent", "cron"}
+
+
 @hookimpl(trylast=True)
 def goclaw_resolve_prompt_mode(request: PromptRequest) -> str:
-    key = (request.session_key or "").lower()
-    parts = key.split(":")
-    if len(parts) >= 3 and parts[0] == "agent" and parts[2] in {"subagent", "cron"}:
-        return "minimal"
-    return "full"
-
-
-class _PendingPromptService:
-    def build(self, *args: Any, **kwargs: Any) -> Any:
-        raise FeatureUnavailableError("prompt building is not available yet")
+    return "minimal" if is_subagent_or_cron(request.session_key) else "full"
 
 
 @hookimpl
 def goclaw_services(engine: Any) -> dict[str, Any]:
-    return {"prompt": _PendingPromptService()}
+    return {"prompt": PromptService(engine)}

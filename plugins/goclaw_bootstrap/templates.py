@@ -1,0 +1,57 @@
+"""The embedded default context files (spec §3: templates seeded into new agents and users).
+
+The wheel ships the repository's ``templates/`` folder as ``goclaw/_templates``; a source
+checkout reads ``templates/`` directly. Templates are read once per process.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from goclaw.errors import NotFoundError
+
+TEMPLATE_NAMES: tuple[str, ...] = (
+    "AGENTS.md",
+    "SOUL.md",
+    "TOOLS.md",
+    "IDENTITY.md",
+    "USER.md",
+    "BOOTSTRAP.md",
+    "BOOTSTRAP_PREDEFINED.md",
+    "USER_PREDEFINED.md",
+)
+
+
+def template_dirs() -> list[Path]:
+    """Where templates are looked for, first match wins: the installed package data, then the
+    repository's ``templates/`` folder (editable installs and source checkouts)."""
+    import goclaw
+
+    return [
+        Path(goclaw.__file__).resolve().parent / "_templates",
+        Path(__file__).resolve().parents[2] / "templates",
+    ]
+
+
+@functools.cache
+def load_template(name: str) -> str:
+    """The text of template ``name`` (e.g. ``"SOUL.md"``)."""
+    for folder in template_dirs():
+        path = folder / name
+        if path.is_file():
+            return path.read_text(encoding="utf-8")
+    raise NotFoundError(f"no template {name!r} in {', '.join(str(d) for d in template_dirs())}")
+
+
+def is_user_file_populated(content: str | None) -> bool:
+    """USER.md counts as filled in once it is non-blank and its Name field has a value.
+
+    The template's blank ``- **Name:**`` line is what marks it unpopulated.
+    """
+    if not content or not content.strip():
+        return False
+    for line in content.splitlines():
+        if line.strip() in ("- **Name:**", "**Name:**", "- Name:", "Name:"):
+            return False
+    return True

@@ -1,0 +1,194 @@
+"""``BuildSystemPrompt`` (spec §5): the ``prompt`` service.
+
+One build: resolve the agent, seed the user's files on the first prompt for (agent, user),
+pick the mode, load context files from every source (merged by name, later source wins,
+base-only files survive: spec §6), keep the mode's allow-listed files, add virtual files unless
+BOOTSTRAP.md is pending, run the truncation pipeline over all of them, run slash commands, then
+render every section of the mode in ``(order, name)`` order, leaving out empty ones.
+
+A warm build touches no database: agents and context files are cached and invalidated by writes
+(see :mod:`goclaw_bootstrap.changes`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from goclaw_bootstrap.changes import cache_seconds, tracker
+from goclaw_bootstrap.store import KNOWN_FILES
+from goclaw_bootstrap.truncate import TruncateConfig, build_context_files
+
+from goclaw.errors import ValidationError
+from goclaw.types import ContextFile, PromptContext, PromptRequest, SlashResult
+
+if TYPE_CHECKING:
+    from goclaw.engine import Engine
+    from goclaw.store.models import Agent
+
+log = logging.getLogger(__name__)
+BOOTSTRAP_FILE = "BOOTSTRAP.md"
+
+
+@dataclass
+class PromptResult:
+    """A built system prompt and what went into it (``goclaw prompt --json``, DESIGN.md §7)."""
+
+    prompt: str
+    mode: str
+    sections: list[dict[str, Any]] = field(default_factory=list)  # {"name", "chars"}
+    files: list[dict[str, Any]] = field(default_factory=list)  # {"name", "chars", "truncated", ...}
+    skills_mode: str | None = None
+    activated_skill: str | None = None
+    reply: str | None = None
+    slash: SlashResult | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "prompt": self.prompt,
+            "mode": self.mode,
+            "sections": [dict(s) for s in self.sections],
+            "files": [dict(f) for f in self.files],
+            "skills_mode": self.skills_mode,
+            "activated_skill": self.activated_skill,
+            "reply": self.reply,
+        }
+
+
+def file_order(f: ContextFile) -> tuple[int, int, str]:
+    """DECISIONS.md order: the spec's files in spec order, other stored files by name, then
+    virtual files."""
+    if f.virtual:
+        return (2, 0, f.name)
+    if f.name in KNOWN_FILES:
+        return (0, KNOWN_FILES.index(f.name), f.name)
+    return (1, 0, f.name)
+
+
+def merge_sources(layers: list[list[ContextFile]]) -> dict[str, ContextFile]:
+    """Merge file lists by name; a later layer overrides an earlier one, earlier-only files
+    survive (spec §6). A blank later copy does not hide a non-blank earlier one (the user's
+    copy is read first, the agent-level one is the fallback)."""
+    merged: dict[str, ContextFile] = {}
+    for layer in layers:
+        for f in layer:
+            earlier = merged.get(f.name)
+            if earlier is not None and not (f.content or "").strip() and (earlier.content or "").strip():
+                continue
+            merged[f.name] = f
+    return merged
+
+
+class PromptService:
+    """``engine.prompt``."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._seeded: set[tuple[str, str]] = set()
+
+    # ------------------------------------------------------------------ public API
+    def build_for(self, agent: str, user: str | None = None, **kwargs: Any) -> PromptResult:
+        """Convenience: ``build(PromptRequest(agent=agent, user=user, **kwargs))``."""
+        return self.build(PromptRequest(agent=agent, user=user, **kwargs))
+
+    def build(self, request: PromptRequest) -> PromptResult:
+        engine = self.engine
+        hooks = engine.hooks
+        agent = self._agent(request.agent)
+        user = request.user or ""
+        if user:
+            self._seed_user(agent, user)
+
+        mode = request.mode or hooks.resolve_prompt_mode(request) or "full"
+        modes = hooks.prompt_modes()
+        if mode not in modes:
+            raise ValidationError(
+                f"unknown prompt mode {mode!r}; registered modes: {', '.join(sorted(modes))}"
+            )
+        allow = modes[mode].file_allowlist
+
+        ctx = PromptContext(engine=engine, request=request, agent=agent, user=user, mode=mode)
+        merged = merge_sources([source.load(ctx) for source in hooks.context_file_sources()])
+        files = [f for f in merged.values() if allow is None or f.name in allow]
+        ctx.bootstrapping = any(f.name == BOOTSTRAP_FILE and (f.content or "").strip() for f in files)
+        ctx.files = files
+        if not ctx.bootstrapping:
+            for vf in hooks.virtual_context_files(ctx):
+                if vf.name in merged or (allow is not None and vf.name not in allow):
+                    continue
+                files.append(ContextFile(vf.name, vf.content, "virtual", virtual=True))
+        files.sort(key=file_order)
+
+        kept = build_context_files(files, self._truncate_config())
+        ctx.files = [ContextFile(t.name, t.content, t.source, t.virtual) for t in kept]
+        file_report = [
+            {
+                "name": t.name,
+                "chars": t.chars,
+                "truncated": t.truncated,
+                "original_chars": t.original_chars,
+                "source": t.source,
+                "virtual": t.virtual,
+            }
+            for t in kept
+        ]
+
+        slash = self._slash(ctx)
+        parts: list[str] = []
+        section_report: list[dict[str, Any]] = []
+        for section in hooks.prompt_sections():
+            if mode not in section.modes:
+                continue
+            text = section.render(ctx)
+            if not text or not text.strip():
+                continue
+            text = text.strip("\n")
+            parts.append(text)
+            section_report.append({"name": section.name, "chars": len(text)})
+
+        return PromptResult(
+            prompt="\n\n".join(parts) + "\n",
+            mode=mode,
+            sections=section_report,
+            files=file_report,
+            skills_mode=ctx.state.get("skills_mode"),
+            activated_skill=ctx.state.get("activated_skill"),
+            reply=slash.reply if slash is not None else None,
+            slash=slash,
+        )
+
+    # ------------------------------------------------------------------ steps
+    def _agent(self, name: str) -> Agent:
+        engine = self.engine
+        key = ("agent", engine.settings.tenant_id, name)
+        agent: Agent = tracker(engine).cached(key, cache_seconds(engine), lambda: engine.agents.get(name))
+        return agent
+
+    def _seed_user(self, agent: Agent, user: str) -> None:
+        """spec §3: the first prompt for (agent, user) seeds the user's files (once per process;
+        the seeder itself never overwrites and skips users who already have files)."""
+        key = (agent.id, user)
+        if key in self._seeded:
+            return
+        if self.engine.has_service("seeder"):
+            self.engine.service("seeder").seed_user(agent, user)
+        self._seeded.add(key)
+
+    def _truncate_config(self) -> TruncateConfig:
+        try:
+            cfg = self.engine.plugin_settings("bootstrap")
+        except Exception:
+            return TruncateConfig()
+        return cfg if isinstance(cfg, TruncateConfig) else TruncateConfig.model_validate(cfg.model_dump())
+
+    def _slash(self, ctx: PromptContext) -> SlashResult | None:
+        message = ctx.request.message
+        if not message:
+            return None
+        for command in self.engine.hooks.slash_commands():
+            result = command.handle(message, ctx)
+            if result is not None:
+                ctx.state["slash"] = result
+                return result
+        return None

@@ -1,0 +1,33 @@
+"""Section 6, Workspace (spec §5): where the agent's own files live (DESIGN.md §2b)."""
+
+from __future__ import annotations
+
+from goclaw import hookimpl
+from goclaw.types import PromptContext, PromptSection
+from goclaw_prompt.render import ALL_MODES, Section
+
+
+def render(ctx: PromptContext) -> str:
+    folder = ctx.engine.agent_dir(ctx.agent)
+    lines = ["## Workspace", f"Your working folder is {folder}."]
+    if ctx.user:
+        lines.append(
+            f"Memory for this user lives in {folder / 'users' / ctx.user}: MEMORY.md for lasting facts, "
+            "memory/YYYY-MM-DD.md for daily notes."
+        )
+    else:
+        lines.append(
+            "Agent memory lives there: MEMORY.md for lasting facts, memory/YYYY-MM-DD.md for daily notes."
+        )
+    lines.append(
+        "Context files (AGENTS.md, SOUL.md, ...) are stored by the system; use the context-file tool."
+    )
+    return "\n".join(lines)
+
+
+SECTION = Section("workspace", 6, ALL_MODES, render)
+
+
+@hookimpl
+def goclaw_prompt_sections() -> list[PromptSection]:
+    return [SECTION]
