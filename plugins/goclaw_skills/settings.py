@@ -1,0 +1,27 @@
+"""``[plugins.skills]`` settings with the spec's defaults (spec §9-§11, §13)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class SkillsSettings(BaseModel):
+    """``[plugins.skills]``"""
+
+    inline_max_skills: int = Field(
+        default=20, ge=0, description="inline mode only with at most this many skills (§9)"
+    )
+    inline_max_tokens: int = Field(
+        default=3500, ge=0, description="inline mode only when name+description tokens (chars/4) fit (§9)"
+    )
+    max_results: int = Field(default=5, ge=1, le=100, description="skill_search results (§10)")
+    lexical_weight: float = Field(default=0.3, ge=0, description="BM25 weight in hybrid search (§11)")
+    vector_weight: float = Field(default=0.7, ge=0, description="vector weight in hybrid search (§11)")
+    watch: bool = Field(
+        default=True, description="hot reload: watch skill folders once prompts are built (§13)"
+    )
+    debounce_ms: int = Field(default=500, ge=0, description="hot-reload trailing debounce (§13)")
+    max_skill_bytes: int = Field(default=256 * 1024, ge=1, description="larger SKILL.md files are skipped")
+    backfill_embeddings: bool = Field(
+        default=True, description="embed skills lacking vectors at start-up (§11)"
+    )

@@ -1,0 +1,320 @@
+"""The managed skill store: ``skills``, ``skill_versions`` and the two grant tables (spec §12).
+
+Visibility (the UI's "access mode"): ``public`` = every agent and user of the tenant;
+``private`` = only the owner (``owner_id`` equals the calling user); ``internal`` = only
+agents with a ``skill_agent_grants`` row or users with a ``skill_user_grants`` row.
+:func:`list_accessible` is the spec's ``ListAccessible(agentID, userID)``. Every write here
+also touches ``skills.updated_at`` so that loaders in other processes notice (the loader's
+database fingerprint).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func, or_
+from sqlmodel import select
+
+from goclaw.errors import NotFoundError, ValidationError
+from goclaw.store.models import Skill, SkillAgentGrant, SkillUserGrant, SkillVersion
+from goclaw.store.types import utcnow
+from goclaw_skills.parsing import SKILL_FILE, SkillParseError, decode_skill_bytes, split_frontmatter
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
+
+    from goclaw.engine import Engine
+
+VISIBILITIES = ("private", "internal", "public")
+_SLUG_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789-"
+
+
+def normalise_visibility(value: str) -> str:
+    v = (value or "").strip().lower()
+    if v not in VISIBILITIES:
+        raise ValidationError(f"invalid visibility {value!r}: use private, internal or public")
+    return v
+
+
+def validate_slug(slug: str) -> str:
+    if not slug or len(slug) > 128 or any(c not in _SLUG_CHARS for c in slug) or slug[0] == "-":
+        raise ValidationError(
+            f"invalid skill slug {slug!r}: use lowercase letters, digits and '-' (max 128 characters)"
+        )
+    return slug
+
+
+@dataclass
+class Access:
+    """What one (agent, user) may see in the managed store: skill ids and pinned versions."""
+
+    skill_ids: frozenset[str]
+    pinned: dict[str, int]
+
+
+def db_fingerprint(engine: Engine) -> tuple[Any, ...]:
+    """Changes whenever a managed skill, its visibility or its grants change."""
+    with engine.db.session() as s:
+        row = s.exec(
+            select(func.count(Skill.id), func.max(Skill.updated_at)).where(
+                Skill.tenant_id == engine.settings.tenant_id
+            )
+        ).one()
+    return (row[0], str(row[1]))
+
+
+def list_accessible(engine: Engine, agent_id: str | None, user: str | None) -> Access:
+    """``ListAccessible(agent, user)`` (spec §12): active skills the caller may use."""
+    tenant = engine.settings.tenant_id
+    user = user or ""
+    with engine.db.session() as s:
+        agent_granted = select(SkillAgentGrant.skill_id).where(SkillAgentGrant.agent_id == (agent_id or ""))
+        user_granted = select(SkillUserGrant.skill_id).where(SkillUserGrant.user_id == user)
+        conds = [Skill.visibility == "public"]
+        if user:
+            conds.append((Skill.visibility == "private") & (Skill.owner_id == user))
+            conds.append((Skill.visibility == "internal") & Skill.id.in_(user_granted))  # type: ignore[attr-defined]
+        if agent_id:
+            conds.append((Skill.visibility == "internal") & Skill.id.in_(agent_granted))  # type: ignore[attr-defined]
+        ids = s.exec(
+            select(Skill.id)
+            .where(Skill.tenant_id == tenant, Skill.status == "active", or_(*conds))
+            .distinct()
+        ).all()
+        pinned: dict[str, int] = {}
+        if agent_id:
+            for skill_id, version in s.exec(
+                select(SkillAgentGrant.skill_id, SkillAgentGrant.pinned_version).where(
+                    SkillAgentGrant.agent_id == agent_id,
+                    SkillAgentGrant.pinned_version.is_not(None),  # type: ignore[union-attr]
+                )
+            ).all():
+                pinned[skill_id] = int(version)
+    return Access(frozenset(ids), pinned)
+
+
+def version_content(engine: Engine, skill_id: str, version: int) -> str | None:
+    with engine.db.session() as s:
+        row = s.get(SkillVersion, (skill_id, version))
+        return row.content if row is not None else None
+
+
+# --------------------------------------------------------------------------- add
+
+
+def read_skill_source(path: Path) -> tuple[str, str, list[str]]:
+    """``(slug, SKILL.md text, ignored files)`` from a skill folder, a SKILL.md or a ZIP."""
+    if not path.exists():
+        raise NotFoundError(f"{path}: no such file or folder")
+    if path.is_dir():
+        skill = path / SKILL_FILE
+        if not skill.is_file():
+            raise ValidationError(f"{path}: no {SKILL_FILE} in this folder")
+        others = sorted(
+            str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() and p.name != SKILL_FILE
+        )
+        return path.resolve().name, _decode(skill.read_bytes(), str(skill)), others
+    if path.name == SKILL_FILE:
+        return path.resolve().parent.name, _decode(path.read_bytes(), str(path)), []
+    if zipfile.is_zipfile(path):
+        return _read_zip(path)
+    raise ValidationError(f"{path}: expected a skill folder, a SKILL.md or a .zip archive")
+
+
+def _decode(data: bytes, where: str) -> str:
+    try:
+        text = decode_skill_bytes(data)
+        split_frontmatter(text)
+    except SkillParseError as exc:
+        raise ValidationError(f"{where}: {exc}") from None
+    return text
+
+
+def _read_zip(path: Path) -> tuple[str, str, list[str]]:
+    with zipfile.ZipFile(path) as zf:
+        names = [n for n in zf.namelist() if not n.endswith("/")]
+        # Windows archives may use backslashes (GoClaw #1103).
+        norm = {PurePosixPath(n.replace("\\", "/")): n for n in names}
+        for p in norm:
+            if p.is_absolute() or ".." in p.parts:
+                raise ValidationError(f"{path}: unsafe path in archive: {p}")
+        candidates = sorted((p for p in norm if p.name == SKILL_FILE), key=lambda p: len(p.parts))
+        if not candidates:
+            raise ValidationError(f"{path}: no {SKILL_FILE} in the archive")
+        top = candidates[0]
+        if len(candidates) > 1 and len(candidates[1].parts) == len(top.parts):
+            raise ValidationError(f"{path}: the archive holds several skills; add them one by one")
+        slug = top.parent.name if top.parent.name else path.stem
+        data = zf.read(norm[top])
+        others = sorted(str(p) for p in norm if p != top)
+    return slug, _decode(data, f"{path}!{top}"), others
+
+
+def add_skill(
+    engine: Engine,
+    text: str,
+    slug: str,
+    *,
+    owner: str = "",
+    visibility: str | None = None,
+) -> tuple[Skill, bool]:
+    """Insert a managed skill or add a new version; returns ``(row, created)``.
+
+    An unchanged SKILL.md (same hash) adds no version. ``visibility=None`` keeps the current
+    one (``private`` for a new skill, the reference default).
+    """
+    validate_slug(slug)
+    frontmatter, _body = split_frontmatter(text)
+    vis = normalise_visibility(visibility) if visibility is not None else None
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    name = str(frontmatter.get("name") or slug).strip()
+    desc = frontmatter.get("description")
+    description = " ".join(desc.split()) if isinstance(desc, str) else ("" if desc is None else str(desc))
+    safe_fm = _jsonable(frontmatter)
+
+    def _do(s: Session) -> tuple[Skill, bool]:
+        row = s.exec(
+            select(Skill).where(Skill.tenant_id == engine.settings.tenant_id, Skill.slug == slug)
+        ).first()
+        created = row is None
+        if row is None:
+            row = Skill(
+                tenant_id=engine.settings.tenant_id, slug=slug, version=0, visibility=vis or "private"
+            )
+            row.owner_id = owner
+        elif vis is not None:
+            row.visibility = vis
+        if owner:
+            row.owner_id = owner
+        if created or row.content_hash != digest or row.status != "active":
+            row.version = (row.version or 0) + 1
+            row.content, row.frontmatter, row.content_hash = text, safe_fm, digest
+            row.name, row.description, row.status = name, description, "active"
+            s.add(row)
+            s.flush()
+            s.add(
+                SkillVersion(
+                    skill_id=row.id,
+                    version=row.version,
+                    content=text,
+                    frontmatter=safe_fm,
+                    content_hash=digest,
+                )
+            )
+        row.updated_at = utcnow()
+        s.add(row)
+        return row, created
+
+    return engine.db.run_write(_do)
+
+
+def _jsonable(value: Any) -> Any:
+    import json
+
+    return json.loads(json.dumps(value, default=str))
+
+
+def _skill(s: Session, engine: Engine, slug: str) -> Skill:
+    row = s.exec(
+        select(Skill).where(Skill.tenant_id == engine.settings.tenant_id, Skill.slug == slug)
+    ).first()
+    if row is None:
+        raise NotFoundError(f"no managed skill {slug!r}; add it with: goclaw skills add PATH")
+    return row
+
+
+def grant(
+    engine: Engine,
+    slug: str,
+    *,
+    agent: str | None = None,
+    user: str | None = None,
+    pinned_version: int | None = None,
+    granted_by: str = "",
+) -> None:
+    """Grant an agent (optionally pinned to a version) and/or a user (idempotent)."""
+    if not agent and not user:
+        raise ValidationError("grant needs --agent or --user")
+    if pinned_version is not None and not agent:
+        raise ValidationError("a pinned version applies to an agent grant (--agent)")
+
+    def _do(s: Session) -> None:
+        row = _skill(s, engine, slug)
+        if agent:
+            a = engine.agents.get(agent, s)
+            if pinned_version is not None and s.get(SkillVersion, (row.id, pinned_version)) is None:
+                raise ValidationError(
+                    f"skill {slug!r} has no version {pinned_version} (latest {row.version})"
+                )
+            g = s.get(SkillAgentGrant, (row.id, a.id)) or SkillAgentGrant(skill_id=row.id, agent_id=a.id)
+            g.pinned_version = pinned_version
+            g.granted_by = granted_by or g.granted_by
+            s.add(g)
+        if user and s.get(SkillUserGrant, (row.id, user)) is None:
+            s.add(SkillUserGrant(skill_id=row.id, user_id=user, granted_by=granted_by))
+        row.updated_at = utcnow()
+        s.add(row)
+
+    engine.db.run_write(_do)
+
+
+def revoke(engine: Engine, slug: str, *, agent: str | None = None, user: str | None = None) -> bool:
+    """Remove grants; returns whether anything was removed."""
+    if not agent and not user:
+        raise ValidationError("revoke needs --agent or --user")
+
+    def _do(s: Session) -> bool:
+        row = _skill(s, engine, slug)
+        removed = False
+        if agent:
+            a = engine.agents.get(agent, s)
+            g = s.get(SkillAgentGrant, (row.id, a.id))
+            if g is not None:
+                s.delete(g)
+                removed = True
+        if user:
+            ug = s.get(SkillUserGrant, (row.id, user))
+            if ug is not None:
+                s.delete(ug)
+                removed = True
+        row.updated_at = utcnow()
+        s.add(row)
+        return removed
+
+    return engine.db.run_write(_do)
+
+
+def set_visibility(engine: Engine, slug: str, visibility: str, owner: str | None = None) -> Skill:
+    vis = normalise_visibility(visibility)
+
+    def _do(s: Session) -> Skill:
+        row = _skill(s, engine, slug)
+        row.visibility = vis
+        if owner is not None:
+            row.owner_id = owner
+        row.updated_at = utcnow()
+        s.add(row)
+        return row
+
+    return engine.db.run_write(_do)
+
+
+def managed_rows(engine: Engine) -> list[Skill]:
+    with engine.db.session() as s:
+        return list(
+            s.exec(select(Skill).where(Skill.tenant_id == engine.settings.tenant_id).order_by(Skill.slug))
+        )
+
+
+def zip_bytes(files: dict[str, str]) -> bytes:
+    """Build a ZIP in memory (tests and docs use it)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, text in files.items():
+            zf.writestr(name, text)
+    return buf.getvalue()
