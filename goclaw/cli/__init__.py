@@ -109,4 +109,14 @@ def main(argv: list[str] | None = None) -> Any:
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
         click.echo(f"error: {exc.strerror or exc}{where}", err=True)
         sys.exit(5)
+    except Exception as exc:
+        # A bug, not a user mistake: say so on one line; GOCLAW_DEBUG=1 shows the traceback.
+        if os.environ.get("GOCLAW_DEBUG"):
+            raise
+        click.echo(
+            f"error: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
+            "(set GOCLAW_DEBUG=1 for the traceback, and please report it)",
+            err=True,
+        )
+        sys.exit(70)
     sys.exit(result if isinstance(result, int) else 0)
