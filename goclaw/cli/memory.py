@@ -1,22 +1,167 @@
-"""``goclaw memory ...`` (issue 5 builds them)."""
+"""``goclaw memory index|search|get|watch`` (spec §14-§15, DESIGN.md §7)."""
 
 from __future__ import annotations
 
+import sys
+from typing import TYPE_CHECKING, Any
+
 import click
 
-from goclaw.cli.common import not_yet
+from goclaw.cli.common import emit_json, engine, json_option, user_option
+
+if TYPE_CHECKING:
+    from goclaw.engine import Engine
+
+
+def _agent_name(eng: Engine, agent: str | None) -> str:
+    """``--agent`` may be omitted when the workspace has exactly one agent."""
+    if agent:
+        return agent
+    from goclaw.errors import ValidationError
+
+    agents = eng.agents.list()
+    if len(agents) == 1:
+        return agents[0].name
+    raise ValidationError(
+        f"--agent is required (this workspace has {len(agents)} agents)"
+        if agents
+        else "no agents yet; create one with: goclaw agent create NAME"
+    )
 
 
 @click.group("memory")
 def memory_group() -> None:
-    """Index, search, read and watch memory files."""
+    """Index, search, read and watch memory files (MEMORY.md, memory/**/*.md)."""
 
 
-@memory_group.command("index", context_settings={"ignore_unknown_options": True})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def memory_index(args: tuple[str, ...]) -> None:
-    """Index memory files."""
-    not_yet("memory")
+@memory_group.command("index")
+@click.option("--agent", "-a", default=None, help="Agent name (default: every agent).")
+@user_option("Index only this user's memory (default: the agent folder and every users/<U>/).")
+@json_option
+def memory_index(agent: str | None, user: str | None, as_json: bool) -> None:
+    """Index memory files: unchanged files are skipped, changed ones re-chunked and embedded."""
+    eng = engine()
+    show_bar = not as_json and sys.stderr.isatty()
+    if show_bar:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            transient=True,
+        ) as bar:
+            tasks: dict[str, Any] = {}
+
+            def progress(stage: str, done: int, total: int) -> None:
+                label = "indexing files" if stage == "index" else "embedding chunks"
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(label, total=total)
+                bar.update(tasks[stage], completed=done, total=total)
+
+            report = eng.memory.index(agent, user, progress=progress)
+    else:
+        report = eng.memory.index(agent, user)
+    if as_json:
+        data = report.as_json()
+        data.pop("changed_paths", None)
+        emit_json(data)
+    else:
+        click.echo(
+            f"files scanned: {report.files_scanned}, skipped unchanged: {report.skipped_unchanged}, "
+            f"re-chunked: {report.rechunked}, removed: {report.removed}, "
+            f"chunks embedded: {report.chunks_embedded}, cache hits: {report.cache_hits}"
+            + (f", re-embedded: {report.reembedded}" if report.reembedded else "")
+            + f" ({report.seconds:.2f} s)"
+        )
+    if report.embedding_error:
+        click.echo(
+            f"note: no vectors written ({report.embedding_error}); full-text search still works", err=True
+        )
+
+
+@memory_group.command("search")
+@click.argument("query")
+@click.option("--agent", "-a", default=None, help="Agent name (optional when there is one agent).")
+@user_option("Also search this user's memory (default: agent-level memory only).")
+@click.option(
+    "--channel",
+    type=click.Choice(["hybrid", "lexical", "vector"]),
+    default="hybrid",
+    show_default=True,
+    help="Run both channels or one alone.",
+)
+@click.option("--limit", "-n", type=click.IntRange(1, 1000), default=None, help="Hits to return (default 6).")
+@json_option
+def memory_search(
+    query: str, agent: str | None, user: str | None, channel: str, limit: int | None, as_json: bool
+) -> None:
+    """Search memory: full text (any term) and vectors, merged 0.3/0.7."""
+    eng = engine()
+    response = eng.memory.search_response(query, _agent_name(eng, agent), user, limit=limit, channel=channel)
+    for note in response.notes:
+        click.echo(f"note: {note}", err=True)
+    if as_json:
+        emit_json([h.as_json() for h in response.hits])
+        return
+    if not response.hits:
+        click.echo("no matches")
+        return
+    for h in response.hits:
+        snippet = " ".join(h.snippet.split())
+        if len(snippet) > 160:
+            snippet = snippet[:157] + "..."
+        tier = "" if h.tier == "document" else f" [{h.tier}]"
+        click.echo(f"{h.score:.3f}  {h.path}:{h.start_line}-{h.end_line}  ({h.scope}){tier}")
+        click.echo(f"       {snippet}")
+
+
+@memory_group.command("get")
+@click.argument("path")
+@click.option("--agent", "-a", default=None, help="Agent name (optional when there is one agent).")
+@user_option("Read this user's memory too (default: agent-level memory only).")
+@click.option("--from", "from_line", type=click.IntRange(1), default=None, help="First line (1-based).")
+@click.option("--to", "to_line", type=click.IntRange(1), default=None, help="Last line (inclusive).")
+@json_option
+def memory_get(
+    path: str, agent: str | None, user: str | None, from_line: int | None, to_line: int | None, as_json: bool
+) -> None:
+    """Print lines of a memory file (paths as search shows them)."""
+    eng = engine()
+    result = eng.memory.get(_agent_name(eng, agent), path, user, from_line=from_line, to_line=to_line)
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(result["text"])
+
+
+@memory_group.command("watch")
+@click.option("--agent", "-a", default=None, help="Agent name (default: every agent).")
+@user_option("Watch only this user's memory.")
+@click.option(
+    "--debounce-ms", type=click.IntRange(0), default=None, help="Quiet time before re-indexing (1500)."
+)
+def memory_watch(agent: str | None, user: str | None, debounce_ms: int | None) -> None:
+    """Index, then re-index memory files as they change, until interrupted."""
+    import time
+
+    eng = engine()
+    first = eng.memory.index(agent, user)
+    click.echo(
+        f"indexed: {first.rechunked} changed, {first.skipped_unchanged} unchanged; watching (Ctrl-C stops)"
+    )
+
+    def on_index(report: Any) -> None:
+        changed = ", ".join(report.changed_paths[:5]) or "nothing"
+        click.echo(f"re-indexed {report.agent}: {changed}")
+
+    watcher = eng.memory.watch(agent, user, debounce_ms=debounce_ms, on_index=on_index)
+    try:
+        while True:
+            time.sleep(0.5)
+    finally:
+        watcher.stop()
 
 
 COMMANDS = [memory_group]

@@ -1,12 +1,56 @@
-"""Plugin ``goclaw.memory``. No-op default (no search backends) until issue 5 lands."""
+"""Plugin ``goclaw.memory``: memory indexing, hybrid search, sessions and the flush (spec §14-§16).
+
+Contributes the ``memory`` and ``sessions`` services, the ``sqlite`` and ``postgresql``
+search backends, the ``memory_search`` / ``memory_get`` tools and the Memory Recall prompt
+section. Settings: ``[plugins.memory]`` (:class:`~goclaw_memory.settings.MemorySettings`).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+
 from goclaw import hookimpl
 
 
 @hookimpl
+def goclaw_settings_model() -> type[BaseModel]:
+    from goclaw_memory.settings import MemorySettings
+
+    return MemorySettings
+
+
+@hookimpl
+def goclaw_services(engine: Any) -> dict[str, Any]:
+    from goclaw_memory.service import MemoryService
+    from goclaw_memory.sessions import SessionService
+
+    return {"memory": MemoryService(engine), "sessions": SessionService(engine)}
+
+
+@hookimpl
+def goclaw_startup(engine: Any) -> None:
+    if engine.plugin_settings("memory").watch:
+        engine.memory.watch()
+
+
+@hookimpl
 def goclaw_search_backends() -> dict[str, Any]:
-    return {}
+    from goclaw_memory.backends import make_postgres_backend, make_sqlite_backend
+
+    return {"sqlite": make_sqlite_backend, "postgresql": make_postgres_backend}
+
+
+@hookimpl
+def goclaw_tools(engine: Any) -> list[Any]:
+    from goclaw_memory.tools import make_tools
+
+    return make_tools(engine)
+
+
+@hookimpl
+def goclaw_prompt_sections() -> list[Any]:
+    from goclaw_memory.tools import MemoryRecallSection
+
+    return [MemoryRecallSection()]

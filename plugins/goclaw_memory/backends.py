@@ -1,0 +1,377 @@
+"""Search backends for the memory index: full text and vectors on SQLite and PostgreSQL (spec §15).
+
+Both implement :class:`MemorySearchBackend`: the channels return ``[(chunk_id, raw_score)]``,
+best first, restricted to one agent and the given user scopes (``""`` = agent level) in SQL,
+so no other scope's rows can ever come back. :func:`goclaw_memory.hybrid.hybrid_merge` fuses
+them.
+
+* SQLite: FTS5 (``memory_chunks_fts``, external content synced by triggers), ``bm25()``; vectors
+  are float32 BLOBs searched exactly (cosine) in numpy over an in-memory matrix per
+  (agent, provider, model, dim). The matrix is refreshed when the agent's index version token
+  (``worker_state``, bumped in every indexing transaction, by any process) changes.
+* PostgreSQL: the generated ``tsv`` column + GIN with ``ts_rank``; pgvector HNSW cosine indexes
+  created at run time per dimension as partial expression indexes, queried with the same
+  expression and predicate, with ``hnsw.ef_search`` raised above the candidate count (and
+  iterative scans on pgvector ≥ 0.8) so a LIMIT above 40 is honoured.
+
+Query text is user input: it is reduced to word tokens, each quoted, joined with OR
+(DECISIONS.md: any term may match), so FTS syntax in it (quotes, NEAR, ``*``, ``-``,
+parentheses, column filters) is searched as text and never parsed.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sqlalchemy import text
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from goclaw.engine import Engine
+
+MAX_QUERY_TERMS = 32
+VERSION_WORKER = "goclaw.memory.index"
+_TOKEN_RE = re.compile(r"\w+", re.UNICODE)
+
+
+def query_terms(query: str) -> list[str]:
+    """Word tokens of a query, lower-cased, de-duplicated, at most :data:`MAX_QUERY_TERMS`."""
+    seen: dict[str, None] = {}
+    for tok in _TOKEN_RE.findall(query.lower()):
+        for part in tok.split("_"):  # both tokenizers treat '_' as a separator
+            if part and part not in seen:
+                seen[part] = None
+    return list(seen)[:MAX_QUERY_TERMS]
+
+
+def fts5_match_expression(query: str) -> str | None:
+    """An FTS5 MATCH string: every term double-quoted, OR-ed. ``None`` when nothing to search."""
+    terms = query_terms(query)
+    if not terms:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def tsquery_expression(query: str) -> str | None:
+    """A ``to_tsquery('simple', ...)`` string: every term single-quoted, OR-ed with ``|``."""
+    terms = query_terms(query)
+    if not terms:
+        return None
+    return " | ".join("'" + t.replace("'", "''").replace("\\", "") + "'" for t in terms)
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    id: int
+    user_id: str
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+
+
+class MemorySearchBackend(Protocol):
+    """What the memory service needs from a database backend."""
+
+    name: str
+
+    def lexical(self, agent_id: str, users: Sequence[str], query: str, limit: int) -> list[tuple[int, float]]:
+        """Full-text candidates ``(chunk_id, raw score > 0)``, best first."""
+        ...
+
+    def vector(
+        self,
+        agent_id: str,
+        users: Sequence[str],
+        query_vector: Any,
+        space: tuple[str, str, int],
+        limit: int,
+    ) -> list[tuple[int, float]]:
+        """Nearest chunks by cosine similarity in the ``(provider, model, dim)`` space."""
+        ...
+
+    def prepare_vectors(self, dim: int) -> None:
+        """Create whatever index a new dimension needs (before vectors of it are written)."""
+        ...
+
+    def rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        """The chunks with these ids."""
+        ...
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def read_version(conn: Any, agent_id: str) -> str:
+    row = conn.execute(
+        text("SELECT value FROM worker_state WHERE worker = :w AND scope = :s"),
+        {"w": VERSION_WORKER, "s": agent_id},
+    ).first()
+    if row is None:
+        return ""
+    value = row[0]
+    if isinstance(value, str):
+        return value
+    return str(value.get("token", "")) if isinstance(value, dict) else str(value)
+
+
+def fetch_rows(engine: Engine, ids: Sequence[int]) -> dict[int, ChunkRow]:
+    if not ids:
+        return {}
+    out: dict[int, ChunkRow] = {}
+    with engine.db.engine.connect() as conn:
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            marks = ", ".join(f":i{i}" for i in range(len(part)))
+            result = conn.execute(
+                text(
+                    "SELECT id, user_id, path, start_line, end_line, text FROM memory_chunks "
+                    f"WHERE id IN ({marks})"
+                ),
+                {f"i{i}": v for i, v in enumerate(part)},
+            )
+            for r in result:
+                out[int(r[0])] = ChunkRow(int(r[0]), r[1], r[2], int(r[3]), int(r[4]), r[5])
+    return out
+
+
+# --------------------------------------------------------------------------- SQLite
+
+
+@dataclass
+class _Matrix:
+    token: str
+    ids: NDArray[np.int64]
+    user_codes: NDArray[np.int32]
+    users: dict[str, int]
+    matrix: NDArray[np.float32]
+
+
+class SQLiteSearchBackend:
+    """FTS5 + exact numpy cosine over an in-memory matrix (DESIGN.md §4)."""
+
+    name = "sqlite"
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._lock = threading.Lock()
+        self._matrices: dict[tuple[str, str, str, int], _Matrix] = {}
+
+    def lexical(self, agent_id: str, users: Sequence[str], query: str, limit: int) -> list[tuple[int, float]]:
+        match = fts5_match_expression(query)
+        if match is None:
+            return []
+        marks = ", ".join(f":u{i}" for i in range(len(users)))
+        params: dict[str, Any] = {"m": match, "a": agent_id, "k": int(limit)}
+        params.update({f"u{i}": u for i, u in enumerate(users)})
+        sql = (
+            "SELECT c.id, bm25(memory_chunks_fts) AS r FROM memory_chunks_fts "
+            "JOIN memory_chunks c ON c.id = memory_chunks_fts.rowid "
+            f"WHERE memory_chunks_fts MATCH :m AND c.agent_id = :a AND c.user_id IN ({marks}) "
+            "ORDER BY r LIMIT :k"
+        )
+        with self.engine.db.engine.connect() as conn:
+            result = conn.execute(text(sql), params).all()
+        # bm25() is "lower is better" and negative; flip the sign so higher is better.
+        return [(int(i), -float(r)) for i, r in result if -float(r) > 0]
+
+    def prepare_vectors(self, dim: int) -> None:
+        return None
+
+    def rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        return fetch_rows(self.engine, ids)
+
+    def invalidate(self, agent_id: str | None = None) -> None:
+        with self._lock:
+            if agent_id is None:
+                self._matrices.clear()
+            else:
+                for key in [k for k in self._matrices if k[0] == agent_id]:
+                    del self._matrices[key]
+
+    def _matrix(self, agent_id: str, space: tuple[str, str, int]) -> _Matrix:
+        import numpy as np
+
+        provider, model, dim = space
+        key = (agent_id, provider, model, dim)
+        with self.engine.db.engine.connect() as conn:
+            token = read_version(conn, agent_id)
+            with self._lock:
+                cached = self._matrices.get(key)
+                if cached is not None and cached.token == token:
+                    return cached
+            raw = conn.exec_driver_sql(
+                "SELECT id, user_id, embedding FROM memory_chunks WHERE agent_id = ? "
+                "AND embedding_dim = ? AND embedding_provider = ? AND embedding_model = ? "
+                "AND embedding IS NOT NULL ORDER BY id",
+                (agent_id, dim, provider, model),
+            ).all()
+        users: dict[str, int] = {}
+        ids = np.fromiter((r[0] for r in raw), dtype=np.int64, count=len(raw))
+        codes = np.fromiter((users.setdefault(r[1], len(users)) for r in raw), dtype=np.int32, count=len(raw))
+        if raw:
+            matrix = np.frombuffer(b"".join(bytes(r[2]) for r in raw), dtype=np.float32).reshape(
+                len(raw), dim
+            )
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            norms[norms == 0] = 1.0
+            matrix = np.ascontiguousarray(matrix / norms, dtype=np.float32)
+        else:
+            matrix = np.zeros((0, dim), dtype=np.float32)
+        built = _Matrix(token, ids, codes, users, matrix)
+        with self._lock:
+            self._matrices[key] = built
+        return built
+
+    def vector(
+        self,
+        agent_id: str,
+        users: Sequence[str],
+        query_vector: Any,
+        space: tuple[str, str, int],
+        limit: int,
+    ) -> list[tuple[int, float]]:
+        import numpy as np
+
+        m = self._matrix(agent_id, space)
+        if m.matrix.shape[0] == 0:
+            return []
+        q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+        norm = float(np.linalg.norm(q))
+        if norm == 0.0:
+            return []
+        sims = m.matrix @ (q / norm)
+        codes = [m.users[u] for u in users if u in m.users]
+        if not codes:
+            return []
+        if len(codes) != len(m.users):
+            mask = np.isin(m.user_codes, np.asarray(codes, dtype=np.int32))
+            sims = np.where(mask, sims, -np.inf)
+        k = min(int(limit), sims.shape[0])
+        top = np.argpartition(-sims, k - 1)[:k]
+        top = top[np.argsort(-sims[top], kind="stable")]
+        return [(int(m.ids[i]), float(sims[i])) for i in top if np.isfinite(sims[i])]
+
+
+# --------------------------------------------------------------------------- PostgreSQL
+
+
+class PostgresSearchBackend:
+    """tsvector + GIN and pgvector HNSW (DESIGN.md §4)."""
+
+    name = "postgresql"
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._prepared: set[int] = set()
+        self._lock = threading.Lock()
+        self._iterative: bool | None = None
+
+    def lexical(self, agent_id: str, users: Sequence[str], query: str, limit: int) -> list[tuple[int, float]]:
+        tsq = tsquery_expression(query)
+        if tsq is None:
+            return []
+        sql = (
+            "SELECT id, ts_rank(tsv, q) AS r FROM memory_chunks, to_tsquery('simple', :q) AS q "
+            "WHERE tsv @@ q AND agent_id = :a AND user_id = ANY(:users) ORDER BY r DESC LIMIT :k"
+        )
+        with self.engine.db.engine.connect() as conn:
+            result = conn.execute(
+                text(sql), {"q": tsq, "a": agent_id, "users": list(users), "k": int(limit)}
+            ).all()
+        return [(int(i), float(r)) for i, r in result if float(r) > 0]
+
+    def _supports_iterative(self, conn: Any) -> bool:
+        if self._iterative is None:
+            row = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).first()
+            version = tuple(int(p) for p in re.findall(r"\d+", str(row[0]))[:2]) if row else (0, 0)
+            self._iterative = version >= (0, 8)
+        return self._iterative
+
+    def prepare_vectors(self, dim: int) -> None:
+        dim = int(dim)
+        if dim in self._prepared:
+            return
+        with self._lock:
+            if dim in self._prepared:
+                return
+            if dim > 2000:
+                # pgvector's HNSW indexes at most 2,000 dimensions: exact scan for larger models.
+                self._prepared.add(dim)
+                return
+            with self.engine.db.engine.connect() as conn, conn.begin():
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": 0x60C1A4})
+                conn.exec_driver_sql(
+                    f"CREATE INDEX IF NOT EXISTS ix_memory_chunks_hnsw_{dim} ON memory_chunks "
+                    f"USING hnsw ((embedding::vector({dim})) vector_cosine_ops) "
+                    f"WHERE embedding_dim = {dim}"
+                )
+            self._prepared.add(dim)
+
+    def rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        return fetch_rows(self.engine, ids)
+
+    def invalidate(self, agent_id: str | None = None) -> None:
+        return None
+
+    def vector(
+        self,
+        agent_id: str,
+        users: Sequence[str],
+        query_vector: Any,
+        space: tuple[str, str, int],
+        limit: int,
+    ) -> list[tuple[int, float]]:
+        import numpy as np
+
+        provider, model, dim = space
+        dim = int(dim)
+        q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+        if not np.any(q):
+            return []
+        literal = "[" + ",".join(repr(float(x)) for x in q) + "]"
+        # Same expression and (literal) predicate as the partial HNSW index, so it is usable.
+        expr = f"(embedding::vector({dim})) <=> CAST(:q AS vector({dim}))"
+        sql = (
+            f"SELECT id, 1 - ({expr}) AS s FROM memory_chunks "
+            f"WHERE embedding_dim = {dim} AND agent_id = :a AND user_id = ANY(:users) "
+            "AND embedding_provider = :p AND embedding_model = :m "
+            f"ORDER BY {expr} LIMIT :k"
+        )
+        ef = max(40, int(limit) * 2)
+        with self.engine.db.engine.connect() as conn, conn.begin():
+            conn.exec_driver_sql(f"SET LOCAL hnsw.ef_search = {min(ef, 1000)}")
+            if self._supports_iterative(conn):
+                conn.exec_driver_sql("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            result = conn.execute(
+                text(sql),
+                {
+                    "q": literal,
+                    "a": agent_id,
+                    "users": list(users),
+                    "p": provider,
+                    "m": model,
+                    "k": int(limit),
+                },
+            ).all()
+        hits = [(int(i), float(s)) for i, s in result]
+        hits.sort(key=lambda h: -h[1])  # relaxed_order may return slightly out of order
+        return hits
+
+
+def make_sqlite_backend(engine: Engine) -> SQLiteSearchBackend:
+    return SQLiteSearchBackend(engine)
+
+
+def make_postgres_backend(engine: Engine) -> PostgresSearchBackend:
+    if engine.db.backend != "postgresql":
+        from goclaw.errors import ConfigError
+
+        raise ConfigError("memory backend 'postgresql' needs a PostgreSQL database_url")
+    return PostgresSearchBackend(engine)

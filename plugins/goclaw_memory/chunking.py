@@ -1,0 +1,109 @@
+"""Split a memory document into chunks with line ranges (spec §14, DECISIONS.md "chunking").
+
+Rules, in the spec's words with the rulings applied:
+
+* a chunk never exceeds ``max_len`` characters (Unicode code points, never bytes);
+* once the current chunk has reached half of ``max_len``, a blank line (paragraph break) ends it;
+* when the next line would push the chunk past ``max_len`` the chunk is flushed first
+  ("force flush at max"), so no chunk is ever larger than the maximum;
+* a single line longer than ``max_len`` is split into pieces (at whitespace when there is some
+  in the second half of the window, else hard), each piece a chunk on that one line;
+* every chunk keeps ``start_line``/``end_line`` (1-based, inclusive) of the source lines it
+  covers; leading and trailing blank lines are not part of a chunk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+DEFAULT_MAX_CHUNK_LEN = 1000
+
+
+@dataclass(frozen=True)
+class TextChunk:
+    text: str
+    start_line: int
+    end_line: int
+
+    @property
+    def hash(self) -> str:
+        return content_hash(self.text)
+
+
+def content_hash(text: str) -> str:
+    """Hex of the first 16 bytes of SHA-256 (spec §14), used for documents and chunks."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def split_long_line(line: str, max_len: int) -> list[str]:
+    """Split one over-long line into pieces of at most ``max_len`` characters."""
+    pieces: list[str] = []
+    rest = line
+    while len(rest) > max_len:
+        window = rest[:max_len]
+        cut = max(window.rfind(" "), window.rfind("\t"))
+        if cut < max_len // 2:
+            cut = max_len  # no usable whitespace: hard cut
+        piece, rest = rest[:cut].rstrip(), rest[cut:].lstrip()
+        if piece:
+            pieces.append(piece)
+    if rest.strip():
+        pieces.append(rest)
+    return pieces
+
+
+def chunk_text(text: str, max_len: int = DEFAULT_MAX_CHUNK_LEN) -> list[TextChunk]:
+    """Chunk ``text`` per the rules in the module docstring."""
+    if max_len <= 0:
+        max_len = DEFAULT_MAX_CHUNK_LEN
+    half = max_len // 2
+    lines = text.split("\n")
+    chunks: list[TextChunk] = []
+    buf: list[str] = []
+    buf_len = 0
+    start = 0
+    last_content = 0  # line number of the last non-blank line in buf
+
+    def flush() -> None:
+        nonlocal buf, buf_len, start, last_content
+        if buf:
+            body = "\n".join(buf).rstrip()
+            if body.strip():
+                chunks.append(TextChunk(body, start, last_content))
+        buf, buf_len, start, last_content = [], 0, 0, 0
+
+    for number, raw in enumerate(lines, start=1):
+        line = raw[:-1] if raw.endswith("\r") else raw
+        blank = not line.strip()
+        if blank:
+            if not buf:
+                continue  # leading blank lines do not start a chunk
+            if buf_len >= half:
+                flush()  # paragraph break once the chunk is at least half full
+                continue
+            # A blank line inside a short chunk is kept (it separates paragraphs).
+            if buf_len + 1 > max_len:
+                flush()
+                continue
+            buf.append(line)
+            buf_len += 1
+            continue
+        if len(line) > max_len:
+            flush()
+            for piece in split_long_line(line, max_len):
+                chunks.append(TextChunk(piece, number, number))
+            continue
+        added = len(line) + (1 if buf else 0)
+        if buf and buf_len + added > max_len:
+            flush()
+            added = len(line)
+        if not buf:
+            start = number
+        buf.append(line)
+        buf_len += added
+        last_content = number
+        if buf_len >= max_len:
+            flush()
+    flush()
+    return chunks

@@ -1,0 +1,421 @@
+"""The memory indexing pipeline (spec §14, DECISIONS.md "re-index").
+
+For each scope (agent level and every ``users/<U>/`` folder): list the memory files, hash each
+one (SHA-256, first 16 bytes) and skip it when the hash is unchanged; otherwise re-chunk it,
+embed the chunks whose text is not already in ``embedding_cache`` for this
+(provider, model), and replace the document's chunks. Files gone from disk leave the index.
+
+Crash safety: a document's old chunks are deleted and its new chunks inserted in the same
+transaction (several small documents may share one transaction, each still all-or-nothing),
+so a process killed at any point leaves every document either fully old or fully new, the
+index searchable, and the next run finishes the job (the hash skip makes it cheap).
+
+Every transaction that changes an agent's chunks also replaces the agent's index version token
+(``worker_state``), which is how other processes' in-memory vector matrices notice.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from goclaw.store.models import EmbeddingCache, MemoryChunk, MemoryDocument, WorkerState
+from goclaw.store.types import utcnow
+from goclaw_memory.backends import VERSION_WORKER
+from goclaw_memory.chunking import TextChunk, chunk_text, content_hash
+from goclaw_memory.paths import MemoryFile, scope_files, user_ids
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from sqlalchemy.orm import Session
+
+    from goclaw.engine import Engine
+    from goclaw.store.models import Agent
+    from goclaw.types import EmbeddingProvider
+
+DOCS = MemoryDocument.__table__
+CHUNKS = MemoryChunk.__table__
+CACHE = EmbeddingCache.__table__
+STATE = WorkerState.__table__
+
+Progress = Callable[[str, int, int], None]
+
+BATCH_DOCS = 200  # documents per transaction at most
+BATCH_CHUNKS = 2000  # chunks per transaction at most
+LOOKUP_CHUNK = 500  # hashes per IN (...) lookup
+
+
+@dataclass
+class IndexReport:
+    """What one ``index`` run did (the CLI's summary)."""
+
+    agent: str
+    files_scanned: int = 0
+    skipped_unchanged: int = 0
+    rechunked: int = 0
+    removed: int = 0
+    chunks_written: int = 0
+    chunks_embedded: int = 0
+    cache_hits: int = 0
+    reembedded: int = 0
+    embedding: str | None = None  # "provider/model (dim)" or None
+    embedding_error: str | None = None
+    seconds: float = 0.0
+    changed_paths: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def merge(self, other: IndexReport) -> None:
+        for name in (
+            "files_scanned",
+            "skipped_unchanged",
+            "rechunked",
+            "removed",
+            "chunks_written",
+            "chunks_embedded",
+            "cache_hits",
+            "reembedded",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.changed_paths.extend(other.changed_paths)
+        self.embedding = self.embedding or other.embedding
+        self.embedding_error = self.embedding_error or other.embedding_error
+
+
+@dataclass
+class _Pending:
+    file: MemoryFile
+    text: str
+    hash: str
+    size: int
+    mtime: float
+    chunks: list[TextChunk]
+
+
+def _insert(session: Session, table: Any) -> Any:
+    dialect = session.get_bind().dialect.name
+    return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
+
+
+def bump_version(session: Session, agent_id: str) -> None:
+    """Give the agent's index a new version token (read by the vector matrix cache)."""
+    token = uuid.uuid4().hex
+    stmt = _insert(session, STATE).values(
+        worker=VERSION_WORKER, scope=agent_id, value={"token": token}, updated_at=utcnow()
+    )
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[STATE.c.worker, STATE.c.scope],
+        set_={"value": {"token": token}, "updated_at": utcnow()},
+    )
+    session.execute(stmt)
+
+
+class MemoryIndexer:
+    """Indexes one agent's memory files into ``memory_documents`` / ``memory_chunks``."""
+
+    def __init__(self, engine: Engine, backend: Any, *, max_chunk_len: int = 1000) -> None:
+        self.engine = engine
+        self.backend = backend
+        self.max_chunk_len = max_chunk_len
+
+    # ------------------------------------------------------------------ entry point
+    def index(
+        self,
+        agent: Agent,
+        agent_dir: Path,
+        scopes: Sequence[str] | None,
+        embedder: EmbeddingProvider | None,
+        *,
+        embedder_error: str | None = None,
+        progress: Progress | None = None,
+    ) -> IndexReport:
+        started = time.perf_counter()
+        report = IndexReport(agent=agent.name, embedding_error=embedder_error)
+        if scopes is None:
+            scopes = sorted({"", *user_ids(agent_dir), *self._indexed_users(agent.id)})
+        space: tuple[str, str, int] | None = None
+        if embedder is not None:
+            try:
+                space = (embedder.provider, embedder.model, int(embedder.dim))
+                report.embedding = f"{space[0]}/{space[1]} ({space[2]}-d)"
+                self.backend.prepare_vectors(space[2])
+            except Exception as exc:
+                report.embedding_error = f"{type(exc).__name__}: {exc}"
+                embedder, space = None, None
+
+        existing = self._existing_docs(agent.id, scopes)
+        pending: list[_Pending] = []
+        seen: set[tuple[str, str]] = set()
+        for scope in scopes:
+            for f in scope_files(agent_dir, scope):
+                report.files_scanned += 1
+                seen.add((f.user_id, f.path))
+                try:
+                    raw = f.abs_path.read_bytes()
+                    stat = f.abs_path.stat()
+                except OSError:
+                    continue  # vanished or unreadable between listing and reading
+                text = raw.decode("utf-8", errors="replace")
+                digest = content_hash(text)
+                old = existing.get((f.user_id, f.path))
+                if old is not None and old[1] == digest:
+                    report.skipped_unchanged += 1
+                    continue
+                pending.append(_Pending(f, text, digest, stat.st_size, stat.st_mtime, []))
+        removed = [(key, doc[0]) for key, doc in existing.items() if key not in seen]
+
+        total = len(pending)
+        if progress:
+            progress("index", 0, total)
+        done = 0
+        for batch in self._batches(pending):
+            for p in batch:
+                p.chunks = chunk_text(p.text, self.max_chunk_len)
+            vectors = self._vectors_for([c for p in batch for c in p.chunks], embedder, space, report)
+            self._write_batch(agent.id, batch, vectors, space, report)
+            done += len(batch)
+            if progress:
+                progress("index", done, total)
+        if removed:
+            self._remove(agent.id, [doc_id for _key, doc_id in removed])
+            report.removed = len(removed)
+            report.changed_paths.extend(key[1] for key, _ in removed)
+        if embedder is not None and space is not None:
+            self._reembed(agent.id, scopes, embedder, space, report, progress)
+        invalidate = getattr(self.backend, "invalidate", None)
+        if invalidate is not None:
+            invalidate(agent.id)
+        report.seconds = round(time.perf_counter() - started, 4)
+        return report
+
+    # ------------------------------------------------------------------ reading the index
+    def _indexed_users(self, agent_id: str) -> list[str]:
+        with self.engine.db.session() as s:
+            rows = s.execute(select(DOCS.c.user_id).where(DOCS.c.agent_id == agent_id).distinct()).all()
+        return [r[0] for r in rows if r[0]]
+
+    def _existing_docs(self, agent_id: str, scopes: Sequence[str]) -> dict[tuple[str, str], tuple[int, str]]:
+        with self.engine.db.session() as s:
+            rows = s.execute(
+                select(DOCS.c.id, DOCS.c.user_id, DOCS.c.path, DOCS.c.content_hash).where(
+                    DOCS.c.agent_id == agent_id, DOCS.c.user_id.in_(list(scopes))
+                )
+            ).all()
+        return {(r[1], r[2]): (int(r[0]), r[3]) for r in rows}
+
+    @staticmethod
+    def _batches(pending: Sequence[_Pending]) -> Iterable[list[_Pending]]:
+        batch: list[_Pending] = []
+        size = 0
+        for p in pending:
+            estimate = max(1, len(p.text) // 800)
+            if batch and (len(batch) >= BATCH_DOCS or size + estimate > BATCH_CHUNKS):
+                yield batch
+                batch, size = [], 0
+            batch.append(p)
+            size += estimate
+        if batch:
+            yield batch
+
+    # ------------------------------------------------------------------ embeddings
+    def _vectors_for(
+        self,
+        chunks: Sequence[TextChunk],
+        embedder: EmbeddingProvider | None,
+        space: tuple[str, str, int] | None,
+        report: IndexReport,
+    ) -> dict[str, Any]:
+        """Vectors by chunk hash: from the cache when present, else embedded (and cached)."""
+        if embedder is None or space is None or not chunks:
+            return {}
+        texts = {c.hash: c.text for c in chunks}
+        found = self._cache_lookup(list(texts), space)
+        report.cache_hits += sum(1 for c in chunks if c.hash in found)
+        misses = [h for h in texts if h not in found]
+        if misses:
+            try:
+                matrix = embedder.embed([texts[h] for h in misses])
+            except Exception as exc:
+                report.embedding_error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+                return found  # chunks without a vector are embedded by a later run
+            if len(matrix) != len(misses) or (len(misses) and matrix.shape[1] != space[2]):
+                report.embedding_error = (
+                    f"embedder returned {getattr(matrix, 'shape', '?')} for {len(misses)} texts"
+                )
+                return found
+            fresh = {h: matrix[i] for i, h in enumerate(misses)}
+            self._cache_store(fresh, space)
+            found.update(fresh)
+            report.chunks_embedded += len(misses)
+        return found
+
+    def _cache_lookup(self, hashes: Sequence[str], space: tuple[str, str, int]) -> dict[str, Any]:
+        provider, model, dim = space
+        out: dict[str, Any] = {}
+        with self.engine.db.session() as s:
+            for i in range(0, len(hashes), LOOKUP_CHUNK):
+                part = hashes[i : i + LOOKUP_CHUNK]
+                rows = s.execute(
+                    select(CACHE.c.chunk_hash, CACHE.c.embedding).where(
+                        CACHE.c.provider == provider,
+                        CACHE.c.model == model,
+                        CACHE.c.dim == dim,
+                        CACHE.c.chunk_hash.in_(part),
+                    )
+                ).all()
+                out.update({r[0]: r[1] for r in rows if r[1] is not None})
+        return out
+
+    def _cache_store(self, vectors: dict[str, Any], space: tuple[str, str, int]) -> None:
+        provider, model, dim = space
+        rows = [
+            {
+                "chunk_hash": h,
+                "provider": provider,
+                "model": model,
+                "dim": dim,
+                "embedding": v,
+                "created_at": utcnow(),
+            }
+            for h, v in vectors.items()
+        ]
+
+        def _do(session: Session) -> None:
+            for i in range(0, len(rows), LOOKUP_CHUNK):
+                stmt = _insert(session, CACHE).on_conflict_do_nothing()
+                session.execute(stmt, rows[i : i + LOOKUP_CHUNK])
+
+        self.engine.db.run_write(_do)
+
+    # ------------------------------------------------------------------ writing
+    def _write_batch(
+        self,
+        agent_id: str,
+        batch: Sequence[_Pending],
+        vectors: dict[str, Any],
+        space: tuple[str, str, int] | None,
+        report: IndexReport,
+    ) -> None:
+        def _do(session: Session) -> int:
+            written = 0
+            now = utcnow()
+            for p in batch:
+                values = {
+                    "agent_id": agent_id,
+                    "user_id": p.file.user_id,
+                    "path": p.file.path,
+                    "content_hash": p.hash,
+                    "size": p.size,
+                    "mtime": p.mtime,
+                    "chunk_count": len(p.chunks),
+                    "indexed_at": now,
+                }
+                stmt = _insert(session, DOCS).values(**values)
+                stmt = stmt.on_conflict_do_update(
+                    index_elements=[DOCS.c.agent_id, DOCS.c.user_id, DOCS.c.path],
+                    set_={
+                        k: values[k] for k in ("content_hash", "size", "mtime", "chunk_count", "indexed_at")
+                    },
+                ).returning(DOCS.c.id)
+                doc_id = int(session.execute(stmt).scalar_one())
+                session.execute(delete(CHUNKS).where(CHUNKS.c.document_id == doc_id))
+                rows = []
+                for c in p.chunks:
+                    vec = vectors.get(c.hash)
+                    rows.append(
+                        {
+                            "document_id": doc_id,
+                            "agent_id": agent_id,
+                            "user_id": p.file.user_id,
+                            "path": p.file.path,
+                            "start_line": c.start_line,
+                            "end_line": c.end_line,
+                            "text": c.text,
+                            "chunk_hash": c.hash,
+                            "embedding": vec,
+                            "embedding_provider": space[0] if vec is not None and space else None,
+                            "embedding_model": space[1] if vec is not None and space else None,
+                            "embedding_dim": space[2] if vec is not None and space else None,
+                        }
+                    )
+                if rows:
+                    session.execute(CHUNKS.insert(), rows)
+                written += len(rows)
+            bump_version(session, agent_id)
+            return written
+
+        report.chunks_written += self.engine.db.run_write(_do)
+        report.rechunked += len(batch)
+        report.changed_paths.extend(p.file.path for p in batch)
+
+    def _remove(self, agent_id: str, doc_ids: Sequence[int]) -> None:
+        def _do(session: Session) -> None:
+            for i in range(0, len(doc_ids), LOOKUP_CHUNK):
+                part = list(doc_ids[i : i + LOOKUP_CHUNK])
+                session.execute(delete(CHUNKS).where(CHUNKS.c.document_id.in_(part)))
+                session.execute(delete(DOCS).where(DOCS.c.id.in_(part), DOCS.c.agent_id == agent_id))
+            bump_version(session, agent_id)
+
+        self.engine.db.run_write(_do)
+
+    def _reembed(
+        self,
+        agent_id: str,
+        scopes: Sequence[str],
+        embedder: EmbeddingProvider,
+        space: tuple[str, str, int],
+        report: IndexReport,
+        progress: Progress | None,
+    ) -> None:
+        """Give vectors of the current model to chunks that have none or another model's."""
+        provider, model, dim = space
+        with self.engine.db.session() as s:
+            stale = s.execute(
+                select(CHUNKS.c.id, CHUNKS.c.chunk_hash, CHUNKS.c.text).where(
+                    CHUNKS.c.agent_id == agent_id,
+                    CHUNKS.c.user_id.in_(list(scopes)),
+                    (CHUNKS.c.embedding_model.is_(None))
+                    | (CHUNKS.c.embedding_provider != provider)
+                    | (CHUNKS.c.embedding_model != model)
+                    | (CHUNKS.c.embedding_dim != dim),
+                )
+            ).all()
+        if not stale:
+            return
+        total = len(stale)
+        if progress:
+            progress("embed", 0, total)
+        stmt = (
+            update(CHUNKS)
+            .where(CHUNKS.c.id == bindparam("cid"))
+            .values(
+                embedding=bindparam("emb", type_=CHUNKS.c.embedding.type),
+                embedding_provider=provider,
+                embedding_model=model,
+                embedding_dim=dim,
+            )
+        )
+        for i in range(0, total, BATCH_CHUNKS):
+            part = stale[i : i + BATCH_CHUNKS]
+            chunks = [TextChunk(r[2], 0, 0) for r in part]
+            vectors = self._vectors_for(chunks, embedder, space, report)
+            params = [{"cid": int(r[0]), "emb": vectors[r[1]]} for r in part if r[1] in vectors]
+            if not params:
+                break
+
+            def _do(session: Session, params: list[dict[str, Any]] = params) -> None:
+                session.execute(stmt, params)
+                bump_version(session, agent_id)
+
+            self.engine.db.run_write(_do)
+            report.reembedded += len(params)
+            if progress:
+                progress("embed", min(total, i + len(part)), total)

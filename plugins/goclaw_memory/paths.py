@@ -1,0 +1,213 @@
+"""Which files are memory, and confining reads/writes to them (spec §14 "Memory Paths").
+
+Per agent folder (``engine.agent_dir(agent)``):
+
+* agent level (``user_id = ""``): ``MEMORY.md`` (or ``memory.md`` when ``MEMORY.md`` is missing)
+  and ``memory/**/*.md``;
+* per user (``user_id = U``): ``users/U/MEMORY.md`` (or ``memory.md``) and ``users/U/memory/**/*.md``.
+
+``.git``, ``node_modules`` and hidden folders are skipped; symlinks that leave the scope's
+folder are ignored. Paths stored in the index are relative to the agent folder with POSIX
+separators, so a hit's ``path`` can be handed straight back to ``memory_get``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from goclaw.errors import NotFoundError, PermissionDeniedError, ValidationError
+
+EXCLUDED_DIRS = frozenset({".git", "node_modules", "__pycache__"})
+USERS_DIR = "users"
+_USER_RE = re.compile(r"^[^/\\\x00]{1,255}$")
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    """A memory file found on disk."""
+
+    user_id: str  # "" = agent level
+    path: str  # relative to the agent folder, POSIX
+    abs_path: Path
+
+
+def validate_user_id(user: str) -> str:
+    if not _USER_RE.match(user or "") or user in {".", ".."} or user.startswith("."):
+        raise ValidationError(f"invalid user id {user!r}: it names a folder under users/")
+    return user
+
+
+def scope_root(agent_dir: Path, user_id: str) -> Path:
+    return agent_dir if not user_id else agent_dir / USERS_DIR / user_id
+
+
+def scope_prefix(user_id: str) -> str:
+    """The path prefix of a scope's files relative to the agent folder."""
+    return "" if not user_id else f"{USERS_DIR}/{user_id}/"
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except (ValueError, OSError):
+        return False
+    return True
+
+
+def scope_files(agent_dir: Path, user_id: str) -> list[MemoryFile]:
+    """The memory files of one scope, sorted by path."""
+    root = scope_root(agent_dir, user_id)
+    prefix = scope_prefix(user_id)
+    found: list[MemoryFile] = []
+    if not root.is_dir():
+        return found
+    for name in ("MEMORY.md", "memory.md"):
+        candidate = root / name
+        # The fallback name only counts when MEMORY.md is missing (spec §1). On a
+        # case-insensitive file system both names are the same file: take it once.
+        if candidate.is_file() and _inside(candidate, root):
+            found.append(MemoryFile(user_id, prefix + name, candidate))
+            break
+    mem_dir = root / "memory"
+    if mem_dir.is_dir() and not mem_dir.is_symlink():
+        for dirpath, dirnames, filenames in os.walk(mem_dir):
+            dirnames[:] = sorted(d for d in dirnames if d not in EXCLUDED_DIRS and not d.startswith("."))
+            for fname in sorted(filenames):
+                if not fname.endswith(".md") or fname.startswith("."):
+                    continue
+                full = Path(dirpath) / fname
+                if not full.is_file() or not _inside(full, root):
+                    continue
+                rel = full.relative_to(root).as_posix()
+                found.append(MemoryFile(user_id, prefix + rel, full))
+    found.sort(key=lambda f: f.path)
+    return found
+
+
+def user_ids(agent_dir: Path) -> list[str]:
+    """Users that have a folder under ``users/``."""
+    base = agent_dir / USERS_DIR
+    if not base.is_dir():
+        return []
+    return sorted(
+        p.name for p in base.iterdir() if p.is_dir() and not p.name.startswith(".") and _inside(p, base)
+    )
+
+
+def is_memory_path(rel: str) -> bool:
+    """Whether a scope-relative POSIX path names a memory file."""
+    parts = PurePosixPath(rel).parts
+    if not parts or not rel.endswith(".md"):
+        return False
+    if len(parts) == 1:
+        return parts[0] in {"MEMORY.md", "memory.md"}
+    if parts[0] != "memory":
+        return False
+    return all(p not in EXCLUDED_DIRS and not p.startswith(".") for p in parts[1:])
+
+
+def classify(agent_dir: Path, abs_path: Path) -> tuple[str, str] | None:
+    """``(user_id, agent-relative path)`` when ``abs_path`` is a memory file, else None."""
+    try:
+        rel = abs_path.relative_to(agent_dir).as_posix()
+    except ValueError:
+        return None
+    parts = PurePosixPath(rel).parts
+    if len(parts) >= 3 and parts[0] == USERS_DIR:
+        user = parts[1]
+        if user.startswith("."):
+            return None
+        inner = "/".join(parts[2:])
+        return (user, rel) if is_memory_path(inner) else None
+    return ("", rel) if is_memory_path(rel) else None
+
+
+def resolve_memory_path(agent_dir: Path, path: str, user_id: str | None) -> tuple[str, str, Path]:
+    """Confine ``path`` (relative to the agent folder) to the memory roots a caller may read.
+
+    Without a user only agent-level memory is reachable; with one, agent level plus that user's.
+    A path may also be given relative to the user's folder (``memory/x.md`` for a user's file
+    is tried in the user's scope first). Returns ``(user_id, rel_path, abs_path)``.
+    Refuses absolute paths, ``..``, non-memory files and symlinks that escape.
+    """
+    if not path or "\x00" in path:
+        raise ValidationError("a memory path is required")
+    norm = path.replace("\\", "/")
+    if norm.startswith("/") or re.match(r"^[A-Za-z]:", norm):
+        raise PermissionDeniedError(f"{path!r}: absolute paths are not allowed; use a memory path")
+    parts = [p for p in norm.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise PermissionDeniedError(f"{path!r}: '..' is not allowed in memory paths")
+    rel = "/".join(parts)
+    candidates: list[tuple[str, str]] = []
+    if len(parts) >= 3 and parts[0] == USERS_DIR:
+        owner = parts[1]
+        if user_id and owner == user_id:
+            candidates.append((owner, rel))
+    else:
+        if user_id:
+            candidates.append((user_id, f"{USERS_DIR}/{user_id}/{rel}"))
+        candidates.append(("", rel))
+    if not candidates:
+        raise PermissionDeniedError(f"{path!r} is outside the memory this caller may read")
+    for owner, full_rel in candidates:
+        inner = full_rel[len(scope_prefix(owner)) :]
+        if not is_memory_path(inner):
+            continue
+        abs_path = agent_dir / full_rel
+        root = scope_root(agent_dir, owner)
+        if abs_path.exists() and not _inside(abs_path, root):
+            raise PermissionDeniedError(f"{path!r} leaves the memory folder (symlink)")
+        if abs_path.is_file():
+            return owner, full_rel, abs_path
+    if not any(is_memory_path(fr[len(scope_prefix(o)) :]) for o, fr in candidates):
+        raise PermissionDeniedError(f"{path!r} is not a memory file (MEMORY.md, memory.md or memory/**/*.md)")
+    raise NotFoundError(f"memory file {path!r} does not exist")
+
+
+def writable_memory_path(agent_dir: Path, user_id: str, path: str) -> tuple[str, Path]:
+    """Confine a path the flush's file tools write to one scope's memory files (spec §16).
+
+    ``path`` is relative to the scope's folder (``memory/2026-01-01.md``, ``MEMORY.md``); a
+    leading ``users/<user>/`` of the same scope is accepted too. Returns the agent-relative path
+    and the absolute path (which may not exist yet).
+    """
+    if not path or "\x00" in path:
+        raise ValidationError("a path is required")
+    norm = path.replace("\\", "/")
+    if norm.startswith("/") or re.match(r"^[A-Za-z]:", norm):
+        raise PermissionDeniedError(f"{path!r}: absolute paths are not allowed")
+    parts = [p for p in norm.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise PermissionDeniedError(f"{path!r}: '..' is not allowed")
+    prefix_parts = [USERS_DIR, user_id] if user_id else []
+    if user_id and parts[:2] == prefix_parts:
+        parts = parts[2:]
+    inner = "/".join(parts)
+    if not is_memory_path(inner):
+        raise PermissionDeniedError(
+            f"{path!r}: only MEMORY.md and memory/**/*.md may be written by the memory flush"
+        )
+    root = scope_root(agent_dir, user_id)
+    abs_path = root / inner
+    # Refuse when any existing component is a symlink leading out of the scope.
+    probe = abs_path
+    while not probe.exists() and probe != root and probe.parent != probe:
+        probe = probe.parent
+    if probe.exists() and not _inside(probe, root) and root.exists():
+        raise PermissionDeniedError(f"{path!r} leaves the memory folder (symlink)")
+    return scope_prefix(user_id) + inner, abs_path
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (temp file in the same folder + ``os.replace``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)

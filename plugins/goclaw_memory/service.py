@@ -1,0 +1,283 @@
+"""``engine.memory``: index, search, read and watch an agent's memory files (spec §14-§15).
+
+Scopes (DESIGN.md §7): ``index`` without a user covers the agent folder and every
+``users/<U>/`` below it; ``search`` without a user sees agent-level memory only, with a user
+the agent level plus that user's own (user hits ×1.2, the user's copy wins a tie on
+(path, start line)). Another agent's or user's rows are never returned.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from goclaw.errors import ConfigError, GoclawError, ValidationError
+from goclaw_memory.hybrid import MemoryHit, hybrid_merge
+from goclaw_memory.indexer import IndexReport, MemoryIndexer, Progress
+from goclaw_memory.paths import resolve_memory_path, validate_user_id
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from goclaw.engine import Engine
+    from goclaw.store.models import Agent
+    from goclaw.types import EmbeddingProvider
+    from goclaw_memory.settings import MemorySettings
+    from goclaw_memory.watcher import MemoryWatcher
+
+log = logging.getLogger(__name__)
+
+CHANNELS = ("hybrid", "lexical", "vector")
+
+
+@dataclass
+class SearchResponse:
+    """Hits plus what the caller should know (e.g. "full-text only: no embedder")."""
+
+    hits: list[MemoryHit]
+    channels: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+class MemoryService:
+    """The ``memory`` service; one per engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._backend: Any = None
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ plumbing
+    @property
+    def settings(self) -> MemorySettings:
+        settings: MemorySettings = self.engine.plugin_settings("memory")
+        return settings
+
+    @property
+    def backend(self) -> Any:
+        if self._backend is None:
+            with self._lock:
+                if self._backend is None:
+                    name = self.settings.backend
+                    if name == "auto":
+                        name = self.engine.db.backend
+                    registry = self.engine.hooks.search_backends()
+                    if name not in registry:
+                        raise ConfigError(
+                            f"unknown memory search backend {name!r}; registered: "
+                            f"{', '.join(sorted(registry)) or 'none'}"
+                        )
+                    self._backend = registry[name](self.engine)
+        return self._backend
+
+    def _agent(self, agent: str | Agent) -> Agent:
+        if isinstance(agent, str):
+            return self.engine.agents.get(agent)
+        return agent
+
+    def agent_dir(self, agent: str | Agent) -> Path:
+        return self.engine.agent_dir(self._agent(agent))
+
+    def embedder(self) -> tuple[EmbeddingProvider | None, str | None]:
+        """The configured embedder, or ``(None, reason)`` when there is none or it cannot start."""
+        try:
+            provider = self.engine.embedder()
+        except GoclawError as exc:
+            return None, str(exc)
+        except Exception as exc:  # a broken provider must not break full-text search
+            return None, f"{type(exc).__name__}: {exc}"
+        if provider is None:
+            return None, 'no embedding provider configured ([plugins.embeddings] provider = "none")'
+        return provider, None
+
+    # ------------------------------------------------------------------ indexing
+    def index(
+        self,
+        agent: str | Agent | None = None,
+        user: str | None = None,
+        *,
+        progress: Progress | None = None,
+        scopes: list[str] | None = None,
+    ) -> IndexReport:
+        """Index an agent's memory files (every agent when ``agent`` is None)."""
+        if agent is None:
+            total = IndexReport(agent="*")
+            for a in self.engine.agents.list():
+                part = self.index(a, user, progress=progress)
+                total.merge(part)
+                total.seconds = round(total.seconds + part.seconds, 4)
+            return total
+        a = self._agent(agent)
+        if scopes is None and user is not None:
+            scopes = [validate_user_id(user)]
+        embedder, reason = self.embedder()
+        configured = getattr(self.engine.plugin_settings("embeddings"), "provider", "none")
+        indexer = MemoryIndexer(self.engine, self.backend, max_chunk_len=self.settings.max_chunk_len)
+        return indexer.index(
+            a,
+            self.engine.agent_dir(a),
+            scopes,
+            embedder,
+            embedder_error=reason if configured != "none" else None,
+            progress=progress,
+        )
+
+    # ------------------------------------------------------------------ search
+    def search(
+        self,
+        query: str,
+        agent: str | Agent,
+        user: str | None = None,
+        *,
+        limit: int | None = None,
+        channel: str = "hybrid",
+    ) -> list[MemoryHit]:
+        """Hybrid search of the indexed memory documents; see :meth:`search_response`."""
+        return self.search_response(query, agent, user, limit=limit, channel=channel).hits
+
+    def search_response(
+        self,
+        query: str,
+        agent: str | Agent,
+        user: str | None = None,
+        *,
+        limit: int | None = None,
+        channel: str = "hybrid",
+        include_extra: bool = True,
+    ) -> SearchResponse:
+        if channel not in CHANNELS:
+            raise ValidationError(f"unknown channel {channel!r}: use hybrid, lexical or vector")
+        a = self._agent(agent)
+        cfg = self.settings
+        limit = int(limit or cfg.max_results)
+        if limit < 1:
+            raise ValidationError("limit must be at least 1")
+        users = [""] if not user else ["", validate_user_id(user)]
+        k = max(cfg.min_candidates, limit * cfg.candidate_factor)
+        notes: list[str] = []
+        used: list[str] = []
+        lexical: list[tuple[int, float]] = []
+        vector: list[tuple[int, float]] = []
+        backend = self.backend
+        if channel in ("hybrid", "lexical") and query.strip():
+            lexical = backend.lexical(a.id, users, query, k)
+            used.append("lexical")
+        if channel in ("hybrid", "vector") and query.strip():
+            embedder, reason = self.embedder()
+            if embedder is None:
+                notes.append(
+                    f"vector search unavailable ({reason}); "
+                    + ("full-text results only" if channel == "hybrid" else "no results")
+                )
+            else:
+                try:
+                    qvec = embedder.embed([query])[0]
+                    space = (embedder.provider, embedder.model, int(embedder.dim))
+                    vector = backend.vector(a.id, users, qvec, space, k)
+                    used.append("vector")
+                except Exception as exc:
+                    log.debug("query embedding failed", exc_info=True)
+                    notes.append(
+                        f"vector search failed ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); "
+                        + ("full-text results only" if channel == "hybrid" else "no results")
+                    )
+        rows = backend.rows(list(dict.fromkeys([i for i, _ in lexical] + [i for i, _ in vector])))
+        hits = hybrid_merge(
+            lexical,
+            vector,
+            rows,
+            limit=limit,
+            text_weight=cfg.text_weight,
+            vector_weight=cfg.vector_weight,
+            user_boost=cfg.user_boost,
+        )
+        if include_extra:
+            extra = self.engine.hooks.memory_search_extra(self.engine, query, a, user, limit)
+            if extra:
+                hits = _merge_tiers(hits, extra, limit)
+        return SearchResponse(hits, used, notes)
+
+    # ------------------------------------------------------------------ reading
+    def get(
+        self,
+        agent: str | Agent,
+        path: str,
+        user: str | None = None,
+        *,
+        from_line: int | None = None,
+        to_line: int | None = None,
+    ) -> dict[str, Any]:
+        """Lines ``from_line..to_line`` (1-based, inclusive) of a memory file of this scope."""
+        a = self._agent(agent)
+        if user:
+            validate_user_id(user)
+        owner, rel, abs_path = resolve_memory_path(self.engine.agent_dir(a), path, user or None)
+        lines = abs_path.read_text(encoding="utf-8", errors="replace").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        total = len(lines)
+        start = 1 if from_line is None else int(from_line)
+        end = total if to_line is None else int(to_line)
+        if start < 1 or (to_line is not None and end < start):
+            raise ValidationError(f"bad line range {from_line}..{to_line}: lines are numbered from 1")
+        end = min(end, total)
+        text = "\n".join(lines[start - 1 : end]) if start <= end else ""
+        return {
+            "path": rel,
+            "scope": "user" if owner else "agent",
+            "from_line": start,
+            "to_line": end,
+            "total_lines": total,
+            "text": text,
+        }
+
+    # ------------------------------------------------------------------ watching
+    def watch(
+        self,
+        agent: str | Agent | None = None,
+        user: str | None = None,
+        *,
+        debounce_ms: int | None = None,
+        on_index: Callable[[IndexReport], None] | None = None,
+        start: bool = True,
+    ) -> MemoryWatcher:
+        """Re-index memory files as they change (watchdog, 1,500 ms debounce by default).
+
+        Returns the watcher (``stop()`` it, or let ``engine.close()`` do it).
+        """
+        from goclaw_memory.watcher import MemoryWatcher
+
+        agents = [self._agent(agent)] if agent is not None else self.engine.agents.list()
+        watcher = MemoryWatcher(
+            self,
+            agents,
+            user=validate_user_id(user) if user else None,
+            debounce_ms=self.settings.watch_debounce_ms if debounce_ms is None else debounce_ms,
+            on_index=on_index,
+        )
+        if start:
+            watcher.start()
+        self.engine.on_close(watcher.stop)
+        return watcher
+
+
+def _merge_tiers(hits: list[MemoryHit], extra: list[Any], limit: int) -> list[MemoryHit]:
+    """Merge extra-tier hits (spec §17: episodic) with document hits by score."""
+    merged: list[MemoryHit] = list(hits)
+    for h in extra:
+        merged.append(
+            MemoryHit(
+                path=getattr(h, "path", "") or "",
+                start_line=int(getattr(h, "start_line", 0) or 0),
+                end_line=int(getattr(h, "end_line", 0) or 0),
+                score=float(getattr(h, "score", 0.0) or 0.0),
+                scope=getattr(h, "scope", "agent") or "agent",
+                snippet=getattr(h, "text", "") or "",
+                tier=getattr(h, "tier", None) or "extra",
+            )
+        )
+    merged.sort(key=lambda h: (-h.score, h.tier != "document", h.path, h.start_line))
+    return merged[:limit]

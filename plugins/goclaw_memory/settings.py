@@ -1,0 +1,47 @@
+"""``[plugins.memory]``: the spec's defaults for indexing, search, sessions and the flush."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+DEFAULT_FLUSH_PROMPT = (
+    "Pre-compaction memory flush. Store durable memories now: append the decisions, preferences, "
+    "facts, URLs, paths and dates worth keeping from the conversation to memory/YYYY-MM-DD.md "
+    "(create it if needed) with the append_file tool; read_file shows what is already there. "
+    "Keep it short and factual. If nothing is worth storing, reply with NO_REPLY."
+)
+
+
+class FlushSettings(BaseModel):
+    """``[plugins.memory.flush]`` (spec §16 "Flush Defaults", DECISIONS.md "flush")."""
+
+    enabled: bool = True
+    soft_threshold_tokens: int = Field(default=4_000, ge=0)
+    reserve_tokens_floor: int = Field(default=20_000, ge=0)
+    max_iterations: int = Field(default=5, ge=1, le=20)
+    timeout: float = Field(default=90.0, gt=0, description="seconds for the whole LLM loop")
+    prompt: str = DEFAULT_FLUSH_PROMPT
+    recent_messages: int = Field(default=10, ge=1, description="messages shown to the flush model")
+
+
+class MemorySettings(BaseModel):
+    """``[plugins.memory]``"""
+
+    backend: str = Field(
+        default="auto", description="search backend: auto (= the database), sqlite, postgresql"
+    )
+    max_chunk_len: int = Field(default=1000, ge=50, description="characters per chunk at most (spec §14)")
+    max_results: int = Field(default=6, ge=1, le=1000)
+    text_weight: float = Field(default=0.3, ge=0)
+    vector_weight: float = Field(default=0.7, ge=0)
+    user_boost: float = Field(default=1.2, ge=0)
+    candidate_factor: int = Field(default=4, ge=1, description="candidates per channel = factor × limit")
+    min_candidates: int = Field(default=20, ge=1)
+    watch: bool = Field(default=False, description="start a watcher for every agent when the engine opens")
+    watch_debounce_ms: int = Field(default=1500, ge=0)
+    context_window: int = Field(default=200_000, ge=1, description="tokens (sessions)")
+    max_history_share: float = Field(
+        default=0.85, gt=0, le=1, description="compaction runs above context_window × this share"
+    )
+    keep_last: int = Field(default=4, ge=0, description="messages kept verbatim by a compaction")
+    flush: FlushSettings = Field(default_factory=FlushSettings)
