@@ -66,6 +66,11 @@ DEFAULT_PLUGINS: dict[str, str] = {
     "goclaw.embeddings": "goclaw_embeddings.plugin",
     "goclaw.llm": "goclaw_llm.plugin",
     "goclaw.consolidation": "goclaw_consolidation.plugin",
+    "goclaw.workers.episodic": "goclaw_consolidation.episodic",
+    "goclaw.workers.semantic": "goclaw_consolidation.semantic",
+    "goclaw.workers.dedup": "goclaw_consolidation.dedup",
+    "goclaw.workers.dreaming": "goclaw_consolidation.dreaming",
+    "goclaw.workers.retention": "goclaw_consolidation.retention",
 }
 
 # The kernel cannot serve its contract without these; disabling one is a loud error.

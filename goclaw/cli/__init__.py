@@ -47,8 +47,9 @@ def cli(ctx: click.Context, workspace: Path | None, database_url: str | None) ->
 
 def _add_builtin_commands() -> None:
     from goclaw.cli import agents, files, kg, memory, plugins, prompt, session, skills, workers, workspace
+    from goclaw.cli import channel_memory
 
-    for module in (agents, files, kg, memory, plugins, prompt, session, skills, workers, workspace):
+    for module in (agents, files, kg, memory, plugins, prompt, session, skills, workers, workspace, channel_memory):
         for command in module.COMMANDS:
             cli.add_command(command)
 

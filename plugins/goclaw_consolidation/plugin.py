@@ -1,12 +1,112 @@
-"""Plugin ``goclaw.consolidation``. No workers until issue 6 lands."""
+"""Plugin ``goclaw.consolidation``: the V3 memory services (spec §17-§20).
+
+Provides ``engine.events`` (the kernel's :class:`~goclaw.events.EventQueue`, configured from
+``[plugins.consolidation]``), ``engine.kg`` (the temporal knowledge graph), the ``episodic``
+and ``channel_memory`` services, the auto-injected "Memory Context" prompt section, episodic
+hits for ``memory_search`` and the ``memory_expand`` tool. The four workers are separate
+default plugins (``goclaw.workers.episodic``, ``.semantic``, ``.dedup``, ``.dreaming``, plus
+``.retention``) so each can be disabled or replaced.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+
 from goclaw import hookimpl
+from goclaw.events import EventQueue
+from goclaw.types import SearchHit, Tool
+
+from goclaw_consolidation.autoinject import MemoryContextSection
+from goclaw_consolidation.channel import ChannelMemory
+from goclaw_consolidation.common import find_agent
+from goclaw_consolidation.episodic_store import EpisodicStore, episode_dict
+from goclaw_consolidation.kg import KnowledgeGraph, entity_dict, relation_dict
+from goclaw_consolidation.settings import ConsolidationSettings, settings_of
 
 
 @hookimpl
-def goclaw_consolidation_workers() -> list[Any]:
-    return []
+def goclaw_settings_model() -> type[BaseModel]:
+    return ConsolidationSettings
+
+
+@hookimpl
+def goclaw_services(engine: Any) -> dict[str, Any]:
+    cfg = settings_of(engine)
+    queue = EventQueue(
+        engine,
+        max_attempts=cfg.max_attempts,
+        backoff_base=cfg.backoff_base_seconds,
+        backoff_max=cfg.backoff_max_seconds,
+        lease_seconds=cfg.lease_seconds,
+    )
+    return {
+        "events": queue,
+        "kg": KnowledgeGraph(engine),
+        "episodic": EpisodicStore(engine),
+        "channel_memory": ChannelMemory(engine),
+    }
+
+
+@hookimpl
+def goclaw_prompt_sections() -> list[Any]:
+    return [MemoryContextSection()]
+
+
+@hookimpl
+def goclaw_memory_search_extra(engine: Any, query: str, agent: Any, user: str | None, limit: int) -> list[SearchHit]:
+    """Episodic summaries as ``memory_search`` hits (``tier="episodic"``, spec §17 L1)."""
+    if not query or not query.strip():
+        return []
+    return EpisodicStore(engine).hits(agent.id, user, query, limit)
+
+
+def memory_expand(engine: Any, id: str, agent: str, user: str | None = None) -> dict[str, Any]:
+    """Full episodic summary plus its linked KG facts (spec §17 ``memory_expand``).
+
+    Scoped: the summary must belong to ``agent`` and be agent-level or ``user``'s own.
+    """
+    from goclaw.errors import NotFoundError
+
+    a = find_agent(engine, agent)
+    row = EpisodicStore(engine).get(id)
+    if a is None or row is None or row.agent_id != a.id or row.user_id not in ("", user or ""):
+        raise NotFoundError(f"no episodic memory {id!r} for this agent/user")
+    ents, rels = KnowledgeGraph(engine).facts_for_episode(row.id)
+    names = {e.id: e.name for e in ents}
+    if rels:
+        from sqlmodel import col, select
+
+        from goclaw.store.models import KGEntity
+
+        ids = {r.source_entity_id for r in rels} | {r.target_entity_id for r in rels}
+        with engine.db.session() as s:
+            names.update({e.id: e.name for e in s.exec(select(KGEntity).where(col(KGEntity.id).in_(ids)))})
+    return {
+        "episode": episode_dict(row),
+        "entities": [entity_dict(e) for e in ents],
+        "relations": [relation_dict(r, names) for r in rels],
+    }
+
+
+@hookimpl
+def goclaw_tools(engine: Any) -> list[Tool]:
+    def _expand(id: str, agent: str, user: str | None = None) -> dict[str, Any]:
+        return memory_expand(engine, id, agent, user)
+
+    return [
+        Tool(
+            name="memory_expand",
+            description=(
+                "Deep retrieval from episodic memory: the full summary of a past session (by the id "
+                "from memory_search or the Memory Context) with the knowledge-graph facts linked to it."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {"id": {"type": "string", "description": "episodic memory id"}},
+                "required": ["id"],
+            },
+            func=_expand,
+        )
+    ]

@@ -1,0 +1,626 @@
+"""The durable event queue and the worker runner (DESIGN.md §6, spec §18).
+
+The queue is an outbox in the workspace database:
+
+* :meth:`EventQueue.publish` inserts one ``events`` row plus one ``event_deliveries`` row per
+  worker subscribed to the event type (``engine.hooks.consolidation_workers()``), **in the
+  caller's transaction**: the event exists exactly when the caller's change commits. On
+  PostgreSQL it also ``NOTIFY``s idle workers (delivered at commit, so never early).
+* :meth:`EventQueue.claim` hands deliveries to one worker process. PostgreSQL uses
+  ``SELECT ... FOR UPDATE SKIP LOCKED`` so many processes on many hosts never claim the same
+  delivery; SQLite has one writer at a time (``BEGIN IMMEDIATE``), so the select-then-update
+  claim is exclusive by construction. A claim counts as an attempt.
+* A failed delivery returns to ``pending`` with exponential backoff (with jitter); after
+  ``max_attempts`` it becomes ``dead`` (the dead-letter state) and stops blocking nothing:
+  claims order by ``available_at`` so healthy events flow past a failing one.
+* A worker that dies mid-event leaves its delivery ``processing``. It is taken back when its
+  lease (``lease_seconds``) expires, or at once when the claimer ran on this host and its
+  process is gone (:meth:`EventQueue.recover_orphans`). Handlers are idempotent (the spec's
+  ``source_id`` dedup), so a retry never duplicates anything.
+* Processed rows are kept (``done`` with ``processed_at``) for inspection.
+
+:class:`WorkerRunner` is what ``goclaw workers run`` and embedding applications use: it claims
+deliveries for the workers it serves, calls ``worker.handle(event, engine)``, and records the
+outcome. A handler raises :class:`DeferEvent` to be called again later without it counting as
+a failure (the dreaming worker's debounce). A worker object may also expose ``tick_interval``
+(seconds, or a callable taking the engine) and ``tick(engine)``: the runner calls ``tick`` at most once per interval across all
+processes (coordinated through ``worker_state``), e.g. the retention prune.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import and_, func, or_, select, tuple_, update
+
+from goclaw.store.models import Event, EventDelivery, WorkerState
+from goclaw.store.types import utcnow
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from goclaw.engine import Engine
+    from goclaw.types import ConsolidationWorker
+
+log = logging.getLogger(__name__)
+
+NOTIFY_CHANNEL = "goclaw_events"
+TICK_SCOPE = "__tick__"
+
+_deliveries = EventDelivery.__table__  # type: ignore[attr-defined]
+_events = Event.__table__  # type: ignore[attr-defined]
+
+
+class DeferEvent(Exception):  # noqa: N818 - it is a control-flow signal, not an error
+    """Raised by a handler to be called again after ``delay`` seconds (not a failure)."""
+
+    def __init__(self, delay: float, reason: str = "") -> None:
+        super().__init__(reason or f"deferred for {delay:.0f}s")
+        self.delay = max(0.0, float(delay))
+
+
+@dataclass(frozen=True)
+class QueuedEvent:
+    """What a worker's ``handle`` receives: the event plus this delivery's bookkeeping."""
+
+    id: int
+    event_type: str
+    agent_id: str
+    user_id: str
+    payload: Mapping[str, Any]
+    created_at: datetime
+    worker: str = ""
+    attempts: int = 0
+    claimed_by: str = ""
+
+
+@dataclass
+class QueueStats:
+    """Counts per worker and status (``goclaw workers status``)."""
+
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def total(self, status: str) -> int:
+        return sum(c.get(status, 0) for c in self.counts.values())
+
+
+def host_name() -> str:
+    return socket.gethostname()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def new_worker_id() -> str:
+    """``host:pid:token``: the host and pid let a restarted process on the same host reclaim
+    the deliveries of a dead one at once instead of waiting for the lease."""
+    return f"{host_name()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class EventQueue:
+    """``engine.events``: publish, claim, complete, fail, inspect (module docstring)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        max_attempts: int = 5,
+        backoff_base: float = 2.0,
+        backoff_max: float = 600.0,
+        lease_seconds: float = 300.0,
+    ) -> None:
+        self.engine = engine
+        self.max_attempts = max(1, max_attempts)
+        self.backoff_base = max(0.0, backoff_base)
+        self.backoff_max = max(0.0, backoff_max)
+        self.lease_seconds = max(1.0, lease_seconds)
+
+    # ------------------------------------------------------------------ subscriptions
+    def workers(self) -> list[ConsolidationWorker]:
+        return self.engine.hooks.consolidation_workers()
+
+    def subscribers(self, event_type: str) -> list[str]:
+        """Names of the workers subscribed to ``event_type``, sorted."""
+        return sorted(w.name for w in self.workers() if event_type in w.event_types)
+
+    # ------------------------------------------------------------------ publishing
+    def publish(
+        self,
+        session: Session,
+        event_type: str,
+        payload: Mapping[str, Any],
+        agent_id: str = "",
+        user_id: str = "",
+    ) -> int:
+        """Insert the event and its deliveries in ``session``'s transaction; return its id."""
+        event = Event(
+            event_type=event_type, agent_id=agent_id or "", user_id=user_id or "", payload=dict(payload)
+        )
+        session.add(event)
+        session.flush()
+        assert event.id is not None
+        now = utcnow()
+        for worker in self.subscribers(event_type):
+            session.add(EventDelivery(event_id=event.id, worker=worker, available_at=now))
+        session.flush()
+        if self.engine.db.backend == "postgresql":
+            from sqlalchemy import text
+
+            session.execute(text("SELECT pg_notify(:c, :t)"), {"c": NOTIFY_CHANNEL, "t": event_type})
+        return event.id
+
+    def publish_now(
+        self, event_type: str, payload: Mapping[str, Any], agent_id: str = "", user_id: str = ""
+    ) -> int:
+        """Publish in a transaction of its own."""
+        return self.engine.db.run_write(
+            lambda s: self.publish(s, event_type, payload, agent_id=agent_id, user_id=user_id)
+        )
+
+    # ------------------------------------------------------------------ claiming
+    def _claimable(self, workers: Sequence[str], now: datetime) -> Any:
+        stale = now - timedelta(seconds=self.lease_seconds)
+        return and_(
+            _deliveries.c.worker.in_(list(workers)),
+            or_(
+                and_(_deliveries.c.status == "pending", _deliveries.c.available_at <= now),
+                and_(_deliveries.c.status == "processing", _deliveries.c.claimed_at < stale),
+            ),
+        )
+
+    def claim(self, worker_id: str, limit: int = 10, workers: Iterable[str] | None = None) -> list[QueuedEvent]:
+        """Claim up to ``limit`` available deliveries for the named workers (all by default)."""
+        names = sorted(set(workers) if workers is not None else {w.name for w in self.workers()})
+        if not names or limit <= 0:
+            return []
+
+        def _do(session: Session) -> list[QueuedEvent]:
+            now = utcnow()
+            rows = session.execute(
+                select(_deliveries.c.event_id, _deliveries.c.worker, _deliveries.c.attempts)
+                .where(self._claimable(names, now))
+                .order_by(_deliveries.c.available_at, _deliveries.c.event_id, _deliveries.c.worker)
+                .limit(limit)
+                .with_for_update(skip_locked=True)
+            ).all()
+            if not rows:
+                return []
+            exhausted = [(r.event_id, r.worker) for r in rows if r.attempts >= self.max_attempts]
+            if exhausted:  # died while processing too often: a poison event that kills workers
+                session.execute(
+                    update(_deliveries)
+                    .where(tuple_(_deliveries.c.event_id, _deliveries.c.worker).in_(exhausted))
+                    .values(
+                        status="dead",
+                        processed_at=now,
+                        last_error=f"worker died while processing ({self.max_attempts} attempts)",
+                    )
+                )
+            keys = [(r.event_id, r.worker) for r in rows if r.attempts < self.max_attempts]
+            if not keys:
+                return []
+            session.execute(
+                update(_deliveries)
+                .where(tuple_(_deliveries.c.event_id, _deliveries.c.worker).in_(keys))
+                .values(
+                    status="processing",
+                    claimed_by=worker_id,
+                    claimed_at=now,
+                    attempts=_deliveries.c.attempts + 1,
+                )
+            )
+            events = {
+                e.id: e
+                for e in session.execute(
+                    select(_events).where(_events.c.id.in_({k[0] for k in keys}))
+                ).all()
+            }
+            attempts = {(r.event_id, r.worker): r.attempts + 1 for r in rows}
+            out: list[QueuedEvent] = []
+            for event_id, worker in keys:
+                e = events[event_id]
+                out.append(
+                    QueuedEvent(
+                        id=e.id,
+                        event_type=e.event_type,
+                        agent_id=e.agent_id,
+                        user_id=e.user_id,
+                        payload=dict(e.payload or {}),
+                        created_at=e.created_at,
+                        worker=worker,
+                        attempts=attempts[(event_id, worker)],
+                        claimed_by=worker_id,
+                    )
+                )
+            return out
+
+        return self.engine.db.run_write(_do)
+
+    def _finish(self, event: QueuedEvent, values: dict[str, Any]) -> bool:
+        """Update a delivery this worker still owns; False if another worker took it over."""
+
+        def _do(session: Session) -> bool:
+            result = session.execute(
+                update(_deliveries)
+                .where(
+                    _deliveries.c.event_id == event.id,
+                    _deliveries.c.worker == event.worker,
+                    _deliveries.c.status == "processing",
+                    _deliveries.c.claimed_by == event.claimed_by,
+                )
+                .values(**values)
+            )
+            return bool(getattr(result, "rowcount", 0))
+
+        return self.engine.db.run_write(_do)
+
+    def complete(self, event: QueuedEvent) -> bool:
+        return self._finish(event, {"status": "done", "processed_at": utcnow(), "last_error": None})
+
+    def backoff(self, attempts: int) -> float:
+        """Seconds before attempt ``attempts + 1``: base·2^(attempts-1), capped, ±10% jitter."""
+        delay = min(self.backoff_max, self.backoff_base * float(2 ** max(0, attempts - 1)))
+        return float(delay * (0.9 + 0.2 * random.random()))
+
+    def fail(self, event: QueuedEvent, error: str) -> str:
+        """Record a failed attempt: back to ``pending`` with backoff, or ``dead``. Returns the status."""
+        error = error[:4000]
+        if event.attempts >= self.max_attempts:
+            self._finish(event, {"status": "dead", "processed_at": utcnow(), "last_error": error})
+            return "dead"
+        available = utcnow() + timedelta(seconds=self.backoff(event.attempts))
+        self._finish(
+            event,
+            {"status": "pending", "available_at": available, "claimed_by": None, "last_error": error},
+        )
+        return "pending"
+
+    def defer(self, event: QueuedEvent, delay: float, reason: str = "") -> None:
+        """Hand the delivery back for later without counting the attempt."""
+        self._finish(
+            event,
+            {
+                "status": "pending",
+                "available_at": utcnow() + timedelta(seconds=delay),
+                "claimed_by": None,
+                "attempts": _deliveries.c.attempts - 1,
+                "last_error": f"deferred: {reason}" if reason else None,
+            },
+        )
+
+    def release(self, event: QueuedEvent) -> None:
+        """Give a claimed delivery back untouched (graceful shutdown mid-event)."""
+        self.defer(event, 0.0)
+
+    def recover_orphans(self) -> int:
+        """Return to ``pending`` the deliveries claimed by dead processes on this host."""
+        prefix = f"{host_name()}:"
+
+        def _do(session: Session) -> int:
+            rows = session.execute(
+                select(_deliveries.c.event_id, _deliveries.c.worker, _deliveries.c.claimed_by)
+                .where(_deliveries.c.status == "processing", _deliveries.c.claimed_by.like(prefix + "%"))
+                .with_for_update(skip_locked=True)
+            ).all()
+            dead_keys = []
+            for row in rows:
+                parts = str(row.claimed_by).split(":")
+                try:
+                    pid = int(parts[-2])
+                except (ValueError, IndexError):
+                    continue
+                if not _pid_alive(pid):
+                    dead_keys.append((row.event_id, row.worker))
+            if dead_keys:
+                session.execute(
+                    update(_deliveries)
+                    .where(tuple_(_deliveries.c.event_id, _deliveries.c.worker).in_(dead_keys))
+                    .values(
+                        status="pending",
+                        available_at=utcnow(),
+                        claimed_by=None,
+                        last_error="worker process died while processing",
+                    )
+                )
+            return len(dead_keys)
+
+        return self.engine.db.run_write(_do)
+
+    # ------------------------------------------------------------------ operators
+    def retry(self, event_id: int | None = None, worker: str | None = None, *, dead_only: bool = True) -> int:
+        """Make deliveries claimable again (dead ones by default; ``dead_only=False`` replays done ones)."""
+        statuses = ["dead"] if dead_only else ["dead", "done"]
+
+        def _do(session: Session) -> int:
+            stmt = update(_deliveries).where(_deliveries.c.status.in_(statuses))
+            if event_id is not None:
+                stmt = stmt.where(_deliveries.c.event_id == event_id)
+            if worker is not None:
+                stmt = stmt.where(_deliveries.c.worker == worker)
+            result = session.execute(
+                stmt.values(status="pending", attempts=0, available_at=utcnow(), claimed_by=None)
+            )
+            return int(getattr(result, "rowcount", 0) or 0)
+
+        return self.engine.db.run_write(_do)
+
+    def stats(self) -> QueueStats:
+        with self.engine.db.session() as session:
+            rows = session.execute(
+                select(_deliveries.c.worker, _deliveries.c.status, func.count())
+                .group_by(_deliveries.c.worker, _deliveries.c.status)
+            ).all()
+        stats = QueueStats()
+        for worker, status, count in rows:
+            stats.counts.setdefault(worker, {})[status] = int(count)
+        return stats
+
+    def deliveries(
+        self, *, status: str | None = None, worker: str | None = None, event_id: int | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]:
+        """Deliveries with their event, newest first (``goclaw workers events``)."""
+        stmt = (
+            select(_deliveries, _events.c.event_type, _events.c.agent_id, _events.c.user_id, _events.c.payload)
+            .join(_events, _events.c.id == _deliveries.c.event_id)
+            .order_by(_deliveries.c.event_id.desc(), _deliveries.c.worker)
+            .limit(limit)
+        )
+        if status:
+            stmt = stmt.where(_deliveries.c.status == status)
+        if worker:
+            stmt = stmt.where(_deliveries.c.worker == worker)
+        if event_id is not None:
+            stmt = stmt.where(_deliveries.c.event_id == event_id)
+        with self.engine.db.session() as session:
+            rows = session.execute(stmt).mappings().all()
+        return [dict(r) for r in rows]
+
+    # ------------------------------------------------------------------ waiting
+    def listener(self) -> Listener:
+        """Something to block on while idle: LISTEN/NOTIFY on PostgreSQL, a sleep on SQLite."""
+        if self.engine.db.backend == "postgresql":
+            try:
+                return PgListener(self.engine)
+            except Exception:  # no LISTEN (e.g. a pooler in transaction mode): poll instead
+                log.debug("LISTEN unavailable; polling", exc_info=True)
+        return Listener()
+
+
+class Listener:
+    """Idle wait by sleeping (SQLite, or PostgreSQL without LISTEN)."""
+
+    def wait(self, timeout: float, stop: threading.Event | None = None) -> bool:
+        if stop is not None:
+            return stop.wait(timeout) and False
+        time.sleep(timeout)
+        return False
+
+    def close(self) -> None:
+        return None
+
+
+class PgListener(Listener):
+    """A dedicated autocommit connection that ``LISTEN``s on :data:`NOTIFY_CHANNEL`."""
+
+    def __init__(self, engine: Engine) -> None:
+        raw = engine.db.engine.raw_connection()
+        raw.detach()  # ours alone, never returned to the pool mid-LISTEN
+        self._raw = raw
+        conn: Any = raw.driver_connection
+        conn.autocommit = True
+        conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        self._conn = conn
+
+    def wait(self, timeout: float, stop: threading.Event | None = None) -> bool:
+        """Block until a notification or ``timeout``; True when woken by a notification."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or (stop is not None and stop.is_set()):
+                return False
+            for _note in self._conn.notifies(timeout=min(remaining, 0.5), stop_after=1):
+                return True
+
+    def close(self) -> None:
+        try:
+            self._raw.close()
+        except Exception:
+            log.debug("closing the LISTEN connection failed", exc_info=True)
+
+
+# ---------------------------------------------------------------------------- the runner
+
+
+@dataclass
+class RunReport:
+    """What one :meth:`WorkerRunner.run_once` pass did."""
+
+    processed: int = 0
+    failed: int = 0
+    dead: int = 0
+    deferred: int = 0
+    recovered: int = 0
+    ticks: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "processed": self.processed,
+            "failed": self.failed,
+            "dead": self.dead,
+            "deferred": self.deferred,
+            "recovered": self.recovered,
+            "ticks": list(self.ticks),
+        }
+
+
+class WorkerRunner:
+    """Serve the consolidation queue for some (default: all) workers in this process."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        queue: EventQueue | None = None,
+        *,
+        workers: Iterable[str] | None = None,
+        batch_size: int = 10,
+        poll_interval: float = 1.0,
+        worker_id: str | None = None,
+    ) -> None:
+        self.engine = engine
+        self.queue: EventQueue = queue if queue is not None else engine.events
+        all_workers = {w.name: w for w in self.queue.workers()}
+        if workers is not None:
+            wanted = set(workers)
+            unknown = sorted(wanted - set(all_workers))
+            if unknown:
+                from goclaw.errors import ValidationError
+
+                raise ValidationError(
+                    f"unknown worker(s) {', '.join(unknown)}; known: {', '.join(sorted(all_workers)) or 'none'}"
+                )
+            all_workers = {n: w for n, w in all_workers.items() if n in wanted}
+        self.workers: dict[str, ConsolidationWorker] = all_workers
+        self.batch_size = max(1, batch_size)
+        self.poll_interval = max(0.05, poll_interval)
+        self.worker_id = worker_id or new_worker_id()
+        self.on_event: Callable[[QueuedEvent, str], None] | None = None
+
+    # ------------------------------------------------------------------ one delivery
+    def handle(self, event: QueuedEvent, report: RunReport) -> None:
+        worker = self.workers[event.worker]
+        try:
+            worker.handle(event, self.engine)
+        except DeferEvent as exc:
+            self.queue.defer(event, exc.delay, str(exc))
+            report.deferred += 1
+            outcome = "deferred"
+        except Exception as exc:
+            log.warning("worker %s failed on event %s (attempt %s): %s", event.worker, event.id,
+                        event.attempts, exc, exc_info=log.isEnabledFor(logging.DEBUG))
+            status = self.queue.fail(event, f"{type(exc).__name__}: {exc}")
+            if status == "dead":
+                report.dead += 1
+            else:
+                report.failed += 1
+            outcome = status
+        except BaseException:
+            # Ctrl-C / SystemExit mid-event: give the delivery back untouched, then stop.
+            self.queue.release(event)
+            raise
+        else:
+            self.queue.complete(event)
+            report.processed += 1
+            outcome = "done"
+        if self.on_event is not None:
+            self.on_event(event, outcome)
+
+    # ------------------------------------------------------------------ passes
+    def run_once(self, *, max_events: int | None = None) -> RunReport:
+        """Recover orphans, run due ticks, then drain every delivery available now."""
+        report = RunReport()
+        report.recovered = self.queue.recover_orphans()
+        report.ticks = self.run_due_ticks()
+        handled = 0
+        while max_events is None or handled < max_events:
+            batch = self.queue.claim(self.worker_id, self.batch_size, self.workers)
+            if not batch:
+                break
+            for event in batch:
+                self.handle(event, report)
+                handled += 1
+        return report
+
+    def serve(self, stop: threading.Event | None = None) -> None:
+        """Run until ``stop`` is set (or forever), sleeping on LISTEN/poll while idle."""
+        listener = self.queue.listener()
+        try:
+            while stop is None or not stop.is_set():
+                report = self.run_once()
+                busy = report.processed + report.failed + report.dead + report.deferred
+                if busy == 0:
+                    listener.wait(self.poll_interval, stop)
+        finally:
+            listener.close()
+
+    def run_due_ticks(self) -> list[str]:
+        """Call ``tick(engine)`` on workers whose ``tick_interval`` has elapsed (any process)."""
+        ran: list[str] = []
+        for name, worker in sorted(self.workers.items()):
+            interval = getattr(worker, "tick_interval", None)
+            if callable(interval):
+                interval = interval(self.engine)
+            tick = getattr(worker, "tick", None)
+            if not interval or not callable(tick):
+                continue
+            if self._claim_tick(name, float(interval)):
+                try:
+                    tick(self.engine)
+                except Exception as exc:
+                    log.warning("periodic job of worker %s failed: %s", name, exc)
+                    continue
+                ran.append(name)
+        return ran
+
+    def _claim_tick(self, name: str, interval: float) -> bool:
+        def _do(session: Session) -> bool:
+            now = utcnow()
+            state = session.get(WorkerState, (name, TICK_SCOPE), with_for_update=True)
+            if state is not None:
+                last = _parse_time(state.value.get("last"))
+                if last is not None and (now - last).total_seconds() < interval:
+                    return False
+                state.value = {**state.value, "last": now.isoformat()}
+                state.updated_at = now
+            else:
+                state = WorkerState(worker=name, scope=TICK_SCOPE, value={"last": now.isoformat()})
+            session.add(state)
+            return True
+
+        try:
+            return self.engine.db.run_write(_do)
+        except Exception:  # two processes creating the row at once: the other one ticks
+            log.debug("tick claim for %s lost a race", name, exc_info=True)
+            return False
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        from datetime import UTC
+
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+__all__ = [
+    "DeferEvent",
+    "EventQueue",
+    "Listener",
+    "QueueStats",
+    "QueuedEvent",
+    "RunReport",
+    "WorkerRunner",
+    "new_worker_id",
+]

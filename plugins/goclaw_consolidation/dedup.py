@@ -1,0 +1,110 @@
+"""Plugin ``goclaw.workers.dedup``: the DedupWorker (spec §18 step 3), with safe thresholds.
+
+For each upserted entity that has an embedding, compare it with the other current entities of
+the same agent, user **and type** embedded by the same model. A wrong merge destroys
+knowledge, so auto-merge needs both gates at once:
+
+* cosine ≥ ``dedup_auto_merge_cosine`` (0.95) **and**
+* name similarity ≥ ``dedup_auto_merge_name`` (0.97) — Jaro-Winkler over the names with
+  case, accents, spaces and punctuation ignored, or over their sorted words
+  ("Open AI" = "OpenAI", "Atlas Project" = "Project Atlas"; "Jon Smith" ≠ "John Smith").
+
+Pairs that pass either lower gate (cosine ≥ 0.85 or name ≥ 0.90) go to
+``kg_dedup_candidates`` for review (``goclaw kg candidates``). Entities of different types
+are never merged or proposed. A merge keeps the higher-confidence row (the older on a tie),
+closes the other with ``merged_into`` and re-points its relations; nothing is deleted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from goclaw import hookimpl
+from goclaw.store.models import KGDedupCandidate, KGEntity
+
+from goclaw_consolidation.common import log
+from goclaw_consolidation.kg import KnowledgeGraph
+from goclaw_consolidation.settings import settings_of
+from goclaw_consolidation.text import name_similarity
+
+
+def _cosine(a: Any, b: Any) -> float:
+    import numpy as np
+
+    va, vb = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
+    na, nb = float(np.linalg.norm(va)), float(np.linalg.norm(vb))
+    if na == 0 or nb == 0:
+        return 0.0
+    return float(va @ vb) / (na * nb)
+
+
+def decide(cosine: float, name_sim: float, cfg: Any) -> str:
+    """``merge`` | ``candidate`` | ``distinct`` for a same-type pair (module docstring)."""
+    if cosine >= cfg.dedup_auto_merge_cosine and name_sim >= cfg.dedup_auto_merge_name:
+        return "merge"
+    if cosine >= cfg.dedup_candidate_cosine or name_sim >= cfg.dedup_candidate_name:
+        return "candidate"
+    return "distinct"
+
+
+class DedupWorker:
+    name = "dedup"
+    event_types = frozenset({"entity.upserted"})
+
+    def handle(self, event: Any, engine: Any) -> None:
+        ids = [str(i) for i in event.payload.get("entity_ids") or []]
+        cfg = settings_of(engine)
+        kg = KnowledgeGraph(engine)
+        for entity_id in ids:
+            engine.db.run_write(lambda s, eid=entity_id: self._dedup_one(s, kg, eid, cfg))
+
+    def _dedup_one(self, session: Session, kg: KnowledgeGraph, entity_id: str, cfg: Any) -> None:
+        me = session.get(KGEntity, entity_id)
+        if me is None or me.valid_until is not None or me.embedding is None:
+            return
+        others = session.exec(
+            select(KGEntity).where(
+                KGEntity.agent_id == me.agent_id, KGEntity.user_id == me.user_id,
+                KGEntity.entity_type == me.entity_type, KGEntity.id != me.id,
+                col(KGEntity.valid_until).is_(None), KGEntity.embedding_dim == me.embedding_dim,
+                KGEntity.embedding_model == me.embedding_model, KGEntity.embedding_provider == me.embedding_provider,
+            )
+        ).all()
+        scored = sorted(
+            ((_cosine(me.embedding, o.embedding), name_similarity(me.name, o.name), o) for o in others
+             if o.embedding is not None),
+            key=lambda t: (-(t[0] + t[1]), t[2].id),
+        )
+        for cos, name_sim, other in scored[:5]:
+            verdict = decide(cos, name_sim, cfg)
+            if verdict == "merge":
+                keep, drop = sorted(
+                    (me, other), key=lambda e: (-e.confidence, e.created_at, e.id)
+                )
+                kg.merge_in_session(session, keep.id, drop.id)
+                log.info("dedup: merged %r into %r (cos %.3f, name %.3f)", drop.name, keep.name, cos, name_sim)
+                return  # ``me`` may be closed now; later events handle the rest
+            if verdict == "candidate":
+                a, b = sorted((me.id, other.id))
+                exists = session.exec(
+                    select(KGDedupCandidate).where(
+                        KGDedupCandidate.entity_a_id == a, KGDedupCandidate.entity_b_id == b
+                    )
+                ).first()
+                if exists is None:
+                    try:
+                        with session.begin_nested():
+                            session.add(KGDedupCandidate(
+                                agent_id=me.agent_id, user_id=me.user_id, entity_a_id=a, entity_b_id=b,
+                                cosine=round(cos, 6), name_similarity=round(name_sim, 6),
+                            ))
+                    except IntegrityError:
+                        pass  # recorded concurrently
+
+
+@hookimpl
+def goclaw_consolidation_workers() -> list[Any]:
+    return [DedupWorker()]

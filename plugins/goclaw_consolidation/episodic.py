@@ -1,0 +1,129 @@
+"""Plugin ``goclaw.workers.episodic``: the EpisodicWorker (spec §18 step 1).
+
+On ``run.completed``: dedup by ``source_id = session_key:compaction_count`` (DECISIONS.md);
+summary = the compaction summary in the event when there is one, else the LLM over the
+session's messages, else an extractive fallback; then L0 abstract, key topics, embedding and
+expiry; insert and publish ``episodic.created`` in one transaction. A replay finds the
+``source_id`` and does nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel import col, select
+
+from goclaw import hookimpl
+from goclaw.store.models import Session as SessionRow
+from goclaw.store.models import SessionMessage
+
+from goclaw_consolidation import text as T
+from goclaw_consolidation.common import find_agent, llm_complete, log
+from goclaw_consolidation.episodic_store import EpisodicStore, NewEpisode
+from goclaw_consolidation.settings import agent_setting, settings_of
+
+SUMMARY_PROMPT = (
+    "You write episodic memory for an AI assistant. Summarise the conversation below in 2-4 short "
+    "paragraphs. The first sentence must stand alone as an abstract of what the session was about "
+    "(at least 20 characters). Keep decisions, preferences, facts, names, dates and open tasks. "
+    "No preamble, no markdown headings."
+)
+MAX_MESSAGE_CHARS = 500
+MAX_TRANSCRIPT_CHARS = 8000
+
+
+def session_messages(engine: Any, key: str) -> tuple[SessionRow | None, list[tuple[str, str, int]]]:
+    """The session row and its ``(role, content, token_count)`` messages in order."""
+    with engine.db.session() as s:
+        row = s.get(SessionRow, key)
+        msgs = s.exec(
+            select(SessionMessage).where(SessionMessage.session_key == key).order_by(col(SessionMessage.seq))
+        ).all()
+        return row, [(m.role, m.content, m.token_count) for m in msgs]
+
+
+def transcript(messages: list[tuple[str, str]]) -> str:
+    parts: list[str] = []
+    total = 0
+    for role, content in messages:
+        line = f"{role}: {T.clip(' '.join(content.split()), MAX_MESSAGE_CHARS)}"
+        if total + len(line) > MAX_TRANSCRIPT_CHARS:
+            parts.append("...(truncated)")
+            break
+        parts.append(line)
+        total += len(line) + 1
+    return "\n".join(parts)
+
+
+def summarise(engine: Any, messages: list[tuple[str, str]]) -> tuple[str, str]:
+    """``(summary, method)``: the LLM's summary, else the extractive fallback."""
+    if not messages:
+        return "", "none"
+    timeout = settings_of(engine).llm_timeout_seconds
+    reply = llm_complete(
+        engine,
+        [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": transcript(messages)}],
+        timeout=timeout,
+        max_tokens=1024,
+    )
+    if reply:
+        return reply, "llm"
+    return T.extractive_summary(messages), "extractive"
+
+
+class EpisodicWorker:
+    name = "episodic"
+    event_types = frozenset({"run.completed"})
+
+    def handle(self, event: Any, engine: Any) -> None:
+        payload = dict(event.payload)
+        key = str(payload.get("session_key") or "")
+        if not key:
+            log.warning("run.completed event %s has no session_key; skipped", event.id)
+            return
+        session_row, messages = session_messages(engine, key)
+        agent = find_agent(engine, str(payload.get("agent_id") or event.agent_id or
+                                        (session_row.agent_id if session_row else "")))
+        if agent is None:
+            log.warning("run.completed event %s: unknown agent; skipped", event.id)
+            return
+        if not agent_setting(engine, agent, "consolidation_enabled"):
+            return
+        user_id = str(payload.get("user_id") or event.user_id or (session_row.user_id if session_row else "") or "")
+        compaction = int(payload.get("compaction_count") or (session_row.compaction_count if session_row else 0))
+        source_id = f"{key}:{compaction}"
+        store = EpisodicStore(engine)
+        with engine.db.session() as s:
+            if store.exists(s, agent.id, user_id, source_id) is not None:
+                return  # replay: already consolidated
+        chat = [(r, c) for r, c, _ in messages if r in ("user", "assistant") and c.strip()]
+        summary = str(payload.get("summary") or "").strip()
+        method = "compaction"
+        if not summary:
+            summary, method = summarise(engine, chat)
+        if not summary and session_row is not None and session_row.summary.strip():
+            summary, method = session_row.summary.strip(), "session"
+        if not summary:
+            log.info("session %s has nothing to summarise; skipped", key)
+            return
+        tokens = sum(t for _, _, t in messages) or sum(len(c) for _, c in chat) // 4
+        row = store.build(
+            NewEpisode(
+                agent_id=agent.id,
+                user_id=user_id,
+                session_key=key,
+                summary=summary,
+                source_id=source_id,
+                turn_count=len(chat),
+                token_count=tokens,
+                ttl_days=int(agent_setting(engine, agent, "episodic_ttl_days")),
+            ),
+            redact_text=settings_of(engine).redact,
+        )
+        if store.insert(row) is not None:
+            log.info("episodic summary %s for %s (%s)", row.id, source_id, method)
+
+
+@hookimpl
+def goclaw_consolidation_workers() -> list[Any]:
+    return [EpisodicWorker()]

@@ -1,0 +1,344 @@
+"""Episodic memory (L1): the ``episodic_summaries`` table and its search (spec §17, §19).
+
+Rows are unique per ``(agent_id, user_id, source_id)``. Each stores the full summary, the L0
+abstract, key topics, an optional embedding (with provider, model and dimension, so models
+never mix), and ``expires_at``. Search is hybrid: full text (SQLite FTS5 / PostgreSQL
+``tsvector``) and vector cosine (numpy on SQLite; pgvector on PostgreSQL through a partial
+HNSW expression index per dimension, created at run time). The text score is the FTS score
+normalised by the best hit times the share of query terms the row contains, so one shared
+common word does not make a session "relevant"; the final score is 0.7·text + 0.3·vector
+(the reference's episodic weights), or text alone when no embedder is configured.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import bindparam, delete, text
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from goclaw.store.models import EpisodicSummary
+from goclaw.store.types import UTCDateTime, utcnow
+from goclaw.types import SearchHit
+
+from goclaw_consolidation import text as T
+from goclaw_consolidation.common import embed, user_scope
+from goclaw_consolidation.redact import redact
+
+log = logging.getLogger("goclaw.consolidation")
+
+TEXT_WEIGHT = 0.7
+VECTOR_WEIGHT = 0.3
+_HNSW_DONE: set[tuple[str, int]] = set()
+
+
+@dataclass
+class NewEpisode:
+    agent_id: str
+    user_id: str
+    session_key: str
+    summary: str
+    source_id: str
+    source_type: str = "session"
+    turn_count: int = 0
+    token_count: int = 0
+    ttl_days: int = 90
+    key_topics: list[str] | None = None
+
+
+def episode_dict(row: EpisodicSummary, score: float | None = None) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": row.id,
+        "agent_id": row.agent_id,
+        "user_id": row.user_id,
+        "session_key": row.session_key,
+        "source_type": row.source_type,
+        "source_id": row.source_id,
+        "l0_abstract": row.l0_abstract,
+        "summary": row.summary,
+        "key_topics": list(row.key_topics or []),
+        "turn_count": row.turn_count,
+        "token_count": row.token_count,
+        "embedding_model": row.embedding_model,
+        "embedding_dim": row.embedding_dim,
+        "created_at": row.created_at.isoformat() if row.created_at else None,
+        "expires_at": row.expires_at.isoformat() if row.expires_at else None,
+        "promoted_at": row.promoted_at.isoformat() if row.promoted_at else None,
+    }
+    if score is not None:
+        data["score"] = round(score, 4)
+    return data
+
+
+class EpisodicStore:
+    """``engine.service("episodic")``: create, read, search and prune episodic summaries."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+
+    # ------------------------------------------------------------------ writing
+    def build(self, new: NewEpisode, *, redact_text: bool = True) -> EpisodicSummary:
+        """A ready-to-insert row: redacted summary, L0 abstract, topics, embedding, expiry."""
+        summary = redact(new.summary) if redact_text else new.summary
+        topics = new.key_topics if new.key_topics is not None else T.entity_names(summary)
+        if redact_text:
+            topics = [redact(t) for t in topics]
+        now = utcnow()
+        row = EpisodicSummary(
+            tenant_id=self.engine.settings.tenant_id,
+            agent_id=new.agent_id,
+            user_id=new.user_id or "",
+            session_key=new.session_key,
+            summary=summary,
+            l0_abstract=T.l0_abstract(summary),
+            key_topics=T.dedupe(topics)[: T.MAX_TOPICS],
+            source_type=new.source_type,
+            source_id=new.source_id,
+            turn_count=new.turn_count,
+            token_count=new.token_count,
+            created_at=now,
+            expires_at=now + timedelta(days=new.ttl_days) if new.ttl_days > 0 else None,
+        )
+        emb = embed(self.engine, [summary])
+        if emb is not None:
+            row.embedding = emb.vectors[0]
+            row.embedding_provider, row.embedding_model, row.embedding_dim = emb.provider, emb.model, emb.dim
+            self.ensure_vector_index(emb.dim)
+        return row
+
+    def exists(self, session: Session, agent_id: str, user_id: str, source_id: str) -> EpisodicSummary | None:
+        return session.exec(
+            select(EpisodicSummary).where(
+                EpisodicSummary.agent_id == agent_id,
+                EpisodicSummary.user_id == (user_id or ""),
+                EpisodicSummary.source_id == source_id,
+            )
+        ).first()
+
+    def insert(self, row: EpisodicSummary, *, publish: bool = True) -> EpisodicSummary | None:
+        """Insert ``row`` and publish ``episodic.created`` in one transaction; ``None`` if the
+        ``source_id`` already exists (a replay): nothing is written twice."""
+
+        def _do(session: Session) -> EpisodicSummary | None:
+            if self.exists(session, row.agent_id, row.user_id, row.source_id) is not None:
+                return None
+            session.add(row)
+            session.flush()
+            if publish and self.engine.has_service("events"):
+                self.engine.events.publish(
+                    session,
+                    "episodic.created",
+                    {
+                        "episodic_id": row.id,
+                        "agent_id": row.agent_id,
+                        "user_id": row.user_id,
+                        "session_key": row.session_key,
+                        "source_id": row.source_id,
+                        "source_type": row.source_type,
+                    },
+                    agent_id=row.agent_id,
+                    user_id=row.user_id,
+                )
+            return row
+
+        try:
+            return self.engine.db.run_write(_do)
+        except IntegrityError:
+            return None
+        except Exception as exc:  # StoreError wrapping a unique violation from a racing worker
+            if isinstance(exc.__cause__, IntegrityError):
+                return None
+            raise
+
+    def ensure_vector_index(self, dim: int) -> None:
+        """PostgreSQL: a partial HNSW expression index for this dimension (spec §19)."""
+        if self.engine.db.backend != "postgresql":
+            return
+        key = (self.engine.db.url, dim)
+        if key in _HNSW_DONE:
+            return
+        stmt = (
+            f"CREATE INDEX IF NOT EXISTS ix_episodic_hnsw_{int(dim)} ON episodic_summaries "
+            f"USING hnsw ((embedding::vector({int(dim)})) vector_cosine_ops) WHERE embedding_dim = {int(dim)}"
+        )
+        try:
+            with self.engine.db.engine.begin() as conn:
+                conn.exec_driver_sql(stmt)
+        except Exception as exc:  # a concurrent creator won the race: fine
+            log.debug("HNSW index for dim %s: %s", dim, exc)
+        _HNSW_DONE.add(key)
+
+    # ------------------------------------------------------------------ reading
+    def get(self, episodic_id: str) -> EpisodicSummary | None:
+        with self.engine.db.session() as s:
+            return s.get(EpisodicSummary, episodic_id)
+
+    def list(
+        self, agent_id: str, user: str | None = None, *, limit: int = 50, include_expired: bool = False,
+        unpromoted_only: bool = False, exact_user: bool = False,
+    ) -> list[EpisodicSummary]:
+        scope = [user or ""] if exact_user else user_scope(user)
+        stmt = select(EpisodicSummary).where(
+            EpisodicSummary.agent_id == agent_id, col(EpisodicSummary.user_id).in_(scope)
+        )
+        if not include_expired:
+            now = utcnow()
+            stmt = stmt.where(
+                (col(EpisodicSummary.expires_at).is_(None)) | (col(EpisodicSummary.expires_at) > now)
+            )
+        if unpromoted_only:
+            stmt = stmt.where(col(EpisodicSummary.promoted_at).is_(None))
+        stmt = stmt.order_by(col(EpisodicSummary.created_at).desc(), col(EpisodicSummary.id)).limit(limit)
+        with self.engine.db.session() as s:
+            return list(s.exec(stmt))
+
+    # ------------------------------------------------------------------ search
+    def search(
+        self, agent_id: str, user: str | None, query: str, *, limit: int = 10, min_score: float = 0.0,
+        vector_query: str | None = None,
+    ) -> list[tuple[EpisodicSummary, float]]:
+        """Hybrid episodic search (module docstring); ``[(row, score)]`` best first."""
+        terms = [t for t in (w.replace("'", "").replace("’", "") for w in T.content_terms(query)) if t]
+        terms = [t for t in terms if t.replace("_", "").replace("-", "").isalnum()][:24]
+        scope = user_scope(user)
+        now = utcnow()
+        pool = max(limit * 4, 20)
+        fts = self._fts(agent_id, scope, terms, pool, now) if terms else {}
+        emb = embed(self.engine, [vector_query or query]) if query.strip() else None
+        vec: dict[str, float] = {}
+        if emb is not None:
+            vec = self._vector(agent_id, scope, emb, pool, now)
+        ids = set(fts) | set(vec)
+        if not ids:
+            return []
+        with self.engine.db.session() as s:
+            rows = {r.id: r for r in s.exec(select(EpisodicSummary).where(col(EpisodicSummary.id).in_(ids)))}
+        best_fts = max(fts.values(), default=0.0)
+        results: list[tuple[EpisodicSummary, float]] = []
+        for rid, row in rows.items():
+            text_score = 0.0
+            if rid in fts and best_fts > 0:
+                words = set(T.content_terms(" ".join([row.summary, row.l0_abstract, *row.key_topics])))
+                coverage = sum(1 for t in terms if t in words) / len(terms) if terms else 0.0
+                text_score = (fts[rid] / best_fts) * coverage
+            if emb is not None:
+                score = TEXT_WEIGHT * text_score + VECTOR_WEIGHT * max(0.0, vec.get(rid, 0.0))
+            else:
+                score = text_score
+            if score >= min_score and score > 0:
+                results.append((row, score))
+        results.sort(key=lambda rs: (-rs[1], rs[0].id))
+        return results[:limit]
+
+    def _fts(self, agent_id: str, scope: list[str], terms: list[str], pool: int, now: datetime) -> dict[str, float]:
+        params: dict[str, Any] = {"agent": agent_id, "scope": scope, "now": now, "k": pool}
+        if self.engine.db.backend == "sqlite":
+            params["q"] = " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
+            sql = text(
+                "SELECT e.id AS id, -bm25(episodic_summaries_fts) AS score FROM episodic_summaries_fts "
+                "JOIN episodic_summaries e ON e.rowid = episodic_summaries_fts.rowid "
+                "WHERE episodic_summaries_fts MATCH :q AND e.agent_id = :agent AND e.user_id IN :scope "
+                "AND (e.expires_at IS NULL OR e.expires_at > :now) ORDER BY score DESC LIMIT :k"
+            )
+        else:
+            params["q"] = " | ".join(terms)
+            sql = text(
+                "SELECT id, ts_rank(tsv, to_tsquery('simple', :q)) AS score FROM episodic_summaries "
+                "WHERE tsv @@ to_tsquery('simple', :q) AND agent_id = :agent AND user_id IN :scope "
+                "AND (expires_at IS NULL OR expires_at > :now) ORDER BY score DESC LIMIT :k"
+            )
+        sql = sql.bindparams(bindparam("scope", expanding=True), bindparam("now", type_=UTCDateTime()))
+        try:
+            with self.engine.db.session() as s:
+                return {str(r.id): max(float(r.score), 1e-9) for r in s.execute(sql, params)}
+        except Exception as exc:  # a query FTS cannot parse degrades to vector only
+            log.debug("episodic FTS failed: %s", exc)
+            return {}
+
+    def _vector(self, agent_id: str, scope: list[str], emb: Any, pool: int, now: datetime) -> dict[str, float]:
+        import numpy as np
+
+        q = emb.vectors[0]
+        if self.engine.db.backend == "postgresql":
+            self.ensure_vector_index(emb.dim)
+            dim = int(emb.dim)
+            sql = text(
+                f"SELECT id, 1 - (embedding::vector({dim}) <=> CAST(:q AS vector({dim}))) AS score "
+                f"FROM episodic_summaries WHERE embedding_dim = {dim} AND embedding_provider = :p "
+                "AND embedding_model = :m AND agent_id = :agent AND user_id IN :scope "
+                "AND (expires_at IS NULL OR expires_at > :now) "
+                f"ORDER BY embedding::vector({dim}) <=> CAST(:q AS vector({dim})) LIMIT :k"
+            ).bindparams(bindparam("scope", expanding=True), bindparam("now", type_=UTCDateTime()))
+            params = {"q": "[" + ",".join(f"{x:.7g}" for x in q.tolist()) + "]", "p": emb.provider,
+                      "m": emb.model, "agent": agent_id, "scope": scope, "now": now, "k": pool}
+            with self.engine.db.session() as s:
+                return {str(r.id): float(r.score) for r in s.execute(sql, params)}
+        stmt = select(EpisodicSummary.id, EpisodicSummary.embedding, EpisodicSummary.expires_at).where(
+            EpisodicSummary.agent_id == agent_id,
+            col(EpisodicSummary.user_id).in_(scope),
+            EpisodicSummary.embedding_dim == emb.dim,
+            EpisodicSummary.embedding_provider == emb.provider,
+            EpisodicSummary.embedding_model == emb.model,
+        )
+        with self.engine.db.session() as s:
+            rows = [r for r in s.exec(stmt) if r[1] is not None and (r[2] is None or r[2] > now)]
+        if not rows:
+            return {}
+        matrix = np.vstack([np.asarray(r[1], dtype=np.float32) for r in rows])
+        norms = np.linalg.norm(matrix, axis=1)
+        norms[norms == 0] = 1.0
+        scores = (matrix @ q) / norms
+        top = np.argsort(-scores)[:pool]
+        return {str(rows[i][0]): float(scores[i]) for i in top}
+
+    def hits(self, agent_id: str, user: str | None, query: str, limit: int, min_score: float = 0.0) -> list[SearchHit]:
+        """Search results as :class:`~goclaw.types.SearchHit` with ``tier="episodic"``."""
+        out: list[SearchHit] = []
+        for row, score in self.search(agent_id, user, query, limit=limit, min_score=min_score):
+            out.append(
+                SearchHit(
+                    id=row.id,
+                    score=min(1.0, score),
+                    text=row.l0_abstract or T.clip(row.summary, 500),
+                    path=f"episodic:{row.session_key or row.source_id}",
+                    scope="user" if row.user_id else "agent",
+                    tier="episodic",
+                    extra={
+                        "episodic_id": row.id,
+                        "source_type": row.source_type,
+                        "key_topics": list(row.key_topics or []),
+                        "created_at": row.created_at.isoformat() if row.created_at else None,
+                    },
+                )
+            )
+        return out
+
+    # ------------------------------------------------------------------ retention
+    def prune_expired(self, now: datetime | None = None) -> int:
+        """Delete episodic rows whose ``expires_at`` has passed (DECISIONS.md retention)."""
+        cutoff = now or utcnow()
+
+        def _do(session: Session) -> int:
+            result = session.execute(
+                delete(EpisodicSummary).where(
+                    col(EpisodicSummary.expires_at).is_not(None), col(EpisodicSummary.expires_at) <= cutoff
+                )
+            )
+            return int(getattr(result, "rowcount", 0) or 0)
+
+        return int(self.engine.db.run_write(_do))
+
+    def mark_promoted(self, session: Session, ids: list[str], when: datetime) -> int:
+        rows = session.exec(
+            select(EpisodicSummary).where(
+                col(EpisodicSummary.id).in_(ids), col(EpisodicSummary.promoted_at).is_(None)
+            )
+        ).all()
+        for row in rows:
+            row.promoted_at = when
+            session.add(row)
+        return len(rows)

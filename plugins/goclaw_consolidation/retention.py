@@ -1,0 +1,38 @@
+"""Plugin ``goclaw.workers.retention``: the periodic prune of expired episodic rows
+(DECISIONS.md retention: 90 days by default, ``episodic_ttl_days`` per agent).
+
+It subscribes to no event; the worker runner calls :meth:`RetentionWorker.tick` at most once
+per ``retention_interval_seconds`` (6 h) across every ``goclaw workers run`` process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from goclaw import hookimpl
+
+from goclaw_consolidation.common import log
+from goclaw_consolidation.episodic_store import EpisodicStore
+from goclaw_consolidation.settings import settings_of
+
+
+class RetentionWorker:
+    name = "retention"
+    event_types: frozenset[str] = frozenset()
+
+    def tick_interval(self, engine: Any) -> float:
+        return float(settings_of(engine).retention_interval_seconds)
+
+    def handle(self, event: Any, engine: Any) -> None:  # subscribed to nothing
+        return None
+
+    def tick(self, engine: Any) -> int:
+        pruned = EpisodicStore(engine).prune_expired()
+        if pruned:
+            log.info("retention: pruned %d expired episodic summaries", pruned)
+        return pruned
+
+
+@hookimpl
+def goclaw_consolidation_workers() -> list[Any]:
+    return [RetentionWorker()]

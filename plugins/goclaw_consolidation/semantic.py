@@ -1,0 +1,198 @@
+"""Plugin ``goclaw.workers.semantic``: the SemanticWorker (spec §18 step 2).
+
+On ``episodic.created``: extract entities and relations with confidence from the summary —
+the LLM returning JSON when a model is configured, else a heuristic (capitalised names typed
+by simple cues; relations from "A <verb phrase> B" inside one sentence, co-occurrence
+otherwise) — upsert them into ``kg_entities``/``kg_relations`` and publish
+``entity.upserted`` with the touched ids, all in one transaction. Upserts make a replay
+harmless. Extraction failures fall back to the heuristic; they never lose the event.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlmodel import Session
+
+from goclaw import hookimpl
+from goclaw.store.models import EpisodicSummary
+
+from goclaw_consolidation import text as T
+from goclaw_consolidation.common import find_agent, llm_complete, log, parse_json_object
+from goclaw_consolidation.kg import KnowledgeGraph, relation_type_key
+from goclaw_consolidation.redact import redact
+from goclaw_consolidation.settings import agent_setting, settings_of
+
+EXTRACT_PROMPT = (
+    "Extract a knowledge graph from the text. Reply with JSON only:\n"
+    '{"entities": [{"name": "...", "type": "person|organization|project|place|product|technology|'
+    'event|concept", "description": "short", "confidence": 0.0-1.0}],\n'
+    ' "relations": [{"source": "entity name", "relation": "snake_case_verb", "target": "entity name", '
+    '"confidence": 0.0-1.0}]}\n'
+    "Use names exactly as written. Only facts stated in the text."
+)
+MAX_CHARS = 12000
+_PREPS = frozenset("on at for in with to from by of into about and or".split())
+
+
+@dataclass
+class Extraction:
+    entities: list[dict[str, Any]] = field(default_factory=list)
+    relations: list[dict[str, Any]] = field(default_factory=list)
+    method: str = "heuristic"
+
+
+_ORG = re.compile(r"\b(Inc|Corp|Corporation|Ltd|LLC|GmbH|AG|Labs|University|Institute|Bank|Foundation|"
+                  r"Company|Co|Group|Team|Agency)\.?$")
+_PLACE_CUE = re.compile(r"\b(?:in|at|from|to|near|visit(?:ed|ing)?|moved to|lives in|based in)\s+$", re.I)
+_PERSON_CUE = re.compile(
+    r"^\s*(?:said|says|asked|asks|wants|wanted|prefers|preferred|thinks|will|is|was|has|had|told|"
+    r"mentioned|agreed|decided|works|lives|leads|manages|owns|joined)\b", re.I)
+_PROJECT_CUE = re.compile(r"\b(project|initiative|program|launch|release|migration|roadmap)\b", re.I)
+_TECH = frozenset("""python java javascript typescript go golang rust postgres postgresql sqlite mysql redis
+kafka docker kubernetes k8s aws gcp azure linux react vue django flask fastapi pytorch tensorflow
+litellm openai anthropic github gitlab slack jira notion terraform ansible nginx graphql rest grpc
+""".split())
+_REL = re.compile(r"^\s+((?:[a-z]+\s+){0,2}?(?:[a-z]+(?:s|ed|es)?|is|are|was)(?:\s+(?:on|at|for|in|with|to|"
+                  r"from|by|of|into|about))?)\s+(?:the\s+|a\s+|an\s+)?$")
+
+
+def guess_type(name: str, sentence: str) -> str:
+    low = name.lower()
+    if low in _TECH or any(w in _TECH for w in low.split()):
+        return "technology"
+    if _ORG.search(name):
+        return "organization"
+    if _PROJECT_CUE.search(name):
+        return "project"
+    idx = sentence.find(name)
+    before, after = (sentence[:idx], sentence[idx + len(name):]) if idx >= 0 else ("", "")
+    if _PLACE_CUE.search(before) and not _PERSON_CUE.match(after):
+        return "place"
+    words = name.split()
+    if 1 <= len(words) <= 3 and all(w[:1].isupper() and w[1:].islower() for w in words) and _PERSON_CUE.match(after):
+        return "person"
+    if re.search(r"\bproject\s+$", before, re.I) or re.match(r"^\s+project\b", after, re.I):
+        return "project"
+    return "concept"
+
+
+def heuristic_extract(text: str) -> Extraction:
+    """A model-free extraction that still yields useful entities and relations."""
+    out = Extraction(method="heuristic")
+    types: dict[str, str] = {}
+    for sentence in T.sentences(text):
+        names = T.entity_names(sentence, limit=10)
+        for name in names:
+            if name.lower() not in types:
+                types[name.lower()] = guess_type(name, sentence)
+                out.entities.append({"name": name, "type": types[name.lower()], "confidence": 0.6,
+                                     "description": T.clip(sentence, 160)})
+        positions = sorted((sentence.find(n), n) for n in names if sentence.find(n) >= 0)
+        for (pa, a), (pb, b) in zip(positions, positions[1:], strict=False):
+            between = sentence[pa + len(a):pb]
+            m = _REL.match(between)
+            words = m.group(1).split() if m else []
+            if m and len(between) <= 40 and not all(w in T.STOPWORDS or w in _PREPS for w in words):
+                rel = relation_type_key(m.group(1))
+                out.relations.append({"source": a, "relation": rel, "target": b, "confidence": 0.55})
+            elif len(between) <= 60:
+                out.relations.append({"source": a, "relation": "related_to", "target": b, "confidence": 0.3})
+    return out
+
+
+def llm_extract(engine: Any, text: str) -> Extraction | None:
+    chunks = [text] if len(text) <= MAX_CHARS else [c for c in text.split("\n\n") if c.strip()]
+    result = Extraction(method="llm")
+    for chunk in chunks:
+        reply = llm_complete(
+            engine, [{"role": "system", "content": EXTRACT_PROMPT}, {"role": "user", "content": chunk[:MAX_CHARS]}],
+            timeout=settings_of(engine).llm_timeout_seconds, temperature=0.2,
+        )
+        data = parse_json_object(reply) if reply else None
+        if data is None:
+            return None
+        ents, rels = data.get("entities"), data.get("relations")
+        result.entities += [e for e in ents if isinstance(e, dict) and e.get("name")] if isinstance(ents, list) else []
+        result.relations += [r for r in rels if isinstance(r, dict)] if isinstance(rels, list) else []
+    return result if result.entities else None
+
+
+def _conf(value: Any, default: float) -> float:
+    try:
+        return min(1.0, max(0.0, float(value)))
+    except (TypeError, ValueError):
+        return default
+
+
+class SemanticWorker:
+    name = "semantic"
+    event_types = frozenset({"episodic.created"})
+
+    def handle(self, event: Any, engine: Any) -> None:
+        episodic_id = str(event.payload.get("episodic_id") or "")
+        with engine.db.session() as s:
+            ep = s.get(EpisodicSummary, episodic_id)
+        if ep is None:
+            log.info("episodic %s is gone (pruned?); nothing to extract", episodic_id)
+            return
+        agent = find_agent(engine, ep.agent_id)
+        if agent is None or not agent_setting(engine, agent, "consolidation_enabled"):
+            return
+        cfg = settings_of(engine)
+        source_text = ep.summary
+        if ep.key_topics:
+            source_text += "\n\nCandidate entities:\n" + "\n".join(f"- {t}" for t in ep.key_topics)
+        extraction = llm_extract(engine, source_text) or heuristic_extract(ep.summary)
+        kg = KnowledgeGraph(engine)
+        clean: list[dict[str, Any]] = []
+        for e in extraction.entities:
+            name = redact(" ".join(str(e["name"]).split()))[:512] if cfg.redact else " ".join(str(e["name"]).split())
+            if len(name) < 2 or "[REDACTED" in name:
+                continue
+            clean.append({**e, "name": name})
+        vectors = kg.embed_names(sorted({e["name"] for e in clean}))
+        exclusive = {relation_type_key(t) for t in cfg.exclusive_relation_types}
+
+        def _do(session: Session) -> list[str]:
+            by_name: dict[str, Any] = {}
+            touched: list[str] = []
+            for e in clean:
+                desc = str(e.get("description") or "")
+                row, _created = kg.upsert_entity(
+                    session, agent_id=ep.agent_id, user_id=ep.user_id, name=e["name"],
+                    entity_type=str(e.get("type") or "concept"),
+                    description=redact(desc)[:1000] if cfg.redact else desc[:1000],
+                    confidence=_conf(e.get("confidence"), 0.7), episodic_id=ep.id, embedding=vectors.get(e["name"]),
+                )
+                by_name[e["name"].lower()] = row
+                if row.id not in touched:
+                    touched.append(row.id)
+            for r in extraction.relations:
+                src = by_name.get(str(r.get("source", "")).lower())
+                dst = by_name.get(str(r.get("target", "")).lower())
+                if src is None or dst is None or src.id == dst.id:
+                    continue
+                rtype = relation_type_key(str(r.get("relation") or r.get("type") or "related_to"))
+                kg.upsert_relation(
+                    session, agent_id=ep.agent_id, user_id=ep.user_id, source=src, target=dst,
+                    relation_type=rtype, confidence=_conf(r.get("confidence"), 0.6), episodic_id=ep.id,
+                    exclusive=rtype in exclusive,
+                )
+            if touched and engine.has_service("events"):
+                engine.events.publish(
+                    session, "entity.upserted",
+                    {"entity_ids": touched, "episodic_id": ep.id, "agent_id": ep.agent_id, "user_id": ep.user_id},
+                    agent_id=ep.agent_id, user_id=ep.user_id,
+                )
+            return touched
+
+        touched = engine.db.run_write(_do)
+        log.info("semantic: %d entities from episodic %s (%s)", len(touched), ep.id, extraction.method)
+
+
+@hookimpl
+def goclaw_consolidation_workers() -> list[Any]:
+    return [SemanticWorker()]
