@@ -113,6 +113,8 @@ def build_context_files(files: Iterable[object], config: TruncateConfig | None =
             continue
         text = trim_to_limit(name, content, cfg.max_chars_per_file, cfg.head_ratio, cfg.tail_ratio)
         text = clamp_to_budget(name, text, remaining)
+        if not text:
+            continue  # no budget left for this file (possible when min_file_budget is 0)
         remaining -= len(text)
         out.append(
             TruncatedFile(

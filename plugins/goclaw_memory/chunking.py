@@ -86,7 +86,7 @@ def chunk_text(text: str, max_len: int = DEFAULT_MAX_CHUNK_LEN) -> list[TextChun
             if buf_len + 1 > max_len:
                 flush()
                 continue
-            buf.append(line)
+            buf.append("")  # whitespace-only lines count (and are stored) as empty
             buf_len += 1
             continue
         if len(line) > max_len:
