@@ -421,9 +421,10 @@ class PgListener(Listener):
 
     def __init__(self, engine: Engine) -> None:
         raw = engine.db.engine.raw_connection()
+        conn: Any = raw.driver_connection
         raw.detach()  # ours alone, never returned to the pool mid-LISTEN
         self._raw = raw
-        conn: Any = raw.driver_connection
+        conn.rollback()
         conn.autocommit = True
         conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
         self._conn = conn
@@ -440,7 +441,7 @@ class PgListener(Listener):
 
     def close(self) -> None:
         try:
-            self._raw.close()
+            self._conn.close()
         except Exception:
             log.debug("closing the LISTEN connection failed", exc_info=True)
 
