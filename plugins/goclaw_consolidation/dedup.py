@@ -5,9 +5,10 @@ the same agent, user **and type** embedded by the same model. A wrong merge dest
 knowledge, so auto-merge needs both gates at once:
 
 * cosine ≥ ``dedup_auto_merge_cosine`` (0.95) **and**
-* name similarity ≥ ``dedup_auto_merge_name`` (0.97) — Jaro-Winkler over the names with
+* name similarity ≥ ``dedup_auto_merge_name`` (0.985) — Jaro-Winkler over the names with
   case, accents, spaces and punctuation ignored, or over their sorted words
-  ("Open AI" = "OpenAI", "Atlas Project" = "Project Atlas"; "Jon Smith" ≠ "John Smith").
+  ("Open AI" = "OpenAI", "Atlas Project" = "Project Atlas"; "Jon Smith" vs "John Smith"
+  scores 0.970 and is only proposed).
 
 Pairs that pass either lower gate (cosine ≥ 0.85 or name ≥ 0.90) go to
 ``kg_dedup_candidates`` for review (``goclaw kg candidates``). Entities of different types

@@ -119,7 +119,7 @@ RULES: list[tuple[str, re.Pattern[str], str | Replacer]] = [
     (
         "secret_assignment",
         re.compile(
-            r"(?i)(?P<key>\b(?:password|passwd|pwd|pass|secret|client[_-]?secret|api[_-]?key|apikey|"
+            r"(?i)(?P<key>\b(?:[a-z0-9]+[_-])*(?:password|passwd|pwd|pass|secret|client[_-]?secret|api[_-]?key|apikey|"
             r"access[_-]?key(?:[_-]?id)?|secret[_-]?access[_-]?key|auth[_-]?token|access[_-]?token|"
             r"refresh[_-]?token|token|private[_-]?key)\b[\"']?)(?P<sep>\s*(?:=|:|\bis\b)\s*)"
             r"(?:\"[^\"]*\"|'[^']*'|[^\s,;\"']+)"

@@ -35,7 +35,7 @@ class ConsolidationSettings(BaseModel):
     auto_inject_max_items: int = Field(default=5, ge=1)
     # dedup (spec §18): safe by default; see docs/consolidation.md
     dedup_auto_merge_cosine: float = Field(default=0.95, ge=0, le=1)
-    dedup_auto_merge_name: float = Field(default=0.97, ge=0, le=1)
+    dedup_auto_merge_name: float = Field(default=0.985, ge=0, le=1)
     dedup_candidate_cosine: float = Field(default=0.85, ge=0, le=1)
     dedup_candidate_name: float = Field(default=0.90, ge=0, le=1)
     # dreaming (DECISIONS.md)

@@ -1,0 +1,146 @@
+"""Passive channel memory and redaction (spec §18): realistic secrets never reach the database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from goclaw.events import WorkerRunner
+from goclaw_consolidation.redact import iban_valid, luhn_valid, redact
+from tests.helpers import run_cli
+
+# Realistic-looking (fake) secrets of the common formats.
+SECRETS = {
+    "openai": "sk-proj-Xq3vT9bLm2Rk8Yp4Wn6Zs1Hd5Jf7Gc0Av2Bx4Ny6Mu8Qe",
+    "openai_legacy": "sk-4f9KQ2mX8vB3nR7tL1pZ6wY0cJ5hD9gF2sA8eU3iO",
+    "anthropic": "sk-ant-api03-Hk2Lm9Nq4Rs7Tv1Wx5Yz8Ab3Cd6Ef0Gh2Ij4Kl",
+    "aws_access": "AKIAIOSFODNN7EXAMPLE",
+    "aws_secret": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "github": "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+    "github_pat": "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuv",
+    "slack": "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+    "stripe": "sk_live_51HxYzAbCdEfGhIjKlMnOpQr",
+    "google": "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY",
+    "jwt": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ."
+           "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    "pg_password": "Sup3rS3cret!",
+    "mysql_password": "hunter2hunter2",
+    "ado_password": "P@ssw0rd2024",
+    "card_visa": "4111 1111 1111 1111",
+    "card_amex": "378282246310005",
+    "card_dashed": "5555-5555-5555-4444",
+    "email": "jane.doe+billing@example.com",
+    "phone_us": "+1 (415) 555-0132",
+    "phone_uk": "+44 20 7946 0958",
+    "phone_local": "415-555-0199",
+    "iban": "DE89 3704 0044 0532 0130 00",
+    "excluded": "PROJECT-NIGHTJAR",
+}
+
+MESSAGES = [
+    {"user": "dev1", "text": f"Use {SECRETS['openai']} for the staging bot, legacy {SECRETS['openai_legacy']}."},
+    {"user": "dev2", "text": f"Claude key {SECRETS['anthropic']} and AWS {SECRETS['aws_access']} "
+                             f"aws_secret_access_key={SECRETS['aws_secret']}"},
+    {"user": "dev1", "text": f"CI token {SECRETS['github']} / {SECRETS['github_pat']}; slack {SECRETS['slack']}"},
+    {"user": "ops", "text": f"Billing via {SECRETS['stripe']}, maps key {SECRETS['google']}, "
+                            f"Authorization: Bearer {SECRETS['jwt']}"},
+    {"user": "ops", "text": f"DB is postgresql://app:{SECRETS['pg_password']}@db.internal:5432/prod and "
+                            f"mysql://root:{SECRETS['mysql_password']}@10.0.0.5/shop, "
+                            f"Server=sql1;User Id=sa;Password={SECRETS['ado_password']};"},
+    {"user": "finance", "text": f"Test cards {SECRETS['card_visa']}, {SECRETS['card_amex']}, "
+                                f"{SECRETS['card_dashed']}; refund to {SECRETS['iban']}."},
+    {"user": "sales", "text": f"Email {SECRETS['email']} or call {SECRETS['phone_us']}, "
+                              f"{SECRETS['phone_uk']} or {SECRETS['phone_local']}. Ship on Friday."},
+    {"user": "sales", "text": f"Codename {SECRETS['excluded']} stays internal. We agreed to launch Project Kite."},
+    {"user": "mallory", "text": "My private number is 555-867-5309, remember it."},
+]
+
+
+def test_helpers_checksums() -> None:
+    assert luhn_valid("4111111111111111") and not luhn_valid("4111111111111112")
+    assert iban_valid("DE89 3704 0044 0532 0130 00") and not iban_valid("DE89 3704 0044 0532 0130 01")
+
+
+# Passwords and AWS secret keys carry no marker of their own: they are found by context.
+IN_CONTEXT = {
+    "aws_secret": "AWS_SECRET_ACCESS_KEY={}",
+    "pg_password": "postgres://admin:{}@db.example.com/app",
+    "mysql_password": "password: {}",
+    "ado_password": "Data Source=x;Pwd={};",
+}
+
+
+@pytest.mark.parametrize("name", sorted(set(SECRETS) - {"excluded"}))
+def test_each_secret_is_redacted(name: str) -> None:
+    template = IN_CONTEXT.get(name, "value: {} end")
+    out = redact(template.format(SECRETS[name]))
+    assert SECRETS[name] not in out and "[REDACTED:" in out
+
+
+def test_innocent_text_survives() -> None:
+    text = ("Release 1.2.3 ships 2026-03-14 10:30 from 192.168.1.10; order #12345 costs $1,299.99; "
+            "card ending 4242; call me maybe.")
+    assert redact(text) == text
+    assert redact("Not a card: 4111 1111 1111 1112") == "Not a card: 4111 1111 1111 1112"  # Luhn fails
+
+
+def _all_text(engine: Any) -> str:
+    """Every text-ish column of every table the feature writes to."""
+    chunks: list[str] = []
+    with engine.db.session() as s:
+        for table in ("channel_memory_extraction_items", "episodic_summaries", "kg_entities", "kg_relations",
+                      "events", "event_deliveries", "worker_state"):
+            for row in s.execute(text(f"SELECT * FROM {table}")).mappings():
+                chunks.extend(str(v) for k, v in row.items() if k != "embedding")
+    return "\n".join(chunks)
+
+
+def test_channel_memory_end_to_end_stores_no_secret(engine: Any, workspace: Path, database_url: str | None) -> None:
+    engine.agents.create("ada")
+    channel = engine.service("channel_memory")
+    # off by default: nothing is recorded at all
+    assert channel.ingest("ada", "#eng", MESSAGES) == []
+    res = run_cli(["channel-memory", "enable", "--agent", "ada", "--channel", "#eng", "--exclude-user", "mallory",
+                   "--exclude-pattern", r"PROJECT-[A-Z]+", "--json"], workspace=workspace, database_url=database_url)
+    assert res.code == 0, res.err
+    items = channel.ingest("ada", "#eng", MESSAGES)
+    assert len(items) == 1 and items[0]["status"] == "pending"
+    assert "Project Kite" in items[0]["content"] and "[REDACTED:" in items[0]["content"]
+    approved = channel.approve(items[0]["id"])
+    assert approved["status"] == "approved" and approved["episodic_id"]
+    ep = engine.service("episodic").get(approved["episodic_id"])
+    assert ep.source_type == "channel"
+    WorkerRunner(engine).run_once()  # semantic + dedup + dreaming run on the same path
+    stored = _all_text(engine)
+    assert "Project Kite" in stored  # the useful part was remembered
+    for name, secret in SECRETS.items():
+        assert secret not in stored, f"{name} leaked into the database"
+    assert "867-5309" not in stored  # the excluded user's message was dropped entirely
+    listed = json.loads(run_cli(["channel-memory", "list", "--agent", "ada", "--json"], workspace=workspace,
+                                database_url=database_url).out)
+    assert [i["status"] for i in listed] == ["approved"]
+
+
+def test_channel_memory_with_mocked_llm_redacts_before_and_after(
+    make_engine: Any, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.consolidation_helpers import mock_litellm
+
+    calls = mock_litellm(monkeypatch)
+    engine = make_engine(plugins={"llm": {"model": "gpt-4o-mini"}})
+    engine.agents.create("ada")
+    engine.service("channel_memory").configure("ada", "#ops", enabled=True, auto_approve=True)
+    items = engine.service("channel_memory").ingest("ada", "#ops", MESSAGES)
+    assert items and items[0]["status"] == "approved"
+    sent = json.dumps(calls)
+    for name, secret in SECRETS.items():
+        if name != "excluded":
+            assert secret not in sent, f"{name} was sent to the model"
+    stored = _all_text(engine)
+    for secret in SECRETS.values():
+        if secret != SECRETS["excluded"]:
+            assert secret not in stored
