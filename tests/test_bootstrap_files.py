@@ -191,7 +191,7 @@ def test_merge_precedence_user_over_agent_base_only_survive(engine: Any) -> None
     assert "BASE ONLY EXTRA" in result.prompt
     assert by_name["DELEGATION.md"]["virtual"] is True
     order = [f["name"] for f in result.files]
-    assert order == ["AGENTS.md", "SOUL.md", "TOOLS.md", "EXTRA.md", "AVAILABILITY.md", "DELEGATION.md"]
+    assert order == ["AGENTS.md", "SOUL.md", "TOOLS.md", "EXTRA.md", "DELEGATION.md", "AVAILABILITY.md"]
     # the chat read follows the same precedence
     assert engine.files.read_from_chat("op", "u", "AGENTS.md") == "USER AGENTS"
     assert engine.files.read_from_chat("op", "u", "TOOLS.md") == "BASE TOOLS"

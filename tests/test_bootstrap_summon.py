@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from goclaw_bootstrap.summoner import parse_summon_output
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"

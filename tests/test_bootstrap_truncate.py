@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from goclaw_bootstrap.truncate import TruncateConfig, build_context_files
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from goclaw_bootstrap.truncate import TruncateConfig, build_context_files
 
 
 @dataclass

@@ -299,3 +299,20 @@ def test_predefined_user_profile_incomplete_nudge(engine: Any) -> None:
     assert "## USER PROFILE INCOMPLETE" in engine.prompt.build_for("pre", "u").prompt
     engine.files.write_from_chat("pre", "u", "USER.md", "# USER.md\n- **Name:** Uma\n")
     assert "USER PROFILE INCOMPLETE" not in engine.prompt.build_for("pre", "u").prompt
+
+
+def test_the_docs_plugin_example_works(make_engine: Any) -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "prompt.md").read_text(encoding="utf-8")
+    code = doc.split("# example: oncall-plugin\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "docs/prompt.md", "exec"), namespace)
+    eng = make_engine(extra_plugins=[("oncall", namespace["OnCallPlugin"]())])
+    eng.agents.create("op", "open")
+    eng.files.set("op", "AGENTS.md", "rules", user="u")
+    result = eng.prompt.build_for("op", "u", channel="pager")
+    names = [s["name"] for s in result.sections]
+    assert names.index("oncall") == names.index("project_context") + 1
+    assert '<system_context name="ONCALL.md">\nop is on call this week.\n</system_context>' in result.prompt
+    assert "oncall" not in [s["name"] for s in eng.prompt.build_for("op", "u").sections]

@@ -16,12 +16,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from goclaw_bootstrap.changes import cache_seconds, tracker
-from goclaw_bootstrap.store import KNOWN_FILES
-from goclaw_bootstrap.truncate import TruncateConfig, build_context_files
-
 from goclaw.errors import ValidationError
 from goclaw.types import ContextFile, PromptContext, PromptRequest, SlashResult
+from goclaw_bootstrap.changes import cache_seconds, tracker
+from goclaw_bootstrap.store import KNOWN_FILES, VIRTUAL_FILES
+from goclaw_bootstrap.truncate import TruncateConfig, build_context_files
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine
@@ -58,9 +57,10 @@ class PromptResult:
 
 def file_order(f: ContextFile) -> tuple[int, int, str]:
     """DECISIONS.md order: the spec's files in spec order, other stored files by name, then
-    virtual files."""
+    virtual files (DELEGATION.md, TEAM.md, AVAILABILITY.md, then plugin-added ones by name)."""
     if f.virtual:
-        return (2, 0, f.name)
+        rank = VIRTUAL_FILES.index(f.name) if f.name in VIRTUAL_FILES else len(VIRTUAL_FILES)
+        return (2, rank, f.name)
     if f.name in KNOWN_FILES:
         return (0, KNOWN_FILES.index(f.name), f.name)
     return (1, 0, f.name)

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from goclaw_bootstrap.changes import cache_seconds, tracker
 from pydantic import BaseModel, Field
 
 from goclaw import hookimpl
+from goclaw_bootstrap.changes import cache_seconds, tracker
 
 if TYPE_CHECKING:
     from goclaw.types import PromptContext
