@@ -32,6 +32,8 @@ def tokenize(text: str) -> list[str]:
 class BM25Index:
     """An in-memory BM25 index over ``docs`` (document ``i`` is ``docs[i]``)."""
 
+    SMALL = 80  # total postings up to which a query is scored in pure Python (tuned here)
+
     def __init__(self, docs: Sequence[str], *, k1: float = K1, b: float = B) -> None:
         import numpy as np
 
@@ -57,6 +59,9 @@ class BM25Index:
             t: (np.asarray(ids, dtype=np.intp), np.asarray(ws, dtype=np.float64))
             for t, (ids, ws) in postings.items()
         }
+        # The same postings as Python pairs: for short posting lists a dict accumulation
+        # beats numpy's per-call overhead several times over.
+        self._pairs = {t: list(zip(ids, ws, strict=True)) for t, (ids, ws) in postings.items()}
 
     def scores(self, query: str) -> Any:
         """BM25 score of every document (a float64 array of length ``n``)."""
@@ -76,6 +81,12 @@ class BM25Index:
         terms = [t for t in tokenize(query) if t in self._postings]
         if not terms or k <= 0:
             return []
+        if sum(len(self._pairs[t]) for t in terms) <= self.SMALL:
+            acc: dict[int, float] = {}
+            for term in terms:
+                for doc, w in self._pairs[term]:
+                    acc[doc] = acc.get(doc, 0.0) + w
+            return sorted(acc.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
         if len(terms) == 1:
             ids, ws = self._postings[terms[0]]
             cand, vals = ids, ws

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from goclaw_skills.parsing import (
     DEFAULT_MAX_BYTES,
+    ParseCache,
     SkillParseError,
     SkillProblem,
     SkillRecord,
@@ -44,6 +45,7 @@ class FolderTier:
         self.name = name
         self.priority = priority
         self._root = root
+        self._cache: ParseCache = {}
 
     def roots(self, engine: Engine) -> list[Path]:
         return [self._root(engine)]
@@ -51,7 +53,10 @@ class FolderTier:
     def discover(self, engine: Engine) -> Iterable[SkillRecord | SkillProblem]:
         limit = max_skill_bytes(engine)
         for root in self.roots(engine):
-            yield from discover_folder(root, source=self.name, max_bytes=limit)
+            items = list(discover_folder(root, source=self.name, max_bytes=limit, cache=self._cache))
+            seen = {i.path for i in items}
+            self._cache = {k: v for k, v in self._cache.items() if k in seen}
+            yield from items
 
     def __repr__(self) -> str:
         return f"<skill tier {self.name} (priority {self.priority})>"
