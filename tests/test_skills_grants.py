@@ -180,3 +180,25 @@ def test_cli_add_grant_revoke_visibility(workspace: Path, home: Path, tmp_path: 
     assert bad.code != 0 and bad.err.startswith("error: ")
     unknown = run_cli(["skills", "grant", "secret-sauce", "--agent", "ghost"], workspace=workspace)
     assert unknown.code != 0 and "ghost" in unknown.err
+
+
+def test_writes_by_another_process_are_seen(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A second engine on the same database stands in for another process (its writes do not
+    reach this engine's in-process listener); ``db_check_seconds = 0`` re-checks every use."""
+    a = make_engine(plugins=no_builtin(embeddings={"provider": "none"}, skills={"db_check_seconds": 0}))
+    a.agents.create("bot")
+    b = make_engine(plugins=no_builtin(embeddings={"provider": "none"}))
+    b.skills.add(_src(tmp_path, "shared-x", "added elsewhere"), visibility="internal")
+    assert _slugs(a, "bot") == []
+    b.skills.grant("shared-x", agent="bot")
+    assert _slugs(a, "bot") == ["shared-x"]
+    b.skills.set_config("skills.slash_commands.prefix", "!")
+    assert a.skills.slash_config().prefix == "!"
+    # With the default (2 s) the value is trusted for a while: no query per prompt build.
+    c = make_engine(plugins=no_builtin(embeddings={"provider": "none"}))
+    assert _slugs(c, "bot") == ["shared-x"]
+    b.skills.revoke("shared-x", agent="bot")
+    assert _slugs(c, "bot") == ["shared-x"]  # cached, at most db_check_seconds old
+    c.skills.reload()
+    c.skills.changes.bump()
+    assert _slugs(c, "bot") == []

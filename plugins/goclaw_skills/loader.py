@@ -157,8 +157,9 @@ class SkillLoader:
 
     MAX_VIEWS = 64
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, fingerprint: Callable[[], Any] | None = None) -> None:
         self.engine = engine
+        self._fingerprint_fn = fingerprint
         self.version = 0
         self._serial = 0
         self._snapshot: Snapshot | None = None
@@ -177,6 +178,8 @@ class SkillLoader:
         return list(self.engine.hooks.skill_tiers())
 
     def _fingerprint(self) -> Any:
+        if self._fingerprint_fn is not None:
+            return self._fingerprint_fn()
         from goclaw_skills.store import db_fingerprint
 
         return db_fingerprint(self.engine)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from goclaw.errors import FeatureUnavailableError, GoclawError, NotFoundError, ValidationError
 from goclaw_skills import store
+from goclaw_skills.changes import DbChanges
 from goclaw_skills.loader import ResolvedSkill, SkillLoader, SkillView, embedding_text, resolve
 from goclaw_skills.parsing import (
     SKILL_FILE,
@@ -68,8 +69,12 @@ class LintResult:
 class SkillsService:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.loader = SkillLoader(engine)
+        self.changes = DbChanges(engine, lambda: self.settings.db_check_seconds)
+        self.loader = SkillLoader(
+            engine, lambda: self.changes.get("fingerprint", lambda: store.db_fingerprint(engine))
+        )
         self.watcher: SkillWatcher | None = None
+        engine.on_close(self.close)
 
     @property
     def settings(self) -> SkillsSettings:
@@ -362,6 +367,12 @@ class SkillsService:
         ]
 
     # ------------------------------------------------------------------ system_configs (spec §9.5)
+    def slash_config(self) -> Any:
+        """The four ``skills.slash_commands.*`` settings (cached like the managed store)."""
+        from goclaw_skills.slash import read_config
+
+        return self.changes.get("slash_config", lambda: read_config(self.engine))
+
     def set_config(self, key: str, value: str) -> None:
         from goclaw_skills.slash import set_system_config
 
@@ -391,7 +402,6 @@ class SkillsService:
             from goclaw_skills.watcher import SkillWatcher
 
             self.watcher = SkillWatcher(self.roots, self.loader.bump, self.settings.debounce_ms / 1000)
-            self.engine.on_close(self.close)
         self.watcher.start()
         return self.watcher
 
@@ -402,3 +412,4 @@ class SkillsService:
     def close(self) -> None:
         if self.watcher is not None:
             self.watcher.stop()
+        self.changes.close()

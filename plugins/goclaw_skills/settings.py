@@ -22,6 +22,12 @@ class SkillsSettings(BaseModel):
     )
     debounce_ms: int = Field(default=500, ge=0, description="hot-reload trailing debounce (§13)")
     max_skill_bytes: int = Field(default=256 * 1024, ge=1, description="larger SKILL.md files are skipped")
+    db_check_seconds: float = Field(
+        default=2.0,
+        ge=0,
+        description="trust the managed store/system_configs this long before re-checking for writes by "
+        "other processes (in-process writes are seen at once; 0 = check on every use)",
+    )
     backfill_embeddings: bool = Field(
         default=True, description="embed skills lacking vectors at start-up (§11)"
     )

@@ -191,10 +191,7 @@ def _prepare(text: str, ctx: PromptContext, kinds: tuple[str, ...]) -> tuple[Par
     engine = ctx.engine
     if not engine.has_service("skills"):
         return None
-    cfg = ctx.state.get("slash_config")
-    if not isinstance(cfg, SlashConfig):
-        cfg = read_config(engine)
-        ctx.state["slash_config"] = cfg
+    cfg = engine.skills.slash_config()
     if not cfg.enabled:
         return None
     parsed = parse(text, cfg.prefix)
