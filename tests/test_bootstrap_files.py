@@ -210,3 +210,21 @@ def test_writes_invalidate_the_cache_in_process_and_across_engines(make_engine: 
     assert "version three" in other.prompt.build_for("op", "u").prompt
     reader = make_engine(plugins={"bootstrap": {"cache_seconds": 0}})
     assert "version three" in reader.prompt.build_for("op", "u").prompt
+
+
+def test_bulk_statements_also_invalidate_the_cache(make_engine: Any) -> None:
+    from sqlmodel import update
+
+    from goclaw.store.models import UserContextFile
+
+    eng = make_engine(plugins={"bootstrap": {"cache_seconds": 3600}})
+    eng.agents.create("op", "open")
+    eng.files.set("op", "AGENTS.md", "before bulk", user="u")
+    assert "before bulk" in eng.prompt.build_for("op", "u").prompt
+    with eng.db.write() as s:
+        s.exec(
+            update(UserContextFile)
+            .where(UserContextFile.file_name == "AGENTS.md")
+            .values(content="after bulk")
+        )
+    assert "after bulk" in eng.prompt.build_for("op", "u").prompt

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 WATCHED = (Agent, AgentContextFile, UserContextFile, AgentLink, Team, TeamMember)
+_WATCHED_TABLES = frozenset(str(m.__tablename__) for m in WATCHED)
 _FLAG = "goclaw_prompt_cache_dirty"
 
 
@@ -47,6 +48,7 @@ class ChangeTracker:
         self._lock = threading.Lock()
         self._cache: dict[Any, tuple[int, float, Any]] = {}
         event.listen(Session, "after_flush", self._after_flush)
+        event.listen(Session, "do_orm_execute", self._on_execute)
         event.listen(Session, "after_commit", self._after_commit)
         event.listen(Session, "after_soft_rollback", self._after_rollback)
         engine.on_close(self.close)
@@ -64,6 +66,16 @@ class ChangeTracker:
                 session.info[_FLAG] = True
                 return
 
+    def _on_execute(self, state: Any) -> None:
+        """Bulk ``insert()``/``update()``/``delete()`` statements through a session."""
+        if not (state.is_insert or state.is_update or state.is_delete):
+            return
+        if not self._mine(state.session):
+            return
+        table = getattr(state.statement, "table", None)
+        if getattr(table, "name", None) in _WATCHED_TABLES:
+            state.session.info[_FLAG] = True
+
     def _after_commit(self, session: Session) -> None:
         if session.info.pop(_FLAG, False):
             self.bump()
@@ -80,6 +92,7 @@ class ChangeTracker:
     def close(self) -> None:
         for name, fn in (
             ("after_flush", self._after_flush),
+            ("do_orm_execute", self._on_execute),
             ("after_commit", self._after_commit),
             ("after_soft_rollback", self._after_rollback),
         ):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -98,7 +99,7 @@ class ContextFileStore:
             if row is None:
                 where = f"user {user!r} of agent {agent!r}" if user else f"agent {agent!r}"
                 raise NotFoundError(f"{name} does not exist for {where}")
-            return row.content
+            return str(row.content)
 
     def read(self, agent: Agent, name: str, user: str | None, session: Session) -> str | None:
         row = self._row(session, agent, name, user)
@@ -123,7 +124,7 @@ class ContextFileStore:
         infos = [FileInfo(r.file_name, len(r.content), level, r.updated_at) for r in rows]
         return sorted(infos, key=lambda i: _order(i.name))
 
-    def users(self, agent: str) -> list[str]:
+    def users(self, agent: str) -> builtins.list[str]:
         with self.engine.db.session() as s:
             a = self.engine.agents.get(agent, s)
             return sorted(
@@ -237,12 +238,12 @@ class ContextFileStore:
         return self.engine.db.run_write(_do)
 
     # ------------------------------------------------------------------ cached loads (prompt path)
-    def load_level(self, agent: Agent, user: str | None) -> list[tuple[str, str]]:
+    def load_level(self, agent: Agent, user: str | None) -> builtins.list[tuple[str, str]]:
         """``[(name, content)]`` of one level, ordered by name, cached until a write (see
         :mod:`goclaw_bootstrap.changes`): a warm prompt build does not touch the database."""
         from goclaw_bootstrap.changes import cache_seconds, tracker
 
-        def _load() -> list[tuple[str, str]]:
+        def _load() -> builtins.list[tuple[str, str]]:
             with self.engine.db.session() as s:
                 if user is not None:
                     stmt: Any = (

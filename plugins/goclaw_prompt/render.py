@@ -40,7 +40,7 @@ def one_line(value: object, limit: int = 100) -> str:
     return text[:limit]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Section:
     """A prompt section (:class:`goclaw.types.PromptSection`) backed by a render function."""
 
