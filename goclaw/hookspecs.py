@@ -164,7 +164,7 @@ def goclaw_slash_commands() -> list[SlashCommand] | None:
 
     Returns: objects with ``name``, ``order`` and ``handle(text, ctx) -> SlashResult | None``.
     Semantics: all collected, tried in ``(order, name)`` order; the first that returns a
-    result handles the message. Default plugin: ``goclaw.skills`` (``/<slug>``, ``/use``,
+    result handles the message. Default plugin: ``goclaw.slash_commands`` (``/<slug>``, ``/use``,
     ``/list-skills``, ``/help``).
     """
 
@@ -178,8 +178,9 @@ def goclaw_skill_tiers() -> list[SkillTier] | None:
 
     Returns: objects with ``name``, ``priority`` (1 = highest), ``roots(engine)`` and
     ``discover(engine)``. Semantics: all collected, sorted by ``(priority, name)``; a
-    duplicate tier name is an error. Default plugin: ``goclaw.skills`` (workspace,
-    project-agents, personal-agents, global+managed, builtin).
+    duplicate tier name is an error. Default plugins: one per tier,
+    ``goclaw.skills.tier.workspace`` (1), ``.project`` (2), ``.personal`` (3),
+    ``.global`` (4: ``~/.goclaw/skills`` plus the managed store) and ``.builtin`` (5).
     """
 
 

@@ -47,8 +47,13 @@ def pg_schema_url() -> Iterator[str]:
     schema = "t_" + uuid.uuid4().hex[:12]
     admin = create_engine(normalise_url(base))
     with admin.begin() as conn:
-        conn.execute(text(f"CREATE SCHEMA {schema}"))
         conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+        # Tests see `public` (for pgvector's type), so tables left there by a manual run
+        # would shadow-fail isolation: the test database's public schema holds no tables.
+        stray = conn.execute(text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")).scalars()
+        for table in list(stray):
+            conn.execute(text(f'DROP TABLE IF EXISTS public."{table}" CASCADE'))
+        conn.execute(text(f"CREATE SCHEMA {schema}"))
     sep = "&" if "?" in base else "?"
     try:
         yield f"{normalise_url(base)}{sep}options=-csearch_path%3D{schema},public"
