@@ -44,9 +44,11 @@ step "agents: 'support' (predefined, shared persona) and 'scratchpad' (open, per
 # `agent create` refuses an existing name: create only the agents that are missing.
 existing="$(gc agent list --json | python3 -c 'import json, sys; print(" ".join(a["name"] for a in json.load(sys.stdin)))')"
 has_agent() { [[ " $existing " == *" $1 "* ]]; }
+created_support=0
 if has_agent support; then
   note "support: already exists"
 else
+  created_support=1
   gc agent create support --type predefined --display-name "Wren (Parcelwise support)" \
     --description "Support copilot for the Parcelwise customer-support team: researches tickets, checks refund and escalation policy, drafts merchant replies."
 fi
@@ -89,7 +91,9 @@ gc skills list
 # Its abstract is auto-injected into the prompt below when the message is about it.
 step "episodic memory: record last Friday's session and run the consolidation workers once"
 KEY="agent:support:ada:2026-11-27"
-if gc session append --agent support --user ada --key "$KEY" --role user \
+if [ "$created_support" = 0 ]; then
+  note "already recorded when the agent was created"
+elif gc session append --agent support --user ada --key "$KEY" --role user \
   "Acme's AP team says on TCK-4471 that the \$349 refund (re_3QxT7mK2Lp9, issued 13 Nov) is not on their statement yet. Today is the 10th business day." >/dev/null &&
   gc session append --agent support --user ada --key "$KEY" --role assistant \
     "Plan for TCK-4471: on Monday 30 Nov Ada asks Mei Lin to trace refund re_3QxT7mK2Lp9 with Stripe, then replies to Acme AP with the trace result. No compensation beyond the agreed \$349 refund and \$180 SLA credit without Luis and Mei." >/dev/null &&
