@@ -118,7 +118,8 @@ gc prompt --agent support --user ada --message "$MESSAGE" \
   --tool "write_context_file=Write a per-user context file (USER.md, BOOTSTRAP.md)"
 
 step "done. Try next:"
-note "$G -w $WS memory search 'what did we agree with Kitebox about the label limit' --agent support"
-note "$G -w $WS skills search 'customer wants money back' --agent support"
+note "$G -w $WS memory search 'Kitebox label limit raise' --agent support"
+note "$G -w $WS skills search 'outage compensation' --agent support"
 note "$G -w $WS prompt --agent support --user ada --message '/escalation a merchant mentions their lawyer' --json"
+note "$G -w $WS memory search 'how does Ada want answers formatted' --agent support --user ada"
 note "$G -w $WS prompt --agent scratchpad --user ada --mode minimal"
