@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 # Which plugin owns each facade attribute, for a helpful error when it is disabled.
 SERVICE_OWNERS = {
     "files": "goclaw.context_files",
+    "seeder": "goclaw.bootstrap",
+    "summoner": "goclaw.bootstrap",
     "prompt": "goclaw.prompt",
     "skills": "goclaw.skills",
     "memory": "goclaw.memory",

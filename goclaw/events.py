@@ -185,7 +185,9 @@ class EventQueue:
             ),
         )
 
-    def claim(self, worker_id: str, limit: int = 10, workers: Iterable[str] | None = None) -> list[QueuedEvent]:
+    def claim(
+        self, worker_id: str, limit: int = 10, workers: Iterable[str] | None = None
+    ) -> list[QueuedEvent]:
         """Claim up to ``limit`` available deliveries for the named workers (all by default)."""
         names = sorted(set(workers) if workers is not None else {w.name for w in self.workers()})
         if not names or limit <= 0:
@@ -228,9 +230,7 @@ class EventQueue:
             )
             events = {
                 e.id: e
-                for e in session.execute(
-                    select(_events).where(_events.c.id.in_({k[0] for k in keys}))
-                ).all()
+                for e in session.execute(select(_events).where(_events.c.id.in_({k[0] for k in keys}))).all()
             }
             attempts = {(r.event_id, r.worker): r.attempts + 1 for r in rows}
             out: list[QueuedEvent] = []
@@ -364,8 +364,9 @@ class EventQueue:
     def stats(self) -> QueueStats:
         with self.engine.db.session() as session:
             rows = session.execute(
-                select(_deliveries.c.worker, _deliveries.c.status, func.count())
-                .group_by(_deliveries.c.worker, _deliveries.c.status)
+                select(_deliveries.c.worker, _deliveries.c.status, func.count()).group_by(
+                    _deliveries.c.worker, _deliveries.c.status
+                )
             ).all()
         stats = QueueStats()
         for worker, status, count in rows:
@@ -373,11 +374,18 @@ class EventQueue:
         return stats
 
     def deliveries(
-        self, *, status: str | None = None, worker: str | None = None, event_id: int | None = None, limit: int = 100
+        self,
+        *,
+        status: str | None = None,
+        worker: str | None = None,
+        event_id: int | None = None,
+        limit: int = 100,
     ) -> list[dict[str, Any]]:
         """Deliveries with their event, newest first (``goclaw workers events``)."""
         stmt = (
-            select(_deliveries, _events.c.event_type, _events.c.agent_id, _events.c.user_id, _events.c.payload)
+            select(
+                _deliveries, _events.c.event_type, _events.c.agent_id, _events.c.user_id, _events.c.payload
+            )
             .join(_events, _events.c.id == _deliveries.c.event_id)
             .order_by(_deliveries.c.event_id.desc(), _deliveries.c.worker)
             .limit(limit)
@@ -513,8 +521,14 @@ class WorkerRunner:
             report.deferred += 1
             outcome = "deferred"
         except Exception as exc:
-            log.warning("worker %s failed on event %s (attempt %s): %s", event.worker, event.id,
-                        event.attempts, exc, exc_info=log.isEnabledFor(logging.DEBUG))
+            log.warning(
+                "worker %s failed on event %s (attempt %s): %s",
+                event.worker,
+                event.id,
+                event.attempts,
+                exc,
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
             status = self.queue.fail(event, f"{type(exc).__name__}: {exc}")
             if status == "dead":
                 report.dead += 1

@@ -42,6 +42,8 @@ class Hooks:
     def __init__(self, manager: GoclawPluginManager) -> None:
         self.manager = manager
         self._cache: dict[str, Any] = {}
+        # (kind, name) -> plugin that contributed it, for error attribution.
+        self._owners: dict[tuple[str, str], str] = {}
 
     # ------------------------------------------------------------------ plumbing
     def _collect(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
@@ -74,8 +76,25 @@ class Hooks:
                         f"disable one of them"
                     )
                 seen[name] = plugin
+                self._owners[(what, name)] = plugin
                 items.append(item)
         return sorted(items, key=key)
+
+    def owner(self, what: str, name: str) -> str | None:
+        """The plugin that contributed item ``name`` of kind ``what`` (e.g. "prompt section")."""
+        return self._owners.get((what, name))
+
+    def guard(self, what: str, name: str, fn: Callable[[], T], default: T) -> T:
+        """Run a contributed object's method: a third-party failure is reported and ``default``
+        returned (re-raised under ``plugins.strict``); a built-in's failure propagates."""
+        try:
+            return fn()
+        except Exception as exc:
+            plugin = self.owner(what, name)
+            if plugin is None or self.manager.is_builtin(plugin):
+                raise
+            self.manager.report_failure(plugin, f"{what} {name!r}", exc)
+            return default
 
     def _registry(self, hook: str, what: str) -> dict[str, Factory]:
         if hook in self._cache:

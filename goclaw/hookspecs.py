@@ -113,9 +113,10 @@ def goclaw_prompt_sections() -> list[PromptSection] | None:
     Returns: objects with ``name``, ``order`` (float; the spec's numbers), ``modes``
     (frozenset of mode names) and ``render(ctx) -> str | None``.
     Semantics: all collected, sorted by ``(order, name)``; a duplicate name is an error.
-    Default plugins: ``goclaw.prompt`` (Identity, Bootstrap override, Tooling, Safety,
-    Workspace, Sandbox, User Identity, Current Time, Messaging, Extra Context, Project Context,
-    Silent Replies, Sub-Agent Spawning, Runtime), ``goclaw.skills`` (Skills),
+    Default plugins: one per section, ``goclaw.section.<name>`` (Identity, Bootstrap
+    override, Tooling, Safety, Workspace, Sandbox, User Identity, Current Time, Messaging,
+    Extra Context, Project Context, Silent Replies, Sub-Agent Spawning, Runtime),
+    ``goclaw.skills`` (Skills),
     ``goclaw.memory`` (Memory Recall), ``goclaw.consolidation`` (Memory Context).
     """
 
@@ -154,7 +155,8 @@ def goclaw_virtual_context_files(ctx: PromptContext) -> list[ContextFile] | None
     """Contribute system-injected files rendered in ``<system_context>`` (spec §1, §5).
 
     Semantics: all collected; not called while BOOTSTRAP.md is pending.
-    Default plugins: ``goclaw.virtual_files`` (DELEGATION.md, TEAM.md, AVAILABILITY.md).
+    Default plugins: ``goclaw.virtual.delegation`` (DELEGATION.md), ``goclaw.virtual.team``
+    (TEAM.md), ``goclaw.virtual.availability`` (AVAILABILITY.md).
     """
 
 

@@ -237,3 +237,37 @@ def test_misspelled_hook_fails_at_startup() -> None:
         build_plugin_manager(PluginsConfig(strict=True), [("typo", Typo())])
     manager = build_plugin_manager(PluginsConfig(), [("typo", Typo())])
     assert manager.records["typo"].status == "failed"
+
+
+class _BadRender:
+    @hookimpl
+    def goclaw_prompt_sections(self) -> list[Any]:
+        @dataclass
+        class Exploding:
+            name: str = "exploding"
+            order: float = 2.5
+            modes: frozenset[str] = frozenset({"full"})
+
+            def render(self, ctx: Any) -> str:
+                raise RuntimeError("render failed")
+
+        return [Exploding()]
+
+
+def test_third_party_section_render_failure_is_skipped(workspace: Path) -> None:
+    with Engine.open(workspace, extra_plugins=[("bad-render", _BadRender())]) as engine:
+        engine.agents.create("robust")
+        result = engine.prompt.build_for("robust", user="u1")
+        assert "exploding" not in [s["name"] for s in result.sections]
+        assert "safety" in [s["name"] for s in result.sections]
+        record = engine.plugin_manager.records["bad-render"]
+        assert record.status == "failed" and "render failed" in (record.error or "")
+
+
+def test_third_party_section_render_failure_is_fatal_when_strict(workspace: Path) -> None:
+    with Engine.open(
+        workspace, plugins={"strict": True}, extra_plugins=[("bad-render", _BadRender())]
+    ) as engine:
+        engine.agents.create("strict")
+        with pytest.raises(PluginError, match="render failed"):
+            engine.prompt.build_for("strict", user="u1")

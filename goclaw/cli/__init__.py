@@ -49,7 +49,19 @@ def _add_builtin_commands() -> None:
     from goclaw.cli import agents, files, kg, memory, plugins, prompt, session, skills, workers, workspace
     from goclaw.cli import channel_memory
 
-    for module in (agents, files, kg, memory, plugins, prompt, session, skills, workers, workspace, channel_memory):
+    for module in (
+        agents,
+        files,
+        kg,
+        memory,
+        plugins,
+        prompt,
+        session,
+        skills,
+        workers,
+        workspace,
+        channel_memory,
+    ):
         for command in module.COMMANDS:
             cli.add_command(command)
 

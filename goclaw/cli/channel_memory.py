@@ -22,12 +22,26 @@ def channel_group() -> None:
 @click.option("--exclude-pattern", multiple=True, help="Regex always redacted (repeatable).")
 @click.option("--auto-approve/--review", default=None, help="Skip the review step (default: review).")
 @json_option
-def channel_enable(agent: str, channel: str, exclude_user: tuple[str, ...], exclude_pattern: tuple[str, ...],
-                   auto_approve: bool | None, as_json: bool) -> None:
+def channel_enable(
+    agent: str,
+    channel: str,
+    exclude_user: tuple[str, ...],
+    exclude_pattern: tuple[str, ...],
+    auto_approve: bool | None,
+    as_json: bool,
+) -> None:
     """Turn passive memory on for a channel."""
-    cfg = engine().service("channel_memory").configure(
-        agent, channel, enabled=True, excluded_users=exclude_user or None,
-        excluded_patterns=exclude_pattern or None, auto_approve=auto_approve,
+    cfg = (
+        engine()
+        .service("channel_memory")
+        .configure(
+            agent,
+            channel,
+            enabled=True,
+            excluded_users=exclude_user or None,
+            excluded_patterns=exclude_pattern or None,
+            auto_approve=auto_approve,
+        )
     )
     emit_json(cfg) if as_json else click.echo(f"passive memory enabled for {channel}")
 
@@ -61,7 +75,9 @@ def channel_ingest(agent: str, channel: str, user: str | None, as_json: bool) ->
     if as_json:
         emit_json(items)
     else:
-        click.echo(f"{len(items)} candidate(s) recorded" if items else "nothing recorded (channel off or empty)")
+        click.echo(
+            f"{len(items)} candidate(s) recorded" if items else "nothing recorded (channel off or empty)"
+        )
 
 
 @channel_group.command("list")
@@ -75,8 +91,10 @@ def channel_list(agent: str | None, channel: str | None, status: str | None, as_
     if as_json:
         emit_json(items)
         return
-    print_table(["id", "channel", "status", "content"],
-                [(i["id"], i["channel"], i["status"], i["content"][:80]) for i in items])
+    print_table(
+        ["id", "channel", "status", "content"],
+        [(i["id"], i["channel"], i["status"], i["content"][:80]) for i in items],
+    )
 
 
 @channel_group.command("approve")

@@ -36,8 +36,11 @@ def files_set(agent: str, user: str | None, name: str) -> None:
         content = data.decode("utf-8")
     except UnicodeDecodeError:
         raise ValidationError(f"{name}: standard input is not UTF-8 text") from None
-    engine().files.set(agent, name, content, user=user)
-    click.echo(f"wrote {name} ({len(content):,} characters)", err=True)
+    outcome = engine().files.set(agent, name, content, user=user)
+    if outcome == "deleted":
+        click.echo(f"deleted {name} (written empty)", err=True)
+    else:
+        click.echo(f"wrote {name} ({len(content):,} characters)", err=True)
 
 
 @files_group.command("list")

@@ -18,7 +18,9 @@ def _as_of(value: str | None) -> datetime | None:
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
-        raise ValidationError(f"--as-of {value!r} is not an ISO 8601 time (e.g. 2026-01-31T12:00:00Z)") from None
+        raise ValidationError(
+            f"--as-of {value!r} is not an ISO 8601 time (e.g. 2026-01-31T12:00:00Z)"
+        ) from None
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
 
 
@@ -37,12 +39,17 @@ def kg_entities(agent: str, user: str | None, as_of: str | None, history: bool, 
     """List entities with their validity."""
     from goclaw_consolidation.kg import entity_dict
 
-    rows = [entity_dict(e) for e in engine().kg.entities(agent, user, as_of=_as_of(as_of), include_history=history)]
+    rows = [
+        entity_dict(e)
+        for e in engine().kg.entities(agent, user, as_of=_as_of(as_of), include_history=history)
+    ]
     if as_json:
         emit_json(rows)
         return
-    print_table(["name", "type", "confidence", "valid_from", "valid_until"],
-                [(r["name"], r["type"], r["confidence"], r["valid_from"], r["valid_until"] or "") for r in rows])
+    print_table(
+        ["name", "type", "confidence", "valid_from", "valid_until"],
+        [(r["name"], r["type"], r["confidence"], r["valid_from"], r["valid_until"] or "") for r in rows],
+    )
 
 
 @kg_group.command("relations")
@@ -55,20 +62,37 @@ def kg_relations(agent: str, user: str | None, as_of: str | None, history: bool,
     """List relations with their validity."""
     from goclaw_consolidation.kg import relation_dict
 
-    rows = [relation_dict(r, names) for r, names in
-            engine().kg.relations(agent, user, as_of=_as_of(as_of), include_history=history)]
+    rows = [
+        relation_dict(r, names)
+        for r, names in engine().kg.relations(agent, user, as_of=_as_of(as_of), include_history=history)
+    ]
     if as_json:
         emit_json(rows)
         return
-    print_table(["source", "relation", "target", "confidence", "valid_from", "valid_until"],
-                [(r["source"], r["relation"], r["target"], r["confidence"], r["valid_from"],
-                  r["valid_until"] or "") for r in rows])
+    print_table(
+        ["source", "relation", "target", "confidence", "valid_from", "valid_until"],
+        [
+            (
+                r["source"],
+                r["relation"],
+                r["target"],
+                r["confidence"],
+                r["valid_from"],
+                r["valid_until"] or "",
+            )
+            for r in rows
+        ],
+    )
 
 
 @kg_group.command("candidates")
 @agent_option(required=False)
-@click.option("--status", type=click.Choice(["pending", "merged", "rejected", "all"]), default="pending",
-              show_default=True)
+@click.option(
+    "--status",
+    type=click.Choice(["pending", "merged", "rejected", "all"]),
+    default="pending",
+    show_default=True,
+)
 @json_option
 def kg_candidates(agent: str | None, status: str, as_json: bool) -> None:
     """Near-duplicate entity pairs the dedup worker left for review."""
@@ -76,9 +100,13 @@ def kg_candidates(agent: str | None, status: str, as_json: bool) -> None:
     if as_json:
         emit_json(rows)
         return
-    print_table(["id", "entity_a", "entity_b", "cosine", "name_sim", "status"],
-                [(r["id"], r["entity_a"], r["entity_b"], r["cosine"], r["name_similarity"], r["status"])
-                 for r in rows])
+    print_table(
+        ["id", "entity_a", "entity_b", "cosine", "name_sim", "status"],
+        [
+            (r["id"], r["entity_a"], r["entity_b"], r["cosine"], r["name_similarity"], r["status"])
+            for r in rows
+        ],
+    )
 
 
 @kg_group.command("merge")
@@ -103,7 +131,9 @@ def kg_reject(candidate_id: int) -> None:
 @click.option("--description", default=None)
 @click.option("--at", "at", default=None, help="ISO 8601 time the change takes effect (default: now).")
 @json_option
-def kg_supersede(entity_id: str, name: str | None, description: str | None, at: str | None, as_json: bool) -> None:
+def kg_supersede(
+    entity_id: str, name: str | None, description: str | None, at: str | None, as_json: bool
+) -> None:
     """Replace a current entity: the old row is closed, the new one starts (one transaction)."""
     from goclaw_consolidation.kg import entity_dict
 

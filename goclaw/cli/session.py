@@ -24,7 +24,9 @@ def session_group() -> None:
 @click.option("--role", type=click.Choice(["user", "assistant"]), required=True)
 @click.argument("text", nargs=-1, required=True)
 @json_option
-def session_append(agent: str, user: str | None, key: str, role: str, text: tuple[str, ...], as_json: bool) -> None:
+def session_append(
+    agent: str, user: str | None, key: str, role: str, text: tuple[str, ...], as_json: bool
+) -> None:
     """Append a message to a session (created on first use)."""
     eng = engine()
     content = " ".join(text)
@@ -68,8 +70,10 @@ def session_episodes(agent: str, user: str | None, limit: int, include_expired: 
     if as_json:
         emit_json(data)
         return
-    print_table(["id", "session", "created", "abstract"],
-                [(d["id"][:12], d["session_key"], d["created_at"][:19], d["l0_abstract"]) for d in data])
+    print_table(
+        ["id", "session", "created", "abstract"],
+        [(d["id"][:12], d["session_key"], d["created_at"][:19], d["l0_abstract"]) for d in data],
+    )
 
 
 COMMANDS = [session_group]

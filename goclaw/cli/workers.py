@@ -31,10 +31,16 @@ def workers_run(once: bool, only: tuple[str, ...], verbose: bool, as_json: bool)
     if verbose:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     runner = WorkerRunner(
-        eng, eng.events, workers=only or None, batch_size=cfg.batch_size, poll_interval=cfg.poll_interval_seconds,
+        eng,
+        eng.events,
+        workers=only or None,
+        batch_size=cfg.batch_size,
+        poll_interval=cfg.poll_interval_seconds,
     )
     if not as_json:
-        runner.on_event = lambda ev, outcome: click.echo(f"{ev.event_type} #{ev.id} -> {ev.worker}: {outcome}")
+        runner.on_event = lambda ev, outcome: click.echo(
+            f"{ev.event_type} #{ev.id} -> {ev.worker}: {outcome}"
+        )
     if once:
         report = runner.run_once()
         if as_json:
@@ -71,8 +77,16 @@ def workers_status(as_json: bool) -> None:
     rows = []
     for name in sorted(set(workers) | set(stats)):
         c = stats.get(name, {})
-        rows.append((name, ",".join(workers.get(name, [])), c.get("pending", 0), c.get("processing", 0),
-                     c.get("done", 0), c.get("dead", 0)))
+        rows.append(
+            (
+                name,
+                ",".join(workers.get(name, [])),
+                c.get("pending", 0),
+                c.get("processing", 0),
+                c.get("done", 0),
+                c.get("dead", 0),
+            )
+        )
     print_table(["worker", "events", "pending", "processing", "done", "dead"], rows)
 
 
@@ -87,9 +101,20 @@ def workers_events(status: str | None, worker: str | None, limit: int, as_json: 
     if as_json:
         emit_json(rows)
         return
-    print_table(["event", "type", "worker", "status", "attempts", "error"],
-                [(r["event_id"], r["event_type"], r["worker"], r["status"], r["attempts"],
-                  (r["last_error"] or "")[:60]) for r in rows])
+    print_table(
+        ["event", "type", "worker", "status", "attempts", "error"],
+        [
+            (
+                r["event_id"],
+                r["event_type"],
+                r["worker"],
+                r["status"],
+                r["attempts"],
+                (r["last_error"] or "")[:60],
+            )
+            for r in rows
+        ],
+    )
 
 
 @workers_group.command("retry")

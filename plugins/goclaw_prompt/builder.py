@@ -140,7 +140,8 @@ class PromptService:
         for section in hooks.prompt_sections():
             if mode not in section.modes:
                 continue
-            text = section.render(ctx)
+            # A third-party section that raises is reported and left out, not fatal.
+            text = hooks.guard("prompt section", section.name, lambda s=section: s.render(ctx), None)
             if not text or not text.strip():
                 continue
             text = text.strip("\n")
