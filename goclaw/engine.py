@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goclaw.agents import AgentService
+from goclaw.changes import ChangeTracker
 from goclaw.config import Settings, load_settings, validate_plugin_table
 from goclaw.errors import ConfigError, FeatureUnavailableError
 from goclaw.hooks import Hooks
@@ -66,6 +67,7 @@ class Engine:
         self._providers: dict[tuple[str, str], Any] = {}
         self._lock = threading.RLock()
         self._closers: list[Any] = []
+        self._trackers: dict[str, ChangeTracker] = {}
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -208,6 +210,18 @@ class Engine:
             return None
         provider: LLMProvider | None = self._provider("llm", self.hooks.llm_providers(), name)
         return provider
+
+    # ------------------------------------------------------------------ caches
+    def change_tracker(self, name: str, watched: Iterable[type[Any]]) -> ChangeTracker:
+        """The engine's :class:`~goclaw.changes.ChangeTracker` called ``name`` (made on first
+        use, watching ``watched`` tables; closed with the engine)."""
+        with self._lock:
+            found = self._trackers.get(name)
+            if found is None:
+                found = ChangeTracker(self.db.engine, watched, name)
+                self._trackers[name] = found
+                self.on_close(found.close)
+            return found
 
     # ------------------------------------------------------------------ paths
     def agent_dir(self, agent: Agent) -> Path:
