@@ -23,7 +23,8 @@ The queue is an outbox in the workspace database:
 deliveries for the workers it serves, calls ``worker.handle(event, engine)``, and records the
 outcome. A handler raises :class:`DeferEvent` to be called again later without it counting as
 a failure (the dreaming worker's debounce). A worker object may also expose ``tick_interval``
-(seconds, or a callable taking the engine) and ``tick(engine)``: the runner calls ``tick`` at most once per interval across all
+(seconds, or a callable taking the engine) and ``tick(engine)``: the runner calls ``tick`` at
+most once per interval across all
 processes (coordinated through ``worker_state``), e.g. the retention prune.
 """
 
@@ -61,7 +62,7 @@ _deliveries = EventDelivery.__table__  # type: ignore[attr-defined]
 _events = Event.__table__  # type: ignore[attr-defined]
 
 
-class DeferEvent(Exception):  # noqa: N818 - it is a control-flow signal, not an error
+class DeferEvent(Exception):
     """Raised by a handler to be called again after ``delay`` seconds (not a failure)."""
 
     def __init__(self, delay: float, reason: str = "") -> None:
@@ -502,7 +503,8 @@ class WorkerRunner:
                 from goclaw.errors import ValidationError
 
                 raise ValidationError(
-                    f"unknown worker(s) {', '.join(unknown)}; known: {', '.join(sorted(all_workers)) or 'none'}"
+                    f"unknown worker(s) {', '.join(unknown)}; "
+                    f"known: {', '.join(sorted(all_workers)) or 'none'}"
                 )
             all_workers = {n: w for n, w in all_workers.items() if n in wanted}
         self.workers: dict[str, ConsolidationWorker] = all_workers

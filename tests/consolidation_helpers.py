@@ -34,10 +34,17 @@ def record_session(engine: Any, agent: Any, key: str, user: str, messages: list[
         if s.get(SessionRow, key) is None:
             s.add(SessionRow(key=key, agent_id=agent.id, user_id=user))
             s.flush()
-        base = len(s.exec(__import__("sqlmodel").select(SessionMessage).where(SessionMessage.session_key == key)).all())
+        base = len(
+            s.exec(
+                __import__("sqlmodel").select(SessionMessage).where(SessionMessage.session_key == key)
+            ).all()
+        )
         for i, (role, content) in enumerate(messages):
-            s.add(SessionMessage(session_key=key, seq=base + i, role=role, content=content,
-                                 token_count=len(content) // 4))
+            s.add(
+                SessionMessage(
+                    session_key=key, seq=base + i, role=role, content=content, token_count=len(content) // 4
+                )
+            )
 
 
 def end_session(engine: Any, agent: Any, key: str, user: str) -> None:
@@ -49,7 +56,8 @@ def end_session(engine: Any, agent: Any, key: str, user: str) -> None:
     engine.events.publish_now(
         "run.completed",
         {"session_key": key, "compaction_count": 0, "agent_id": agent.id, "user_id": user, "summary": ""},
-        agent_id=agent.id, user_id=user,
+        agent_id=agent.id,
+        user_id=user,
     )
 
 
@@ -61,12 +69,17 @@ def fake_reply(messages: list[dict[str, Any]]) -> str:
         first_user = re.search(r"^user: (.*)$", body, re.M)
         return f"The session covered {first_user.group(1) if first_user else 'nothing'} (mocked summary)."
     if system.startswith("Extract a knowledge graph"):
-        ents = [{"name": n, "type": t, "confidence": 0.9, "description": f"{n} ({t})"}
-                for n, t in KNOWN if n in body]
+        ents = [
+            {"name": n, "type": t, "confidence": 0.9, "description": f"{n} ({t})"}
+            for n, t in KNOWN
+            if n in body
+        ]
         rels = []
         for project in ("Project Atlas", "Atlas Project"):
             if "Alice Smith" in body and project in body:
-                rels.append({"source": "Alice Smith", "relation": "leads", "target": project, "confidence": 0.9})
+                rels.append(
+                    {"source": "Alice Smith", "relation": "leads", "target": project, "confidence": 0.9}
+                )
         return "```json\n" + json.dumps({"entities": ents, "relations": rels}) + "\n```"
     if system.startswith("You consolidate"):
         return "- MOCKED DREAM: Alice Smith leads Project Atlas; the team standardised on Postgres."

@@ -18,13 +18,20 @@ from tests.consolidation_helpers import end_session, mock_litellm, record_sessio
 from tests.helpers import run_cli
 
 SESSIONS = [
-    [("user", "Alice Smith will lead Project Atlas and we chose Postgres for storage."),
-     ("assistant", "Noted: Alice Smith leads Project Atlas, storage on Postgres.")],
-    [("user", "The Atlas Project kickoff with Alice Smith is in Berlin next week."),
-     ("assistant", "I will remember the Berlin kickoff.")],
+    [
+        ("user", "Alice Smith will lead Project Atlas and we chose Postgres for storage."),
+        ("assistant", "Noted: Alice Smith leads Project Atlas, storage on Postgres."),
+    ],
+    [
+        ("user", "The Atlas Project kickoff with Alice Smith is in Berlin next week."),
+        ("assistant", "I will remember the Berlin kickoff."),
+    ],
     [("user", "Budget review for Project Atlas moved to Friday."), ("assistant", "Moved to Friday.")],
     [("user", "Alice Smith prefers async standups for Project Atlas."), ("assistant", "Async it is.")],
-    [("user", "We decided Postgres replication needs a second replica."), ("assistant", "Second replica noted.")],
+    [
+        ("user", "We decided Postgres replication needs a second replica."),
+        ("assistant", "Second replica noted."),
+    ],
 ]
 
 
@@ -67,37 +74,49 @@ def _check_common(engine: Any, agent: Any, workspace: Path, database_url: str | 
         docs = [d.path for d in s.exec(select(MemoryDocument).where(MemoryDocument.agent_id == agent.id))]
     assert any(p.endswith(f"dreams/{today}.md") for p in docs), docs
     # KG listing through the CLI
-    ents = json.loads(_cli(workspace, database_url, "kg", "entities", "--agent", "ada", "--user", "u1",
-                           "--json").out)
+    ents = json.loads(
+        _cli(workspace, database_url, "kg", "entities", "--agent", "ada", "--user", "u1", "--json").out
+    )
     names = {e["name"] for e in ents}
     assert {"Alice Smith", "Postgres"} <= names
-    rels = json.loads(_cli(workspace, database_url, "kg", "relations", "--agent", "ada", "--user", "u1",
-                           "--json").out)
+    rels = json.loads(
+        _cli(workspace, database_url, "kg", "relations", "--agent", "ada", "--user", "u1", "--json").out
+    )
     assert rels and all(r["valid_until"] is None for r in rels)
     # a later prompt gets the Memory Context section (trivial messages do not)
-    result = engine.prompt.build(PromptRequest(agent="ada", user="u1", message="Who leads Project Atlas again?"))
+    result = engine.prompt.build(
+        PromptRequest(agent="ada", user="u1", message="Who leads Project Atlas again?")
+    )
     assert "## Memory Context" in result.prompt
     section = result.prompt.split("## Memory Context", 1)[1]
     assert "Atlas" in section.split("\n## ", 1)[0]
-    assert "## Memory Context" not in engine.prompt.build(
-        PromptRequest(agent="ada", user="u1", message="ok thanks!")).prompt
+    assert (
+        "## Memory Context"
+        not in engine.prompt.build(PromptRequest(agent="ada", user="u1", message="ok thanks!")).prompt
+    )
     # another user's prompt never sees u1's episodes
-    assert "## Memory Context" not in engine.prompt.build(
-        PromptRequest(agent="ada", user="u2", message="Who leads Project Atlas again?")).prompt
+    assert (
+        "## Memory Context"
+        not in engine.prompt.build(
+            PromptRequest(agent="ada", user="u2", message="Who leads Project Atlas again?")
+        ).prompt
+    )
     # replay of every run.completed creates nothing new
     before = len(_episodes(engine, agent))
     engine.events.retry(dead_only=False)
     _cli(workspace, database_url, "workers", "run", "--once")
     assert len(_episodes(engine, agent)) == before
     with engine.db.session() as s:
-        current = s.exec(select(KGEntity).where(KGEntity.agent_id == agent.id,
-                                                KGEntity.valid_until.is_(None))).all()  # type: ignore[union-attr]
+        current = s.exec(
+            select(KGEntity).where(KGEntity.agent_id == agent.id, KGEntity.valid_until.is_(None))
+        ).all()  # type: ignore[union-attr]
     assert len({(e.normalized_name, e.entity_type) for e in current}) == len(current)
     assert dream.read_text().count("<!-- goclaw:dream") == 1
 
 
-def test_end_to_end_with_mocked_llm(make_engine: Any, workspace: Path, database_url: str | None,
-                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_end_to_end_with_mocked_llm(
+    make_engine: Any, workspace: Path, database_url: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls = mock_litellm(monkeypatch)
     (workspace / "goclaw.toml").write_text('[plugins.llm]\nmodel = "gpt-4o-mini"\n')
     engine = make_engine()
@@ -116,7 +135,9 @@ def test_end_to_end_with_mocked_llm(make_engine: Any, workspace: Path, database_
     current = {e.name: e for e in rows if e.valid_until is None}
     merged = [e for e in rows if e.merged_into is not None]
     assert "Project Atlas" in current and "Atlas Project" not in current
-    assert [m.name for m in merged] == ["Atlas Project"] and merged[0].merged_into == current["Project Atlas"].id
+    assert [m.name for m in merged] == ["Atlas Project"] and merged[0].merged_into == current[
+        "Project Atlas"
+    ].id
     assert current["Alice Smith"].entity_type == "person"
     assert "Atlas Project" in current["Project Atlas"].properties.get("aliases", [])
     rels = engine.kg.relations("ada", "u1")
@@ -143,8 +164,9 @@ def test_end_to_end_without_a_model(make_engine: Any, workspace: Path, database_
     assert "Recurring topics" in dream and "Project Atlas" in dream
 
 
-def test_memory_search_has_episodic_tier_and_expand(make_engine: Any, workspace: Path,
-                                                    database_url: str | None) -> None:
+def test_memory_search_has_episodic_tier_and_expand(
+    make_engine: Any, workspace: Path, database_url: str | None
+) -> None:
     engine = make_engine()
     agent = _run_pipeline(engine, workspace, database_url)
     hits = engine.memory.search("Berlin kickoff", "ada", "u1")

@@ -26,7 +26,7 @@ SECRETS = {
     "stripe": "sk_live_51HxYzAbCdEfGhIjKlMnOpQr",
     "google": "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY",
     "jwt": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ."
-           "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
     "pg_password": "Sup3rS3cret!",
     "mysql_password": "hunter2hunter2",
     "ado_password": "P@ssw0rd2024",
@@ -42,20 +42,44 @@ SECRETS = {
 }
 
 MESSAGES = [
-    {"user": "dev1", "text": f"Use {SECRETS['openai']} for the staging bot, legacy {SECRETS['openai_legacy']}."},
-    {"user": "dev2", "text": f"Claude key {SECRETS['anthropic']} and AWS {SECRETS['aws_access']} "
-                             f"aws_secret_access_key={SECRETS['aws_secret']}"},
-    {"user": "dev1", "text": f"CI token {SECRETS['github']} / {SECRETS['github_pat']}; slack {SECRETS['slack']}"},
-    {"user": "ops", "text": f"Billing via {SECRETS['stripe']}, maps key {SECRETS['google']}, "
-                            f"Authorization: Bearer {SECRETS['jwt']}"},
-    {"user": "ops", "text": f"DB is postgresql://app:{SECRETS['pg_password']}@db.internal:5432/prod and "
-                            f"mysql://root:{SECRETS['mysql_password']}@10.0.0.5/shop, "
-                            f"Server=sql1;User Id=sa;Password={SECRETS['ado_password']};"},
-    {"user": "finance", "text": f"Test cards {SECRETS['card_visa']}, {SECRETS['card_amex']}, "
-                                f"{SECRETS['card_dashed']}; refund to {SECRETS['iban']}."},
-    {"user": "sales", "text": f"Email {SECRETS['email']} or call {SECRETS['phone_us']}, "
-                              f"{SECRETS['phone_uk']} or {SECRETS['phone_local']}. Ship on Friday."},
-    {"user": "sales", "text": f"Codename {SECRETS['excluded']} stays internal. We agreed to launch Project Kite."},
+    {
+        "user": "dev1",
+        "text": f"Use {SECRETS['openai']} for the staging bot, legacy {SECRETS['openai_legacy']}.",
+    },
+    {
+        "user": "dev2",
+        "text": f"Claude key {SECRETS['anthropic']} and AWS {SECRETS['aws_access']} "
+        f"aws_secret_access_key={SECRETS['aws_secret']}",
+    },
+    {
+        "user": "dev1",
+        "text": f"CI token {SECRETS['github']} / {SECRETS['github_pat']}; slack {SECRETS['slack']}",
+    },
+    {
+        "user": "ops",
+        "text": f"Billing via {SECRETS['stripe']}, maps key {SECRETS['google']}, "
+        f"Authorization: Bearer {SECRETS['jwt']}",
+    },
+    {
+        "user": "ops",
+        "text": f"DB is postgresql://app:{SECRETS['pg_password']}@db.internal:5432/prod and "
+        f"mysql://root:{SECRETS['mysql_password']}@10.0.0.5/shop, "
+        f"Server=sql1;User Id=sa;Password={SECRETS['ado_password']};",
+    },
+    {
+        "user": "finance",
+        "text": f"Test cards {SECRETS['card_visa']}, {SECRETS['card_amex']}, "
+        f"{SECRETS['card_dashed']}; refund to {SECRETS['iban']}.",
+    },
+    {
+        "user": "sales",
+        "text": f"Email {SECRETS['email']} or call {SECRETS['phone_us']}, "
+        f"{SECRETS['phone_uk']} or {SECRETS['phone_local']}. Ship on Friday.",
+    },
+    {
+        "user": "sales",
+        "text": f"Codename {SECRETS['excluded']} stays internal. We agreed to launch Project Kite.",
+    },
     {"user": "mallory", "text": "My private number is 555-867-5309, remember it."},
 ]
 
@@ -82,8 +106,10 @@ def test_each_secret_is_redacted(name: str) -> None:
 
 
 def test_innocent_text_survives() -> None:
-    text = ("Release 1.2.3 ships 2026-03-14 10:30 from 192.168.1.10; order #12345 costs $1,299.99; "
-            "card ending 4242; call me maybe.")
+    text = (
+        "Release 1.2.3 ships 2026-03-14 10:30 from 192.168.1.10; order #12345 costs $1,299.99; "
+        "card ending 4242; call me maybe."
+    )
     assert redact(text) == text
     assert redact("Not a card: 4111 1111 1111 1112") == "Not a card: 4111 1111 1111 1112"  # Luhn fails
 
@@ -92,20 +118,44 @@ def _all_text(engine: Any) -> str:
     """Every text-ish column of every table the feature writes to."""
     chunks: list[str] = []
     with engine.db.session() as s:
-        for table in ("channel_memory_extraction_items", "episodic_summaries", "kg_entities", "kg_relations",
-                      "events", "event_deliveries", "worker_state"):
+        for table in (
+            "channel_memory_extraction_items",
+            "episodic_summaries",
+            "kg_entities",
+            "kg_relations",
+            "events",
+            "event_deliveries",
+            "worker_state",
+        ):
             for row in s.execute(text(f"SELECT * FROM {table}")).mappings():
                 chunks.extend(str(v) for k, v in row.items() if k != "embedding")
     return "\n".join(chunks)
 
 
-def test_channel_memory_end_to_end_stores_no_secret(engine: Any, workspace: Path, database_url: str | None) -> None:
+def test_channel_memory_end_to_end_stores_no_secret(
+    engine: Any, workspace: Path, database_url: str | None
+) -> None:
     engine.agents.create("ada")
     channel = engine.service("channel_memory")
     # off by default: nothing is recorded at all
     assert channel.ingest("ada", "#eng", MESSAGES) == []
-    res = run_cli(["channel-memory", "enable", "--agent", "ada", "--channel", "#eng", "--exclude-user", "mallory",
-                   "--exclude-pattern", r"PROJECT-[A-Z]+", "--json"], workspace=workspace, database_url=database_url)
+    res = run_cli(
+        [
+            "channel-memory",
+            "enable",
+            "--agent",
+            "ada",
+            "--channel",
+            "#eng",
+            "--exclude-user",
+            "mallory",
+            "--exclude-pattern",
+            r"PROJECT-[A-Z]+",
+            "--json",
+        ],
+        workspace=workspace,
+        database_url=database_url,
+    )
     assert res.code == 0, res.err
     items = channel.ingest("ada", "#eng", MESSAGES)
     assert len(items) == 1 and items[0]["status"] == "pending"
@@ -120,8 +170,13 @@ def test_channel_memory_end_to_end_stores_no_secret(engine: Any, workspace: Path
     for name, secret in SECRETS.items():
         assert secret not in stored, f"{name} leaked into the database"
     assert "867-5309" not in stored  # the excluded user's message was dropped entirely
-    listed = json.loads(run_cli(["channel-memory", "list", "--agent", "ada", "--json"], workspace=workspace,
-                                database_url=database_url).out)
+    listed = json.loads(
+        run_cli(
+            ["channel-memory", "list", "--agent", "ada", "--json"],
+            workspace=workspace,
+            database_url=database_url,
+        ).out
+    )
     assert [i["status"] for i in listed] == ["approved"]
 
 

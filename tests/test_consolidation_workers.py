@@ -18,10 +18,15 @@ from goclaw_consolidation.text import is_trivial, l0_abstract
 def _add_episodes(engine: Any, agent: Any, n: int, start: int = 0, user: str = "u1") -> None:
     store = EpisodicStore(engine)
     for i in range(start, start + n):
-        row = store.build(NewEpisode(
-            agent_id=agent.id, user_id=user, session_key=f"k{i}", source_id=f"k{i}:0",
-            summary=f"Session {i} discussed the Orion migration plan and the Vega dashboard in detail.",
-        ))
+        row = store.build(
+            NewEpisode(
+                agent_id=agent.id,
+                user_id=user,
+                session_key=f"k{i}",
+                source_id=f"k{i}:0",
+                summary=f"Session {i} discussed the Orion migration plan and the Vega dashboard in detail.",
+            )
+        )
         assert store.insert(row) is not None
 
 
@@ -94,8 +99,13 @@ def test_episodic_replay_creates_no_duplicate(make_engine: Any) -> None:
     engine = make_engine()
     agent = engine.agents.create("ada")
     store = EpisodicStore(engine)
-    new = NewEpisode(agent_id=agent.id, user_id="", session_key="k", source_id="k:0",
-                     summary="We agreed that Nova ships in May after the security review.")
+    new = NewEpisode(
+        agent_id=agent.id,
+        user_id="",
+        session_key="k",
+        source_id="k:0",
+        summary="We agreed that Nova ships in May after the security review.",
+    )
     assert store.insert(store.build(new)) is not None
     assert store.insert(store.build(new)) is None  # same source_id: nothing written
     with engine.db.session() as s:
@@ -107,14 +117,21 @@ def test_trivial_filter_and_l0() -> None:
         assert is_trivial(msg), msg
     for msg in ("what did we decide about Orion?", "remind me of the Vega dashboard plan"):
         assert not is_trivial(msg), msg
-    assert l0_abstract("Short. This is the first real sentence here. Another one.") == \
-        "This is the first real sentence here."
+    assert (
+        l0_abstract("Short. This is the first real sentence here. Another one.")
+        == "This is the first real sentence here."
+    )
     assert len(l0_abstract("word " * 200)) <= 200
 
 
 def _ctx(engine: Any, agent: Any, message: str, user: str = "u1") -> PromptContext:
-    return PromptContext(engine=engine, request=PromptRequest(agent="ada", user=user, message=message),
-                         agent=agent, user=user, mode="full")
+    return PromptContext(
+        engine=engine,
+        request=PromptRequest(agent="ada", user=user, message=message),
+        agent=agent,
+        user=user,
+        mode="full",
+    )
 
 
 def test_auto_inject_threshold_budget_and_settings(make_engine: Any) -> None:

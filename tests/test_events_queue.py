@@ -84,8 +84,10 @@ def test_publish_is_part_of_the_callers_transaction(make_engine: Any) -> None:
 
 def test_failure_backs_off_then_dead_letters_without_blocking(make_engine: Any) -> None:
     rec = Recorder()
-    engine = make_engine(extra_plugins=[("rec", RecorderPlugin(rec))],
-                         plugins={"consolidation": {"max_attempts": 3, "backoff_base_seconds": 0}})
+    engine = make_engine(
+        extra_plugins=[("rec", RecorderPlugin(rec))],
+        plugins={"consolidation": {"max_attempts": 3, "backoff_base_seconds": 0}},
+    )
     ids = [engine.events.publish_now("t.x", {"i": i}) for i in range(4)]
     poison = ids[1]
     rec.fail_ids.add(poison)
@@ -104,8 +106,9 @@ def test_failure_backs_off_then_dead_letters_without_blocking(make_engine: Any) 
 
 def test_backoff_delays_the_retry(make_engine: Any) -> None:
     rec = Recorder()
-    engine = make_engine(extra_plugins=[("rec", RecorderPlugin(rec))],
-                         plugins={"consolidation": {"backoff_base_seconds": 120}})
+    engine = make_engine(
+        extra_plugins=[("rec", RecorderPlugin(rec))], plugins={"consolidation": {"backoff_base_seconds": 120}}
+    )
     event_id = engine.events.publish_now("t.x", {})
     rec.fail_ids.add(event_id)
     before = time.time()
@@ -130,8 +133,9 @@ def test_defer_does_not_count_as_an_attempt(make_engine: Any) -> None:
 
 def test_claims_are_exclusive_and_stale_claims_are_retaken(make_engine: Any) -> None:
     rec = Recorder()
-    engine = make_engine(extra_plugins=[("rec", RecorderPlugin(rec))],
-                         plugins={"consolidation": {"lease_seconds": 1}})
+    engine = make_engine(
+        extra_plugins=[("rec", RecorderPlugin(rec))], plugins={"consolidation": {"lease_seconds": 1}}
+    )
     for i in range(3):
         engine.events.publish_now("t.x", {"i": i})
     first = engine.events.claim("host-a:1:x", 2)
@@ -188,7 +192,8 @@ def test_worker_killed_mid_event_loses_nothing(
     proc = subprocess.Popen(
         [*_cli_args(workspace, database_url), "workers", "run", "--worker", "testworker"],
         env=subprocess_env(plugin_root, work, GOCLAW_TW_BLOCK="1"),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     try:
         _wait_for(work / "blocked")
@@ -197,15 +202,18 @@ def test_worker_killed_mid_event_loses_nothing(
     finally:
         if proc.poll() is None:
             proc.kill()
-    d = [x for x in _deliveries(engine) if x.worker == "testworker"][0]
+    d = next(x for x in _deliveries(engine) if x.worker == "testworker")
     assert d.status == "processing" and d.attempts == 1  # in flight when the process died
     # restart: the orphaned delivery is recovered at once and processed
     result = subprocess.run(
         [*_cli_args(workspace, database_url), "workers", "run", "--once", "--worker", "testworker", "--json"],
-        env=subprocess_env(plugin_root, work), capture_output=True, text=True, timeout=120,
+        env=subprocess_env(plugin_root, work),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    d = [x for x in _deliveries(engine) if x.worker == "testworker"][0]
+    d = next(x for x in _deliveries(engine) if x.worker == "testworker")
     assert d.status == "done" and d.attempts == 2
     done = [line for f in work.glob("done-*.log") for line in f.read_text().split()]
     assert done == [str(event_id)]
@@ -227,7 +235,10 @@ def test_two_postgres_worker_processes_never_share_an_event(
         work.mkdir()
         cmd = [*_cli_args(workspace, pg_schema_url), "workers", "run", "--once", "--worker", "testworker"]
         env = subprocess_env(plugin_root, work, GOCLAW_TW_SLEEP="0.02")
-        procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for _ in range(2)]
+        procs = [
+            subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            for _ in range(2)
+        ]
         for p in procs:
             assert p.wait(timeout=180) == 0
         started = Counter(line for f in work.glob("start-*.log") for line in f.read_text().split())

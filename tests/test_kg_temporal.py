@@ -27,13 +27,24 @@ def _seed(engine: Any) -> tuple[Any, KGEntity, KGEntity, KGEntity, KGRelation]:
     kg = engine.kg
 
     def _do(s: Any) -> tuple[KGEntity, KGEntity, KGEntity, KGRelation]:
-        alice, _ = kg.upsert_entity(s, agent_id=agent.id, user_id="", name="Alice", entity_type="person",
-                                    description="engineer", now=T0)
-        acme, _ = kg.upsert_entity(s, agent_id=agent.id, user_id="", name="Acme", entity_type="organization", now=T0)
-        globex, _ = kg.upsert_entity(s, agent_id=agent.id, user_id="", name="Globex", entity_type="organization",
-                                     now=T0)
-        rel, _ = kg.upsert_relation(s, agent_id=agent.id, user_id="", source=alice, target=acme,
-                                    relation_type="works at", now=T0)
+        alice, _ = kg.upsert_entity(
+            s,
+            agent_id=agent.id,
+            user_id="",
+            name="Alice",
+            entity_type="person",
+            description="engineer",
+            now=T0,
+        )
+        acme, _ = kg.upsert_entity(
+            s, agent_id=agent.id, user_id="", name="Acme", entity_type="organization", now=T0
+        )
+        globex, _ = kg.upsert_entity(
+            s, agent_id=agent.id, user_id="", name="Globex", entity_type="organization", now=T0
+        )
+        rel, _ = kg.upsert_relation(
+            s, agent_id=agent.id, user_id="", source=alice, target=acme, relation_type="works at", now=T0
+        )
         return alice, acme, globex, rel
 
     alice, acme, globex, rel = engine.db.run_write(_do)
@@ -41,8 +52,10 @@ def _seed(engine: Any) -> tuple[Any, KGEntity, KGEntity, KGEntity, KGRelation]:
 
 
 def _targets(engine: Any, as_of: datetime | None) -> list[str]:
-    return sorted(f"{n[r.source_entity_id]} {r.relation_type} {n[r.target_entity_id]}"
-                  for r, n in engine.kg.relations("ada", as_of=as_of))
+    return sorted(
+        f"{n[r.source_entity_id]} {r.relation_type} {n[r.target_entity_id]}"
+        for r, n in engine.kg.relations("ada", as_of=as_of)
+    )
 
 
 def test_as_of_before_at_and_after_a_relation_supersession(engine: Any) -> None:
@@ -77,12 +90,20 @@ def test_entity_supersession_moves_relations_and_keeps_history(engine: Any) -> N
 
 
 def test_exclusive_relation_types_supersede_automatically(engine: Any) -> None:
-    agent, alice, acme, globex, _rel = _seed(engine)
+    agent, alice, _acme, globex, _rel = _seed(engine)
 
     def _do(s: Any) -> None:
         a, g = s.get(KGEntity, alice.id), s.get(KGEntity, globex.id)
-        engine.kg.upsert_relation(s, agent_id=agent.id, user_id="", source=a, target=g, relation_type="works_at",
-                                  exclusive=True, now=T1)
+        engine.kg.upsert_relation(
+            s,
+            agent_id=agent.id,
+            user_id="",
+            source=a,
+            target=g,
+            relation_type="works_at",
+            exclusive=True,
+            now=T1,
+        )
 
     engine.db.run_write(_do)
     assert _targets(engine, T1) == ["Alice works_at Globex"]
@@ -94,15 +115,21 @@ def test_cli_as_of(engine: Any, workspace: Path, database_url: str | None) -> No
     engine.kg.supersede_relation(rel.id, target_id=globex.id, at=T1)
 
     def rels(at: str) -> list[str]:
-        r = run_cli(["kg", "relations", "--agent", "ada", "--as-of", at, "--json"],
-                    workspace=workspace, database_url=database_url)
+        r = run_cli(
+            ["kg", "relations", "--agent", "ada", "--as-of", at, "--json"],
+            workspace=workspace,
+            database_url=database_url,
+        )
         assert r.code == 0, r.err
         return [x["target"] for x in json.loads(r.out)]
 
     assert rels("2026-02-01T00:00:00Z") == ["Acme"]
     assert rels("2026-03-01T12:00:00+00:00") == ["Globex"]
-    bad = run_cli(["kg", "entities", "--agent", "ada", "--as-of", "yesterday"], workspace=workspace,
-                  database_url=database_url)
+    bad = run_cli(
+        ["kg", "entities", "--agent", "ada", "--as-of", "yesterday"],
+        workspace=workspace,
+        database_url=database_url,
+    )
     assert bad.code != 0 and bad.err.startswith("error:") and "Traceback" not in bad.err
 
 
@@ -130,7 +157,12 @@ def _entity(engine: Any, agent: Any, name: str, etype: str, vec: list[float], co
 
     def _do(s: Any) -> str:
         row, _ = engine.kg.upsert_entity(
-            s, agent_id=agent.id, user_id="", name=name, entity_type=etype, confidence=conf,
+            s,
+            agent_id=agent.id,
+            user_id="",
+            name=name,
+            entity_type=etype,
+            confidence=conf,
             embedding=(np.asarray(vec, dtype=np.float32), "test", "m", len(vec)),
         )
         return str(row.id)

@@ -15,7 +15,6 @@ from typing import Any
 from sqlmodel import col, select
 
 from goclaw.store.models import SessionMessage
-
 from goclaw_consolidation import text as T
 from goclaw_consolidation.common import log
 from goclaw_consolidation.episodic_store import EpisodicStore
@@ -42,8 +41,9 @@ def recent_user_turns(engine: Any, session_key: str | None, limit: int = 2) -> s
     return joined[-300:]
 
 
-def render_memory_context(engine: Any, agent: Any, user: str | None, message: str | None,
-                          session_key: str | None = None) -> str:
+def render_memory_context(
+    engine: Any, agent: Any, user: str | None, message: str | None, session_key: str | None = None
+) -> str:
     """The section text, or ``""`` when disabled, trivial or nothing relevant."""
     if not agent_setting(engine, agent, "auto_inject_enabled") or T.is_trivial(message):
         return ""
@@ -92,5 +92,9 @@ class MemoryContextSection:
 
     def render(self, ctx: Any) -> str | None:
         request = ctx.request
-        return render_memory_context(ctx.engine, ctx.agent, ctx.user or None, request.message,
-                                     request.session_key) or None
+        return (
+            render_memory_context(
+                ctx.engine, ctx.agent, ctx.user or None, request.message, request.session_key
+            )
+            or None
+        )

@@ -21,7 +21,6 @@ from sqlmodel import Session, col, select
 from goclaw.errors import NotFoundError, ValidationError
 from goclaw.store.models import ChannelMemoryItem
 from goclaw.store.types import utcnow
-
 from goclaw_consolidation import text as T
 from goclaw_consolidation.common import llm_complete, parse_json_object, require_agent
 from goclaw_consolidation.episodic_store import EpisodicStore, NewEpisode
@@ -31,14 +30,18 @@ from goclaw_consolidation.settings import agent_setting, settings_of
 EXTRACT_PROMPT = (
     "From this group chat, extract durable facts, decisions and preferences worth remembering. "
     'Reply with JSON only: {"memories": ["one self-contained sentence", ...]} (at most 5; '
-    'an empty list if nothing is worth keeping).'
+    "an empty list if nothing is worth keeping)."
 )
 
 
 def item_dict(item: ChannelMemoryItem) -> dict[str, Any]:
     return {
-        "id": item.id, "channel": item.channel, "user_id": item.user_id, "content": item.content,
-        "status": item.status, "episodic_id": item.episodic_id,
+        "id": item.id,
+        "channel": item.channel,
+        "user_id": item.user_id,
+        "content": item.content,
+        "status": item.status,
+        "episodic_id": item.episodic_id,
         "created_at": item.created_at.isoformat() if item.created_at else None,
     }
 
@@ -61,8 +64,13 @@ class ChannelMemory:
         }
 
     def configure(
-        self, agent: str, channel: str, *, enabled: bool | None = None,
-        excluded_users: Iterable[str] | None = None, excluded_patterns: Iterable[str] | None = None,
+        self,
+        agent: str,
+        channel: str,
+        *,
+        enabled: bool | None = None,
+        excluded_users: Iterable[str] | None = None,
+        excluded_patterns: Iterable[str] | None = None,
         auto_approve: bool | None = None,
     ) -> dict[str, Any]:
         if not channel.strip():
@@ -89,8 +97,9 @@ class ChannelMemory:
         return cfg
 
     # ------------------------------------------------------------------ ingestion
-    def ingest(self, agent: str, channel: str, messages: Iterable[Mapping[str, Any]],
-               user: str | None = None) -> list[dict[str, Any]]:
+    def ingest(
+        self, agent: str, channel: str, messages: Iterable[Mapping[str, Any]], user: str | None = None
+    ) -> list[dict[str, Any]]:
         """Extract candidates from one pending-message group; ``[]`` when the channel is off."""
         a = require_agent(self.engine, agent)
         cfg = self.config(a.name, channel)
@@ -126,8 +135,10 @@ class ChannelMemory:
         candidates = [redactor.redact(c).text for c in candidates]
 
         def _do(session: Session) -> list[ChannelMemoryItem]:
-            items = [ChannelMemoryItem(agent_id=a.id, channel=channel, user_id=user or "", content=c)
-                     for c in candidates]
+            items = [
+                ChannelMemoryItem(agent_id=a.id, channel=channel, user_id=user or "", content=c)
+                for c in candidates
+            ]
             for item in items:
                 session.add(item)
             session.flush()
@@ -139,8 +150,9 @@ class ChannelMemory:
         return [item_dict(i) for i in items]
 
     # ------------------------------------------------------------------ review
-    def items(self, agent: str | None = None, channel: str | None = None,
-              status: str | None = None) -> list[dict[str, Any]]:
+    def items(
+        self, agent: str | None = None, channel: str | None = None, status: str | None = None
+    ) -> list[dict[str, Any]]:
         stmt = select(ChannelMemoryItem)
         if agent:
             stmt = stmt.where(ChannelMemoryItem.agent_id == require_agent(self.engine, agent).id)
@@ -166,9 +178,14 @@ class ChannelMemory:
         assert agent is not None
         row = store.build(
             NewEpisode(
-                agent_id=item.agent_id, user_id=item.user_id, session_key=f"channel:{item.channel}",
-                summary=item.content, source_id=f"channel:{item.channel}:{item.id}", source_type="channel",
-                turn_count=1, token_count=len(item.content) // 4,
+                agent_id=item.agent_id,
+                user_id=item.user_id,
+                session_key=f"channel:{item.channel}",
+                summary=item.content,
+                source_id=f"channel:{item.channel}:{item.id}",
+                source_type="channel",
+                turn_count=1,
+                token_count=len(item.content) // 4,
                 ttl_days=int(agent_setting(self.engine, agent, "episodic_ttl_days")),
             ),
             redact_text=True,
@@ -184,10 +201,18 @@ class ChannelMemory:
                 session.add(row)
                 session.flush()
                 self.engine.events.publish(
-                    session, "episodic.created",
-                    {"episodic_id": row.id, "agent_id": row.agent_id, "user_id": row.user_id,
-                     "session_key": row.session_key, "source_id": row.source_id, "source_type": "channel"},
-                    agent_id=row.agent_id, user_id=row.user_id,
+                    session,
+                    "episodic.created",
+                    {
+                        "episodic_id": row.id,
+                        "agent_id": row.agent_id,
+                        "user_id": row.user_id,
+                        "session_key": row.session_key,
+                        "source_id": row.source_id,
+                        "source_type": "channel",
+                    },
+                    agent_id=row.agent_id,
+                    user_id=row.user_id,
                 )
             current.status, current.reviewed_at = "approved", utcnow()
             current.episodic_id = existing.id if existing is not None else row.id

@@ -89,7 +89,9 @@ def embed(engine: Any, texts: Sequence[str]) -> Embedded | None:
     return Embedded(vectors, str(provider.provider), str(provider.model), int(vectors.shape[1]))
 
 
-def llm_complete(engine: Any, messages: Sequence[Mapping[str, Any]], *, timeout: float, **options: Any) -> str | None:
+def llm_complete(
+    engine: Any, messages: Sequence[Mapping[str, Any]], *, timeout: float, **options: Any
+) -> str | None:
     """One model call, or ``None`` (no model configured, or the call failed): use the fallback."""
     try:
         llm = engine.llm()

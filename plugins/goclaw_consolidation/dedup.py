@@ -25,7 +25,6 @@ from sqlmodel import Session, col, select
 
 from goclaw import hookimpl
 from goclaw.store.models import KGDedupCandidate, KGEntity
-
 from goclaw_consolidation.common import log
 from goclaw_consolidation.kg import KnowledgeGraph
 from goclaw_consolidation.settings import settings_of
@@ -68,25 +67,32 @@ class DedupWorker:
             return
         others = session.exec(
             select(KGEntity).where(
-                KGEntity.agent_id == me.agent_id, KGEntity.user_id == me.user_id,
-                KGEntity.entity_type == me.entity_type, KGEntity.id != me.id,
-                col(KGEntity.valid_until).is_(None), KGEntity.embedding_dim == me.embedding_dim,
-                KGEntity.embedding_model == me.embedding_model, KGEntity.embedding_provider == me.embedding_provider,
+                KGEntity.agent_id == me.agent_id,
+                KGEntity.user_id == me.user_id,
+                KGEntity.entity_type == me.entity_type,
+                KGEntity.id != me.id,
+                col(KGEntity.valid_until).is_(None),
+                KGEntity.embedding_dim == me.embedding_dim,
+                KGEntity.embedding_model == me.embedding_model,
+                KGEntity.embedding_provider == me.embedding_provider,
             )
         ).all()
         scored = sorted(
-            ((_cosine(me.embedding, o.embedding), name_similarity(me.name, o.name), o) for o in others
-             if o.embedding is not None),
+            (
+                (_cosine(me.embedding, o.embedding), name_similarity(me.name, o.name), o)
+                for o in others
+                if o.embedding is not None
+            ),
             key=lambda t: (-(t[0] + t[1]), t[2].id),
         )
         for cos, name_sim, other in scored[:5]:
             verdict = decide(cos, name_sim, cfg)
             if verdict == "merge":
-                keep, drop = sorted(
-                    (me, other), key=lambda e: (-e.confidence, e.created_at, e.id)
-                )
+                keep, drop = sorted((me, other), key=lambda e: (-e.confidence, e.created_at, e.id))
                 kg.merge_in_session(session, keep.id, drop.id)
-                log.info("dedup: merged %r into %r (cos %.3f, name %.3f)", drop.name, keep.name, cos, name_sim)
+                log.info(
+                    "dedup: merged %r into %r (cos %.3f, name %.3f)", drop.name, keep.name, cos, name_sim
+                )
                 return  # ``me`` may be closed now; later events handle the rest
             if verdict == "candidate":
                 a, b = sorted((me.id, other.id))
@@ -98,10 +104,16 @@ class DedupWorker:
                 if exists is None:
                     try:
                         with session.begin_nested():
-                            session.add(KGDedupCandidate(
-                                agent_id=me.agent_id, user_id=me.user_id, entity_a_id=a, entity_b_id=b,
-                                cosine=round(cos, 6), name_similarity=round(name_sim, 6),
-                            ))
+                            session.add(
+                                KGDedupCandidate(
+                                    agent_id=me.agent_id,
+                                    user_id=me.user_id,
+                                    entity_a_id=a,
+                                    entity_b_id=b,
+                                    cosine=round(cos, 6),
+                                    name_similarity=round(name_sim, 6),
+                                )
+                            )
                     except IntegrityError:
                         pass  # recorded concurrently
 

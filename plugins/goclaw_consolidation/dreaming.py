@@ -28,7 +28,6 @@ from goclaw import hookimpl
 from goclaw.events import DeferEvent
 from goclaw.store.models import EpisodicSummary, WorkerState
 from goclaw.store.types import utcnow
-
 from goclaw_consolidation import text as T
 from goclaw_consolidation.common import atomic_write, find_agent, llm_complete, log
 from goclaw_consolidation.episodic_store import EpisodicStore
@@ -62,8 +61,10 @@ def fallback_synthesis(rows: list[EpisodicSummary]) -> str:
 def synthesise(engine: Any, rows: list[EpisodicSummary]) -> tuple[str, str]:
     joined = "\n---\n".join(f"[{r.created_at:%b %d}] {r.summary}" for r in rows)
     reply = llm_complete(
-        engine, [{"role": "system", "content": DREAM_PROMPT}, {"role": "user", "content": joined[:24000]}],
-        timeout=settings_of(engine).llm_timeout_seconds, max_tokens=4096,
+        engine,
+        [{"role": "system", "content": DREAM_PROMPT}, {"role": "user", "content": joined[:24000]}],
+        timeout=settings_of(engine).llm_timeout_seconds,
+        max_tokens=4096,
     )
     if reply:
         return redact(reply), "llm"
@@ -120,7 +121,9 @@ class DreamingWorker:
         already = any(set(m.group(1).split(",")) == set(ids) for m in _MARKER.finditer(existing))
         if not already:
             body, method = synthesise(engine, batch)
-            head = existing or f"# Dreams {now:%Y-%m-%d}\n\nLong-term memory consolidated from past sessions.\n"
+            head = (
+                existing or f"# Dreams {now:%Y-%m-%d}\n\nLong-term memory consolidated from past sessions.\n"
+            )
             section = (
                 f"\n## {now:%H:%M} UTC: {len(batch)} sessions ({method})\n"
                 f"<!-- goclaw:dream ids={','.join(ids)} -->\n\n{body.strip()}\n"

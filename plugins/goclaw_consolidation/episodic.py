@@ -16,7 +16,6 @@ from sqlmodel import col, select
 from goclaw import hookimpl
 from goclaw.store.models import Session as SessionRow
 from goclaw.store.models import SessionMessage
-
 from goclaw_consolidation import text as T
 from goclaw_consolidation.common import find_agent, llm_complete, log
 from goclaw_consolidation.episodic_store import EpisodicStore, NewEpisode
@@ -82,15 +81,21 @@ class EpisodicWorker:
             log.warning("run.completed event %s has no session_key; skipped", event.id)
             return
         session_row, messages = session_messages(engine, key)
-        agent = find_agent(engine, str(payload.get("agent_id") or event.agent_id or
-                                        (session_row.agent_id if session_row else "")))
+        agent = find_agent(
+            engine,
+            str(payload.get("agent_id") or event.agent_id or (session_row.agent_id if session_row else "")),
+        )
         if agent is None:
             log.warning("run.completed event %s: unknown agent; skipped", event.id)
             return
         if not agent_setting(engine, agent, "consolidation_enabled"):
             return
-        user_id = str(payload.get("user_id") or event.user_id or (session_row.user_id if session_row else "") or "")
-        compaction = int(payload.get("compaction_count") or (session_row.compaction_count if session_row else 0))
+        user_id = str(
+            payload.get("user_id") or event.user_id or (session_row.user_id if session_row else "") or ""
+        )
+        compaction = int(
+            payload.get("compaction_count") or (session_row.compaction_count if session_row else 0)
+        )
         source_id = f"{key}:{compaction}"
         store = EpisodicStore(engine)
         with engine.db.session() as s:

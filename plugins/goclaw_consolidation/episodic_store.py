@@ -24,7 +24,6 @@ from sqlmodel import Session, col, select
 from goclaw.store.models import EpisodicSummary
 from goclaw.store.types import UTCDateTime, utcnow
 from goclaw.types import SearchHit
-
 from goclaw_consolidation import text as T
 from goclaw_consolidation.common import embed, user_scope
 from goclaw_consolidation.redact import redact
@@ -178,8 +177,14 @@ class EpisodicStore:
             return s.get(EpisodicSummary, episodic_id)
 
     def list(
-        self, agent_id: str, user: str | None = None, *, limit: int = 50, include_expired: bool = False,
-        unpromoted_only: bool = False, exact_user: bool = False,
+        self,
+        agent_id: str,
+        user: str | None = None,
+        *,
+        limit: int = 50,
+        include_expired: bool = False,
+        unpromoted_only: bool = False,
+        exact_user: bool = False,
     ) -> list[EpisodicSummary]:
         scope = [user or ""] if exact_user else user_scope(user)
         stmt = select(EpisodicSummary).where(
@@ -198,7 +203,13 @@ class EpisodicStore:
 
     # ------------------------------------------------------------------ search
     def search(
-        self, agent_id: str, user: str | None, query: str, *, limit: int = 10, min_score: float = 0.0,
+        self,
+        agent_id: str,
+        user: str | None,
+        query: str,
+        *,
+        limit: int = 10,
+        min_score: float = 0.0,
         vector_query: str | None = None,
     ) -> list[tuple[EpisodicSummary, float]]:
         """Hybrid episodic search (module docstring); ``[(row, score)]`` best first."""
@@ -234,7 +245,9 @@ class EpisodicStore:
         results.sort(key=lambda rs: (-rs[1], rs[0].id))
         return results[:limit]
 
-    def _fts(self, agent_id: str, scope: list[str], terms: list[str], pool: int, now: datetime) -> dict[str, float]:
+    def _fts(
+        self, agent_id: str, scope: list[str], terms: list[str], pool: int, now: datetime
+    ) -> dict[str, float]:
         params: dict[str, Any] = {"agent": agent_id, "scope": scope, "now": now, "k": pool}
         if self.engine.db.backend == "sqlite":
             params["q"] = " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
@@ -259,7 +272,9 @@ class EpisodicStore:
             log.debug("episodic FTS failed: %s", exc)
             return {}
 
-    def _vector(self, agent_id: str, scope: list[str], emb: Any, pool: int, now: datetime) -> dict[str, float]:
+    def _vector(
+        self, agent_id: str, scope: list[str], emb: Any, pool: int, now: datetime
+    ) -> dict[str, float]:
         import numpy as np
 
         q = emb.vectors[0]
@@ -273,8 +288,15 @@ class EpisodicStore:
                 "AND (expires_at IS NULL OR expires_at > :now) "
                 f"ORDER BY embedding::vector({dim}) <=> CAST(:q AS vector({dim})) LIMIT :k"
             ).bindparams(bindparam("scope", expanding=True), bindparam("now", type_=UTCDateTime()))
-            params = {"q": "[" + ",".join(f"{x:.7g}" for x in q.tolist()) + "]", "p": emb.provider,
-                      "m": emb.model, "agent": agent_id, "scope": scope, "now": now, "k": pool}
+            params = {
+                "q": "[" + ",".join(f"{x:.7g}" for x in q.tolist()) + "]",
+                "p": emb.provider,
+                "m": emb.model,
+                "agent": agent_id,
+                "scope": scope,
+                "now": now,
+                "k": pool,
+            }
             with self.engine.db.session() as s:
                 return {str(r.id): float(r.score) for r in s.execute(sql, params)}
         stmt = select(EpisodicSummary.id, EpisodicSummary.embedding, EpisodicSummary.expires_at).where(
@@ -295,7 +317,9 @@ class EpisodicStore:
         top = np.argsort(-scores)[:pool]
         return {str(rows[i][0]): float(scores[i]) for i in top}
 
-    def hits(self, agent_id: str, user: str | None, query: str, limit: int, min_score: float = 0.0) -> list[SearchHit]:
+    def hits(
+        self, agent_id: str, user: str | None, query: str, limit: int, min_score: float = 0.0
+    ) -> list[SearchHit]:
         """Search results as :class:`~goclaw.types.SearchHit` with ``tier="episodic"``."""
         out: list[SearchHit] = []
         for row, score in self.search(agent_id, user, query, limit=limit, min_score=min_score):

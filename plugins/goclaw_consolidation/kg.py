@@ -24,7 +24,6 @@ from sqlmodel import Session, col, select
 from goclaw.errors import NotFoundError, ValidationError
 from goclaw.store.models import KGDedupCandidate, KGEntity, KGRelation
 from goclaw.store.types import utcnow
-
 from goclaw_consolidation.common import embed, require_agent, user_scope
 from goclaw_consolidation.text import normalize_name
 
@@ -87,8 +86,13 @@ class KnowledgeGraph:
 
     # ------------------------------------------------------------------ queries
     def entities(
-        self, agent: str, user: str | None = None, *, as_of: datetime | None = None,
-        include_history: bool = False, limit: int = 1000,
+        self,
+        agent: str,
+        user: str | None = None,
+        *,
+        as_of: datetime | None = None,
+        include_history: bool = False,
+        limit: int = 1000,
     ) -> list[KGEntity]:
         """Current entities (or those valid at ``as_of``; all versions with ``include_history``)."""
         a = require_agent(self.engine, agent)
@@ -100,8 +104,13 @@ class KnowledgeGraph:
             return list(s.exec(stmt))
 
     def relations(
-        self, agent: str, user: str | None = None, *, as_of: datetime | None = None,
-        include_history: bool = False, limit: int = 1000,
+        self,
+        agent: str,
+        user: str | None = None,
+        *,
+        as_of: datetime | None = None,
+        include_history: bool = False,
+        limit: int = 1000,
     ) -> list[tuple[KGRelation, dict[str, str]]]:
         """Relations valid now / at ``as_of``, with ``{entity_id: name}`` for display."""
         a = require_agent(self.engine, agent)
@@ -121,7 +130,8 @@ class KnowledgeGraph:
         """Entities and relations extracted from one episodic summary (``memory_expand``)."""
         with self.engine.db.session() as s:
             ents = [
-                e for e in s.exec(select(KGEntity).where(col(KGEntity.valid_until).is_(None)))
+                e
+                for e in s.exec(select(KGEntity).where(col(KGEntity.valid_until).is_(None)))
                 if e.source_id == episodic_id or episodic_id in (e.properties or {}).get("episodic_ids", [])
             ]
             rels = list(
@@ -141,19 +151,25 @@ class KnowledgeGraph:
         norm = normalize_name(name)
         row = session.exec(
             select(KGEntity).where(
-                KGEntity.agent_id == agent_id, KGEntity.user_id == user_id,
-                KGEntity.normalized_name == norm, KGEntity.entity_type == entity_type,
+                KGEntity.agent_id == agent_id,
+                KGEntity.user_id == user_id,
+                KGEntity.normalized_name == norm,
+                KGEntity.entity_type == entity_type,
                 col(KGEntity.valid_until).is_(None),
             )
         ).first()
         if row is not None:
             return row
         alias = session.exec(
-            select(KGEntity).where(
-                KGEntity.agent_id == agent_id, KGEntity.user_id == user_id,
-                KGEntity.normalized_name == norm, KGEntity.entity_type == entity_type,
+            select(KGEntity)
+            .where(
+                KGEntity.agent_id == agent_id,
+                KGEntity.user_id == user_id,
+                KGEntity.normalized_name == norm,
+                KGEntity.entity_type == entity_type,
                 col(KGEntity.merged_into).is_not(None),
-            ).order_by(col(KGEntity.valid_until).desc())
+            )
+            .order_by(col(KGEntity.valid_until).desc())
         ).first()
         seen: set[str] = set()
         while alias is not None and alias.merged_into and alias.id not in seen:
@@ -167,8 +183,17 @@ class KnowledgeGraph:
         return None
 
     def upsert_entity(
-        self, session: Session, *, agent_id: str, user_id: str, name: str, entity_type: str,
-        description: str = "", confidence: float = 1.0, episodic_id: str = "", now: datetime | None = None,
+        self,
+        session: Session,
+        *,
+        agent_id: str,
+        user_id: str,
+        name: str,
+        entity_type: str,
+        description: str = "",
+        confidence: float = 1.0,
+        episodic_id: str = "",
+        now: datetime | None = None,
         embedding: Any = None,
     ) -> tuple[KGEntity, bool]:
         """Insert or update the current entity; returns ``(row, created)``."""
@@ -190,11 +215,19 @@ class KnowledgeGraph:
             session.add(row)
             return row, False
         row = KGEntity(
-            tenant_id=self.engine.settings.tenant_id, agent_id=agent_id, user_id=user_id, name=name.strip()[:512],
-            normalized_name=normalize_name(name)[:512], entity_type=entity_type, description=description,
-            confidence=float(confidence), source_id=episodic_id,
+            tenant_id=self.engine.settings.tenant_id,
+            agent_id=agent_id,
+            user_id=user_id,
+            name=name.strip()[:512],
+            normalized_name=normalize_name(name)[:512],
+            entity_type=entity_type,
+            description=description,
+            confidence=float(confidence),
+            source_id=episodic_id,
             properties={"episodic_ids": [episodic_id]} if episodic_id else {},
-            valid_from=now, created_at=now, updated_at=now,
+            valid_from=now,
+            created_at=now,
+            updated_at=now,
         )
         if embedding is not None:
             row.embedding, row.embedding_provider, row.embedding_model, row.embedding_dim = embedding
@@ -203,8 +236,17 @@ class KnowledgeGraph:
         return row, True
 
     def upsert_relation(
-        self, session: Session, *, agent_id: str, user_id: str, source: KGEntity, target: KGEntity,
-        relation_type: str, confidence: float = 1.0, episodic_id: str = "", exclusive: bool = False,
+        self,
+        session: Session,
+        *,
+        agent_id: str,
+        user_id: str,
+        source: KGEntity,
+        target: KGEntity,
+        relation_type: str,
+        confidence: float = 1.0,
+        episodic_id: str = "",
+        exclusive: bool = False,
         now: datetime | None = None,
     ) -> tuple[KGRelation, bool]:
         """Insert or update a current relation. ``exclusive`` types (``works_at``) supersede the
@@ -213,9 +255,12 @@ class KnowledgeGraph:
         rtype = relation_type_key(relation_type)
         row = session.exec(
             select(KGRelation).where(
-                KGRelation.agent_id == agent_id, KGRelation.user_id == user_id,
-                KGRelation.source_entity_id == source.id, KGRelation.target_entity_id == target.id,
-                KGRelation.relation_type == rtype, col(KGRelation.valid_until).is_(None),
+                KGRelation.agent_id == agent_id,
+                KGRelation.user_id == user_id,
+                KGRelation.source_entity_id == source.id,
+                KGRelation.target_entity_id == target.id,
+                KGRelation.relation_type == rtype,
+                col(KGRelation.valid_until).is_(None),
             )
         ).first()
         if row is not None:
@@ -225,8 +270,10 @@ class KnowledgeGraph:
         if exclusive:
             for old in session.exec(
                 select(KGRelation).where(
-                    KGRelation.agent_id == agent_id, KGRelation.user_id == user_id,
-                    KGRelation.source_entity_id == source.id, KGRelation.relation_type == rtype,
+                    KGRelation.agent_id == agent_id,
+                    KGRelation.user_id == user_id,
+                    KGRelation.source_entity_id == source.id,
+                    KGRelation.relation_type == rtype,
                     col(KGRelation.valid_until).is_(None),
                 )
             ):
@@ -234,9 +281,16 @@ class KnowledgeGraph:
                 session.add(old)
             session.flush()
         row = KGRelation(
-            tenant_id=self.engine.settings.tenant_id, agent_id=agent_id, user_id=user_id,
-            source_entity_id=source.id, target_entity_id=target.id, relation_type=rtype,
-            confidence=float(confidence), source_id=episodic_id, valid_from=now, created_at=now,
+            tenant_id=self.engine.settings.tenant_id,
+            agent_id=agent_id,
+            user_id=user_id,
+            source_entity_id=source.id,
+            target_entity_id=target.id,
+            relation_type=rtype,
+            confidence=float(confidence),
+            source_id=episodic_id,
+            valid_from=now,
+            created_at=now,
         )
         session.add(row)
         session.flush()
@@ -244,9 +298,15 @@ class KnowledgeGraph:
 
     # ------------------------------------------------------------------ temporal edits
     def supersede_entity(
-        self, entity_id: str, *, name: str | None = None, entity_type: str | None = None,
-        description: str | None = None, confidence: float | None = None,
-        properties: dict[str, Any] | None = None, at: datetime | None = None,
+        self,
+        entity_id: str,
+        *,
+        name: str | None = None,
+        entity_type: str | None = None,
+        description: str | None = None,
+        confidence: float | None = None,
+        properties: dict[str, Any] | None = None,
+        at: datetime | None = None,
     ) -> KGEntity:
         """Close the current row ``entity_id`` at ``at`` and insert its replacement, valid
         from ``at``, in one transaction. Current relations move to the new row the same way."""
@@ -264,15 +324,23 @@ class KnowledgeGraph:
             session.add(old)
             session.flush()
             new = KGEntity(
-                tenant_id=old.tenant_id, agent_id=old.agent_id, user_id=old.user_id,
-                name=name or old.name, normalized_name=normalize_name(name or old.name),
+                tenant_id=old.tenant_id,
+                agent_id=old.agent_id,
+                user_id=old.user_id,
+                name=name or old.name,
+                normalized_name=normalize_name(name or old.name),
                 entity_type=relation_type_key(entity_type)[:64] if entity_type else old.entity_type,
                 description=old.description if description is None else description,
                 confidence=old.confidence if confidence is None else confidence,
                 properties={**(old.properties or {}), **(properties or {}), "supersedes": old.id},
-                embedding=old.embedding, embedding_provider=old.embedding_provider,
-                embedding_model=old.embedding_model, embedding_dim=old.embedding_dim,
-                source_id=old.source_id, valid_from=at, created_at=at, updated_at=at,
+                embedding=old.embedding,
+                embedding_provider=old.embedding_provider,
+                embedding_model=old.embedding_model,
+                embedding_dim=old.embedding_dim,
+                source_id=old.source_id,
+                valid_from=at,
+                created_at=at,
+                updated_at=at,
             )
             session.add(new)
             session.flush()
@@ -282,8 +350,13 @@ class KnowledgeGraph:
         return self.engine.db.run_write(_do)
 
     def supersede_relation(
-        self, relation_id: str, *, target_id: str | None = None, relation_type: str | None = None,
-        confidence: float | None = None, at: datetime | None = None,
+        self,
+        relation_id: str,
+        *,
+        target_id: str | None = None,
+        relation_type: str | None = None,
+        confidence: float | None = None,
+        at: datetime | None = None,
     ) -> KGRelation:
         """Close relation ``relation_id`` at ``at`` and insert its replacement (new target/type)."""
         at = at or utcnow()
@@ -297,17 +370,24 @@ class KnowledgeGraph:
             if target_id is not None:
                 target = session.get(KGEntity, target_id)
                 if target is None or target.agent_id != old.agent_id or target.valid_until is not None:
-                    raise ValidationError(f"target entity {target_id!r} is not a current entity of this agent")
+                    raise ValidationError(
+                        f"target entity {target_id!r} is not a current entity of this agent"
+                    )
             old.valid_until = at
             session.add(old)
             session.flush()
             new = KGRelation(
-                tenant_id=old.tenant_id, agent_id=old.agent_id, user_id=old.user_id,
-                source_entity_id=old.source_entity_id, target_entity_id=target_id or old.target_entity_id,
+                tenant_id=old.tenant_id,
+                agent_id=old.agent_id,
+                user_id=old.user_id,
+                source_entity_id=old.source_entity_id,
+                target_entity_id=target_id or old.target_entity_id,
                 relation_type=relation_type_key(relation_type) if relation_type else old.relation_type,
                 confidence=old.confidence if confidence is None else confidence,
-                properties={**(old.properties or {}), "supersedes": old.id}, source_id=old.source_id,
-                valid_from=at, created_at=at,
+                properties={**(old.properties or {}), "supersedes": old.id},
+                source_id=old.source_id,
+                valid_from=at,
+                created_at=at,
             )
             session.add(new)
             session.flush()
@@ -336,9 +416,12 @@ class KnowledgeGraph:
                 continue  # a relation between the two merged nodes becomes a self-loop: drop
             dup = session.exec(
                 select(KGRelation).where(
-                    KGRelation.agent_id == rel.agent_id, KGRelation.user_id == rel.user_id,
-                    KGRelation.source_entity_id == src, KGRelation.target_entity_id == dst,
-                    KGRelation.relation_type == rel.relation_type, col(KGRelation.valid_until).is_(None),
+                    KGRelation.agent_id == rel.agent_id,
+                    KGRelation.user_id == rel.user_id,
+                    KGRelation.source_entity_id == src,
+                    KGRelation.target_entity_id == dst,
+                    KGRelation.relation_type == rel.relation_type,
+                    col(KGRelation.valid_until).is_(None),
                 )
             ).first()
             if dup is not None:
@@ -347,10 +430,17 @@ class KnowledgeGraph:
                 continue
             session.add(
                 KGRelation(
-                    tenant_id=rel.tenant_id, agent_id=rel.agent_id, user_id=rel.user_id,
-                    source_entity_id=src, target_entity_id=dst, relation_type=rel.relation_type,
-                    confidence=rel.confidence, properties={**(rel.properties or {}), "supersedes": rel.id},
-                    source_id=rel.source_id, valid_from=at, created_at=at,
+                    tenant_id=rel.tenant_id,
+                    agent_id=rel.agent_id,
+                    user_id=rel.user_id,
+                    source_entity_id=src,
+                    target_entity_id=dst,
+                    relation_type=rel.relation_type,
+                    confidence=rel.confidence,
+                    properties={**(rel.properties or {}), "supersedes": rel.id},
+                    source_id=rel.source_id,
+                    valid_from=at,
+                    created_at=at,
                 )
             )
             session.flush()
@@ -358,13 +448,17 @@ class KnowledgeGraph:
         return moved
 
     # ------------------------------------------------------------------ merging (dedup)
-    def merge_in_session(self, session: Session, keep_id: str, drop_id: str, at: datetime | None = None) -> KGEntity:
+    def merge_in_session(
+        self, session: Session, keep_id: str, drop_id: str, at: datetime | None = None
+    ) -> KGEntity:
         """Merge entity ``drop_id`` into ``keep_id`` (same agent, user and type; both current)."""
         at = at or utcnow()
         if self.engine.db.backend == "postgresql":
             keep_probe = session.get(KGEntity, keep_id)
             if keep_probe is not None:
-                session.execute(text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": "kg:" + keep_probe.agent_id})
+                session.execute(
+                    text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": "kg:" + keep_probe.agent_id}
+                )
         keep, drop = session.get(KGEntity, keep_id), session.get(KGEntity, drop_id)
         if keep is None or drop is None:
             raise NotFoundError("unknown entity in merge")
@@ -430,10 +524,15 @@ class KnowledgeGraph:
             names = {e.id: e.name for e in s.exec(select(KGEntity).where(col(KGEntity.id).in_(ids)))}
         return [
             {
-                "id": r.id, "entity_a_id": r.entity_a_id, "entity_a": names.get(r.entity_a_id),
-                "entity_b_id": r.entity_b_id, "entity_b": names.get(r.entity_b_id),
-                "cosine": round(r.cosine, 4), "name_similarity": round(r.name_similarity, 4),
-                "status": r.status, "user_id": r.user_id,
+                "id": r.id,
+                "entity_a_id": r.entity_a_id,
+                "entity_a": names.get(r.entity_a_id),
+                "entity_b_id": r.entity_b_id,
+                "entity_b": names.get(r.entity_b_id),
+                "cosine": round(r.cosine, 4),
+                "name_similarity": round(r.name_similarity, 4),
+                "status": r.status,
+                "user_id": r.user_id,
             }
             for r in rows
         ]
@@ -449,8 +548,11 @@ class KnowledgeGraph:
                 a, b = session.get(KGEntity, cand.entity_a_id), session.get(KGEntity, cand.entity_b_id)
                 if a is None or b is None:
                     raise NotFoundError("a candidate entity no longer exists")
-                keep, drop = (a, b) if (a.confidence, -a.created_at.timestamp()) >= (
-                    b.confidence, -b.created_at.timestamp()) else (b, a)
+                keep, drop = (
+                    (a, b)
+                    if (a.confidence, -a.created_at.timestamp()) >= (b.confidence, -b.created_at.timestamp())
+                    else (b, a)
+                )
                 self.merge_in_session(session, keep.id, drop.id)
                 cand.status = "merged"
             else:

@@ -17,7 +17,6 @@ from pydantic import BaseModel
 from goclaw import hookimpl
 from goclaw.events import EventQueue
 from goclaw.types import SearchHit, Tool
-
 from goclaw_consolidation.autoinject import MemoryContextSection
 from goclaw_consolidation.channel import ChannelMemory
 from goclaw_consolidation.common import find_agent
@@ -55,7 +54,9 @@ def goclaw_prompt_sections() -> list[Any]:
 
 
 @hookimpl
-def goclaw_memory_search_extra(engine: Any, query: str, agent: Any, user: str | None, limit: int) -> list[SearchHit]:
+def goclaw_memory_search_extra(
+    engine: Any, query: str, agent: Any, user: str | None, limit: int
+) -> list[SearchHit]:
     """Episodic summaries as ``memory_search`` hits (``tier="episodic"``, spec §17 L1)."""
     if not query or not query.strip():
         return []

@@ -91,7 +91,8 @@ RULES: list[tuple[str, re.Pattern[str], str | Replacer]] = [
     (
         "private_key",
         re.compile(
-            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|$)"
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?"
+            r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|$)"
         ),
         _tag("private_key"),
     ),
@@ -103,15 +104,29 @@ RULES: list[tuple[str, re.Pattern[str], str | Replacer]] = [
     ),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), _tag("jwt")),
     ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), _tag("anthropic_key")),
-    ("openai_key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}"), _tag("openai_key")),
+    (
+        "openai_key",
+        re.compile(r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}"),
+        _tag("openai_key"),
+    ),
     ("stripe_key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"), _tag("stripe_key")),
-    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16}\b"),
-     _tag("aws_access_key")),
-    ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
-     _tag("github_token")),
+    (
+        "aws_access_key",
+        re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16}\b"),
+        _tag("aws_access_key"),
+    ),
+    (
+        "github_token",
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
+        _tag("github_token"),
+    ),
     ("gitlab_token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), _tag("gitlab_token")),
     ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), _tag("slack_token")),
-    ("slack_webhook", re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+"), _tag("slack_webhook")),
+    (
+        "slack_webhook",
+        re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+"),
+        _tag("slack_webhook"),
+    ),
     ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), _tag("google_api_key")),
     ("huggingface_token", re.compile(r"\bhf_[A-Za-z0-9]{30,}"), _tag("huggingface_token")),
     ("bearer_token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*"), _tag("bearer_token")),
@@ -159,6 +174,7 @@ class Redactor:
     def redact(self, text: str) -> RedactionResult:
         counts: dict[str, int] = {}
         for name, pattern, repl in RULES:
+
             def _sub(m: re.Match[str], name: str = name, repl: str | Replacer = repl) -> str:
                 out = repl if isinstance(repl, str) else repl(m)
                 if out != m.group(0):

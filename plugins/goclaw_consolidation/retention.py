@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from goclaw import hookimpl
-
 from goclaw_consolidation.common import log
 from goclaw_consolidation.episodic_store import EpisodicStore
 from goclaw_consolidation.settings import settings_of

@@ -10,6 +10,7 @@ harmless. Extraction failures fall back to the heuristic; they never lose the ev
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,6 @@ from sqlmodel import Session
 
 from goclaw import hookimpl
 from goclaw.store.models import EpisodicSummary
-
 from goclaw_consolidation import text as T
 from goclaw_consolidation.common import find_agent, llm_complete, log, parse_json_object
 from goclaw_consolidation.kg import KnowledgeGraph, relation_type_key
@@ -34,7 +34,7 @@ EXTRACT_PROMPT = (
     "Use names exactly as written. Only facts stated in the text."
 )
 MAX_CHARS = 12000
-_PREPS = frozenset("on at for in with to from by of into about and or".split())
+_PREPS = frozenset(["on", "at", "for", "in", "with", "to", "from", "by", "of", "into", "about", "and", "or"])
 
 
 @dataclass
@@ -44,19 +44,66 @@ class Extraction:
     method: str = "heuristic"
 
 
-_ORG = re.compile(r"\b(Inc|Corp|Corporation|Ltd|LLC|GmbH|AG|Labs|University|Institute|Bank|Foundation|"
-                  r"Company|Co|Group|Team|Agency)\.?$")
+_ORG = re.compile(
+    r"\b(Inc|Corp|Corporation|Ltd|LLC|GmbH|AG|Labs|University|Institute|Bank|Foundation|"
+    r"Company|Co|Group|Team|Agency)\.?$"
+)
 _PLACE_CUE = re.compile(r"\b(?:in|at|from|to|near|visit(?:ed|ing)?|moved to|lives in|based in)\s+$", re.I)
 _PERSON_CUE = re.compile(
     r"^\s*(?:said|says|asked|asks|wants|wanted|prefers|preferred|thinks|will|is|was|has|had|told|"
-    r"mentioned|agreed|decided|works|lives|leads|manages|owns|joined)\b", re.I)
+    r"mentioned|agreed|decided|works|lives|leads|manages|owns|joined)\b",
+    re.I,
+)
 _PROJECT_CUE = re.compile(r"\b(project|initiative|program|launch|release|migration|roadmap)\b", re.I)
-_TECH = frozenset("""python java javascript typescript go golang rust postgres postgresql sqlite mysql redis
-kafka docker kubernetes k8s aws gcp azure linux react vue django flask fastapi pytorch tensorflow
-litellm openai anthropic github gitlab slack jira notion terraform ansible nginx graphql rest grpc
-""".split())
-_REL = re.compile(r"^\s+((?:[a-z]+\s+){0,2}?(?:[a-z]+(?:s|ed|es)?|is|are|was)(?:\s+(?:on|at|for|in|with|to|"
-                  r"from|by|of|into|about))?)\s+(?:the\s+|a\s+|an\s+)?$")
+_TECH = frozenset(
+    [
+        "python",
+        "java",
+        "javascript",
+        "typescript",
+        "go",
+        "golang",
+        "rust",
+        "postgres",
+        "postgresql",
+        "sqlite",
+        "mysql",
+        "redis",
+        "kafka",
+        "docker",
+        "kubernetes",
+        "k8s",
+        "aws",
+        "gcp",
+        "azure",
+        "linux",
+        "react",
+        "vue",
+        "django",
+        "flask",
+        "fastapi",
+        "pytorch",
+        "tensorflow",
+        "litellm",
+        "openai",
+        "anthropic",
+        "github",
+        "gitlab",
+        "slack",
+        "jira",
+        "notion",
+        "terraform",
+        "ansible",
+        "nginx",
+        "graphql",
+        "rest",
+        "grpc",
+    ]
+)
+_REL = re.compile(
+    r"^\s+((?:[a-z]+\s+){0,2}?(?:[a-z]+(?:s|ed|es)?|is|are|was)(?:\s+(?:on|at|for|in|with|to|"
+    r"from|by|of|into|about))?)\s+(?:the\s+|a\s+|an\s+)?$"
+)
 
 
 def guess_type(name: str, sentence: str) -> str:
@@ -68,11 +115,15 @@ def guess_type(name: str, sentence: str) -> str:
     if _PROJECT_CUE.search(name):
         return "project"
     idx = sentence.find(name)
-    before, after = (sentence[:idx], sentence[idx + len(name):]) if idx >= 0 else ("", "")
+    before, after = (sentence[:idx], sentence[idx + len(name) :]) if idx >= 0 else ("", "")
     if _PLACE_CUE.search(before) and not _PERSON_CUE.match(after):
         return "place"
     words = name.split()
-    if 1 <= len(words) <= 3 and all(w[:1].isupper() and w[1:].islower() for w in words) and _PERSON_CUE.match(after):
+    if (
+        1 <= len(words) <= 3
+        and all(w[:1].isupper() and w[1:].islower() for w in words)
+        and _PERSON_CUE.match(after)
+    ):
         return "person"
     if re.search(r"\bproject\s+$", before, re.I) or re.match(r"^\s+project\b", after, re.I):
         return "project"
@@ -88,11 +139,17 @@ def heuristic_extract(text: str) -> Extraction:
         for name in names:
             if name.lower() not in types:
                 types[name.lower()] = guess_type(name, sentence)
-                out.entities.append({"name": name, "type": types[name.lower()], "confidence": 0.6,
-                                     "description": T.clip(sentence, 160)})
+                out.entities.append(
+                    {
+                        "name": name,
+                        "type": types[name.lower()],
+                        "confidence": 0.6,
+                        "description": T.clip(sentence, 160),
+                    }
+                )
         positions = sorted((sentence.find(n), n) for n in names if sentence.find(n) >= 0)
-        for (pa, a), (pb, b) in zip(positions, positions[1:], strict=False):
-            between = sentence[pa + len(a):pb]
+        for (pa, a), (pb, b) in itertools.pairwise(positions):
+            between = sentence[pa + len(a) : pb]
             m = _REL.match(between)
             words = m.group(1).split() if m else []
             if m and len(between) <= 40 and not all(w in T.STOPWORDS or w in _PREPS for w in words):
@@ -108,14 +165,18 @@ def llm_extract(engine: Any, text: str) -> Extraction | None:
     result = Extraction(method="llm")
     for chunk in chunks:
         reply = llm_complete(
-            engine, [{"role": "system", "content": EXTRACT_PROMPT}, {"role": "user", "content": chunk[:MAX_CHARS]}],
-            timeout=settings_of(engine).llm_timeout_seconds, temperature=0.2,
+            engine,
+            [{"role": "system", "content": EXTRACT_PROMPT}, {"role": "user", "content": chunk[:MAX_CHARS]}],
+            timeout=settings_of(engine).llm_timeout_seconds,
+            temperature=0.2,
         )
         data = parse_json_object(reply) if reply else None
         if data is None:
             return None
         ents, rels = data.get("entities"), data.get("relations")
-        result.entities += [e for e in ents if isinstance(e, dict) and e.get("name")] if isinstance(ents, list) else []
+        result.entities += (
+            [e for e in ents if isinstance(e, dict) and e.get("name")] if isinstance(ents, list) else []
+        )
         result.relations += [r for r in rels if isinstance(r, dict)] if isinstance(rels, list) else []
     return result if result.entities else None
 
@@ -149,7 +210,11 @@ class SemanticWorker:
         kg = KnowledgeGraph(engine)
         clean: list[dict[str, Any]] = []
         for e in extraction.entities:
-            name = redact(" ".join(str(e["name"]).split()))[:512] if cfg.redact else " ".join(str(e["name"]).split())
+            name = (
+                redact(" ".join(str(e["name"]).split()))[:512]
+                if cfg.redact
+                else " ".join(str(e["name"]).split())
+            )
             if len(name) < 2 or "[REDACTED" in name:
                 continue
             clean.append({**e, "name": name})
@@ -162,10 +227,15 @@ class SemanticWorker:
             for e in clean:
                 desc = str(e.get("description") or "")
                 row, _created = kg.upsert_entity(
-                    session, agent_id=ep.agent_id, user_id=ep.user_id, name=e["name"],
+                    session,
+                    agent_id=ep.agent_id,
+                    user_id=ep.user_id,
+                    name=e["name"],
                     entity_type=str(e.get("type") or "concept"),
                     description=redact(desc)[:1000] if cfg.redact else desc[:1000],
-                    confidence=_conf(e.get("confidence"), 0.7), episodic_id=ep.id, embedding=vectors.get(e["name"]),
+                    confidence=_conf(e.get("confidence"), 0.7),
+                    episodic_id=ep.id,
+                    embedding=vectors.get(e["name"]),
                 )
                 by_name[e["name"].lower()] = row
                 if row.id not in touched:
@@ -177,15 +247,28 @@ class SemanticWorker:
                     continue
                 rtype = relation_type_key(str(r.get("relation") or r.get("type") or "related_to"))
                 kg.upsert_relation(
-                    session, agent_id=ep.agent_id, user_id=ep.user_id, source=src, target=dst,
-                    relation_type=rtype, confidence=_conf(r.get("confidence"), 0.6), episodic_id=ep.id,
+                    session,
+                    agent_id=ep.agent_id,
+                    user_id=ep.user_id,
+                    source=src,
+                    target=dst,
+                    relation_type=rtype,
+                    confidence=_conf(r.get("confidence"), 0.6),
+                    episodic_id=ep.id,
                     exclusive=rtype in exclusive,
                 )
             if touched and engine.has_service("events"):
                 engine.events.publish(
-                    session, "entity.upserted",
-                    {"entity_ids": touched, "episodic_id": ep.id, "agent_id": ep.agent_id, "user_id": ep.user_id},
-                    agent_id=ep.agent_id, user_id=ep.user_id,
+                    session,
+                    "entity.upserted",
+                    {
+                        "entity_ids": touched,
+                        "episodic_id": ep.id,
+                        "agent_id": ep.agent_id,
+                        "user_id": ep.user_id,
+                    },
+                    agent_id=ep.agent_id,
+                    user_id=ep.user_id,
                 )
             return touched
 
