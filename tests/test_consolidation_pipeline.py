@@ -197,3 +197,44 @@ def test_retention_prunes_expired_rows(make_engine: Any, workspace: Path, databa
     assert store.prune_expired(now=ep.created_at) == 0
     assert store.prune_expired(now=ep.expires_at) == 1
     assert _episodes(engine, agent) == []
+
+
+def test_session_cli_to_episodes(engine: Any, workspace: Path, database_url: str | None) -> None:
+    engine.agents.create("ada")
+    for role, text in [
+        ("user", "Please remember that Orion launches on May 4 with Vega support."),
+        ("assistant", "Got it: Orion launches May 4, Vega supported."),
+    ]:
+        _cli(
+            workspace,
+            database_url,
+            "session",
+            "append",
+            "--agent",
+            "ada",
+            "--user",
+            "u1",
+            "--key",
+            "c1",
+            "--role",
+            role,
+            text,
+        )
+    ended = json.loads(_cli(workspace, database_url, "session", "end", "--key", "c1", "--json").out)
+    assert ended["session_key"] == "c1"
+    status = json.loads(_cli(workspace, database_url, "workers", "status", "--json").out)
+    assert status["deliveries"]["episodic"]["pending"] == 1
+    _cli(workspace, database_url, "workers", "run", "--once")
+    eps = json.loads(
+        _cli(workspace, database_url, "session", "episodes", "--agent", "ada", "--user", "u1", "--json").out
+    )
+    assert [e["source_id"] for e in eps] == ["c1:0"] and "Orion" in eps[0]["summary"]
+    assert (
+        json.loads(_cli(workspace, database_url, "session", "episodes", "--agent", "ada", "--json").out) == []
+    )
+    bad = run_cli(
+        ["session", "append", "--agent", "nobody", "--key", "x", "--role", "user", "hi"],
+        workspace=workspace,
+        database_url=database_url,
+    )
+    assert bad.code != 0 and bad.err.startswith("error:")

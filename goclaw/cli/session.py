@@ -46,8 +46,14 @@ def session_end(key: str, as_json: bool) -> None:
     eng = engine()
     result = eng.sessions.end(key)
     if as_json:
-        data = result if isinstance(result, dict) else {"session_key": key, "result": str(result)}
-        emit_json(data)
+        emit_json(
+            {
+                "session_key": key,
+                "status": getattr(result, "status", "ended"),
+                "compaction_count": getattr(result, "compaction_count", 0),
+                "event": "run.completed",
+            }
+        )
     else:
         click.echo(f"ended {key}; run.completed published")
 
