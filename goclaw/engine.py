@@ -43,6 +43,8 @@ SERVICE_OWNERS = {
     "sessions": "goclaw.memory",
     "events": "goclaw.consolidation",
     "kg": "goclaw.consolidation",
+    "episodic": "goclaw.consolidation",
+    "channel_memory": "goclaw.consolidation",
 }
 
 
