@@ -72,7 +72,7 @@ def test_wheel_contains_kernel_plugins_and_templates(wheel_venv: Path, tmp_path:
             "import goclaw, goclaw_memory, goclaw_skills, pathlib, json, importlib.util;"
             "root = pathlib.Path(goclaw.__file__).parent;"
             "print(json.dumps({'kernel': str(root), 'memory': goclaw_memory.__file__,"
-            " 'templates': sorted(p.name for p in (root / '_templates').glob('*.md')),"
+            " 'templates': sorted(p.name for p in (root.parent / 'goclaw_templates').glob('*.md')),"
             " 'plugins_importable': importlib.util.find_spec('plugins') is not None}))",
         ],
         capture_output=True,
@@ -86,6 +86,19 @@ def test_wheel_contains_kernel_plugins_and_templates(wheel_venv: Path, tmp_path:
     assert info["plugins_importable"] is False, "'plugins' must never be an importable name"
     for name in ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "BOOTSTRAP.md"):
         assert name in info["templates"]
+    # An editable install must not create a real site-packages/goclaw/ folder that would
+    # shadow the editable redirect (it did once, through force-included templates).
+    seeded = subprocess.run(
+        [
+            str(wheel_venv / "bin" / "python"),
+            "-c",
+            "import goclaw_bootstrap.templates as t; print(t.load_template('SOUL.md')[:40])",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert seeded.returncode == 0 and seeded.stdout.strip(), seeded.stderr
 
 
 def test_wheel_cli_lists_every_plugin_active(wheel_venv: Path, tmp_path: Path) -> None:
@@ -110,3 +123,51 @@ def test_wheel_cli_runs_the_kernel_tour(wheel_venv: Path, tmp_path: Path) -> Non
     assert created.returncode == 0, created.stderr
     listed = _run(wheel_venv, "-w", str(ws), "agent", "list", "--json", cwd=tmp_path)
     assert [a["name"] for a in json.loads(listed.stdout)] == ["packaged"]
+
+
+def test_editable_install_imports_the_checkout(tmp_path: Path) -> None:
+    """`pip install -e .` (what scripts/quickstart.sh does) must import goclaw from the checkout."""
+    env_dir = tmp_path / "editable"
+    venv.create(env_dir, with_pip=False)
+    py = env_dir / "bin" / "python"
+    purelib = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    deps = [p for p in site.getsitepackages() if "site-packages" in p]
+    Path(purelib, "zz_test_deps.pth").write_text("\n".join(deps) + "\n")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(py),
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "-e",
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    assert not Path(purelib, "goclaw").exists(), "a real goclaw/ folder would shadow the checkout"
+    probe = subprocess.run(
+        [
+            str(py),
+            "-c",
+            "import goclaw.cli, goclaw_bootstrap.templates as t; import goclaw;"
+            "print(goclaw.__file__); print(len(t.load_template('AGENTS.md')))",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert probe.returncode == 0, probe.stderr
+    kernel_file, template_chars = probe.stdout.split()
+    assert kernel_file.startswith(str(ROOT))
+    assert int(template_chars) > 100

@@ -1,7 +1,8 @@
 """The embedded default context files (spec §3: templates seeded into new agents and users).
 
-The wheel ships the repository's ``templates/`` folder as ``goclaw/_templates``; a source
-checkout reads ``templates/`` directly. Templates are read once per process.
+The wheel ships the repository's ``templates/`` folder as the top-level data folder
+``goclaw_templates/`` in site-packages; a source checkout (and an editable install) reads
+``templates/`` directly. Templates are read once per process.
 """
 
 from __future__ import annotations
@@ -24,14 +25,11 @@ TEMPLATE_NAMES: tuple[str, ...] = (
 
 
 def template_dirs() -> list[Path]:
-    """Where templates are looked for, first match wins: the installed package data, then the
-    repository's ``templates/`` folder (editable installs and source checkouts)."""
-    import goclaw
-
-    return [
-        Path(goclaw.__file__).resolve().parent / "_templates",
-        Path(__file__).resolve().parents[2] / "templates",
-    ]
+    """Where templates are looked for, first match wins: the repository's ``templates/``
+    folder (source checkouts, editable installs), then the wheel's ``goclaw_templates/``
+    beside this package in site-packages."""
+    here = Path(__file__).resolve().parent
+    return [here.parents[1] / "templates", here.parent / "goclaw_templates"]
 
 
 @functools.cache
