@@ -46,8 +46,19 @@ def cli(ctx: click.Context, workspace: Path | None, database_url: str | None) ->
 
 
 def _add_builtin_commands() -> None:
-    from goclaw.cli import agents, files, kg, memory, plugins, prompt, session, skills, workers, workspace
-    from goclaw.cli import channel_memory
+    from goclaw.cli import (
+        agents,
+        channel_memory,
+        files,
+        kg,
+        memory,
+        plugins,
+        prompt,
+        session,
+        skills,
+        workers,
+        workspace,
+    )
 
     for module in (
         agents,

@@ -45,8 +45,17 @@ def state() -> CliState:
     return obj
 
 
+# Command groups whose work benefits from the start-up hooks (e.g. the skill-embedding
+# backfill, spec §11). Other commands skip them: a one-shot `agent list` should not pay for
+# scanning skill tiers and loading an embedding model.
+STARTUP_COMMANDS = frozenset({"skills", "prompt", "workers", "memory"})
+
+
 def engine() -> Engine:
-    return state().engine()
+    ctx = click.get_current_context()
+    root = ctx.find_root()
+    group = root.invoked_subcommand or ""
+    return state().engine(startup=group in STARTUP_COMMANDS)
 
 
 def json_option(f: F) -> F:
