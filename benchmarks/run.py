@@ -2,7 +2,10 @@
 
     python benchmarks/run.py --quick          # under 2 minutes, used in review
     python benchmarks/run.py                  # full sizes (minutes; PostgreSQL rows need a server)
-    python benchmarks/run.py --quick --json   # {"machine": ..., "rows": [{"name","value","unit","baseline","ratio"}, ...]}
+    python benchmarks/run.py --quick --json   # one JSON array of rows
+
+With ``--json`` stdout is one JSON array; each row is ``{"name", "value", "unit", "baseline",
+"ratio", "baseline_name", "suite"}``; the machine description goes to stderr.
 
 Each ``benchmarks/<feature>_bench.py`` exposes ``run(quick: bool) -> list[dict]``; rows carry
 ``name``, ``value``, ``unit`` and, where a baseline was measured in the same run,
