@@ -40,14 +40,90 @@ VERSION_WORKER = "goclaw.memory.index"
 _TOKEN_RE = re.compile(r"\w+", re.UNICODE)
 
 
+# English function words dropped from full-text queries when the query has other terms: with
+# any-term matching they match nearly every chunk, cost the most to rank, and add ~nothing.
+STOPWORDS = frozenset(
+    {
+        "a",
+        "about",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "she",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "us",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    }
+)
+
+
 def query_terms(query: str) -> list[str]:
-    """Word tokens of a query, lower-cased, de-duplicated, at most :data:`MAX_QUERY_TERMS`."""
+    """Word tokens of a query, lower-cased, de-duplicated, at most :data:`MAX_QUERY_TERMS`;
+    stopwords are dropped unless the query has nothing else."""
     seen: dict[str, None] = {}
     for tok in _TOKEN_RE.findall(query.lower()):
         for part in tok.split("_"):  # both tokenizers treat '_' as a separator
             if part and part not in seen:
                 seen[part] = None
-    return list(seen)[:MAX_QUERY_TERMS]
+    terms = list(seen)
+    content = [t for t in terms if t not in STOPWORDS]
+    return (content or terms)[:MAX_QUERY_TERMS]
 
 
 def fts5_match_expression(query: str) -> str | None:
@@ -168,16 +244,35 @@ class SQLiteSearchBackend:
         if match is None:
             return []
         marks = ", ".join(f":u{i}" for i in range(len(users)))
-        params: dict[str, Any] = {"m": match, "a": agent_id, "k": int(limit)}
+        inner = max(200, int(limit) * 8)
+        params: dict[str, Any] = {"m": match, "a": agent_id, "k": int(limit), "inner": inner}
         params.update({f"u{i}": u for i, u in enumerate(users)})
-        sql = (
+        scope = f"c.agent_id = :a AND c.user_id IN ({marks})"
+        # Phase 1: the best `inner` matches of the whole table (bm25 in FTS5's C code, no join
+        # per match), then the scope filter. Exact whenever the scope keeps `limit` of them.
+        fast = (
+            "SELECT c.id, f.r FROM (SELECT rowid AS id, bm25(memory_chunks_fts) AS r "
+            "FROM memory_chunks_fts WHERE memory_chunks_fts MATCH :m ORDER BY r LIMIT :inner) AS f "
+            f"JOIN memory_chunks c ON c.id = f.id WHERE {scope} ORDER BY f.r LIMIT :k"
+        )
+        # Phase 2 (other scopes crowd the top): rank only this scope's matches.
+        exact = (
             "SELECT c.id, bm25(memory_chunks_fts) AS r FROM memory_chunks_fts "
             "JOIN memory_chunks c ON c.id = memory_chunks_fts.rowid "
-            f"WHERE memory_chunks_fts MATCH :m AND c.agent_id = :a AND c.user_id IN ({marks}) "
-            "ORDER BY r LIMIT :k"
+            f"WHERE memory_chunks_fts MATCH :m AND {scope} ORDER BY r LIMIT :k"
         )
         with self.engine.db.engine.connect() as conn:
-            result = conn.execute(text(sql), params).all()
+            result = conn.execute(text(fast), params).all()
+            if len(result) < int(limit):
+                total = conn.execute(
+                    text(
+                        "SELECT count(*) FROM (SELECT rowid FROM memory_chunks_fts "
+                        "WHERE memory_chunks_fts MATCH :m LIMIT :inner)"
+                    ),
+                    params,
+                ).scalar_one()
+                if total >= inner:
+                    result = conn.execute(text(exact), params).all()
         # bm25() is "lower is better" and negative; flip the sign so higher is better.
         return [(int(i), -float(r)) for i, r in result if -float(r) > 0]
 

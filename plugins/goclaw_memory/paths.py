@@ -79,7 +79,8 @@ def scope_files(agent_dir: Path, user_id: str) -> list[MemoryFile]:
                 if not fname.endswith(".md") or fname.startswith("."):
                     continue
                 full = Path(dirpath) / fname
-                if not full.is_file() or not _inside(full, root):
+                # os.walk does not follow folder symlinks; a file symlink must stay inside.
+                if not full.is_file() or (full.is_symlink() and not _inside(full, root)):
                     continue
                 rel = full.relative_to(root).as_posix()
                 found.append(MemoryFile(user_id, prefix + rel, full))

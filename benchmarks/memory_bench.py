@@ -1,0 +1,384 @@
+"""Memory benchmarks (issue 5): indexing speed, unchanged re-index, hybrid search latency.
+
+    python benchmarks/memory_bench.py            # full sizes (10k documents, 10k and 100k chunks)
+    python benchmarks/memory_bench.py --quick    # smaller sizes, well under a minute
+
+PostgreSQL rows run when ``GOCLAW_BENCH_DATABASE_URL`` (or ``GOCLAW_TEST_DATABASE_URL``) names a
+database with pgvector; a private schema is created and dropped. Use a database whose
+``public`` schema holds no goclaw tables.
+
+Search latency is end to end through ``engine.memory.search`` (query embedding with the default
+static embedder, full-text channel, vector channel, row fetch, hybrid merge), median of 30
+queries after one warm-up. The baseline is a plain brute-force hybrid over the same chunks held
+in Python/numpy memory: term-frequency × IDF scores by scanning every chunk's pre-tokenised
+terms, exact cosine with one matrix product, the same 0.3/0.7 merge.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+WORDS = [
+    "account",
+    "agent",
+    "alert",
+    "archive",
+    "backup",
+    "billing",
+    "branch",
+    "budget",
+    "build",
+    "cache",
+    "calendar",
+    "campaign",
+    "cluster",
+    "config",
+    "contract",
+    "customer",
+    "dashboard",
+    "database",
+    "deadline",
+    "deploy",
+    "design",
+    "docker",
+    "domain",
+    "draft",
+    "email",
+    "feature",
+    "feedback",
+    "firewall",
+    "forecast",
+    "gateway",
+    "hardware",
+    "hiring",
+    "invoice",
+    "issue",
+    "kettle",
+    "kitchen",
+    "ledger",
+    "license",
+    "lunch",
+    "meeting",
+    "merge",
+    "metrics",
+    "migration",
+    "mobile",
+    "network",
+    "office",
+    "onboarding",
+    "outage",
+    "partner",
+    "password",
+    "payment",
+    "pipeline",
+    "planning",
+    "policy",
+    "printer",
+    "privacy",
+    "product",
+    "project",
+    "python",
+    "quarterly",
+    "queue",
+    "release",
+    "report",
+    "research",
+    "revenue",
+    "review",
+    "roadmap",
+    "router",
+    "runbook",
+    "sales",
+    "schedule",
+    "security",
+    "server",
+    "service",
+    "sprint",
+    "staging",
+    "storage",
+    "support",
+    "survey",
+    "team",
+    "testing",
+    "ticket",
+    "timeline",
+    "training",
+    "travel",
+    "upgrade",
+    "vendor",
+    "version",
+    "website",
+    "wifi",
+    "window",
+    "workflow",
+    "coffee",
+    "garden",
+    "holiday",
+    "weather",
+]
+
+
+def _vocab(n: int, rng: random.Random) -> list[str]:
+    syll = ["ka", "lo", "mi", "ne", "ru", "ta", "shi", "po", "ze", "va", "qu", "dor", "lin", "mar"]
+    extra = {"".join(rng.choice(syll) for _ in range(rng.randint(2, 4))) for _ in range(n)}
+    return WORDS + sorted(extra)
+
+
+def make_corpus(root: Path, docs: int, paras_per_doc: int, seed: int = 7) -> int:
+    """Write ``docs`` memory files of ``paras_per_doc`` ~600-char paragraphs; return chunk count."""
+    rng = random.Random(seed)
+    vocab = _vocab(3000, rng)
+    weights = [1 / (i + 1) for i in range(len(vocab))]
+    mem = root / "memory"
+    for d in range(docs):
+        paras = []
+        for _ in range(paras_per_doc):
+            words: list[str] = []
+            while sum(len(w) + 1 for w in words) < 560:
+                words += rng.choices(vocab, weights)
+            paras.append(" ".join(words).capitalize() + ".")
+        sub = mem / f"{d % 100:02d}"
+        sub.mkdir(parents=True, exist_ok=True)
+        (sub / f"note-{d:06d}.md").write_text("\n\n".join(paras) + "\n", encoding="utf-8")
+    return docs * paras_per_doc
+
+
+def queries(n: int, seed: int = 11) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.sample(WORDS, rng.randint(2, 4))) for _ in range(n)]
+
+
+def _open(workspace: Path, url: str | None, provider: str) -> Any:
+    from goclaw.engine import Engine
+
+    eng = Engine.open(workspace, url, plugins={"embeddings": {"provider": provider}})
+    if not any(a.name == "bench" for a in eng.agents.list()):
+        eng.agents.create("bench")
+    return eng
+
+
+def _pg_url() -> str | None:
+    return os.environ.get("GOCLAW_BENCH_DATABASE_URL") or os.environ.get("GOCLAW_TEST_DATABASE_URL")
+
+
+class _PgSchema:
+    def __init__(self, base: str) -> None:
+        from sqlalchemy import create_engine, text
+
+        from goclaw.store.database import normalise_url
+
+        self.schema = "bench_" + uuid.uuid4().hex[:10]
+        self.admin = create_engine(normalise_url(base))
+        with self.admin.begin() as conn:
+            conn.execute(text(f"CREATE SCHEMA {self.schema}"))
+            conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+        sep = "&" if "?" in base else "?"
+        self.url = f"{normalise_url(base)}{sep}options=-csearch_path%3D{self.schema},public"
+
+    def drop(self) -> None:
+        from sqlalchemy import text
+
+        with self.admin.begin() as conn:
+            conn.execute(text(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE"))
+        self.admin.dispose()
+
+
+def _row(
+    name: str,
+    value: float,
+    unit: str,
+    baseline: float | None = None,
+    baseline_name: str | None = None,
+    higher_is_better: bool = False,
+) -> dict[str, Any]:
+    ratio = None
+    if baseline is not None and value:
+        ratio = round(value / baseline if higher_is_better else baseline / value, 2)
+    return {
+        "name": name,
+        "value": round(value, 3),
+        "unit": unit,
+        "baseline": None if baseline is None else round(baseline, 3),
+        "baseline_name": baseline_name,
+        "ratio": ratio,
+    }
+
+
+# --------------------------------------------------------------------------- indexing
+
+
+def bench_indexing(tmp: Path, docs: int, reindex_docs: int) -> list[dict[str, Any]]:
+    rows = []
+    for provider, label in (("none", "without embeddings"), ("static", "with the default embedder")):
+        ws = tmp / f"idx-{provider}"
+        eng = _open(ws, None, provider)
+        chunks = make_corpus(eng.agent_dir(eng.agents.get("bench")), docs, 1)
+        t = time.perf_counter()
+        report = eng.memory.index("bench")
+        elapsed = time.perf_counter() - t
+        assert report.chunks_written == chunks, report
+        rows.append(
+            _row(
+                f"memory index, {chunks:,} chunks, {label} (SQLite)",
+                chunks / elapsed,
+                "chunks/s",
+                higher_is_better=True,
+            )
+        )
+        eng.close()
+    ws = tmp / "reindex"
+    eng = _open(ws, None, "static")
+    make_corpus(eng.agent_dir(eng.agents.get("bench")), reindex_docs, 1, seed=3)
+    eng.memory.index("bench")
+    times = []
+    for _ in range(3):
+        t = time.perf_counter()
+        report = eng.memory.index("bench")
+        times.append(time.perf_counter() - t)
+        assert report.skipped_unchanged == reindex_docs and report.chunks_embedded == 0
+    rows.append(
+        _row(
+            f"memory re-index, {reindex_docs:,} unchanged documents (SQLite)",
+            statistics.median(times) * 1000,
+            "ms",
+        )
+    )
+    eng.close()
+    return rows
+
+
+# --------------------------------------------------------------------------- search
+
+
+class BruteForceHybrid:
+    """The baseline: everything in Python/numpy memory, scanned per query."""
+
+    def __init__(self, eng: Any, agent_id: str) -> None:
+        import numpy as np
+        from sqlalchemy import text
+
+        with eng.db.engine.connect() as conn:
+            rows = conn.execute(
+                text("SELECT id, text, embedding FROM memory_chunks WHERE agent_id = :a"), {"a": agent_id}
+            ).all()
+        self.ids = [r[0] for r in rows]
+        self.terms = [Counter(re.findall(r"\w+", r[1].lower())) for r in rows]
+        df: Counter[str] = Counter()
+        for t in self.terms:
+            df.update(t.keys())
+        n = len(rows)
+        self.idf = {w: math.log((n - c + 0.5) / (c + 0.5) + 1) for w, c in df.items()}
+        from goclaw.store.types import Vector  # noqa: F401  (same decoding as the store)
+
+        vecs = [
+            np.frombuffer(r[2], dtype=np.float32)
+            if isinstance(r[2], bytes | memoryview)
+            else np.asarray(r[2], dtype=np.float32)
+            for r in rows
+        ]
+        self.matrix = np.vstack(vecs)
+        self.embedder = eng.embedder()
+
+    def search(self, query: str, k: int = 6) -> list[int]:
+        import numpy as np
+
+        q_terms = set(re.findall(r"\w+", query.lower()))
+        lex = {}
+        for i, t in enumerate(self.terms):
+            s = sum(t[w] * self.idf.get(w, 0.0) for w in q_terms if w in t)
+            if s > 0:
+                lex[i] = s
+        best = max(lex.values(), default=1.0)
+        q = self.embedder.embed([query])[0]
+        sims = self.matrix @ q
+        top_vec = np.argpartition(-sims, 24)[:24]
+        scores = {i: 0.3 * s / best for i, s in lex.items()}
+        for i in top_vec:
+            scores[int(i)] = scores.get(int(i), 0.0) + 0.7 * max(0.0, float(sims[i]))
+        return [self.ids[i] for i in sorted(scores, key=lambda i: -scores[i])[:k]]
+
+
+def bench_search(tmp: Path, chunks: int, backend: str, url: str | None) -> list[dict[str, Any]]:
+    ws = tmp / f"search-{backend}-{chunks}"
+    eng = _open(ws, url, "static")
+    agent = eng.agents.get("bench")
+    paras = 10
+    make_corpus(eng.agent_dir(agent), chunks // paras, paras, seed=5)
+    t = time.perf_counter()
+    report = eng.memory.index("bench")
+    build = time.perf_counter() - t
+    assert report.chunks_written == chunks, report
+    qs = queries(31)
+    eng.memory.search(qs[0], "bench")  # warm-up: loads the vector matrix (SQLite)
+    ours = []
+    for q in qs[1:]:
+        t = time.perf_counter()
+        hits = eng.memory.search(q, "bench")
+        ours.append(time.perf_counter() - t)
+        assert hits
+    base = BruteForceHybrid(eng, agent.id)
+    theirs = []
+    for q in qs[1:11]:
+        t = time.perf_counter()
+        base.search(q)
+        theirs.append(time.perf_counter() - t)
+    eng.close()
+    name = "SQLite" if backend == "sqlite" else "PostgreSQL"
+    return [
+        _row(
+            f"memory hybrid search, {chunks:,} chunks ({name})",
+            statistics.median(ours) * 1000,
+            "ms",
+            statistics.median(theirs) * 1000,
+            "brute-force Python/numpy hybrid",
+        ),
+        _row(
+            f"memory index build, {chunks:,} chunks with embeddings ({name})",
+            chunks / build,
+            "chunks/s",
+            higher_is_better=True,
+        ),
+    ]
+
+
+def run(quick: bool) -> list[dict[str, Any]]:
+    tmp = Path(tempfile.mkdtemp(prefix="goclaw-memory-bench-"))
+    rows: list[dict[str, Any]] = []
+    try:
+        rows += bench_indexing(tmp, 2_000 if quick else 10_000, 2_000 if quick else 10_000)
+        sizes = [10_000] if quick else [10_000, 100_000]
+        for n in sizes:
+            rows += bench_search(tmp, n, "sqlite", None)
+        pg = _pg_url()
+        if pg:
+            for n in [5_000] if quick else sizes:
+                schema = _PgSchema(pg)
+                try:
+                    rows += bench_search(tmp, n, "postgresql", schema.url)
+                finally:
+                    schema.drop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return rows
+
+
+if __name__ == "__main__":
+    quick = "--quick" in sys.argv
+    result = run(quick)
+    print("| benchmark | value | unit | baseline | ratio |")
+    print("|---|---:|---|---:|---:|")
+    for r in result:
+        base = "" if r["baseline"] is None else f"{r['baseline']} ({r['baseline_name']})"
+        print(f"| {r['name']} | {r['value']} | {r['unit']} | {base} | {r['ratio'] or ''} |")
