@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -157,7 +158,9 @@ class MemorySearchBackend(Protocol):
 
     name: str
 
-    def lexical(self, agent_id: str, users: Sequence[str], query: str, limit: int) -> list[tuple[int, float]]:
+    def lexical(
+        self, agent_id: str, users: Sequence[str], query: str, limit: int, conn: Any = None
+    ) -> list[tuple[int, float]]:
         """Full-text candidates ``(chunk_id, raw score > 0)``, best first."""
         ...
 
@@ -168,6 +171,7 @@ class MemorySearchBackend(Protocol):
         query_vector: Any,
         space: tuple[str, str, int],
         limit: int,
+        conn: Any = None,
     ) -> list[tuple[int, float]]:
         """Nearest chunks by cosine similarity in the ``(provider, model, dim)`` space."""
         ...
@@ -176,12 +180,22 @@ class MemorySearchBackend(Protocol):
         """Create whatever index a new dimension needs (before vectors of it are written)."""
         ...
 
-    def rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+    def rows(self, ids: Sequence[int], conn: Any = None) -> dict[int, ChunkRow]:
         """The chunks with these ids."""
         ...
 
 
 # --------------------------------------------------------------------------- shared helpers
+
+
+@contextmanager
+def _connection(engine: Engine, conn: Any) -> Iterator[Any]:
+    """Use the caller's connection (one per search) or open one."""
+    if conn is not None:
+        yield conn
+        return
+    with engine.db.engine.connect() as own:
+        yield own
 
 
 def read_version(conn: Any, agent_id: str) -> str:
@@ -197,11 +211,11 @@ def read_version(conn: Any, agent_id: str) -> str:
     return str(value.get("token", "")) if isinstance(value, dict) else str(value)
 
 
-def fetch_rows(engine: Engine, ids: Sequence[int]) -> dict[int, ChunkRow]:
+def fetch_rows(engine: Engine, ids: Sequence[int], conn: Any = None) -> dict[int, ChunkRow]:
     if not ids:
         return {}
     out: dict[int, ChunkRow] = {}
-    with engine.db.engine.connect() as conn:
+    with _connection(engine, conn) as conn:
         for start in range(0, len(ids), 500):
             part = list(ids[start : start + 500])
             marks = ", ".join(f":i{i}" for i in range(len(part)))
@@ -239,7 +253,9 @@ class SQLiteSearchBackend:
         self._lock = threading.Lock()
         self._matrices: dict[tuple[str, str, str, int], _Matrix] = {}
 
-    def lexical(self, agent_id: str, users: Sequence[str], query: str, limit: int) -> list[tuple[int, float]]:
+    def lexical(
+        self, agent_id: str, users: Sequence[str], query: str, limit: int, conn: Any = None
+    ) -> list[tuple[int, float]]:
         match = fts5_match_expression(query)
         if match is None:
             return []
@@ -261,7 +277,7 @@ class SQLiteSearchBackend:
             "JOIN memory_chunks c ON c.id = memory_chunks_fts.rowid "
             f"WHERE memory_chunks_fts MATCH :m AND {scope} ORDER BY r LIMIT :k"
         )
-        with self.engine.db.engine.connect() as conn:
+        with _connection(self.engine, conn) as conn:
             result = conn.execute(text(fast), params).all()
             if len(result) < int(limit):
                 total = conn.execute(
@@ -279,8 +295,8 @@ class SQLiteSearchBackend:
     def prepare_vectors(self, dim: int) -> None:
         return None
 
-    def rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
-        return fetch_rows(self.engine, ids)
+    def rows(self, ids: Sequence[int], conn: Any = None) -> dict[int, ChunkRow]:
+        return fetch_rows(self.engine, ids, conn)
 
     def invalidate(self, agent_id: str | None = None) -> None:
         with self._lock:
@@ -290,12 +306,12 @@ class SQLiteSearchBackend:
                 for key in [k for k in self._matrices if k[0] == agent_id]:
                     del self._matrices[key]
 
-    def _matrix(self, agent_id: str, space: tuple[str, str, int]) -> _Matrix:
+    def _matrix(self, agent_id: str, space: tuple[str, str, int], conn: Any = None) -> _Matrix:
         import numpy as np
 
         provider, model, dim = space
         key = (agent_id, provider, model, dim)
-        with self.engine.db.engine.connect() as conn:
+        with _connection(self.engine, conn) as conn:
             token = read_version(conn, agent_id)
             with self._lock:
                 cached = self._matrices.get(key)
@@ -331,10 +347,11 @@ class SQLiteSearchBackend:
         query_vector: Any,
         space: tuple[str, str, int],
         limit: int,
+        conn: Any = None,
     ) -> list[tuple[int, float]]:
         import numpy as np
 
-        m = self._matrix(agent_id, space)
+        m = self._matrix(agent_id, space, conn)
         if m.matrix.shape[0] == 0:
             return []
         q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
@@ -368,7 +385,9 @@ class PostgresSearchBackend:
         self._lock = threading.Lock()
         self._iterative: bool | None = None
 
-    def lexical(self, agent_id: str, users: Sequence[str], query: str, limit: int) -> list[tuple[int, float]]:
+    def lexical(
+        self, agent_id: str, users: Sequence[str], query: str, limit: int, conn: Any = None
+    ) -> list[tuple[int, float]]:
         tsq = tsquery_expression(query)
         if tsq is None:
             return []
@@ -376,7 +395,7 @@ class PostgresSearchBackend:
             "SELECT id, ts_rank(tsv, q) AS r FROM memory_chunks, to_tsquery('simple', :q) AS q "
             "WHERE tsv @@ q AND agent_id = :a AND user_id = ANY(:users) ORDER BY r DESC LIMIT :k"
         )
-        with self.engine.db.engine.connect() as conn:
+        with _connection(self.engine, conn) as conn:
             result = conn.execute(
                 text(sql), {"q": tsq, "a": agent_id, "users": list(users), "k": int(limit)}
             ).all()
@@ -409,8 +428,8 @@ class PostgresSearchBackend:
                 )
             self._prepared.add(dim)
 
-    def rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
-        return fetch_rows(self.engine, ids)
+    def rows(self, ids: Sequence[int], conn: Any = None) -> dict[int, ChunkRow]:
+        return fetch_rows(self.engine, ids, conn)
 
     def invalidate(self, agent_id: str | None = None) -> None:
         return None
@@ -422,6 +441,7 @@ class PostgresSearchBackend:
         query_vector: Any,
         space: tuple[str, str, int],
         limit: int,
+        conn: Any = None,
     ) -> list[tuple[int, float]]:
         import numpy as np
 
@@ -440,21 +460,27 @@ class PostgresSearchBackend:
             f"ORDER BY {expr} LIMIT :k"
         )
         ef = max(40, int(limit) * 2)
-        with self.engine.db.engine.connect() as conn, conn.begin():
-            conn.exec_driver_sql(f"SET LOCAL hnsw.ef_search = {min(ef, 1000)}")
-            if self._supports_iterative(conn):
-                conn.exec_driver_sql("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            result = conn.execute(
-                text(sql),
-                {
-                    "q": literal,
-                    "a": agent_id,
-                    "users": list(users),
-                    "p": provider,
-                    "m": model,
-                    "k": int(limit),
-                },
-            ).all()
+        params = {
+            "q": literal,
+            "a": agent_id,
+            "users": list(users),
+            "p": provider,
+            "m": model,
+            "k": int(limit),
+        }
+
+        def _query(c: Any) -> Any:
+            # SET LOCAL lasts until the end of the (read-only) transaction this search runs in.
+            c.exec_driver_sql(f"SET LOCAL hnsw.ef_search = {min(ef, 1000)}")
+            if self._supports_iterative(c):
+                c.exec_driver_sql("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            return c.execute(text(sql), params).all()
+
+        if conn is not None:
+            result = _query(conn)
+        else:
+            with self.engine.db.engine.connect() as own, own.begin():
+                result = _query(own)
         hits = [(int(i), float(s)) for i, s in result]
         hits.sort(key=lambda h: -h[1])  # relaxed_order may return slightly out of order
         return hits

@@ -198,6 +198,12 @@ class MemoryIndexer:
             report.changed_paths.extend(key[1] for key, _ in removed)
         if embedder is not None and space is not None:
             self._reembed(agent.id, scopes, embedder, space, report, progress)
+        if self.engine.db.backend == "postgresql" and report.chunks_written + report.reembedded >= 500:
+            # Fresh statistics after a bulk load, so the planner picks the HNSW / GIN indexes
+            # instead of trusting an empty-table estimate (autovacuum would get there later).
+            with self.engine.db.engine.connect() as conn:
+                conn.exec_driver_sql("ANALYZE memory_chunks")
+                conn.commit()
         invalidate = getattr(self.backend, "invalidate", None)
         if invalidate is not None:
             invalidate(agent.id)

@@ -162,29 +162,36 @@ class MemoryService:
         lexical: list[tuple[int, float]] = []
         vector: list[tuple[int, float]] = []
         backend = self.backend
-        if channel in ("hybrid", "lexical") and query.strip():
-            lexical = backend.lexical(a.id, users, query, k)
-            used.append("lexical")
+        embedder, reason = (None, None)
         if channel in ("hybrid", "vector") and query.strip():
             embedder, reason = self.embedder()
-            if embedder is None:
-                notes.append(
-                    f"vector search unavailable ({reason}); "
-                    + ("full-text results only" if channel == "hybrid" else "no results")
-                )
-            else:
-                try:
-                    qvec = embedder.embed([query])[0]
-                    space = (embedder.provider, embedder.model, int(embedder.dim))
-                    vector = backend.vector(a.id, users, qvec, space, k)
-                    used.append("vector")
-                except Exception as exc:
-                    log.debug("query embedding failed", exc_info=True)
+        # One read connection (and transaction) for the whole search.
+        with self.engine.db.engine.connect() as conn:
+            if channel in ("hybrid", "lexical") and query.strip():
+                lexical = backend.lexical(a.id, users, query, k, conn=conn)
+                used.append("lexical")
+            if channel in ("hybrid", "vector") and query.strip():
+                if embedder is None:
                     notes.append(
-                        f"vector search failed ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); "
+                        f"vector search unavailable ({reason}); "
                         + ("full-text results only" if channel == "hybrid" else "no results")
                     )
-        rows = backend.rows(list(dict.fromkeys([i for i, _ in lexical] + [i for i, _ in vector])))
+                else:
+                    try:
+                        qvec = embedder.embed([query])[0]
+                        space = (embedder.provider, embedder.model, int(embedder.dim))
+                        with conn.begin_nested():
+                            vector = backend.vector(a.id, users, qvec, space, k, conn=conn)
+                        used.append("vector")
+                    except Exception as exc:
+                        log.debug("vector search failed", exc_info=True)
+                        notes.append(
+                            f"vector search failed ({type(exc).__name__}: "
+                            f"{' '.join(str(exc).split())[:200]}); "
+                            + ("full-text results only" if channel == "hybrid" else "no results")
+                        )
+            ids = list(dict.fromkeys([i for i, _ in lexical] + [i for i, _ in vector]))
+            rows = backend.rows(ids, conn=conn)
         hits = hybrid_merge(
             lexical,
             vector,
