@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from goclaw_embeddings.static_model import DEFAULT_MODEL_DIR, StaticEmbedder
 
 MODEL_ID = "minilm-l6-static-256"
