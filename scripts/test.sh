@@ -47,4 +47,4 @@ echo "==> mypy (kernel)" >&2
 echo "==> mkdocs build --strict" >&2
 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 echo "==> pytest" >&2
-.venv/bin/python -m pytest -q "$@"
+.venv/bin/python -m pytest -q -n 2 "$@"
