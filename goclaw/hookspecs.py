@@ -70,9 +70,9 @@ def goclaw_services(engine: Engine) -> dict[str, Any] | None:
     Args: engine — the engine being opened.
     Returns: ``{"skills": SkillsService(engine), ...}``; the engine exposes each as an attribute
     (``engine.skills``). Semantics: all collected; two plugins offering one name is an error.
-    Default plugins: ``goclaw.context_files`` (files), ``goclaw.prompt`` (prompt),
-    ``goclaw.skills`` (skills), ``goclaw.memory`` (memory, sessions), ``goclaw.consolidation``
-    (events, kg).
+    Default plugins: ``goclaw.context_files`` (files), ``goclaw.bootstrap`` (seeder,
+    summoner), ``goclaw.prompt`` (prompt), ``goclaw.skills`` (skills), ``goclaw.memory``
+    (memory, sessions), ``goclaw.consolidation`` (events, kg, episodic, channel_memory).
     """
 
 
@@ -80,15 +80,17 @@ def goclaw_services(engine: Engine) -> dict[str, Any] | None:
 def goclaw_startup(engine: Engine) -> None:
     """Run start-up work once the engine is open and migrated (e.g. backfill embeddings).
 
-    Semantics: every implementation is called, in plugin-name order; an exception in a
-    third-party implementation is reported and skipped unless ``plugins.strict``.
-    Default plugin: ``goclaw.skills`` (embedding backfill, spec §11).
+    Semantics: every implementation is called, in pluggy's call order (use ``tryfirst`` /
+    ``trylast`` to order); an exception in a third-party implementation is reported and
+    skipped unless ``plugins.strict``.
+    Default plugins: ``goclaw.skills`` (embedding backfill, spec §11), ``goclaw.memory``
+    (optional watcher).
     """
 
 
 @hookspec
 def goclaw_agent_created(engine: Engine, agent: Agent) -> None:
-    """React to a new agent, inside nothing: the agent row is committed already.
+    """React to a new agent. Called after the agent row is committed, outside any transaction.
 
     Default plugin: ``goclaw.bootstrap`` seeds the agent-level context files (spec §3).
     """
@@ -240,8 +242,8 @@ def goclaw_consolidation_workers() -> list[ConsolidationWorker] | None:
 
     Returns: objects with ``name``, ``event_types`` and ``handle(event, engine)``.
     Semantics: all collected; a duplicate worker name is an error. Publishing an event creates
-    one delivery per subscribed worker. Default plugin: ``goclaw.consolidation`` (episodic,
-    semantic, dedup, dreaming).
+    one delivery per subscribed worker. Default plugins: ``goclaw.workers.episodic``,
+    ``.semantic``, ``.dedup``, ``.dreaming`` and ``.retention``.
     """
 
 
@@ -250,7 +252,9 @@ def goclaw_tools(engine: Engine) -> list[Tool] | None:
     """Contribute runtime tools (``skill_search``, ``use_skill``, ``memory_search``, ...).
 
     Semantics: all collected; a duplicate tool name is an error.
-    Default plugins: ``goclaw.skills``, ``goclaw.memory``, ``goclaw.consolidation``.
+    Default plugins: ``goclaw.context_files`` (read/write_context_file), ``goclaw.skills``
+    (skill_search, use_skill), ``goclaw.memory`` (memory_search, memory_get),
+    ``goclaw.consolidation`` (memory_expand).
     """
 
 
