@@ -10,9 +10,10 @@ database with pgvector; a private schema is created and dropped. Use a database 
 Search latency is end to end through ``engine.memory.search_response`` (agent lookup, query
 embedding with the default static embedder, full-text channel, vector channel, row fetch,
 hybrid merge), median of 30 queries after one warm-up. Extra memory tiers (episodic summaries,
-issue 6) are left out: they are measured by their own benchmark. The baseline is a plain brute-force hybrid over the same chunks held
-in Python/numpy memory: term-frequency × IDF scores by scanning every chunk's pre-tokenised
-terms, exact cosine with one matrix product, the same 0.3/0.7 merge.
+issue 6) are left out: they are measured by their own benchmark. The baseline is a plain
+brute-force hybrid over the same chunks held in Python/numpy memory: term-frequency × IDF
+scores by scanning every chunk's pre-tokenised terms, exact cosine with one matrix product,
+the same 0.3/0.7 merge.
 """
 
 from __future__ import annotations
@@ -317,7 +318,8 @@ def bench_search(tmp: Path, chunks: int, backend: str, url: str | None) -> list[
     build = time.perf_counter() - t
     assert report.chunks_written == chunks, report
     qs = queries(31)
-    eng.memory.search_response(qs[0], "bench", include_extra=False)  # warm-up: loads the vector matrix (SQLite)
+    # Warm-up: loads the vector matrix (SQLite).
+    eng.memory.search_response(qs[0], "bench", include_extra=False)
     ours = []
     for q in qs[1:]:
         t = time.perf_counter()

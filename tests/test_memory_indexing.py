@@ -242,3 +242,14 @@ def test_watch_setting_starts_a_watcher(workspace: Path, backend: str) -> None:
         assert _wait(lambda: bool(eng.memory.search("QUOKKA", "ada", channel="lexical")))
     finally:
         eng.close()
+
+
+def test_prune_terms_keeps_rarest_within_budget() -> None:
+    from goclaw_memory.backends import prune_terms, query_terms
+
+    df = {"common": 15_000, "usual": 9_000, "rare": 3, "unknown": 0}
+    assert prune_terms(["common", "rare", "usual"], df, budget=20_000) == ["rare", "usual"]
+    assert prune_terms(["common", "usual"], df, budget=5_000) == ["usual"]  # the rarest always stays
+    assert prune_terms(["a", "b"], {}, budget=0) == ["a", "b"]  # unknown frequencies: keep all
+    assert query_terms("What did we decide about the DATABASE?") == ["decide", "database"]
+    assert query_terms("the") == ["the"]  # nothing but stopwords: keep them

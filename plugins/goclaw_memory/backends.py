@@ -21,8 +21,10 @@ parentheses, column filters) is searched as text and never parsed.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from goclaw.engine import Engine
+
+log = logging.getLogger(__name__)
 
 MAX_QUERY_TERMS = 32
 VERSION_WORKER = "goclaw.memory.index"
@@ -127,17 +131,38 @@ def query_terms(query: str) -> list[str]:
     return (content or terms)[:MAX_QUERY_TERMS]
 
 
-def fts5_match_expression(query: str) -> str | None:
+# At most this many matching chunks are ranked per query (sum of the kept terms' document
+# frequencies; the rarest term is always kept). Terms so common that ranking their matches
+# would cost more are dropped from the full-text channel: their IDF is near zero anyway, and the
+# vector channel still sees the whole query. This keeps any-term matching fast at 100k chunks.
+RANK_BUDGET = 20_000
+
+
+def prune_terms(terms: Sequence[str], doc_freq: dict[str, int], budget: int = RANK_BUDGET) -> list[str]:
+    """The rarest terms whose matches together stay within ``budget`` (query order kept)."""
+    ordered = sorted(range(len(terms)), key=lambda i: (doc_freq.get(terms[i], 0), i))
+    kept: set[int] = set()
+    total = 0
+    for i in ordered:
+        n = doc_freq.get(terms[i], 0)
+        if kept and total + n > budget:
+            break
+        kept.add(i)
+        total += n
+    return [t for i, t in enumerate(terms) if i in kept]
+
+
+def fts5_match_expression(query: str, terms: Sequence[str] | None = None) -> str | None:
     """An FTS5 MATCH string: every term double-quoted, OR-ed. ``None`` when nothing to search."""
-    terms = query_terms(query)
+    terms = query_terms(query) if terms is None else list(terms)
     if not terms:
         return None
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
-def tsquery_expression(query: str) -> str | None:
+def tsquery_expression(query: str, terms: Sequence[str] | None = None) -> str | None:
     """A ``to_tsquery('simple', ...)`` string: every term single-quoted, OR-ed with ``|``."""
-    terms = query_terms(query)
+    terms = query_terms(query) if terms is None else list(terms)
     if not terms:
         return None
     return " | ".join("'" + t.replace("'", "''").replace("\\", "") + "'" for t in terms)
@@ -256,9 +281,36 @@ class SQLiteSearchBackend:
     def lexical(
         self, agent_id: str, users: Sequence[str], query: str, limit: int, conn: Any = None
     ) -> list[tuple[int, float]]:
-        match = fts5_match_expression(query)
-        if match is None:
+        terms = query_terms(query)
+        if not terms:
             return []
+        with _connection(self.engine, conn) as c:
+            if len(terms) > 1:
+                terms = prune_terms(terms, self._doc_freq(c, terms))
+            return self._lexical(c, agent_id, users, terms, limit)
+
+    def _doc_freq(self, conn: Any, terms: Sequence[str]) -> dict[str, int]:
+        """Rows containing each term, from an ``fts5vocab`` view (per connection, in temp)."""
+        try:
+            with conn.begin_nested():
+                conn.exec_driver_sql(
+                    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.goclaw_memory_vocab "
+                    "USING fts5vocab(main, memory_chunks_fts, row)"
+                )
+                marks = ", ".join(f":t{i}" for i in range(len(terms)))
+                rows = conn.execute(
+                    text(f"SELECT term, doc FROM temp.goclaw_memory_vocab WHERE term IN ({marks})"),
+                    {f"t{i}": t for i, t in enumerate(terms)},
+                ).all()
+        except Exception:  # no pruning is always correct, only slower
+            log.debug("fts5vocab lookup failed", exc_info=True)
+            return {}
+        return {r[0]: int(r[1]) for r in rows}
+
+    def _lexical(
+        self, conn: Any, agent_id: str, users: Sequence[str], terms: Sequence[str], limit: int
+    ) -> list[tuple[int, float]]:
+        match = fts5_match_expression("", terms)
         marks = ", ".join(f":u{i}" for i in range(len(users)))
         inner = max(200, int(limit) * 8)
         params: dict[str, Any] = {"m": match, "a": agent_id, "k": int(limit), "inner": inner}
@@ -277,18 +329,17 @@ class SQLiteSearchBackend:
             "JOIN memory_chunks c ON c.id = memory_chunks_fts.rowid "
             f"WHERE memory_chunks_fts MATCH :m AND {scope} ORDER BY r LIMIT :k"
         )
-        with _connection(self.engine, conn) as conn:
-            result = conn.execute(text(fast), params).all()
-            if len(result) < int(limit):
-                total = conn.execute(
-                    text(
-                        "SELECT count(*) FROM (SELECT rowid FROM memory_chunks_fts "
-                        "WHERE memory_chunks_fts MATCH :m LIMIT :inner)"
-                    ),
-                    params,
-                ).scalar_one()
-                if total >= inner:
-                    result = conn.execute(text(exact), params).all()
+        result = conn.execute(text(fast), params).all()
+        if len(result) < int(limit):
+            total = conn.execute(
+                text(
+                    "SELECT count(*) FROM (SELECT rowid FROM memory_chunks_fts "
+                    "WHERE memory_chunks_fts MATCH :m LIMIT :inner)"
+                ),
+                params,
+            ).scalar_one()
+            if total >= inner:
+                result = conn.execute(text(exact), params).all()
         # bm25() is "lower is better" and negative; flip the sign so higher is better.
         return [(int(i), -float(r)) for i, r in result if -float(r) > 0]
 
@@ -384,19 +435,48 @@ class PostgresSearchBackend:
         self._prepared: set[int] = set()
         self._lock = threading.Lock()
         self._iterative: bool | None = None
+        self._stats: tuple[float, dict[str, int]] = (0.0, {})
+
+    def _doc_freq(self, conn: Any) -> dict[str, int]:
+        """Estimated rows per common lexeme from the planner's statistics (refreshed each minute)."""
+        fetched, freq = self._stats
+        if time.monotonic() - fetched < 60:
+            return freq
+        freq = {}
+        try:
+            with conn.begin_nested():
+                row = conn.execute(
+                    text(
+                        "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples "
+                        "FROM pg_stats s JOIN pg_class c ON c.relname = s.tablename "
+                        "AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = s.schemaname) "
+                        "WHERE s.tablename = 'memory_chunks' AND s.attname = 'tsv' "
+                        "AND s.schemaname = current_schema()"
+                    )
+                ).first()
+            if row is not None and row[0] is not None and row[1] is not None:
+                total = max(0.0, float(row[2] or 0))
+                freq = {e: int(f * total) for e, f in zip(row[0], row[1], strict=False)}
+        except Exception:
+            log.debug("pg_stats lookup failed", exc_info=True)
+        self._stats = (time.monotonic(), freq)
+        return freq
 
     def lexical(
         self, agent_id: str, users: Sequence[str], query: str, limit: int, conn: Any = None
     ) -> list[tuple[int, float]]:
-        tsq = tsquery_expression(query)
-        if tsq is None:
+        terms = query_terms(query)
+        if not terms:
             return []
-        sql = (
-            "SELECT id, ts_rank(tsv, q) AS r FROM memory_chunks, to_tsquery('simple', :q) AS q "
-            "WHERE tsv @@ q AND agent_id = :a AND user_id = ANY(:users) ORDER BY r DESC LIMIT :k"
-        )
-        with _connection(self.engine, conn) as conn:
-            result = conn.execute(
+        with _connection(self.engine, conn) as c:
+            if len(terms) > 1:
+                terms = prune_terms(terms, self._doc_freq(c))
+            tsq = tsquery_expression("", terms)
+            sql = (
+                "SELECT id, ts_rank(tsv, q) AS r FROM memory_chunks, to_tsquery('simple', :q) AS q "
+                "WHERE tsv @@ q AND agent_id = :a AND user_id = ANY(:users) ORDER BY r DESC LIMIT :k"
+            )
+            result = c.execute(
                 text(sql), {"q": tsq, "a": agent_id, "users": list(users), "k": int(limit)}
             ).all()
         return [(int(i), float(r)) for i, r in result if float(r) > 0]
