@@ -71,12 +71,13 @@ def current_revision(db: Database) -> str | None:
         return None if row is None else str(row[0])
 
 
-def upgrade(db: Database) -> str:
-    """Migrate ``db`` to the head revision; returns the revision it is at."""
+def upgrade(db: Database, target: str | None = None) -> str:
+    """Migrate ``db`` to the head revision (or ``target``); returns the revision it is at."""
     head, known = known_revisions()
+    goal = target or head
     current = current_revision(db)
-    if current == head:
-        return head
+    if current == goal:
+        return goal
     if current is not None and current not in known:
         raise StoreError(
             f"the database schema ({current}) is newer than this goclaw understands (up to {head}); "
@@ -98,11 +99,11 @@ def upgrade(db: Database) -> str:
                         "the database already holds tables that goclaw did not create "
                         f"({', '.join(sorted(foreign)[:5])}); use an empty database"
                     )
-            command.upgrade(_alembic_config(conn), "head")
+            command.upgrade(_alembic_config(conn), goal)
     except StoreError:
         raise
     except Exception as exc:
-        raise StoreError(f"could not migrate the database to {head}: {exc}") from exc
+        raise StoreError(f"could not migrate the database to {goal}: {exc}") from exc
     finally:
         conn.close()
-    return head
+    return goal
