@@ -33,8 +33,9 @@ def test_upgrade_from_0001_keeps_data_and_applies_0002(workspace: Path, database
         )
         conn.execute(
             text(
-                "INSERT INTO memory_chunks (id, document_id, agent_id, user_id, path, start_line, end_line,"
-                " text, chunk_hash) VALUES (1, 1, 'a1', '', 'MEMORY.md', 1, 1, 'Refund for TCK-4471 sent', 'c')"
+                "INSERT INTO memory_chunks (id, document_id, agent_id, user_id, path, start_line,"
+                " end_line, text, chunk_hash)"
+                " VALUES (1, 1, 'a1', '', 'MEMORY.md', 1, 1, 'Refund for TCK-4471 sent', 'c')"
             )
         )
     db.dispose()
