@@ -142,15 +142,17 @@ def make_corpus(root: Path, docs: int, paras_per_doc: int, seed: int = 7) -> int
     """Write ``docs`` memory files of ``paras_per_doc`` ~600-char paragraphs; return chunk count."""
     rng = random.Random(seed)
     vocab = _vocab(3000, rng)
-    weights = [1 / (i + 1) for i in range(len(vocab))]
+    cum: list[float] = []
+    acc = 0.0
+    for i in range(len(vocab)):
+        acc += 1 / (i + 1)  # Zipf
+        cum.append(acc)
     mem = root / "memory"
     for d in range(docs):
         paras = []
         for _ in range(paras_per_doc):
-            words: list[str] = []
-            while sum(len(w) + 1 for w in words) < 560:
-                words += rng.choices(vocab, weights)
-            paras.append(" ".join(words).capitalize() + ".")
+            text = " ".join(rng.choices(vocab, cum_weights=cum, k=120))
+            paras.append(text[: text.rfind(" ", 0, 580)].capitalize() + ".")
         sub = mem / f"{d % 100:02d}"
         sub.mkdir(parents=True, exist_ok=True)
         (sub / f"note-{d:06d}.md").write_text("\n\n".join(paras) + "\n", encoding="utf-8")

@@ -136,10 +136,13 @@ def query_terms(query: str) -> list[str]:
 # would cost more are dropped from the full-text channel: their IDF is near zero anyway, and the
 # vector channel still sees the whole query. This keeps any-term matching fast at 100k chunks.
 RANK_BUDGET = 20_000
+# PostgreSQL's ts_rank reads each match's tsvector (several times FTS5's bm25 cost per row).
+PG_RANK_BUDGET = 3_000
 
 
-def prune_terms(terms: Sequence[str], doc_freq: dict[str, int], budget: int = RANK_BUDGET) -> list[str]:
+def prune_terms(terms: Sequence[str], doc_freq: dict[str, int], budget: int | None = None) -> list[str]:
     """The rarest terms whose matches together stay within ``budget`` (query order kept)."""
+    budget = RANK_BUDGET if budget is None else budget
     ordered = sorted(range(len(terms)), key=lambda i: (doc_freq.get(terms[i], 0), i))
     kept: set[int] = set()
     total = 0
@@ -470,7 +473,7 @@ class PostgresSearchBackend:
             return []
         with _connection(self.engine, conn) as c:
             if len(terms) > 1:
-                terms = prune_terms(terms, self._doc_freq(c))
+                terms = prune_terms(terms, self._doc_freq(c), PG_RANK_BUDGET)
             tsq = tsquery_expression("", terms)
             sql = (
                 "SELECT id, ts_rank(tsv, q) AS r FROM memory_chunks, to_tsquery('simple', :q) AS q "
