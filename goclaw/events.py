@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-NOTIFY_CHANNEL = "goclaw_events"
+NOTIFY_CHANNEL = "goclaw_events"  # suffixed per schema: see EventQueue.channel
 TICK_SCOPE = "__tick__"
 
 _deliveries = EventDelivery.__table__  # type: ignore[attr-defined]
@@ -132,6 +132,22 @@ class EventQueue:
         self.backoff_base = max(0.0, backoff_base)
         self.backoff_max = max(0.0, backoff_max)
         self.lease_seconds = max(1.0, lease_seconds)
+        self._channel: str | None = None
+
+    @property
+    def channel(self) -> str:
+        """The NOTIFY channel of this database *schema*. Channels are database-wide in
+        PostgreSQL, so deployments (or tests) sharing a database in different schemas would
+        otherwise wake each other's workers."""
+        if self._channel is None:
+            import hashlib
+
+            from sqlalchemy import text
+
+            with self.engine.db.engine.connect() as conn:
+                schema = str(conn.execute(text("SELECT current_schema()")).scalar() or "public")
+            self._channel = f"{NOTIFY_CHANNEL}_{hashlib.sha256(schema.encode()).hexdigest()[:12]}"
+        return self._channel
 
     # ------------------------------------------------------------------ subscriptions
     def workers(self) -> list[ConsolidationWorker]:
@@ -164,7 +180,7 @@ class EventQueue:
         if self.engine.db.backend == "postgresql":
             from sqlalchemy import text
 
-            session.execute(text("SELECT pg_notify(:c, :t)"), {"c": NOTIFY_CHANNEL, "t": event_type})
+            session.execute(text("SELECT pg_notify(:c, :t)"), {"c": self.channel, "t": event_type})
         return event.id
 
     def publish_now(
@@ -406,7 +422,7 @@ class EventQueue:
         """Something to block on while idle: LISTEN/NOTIFY on PostgreSQL, a sleep on SQLite."""
         if self.engine.db.backend == "postgresql":
             try:
-                return PgListener(self.engine)
+                return PgListener(self.engine, self.channel)
             except Exception:  # no LISTEN (e.g. a pooler in transaction mode): poll instead
                 log.debug("LISTEN unavailable; polling", exc_info=True)
         return Listener()
@@ -426,16 +442,16 @@ class Listener:
 
 
 class PgListener(Listener):
-    """A dedicated autocommit connection that ``LISTEN``s on :data:`NOTIFY_CHANNEL`."""
+    """A dedicated autocommit connection that ``LISTEN``s on the queue's channel."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, channel: str) -> None:
         raw = engine.db.engine.raw_connection()
         conn: Any = raw.driver_connection
         raw.detach()  # ours alone, never returned to the pool mid-LISTEN
         self._raw = raw
         conn.rollback()
         conn.autocommit = True
-        conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        conn.execute(f"LISTEN {channel}")
         self._conn = conn
 
     def wait(self, timeout: float, stop: threading.Event | None = None) -> bool:
