@@ -107,14 +107,9 @@ def main() -> int:
 
     total = time.perf_counter() - started
     if args.json:
-        doc = {
-            "machine": machine(),
-            "quick": args.quick,
-            "seconds": round(total, 1),
-            "rows": rows,
-            "errors": errors,
-        }
-        print(json.dumps(doc, indent=2))
+        print(json.dumps(rows, indent=2))
+        summary = {"machine": machine(), "quick": args.quick, "seconds": round(total, 1), "errors": errors}
+        print(json.dumps(summary), file=sys.stderr)
         return 1 if errors else 0
     print(f"goclaw benchmarks ({'quick' if args.quick else 'full'}), {machine()}")
     print()
