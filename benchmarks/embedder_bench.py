@@ -108,5 +108,37 @@ def main() -> None:
     print(f"| single query latency | {query_s * 1000:.2f} ms |")
 
 
+def run(quick: bool) -> list[dict[str, object]]:
+    """Rows for ``benchmarks/run.py`` (1,000 chunks of ~500 characters; medians)."""
+    repeats = 3
+    chunks = make_chunks(1000, 500)
+    loads = []
+    for _ in range(repeats):
+        emb = StaticEmbedder()
+        t0 = time.perf_counter()
+        emb.load()
+        loads.append(time.perf_counter() - t0)
+    emb.embed(chunks[:10])
+    batches = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        emb.embed(chunks)
+        batches.append(time.perf_counter() - t0)
+    queries = [" ".join(random.Random(i).sample(_WORDS, 6)) for i in range(50 if quick else 200)]
+    t0 = time.perf_counter()
+    for q in queries:
+        emb.embed([q])
+    per_query = (time.perf_counter() - t0) / len(queries)
+    return [
+        {"name": "static embedder load", "value": statistics.median(loads) * 1000, "unit": "ms"},
+        {
+            "name": "static embedder throughput, 1,000 chunks of ~500 chars",
+            "value": 1000 / statistics.median(batches),
+            "unit": "embeddings/s",
+        },
+        {"name": "static embedder single query", "value": per_query * 1000, "unit": "ms"},
+    ]
+
+
 if __name__ == "__main__":
     main()
