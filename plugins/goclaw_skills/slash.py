@@ -256,31 +256,17 @@ class HelpCommand:
         return SlashResult(command=self.name, skill=None, reply=reply)
 
 
-class UseCommand:
-    """``/use <slug-or-name> prompt`` (and ``/activate``): activate a skill by slug or name."""
+class ActivateCommand:
+    """Activate a skill for this turn: ``/use <slug-or-name> prompt`` (and ``/activate``), or
+    ``/<slug> prompt`` directly; an unknown target gets suggestions (or passes through)."""
 
-    name = "use"
-    order = 30
-
-    def handle(self, text: str, ctx: PromptContext) -> SlashResult | None:
-        prep = _prepare(text, ctx, ("use",))
-        if prep is None:
-            return None
-        parsed, cfg, view = prep
-        hit = match(view, parsed.target, cfg.partial_matching)
-        if hit is None:
-            return _unknown(self.name, parsed.target.split()[0], cfg, view, cfg.prefix)
-        return SlashResult(command=self.name, skill=hit[0], message=hit[1] or DEFAULT_MESSAGE)
-
-
-class SkillSlugCommand:
-    """``/<slug> prompt``: activate a skill by slug (or name); unknown → suggestions."""
-
-    name = "skill"
-    order = 90
+    def __init__(self, name: str, order: int, kind: str) -> None:
+        self.name = name
+        self.order = order
+        self._kind = kind
 
     def handle(self, text: str, ctx: PromptContext) -> SlashResult | None:
-        prep = _prepare(text, ctx, ("direct",))
+        prep = _prepare(text, ctx, (self._kind,))
         if prep is None:
             return None
         parsed, cfg, view = prep
@@ -292,4 +278,9 @@ class SkillSlugCommand:
 
 @hookimpl
 def goclaw_slash_commands() -> list[Any]:
-    return [ListSkillsCommand(), HelpCommand(), UseCommand(), SkillSlugCommand()]
+    return [
+        ListSkillsCommand(),
+        HelpCommand(),
+        ActivateCommand("use", 30, "use"),  # /use <slug-or-name> prompt
+        ActivateCommand("skill", 90, "direct"),  # /<slug> prompt
+    ]
