@@ -21,16 +21,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="module")
-def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    dist = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(ROOT)],
-        check=True,
-        capture_output=True,
-    )
-    [wheel] = dist.glob("goclaw-*.whl")
-    env_dir = tmp_path_factory.mktemp("venv")
+def _venv_with_test_deps(env_dir: Path) -> tuple[Path, Path, str]:
+    """A new venv whose dependencies come from the test venv through a .pth line (nothing is
+    downloaded); returns (venv folder, its python, its site-packages)."""
     venv.create(env_dir, with_pip=False)
     py = env_dir / "bin" / "python"
     purelib = subprocess.run(
@@ -41,6 +34,19 @@ def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ).stdout.strip()
     deps = [p for p in site.getsitepackages() if "site-packages" in p]
     Path(purelib, "zz_test_deps.pth").write_text("\n".join(deps) + "\n")
+    return env_dir, py, purelib
+
+
+@pytest.fixture(scope="module")
+def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    dist = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
+    [wheel] = dist.glob("goclaw-*.whl")
+    env_dir, py, _ = _venv_with_test_deps(tmp_path_factory.mktemp("venv"))
     pip = [sys.executable, "-m", "pip", "--python", str(py), "install", "--quiet", "--no-deps"]
     subprocess.run([*pip, str(wheel)], check=True, capture_output=True)
     subprocess.run(
@@ -127,17 +133,7 @@ def test_wheel_cli_runs_the_kernel_tour(wheel_venv: Path, tmp_path: Path) -> Non
 
 def test_editable_install_imports_the_checkout(tmp_path: Path) -> None:
     """`pip install -e .` (what scripts/quickstart.sh does) must import goclaw from the checkout."""
-    env_dir = tmp_path / "editable"
-    venv.create(env_dir, with_pip=False)
-    py = env_dir / "bin" / "python"
-    purelib = subprocess.run(
-        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    deps = [p for p in site.getsitepackages() if "site-packages" in p]
-    Path(purelib, "zz_test_deps.pth").write_text("\n".join(deps) + "\n")
+    _env_dir, py, purelib = _venv_with_test_deps(tmp_path / "editable")
     subprocess.run(
         [
             sys.executable,
