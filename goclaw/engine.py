@@ -143,7 +143,7 @@ class Engine:
                     raise FeatureUnavailableError(
                         f"'{name}' is not available: plugin {owner} is {status}"
                     ) from None
-            raise FeatureUnavailableError(f"'{name}' is not available yet in this goclaw") from None
+            raise FeatureUnavailableError(f"no active plugin provides the '{name}' service") from None
 
     def has_service(self, name: str) -> bool:
         return name in self._services

@@ -45,34 +45,26 @@ def cli(ctx: click.Context, workspace: Path | None, database_url: str | None) ->
     ctx.call_on_close(state.close)
 
 
-def _add_builtin_commands() -> None:
-    from goclaw.cli import (
-        agents,
-        channel_memory,
-        files,
-        kg,
-        memory,
-        plugins,
-        prompt,
-        session,
-        skills,
-        workers,
-        workspace,
-    )
+BUILTIN_COMMAND_MODULES = (
+    "agents",
+    "channel_memory",
+    "files",
+    "kg",
+    "memory",
+    "plugins",
+    "prompt",
+    "session",
+    "skills",
+    "workers",
+    "workspace",
+)
 
-    for module in (
-        agents,
-        files,
-        kg,
-        memory,
-        plugins,
-        prompt,
-        session,
-        skills,
-        workers,
-        workspace,
-        channel_memory,
-    ):
+
+def _add_builtin_commands() -> None:
+    import importlib
+
+    for name in BUILTIN_COMMAND_MODULES:
+        module = importlib.import_module(f"goclaw.cli.{name}")
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -94,9 +94,3 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: st
 def fail(exc: GoclawError) -> NoReturn:
     click.echo(f"error: {exc}", err=True)
     sys.exit(exc.exit_code)
-
-
-def not_yet(feature: str) -> NoReturn:
-    from goclaw.errors import FeatureUnavailableError
-
-    raise FeatureUnavailableError(f"{feature} is not available yet in this goclaw")
