@@ -95,6 +95,14 @@ class AgentService:
             raise NotFoundError(f"unknown agent {name!r}; create it with: goclaw agent create {name}")
         return agent
 
+    def get_cached(self, name: str, ttl: float = 5.0) -> Agent:
+        """:meth:`get` through the engine's ``agents`` change tracker: no database round trip
+        while no agent was written in this process and for at most ``ttl`` seconds (another
+        process's rename or delete is seen after that)."""
+        tracker = self.engine.change_tracker("agents", (Agent,))
+        agent: Agent = tracker.cached(("agent", self.tenant, name), ttl, lambda: self.get(name))
+        return agent
+
     def list(self) -> list[Agent]:
         with self.engine.db.session() as s:
             return list(s.exec(select(Agent).where(Agent.tenant_id == self.tenant).order_by(Agent.name)))

@@ -22,6 +22,7 @@ parentheses, column filters) is searched as text and never parsed.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import threading
 import time
@@ -136,23 +137,58 @@ def query_terms(query: str) -> list[str]:
 # would cost more are dropped from the full-text channel: their IDF is near zero anyway, and the
 # vector channel still sees the whole query. This keeps any-term matching fast at 100k chunks.
 RANK_BUDGET = 20_000
-# PostgreSQL's ts_rank reads each match's tsvector (several times FTS5's bm25 cost per row).
-PG_RANK_BUDGET = 3_000
+# PostgreSQL visits each match's heap row and tsvector: ~1 µs per match with the table in
+# shared buffers, ~5 µs from the OS cache. Matches beyond this are not enumerated (see
+# PostgresSearchBackend.lexical).
+PG_RANK_BUDGET = 1_000
 
 
-def prune_terms(terms: Sequence[str], doc_freq: dict[str, int], budget: int | None = None) -> list[str]:
-    """The rarest terms whose matches together stay within ``budget`` (query order kept)."""
-    budget = RANK_BUDGET if budget is None else budget
+@dataclass(frozen=True)
+class _PgStats:
+    """Document frequencies estimated from ``pg_stats`` (table-wide, all agents)."""
+
+    df: dict[str, int]
+    rows: float
+    unlisted: float  # lexemes missing from ``df`` are rarer than this
+
+    def idf(self, terms: Sequence[str]) -> float:
+        """Mean BM25 IDF of ``terms``; 1.0 without statistics."""
+        if self.rows <= 0:
+            return 1.0
+        n = self.rows
+        total = 0.0
+        for t in terms:
+            d = float(self.df.get(t, self.unlisted / 2))
+            total += math.log(1.0 + (n - d + 0.5) / (d + 0.5))
+        return total / max(1, len(terms))
+
+
+def split_terms(
+    terms: Sequence[str], doc_freq: dict[str, int], budget: int, *, keep_rarest: bool = False
+) -> tuple[list[str], list[str]]:
+    """``(selective, common)``: the rarest terms whose matches together stay within ``budget``,
+    and the rest (query order kept in both). Terms of unknown frequency count as rare.
+    With ``keep_rarest`` the rarest term is selective even when it alone exceeds the budget."""
     ordered = sorted(range(len(terms)), key=lambda i: (doc_freq.get(terms[i], 0), i))
     kept: set[int] = set()
     total = 0
     for i in ordered:
         n = doc_freq.get(terms[i], 0)
-        if kept and total + n > budget:
+        if total + n > budget and (kept or not keep_rarest):
             break
         kept.add(i)
         total += n
-    return [t for i, t in enumerate(terms) if i in kept]
+    return (
+        [t for i, t in enumerate(terms) if i in kept],
+        [t for i, t in enumerate(terms) if i not in kept],
+    )
+
+
+def prune_terms(terms: Sequence[str], doc_freq: dict[str, int], budget: int | None = None) -> list[str]:
+    """The rarest terms whose matches together stay within ``budget`` (query order kept);
+    the rarest term is always kept."""
+    budget = RANK_BUDGET if budget is None else budget
+    return split_terms(terms, doc_freq, budget, keep_rarest=True)[0]
 
 
 def fts5_match_expression(query: str, terms: Sequence[str] | None = None) -> str | None:
@@ -182,7 +218,12 @@ class ChunkRow:
 
 
 class MemorySearchBackend(Protocol):
-    """What the memory service needs from a database backend."""
+    """What the memory service needs from a database backend.
+
+    A backend whose ``lexical_candidates`` attribute is true gets the vector channel's ids as
+    ``lexical(..., candidates=ids)`` (the service then runs the vector channel first), so it
+    may score those ids instead of enumerating every match of a very common word.
+    """
 
     name: str
 
@@ -432,20 +473,22 @@ class PostgresSearchBackend:
     """tsvector + GIN and pgvector HNSW (DESIGN.md §4)."""
 
     name = "postgresql"
+    lexical_candidates = True
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._prepared: set[int] = set()
+        self._deferred: set[int] = set()
         self._lock = threading.Lock()
         self._iterative: bool | None = None
-        self._stats: tuple[float, dict[str, int]] = (0.0, {})
+        self._stats: tuple[float, _PgStats] = (float("-inf"), _PgStats({}, 0.0, 0.0))
 
-    def _doc_freq(self, conn: Any) -> dict[str, int]:
+    def _doc_freq(self, conn: Any) -> _PgStats:
         """Estimated rows per common lexeme from the planner's statistics (refreshed each minute)."""
-        fetched, freq = self._stats
+        fetched, stats = self._stats
         if time.monotonic() - fetched < 60:
-            return freq
-        freq = {}
+            return stats
+        stats = _PgStats({}, 0.0, 0.0)
         try:
             with conn.begin_nested():
                 row = conn.execute(
@@ -459,29 +502,70 @@ class PostgresSearchBackend:
                 ).first()
             if row is not None and row[0] is not None and row[1] is not None:
                 total = max(0.0, float(row[2] or 0))
-                freq = {e: int(f * total) for e, f in zip(row[0], row[1], strict=False)}
+                elems, freqs = list(row[0]), [float(f) for f in row[1]]
+                # After one frequency per element PostgreSQL appends the minimum, the maximum
+                # and the null fraction: lexemes not listed are rarer than that minimum.
+                floor = freqs[len(elems)] if len(freqs) > len(elems) else 0.0
+                stats = _PgStats(
+                    {e: int(f * total) for e, f in zip(elems, freqs, strict=False)}, total, floor * total
+                )
         except Exception:
             log.debug("pg_stats lookup failed", exc_info=True)
-        self._stats = (time.monotonic(), freq)
-        return freq
+        self._stats = (time.monotonic(), stats)
+        return stats
 
     def lexical(
-        self, agent_id: str, users: Sequence[str], query: str, limit: int, conn: Any = None
+        self,
+        agent_id: str,
+        users: Sequence[str],
+        query: str,
+        limit: int,
+        conn: Any = None,
+        candidates: Sequence[int] | None = None,
     ) -> list[tuple[int, float]]:
+        """Full-text candidates, ranked by ``ts_rank`` weighted by each term's rarity.
+
+        Terms are split by their estimated document frequency (see :func:`split_terms`):
+        every match of the *selective* terms is ranked; the *common* terms (which together
+        would match more than :data:`PG_RANK_BUDGET` rows) only add to the score of those
+        matches and of ``candidates`` (the vector channel's ids). This is the "common terms"
+        query of Lucene/Elasticsearch: ranking the tens of thousands of chunks that contain a
+        frequent word costs ~1-5 µs each in PostgreSQL and tells the merge almost nothing.
+        With only common terms and no candidates (full-text only), the rarest term's matches
+        are ranked, as before.
+        """
         terms = query_terms(query)
         if not terms:
             return []
         with _connection(self.engine, conn) as c:
-            if len(terms) > 1:
-                terms = prune_terms(terms, self._doc_freq(c), PG_RANK_BUDGET)
-            tsq = tsquery_expression("", terms)
+            stats = self._doc_freq(c) if len(terms) > 1 or candidates is not None else _PgStats({}, 0, 0)
+            cand = [int(i) for i in candidates or ()]
+            selective, common = split_terms(terms, stats.df, PG_RANK_BUDGET)
+            if not selective and not cand:
+                selective, common = split_terms(terms, stats.df, PG_RANK_BUDGET, keep_rarest=True)
+            params: dict[str, Any] = {"a": agent_id, "users": list(users), "k": int(limit)}
+            ranks: list[str] = []
+            if selective:
+                params["s"] = tsquery_expression("", selective)
+                params["ws"] = stats.idf(selective)
+                ranks.append(":ws * ts_rank(tsv, to_tsquery('simple', :s))")
+            if common:
+                params["c"] = tsquery_expression("", common)
+                params["wc"] = stats.idf(common)
+                ranks.append(":wc * ts_rank(tsv, to_tsquery('simple', :c))")
+            found: list[str] = []
+            if selective:
+                found.append("tsv @@ to_tsquery('simple', :s)")
+            if cand:
+                params["all"] = tsquery_expression("", terms)
+                params["ids"] = cand
+                found.append("(id = ANY(:ids) AND tsv @@ to_tsquery('simple', :all))")
             sql = (
-                "SELECT id, ts_rank(tsv, q) AS r FROM memory_chunks, to_tsquery('simple', :q) AS q "
-                "WHERE tsv @@ q AND agent_id = :a AND user_id = ANY(:users) ORDER BY r DESC LIMIT :k"
+                f"SELECT id, {' + '.join(ranks)} AS r FROM memory_chunks "
+                f"WHERE agent_id = :a AND user_id = ANY(:users) AND ({' OR '.join(found)}) "
+                "ORDER BY r DESC LIMIT :k"
             )
-            result = c.execute(
-                text(sql), {"q": tsq, "a": agent_id, "users": list(users), "k": int(limit)}
-            ).all()
+            result = c.execute(text(sql), params).all()
         return [(int(i), float(r)) for i, r in result if float(r) > 0]
 
     def _supports_iterative(self, conn: Any) -> bool:
@@ -492,24 +576,52 @@ class PostgresSearchBackend:
         return self._iterative
 
     def prepare_vectors(self, dim: int) -> None:
+        """Note a dimension about to be written. A missing HNSW index is not created here but
+        by :meth:`finish_vectors` after the load: building it over loaded rows is ~10x faster
+        than maintaining it on every insert (pgvector's own advice). Until then, and if a
+        load is interrupted, searches scan exactly (correct, slower) and the next indexing
+        run builds the index."""
         dim = int(dim)
         if dim in self._prepared:
             return
         with self._lock:
-            if dim in self._prepared:
-                return
             if dim > 2000:
                 # pgvector's HNSW indexes at most 2,000 dimensions: exact scan for larger models.
                 self._prepared.add(dim)
                 return
-            with self.engine.db.engine.connect() as conn, conn.begin():
-                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": 0x60C1A4})
-                conn.exec_driver_sql(
-                    f"CREATE INDEX IF NOT EXISTS ix_memory_chunks_hnsw_{dim} ON memory_chunks "
-                    f"USING hnsw ((embedding::vector({dim})) vector_cosine_ops) "
-                    f"WHERE embedding_dim = {dim}"
-                )
-            self._prepared.add(dim)
+            with self.engine.db.engine.connect() as conn:
+                found = conn.execute(text("SELECT to_regclass(:n)"), {"n": _hnsw_name(dim)}).scalar()
+            if found is not None:
+                self._prepared.add(dim)
+            else:
+                self._deferred.add(dim)
+
+    def finish_vectors(self) -> None:
+        """Build the HNSW indexes :meth:`prepare_vectors` deferred (called after a load)."""
+        with self._lock:
+            for dim in sorted(self._deferred):
+                with self.engine.db.engine.connect() as conn, conn.begin():
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": 0x60C1A4})
+                    rows = conn.execute(
+                        text("SELECT count(*) FROM memory_chunks WHERE embedding_dim = :d"), {"d": dim}
+                    ).scalar_one()
+                    # Room for the whole graph in memory (else pgvector builds on disk, ~4x
+                    # slower); never below the server's setting, at most 1 GiB.
+                    want = min(1 << 30, max(64 << 20, int(rows * (dim * 4 + 400) * 1.3)))
+                    conn.execute(
+                        text(
+                            "SELECT set_config('maintenance_work_mem', (greatest(pg_size_bytes("
+                            "current_setting('maintenance_work_mem')), :w) / 1024)::bigint || 'kB', true)"
+                        ),
+                        {"w": want},
+                    )
+                    conn.exec_driver_sql(
+                        f"CREATE INDEX IF NOT EXISTS {_hnsw_name(dim)} ON memory_chunks "
+                        f"USING hnsw ((embedding::vector({dim})) vector_cosine_ops) "
+                        f"WHERE embedding_dim = {dim}"
+                    )
+                self._prepared.add(dim)
+            self._deferred.clear()
 
     def rows(self, ids: Sequence[int], conn: Any = None) -> dict[int, ChunkRow]:
         return fetch_rows(self.engine, ids, conn)
@@ -553,10 +665,12 @@ class PostgresSearchBackend:
         }
 
         def _query(c: Any) -> Any:
-            # SET LOCAL lasts until the end of the (read-only) transaction this search runs in.
-            c.exec_driver_sql(f"SET LOCAL hnsw.ef_search = {min(ef, 1000)}")
+            # Local settings last until the end of the (read-only) transaction this search
+            # runs in; one round trip for both.
+            settings = f"set_config('hnsw.ef_search', '{min(ef, 1000)}', true)"
             if self._supports_iterative(c):
-                c.exec_driver_sql("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                settings += ", set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+            c.exec_driver_sql(f"SELECT {settings}")
             return c.execute(text(sql), params).all()
 
         if conn is not None:
@@ -567,6 +681,10 @@ class PostgresSearchBackend:
         hits = [(int(i), float(s)) for i, s in result]
         hits.sort(key=lambda h: -h[1])  # relaxed_order may return slightly out of order
         return hits
+
+
+def _hnsw_name(dim: int) -> str:
+    return f"ix_memory_chunks_hnsw_{int(dim)}"
 
 
 def make_sqlite_backend(engine: Engine) -> SQLiteSearchBackend:

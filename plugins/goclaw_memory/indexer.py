@@ -22,11 +22,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, delete, select, text, update
+from sqlalchemy import delete, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
 from goclaw.store.models import EmbeddingCache, MemoryChunk, MemoryDocument, WorkerState
-from goclaw.store.types import utcnow
+from goclaw.store.types import pg_binary_vectors, pg_vector_text, utcnow
 from goclaw_memory.backends import VERSION_WORKER
 from goclaw_memory.chunking import TextChunk, chunk_text, content_hash
 from goclaw_memory.paths import MemoryFile, scope_files, user_ids
@@ -106,6 +106,22 @@ class _Pending:
     size: int
     mtime: float
     chunks: list[TextChunk]
+
+
+def _as_float32(vec: Any) -> Any:
+    import numpy as np
+
+    return np.asarray(vec, dtype=np.float32).reshape(-1)
+
+
+def _vector_param(conn: Any, pg: bool) -> Callable[[Any], Any]:
+    """How a vector travels as a parameter on ``conn``: float32 bytes (SQLite), a float32
+    array in pgvector's binary form, or pgvector text when binary is not available."""
+    if not pg:
+        return lambda vec: None if vec is None else _as_float32(vec).tobytes()
+    if pg_binary_vectors(conn):
+        return lambda vec: None if vec is None else _as_float32(vec)
+    return lambda vec: None if vec is None else pg_vector_text(vec)
 
 
 def _insert(session: Session, table: Any) -> Any:
@@ -198,6 +214,9 @@ class MemoryIndexer:
             report.changed_paths.extend(key[1] for key, _ in removed)
         if embedder is not None and space is not None:
             self._reembed(agent.id, scopes, embedder, space, report, progress)
+        finish = getattr(self.backend, "finish_vectors", None)
+        if finish is not None and space is not None:
+            finish()  # e.g. PostgreSQL's HNSW index, built once after a first load
         if self.engine.db.backend == "postgresql" and report.chunks_written + report.reembedded >= 500:
             # Fresh statistics after a bulk load, so the planner picks the HNSW / GIN indexes
             # instead of trusting an empty-table estimate (autovacuum would get there later).
@@ -303,6 +322,19 @@ class MemoryIndexer:
         ]
 
         def _do(session: Session) -> None:
+            conn = session.connection()
+            if self.engine.db.backend == "postgresql" and pg_binary_vectors(conn):
+                # Plain SQL with binary vectors: the ORM type sends text (~130 µs a vector).
+                for r in rows:
+                    r["embedding"] = _as_float32(r["embedding"])
+                sql = text(
+                    "INSERT INTO embedding_cache (chunk_hash, provider, model, dim, embedding, created_at) "
+                    "VALUES (:chunk_hash, :provider, :model, :dim, :embedding, :created_at) "
+                    "ON CONFLICT DO NOTHING"
+                )
+                for i in range(0, len(rows), LOOKUP_CHUNK):
+                    conn.execute(sql, rows[i : i + LOOKUP_CHUNK])
+                return
             for i in range(0, len(rows), LOOKUP_CHUNK):
                 stmt = _insert(session, CACHE).on_conflict_do_nothing()
                 session.execute(stmt, rows[i : i + LOOKUP_CHUNK])
@@ -341,17 +373,9 @@ class MemoryIndexer:
         ]
         emb_sql = "CAST(:e AS vector)" if pg else ":e"
 
-        def _vec(vec: Any) -> Any:
-            if vec is None:
-                return None
-            if pg:
-                return "[" + ",".join(repr(float(x)) for x in vec) + "]"
-            import numpy as np
-
-            return np.asarray(vec, dtype=np.float32).tobytes()
-
         def _do(session: Session) -> int:
             conn = session.connection()
+            _vec = _vector_param(conn, pg)
             conn.execute(_SQL_UPSERT_DOC, doc_rows)
             wanted = {(p.file.user_id, p.file.path) for p in batch}
             ids: dict[tuple[str, str], int] = {}
@@ -443,29 +467,30 @@ class MemoryIndexer:
         total = len(stale)
         if progress:
             progress("embed", 0, total)
-        stmt = (
-            update(CHUNKS)
-            .where(CHUNKS.c.id == bindparam("cid"))
-            .values(
-                embedding=bindparam("emb", type_=CHUNKS.c.embedding.type),
-                embedding_provider=provider,
-                embedding_model=model,
-                embedding_dim=dim,
-            )
+        pg = self.engine.db.backend == "postgresql"
+        stmt = text(
+            "UPDATE memory_chunks SET embedding = "
+            + ("CAST(:emb AS vector)" if pg else ":emb")
+            + ", embedding_provider = :p, embedding_model = :m, embedding_dim = :d WHERE id = :cid"
         )
         for i in range(0, total, BATCH_CHUNKS):
             part = stale[i : i + BATCH_CHUNKS]
             chunks = [TextChunk(r[2], 0, 0) for r in part]
             vectors = self._vectors_for(chunks, embedder, space, report)
-            params = [{"cid": int(r[0]), "emb": vectors[r[1]]} for r in part if r[1] in vectors]
-            if not params:
+            found = [(int(r[0]), vectors[r[1]]) for r in part if r[1] in vectors]
+            if not found:
                 break
 
-            def _do(session: Session, params: list[dict[str, Any]] = params) -> None:
-                session.execute(stmt, params)
+            def _do(session: Session, found: list[tuple[int, Any]] = found) -> None:
+                conn = session.connection()
+                vec = _vector_param(conn, pg)
+                conn.execute(
+                    stmt,
+                    [{"cid": cid, "emb": vec(v), "p": provider, "m": model, "d": dim} for cid, v in found],
+                )
                 bump_version(session, agent_id)
 
             self.engine.db.run_write(_do)
-            report.reembedded += len(params)
+            report.reembedded += len(found)
             if progress:
                 progress("embed", min(total, i + len(part)), total)

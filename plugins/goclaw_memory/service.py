@@ -75,7 +75,7 @@ class MemoryService:
 
     def _agent(self, agent: str | Agent) -> Agent:
         if isinstance(agent, str):
-            return self.engine.agents.get(agent)
+            return self.engine.agents.get_cached(agent)
         return agent
 
     def agent_dir(self, agent: str | Agent) -> Path:
@@ -165,11 +165,9 @@ class MemoryService:
         embedder, reason = (None, None)
         if channel in ("hybrid", "vector") and query.strip():
             embedder, reason = self.embedder()
-        # One read connection (and transaction) for the whole search.
+        # One read connection (and transaction) for the whole search. The vector channel runs
+        # first so a backend can score its ids in the full-text channel (lexical_candidates).
         with self.engine.db.engine.connect() as conn:
-            if channel in ("hybrid", "lexical") and query.strip():
-                lexical = backend.lexical(a.id, users, query, k, conn=conn)
-                used.append("lexical")
             if channel in ("hybrid", "vector") and query.strip():
                 if embedder is None:
                     notes.append(
@@ -190,6 +188,13 @@ class MemoryService:
                             f"{' '.join(str(exc).split())[:200]}); "
                             + ("full-text results only" if channel == "hybrid" else "no results")
                         )
+            if channel in ("hybrid", "lexical") and query.strip():
+                if getattr(backend, "lexical_candidates", False) and "vector" in used:
+                    ids = [i for i, _ in vector]
+                    lexical = backend.lexical(a.id, users, query, k, conn=conn, candidates=ids)
+                else:
+                    lexical = backend.lexical(a.id, users, query, k, conn=conn)
+                used.insert(0, "lexical")
             ids = list(dict.fromkeys([i for i, _ in lexical] + [i for i, _ in vector]))
             rows = backend.rows(ids, conn=conn)
         hits = hybrid_merge(
