@@ -16,6 +16,8 @@ Every transaction that changes an agent's chunks also replaces the agent's index
 
 from __future__ import annotations
 
+import os
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -52,7 +54,7 @@ BATCH_CHUNKS = 2000  # chunks per transaction at most
 LOOKUP_CHUNK = 500  # hashes per IN (...) lookup
 
 # Same text on SQLite (>= 3.24) and PostgreSQL.
-_SQL_UPSERT_DOC = text(
+_SQL_UPSERT_DOC = (
     "INSERT INTO memory_documents (agent_id, user_id, path, content_hash, size, mtime, chunk_count, "
     "indexed_at) VALUES (:a, :u, :p, :h, :s, :m, :n, :t) ON CONFLICT (agent_id, user_id, path) DO UPDATE "
     "SET content_hash = excluded.content_hash, size = excluded.size, mtime = excluded.mtime, "
@@ -124,6 +126,16 @@ def _vector_param(conn: Any, pg: bool) -> Callable[[Any], Any]:
     return lambda vec: None if vec is None else pg_vector_text(vec)
 
 
+_NAMED = re.compile(r"(?<![:\w]):(\w+)")
+
+
+def _executemany(conn: Any, sql: str, rows: list[dict[str, Any]], pg: bool) -> None:
+    """``executemany`` straight to the driver: SQLAlchemy's per-row parameter processing was a
+    fifth of the indexing time. ``sql`` uses ``:name`` parameters (sqlite3's named style);
+    they become ``%(name)s`` for psycopg."""
+    conn.exec_driver_sql(_NAMED.sub(r"%(\1)s", sql) if pg else sql, rows)
+
+
 def _insert(session: Session, table: Any) -> Any:
     dialect = session.get_bind().dialect.name
     return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
@@ -183,8 +195,9 @@ class MemoryIndexer:
                 report.files_scanned += 1
                 seen.add((f.user_id, f.path))
                 try:
-                    raw = f.abs_path.read_bytes()
-                    stat = f.abs_path.stat()
+                    with open(f.abs, "rb") as fh:
+                        raw = fh.read()
+                        stat = os.fstat(fh.fileno())
                 except OSError:
                     continue  # vanished or unreadable between listing and reading
                 text = raw.decode("utf-8", errors="replace")
@@ -376,7 +389,7 @@ class MemoryIndexer:
         def _do(session: Session) -> int:
             conn = session.connection()
             _vec = _vector_param(conn, pg)
-            conn.execute(_SQL_UPSERT_DOC, doc_rows)
+            _executemany(conn, _SQL_UPSERT_DOC, doc_rows, pg)
             wanted = {(p.file.user_id, p.file.path) for p in batch}
             ids: dict[tuple[str, str], int] = {}
             paths = sorted({p.file.path for p in batch})
@@ -415,13 +428,13 @@ class MemoryIndexer:
                         }
                     )
             if rows:
-                conn.execute(
-                    text(
-                        "INSERT INTO memory_chunks (document_id, agent_id, user_id, path, start_line, "
-                        "end_line, text, chunk_hash, embedding, embedding_provider, embedding_model, "
-                        f"embedding_dim) VALUES (:d, :a, :u, :p, :sl, :el, :x, :h, {emb_sql}, :ep, :em, :ed)"
-                    ),
+                _executemany(
+                    conn,
+                    "INSERT INTO memory_chunks (document_id, agent_id, user_id, path, start_line, "
+                    "end_line, text, chunk_hash, embedding, embedding_provider, embedding_model, "
+                    f"embedding_dim) VALUES (:d, :a, :u, :p, :sl, :el, :x, :h, {emb_sql}, :ep, :em, :ed)",
                     rows,
+                    pg,
                 )
             bump_version(session, agent_id)
             return len(rows)

@@ -31,7 +31,11 @@ class MemoryFile:
 
     user_id: str  # "" = agent level
     path: str  # relative to the agent folder, POSIX
-    abs_path: Path
+    abs: str  # absolute path as a string (no Path object per file: indexing lists 10,000s)
+
+    @property
+    def abs_path(self) -> Path:
+        return Path(self.abs)
 
 
 def validate_user_id(user: str) -> str:
@@ -69,23 +73,42 @@ def scope_files(agent_dir: Path, user_id: str) -> list[MemoryFile]:
         # The fallback name only counts when MEMORY.md is missing (spec §1). On a
         # case-insensitive file system both names are the same file: take it once.
         if candidate.is_file() and _inside(candidate, root):
-            found.append(MemoryFile(user_id, prefix + name, candidate))
+            found.append(MemoryFile(user_id, prefix + name, str(candidate)))
             break
     mem_dir = root / "memory"
     if mem_dir.is_dir() and not mem_dir.is_symlink():
-        for dirpath, dirnames, filenames in os.walk(mem_dir):
-            dirnames[:] = sorted(d for d in dirnames if d not in EXCLUDED_DIRS and not d.startswith("."))
-            for fname in sorted(filenames):
-                if not fname.endswith(".md") or fname.startswith("."):
-                    continue
-                full = Path(dirpath) / fname
-                # os.walk does not follow folder symlinks; a file symlink must stay inside.
-                if not full.is_file() or (full.is_symlink() and not _inside(full, root)):
-                    continue
-                rel = full.relative_to(root).as_posix()
-                found.append(MemoryFile(user_id, prefix + rel, full))
+        _walk(str(mem_dir), "memory/", user_id, prefix, root, found)
     found.sort(key=lambda f: f.path)
     return found
+
+
+def _walk(folder: str, rel: str, user_id: str, prefix: str, root: Path, found: list[MemoryFile]) -> None:
+    """``*.md`` files under ``folder`` (scandir: no stat per file). Folder symlinks are not
+    followed; a file symlink counts only when it points to a file inside the scope."""
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        name = entry.name
+        if name.startswith("."):
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                if name not in EXCLUDED_DIRS:
+                    _walk(entry.path, f"{rel}{name}/", user_id, prefix, root, found)
+                continue
+            if not name.endswith(".md"):
+                continue
+            if entry.is_symlink():
+                target = Path(entry.path)
+                if not target.is_file() or not _inside(target, root):
+                    continue
+            elif not entry.is_file(follow_symlinks=False):
+                continue
+        except OSError:
+            continue
+        found.append(MemoryFile(user_id, prefix + rel + name, entry.path))
 
 
 def user_ids(agent_dir: Path) -> list[str]:
