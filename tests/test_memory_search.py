@@ -459,3 +459,34 @@ def test_extra_tiers_are_merged(make_engine: Any) -> None:
     eng.memory.index("ada")
     hits = eng.memory.search("printers", "ada")
     assert [(h.tier, h.path) for h in hits] == [("episodic", "episodic:s1"), ("document", "MEMORY.md")]
+
+
+def test_vector_candidates_get_their_full_text_score(eng: Any) -> None:
+    """The full-text channel also scores the vector channel's ids (beyond its own top k), so
+    the merge counts a vector hit's matching words, and never for another scope's ids."""
+    root = ada_dir(eng)
+    for i in range(12):
+        write(root, f"memory/l{i:02d}.md", f"Ledger ledger ledger entry number {i}.\n")
+    write(root, "memory/target.md", "Reconcile the ledger before the quarterly audit.\n")
+    write(root, "memory/plain.md", "Nothing about accounts here.\n")
+    eng.agents.create("bob")
+    write(Path(eng.agent_dir(eng.agents.get("bob"))), "MEMORY.md", "Bob's ledger ledger ledger.\n")
+    eng.memory.index()
+    with eng.db.engine.connect() as conn:
+        ids = {
+            (r[0], r[1]): int(r[2])
+            for r in conn.execute(text("SELECT agent_id, path, id FROM memory_chunks"))
+        }
+    ada, bob = eng.agents.get("ada").id, eng.agents.get("bob").id
+    target, plain, other = (
+        ids[(ada, "memory/target.md")],
+        ids[(ada, "memory/plain.md")],
+        ids[(bob, "MEMORY.md")],
+    )
+    backend = eng.memory.backend
+    alone = backend.lexical(ada, [""], "ledger", 3)
+    assert len(alone) == 3 and target not in {i for i, _ in alone}  # outranked by 'ledger' x3
+    hits = dict(backend.lexical(ada, [""], "ledger", 3, candidates=[target, plain, other]))
+    assert len(hits) == 4 and target in hits
+    assert plain not in hits and other not in hits  # no match / another agent's chunk
+    assert 0 < hits[target] < max(hits.values())

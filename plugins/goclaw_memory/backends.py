@@ -141,6 +141,8 @@ RANK_BUDGET = 20_000
 # shared buffers, ~5 µs from the OS cache. Matches beyond this are not enumerated (see
 # PostgresSearchBackend.lexical).
 PG_RANK_BUDGET = 1_000
+# Up to this many query terms, each gets its own IDF-weighted ts_rank.
+PG_PER_TERM_RANKS = 6
 
 
 @dataclass(frozen=True)
@@ -316,6 +318,7 @@ class SQLiteSearchBackend:
     """FTS5 + exact numpy cosine over an in-memory matrix (DESIGN.md §4)."""
 
     name = "sqlite"
+    lexical_candidates = True
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -323,15 +326,49 @@ class SQLiteSearchBackend:
         self._matrices: dict[tuple[str, str, str, int], _Matrix] = {}
 
     def lexical(
-        self, agent_id: str, users: Sequence[str], query: str, limit: int, conn: Any = None
+        self,
+        agent_id: str,
+        users: Sequence[str],
+        query: str,
+        limit: int,
+        conn: Any = None,
+        candidates: Sequence[int] | None = None,
     ) -> list[tuple[int, float]]:
+        """The best ``limit`` matches by ``bm25()``, plus the ``candidates`` (the vector
+        channel's ids) that match too, with their own scores: the merge then weighs a vector
+        hit's words by what they are worth instead of counting them as no match."""
         terms = query_terms(query)
         if not terms:
             return []
         with _connection(self.engine, conn) as c:
             if len(terms) > 1:
                 terms = prune_terms(terms, self._doc_freq(c, terms))
-            return self._lexical(c, agent_id, users, terms, limit)
+            found = self._lexical(c, agent_id, users, terms, limit)
+            seen = {i for i, _ in found}
+            extra = [int(i) for i in candidates or () if int(i) not in seen]
+            if extra:
+                found.extend(self._scores(c, agent_id, users, terms, extra))
+                found.sort(key=lambda h: -h[1])
+            return found
+
+    def _scores(
+        self, conn: Any, agent_id: str, users: Sequence[str], terms: Sequence[str], ids: Sequence[int]
+    ) -> list[tuple[int, float]]:
+        """``bm25()`` of those of these chunks that match and belong to the scope."""
+        marks = ", ".join(f":i{n}" for n in range(len(ids)))
+        umarks = ", ".join(f":u{n}" for n in range(len(users)))
+        params: dict[str, Any] = {"m": fts5_match_expression("", terms), "a": agent_id}
+        params.update({f"i{n}": v for n, v in enumerate(ids)})
+        params.update({f"u{n}": u for n, u in enumerate(users)})
+        rows = conn.execute(
+            text(
+                "SELECT f.id, f.r FROM (SELECT rowid AS id, bm25(memory_chunks_fts) AS r "
+                f"FROM memory_chunks_fts WHERE memory_chunks_fts MATCH :m AND rowid IN ({marks})) AS f "
+                f"JOIN memory_chunks c ON c.id = f.id WHERE c.agent_id = :a AND c.user_id IN ({umarks})"
+            ),
+            params,
+        ).all()
+        return [(int(i), -float(r)) for i, r in rows if -float(r) > 0]
 
     def _doc_freq(self, conn: Any, terms: Sequence[str]) -> dict[str, int]:
         """Rows containing each term, from an ``fts5vocab`` view (per connection, in temp)."""
@@ -532,7 +569,7 @@ class PostgresSearchBackend:
         query of Lucene/Elasticsearch: ranking the tens of thousands of chunks that contain a
         frequent word costs ~1-5 µs each in PostgreSQL and tells the merge almost nothing.
         With only common terms and no candidates (full-text only), the rarest term's matches
-        are ranked, as before.
+        are ranked. Returns the best ``limit`` matches plus every candidate that matches.
         """
         terms = query_terms(query)
         if not terms:
@@ -544,29 +581,37 @@ class PostgresSearchBackend:
             if not selective and not cand:
                 selective, common = split_terms(terms, stats.df, PG_RANK_BUDGET, keep_rarest=True)
             params: dict[str, Any] = {"a": agent_id, "users": list(users), "k": int(limit)}
+            # Each term's ts_rank weighted by its IDF (a BM25-like sum); beyond a few terms,
+            # one ts_rank per group (selective, common) keeps the cost per row bounded.
             ranks: list[str] = []
+            per_term = len(terms) <= PG_PER_TERM_RANKS
+            groups = [[t] for t in terms] if per_term else [g for g in (selective, common) if g]
+            for n, group in enumerate(groups):
+                params[f"q{n}"] = tsquery_expression("", group)
+                params[f"w{n}"] = stats.idf(group)
+                ranks.append(f":w{n} * ts_rank(tsv, to_tsquery('simple', :q{n}))")
+            head = (
+                f"SELECT id, {' + '.join(ranks)} AS r FROM memory_chunks "
+                "WHERE agent_id = :a AND user_id = ANY(:users) AND "
+            )
+            parts: list[str] = []
             if selective:
+                # The best `limit` matches of the selective terms...
                 params["s"] = tsquery_expression("", selective)
-                params["ws"] = stats.idf(selective)
-                ranks.append(":ws * ts_rank(tsv, to_tsquery('simple', :s))")
-            if common:
-                params["c"] = tsquery_expression("", common)
-                params["wc"] = stats.idf(common)
-                ranks.append(":wc * ts_rank(tsv, to_tsquery('simple', :c))")
-            found: list[str] = []
-            if selective:
-                found.append("tsv @@ to_tsquery('simple', :s)")
+                parts.append(
+                    f"(SELECT * FROM ({head}tsv @@ to_tsquery('simple', :s) ORDER BY r DESC LIMIT :k) AS t)"
+                )
             if cand:
+                # ... plus every candidate that matches any term, with its own score.
                 params["all"] = tsquery_expression("", terms)
                 params["ids"] = cand
-                found.append("(id = ANY(:ids) AND tsv @@ to_tsquery('simple', :all))")
-            sql = (
-                f"SELECT id, {' + '.join(ranks)} AS r FROM memory_chunks "
-                f"WHERE agent_id = :a AND user_id = ANY(:users) AND ({' OR '.join(found)}) "
-                "ORDER BY r DESC LIMIT :k"
-            )
-            result = c.execute(text(sql), params).all()
-        return [(int(i), float(r)) for i, r in result if float(r) > 0]
+                parts.append(f"({head}id = ANY(:ids) AND tsv @@ to_tsquery('simple', :all))")
+            result = c.execute(text(" UNION ".join(parts)), params).all()
+        best: dict[int, float] = {}
+        for i, r in result:
+            if float(r) > 0:
+                best[int(i)] = float(r)
+        return sorted(best.items(), key=lambda h: -h[1])
 
     def _supports_iterative(self, conn: Any) -> bool:
         if self._iterative is None:
