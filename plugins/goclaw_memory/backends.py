@@ -26,6 +26,7 @@ import math
 import re
 import threading
 import time
+import unicodedata
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -136,7 +137,7 @@ def query_terms(query: str) -> list[str]:
 # frequencies; the rarest term is always kept). Terms so common that ranking their matches
 # would cost more are dropped from the full-text channel: their IDF is near zero anyway, and the
 # vector channel still sees the whole query. This keeps any-term matching fast at 100k chunks.
-RANK_BUDGET = 20_000
+RANK_BUDGET = 5_000
 # PostgreSQL visits each match's heap row and tsvector: ~1 µs per match with the table in
 # shared buffers, ~5 µs from the OS cache. Matches beyond this are not enumerated (see
 # PostgresSearchBackend.lexical).
@@ -304,6 +305,68 @@ def fetch_rows(engine: Engine, ids: Sequence[int], conn: Any = None) -> dict[int
 
 # --------------------------------------------------------------------------- SQLite
 
+_FTS_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def _fold(word: str) -> str:
+    """Lower case without diacritics, as FTS5's ``unicode61 remove_diacritics 2`` folds."""
+    word = word.lower()
+    if word.isascii():
+        return word
+    return "".join(ch for ch in unicodedata.normalize("NFD", word) if not unicodedata.combining(ch))
+
+
+def bm25_score(body: str, terms: Sequence[str], doc_freq: dict[str, int], n_rows: int, avgdl: float) -> float:
+    """FTS5's ``bm25()`` (k1 = 1.2, b = 0.75, IDF floored at 1e-6), sign flipped."""
+    tokens = [_fold(t) for t in _FTS_TOKEN_RE.findall(body)]
+    if not tokens:
+        return 0.0
+    counts: dict[str, int] = {}
+    wanted = {_fold(t) for t in terms}
+    for tok in tokens:
+        if tok in wanted:
+            counts[tok] = counts.get(tok, 0) + 1
+    norm = 1.2 * (0.25 + 0.75 * len(tokens) / max(avgdl, 1e-9))
+    score = 0.0
+    for term in wanted:
+        tf = counts.get(term, 0)
+        if not tf:
+            continue
+        n = doc_freq.get(term, 0)
+        idf = math.log((n_rows - n + 0.5) / (n + 0.5)) if n_rows else 0.0
+        score += max(idf, 1e-6) * tf * 2.2 / (tf + norm)
+    return score
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """An SQLite varint at ``pos``: ``(value, next position)``."""
+    value = 0
+    for i in range(9):
+        byte = data[pos + i]
+        if i == 8:
+            return (value << 8) | byte, pos + 9
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            return value, pos + i + 1
+    return value, pos + 9
+
+
+def _fts5_totals(conn: Any) -> tuple[int, int] | None:
+    """(rows, tokens) of ``memory_chunks_fts`` from its averages record (rowid 1 of the
+    ``_data`` table: a varint row count, then a token total per column)."""
+    try:
+        with conn.begin_nested():
+            row = conn.exec_driver_sql("SELECT block FROM memory_chunks_fts_data WHERE id = 1").first()
+        if row is None or not row[0]:
+            return None
+        data = bytes(row[0])
+        n_rows, pos = _varint(data, 0)
+        n_tokens, _ = _varint(data, pos)
+    except Exception:
+        log.debug("fts5 averages record unreadable", exc_info=True)
+        return None
+    return (n_rows, n_tokens) if n_rows > 0 and n_tokens > 0 else None
+
 
 @dataclass
 class _Matrix:
@@ -341,34 +404,64 @@ class SQLiteSearchBackend:
         if not terms:
             return []
         with _connection(self.engine, conn) as c:
-            if len(terms) > 1:
-                terms = prune_terms(terms, self._doc_freq(c, terms))
-            found = self._lexical(c, agent_id, users, terms, limit)
-            seen = {i for i, _ in found}
-            extra = [int(i) for i in candidates or () if int(i) not in seen]
-            if extra:
-                found.extend(self._scores(c, agent_id, users, terms, extra))
-                found.sort(key=lambda h: -h[1])
-            return found
+            freq = self._doc_freq(c, terms) if len(terms) > 1 or candidates else {}
+            kept, _common = split_terms(terms, freq, RANK_BUDGET, keep_rarest=candidates is None)
+            if candidates is None:
+                # Full text alone: rank the matches of the kept terms.
+                return self._lexical(c, agent_id, users, kept, limit)
+            # Hybrid: the best matches of the selective terms (none when every term is common)
+            # and the vector candidates, all scored by bm25 over every query term.
+            ids = [i for i, _ in self._lexical(c, agent_id, users, kept, limit)] if kept else []
+            ids = list(dict.fromkeys([*ids, *(int(i) for i in candidates)]))
+            found = self._scores(c, agent_id, users, terms, ids, freq) if ids else []
+            return sorted(found, key=lambda h: -h[1])
 
     def _scores(
-        self, conn: Any, agent_id: str, users: Sequence[str], terms: Sequence[str], ids: Sequence[int]
+        self,
+        conn: Any,
+        agent_id: str,
+        users: Sequence[str],
+        terms: Sequence[str],
+        ids: Sequence[int],
+        freq: dict[str, int],
     ) -> list[tuple[int, float]]:
-        """``bm25()`` of those of these chunks that match and belong to the scope."""
+        """FTS5's ``bm25()`` of those of these chunks that match and belong to the scope.
+
+        Computed here from the chunks' text and FTS5's own statistics (row count and token
+        total from the index's averages record, document frequencies from ``fts5vocab``):
+        asking FTS5 for a few rowids still walks the whole doclist of every term, ~5 ms at
+        100k chunks for common words. Falls back to that query if the statistics are not
+        readable."""
         marks = ", ".join(f":i{n}" for n in range(len(ids)))
         umarks = ", ".join(f":u{n}" for n in range(len(users)))
-        params: dict[str, Any] = {"m": fts5_match_expression("", terms), "a": agent_id}
+        params: dict[str, Any] = {"a": agent_id}
         params.update({f"i{n}": v for n, v in enumerate(ids)})
         params.update({f"u{n}": u for n, u in enumerate(users)})
-        rows = conn.execute(
+        totals = _fts5_totals(conn)
+        if not totals or not freq:
+            params["m"] = fts5_match_expression("", terms)
+            rows = conn.execute(
+                text(
+                    "SELECT f.id, f.r FROM (SELECT rowid AS id, bm25(memory_chunks_fts) AS r "
+                    f"FROM memory_chunks_fts WHERE memory_chunks_fts MATCH :m AND rowid IN ({marks})) AS f "
+                    f"JOIN memory_chunks c ON c.id = f.id WHERE c.agent_id = :a AND c.user_id IN ({umarks})"
+                ),
+                params,
+            ).all()
+            return [(int(i), -float(r)) for i, r in rows if -float(r) > 0]
+        n_rows, n_tokens = totals
+        texts = conn.execute(
             text(
-                "SELECT f.id, f.r FROM (SELECT rowid AS id, bm25(memory_chunks_fts) AS r "
-                f"FROM memory_chunks_fts WHERE memory_chunks_fts MATCH :m AND rowid IN ({marks})) AS f "
-                f"JOIN memory_chunks c ON c.id = f.id WHERE c.agent_id = :a AND c.user_id IN ({umarks})"
+                f"SELECT id, text FROM memory_chunks WHERE id IN ({marks}) AND agent_id = :a "
+                f"AND user_id IN ({umarks})"
             ),
             params,
         ).all()
-        return [(int(i), -float(r)) for i, r in rows if -float(r) > 0]
+        return [
+            (int(i), score)
+            for i, body in texts
+            if (score := bm25_score(body or "", terms, freq, n_rows, n_tokens / max(1, n_rows))) > 0
+        ]
 
     def _doc_freq(self, conn: Any, terms: Sequence[str]) -> dict[str, int]:
         """Rows containing each term, from an ``fts5vocab`` view (per connection, in temp)."""
