@@ -27,7 +27,7 @@ import re
 import threading
 import time
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -153,6 +153,11 @@ class _PgStats:
     df: dict[str, int]
     rows: float
     unlisted: float  # lexemes missing from ``df`` are rarer than this
+    avgdl: float = 0.0  # tokens per chunk, from a sample (0 = unknown)
+
+    def freq(self, terms: Sequence[str]) -> dict[str, int]:
+        """Estimated document frequency of each term (unlisted ones: half the floor)."""
+        return {t: int(self.df.get(t, self.unlisted / 2)) for t in terms}
 
     def idf(self, terms: Sequence[str]) -> float:
         """Mean BM25 IDF of ``terms``; 1.0 without statistics."""
@@ -316,13 +321,22 @@ def _fold(word: str) -> str:
     return "".join(ch for ch in unicodedata.normalize("NFD", word) if not unicodedata.combining(ch))
 
 
-def bm25_score(body: str, terms: Sequence[str], doc_freq: dict[str, int], n_rows: int, avgdl: float) -> float:
-    """FTS5's ``bm25()`` (k1 = 1.2, b = 0.75, IDF floored at 1e-6), sign flipped."""
-    tokens = [_fold(t) for t in _FTS_TOKEN_RE.findall(body)]
+def bm25_score(
+    body: str,
+    terms: Sequence[str],
+    doc_freq: dict[str, int],
+    n_rows: int,
+    avgdl: float,
+    fold: Callable[[str], str] | None = None,
+) -> float:
+    """FTS5's ``bm25()`` (k1 = 1.2, b = 0.75, IDF floored at 1e-6), sign flipped. ``fold``
+    normalises a token (default: FTS5's lower case without diacritics)."""
+    fold = fold or _fold
+    tokens = [fold(t) for t in _FTS_TOKEN_RE.findall(body)]
     if not tokens:
         return 0.0
     counts: dict[str, int] = {}
-    wanted = {_fold(t) for t in terms}
+    wanted = {fold(t) for t in terms}
     for tok in tokens:
         if tok in wanted:
             counts[tok] = counts.get(tok, 0) + 1
@@ -637,12 +651,26 @@ class PostgresSearchBackend:
                 # and the null fraction: lexemes not listed are rarer than that minimum.
                 floor = freqs[len(elems)] if len(freqs) > len(elems) else 0.0
                 stats = _PgStats(
-                    {e: int(f * total) for e, f in zip(elems, freqs, strict=False)}, total, floor * total
+                    {e: int(f * total) for e, f in zip(elems, freqs, strict=False)},
+                    total,
+                    floor * total,
+                    self._avgdl(conn, total),
                 )
         except Exception:
             log.debug("pg_stats lookup failed", exc_info=True)
         self._stats = (time.monotonic(), stats)
         return stats
+
+    @staticmethod
+    def _avgdl(conn: Any, rows: float) -> float:
+        """Mean tokens per chunk over a sample of about 2,000 chunks (0.0 when empty)."""
+        percent = min(100.0, max(0.01, 100.0 * 2000 / max(rows, 1.0)))
+        with conn.begin_nested():
+            texts = conn.execute(
+                text(f"SELECT text FROM memory_chunks TABLESAMPLE SYSTEM ({percent:.4f}) LIMIT 2000")
+            ).scalars()
+            counts = [len(_FTS_TOKEN_RE.findall(t or "")) for t in texts]
+        return sum(counts) / len(counts) if counts else 0.0
 
     def lexical(
         self,
@@ -663,6 +691,10 @@ class PostgresSearchBackend:
         frequent word costs ~1-5 µs each in PostgreSQL and tells the merge almost nothing.
         With only common terms and no candidates (full-text only), the rarest term's matches
         are ranked. Returns the best ``limit`` matches plus every candidate that matches.
+
+        In a hybrid search (``candidates`` given) the rows found are then scored by BM25 over
+        every query term, from their text and the ``pg_stats`` estimates (the same formula
+        as FTS5's ``bm25()`` on SQLite), so both backends rank a query's hits alike.
         """
         terms = query_terms(query)
         if not terms:
@@ -684,7 +716,7 @@ class PostgresSearchBackend:
                 params[f"w{n}"] = stats.idf(group)
                 ranks.append(f":w{n} * ts_rank(tsv, to_tsquery('simple', :q{n}))")
             head = (
-                f"SELECT id, {' + '.join(ranks)} AS r FROM memory_chunks "
+                f"SELECT id, text, {' + '.join(ranks)} AS r FROM memory_chunks "
                 "WHERE agent_id = :a AND user_id = ANY(:users) AND "
             )
             parts: list[str] = []
@@ -699,11 +731,18 @@ class PostgresSearchBackend:
                 params["all"] = tsquery_expression("", terms)
                 params["ids"] = cand
                 parts.append(f"({head}id = ANY(:ids) AND tsv @@ to_tsquery('simple', :all))")
-            result = c.execute(text(" UNION ".join(parts)), params).all()
+            result = c.execute(text(" UNION ALL ".join(parts)), params).all()
         best: dict[int, float] = {}
-        for i, r in result:
-            if float(r) > 0:
-                best[int(i)] = float(r)
+        if candidates is not None and stats.rows > 0 and stats.avgdl > 0:
+            freq = stats.freq(terms)
+            for i, body, _r in result:
+                score = bm25_score(body or "", terms, freq, int(stats.rows), stats.avgdl, fold=str.lower)
+                if score > 0:
+                    best[int(i)] = score
+        else:
+            for i, _body, r in result:
+                if float(r) > 0:
+                    best[int(i)] = float(r)
         return sorted(best.items(), key=lambda h: -h[1])
 
     def _supports_iterative(self, conn: Any) -> bool:
