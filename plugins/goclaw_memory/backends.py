@@ -831,7 +831,10 @@ class PostgresSearchBackend:
             "AND embedding_provider = :p AND embedding_model = :m "
             f"ORDER BY {expr} LIMIT :k"
         )
-        ef = max(40, int(limit) * 2)
+        # HNSW explores `ef` candidates: it must exceed the LIMIT (else at most 40 rows come
+        # back), and more finds more of the exact nearest neighbours (benchmarks/README.md).
+        configured = int(getattr(self.engine.plugin_settings("memory"), "hnsw_ef_search", 0) or 0)
+        ef = max(int(limit), configured) if configured else max(40, int(limit) * 4)
         params = {
             "q": literal,
             "a": agent_id,

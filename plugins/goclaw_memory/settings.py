@@ -37,6 +37,13 @@ class MemorySettings(BaseModel):
     user_boost: float = Field(default=1.2, ge=0)
     candidate_factor: int = Field(default=4, ge=1, description="candidates per channel = factor × limit")
     min_candidates: int = Field(default=20, ge=1)
+    hnsw_ef_search: int = Field(
+        default=0,
+        ge=0,
+        le=1000,
+        description="PostgreSQL: HNSW candidate list per vector search (0 = 4 x candidates, "
+        "at least 40); higher finds more of the exact nearest chunks, slower",
+    )
     watch: bool = Field(default=False, description="start a watcher for every agent when the engine opens")
     watch_debounce_ms: int = Field(default=1500, ge=0)
     context_window: int = Field(default=200_000, ge=1, description="tokens (sessions)")
