@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from sqlalchemy import text
 
@@ -490,3 +491,67 @@ def test_vector_candidates_get_their_full_text_score(eng: Any) -> None:
     assert len(hits) == 4 and target in hits
     assert plain not in hits and other not in hits  # no match / another agent's chunk
     assert 0 < hits[target] < max(hits.values())
+
+
+# --------------------------------------------------------------------------- SQLite vector cache
+
+
+def _matrix_rows(backend: Any, agent_id: str, space: tuple[str, str, int]) -> dict[int, tuple[str, Any]]:
+    m = backend._matrix(agent_id, space)
+    users = {code: name for name, code in m.users.items()}
+    pairs = zip(m.ids, m.user_codes, strict=True)
+    return {int(i): (users[int(c)], m.matrix[n]) for n, (i, c) in enumerate(pairs)}
+
+
+def test_sqlite_vector_cache_is_patched_in_process_and_matches_a_reload(workspace: Path) -> None:
+    from goclaw.engine import Engine
+
+    eng = Engine.open(workspace)  # SQLite, the default static embedder
+    other = None
+    try:
+        eng.agents.create("ada")
+        root = ada_dir(eng)
+        fill(root)
+        write(root, "users/u1/memory/u.md", "U1 keeps the spare bicycle key in the garage.\n")
+        eng.memory.index("ada")
+        backend = eng.memory.backend
+        agent = eng.agents.get("ada")
+        emb = eng.embedder()
+        space = (emb.provider, emb.model, int(emb.dim))
+        assert eng.memory.search("tomato plants", "ada")
+        loads = backend.loads
+        # In-process edits, deletions, additions (agent level and a new user): patched, twice
+        # (the first patch outgrows the loaded buffer, the second fits in its headroom).
+        write(root, "memory/notes-1.md", "# Note 1\n\nA first edit, replaced again below.\n")
+        write(root, "memory/notes-5.md", "# Note 5\n\nEdited once.\n\nWith a second chunk.\n")
+        eng.memory.index("ada")
+        write(root, "memory/notes-0.md", "# Note 0\n\nThe harbour ferry leaves at noon on Sundays.\n")
+        (root / "memory" / "notes-1.md").unlink()
+        write(root, "memory/new.md", "Lighthouse keepers log the fog horn tests.\n\nSecond paragraph here.\n")
+        write(root, "users/u2/memory/v.md", "U2 prefers green tea in the afternoon.\n")
+        eng.memory.index("ada")
+        patched = _matrix_rows(backend, agent.id, space)
+        assert backend.loads == loads and backend.patches >= 2
+        hits = eng.memory.search("when does the ferry leave", "ada", channel="vector")
+        assert hits[0].path == "memory/notes-0.md"
+        tea = eng.memory.search("tea preference", "ada", "u2", channel="vector")
+        assert tea[0].path.startswith("users/u2/")
+        backend.invalidate(agent.id)
+        fresh = _matrix_rows(backend, agent.id, space)
+        assert backend.loads == loads + 1
+        assert patched.keys() == fresh.keys()
+        for cid, (user, vec) in fresh.items():
+            assert patched[cid][0] == user
+            np.testing.assert_allclose(patched[cid][1], vec, rtol=1e-6, atol=1e-7)
+
+        # Another process's write: the token moves outside this engine, so it reloads.
+        other = Engine.open(workspace)
+        write(root, "memory/new.md", "Volcano observatory readings arrive every hour.\n")
+        other.memory.index("ada")
+        before = backend.loads
+        hits = eng.memory.search("volcano observatory", "ada", channel="vector")
+        assert hits[0].path == "memory/new.md" and backend.loads == before + 1
+    finally:
+        if other is not None:
+            other.close()
+        eng.close()

@@ -21,6 +21,7 @@ parentheses, column filters) is searched as text and never parsed.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -283,9 +284,14 @@ def read_version(conn: Any, agent_id: str) -> str:
     if row is None:
         return ""
     value = row[0]
-    if isinstance(value, str):
-        return value
-    return str(value.get("token", "")) if isinstance(value, dict) else str(value)
+    if isinstance(value, str) and value.startswith("{"):  # JSON as text (SQLite, plain SQL)
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    if isinstance(value, dict):
+        return str(value.get("token", ""))
+    return str(value)
 
 
 def fetch_rows(engine: Engine, ids: Sequence[int], conn: Any = None) -> dict[int, ChunkRow]:
@@ -382,13 +388,72 @@ def _fts5_totals(conn: Any) -> tuple[int, int] | None:
     return (n_rows, n_tokens) if n_rows > 0 and n_tokens > 0 else None
 
 
-@dataclass
 class _Matrix:
-    token: str
-    ids: NDArray[np.int64]
-    user_codes: NDArray[np.int32]
-    users: dict[str, int]
-    matrix: NDArray[np.float32]
+    """One (agent, space)'s normalised vectors: the first ``n`` rows of buffers with headroom,
+    so an index run's changes are patched in place (swap-remove, append) instead of copying
+    ~100 MB at 100k chunks. ``lock`` guards reads against a concurrent patch."""
+
+    def __init__(
+        self,
+        token: str,
+        ids: NDArray[np.int64],
+        user_codes: NDArray[np.int32],
+        users: dict[str, int],
+        matrix: NDArray[np.float32],
+    ) -> None:
+        self.token = token
+        self.users = users
+        self._ids = ids
+        self._codes = user_codes
+        self._buf = matrix
+        self.n = len(ids)
+        self.lock = threading.Lock()
+
+    @property
+    def ids(self) -> NDArray[np.int64]:
+        return self._ids[: self.n]
+
+    @property
+    def user_codes(self) -> NDArray[np.int32]:
+        return self._codes[: self.n]
+
+    @property
+    def matrix(self) -> NDArray[np.float32]:
+        return self._buf[: self.n]
+
+    def patch(self, token: str, removed: set[int], rows: list[tuple[int, str, Any]]) -> None:
+        """Drop the rows whose id is in ``removed``, append ``rows`` ``(id, user, vector)``
+        (normalised here); the caller holds ``lock``."""
+        import numpy as np
+
+        n = self.n
+        if removed:
+            gone = np.fromiter(removed, dtype=np.int64, count=len(removed))
+            for p in np.flatnonzero(np.isin(self._ids[:n], gone))[::-1]:
+                last = n - 1  # rows after p are live: larger removed positions went first
+                if p != last:
+                    self._buf[p] = self._buf[last]
+                    self._ids[p] = self._ids[last]
+                    self._codes[p] = self._codes[last]
+                n -= 1
+        if rows:
+            need = n + len(rows)
+            if need > len(self._ids):
+                cap = need + need // 4 + 16
+                buf = np.empty((cap, self._buf.shape[1]), dtype=np.float32)
+                ids = np.empty(cap, dtype=np.int64)
+                codes = np.empty(cap, dtype=np.int32)
+                buf[:n], ids[:n], codes[:n] = self._buf[:n], self._ids[:n], self._codes[:n]
+                self._buf, self._ids, self._codes = buf, ids, codes
+            vecs = np.asarray([v for _i, _u, v in rows], dtype=np.float32).reshape(len(rows), -1)
+            norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+            norms[norms == 0] = 1.0
+            self._buf[n:need] = vecs / norms
+            self._ids[n:need] = [i for i, _u, _v in rows]
+            self._codes[n:need] = [self.users.setdefault(u, len(self.users)) for _i, u, _v in rows]
+            n = need
+        self.n = n
+        self.token = token
 
 
 class SQLiteSearchBackend:
@@ -401,6 +466,8 @@ class SQLiteSearchBackend:
         self.engine = engine
         self._lock = threading.Lock()
         self._matrices: dict[tuple[str, str, str, int], _Matrix] = {}
+        self.loads = 0  # full matrix loads and patches (tests and benchmarks read these)
+        self.patches = 0
 
     def lexical(
         self,
@@ -545,6 +612,32 @@ class SQLiteSearchBackend:
                 for key in [k for k in self._matrices if k[0] == agent_id]:
                     del self._matrices[key]
 
+    def apply_changes(self, changes: Any) -> None:
+        """Patch the agent's cached matrices with an index run's removed and added rows.
+
+        ``changes`` is a :class:`goclaw_memory.indexer.ChangeSet`. A patch is exact only when
+        the matrix was loaded at the run's starting token and no other process wrote during
+        the run (its tokens chain); otherwise the matrix is dropped and reloaded on the next
+        search, as before. At 100k chunks a reload costs about a second; a patch costs
+        little more than finding the removed ids.
+        """
+        if changes.last is None:  # nothing written
+            return
+        with self._lock:
+            for key in [k for k in self._matrices if k[0] == changes.agent_id]:
+                m = self._matrices.pop(key)
+                if m.token == changes.last:  # a search loaded it after the run: already current
+                    self._matrices[key] = m
+                    continue
+                if not changes.chained or m.token != changes.first:
+                    continue
+                space = (key[1], key[2], key[3])
+                new = [(i, u, v) for i, (u, sp, v) in changes.added.items() if sp == space and v is not None]
+                with m.lock:
+                    m.patch(changes.last, changes.removed, new)
+                self._matrices[key] = m
+                self.patches += 1
+
     def _matrix(self, agent_id: str, space: tuple[str, str, int], conn: Any = None) -> _Matrix:
         import numpy as np
 
@@ -577,6 +670,7 @@ class SQLiteSearchBackend:
         built = _Matrix(token, ids, codes, users, matrix)
         with self._lock:
             self._matrices[key] = built
+            self.loads += 1
         return built
 
     def vector(
@@ -590,24 +684,26 @@ class SQLiteSearchBackend:
     ) -> list[tuple[int, float]]:
         import numpy as np
 
-        m = self._matrix(agent_id, space, conn)
-        if m.matrix.shape[0] == 0:
-            return []
         q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
         norm = float(np.linalg.norm(q))
         if norm == 0.0:
             return []
-        sims = m.matrix @ (q / norm)
-        codes = [m.users[u] for u in users if u in m.users]
-        if not codes:
-            return []
-        if len(codes) != len(m.users):
-            mask = np.isin(m.user_codes, np.asarray(codes, dtype=np.int32))
-            sims = np.where(mask, sims, -np.inf)
-        k = min(int(limit), sims.shape[0])
-        top = np.argpartition(-sims, k - 1)[:k]
-        top = top[np.argsort(-sims[top], kind="stable")]
-        return [(int(m.ids[i]), float(sims[i])) for i in top if np.isfinite(sims[i])]
+        m = self._matrix(agent_id, space, conn)
+        with m.lock:
+            if m.n == 0:
+                return []
+            sims = m.matrix @ (q / norm)
+            codes = [m.users[u] for u in users if u in m.users]
+            if not codes:
+                return []
+            if len(codes) != len(m.users):
+                mask = np.isin(m.user_codes, np.asarray(codes, dtype=np.int32))
+                sims = np.where(mask, sims, -np.inf)
+            k = min(int(limit), sims.shape[0])
+            top = np.argpartition(-sims, k - 1)[:k]
+            top = top[np.argsort(-sims[top], kind="stable")]
+            ids = m.ids
+            return [(int(ids[i]), float(sims[i])) for i in top if np.isfinite(sims[i])]
 
 
 # --------------------------------------------------------------------------- PostgreSQL

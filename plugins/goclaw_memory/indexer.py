@@ -29,7 +29,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from goclaw.store.models import EmbeddingCache, MemoryChunk, MemoryDocument, WorkerState
 from goclaw.store.types import pg_binary_vectors, pg_vector_text, utcnow
-from goclaw_memory.backends import VERSION_WORKER
+from goclaw_memory.backends import VERSION_WORKER, read_version
 from goclaw_memory.chunking import TextChunk, chunk_text, content_hash
 from goclaw_memory.paths import MemoryFile, scope_files, user_ids
 
@@ -141,8 +141,11 @@ def _insert(session: Session, table: Any) -> Any:
     return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
 
 
-def bump_version(session: Session, agent_id: str) -> None:
-    """Give the agent's index a new version token (read by the vector matrix cache)."""
+def bump_version(session: Session, agent_id: str) -> tuple[str, str]:
+    """Give the agent's index a new version token (read by the vector matrix cache); returns
+    ``(previous token, new token)``. Writers are serialised, so a run whose writes chain
+    (each one's previous token is the last one's new token) saw no other writer."""
+    prev = read_version(session.connection(), agent_id)
     token = uuid.uuid4().hex
     stmt = _insert(session, STATE).values(
         worker=VERSION_WORKER, scope=agent_id, value={"token": token}, updated_at=utcnow()
@@ -152,6 +155,49 @@ def bump_version(session: Session, agent_id: str) -> None:
         set_={"value": {"token": token}, "updated_at": utcnow()},
     )
     session.execute(stmt)
+    return prev, token
+
+
+@dataclass
+class ChangeSet:
+    """The chunk rows one index run removed and added, for a backend that keeps an in-memory
+    copy of the vectors (SQLite) and can patch it instead of reloading everything."""
+
+    agent_id: str
+    first: str | None = None  # index version token before the run's first write
+    last: str | None = None  # ... and after its last one
+    chained: bool = True  # False: another process wrote in between
+    removed: set[int] = field(default_factory=set)
+    # chunk id -> (user id, (provider, model, dim) or None, vector or None)
+    added: dict[int, tuple[str, tuple[str, str, int] | None, Any]] = field(default_factory=dict)
+
+    def step(self, tokens: tuple[str, str]) -> None:
+        prev, new = tokens
+        if self.first is None:
+            self.first = prev
+        elif prev != self.last:
+            self.chained = False
+        self.last = new
+
+    def remove(self, ids: Iterable[int]) -> None:
+        for i in ids:
+            self.added.pop(i, None)  # an id can be reused after its row is deleted
+            self.removed.add(i)
+
+    def add(self, rows: Iterable[tuple[int, str, tuple[str, str, int] | None, Any]]) -> None:
+        for i, user, space, vec in rows:
+            self.added[i] = (user, space, vec)
+
+
+def _chunk_ids(conn: Any, doc_ids: Sequence[int]) -> list[tuple[int, str, str]]:
+    """``(id, user_id, chunk_hash)`` of the chunks of these documents."""
+    out: list[tuple[int, str, str]] = []
+    cols = (CHUNKS.c.id, CHUNKS.c.user_id, CHUNKS.c.chunk_hash)
+    for i in range(0, len(doc_ids), LOOKUP_CHUNK):
+        part = list(doc_ids[i : i + LOOKUP_CHUNK])
+        rows = conn.execute(select(*cols).where(CHUNKS.c.document_id.in_(part)))
+        out.extend((int(r[0]), r[1], r[2]) for r in rows)
+    return out
 
 
 class MemoryIndexer:
@@ -161,6 +207,7 @@ class MemoryIndexer:
         self.engine = engine
         self.backend = backend
         self.max_chunk_len = max_chunk_len
+        self._changes: ChangeSet | None = None
 
     # ------------------------------------------------------------------ entry point
     def index(
@@ -175,6 +222,7 @@ class MemoryIndexer:
     ) -> IndexReport:
         started = time.perf_counter()
         report = IndexReport(agent=agent.name, embedding_error=embedder_error)
+        self._changes = ChangeSet(agent.id) if hasattr(self.backend, "apply_changes") else None
         if scopes is None:
             scopes = sorted({"", *user_ids(agent_dir), *self._indexed_users(agent.id)})
         space: tuple[str, str, int] | None = None
@@ -236,9 +284,13 @@ class MemoryIndexer:
             with self.engine.db.engine.connect() as conn:
                 conn.exec_driver_sql("ANALYZE memory_chunks")
                 conn.commit()
+        apply_changes = getattr(self.backend, "apply_changes", None)
         invalidate = getattr(self.backend, "invalidate", None)
-        if invalidate is not None:
+        if apply_changes is not None and self._changes is not None:
+            apply_changes(self._changes)  # patch in-memory copies instead of reloading them
+        elif invalidate is not None:
             invalidate(agent.id)
+        self._changes = None
         report.seconds = round(time.perf_counter() - started, 4)
         return report
 
@@ -403,6 +455,8 @@ class MemoryIndexer:
                     if (r[1], r[2]) in wanted:
                         ids[(r[1], r[2])] = int(r[0])
             doc_ids = list(ids.values())
+            track = self._changes is not None
+            removed = [r[0] for r in _chunk_ids(conn, doc_ids)] if track else []
             for i in range(0, len(doc_ids), LOOKUP_CHUNK):
                 conn.execute(delete(CHUNKS).where(CHUNKS.c.document_id.in_(doc_ids[i : i + LOOKUP_CHUNK])))
             rows = []
@@ -436,22 +490,36 @@ class MemoryIndexer:
                     rows,
                     pg,
                 )
-            bump_version(session, agent_id)
-            return len(rows)
+            added = []
+            if track:
+                for cid, user, digest in _chunk_ids(conn, doc_ids):
+                    vec = vectors.get(digest) if space is not None else None
+                    added.append((cid, user, space if vec is not None else None, vec))
+            return len(rows), bump_version(session, agent_id), removed, added
 
-        report.chunks_written += self.engine.db.run_write(_do)
+        written, tokens, removed, added = self.engine.db.run_write(_do)
+        if self._changes is not None:
+            self._changes.step(tokens)
+            self._changes.remove(removed)
+            self._changes.add(added)
+        report.chunks_written += written
         report.rechunked += len(batch)
         report.changed_paths.extend(p.file.path for p in batch)
 
     def _remove(self, agent_id: str, doc_ids: Sequence[int]) -> None:
-        def _do(session: Session) -> None:
+        def _do(session: Session) -> tuple[tuple[str, str], list[int]]:
+            conn = session.connection()
+            removed = [r[0] for r in _chunk_ids(conn, doc_ids)] if self._changes is not None else []
             for i in range(0, len(doc_ids), LOOKUP_CHUNK):
                 part = list(doc_ids[i : i + LOOKUP_CHUNK])
                 session.execute(delete(CHUNKS).where(CHUNKS.c.document_id.in_(part)))
                 session.execute(delete(DOCS).where(DOCS.c.id.in_(part), DOCS.c.agent_id == agent_id))
-            bump_version(session, agent_id)
+            return bump_version(session, agent_id), removed
 
-        self.engine.db.run_write(_do)
+        tokens, removed = self.engine.db.run_write(_do)
+        if self._changes is not None:
+            self._changes.step(tokens)
+            self._changes.remove(removed)
 
     def _reembed(
         self,
@@ -466,7 +534,7 @@ class MemoryIndexer:
         provider, model, dim = space
         with self.engine.db.session() as s:
             stale = s.execute(
-                select(CHUNKS.c.id, CHUNKS.c.chunk_hash, CHUNKS.c.text).where(
+                select(CHUNKS.c.id, CHUNKS.c.chunk_hash, CHUNKS.c.text, CHUNKS.c.user_id).where(
                     CHUNKS.c.agent_id == agent_id,
                     CHUNKS.c.user_id.in_(list(scopes)),
                     (CHUNKS.c.embedding_model.is_(None))
@@ -494,16 +562,19 @@ class MemoryIndexer:
             if not found:
                 break
 
-            def _do(session: Session, found: list[tuple[int, Any]] = found) -> None:
+            def _do(session: Session, found: list[tuple[int, Any]] = found) -> tuple[str, str]:
                 conn = session.connection()
                 vec = _vector_param(conn, pg)
-                conn.execute(
-                    stmt,
-                    [{"cid": cid, "emb": vec(v), "p": provider, "m": model, "d": dim} for cid, v in found],
-                )
-                bump_version(session, agent_id)
+                meta = {"p": provider, "m": model, "d": dim}
+                conn.execute(stmt, [{"cid": cid, "emb": vec(v), **meta} for cid, v in found])
+                return bump_version(session, agent_id)
 
-            self.engine.db.run_write(_do)
+            tokens = self.engine.db.run_write(_do)
+            if self._changes is not None:
+                users = {int(r[0]): r[3] for r in part}
+                self._changes.step(tokens)
+                self._changes.remove(cid for cid, _ in found)
+                self._changes.add((cid, users[cid], space, v) for cid, v in found)
             report.reembedded += len(found)
             if progress:
                 progress("embed", min(total, i + len(part)), total)
