@@ -148,3 +148,42 @@ def test_vectors_travel_in_binary_and_arrive_exact(pg_schema_url: str, workspace
             np.testing.assert_array_equal(got, expected)
     finally:
         eng.close()
+
+
+def test_full_text_alone_ranks_the_conjunction_of_common_terms_first(
+    pg_engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only common terms and no vector channel: the chunks holding every term are ranked when
+    they are few (cheap); with fewer of them than the limit, any-term ranking fills up."""
+    from sqlalchemy import event
+
+    import goclaw_memory.backends as backends
+
+    monkeypatch.setattr(backends, "PG_RANK_BUDGET", 10)
+    root = Path(pg_engine.agent_dir(pg_engine.agents.get("ada")))
+    for i in range(3):
+        write(root, f"memory/both{i}.md", f"Alpha and beta together, note {i}.\n")
+    for i in range(30):
+        write(root, f"memory/beta{i:02d}.md", f"Beta alone in note {i}.\n")
+    for i in range(30):
+        write(root, f"memory/alpha{i:02d}.md", f"Alpha alpha alpha, note {i}.\n")
+    pg_engine.memory.index("ada")
+    _analyze(pg_engine)
+    backend = pg_engine.memory.backend
+    agent = pg_engine.agents.get("ada")
+    ids = {v: k for k, v in _chunk_ids(pg_engine).items()}
+    seen: list[str] = []
+
+    def spy(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        seen.append(statement)
+
+    event.listen(pg_engine.db.engine, "before_cursor_execute", spy)
+    try:
+        top = backend.lexical(agent.id, [""], "alpha beta", 3)
+        assert sorted(ids[i] for i, _ in top) == [f"memory/both{i}.md" for i in range(3)]
+        assert any("%(and)s" in s for s in seen)  # the conjunction query ran
+        more = backend.lexical(agent.id, [""], "alpha beta", 10)
+        paths = [ids[i] for i, _ in more]
+        assert len(paths) == 10 and set(paths[:3]) == {f"memory/both{i}.md" for i in range(3)}
+    finally:
+        event.remove(pg_engine.db.engine, "before_cursor_execute", spy)

@@ -799,7 +799,13 @@ class PostgresSearchBackend:
             stats = self._doc_freq(c) if len(terms) > 1 or candidates is not None else _PgStats({}, 0, 0)
             cand = [int(i) for i in candidates or ()]
             selective, common = split_terms(terms, stats.df, PG_RANK_BUDGET)
+            conjunction = False
             if not selective and not cand:
+                # Only common terms and nothing to rescore (full text alone): when the chunks
+                # holding *every* term are few enough (independence estimate), rank those
+                # first; they lead any-term ranking anyway. Else the rarest term's matches.
+                both = stats.rows * math.prod(stats.df.get(t, 0) / max(stats.rows, 1.0) for t in terms)
+                conjunction = len(terms) > 1 and both <= 4 * PG_RANK_BUDGET
                 selective, common = split_terms(terms, stats.df, PG_RANK_BUDGET, keep_rarest=True)
             params: dict[str, Any] = {"a": agent_id, "users": list(users), "k": int(limit)}
             # Each term's ts_rank weighted by its IDF (a BM25-like sum); beyond a few terms,
@@ -815,6 +821,13 @@ class PostgresSearchBackend:
                 f"SELECT id, text, {' + '.join(ranks)} AS r FROM memory_chunks "
                 "WHERE agent_id = :a AND user_id = ANY(:users) AND "
             )
+            if conjunction:
+                params["and"] = " & ".join(f"({tsquery_expression('', [t])})" for t in terms)
+                result = c.execute(
+                    text(f"{head}tsv @@ to_tsquery('simple', :and) ORDER BY r DESC LIMIT :k"), params
+                ).all()
+                if len(result) >= int(limit):
+                    return [(int(i), float(r)) for i, _body, r in result if float(r) > 0]
             parts: list[str] = []
             if selective:
                 # The best `limit` matches of the selective terms...
