@@ -555,3 +555,21 @@ def test_sqlite_vector_cache_is_patched_in_process_and_matches_a_reload(workspac
         if other is not None:
             other.close()
         eng.close()
+
+
+def test_a_failing_vector_query_leaves_full_text_working(eng: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A database error in the vector channel (which runs first) must not poison the search's
+    transaction: full-text results still come back, with a note."""
+    root = ada_dir(eng)
+    fill(root)
+    eng.memory.index("ada")
+    backend = eng.memory.backend
+
+    def broken(*_args: Any, conn: Any = None, **_kw: Any) -> Any:
+        conn.exec_driver_sql("SELECT * FROM no_such_table_here")
+
+    monkeypatch.setattr(backend, "vector", broken)
+    response = eng.memory.search_response("tomato plants balcony", "ada")
+    assert response.hits and response.hits[0].path == "memory/notes-2.md"
+    assert response.channels == ["lexical"]
+    assert any("vector search failed" in n for n in response.notes)

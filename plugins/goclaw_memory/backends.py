@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import text
 
+from goclaw.store.types import pg_binary_vectors, pg_vector_text
+
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
@@ -931,7 +933,6 @@ class PostgresSearchBackend:
         q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
         if not np.any(q):
             return []
-        literal = "[" + ",".join(repr(float(x)) for x in q) + "]"
         # Same expression and (literal) predicate as the partial HNSW index, so it is usable.
         expr = f"(embedding::vector({dim})) <=> CAST(:q AS vector({dim}))"
         sql = (
@@ -944,8 +945,7 @@ class PostgresSearchBackend:
         # back), and more finds more of the exact nearest neighbours (benchmarks/README.md).
         configured = int(getattr(self.engine.plugin_settings("memory"), "hnsw_ef_search", 0) or 0)
         ef = max(int(limit), configured) if configured else max(40, int(limit) * 4)
-        params = {
-            "q": literal,
+        params: dict[str, Any] = {
             "a": agent_id,
             "users": list(users),
             "p": provider,
@@ -960,6 +960,9 @@ class PostgresSearchBackend:
             if self._supports_iterative(c):
                 settings += ", set_config('hnsw.iterative_scan', 'relaxed_order', true)"
             c.exec_driver_sql(f"SELECT {settings}")
+            # The query vector in binary when the connection can (no 256-float text to format
+            # here and parse there).
+            params["q"] = q if pg_binary_vectors(c) else pg_vector_text(q)
             return c.execute(text(sql), params).all()
 
         if conn is not None:

@@ -178,11 +178,13 @@ class MemoryService:
                     try:
                         qvec = embedder.embed([query])[0]
                         space = (embedder.provider, embedder.model, int(embedder.dim))
-                        with conn.begin_nested():
-                            vector = backend.vector(a.id, users, qvec, space, k, conn=conn)
+                        vector = backend.vector(a.id, users, qvec, space, k, conn=conn)
                         used.append("vector")
                     except Exception as exc:
                         log.debug("vector search failed", exc_info=True)
+                        # The channel runs first in this read-only transaction: rolling it
+                        # back (no savepoint round trips per search) leaves full text usable.
+                        conn.rollback()
                         notes.append(
                             f"vector search failed ({type(exc).__name__}: "
                             f"{' '.join(str(exc).split())[:200]}); "
