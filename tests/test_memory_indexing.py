@@ -149,7 +149,11 @@ def test_killed_indexer_leaves_previous_index_intact(
             seen += 1
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
-    assert seen == 2, proc.stderr.read() if proc.stderr else ""
+    errors = proc.stderr.read() if proc.stderr else ""
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+    assert seen == 2, errors
     assert proc.returncode == -signal.SIGKILL
 
     state = _doc_state(eng, agent_id)
