@@ -196,8 +196,9 @@ def goclaw_search_backends() -> dict[str, Factory] | None:
     """Register search backends by name: ``{"sqlite": factory}``; ``factory(engine)`` builds one.
 
     Semantics: a registry; the one used is chosen by config (``[plugins.memory] backend``,
-    default: the database's backend). Default plugin: ``goclaw.memory`` (``sqlite``,
-    ``postgresql``).
+    default: the database's backend). A backend implements
+    ``goclaw_memory.backends.MemorySearchBackend`` (docs/memory.md lists its optional
+    members). Default plugin: ``goclaw.memory`` (``sqlite``, ``postgresql``).
     """
 
 
