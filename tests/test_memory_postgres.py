@@ -187,3 +187,43 @@ def test_full_text_alone_ranks_the_conjunction_of_common_terms_first(
         assert len(paths) == 10 and set(paths[:3]) == {f"memory/both{i}.md" for i in range(3)}
     finally:
         event.remove(pg_engine.db.engine, "before_cursor_execute", spy)
+
+
+def test_bulk_load_rebuilds_the_hnsw_index_once(pg_schema_url: str, workspace: Path) -> None:
+    from goclaw.engine import Engine
+
+    eng = Engine.open(workspace, pg_schema_url)  # the default (static) embedder
+    try:
+        name = f"ix_memory_chunks_hnsw_{int(eng.embedder().dim)}"
+
+        def index_oid() -> Any:
+            with eng.db.engine.connect() as conn:
+                return conn.execute(text("SELECT to_regclass(:n)::oid"), {"n": name}).scalar()
+
+        for agent, topic in (("ada", "kettle in the cupboard"), ("bob", "bicycle in the shed")):
+            eng.agents.create(agent)
+            root = Path(eng.agent_dir(eng.agents.get(agent)))
+            for i in range(4):
+                write(root, f"memory/n{i}.md", f"Note {i}: the {topic}.\n")
+        eng.memory.index("ada")
+        first = index_oid()
+        assert first is not None
+        builds: list[str] = []
+        backend = eng.memory.backend
+        original = backend.finish_vectors
+
+        def counting() -> None:
+            if backend._deferred and not backend._bulk:
+                builds.append("build")
+            original()
+
+        backend.finish_vectors = counting
+        report = eng.memory.index(bulk=True)  # every agent: one drop, one build
+        assert report.chunks_written == 4  # ada's chunks were unchanged
+        second = index_oid()
+        assert second is not None and second != first
+        assert builds == ["build"]
+        hits = eng.memory.search("where is the bicycle", "bob", channel="vector")
+        assert hits and "bicycle" in hits[0].snippet
+    finally:
+        eng.close()

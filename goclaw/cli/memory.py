@@ -37,8 +37,14 @@ def memory_group() -> None:
 @memory_group.command("index")
 @click.option("--agent", "-a", default=None, help="Agent name (default: every agent).")
 @user_option("Index only this user's memory (default: the agent folder and every users/<U>/).")
+@click.option(
+    "--bulk",
+    is_flag=True,
+    help="PostgreSQL: drop the vector index during this load and rebuild it once after (much "
+    "faster for large loads; other agents' vector searches scan exactly meanwhile).",
+)
 @json_option
-def memory_index(agent: str | None, user: str | None, as_json: bool) -> None:
+def memory_index(agent: str | None, user: str | None, bulk: bool, as_json: bool) -> None:
     """Index memory files: unchanged files are skipped, changed ones re-chunked and embedded."""
     eng = engine()
     show_bar = not as_json and sys.stderr.isatty()
@@ -60,9 +66,9 @@ def memory_index(agent: str | None, user: str | None, as_json: bool) -> None:
                     tasks[stage] = bar.add_task(label, total=total)
                 bar.update(tasks[stage], completed=done, total=total)
 
-            report = eng.memory.index(agent, user, progress=progress)
+            report = eng.memory.index(agent, user, progress=progress, bulk=bulk)
     else:
-        report = eng.memory.index(agent, user)
+        report = eng.memory.index(agent, user, bulk=bulk)
     if as_json:
         data = report.as_json()
         data.pop("changed_paths", None)

@@ -101,8 +101,20 @@ class MemoryService:
         *,
         progress: Progress | None = None,
         scopes: list[str] | None = None,
+        bulk: bool = False,
     ) -> IndexReport:
-        """Index an agent's memory files (every agent when ``agent`` is None)."""
+        """Index an agent's memory files (every agent when ``agent`` is None).
+
+        ``bulk``: for a large load on a backend that supports it (PostgreSQL), drop the vector
+        index for the duration and build it once at the end, much faster than maintaining it
+        row by row; vector searches of other agents scan exactly meanwhile.
+        """
+        if bulk:
+            embedder, _reason = self.embedder()
+            bulk_load = getattr(self.backend, "bulk_load", None)
+            if embedder is not None and bulk_load is not None:
+                with bulk_load(int(embedder.dim)):
+                    return self.index(agent, user, progress=progress, scopes=scopes)
         if agent is None:
             total = IndexReport(agent="*")
             for a in self.engine.agents.list():
