@@ -136,10 +136,10 @@ def query_terms(query: str) -> list[str]:
     return (content or terms)[:MAX_QUERY_TERMS]
 
 
-# At most this many matching chunks are ranked per query (sum of the kept terms' document
-# frequencies; the rarest term is always kept). Terms so common that ranking their matches
-# would cost more are dropped from the full-text channel: their IDF is near zero anyway, and the
-# vector channel still sees the whole query. This keeps any-term matching fast at 100k chunks.
+# SQLite: at most this many matches are enumerated per query (the sum of the kept terms'
+# document frequencies). Terms beyond it are "common": in a hybrid search they still score the
+# enumerated matches and the vector candidates; alone, the full-text channel drops them (the
+# rarest term is always kept). Their IDF is low anyway. FTS5 ranks a match in ~1 µs.
 RANK_BUDGET = 5_000
 # PostgreSQL visits each match's heap row and tsvector: ~1 µs per match with the table in
 # shared buffers, ~5 µs from the OS cache. Matches beyond this are not enumerated (see
@@ -480,14 +480,19 @@ class SQLiteSearchBackend:
         conn: Any = None,
         candidates: Sequence[int] | None = None,
     ) -> list[tuple[int, float]]:
-        """The best ``limit`` matches by ``bm25()``, plus the ``candidates`` (the vector
-        channel's ids) that match too, with their own scores: the merge then weighs a vector
-        hit's words by what they are worth instead of counting them as no match."""
+        """Full-text candidates by FTS5's ``bm25()``, under the common-terms rule.
+
+        Terms are kept rarest first within :data:`RANK_BUDGET` matches (see
+        :func:`split_terms`). Alone (``candidates`` None) the kept terms' best ``limit``
+        matches are ranked; the rarest term is always kept. In a hybrid search the selective
+        terms' best matches and the ``candidates`` (the vector channel's ids) are all scored
+        by bm25 over every query term, so the merge weighs a vector hit's words by what they
+        are worth instead of counting them as no match."""
         terms = query_terms(query)
         if not terms:
             return []
         with _connection(self.engine, conn) as c:
-            freq = self._doc_freq(c, terms) if len(terms) > 1 or candidates else {}
+            freq = self._doc_freq(c, terms) if len(terms) > 1 or candidates is not None else {}
             kept, _common = split_terms(terms, freq, RANK_BUDGET, keep_rarest=candidates is None)
             if candidates is None:
                 # Full text alone: rank the matches of the kept terms.
