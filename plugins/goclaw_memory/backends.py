@@ -793,8 +793,9 @@ class PostgresSearchBackend:
         matches and of ``candidates`` (the vector channel's ids). This is the "common terms"
         query of Lucene/Elasticsearch: ranking the tens of thousands of chunks that contain a
         frequent word costs ~1-5 µs each in PostgreSQL and tells the merge almost nothing.
-        With only common terms and no candidates (full-text only), the rarest term's matches
-        are ranked. Returns the best ``limit`` matches plus every candidate that matches.
+        With only common terms and no candidates (full-text only), the chunks holding every
+        term are ranked when few, else the rarest term's matches. Returns the best ``limit``
+        matches plus every candidate that matches.
 
         In a hybrid search (``candidates`` given) the rows found are then scored by BM25 over
         every query term, from their text and the ``pg_stats`` estimates (the same formula
