@@ -334,6 +334,11 @@ def bench_search(tmp: Path, chunks: int, backend: str, url: str | None) -> list[
         hits = eng.memory.search_response(q, "bench", include_extra=False).hits
         ours.append(time.perf_counter() - t)
         assert hits
+    alone = []  # the full-text channel by itself (no embedder, or --channel lexical)
+    for q in qs[1:]:
+        t = time.perf_counter()
+        eng.memory.search_response(q, "bench", include_extra=False, channel="lexical")
+        alone.append(time.perf_counter() - t)
     base = BruteForceHybrid(eng, agent.id)
     theirs = []
     agree = []
@@ -363,6 +368,11 @@ def bench_search(tmp: Path, chunks: int, backend: str, url: str | None) -> list[
         ),
         # Not a recall figure (the corpus has no relevance labels): how far the ranking follows
         # an exact BM25 + cosine hybrid that scores every chunk (see the module docstring).
+        _row(
+            f"full-text search alone, {chunks:,} chunks ({name})",
+            statistics.median(alone) * 1000,
+            "ms",
+        ),
         _row(
             f"top-6 agreement with the brute-force hybrid, {chunks:,} chunks ({name})",
             100 * statistics.mean(agree),
