@@ -196,26 +196,9 @@ class ChannelMemory:
             assert current is not None
             if current.status != "pending":
                 raise ValidationError(f"item {item_id} is already {current.status}")
-            existing = store.exists(session, row.agent_id, row.user_id, row.source_id)
-            if existing is None:
-                session.add(row)
-                session.flush()
-                self.engine.events.publish(
-                    session,
-                    "episodic.created",
-                    {
-                        "episodic_id": row.id,
-                        "agent_id": row.agent_id,
-                        "user_id": row.user_id,
-                        "session_key": row.session_key,
-                        "source_id": row.source_id,
-                        "source_type": "channel",
-                    },
-                    agent_id=row.agent_id,
-                    user_id=row.user_id,
-                )
+            stored, _new = store.add(session, row)
             current.status, current.reviewed_at = "approved", utcnow()
-            current.episodic_id = existing.id if existing is not None else row.id
+            current.episodic_id = stored.id
             session.add(current)
             return item_dict(current)
 

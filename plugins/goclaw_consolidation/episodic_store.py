@@ -123,26 +123,8 @@ class EpisodicStore:
         ``source_id`` already exists (a replay): nothing is written twice."""
 
         def _do(session: Session) -> EpisodicSummary | None:
-            if self.exists(session, row.agent_id, row.user_id, row.source_id) is not None:
-                return None
-            session.add(row)
-            session.flush()
-            if publish and self.engine.has_service("events"):
-                self.engine.events.publish(
-                    session,
-                    "episodic.created",
-                    {
-                        "episodic_id": row.id,
-                        "agent_id": row.agent_id,
-                        "user_id": row.user_id,
-                        "session_key": row.session_key,
-                        "source_id": row.source_id,
-                        "source_type": row.source_type,
-                    },
-                    agent_id=row.agent_id,
-                    user_id=row.user_id,
-                )
-            return row
+            found, added = self.add(session, row, publish=publish)
+            return found if added else None
 
         try:
             return self.engine.db.run_write(_do)
@@ -152,6 +134,33 @@ class EpisodicStore:
             if isinstance(exc.__cause__, IntegrityError):
                 return None
             raise
+
+    def add(
+        self, session: Session, row: EpisodicSummary, *, publish: bool = True
+    ) -> tuple[EpisodicSummary, bool]:
+        """In the caller's transaction: add ``row`` and publish ``episodic.created``, unless a
+        row with its ``source_id`` exists. Returns ``(the row now stored, whether it is new)``."""
+        existing = self.exists(session, row.agent_id, row.user_id, row.source_id)
+        if existing is not None:
+            return existing, False
+        session.add(row)
+        session.flush()
+        if publish and self.engine.has_service("events"):
+            self.engine.events.publish(
+                session,
+                "episodic.created",
+                {
+                    "episodic_id": row.id,
+                    "agent_id": row.agent_id,
+                    "user_id": row.user_id,
+                    "session_key": row.session_key,
+                    "source_id": row.source_id,
+                    "source_type": row.source_type,
+                },
+                agent_id=row.agent_id,
+                user_id=row.user_id,
+            )
+        return row, True
 
     def ensure_vector_index(self, dim: int) -> None:
         """PostgreSQL: a partial HNSW expression index for this dimension (spec §19)."""
