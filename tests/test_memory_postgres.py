@@ -126,7 +126,6 @@ def test_hnsw_index_is_built_after_the_load(pg_schema_url: str, workspace: Path)
 
 def test_vectors_travel_in_binary_and_arrive_exact(pg_schema_url: str, workspace: Path) -> None:
     from goclaw.engine import Engine
-    from goclaw.store.types import pg_binary_vectors
 
     eng = Engine.open(workspace, pg_schema_url)  # the default (static) embedder
     try:
@@ -136,7 +135,7 @@ def test_vectors_travel_in_binary_and_arrive_exact(pg_schema_url: str, workspace
         write(root, "memory/key.md", body + "\n")
         eng.memory.index("ada")
         with eng.db.engine.connect() as conn:
-            assert pg_binary_vectors(conn)
+            assert conn.connection.driver_connection.adapters.types.get("vector") is not None
             stored, digest = conn.execute(text("SELECT embedding::text, chunk_hash FROM memory_chunks")).one()
             cached = conn.execute(
                 text("SELECT embedding::text FROM embedding_cache WHERE chunk_hash = :h"), {"h": digest}

@@ -26,6 +26,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlmodel import Session
 
 from goclaw.errors import StoreError
+from goclaw.store.types import register_pg_vectors
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -117,7 +118,16 @@ class Database:
                 conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
             return engine
-        return create_engine(self.url, echo=echo, pool_pre_ping=True, pool_size=5, max_overflow=5)
+        engine = create_engine(self.url, echo=echo, pool_pre_ping=True, pool_size=5, max_overflow=5)
+
+        @event.listens_for(engine, "checkout")
+        def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+            # Binary pgvector values on every connection (goclaw.store.types.Vector binds
+            # float32 arrays); retried until the migration has created the extension.
+            if not record.info.get("goclaw_vectors"):
+                record.info["goclaw_vectors"] = register_pg_vectors(dbapi_conn)
+
+        return engine
 
     # ------------------------------------------------------------------ checks
     def check_connection(self) -> None:

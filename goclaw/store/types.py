@@ -58,6 +58,17 @@ class Vector(TypeDecorator[Any]):
             return dialect.type_descriptor(VECTOR())
         return dialect.type_descriptor(LargeBinary())
 
+    def bind_processor(self, dialect: Dialect) -> Any:
+        if dialect.name != "postgresql":
+            return super().bind_processor(dialect)
+
+        def process(value: Any) -> Any:
+            # A float32 array, sent in pgvector's binary form by the adapters the store
+            # registers on each connection (register_pg_vectors), not formatted as text.
+            return self.process_bind_param(value, dialect)
+
+        return process
+
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
             return None
@@ -78,37 +89,28 @@ class Vector(TypeDecorator[Any]):
         return np.asarray(value, dtype=np.float32)
 
 
-def pg_binary_vectors(conn: Any) -> bool:
-    """Let the psycopg connection behind ``conn`` (a SQLAlchemy ``Connection``) send and receive
-    pgvector values in binary, so a parameter may be a float32 ``numpy.ndarray``.
-
-    Formatting a 256-d vector as text costs ~130 µs in Python, the binary form ~2 µs: bulk
-    writers (memory indexing, the embedding cache) call this and pass arrays. Registration is
-    once per pooled connection. ``False`` when it is not possible (not psycopg, or no
-    ``vector`` type in the database); callers then send text.
-    """
-    try:
-        raw = conn.connection.driver_connection
-        adapters = raw.adapters
-    except AttributeError:
+def register_pg_vectors(raw: Any) -> bool:
+    """Register pgvector's psycopg adapters on a raw psycopg connection, so vectors travel in
+    binary (a float32 ``numpy.ndarray`` parameter; formatting a 256-d vector as text costs
+    ~130 µs in Python, the binary form ~2 µs). The store calls this on every pool checkout
+    until it succeeds; ``False`` while the database has no ``vector`` type yet (before the
+    first migration). Leaves no transaction open."""
+    adapters = getattr(raw, "adapters", None)
+    if adapters is None:
         return False
     if adapters.types.get("vector") is not None:
         return True
-    try:
-        from pgvector.psycopg.vector import register_vector_info
-        from psycopg.types import TypeInfo
+    from pgvector.psycopg.vector import register_vector_info
+    from psycopg import pq
+    from psycopg.types import TypeInfo
 
+    idle = raw.info.transaction_status == pq.TransactionStatus.IDLE
+    try:
         info = TypeInfo.fetch(raw, "vector")
         if info is None:
             return False
         register_vector_info(raw, info)
-    except Exception:
-        return False
-    return True
-
-
-def pg_vector_text(vec: Any) -> str:
-    """A pgvector text literal (the slow path, when :func:`pg_binary_vectors` is false)."""
-    import numpy as np
-
-    return "[" + ",".join(map(repr, np.asarray(vec, dtype=np.float32).reshape(-1).tolist())) + "]"
+        return True
+    finally:
+        if idle:
+            raw.rollback()

@@ -35,8 +35,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import text
 
-from goclaw.store.types import pg_binary_vectors, pg_vector_text
-
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
@@ -996,9 +994,7 @@ class PostgresSearchBackend:
             if self._supports_iterative(c):
                 settings += ", set_config('hnsw.iterative_scan', 'relaxed_order', true)"
             c.exec_driver_sql(f"SELECT {settings}")
-            # The query vector in binary when the connection can (no 256-float text to format
-            # here and parse there).
-            params["q"] = q if pg_binary_vectors(c) else pg_vector_text(q)
+            params["q"] = q  # sent in binary by the store's connections
             return c.execute(text(sql), params).all()
 
         if conn is not None:

@@ -28,7 +28,7 @@ from sqlalchemy import delete, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
 from goclaw.store.models import EmbeddingCache, MemoryChunk, MemoryDocument, WorkerState
-from goclaw.store.types import pg_binary_vectors, pg_vector_text, utcnow
+from goclaw.store.types import utcnow
 from goclaw_memory.backends import VERSION_WORKER, read_version
 from goclaw_memory.chunking import TextChunk, chunk_text, content_hash
 from goclaw_memory.paths import MemoryFile, scope_files, user_ids
@@ -116,14 +116,12 @@ def _as_float32(vec: Any) -> Any:
     return np.asarray(vec, dtype=np.float32).reshape(-1)
 
 
-def _vector_param(conn: Any, pg: bool) -> Callable[[Any], Any]:
-    """How a vector travels as a parameter on ``conn``: float32 bytes (SQLite), a float32
-    array in pgvector's binary form, or pgvector text when binary is not available."""
-    if not pg:
-        return lambda vec: None if vec is None else _as_float32(vec).tobytes()
-    if pg_binary_vectors(conn):
+def _vector_param(pg: bool) -> Callable[[Any], Any]:
+    """How a vector travels as a parameter in plain SQL: float32 bytes (SQLite) or a float32
+    array, which the store's connections send in pgvector's binary form (PostgreSQL)."""
+    if pg:
         return lambda vec: None if vec is None else _as_float32(vec)
-    return lambda vec: None if vec is None else pg_vector_text(vec)
+    return lambda vec: None if vec is None else _as_float32(vec).tobytes()
 
 
 _NAMED = re.compile(r"(?<![:\w]):(\w+)")
@@ -387,19 +385,6 @@ class MemoryIndexer:
         ]
 
         def _do(session: Session) -> None:
-            conn = session.connection()
-            if self.engine.db.backend == "postgresql" and pg_binary_vectors(conn):
-                # Plain SQL with binary vectors: the ORM type sends text (~130 µs a vector).
-                for r in rows:
-                    r["embedding"] = _as_float32(r["embedding"])
-                sql = text(
-                    "INSERT INTO embedding_cache (chunk_hash, provider, model, dim, embedding, created_at) "
-                    "VALUES (:chunk_hash, :provider, :model, :dim, :embedding, :created_at) "
-                    "ON CONFLICT DO NOTHING"
-                )
-                for i in range(0, len(rows), LOOKUP_CHUNK):
-                    conn.execute(sql, rows[i : i + LOOKUP_CHUNK])
-                return
             for i in range(0, len(rows), LOOKUP_CHUNK):
                 stmt = _insert(session, CACHE).on_conflict_do_nothing()
                 session.execute(stmt, rows[i : i + LOOKUP_CHUNK])
@@ -440,7 +425,7 @@ class MemoryIndexer:
 
         def _do(session: Session) -> int:
             conn = session.connection()
-            _vec = _vector_param(conn, pg)
+            _vec = _vector_param(pg)
             _executemany(conn, _SQL_UPSERT_DOC, doc_rows, pg)
             wanted = {(p.file.user_id, p.file.path) for p in batch}
             ids: dict[tuple[str, str], int] = {}
@@ -564,7 +549,7 @@ class MemoryIndexer:
 
             def _do(session: Session, found: list[tuple[int, Any]] = found) -> tuple[str, str]:
                 conn = session.connection()
-                vec = _vector_param(conn, pg)
+                vec = _vector_param(pg)
                 meta = {"p": provider, "m": model, "d": dim}
                 conn.execute(stmt, [{"cid": cid, "emb": vec(v), **meta} for cid, v in found])
                 return bump_version(session, agent_id)
