@@ -34,6 +34,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from bench_rows import row as _row
+
 WORDS = [
     "account",
     "agent",
@@ -199,27 +201,6 @@ class _PgSchema:
         with self.admin.begin() as conn:
             conn.execute(text(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE"))
         self.admin.dispose()
-
-
-def _row(
-    name: str,
-    value: float,
-    unit: str,
-    baseline: float | None = None,
-    baseline_name: str | None = None,
-    higher_is_better: bool = False,
-) -> dict[str, Any]:
-    ratio = None
-    if baseline is not None and value:
-        ratio = round(value / baseline if higher_is_better else baseline / value, 2)
-    return {
-        "name": name,
-        "value": round(value, 3),
-        "unit": unit,
-        "baseline": None if baseline is None else round(baseline, 3),
-        "baseline_name": baseline_name,
-        "ratio": ratio,
-    }
 
 
 # --------------------------------------------------------------------------- indexing

@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_rows import row
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "plugins")]
 
@@ -163,20 +165,6 @@ def count_io(eng: Any) -> tuple[int, int, int]:
     _counting["on"] = False
     event.remove(eng.db.engine, "before_cursor_execute", _count)
     return counts["ours"], counts["others"], _counting["open"]
-
-
-def row(
-    name: str, value: float, unit: str, baseline: float | None = None, baseline_name: str | None = None
-) -> dict[str, Any]:
-    ratio = (baseline / value) if baseline is not None and value else None
-    return {
-        "name": name,
-        "value": round(value, 4),
-        "unit": unit,
-        "baseline": None if baseline is None else round(baseline, 4),
-        "baseline_name": baseline_name,
-        "ratio": None if ratio is None else round(ratio, 2),
-    }
 
 
 def run(quick: bool, skills: int = 20, postgres: str | None = None) -> list[dict[str, Any]]:

@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_rows import row as _row
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "plugins")]
 
@@ -166,13 +168,15 @@ def bench_engine(quick: bool) -> list[dict[str, Any]]:
             n = 20 if quick else 100
             warm = statistics.median(_timed(render) for _ in range(n))
             cold = statistics.median(_timed(render_cold) for _ in range(max(3, n // 10)))
-            rows.append(_row("skills section 500 skills (warm)", warm, cold, "re-read tiers every build"))
+            rows.append(
+                _row("skills section 500 skills (warm)", warm, "ms", cold, "re-read tiers every build")
+            )
             try:
                 eng.prompt.build(PromptRequest(agent="bench"))
                 build = statistics.median(
                     _timed(lambda: eng.prompt.build(PromptRequest(agent="bench"))) for _ in range(n)
                 )
-                rows.append(_row("prompt build 500 skills (warm)", build, None, None))
+                rows.append(_row("prompt build 500 skills (warm)", build, "ms"))
             except Exception as exc:  # the builder belongs to another issue
                 print(f"(prompt build not measured: {exc})", file=sys.stderr)
 
@@ -189,9 +193,7 @@ def bench_engine(quick: bool) -> list[dict[str, Any]]:
                     if time.perf_counter() - t0 > 5:
                         break
                 lat.append(time.perf_counter() - t0)
-            rows.append(
-                _row("hot reload latency (edit to next build)", statistics.median(lat) * 1000, None, None)
-            )
+            rows.append(_row("hot reload latency (edit to next build)", statistics.median(lat) * 1000, "ms"))
         finally:
             eng.close()
 
@@ -202,7 +204,7 @@ def bench_engine(quick: bool) -> list[dict[str, Any]]:
             qs = queries(100)
             eng.skills.search(qs[0])
             ms = _per_query(eng.skills.search, qs, 3)
-            rows.append(_row("engine search 1000 skills (end to end)", ms, None, None, unit="ms/query"))
+            rows.append(_row("engine search 1000 skills (end to end)", ms, "ms/query"))
         finally:
             eng.close()
     return rows
@@ -212,19 +214,6 @@ def _timed(fn: Any) -> float:
     t0 = time.perf_counter_ns()
     fn()
     return (time.perf_counter_ns() - t0) / 1e6
-
-
-def _row(
-    name: str, value: float, baseline: float | None, baseline_name: str | None, unit: str = "ms"
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "value": value,
-        "unit": unit,
-        "baseline": baseline,
-        "baseline_name": baseline_name,
-        "ratio": (baseline / value) if baseline else None,
-    }
 
 
 def run(quick: bool) -> list[dict[str, Any]]:
