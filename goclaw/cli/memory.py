@@ -81,10 +81,21 @@ def memory_index(agent: str | None, user: str | None, bulk: bool, as_json: bool)
             + (f", re-embedded: {report.reembedded}" if report.reembedded else "")
             + f" ({report.seconds:.2f} s)"
         )
+    _note_skipped(report)
     if report.embedding_error:
         click.echo(
             f"note: no vectors written ({report.embedding_error}); full-text search still works", err=True
         )
+
+
+def _note_skipped(report: Any) -> None:
+    """Name the files an index run skipped (issue 12: reported, never fatal)."""
+    skipped = getattr(report, "skipped_files", None) or []
+    if skipped:
+        n = len(skipped)
+        click.echo(f"note: skipped {n} file{'s' if n != 1 else ''} that cannot be indexed:", err=True)
+        for item in skipped:
+            click.echo(f"  {item['path']}: {item['reason']}", err=True)
 
 
 @memory_group.command("search")
@@ -157,10 +168,12 @@ def memory_watch(agent: str | None, user: str | None, debounce_ms: int | None) -
     click.echo(
         f"indexed: {first.rechunked} changed, {first.skipped_unchanged} unchanged; watching (Ctrl-C stops)"
     )
+    _note_skipped(first)
 
     def on_index(report: Any) -> None:
         changed = ", ".join(report.changed_paths[:5]) or "nothing"
         click.echo(f"re-indexed {report.agent}: {changed}")
+        _note_skipped(report)
 
     watcher = eng.memory.watch(agent, user, debounce_ms=debounce_ms, on_index=on_index)
     try:

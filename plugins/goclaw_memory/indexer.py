@@ -50,6 +50,7 @@ STATE = WorkerState.__table__
 Progress = Callable[[str, int, int], None]
 
 BATCH_DOCS = 200  # documents per transaction at most
+MAX_PATH = 1024  # memory_documents.path / memory_chunks.path are VARCHAR(1024)
 BATCH_CHUNKS = 2000  # chunks per transaction at most
 LOOKUP_CHUNK = 500  # hashes per IN (...) lookup
 
@@ -79,6 +80,11 @@ class IndexReport:
     embedding_error: str | None = None
     seconds: float = 0.0
     changed_paths: list[str] = field(default_factory=list)
+    # Files that cannot be indexed, each {"path", "reason"}: reported, never fatal (issue 12).
+    skipped_files: list[dict[str, str]] = field(default_factory=list)
+
+    def skip(self, path: str, reason: str) -> None:
+        self.skipped_files.append({"path": printable_path(path), "reason": reason})
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -96,6 +102,7 @@ class IndexReport:
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.changed_paths.extend(other.changed_paths)
+        self.skipped_files.extend(other.skipped_files)
         self.embedding = self.embedding or other.embedding
         self.embedding_error = self.embedding_error or other.embedding_error
 
@@ -108,6 +115,38 @@ class _Pending:
     size: int
     mtime: float
     chunks: list[TextChunk]
+
+
+def printable_path(path: str) -> str:
+    """A path as text that can be printed and stored: an undecodable byte of a file name (kept
+    by Python as a lone surrogate) shows as ``\\xNN``."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _unindexable_name(path: str) -> str | None:
+    """Why a file's path cannot be a row in the index, or None."""
+    if printable_path(path) != path:
+        return "file name is not valid UTF-8"
+    if len(path) > MAX_PATH:
+        return f"path longer than {MAX_PATH:,} characters"
+    return None
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether a write failed because of one file's data (skip it) rather than the database
+    itself being unusable (raise)."""
+    from sqlalchemy.exc import DataError
+
+    from goclaw.errors import StoreError
+
+    if isinstance(exc, StoreError):
+        return isinstance(exc.__cause__, DataError)
+    return isinstance(exc, (ValueError, UnicodeError))
+
+
+def _reason(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:200]}"
 
 
 def _as_float32(vec: Any) -> Any:
@@ -239,6 +278,10 @@ class MemoryIndexer:
         for scope in scopes:
             for f in scope_files(agent_dir, scope):
                 report.files_scanned += 1
+                bad_name = _unindexable_name(f.path)
+                if bad_name is not None:
+                    report.skip(f.path, bad_name)
+                    continue
                 seen.add((f.user_id, f.path))
                 try:
                     with open(f.abs, "rb") as fh:
@@ -246,6 +289,9 @@ class MemoryIndexer:
                         stat = os.fstat(fh.fileno())
                 except OSError:
                     continue  # vanished or unreadable between listing and reading
+                if b"\x00" in raw:  # PostgreSQL's text refuses NUL; same rule on SQLite
+                    report.skip(f.path, "contains NUL bytes (not a text file)")
+                    continue
                 text = raw.decode("utf-8", errors="replace")
                 digest = content_hash(text)
                 old = existing.get((f.user_id, f.path))
@@ -263,7 +309,7 @@ class MemoryIndexer:
             for p in batch:
                 p.chunks = chunk_text(p.text, self.max_chunk_len)
             vectors = self._vectors_for([c for p in batch for c in p.chunks], embedder, space, report)
-            self._write_batch(agent.id, batch, vectors, space, report)
+            self._write_each(agent.id, batch, vectors, space, report)
             done += len(batch)
             if progress:
                 progress("index", done, total)
@@ -392,6 +438,28 @@ class MemoryIndexer:
         self.engine.db.run_write(_do)
 
     # ------------------------------------------------------------------ writing
+    def _write_each(
+        self,
+        agent_id: str,
+        batch: Sequence[_Pending],
+        vectors: dict[str, Any],
+        space: tuple[str, str, int] | None,
+        report: IndexReport,
+    ) -> None:
+        """Write a batch; when the database refuses it, write its files one by one and skip
+        (and report) the ones it refuses, so one bad file never stops the rest (issue 12)."""
+        try:
+            self._write_batch(agent_id, batch, vectors, space, report)
+            return
+        except Exception as exc:
+            if not _refused(exc):
+                raise
+            if len(batch) == 1:
+                report.skip(batch[0].file.path, _reason(exc))
+                return
+        for p in batch:
+            self._write_each(agent_id, [p], vectors, space, report)
+
     def _write_batch(
         self,
         agent_id: str,
