@@ -211,6 +211,52 @@ def test_unknown_with_and_without_suggestions(slash_eng) -> None:  # type: ignor
     assert _slash(slash_eng, _ctx(slash_eng), "/pfd merge") is None
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "/ok thanks",
+        "/hi",
+        "/no way",
+        "/why is this broken",
+        "/yes please",
+        "/the quick brown fox",
+        "/pls do it",
+        "/wow",
+        "/help me",
+    ],
+)
+def test_prose_after_the_prefix_reaches_the_model(slash_eng, text: str) -> None:  # type: ignore[no-untyped-def]
+    # Issue 12: every short word is within 3 edits of a short slug ("ok" → "pdf"), so short
+    # prose was answered with "No skill matches `ok`. Did you mean ..." instead of the model.
+    assert _slash(slash_eng, _ctx(slash_eng), text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("/pfd merge", ["pdf"]),  # a swap of two letters is one edit
+        ("/pdff", ["pdf"]),
+        ("/frontend-desing x", ["frontend-design"]),
+        ("/front-ofice", ["front-office"]),
+        ("/design a page", ["frontend-design"]),  # a whole word of the slug or name
+        ("/fronted a page", ["frontend-design", "front-office"]),
+        ("/use frontend-dezign", ["frontend-design"]),
+        ("/help Frontend Desing", ["frontend-design"]),
+    ],
+)
+def test_real_typos_still_get_suggestions(slash_eng, text: str, expected: list[str]) -> None:  # type: ignore[no-untyped-def]
+    res = _slash(slash_eng, _ctx(slash_eng), text)
+    assert res is not None and res.skill is None and res.suggestions == expected
+
+
+def test_suggestion_distance_grows_with_length() -> None:
+    from goclaw_skills.slash import allowed_distance, edit_distance
+
+    assert [allowed_distance(n) for n in (3, 5, 6, 8, 9, 40)] == [1, 1, 2, 2, 3, 3]
+    assert edit_distance("pfd", "pdf") == 1 and edit_distance("ok", "pd") == 2
+    assert edit_distance("kitten", "sitting") == 3 and edit_distance("", "abc") == 3
+
+
 def test_system_config_keys(slash_eng) -> None:  # type: ignore[no-untyped-def]
     slash_eng.skills.set_config("skills.slash_commands.partial_matching", "yes")
     res = _slash(slash_eng, _ctx(slash_eng), "/frontend build")

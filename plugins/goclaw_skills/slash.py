@@ -5,13 +5,16 @@
 ``skills.slash_commands.enabled`` (true), ``.suggest_not_found`` (true), ``.partial_matching``
 (false) and ``.prefix`` (``/``; exactly one non-space character, else ``/``). A first token
 that looks like a path (contains ``/``, ``\\`` or ``.``) is not a command; an unknown command
-with no suggestion within edit distance 3 passes the message through unchanged
-(DECISIONS.md). Every lookup runs over the caller's own view (grants, allow list, request
-filter), so activation, listing, help and suggestions never reveal a hidden skill.
+with no close suggestion passes the message through unchanged (DECISIONS.md): a word under 3
+chars never gets one, and the edit distance allowed grows with the word's length (at most 3),
+so ``/ok thanks`` reaches the model (issue 12). Every lookup runs over the caller's own view
+(grants, allow list, request filter), so activation, listing, help and suggestions never reveal
+a hidden skill.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -148,38 +151,60 @@ def match(view: SkillView, raw: str, partial: bool) -> tuple[str, str] | None:
     return winners[0], best[winners[0]][1]
 
 
-def levenshtein(a: str, b: str) -> int:
+def edit_distance(a: str, b: str) -> int:
+    """Edit distance where swapping two neighbouring letters counts as one edit (``pfd`` → ``pdf``)."""
     if a == b:
         return 0
-    if len(a) < len(b):
-        a, b = b, a
-    prev = list(range(len(b) + 1))
+    rows: list[list[int]] = [list(range(len(b) + 1))]
     for i, ca in enumerate(a, 1):
         cur = [i]
         for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
-    return prev[-1]
+            d = min(rows[-1][j] + 1, cur[j - 1] + 1, rows[-1][j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                d = min(d, rows[-2][j - 2] + 1)
+            cur.append(d)
+        rows = [rows[-1], cur]
+    return rows[-1][-1]
+
+
+MIN_SUGGEST_CHARS = 3  # "/ok thanks", "/hi": too short to be a typo of anything, never a command
+MIN_PREFIX_CHARS = 4  # "/front" may be an abbreviation; "/the" is a word
+
+
+def allowed_distance(length: int) -> int:
+    """Edits tolerated for a typed word of ``length`` chars: 1 up to 5 chars, 2 up to 8, then 3.
+
+    The bound grows with the word, so a short word of prose (``/why is this``) is never "close"
+    to a skill just because every short string is within 3 edits of every other one (issue 12).
+    """
+    return min(MAX_DISTANCE, 1 if length <= 5 else 2 if length <= 8 else 3)
+
+
+def _words(value: str) -> set[str]:
+    return {w for w in re.split(r"[^0-9a-z]+", value) if w}
 
 
 def suggestions(view: SkillView, target: str, limit: int = 3) -> list[str]:
-    """Slugs within edit distance 3 of ``target`` (slug, name and their prefixes)."""
+    """Skills the unknown command ``target`` plausibly misspells or abbreviates, closest first.
+
+    Nothing for a word under 3 chars. A word of 4+ chars that starts a slug or name, or is one
+    of its words (``/design``), is distance 0; otherwise the edit distance to the slug, the name
+    or (4+ chars) their first ``len(target)`` chars must be within :func:`allowed_distance`.
+    """
     t = target.strip().lower()
-    if not t:
+    if len(t) < MIN_SUGGEST_CHARS:
         return []
+    limit_d = allowed_distance(len(t))
     scored: list[tuple[int, str]] = []
     for s in view.skills:
         slug, name = s.record.slug.lower(), s.record.name.lower()
-        if slug.startswith(t) or t in name:
+        long_enough = len(t) >= MIN_PREFIX_CHARS
+        if long_enough and (slug.startswith(t) or name.startswith(t) or t in _words(slug) | _words(name)):
             d = 0
         else:
-            d = min(
-                levenshtein(t, slug),
-                levenshtein(t, slug[: len(t)]),
-                levenshtein(t, name),
-                levenshtein(t, name[: len(t)]),
-            )
-        if d <= MAX_DISTANCE:
+            candidates = [slug, name] + ([slug[: len(t)], name[: len(t)]] if long_enough else [])
+            d = min(edit_distance(t, c) for c in candidates if c)
+        if d <= limit_d:
             scored.append((d, s.slug))
     return [slug for _d, slug in sorted(scored)[:limit]]
 
