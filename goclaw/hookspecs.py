@@ -134,7 +134,8 @@ def goclaw_prompt_modes() -> list[PromptMode] | None:
 
 @hookspec(firstresult=True)
 def goclaw_resolve_prompt_mode(request: PromptRequest) -> str | None:
-    """Pick the prompt mode for a request that did not name one.
+    """Pick the prompt mode for a request that did not name one, or whose session key is a
+    subagent or cron key (that answer beats an explicit mode).
 
     Semantics: first non-None answer wins. Default plugin: ``goclaw.prompt`` (trylast):
     ``agent:<id>:subagent:...`` and ``agent:<id>:cron:...`` keys → ``minimal``, else ``full``.

@@ -32,7 +32,8 @@ class PromptRequest:
     """What a runtime knows when it asks for a system prompt (spec §5).
 
     ``mode=None`` lets the engine pick: subagent and cron session keys give ``minimal``,
-    everything else ``full`` (DECISIONS.md, modes).
+    everything else ``full`` (DECISIONS.md, modes). A subagent or cron key keeps its mode even
+    when ``mode`` names another one (issue 12).
     """
 
     agent: str

@@ -99,8 +99,17 @@ def test_exact_section_order_minimal_mode_from_subagent_and_cron_keys(engine: An
         assert [f["name"] for f in result.files] == ["AGENTS.md", "TOOLS.md"]
         assert "## Subagent Context" in result.prompt
         assert "SOUL.md" not in [f["name"] for f in result.files]
-    # explicit mode wins over the session key
-    assert engine.prompt.build(everything("op", session_key="agent:op:cron:x", mode="full")).mode == "full"
+    # an explicit mode never widens a subagent/cron session (issue 12): the key's minimal wins
+    for key in ("agent:op:cron:x", "agent:op:subagent:1"):
+        forced = engine.prompt.build(everything("op", session_key=key, mode="full"))
+        assert forced.mode == "minimal"
+        assert [f["name"] for f in forced.files] == ["AGENTS.md", "TOOLS.md"]
+        assert 'name="SOUL.md"' not in forced.prompt and 'name="USER.md"' not in forced.prompt
+        assert engine.prompt.build_for("op", "u", session_key=key, mode="full").mode == "minimal"
+    assert (
+        engine.prompt.build(everything("op", session_key="agent:op:main", mode="minimal")).mode == "minimal"
+    )
+    assert engine.prompt.build(everything("op", mode="minimal")).mode == "minimal"
     assert engine.prompt.build(everything("op", session_key="delegate:op:subagent:1")).mode == "full"
     with pytest.raises(ValidationError, match="unknown prompt mode"):
         engine.prompt.build_for("op", "u", mode="nope")

@@ -69,6 +69,34 @@ def test_prompt_cli_options_reach_the_request(workspace: Path, database_url: Any
     assert "<extra_context>\nfocus\n</extra_context>" in data["prompt"]
 
 
+def test_explicit_full_mode_cannot_widen_a_subagent_or_cron_session(
+    workspace: Path, database_url: Any
+) -> None:
+    # Issue 12: `--mode full` with a subagent key gave the subagent SOUL.md, USER.md, BOOTSTRAP.md.
+    cli(workspace, database_url, "agent", "create", "op")
+    for key in ("agent:op:subagent:7", "agent:op:cron:nightly"):
+        res = cli(
+            workspace,
+            database_url,
+            "prompt",
+            "-a",
+            "op",
+            "-u",
+            "u",
+            "--session-key",
+            key,
+            "--mode",
+            "full",
+            "--json",
+        )
+        assert res.code == 0, res.err
+        data = json.loads(res.out)
+        assert data["mode"] == "minimal"
+        assert [f["name"] for f in data["files"]] == ["AGENTS.md", "TOOLS.md"]
+    res = cli(workspace, database_url, "prompt", "-a", "op", "-u", "u", "--mode", "minimal", "--json")
+    assert json.loads(res.out)["mode"] == "minimal"
+
+
 def test_prompt_errors_are_one_line(workspace: Path, database_url: Any) -> None:
     res = cli(workspace, database_url, "prompt", "--agent", "ghost")
     assert res.code != 0

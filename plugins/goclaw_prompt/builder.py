@@ -21,6 +21,7 @@ from goclaw.types import ContextFile, PromptContext, PromptRequest, SlashResult
 from goclaw_bootstrap.changes import cache_seconds, tracker
 from goclaw_bootstrap.store import KNOWN_FILES, VIRTUAL_FILES
 from goclaw_bootstrap.truncate import TruncateConfig, build_context_files
+from goclaw_prompt.modes import pick_mode
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine
@@ -100,7 +101,7 @@ class PromptService:
         if user:
             self._seed_user(agent, user)
 
-        mode = request.mode or hooks.resolve_prompt_mode(request) or "full"
+        mode = pick_mode(request, hooks.resolve_prompt_mode)  # a subagent/cron key beats --mode
         modes = hooks.prompt_modes()
         if mode not in modes:
             raise ValidationError(

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from goclaw import hookimpl
 from goclaw.types import PromptMode, PromptRequest
 from goclaw_prompt.builder import PromptService
+from goclaw_prompt.modes import is_subagent_or_cron
 
 MINIMAL_FILES = frozenset({"AGENTS.md", "TOOLS.md"})
 
@@ -44,12 +45,6 @@ def goclaw_prompt_modes() -> list[PromptMode]:
             MINIMAL_FILES,
         ),
     ]
-
-
-def is_subagent_or_cron(session_key: str | None) -> bool:
-    """``agent:<id>:subagent:...`` or ``agent:<id>:cron:...`` (case-insensitive)."""
-    parts = (session_key or "").lower().split(":")
-    return len(parts) >= 3 and parts[0] == "agent" and parts[2] in {"subagent", "cron"}
 
 
 @hookimpl(trylast=True)
