@@ -53,6 +53,29 @@ class CompactResult:
     summary_method: str  # llm | extractive | none
 
 
+def _create_if_missing(s: DbSession, key: str, agent_id: str, user_id: str) -> None:
+    """Create the session row unless it exists. INSERT ... ON CONFLICT DO NOTHING: two first
+    appends to one new key at once must not both try a plain INSERT (on PostgreSQL one of
+    them failed with a duplicate key, issue 12); the row is locked by the SELECT that follows."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    table = Session.__table__  # type: ignore[attr-defined]
+    dialect = s.get_bind().dialect.name
+    now = utcnow()
+    stmt = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table).values(
+        key=key,
+        agent_id=agent_id,
+        user_id=user_id,
+        status="open",
+        compaction_count=0,
+        flushed_cycle=-1,
+        summary="",
+        created_at=now,
+        updated_at=now,
+    )
+    s.execute(stmt.on_conflict_do_nothing(index_elements=[table.c.key]))
+
+
 class SessionService:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -75,12 +98,9 @@ class SessionService:
         user_id = validate_user_id(user) if user else ""
 
         def _do(s: DbSession) -> SessionMessage:
-            row = s.exec(select(Session).where(Session.key == key).with_for_update()).first()
-            if row is None:
-                row = Session(key=key, agent_id=a.id, user_id=user_id)
-                s.add(row)
-                s.flush()
-            elif row.agent_id != a.id or row.user_id != user_id:
+            _create_if_missing(s, key, a.id, user_id)
+            row = s.exec(select(Session).where(Session.key == key).with_for_update()).one()
+            if row.agent_id != a.id or row.user_id != user_id:
                 raise ValidationError(f"session {key!r} belongs to another agent or user")
             seq = s.exec(select(func.max(SessionMessage.seq)).where(SessionMessage.session_key == key)).one()
             msg = SessionMessage(
