@@ -9,6 +9,7 @@ hooks. Features appear as attributes contributed by plugins (``engine.files``,
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Iterable
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from goclaw.store.models import Agent
+    from goclaw.tools import ToolRegistry
     from goclaw.types import EmbeddingProvider, LLMProvider
 
 log = logging.getLogger(__name__)
@@ -175,6 +177,13 @@ class Engine:
     @property
     def kg(self) -> Any:
         return self.service("kg")
+
+    @functools.cached_property
+    def tools(self) -> ToolRegistry:
+        """The runtime tools under the tool calling contract (:mod:`goclaw.tools`, issue 14)."""
+        from goclaw.tools import ToolRegistry
+
+        return ToolRegistry(self)
 
     # ------------------------------------------------------------------ providers
     def _provider(self, kind: str, registry: dict[str, Any], name: str) -> Any:

@@ -1,15 +1,30 @@
 """Runtime tools ``memory_search`` / ``memory_get`` and the Memory Recall prompt section (spec §5, §17).
 
-The runtime hands the model these tools; it calls ``func`` with the model's arguments plus the
-run's ``agent`` (and ``user``) as keywords, e.g. ``tool.func(query="...", agent="ada", user="u1")``.
+The tools follow the tool calling contract (:mod:`goclaw.contracts.tools`): the runtime calls
+``engine.tools.call("memory_search", {"query": "..."}, ToolContext(agent="ada", user="u1"))``;
+the scope comes from the context only. Every hit carries an ``id``: for a memory file's lines
+``m:<scope tag>:<path>#L<start>-L<end>`` (stable while the file's lines stay put), for an episodic
+summary the summary's own id. ``memory_get`` accepts either (and a path); ``memory_expand``
+accepts episodic ids. An id from another agent's or user's results is refused.
+
+The older keyword form ``tool.func(query=..., agent=..., user=...)`` still works.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from goclaw.types import Tool
+from goclaw.contracts.tools import (
+    FunctionTool,
+    ToolContext,
+    ToolResult,
+    memory_hit_id,
+    parse_memory_hit_id,
+    split_line_locator,
+)
+from goclaw.errors import ValidationError
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine
@@ -25,18 +40,107 @@ MEMORY_RECALL = (
 )
 
 
-def make_tools(engine: Engine) -> list[Tool]:
-    def memory_search(
-        query: str,
-        agent: Any,
-        user: str | None = None,
-        limit: int | None = None,
-        channel: str = "hybrid",
+def search_hits(
+    engine: Engine,
+    query: str,
+    agent: Any,
+    user: str | None,
+    limit: int | None = None,
+    channel: str = "hybrid",
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Document and extra-tier hits as JSON, each with its stable ``id``; plus the notes."""
+    a = engine.memory._agent(agent)
+    limit = int(limit or engine.memory.settings.max_results)
+    response = engine.memory.search_response(
+        query, a, user, limit=limit, channel=channel, include_extra=False
+    )
+    rows: list[dict[str, Any]] = []
+    for h in response.hits:
+        item = h.as_json()
+        locator = f"{h.path}#L{h.start_line}-L{h.end_line}"
+        item = {"id": memory_hit_id("m", a.id, h.user_id, locator), **item}
+        rows.append(item)
+    extra = engine.hooks.memory_search_extra(engine, query, a, user, limit) if query.strip() else []
+    for e in extra:
+        rows.append(
+            {
+                "id": str(e.id),
+                "path": e.path or "",
+                "start_line": int(e.start_line or 0),
+                "end_line": int(e.end_line or 0),
+                "score": round(float(e.score or 0.0), 6),
+                "scope": e.scope or "agent",
+                "snippet": e.text or "",
+                "tier": e.tier or "extra",
+            }
+        )
+    rows.sort(key=lambda r: (-r["score"], r["tier"] != "document", r["path"], r["start_line"]))
+    return rows[:limit], list(response.notes)
+
+
+def _hits_text(hits: list[dict[str, Any]], notes: list[str]) -> str:
+    if not hits:
+        return "No memory matched." + ("".join(f"\nnote: {n}" for n in notes))
+    lines = []
+    for h in hits:
+        where = f"{h['path']}:{h['start_line']}-{h['end_line']}" if h["tier"] == "document" else h["path"]
+        snippet = " ".join(str(h["snippet"]).split())[:300]
+        lines.append(f"[{h['id']}] {where} ({h['tier']}, score {h['score']:.3f})\n  {snippet}")
+    return "\n".join(lines + [f"note: {n}" for n in notes])
+
+
+def read_memory(
+    engine: Engine,
+    context: ToolContext,
+    *,
+    hit_id: str | None = None,
+    path: str | None = None,
+    from_line: int | None = None,
+    to_line: int | None = None,
+) -> ToolResult:
+    """``memory_get``: lines of a memory file of the caller's scope, by hit id or path."""
+    if bool(hit_id) == bool(path):
+        raise ValidationError("memory_get: give either id (from memory_search) or path")
+    a = engine.memory._agent(context.agent)
+    user = context.user
+    if hit_id:
+        if not hit_id.startswith("m:"):
+            # An episodic summary id: the memory_expand tool owns that tier.
+            return engine.tools.call("memory_expand", {"id": hit_id}, context)
+        ref = parse_memory_hit_id(hit_id, a.id, user)
+        path, start, end = split_line_locator(ref.locator)
+        user = ref.user_id or None
+        from_line = start if from_line is None else from_line
+        to_line = end if to_line is None else to_line
+    assert path is not None
+    got = engine.memory.get(a, path, user, from_line=from_line, to_line=to_line)
+    header = f"{got['path']} lines {got['from_line']}-{got['to_line']} of {got['total_lines']}"
+    return ToolResult(text=f"{header}\n{got['text']}", data=got)
+
+
+def make_tools(engine: Engine) -> list[FunctionTool]:
+    def search(args: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        hits, notes = search_hits(engine, str(args["query"]), context.agent, context.user, args.get("limit"))
+        return ToolResult(text=_hits_text(hits, notes), data={"hits": hits, "notes": notes})
+
+    def get(args: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        return read_memory(
+            engine,
+            context,
+            hit_id=args.get("id"),
+            path=args.get("path"),
+            from_line=args.get("from_line"),
+            to_line=args.get("to_line"),
+        )
+
+    # The older keyword form (runtime scope and model arguments in one namespace).
+    def memory_search_legacy(
+        query: str, agent: Any, user: str | None = None, limit: int | None = None, channel: str = "hybrid"
     ) -> list[dict[str, Any]]:
         response = engine.memory.search_response(query, agent, user, limit=limit, channel=channel)
         return [h.as_json() for h in response.hits]
 
-    def memory_get(
+    def memory_get_legacy(
         path: str,
         agent: Any,
         user: str | None = None,
@@ -47,37 +151,41 @@ def make_tools(engine: Engine) -> list[Tool]:
         return result
 
     return [
-        Tool(
+        FunctionTool(
             name="memory_search",
             description=(
                 "Search long-term memory (MEMORY.md, memory/*.md and past-session summaries) by "
-                "meaning and keywords. Returns path, line range, score and a snippet per hit."
+                "meaning and keywords. Returns an id, path, line range, score and snippet per hit; "
+                "pass the id to memory_get (or memory_expand for past sessions)."
             ),
             parameters={
                 "type": "object",
                 "properties": {
-                    "query": {"type": "string", "description": "what to look for"},
+                    "query": {"type": "string", "minLength": 1, "description": "what to look for"},
                     "limit": {"type": "integer", "minimum": 1, "maximum": 50},
                 },
                 "required": ["query"],
             },
-            func=memory_search,
+            handler=search,
+            func=memory_search_legacy,
         ),
-        Tool(
+        FunctionTool(
             name="memory_get",
             description=(
-                "Read lines of a memory file found by memory_search (paths as memory_search returns them)."
+                "Read lines of a memory file: by the id of a memory_search hit, or by path "
+                "(as memory_search returns it) with an optional line range."
             ),
             parameters={
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string"},
+                    "id": {"type": "string", "minLength": 1, "description": "a memory_search hit id"},
+                    "path": {"type": "string", "minLength": 1},
                     "from_line": {"type": "integer", "minimum": 1},
                     "to_line": {"type": "integer", "minimum": 1},
                 },
-                "required": ["path"],
             },
-            func=memory_get,
+            handler=get,
+            func=memory_get_legacy,
         ),
     ]
 

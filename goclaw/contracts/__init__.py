@@ -1,0 +1,1 @@
+"""Typed contracts that cross plugin boundaries (DESIGN.md §3)."""

@@ -1,0 +1,263 @@
+"""The tool calling contract (issue 14): scope set by the runtime, arguments by the model.
+
+A runtime hands its model tools (``memory_search``, ``use_skill``, ...). Two namespaces meet
+in a tool call and must never mix:
+
+* :class:`ToolContext` — who is calling (agent, user, session, channel). The *runtime* sets it
+  from its own state; nothing the model sends can change it.
+* the model's arguments — validated against the tool's JSON schema (:func:`validate_arguments`);
+  a missing, mistyped or unknown argument (including ``agent`` or ``user``) is refused with a
+  one-line :class:`ToolArgumentError`.
+
+Every tool answers with one shape, :class:`ToolResult`: ``text`` for the model plus
+``data``, the same answer as structured JSON for the runtime. Errors a user or a model can cause
+come back as a result with ``is_error=True`` (the runtime passes the text back to the model).
+
+Memory search hits carry a stable :func:`memory_hit_id` that ``memory_get`` / ``memory_expand``
+accept. The id embeds a tag of the scope it was found in, so an id copied from another agent's
+or user's results is refused (:func:`parse_memory_hit_id`), never read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from goclaw.errors import PermissionDeniedError, ValidationError
+
+# Keyword names a tool function receives from the runtime, never from the model.
+CONTEXT_KEYS = frozenset({"agent", "user", "session", "session_key", "channel", "skill_filter"})
+_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+
+
+class ToolArgumentError(ValidationError):
+    """The model's arguments do not match the tool's schema (or try to set the scope)."""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Who is calling a tool; set by the runtime for the turn, never by the model.
+
+    ``agent`` is required. ``user`` is ``None`` for agent-level calls (cron, admin tools);
+    ``session`` is the runtime's session key; ``channel`` the channel the turn came from;
+    ``skill_filter`` restricts which skills are visible this turn (spec §12.5).
+    """
+
+    agent: str
+    user: str | None = None
+    session: str | None = None
+    channel: str | None = None
+    skill_filter: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.agent, str) or not self.agent.strip():
+            raise ValidationError("a tool context needs an agent")
+        if self.user is not None and (not isinstance(self.user, str) or not self.user.strip()):
+            raise ValidationError("a tool context's user must be a non-empty string or None")
+
+
+@dataclass
+class ToolResult:
+    """What every tool returns: ``text`` for the model and ``data`` for the runtime."""
+
+    text: str
+    data: Any = None
+    is_error: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        return {"text": self.text, "data": self.data, "is_error": self.is_error}
+
+    @classmethod
+    def of(cls, data: Any) -> ToolResult:
+        """A result from whatever a function returned (a string, a dict, a list, a number)."""
+        if isinstance(data, ToolResult):
+            return data
+        if isinstance(data, str):
+            try:
+                parsed = json.loads(data)
+            except ValueError:
+                return cls(text=data, data={"text": data})
+            return cls(text=data, data=parsed)
+        return cls(text=json.dumps(data, ensure_ascii=False, default=str), data=data)
+
+    @classmethod
+    def error(cls, exc: BaseException) -> ToolResult:
+        message = " ".join(str(exc).split())
+        return cls(
+            text=f"error: {message}",
+            data={"error": {"type": type(exc).__name__, "message": message}},
+            is_error=True,
+        )
+
+
+@runtime_checkable
+class ContractTool(Protocol):
+    """A tool under this contract: a model-facing schema and ``run(args, context)``."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+    def run(self, args: Mapping[str, Any], context: ToolContext) -> ToolResult: ...
+
+
+@dataclass(frozen=True)
+class FunctionTool:
+    """A :class:`ContractTool` made from a function ``handler(args, context) -> ToolResult``.
+
+    ``func`` optionally keeps the older keyword form ``func(**model_args, agent=..., user=...)``
+    for existing callers; new code calls ``engine.tools.call(name, args, context)``.
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    handler: Callable[[Mapping[str, Any], ToolContext], ToolResult]
+    func: Callable[..., Any] | None = field(default=None, compare=False)
+
+    def run(self, args: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        return self.handler(args, context)
+
+
+# ---------------------------------------------------------------------- schemas
+def model_schema(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """The schema the model sees: context keys removed, unknown properties refused."""
+    schema: dict[str, Any] = json.loads(json.dumps(dict(parameters) or {"type": "object"}))
+    schema.setdefault("type", "object")
+    props = {k: v for k, v in (schema.get("properties") or {}).items() if k not in CONTEXT_KEYS}
+    schema["properties"] = props
+    required = [r for r in schema.get("required") or [] if r not in CONTEXT_KEYS]
+    if required:
+        schema["required"] = required
+    else:
+        schema.pop("required", None)
+    schema["additionalProperties"] = False
+    return schema
+
+
+def validate_arguments(tool: str, schema: Mapping[str, Any], args: Any) -> dict[str, Any]:
+    """Check the model's ``args`` against ``schema``; returns them as a dict.
+
+    Raises :class:`ToolArgumentError` naming the tool and the first problem. A context key
+    (``agent``, ``user``, ...) sent by the model gets its own message: it is the runtime's.
+    """
+    if args is None:
+        args = {}
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except ValueError as exc:
+            raise ToolArgumentError(f"{tool}: arguments are not valid JSON ({exc})") from None
+    if not isinstance(args, Mapping):
+        raise ToolArgumentError(f"{tool}: arguments must be a JSON object, got {type(args).__name__}")
+    scoped = sorted(k for k in args if k in CONTEXT_KEYS)
+    if scoped:
+        raise ToolArgumentError(
+            f"{tool}: {', '.join(scoped)} cannot be set by the model: the runtime sets the "
+            "caller's scope (ToolContext)"
+        )
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(dict(schema))
+    errors = sorted(validator.iter_errors(dict(args)), key=lambda e: (list(e.path), e.message))
+    if errors:
+        err = errors[0]
+        where = "/".join(str(p) for p in err.absolute_path)
+        if err.validator == "additionalProperties":
+            known = ", ".join(sorted((schema.get("properties") or {}).keys())) or "none"
+            extra = sorted(set(args) - set(schema.get("properties") or {}))
+            raise ToolArgumentError(f"{tool}: unknown argument(s) {', '.join(extra)}; expected: {known}")
+        raise ToolArgumentError(f"{tool}: invalid argument{(' ' + where) if where else ''}: {err.message}")
+    return dict(args)
+
+
+def export_schema(tool: ContractTool, fmt: str) -> dict[str, Any]:
+    """One tool's declaration in a runtime's format: ``openai``, ``anthropic`` or ``mcp``."""
+    schema = model_schema(tool.parameters)
+    if fmt == "openai":
+        return {
+            "type": "function",
+            "function": {"name": tool.name, "description": tool.description, "parameters": schema},
+        }
+    if fmt == "anthropic":
+        return {"name": tool.name, "description": tool.description, "input_schema": schema}
+    if fmt == "mcp":
+        return {"name": tool.name, "description": tool.description, "inputSchema": schema}
+    raise ValidationError(f"unknown tool schema format {fmt!r}: use openai, anthropic or mcp")
+
+
+def check_tool_name(name: str) -> str:
+    if not _NAME_RE.match(name or ""):
+        raise ValidationError(f"invalid tool name {name!r}: letters, digits, '_' and '-', at most 64")
+    return name
+
+
+# ---------------------------------------------------------------------- memory hit ids
+def scope_tag(agent_id: str, user_id: str) -> str:
+    """A short tag naming one memory scope (an agent's level, or one user of it)."""
+    return hashlib.sha256(f"{agent_id}\0{user_id}".encode()).hexdigest()[:10]
+
+
+def memory_hit_id(kind: str, agent_id: str, user_id: str, locator: str) -> str:
+    """The stable id of a memory search hit: ``<kind>:<scope tag>:<locator>``.
+
+    ``kind`` is ``m`` (a memory file's lines; locator ``path#Lstart-Lend``) or ``e`` (an
+    episodic summary; locator its id). The same chunk gets the same id on every search.
+    """
+    return f"{kind}:{scope_tag(agent_id, user_id)}:{locator}"
+
+
+@dataclass(frozen=True)
+class MemoryRef:
+    kind: str  # "m" | "e"
+    user_id: str  # "" = agent level
+    locator: str
+
+
+_ID_RE = re.compile(r"^(?P<kind>[me]):(?P<tag>[0-9a-f]{10}):(?P<loc>.+)$", re.S)
+
+
+def parse_memory_hit_id(hit_id: str, agent_id: str, user: str | None) -> MemoryRef:
+    """Resolve a hit id within the caller's scope (agent level, plus ``user``'s own).
+
+    Refuses (:class:`PermissionDeniedError`) an id from another agent's or user's results.
+    """
+    m = _ID_RE.match(hit_id or "")
+    if m is None:
+        raise ValidationError(f"{hit_id!r} is not a memory hit id (ids come from memory_search)")
+    scopes = [""] + ([user] if user else [])
+    for uid in scopes:
+        if scope_tag(agent_id, uid) == m["tag"]:
+            return MemoryRef(m["kind"], uid, m["loc"])
+    raise PermissionDeniedError(f"memory id {hit_id!r} belongs to another agent or user")
+
+
+def split_line_locator(locator: str) -> tuple[str, int, int]:
+    """``path#L3-L9`` → ``("path", 3, 9)``."""
+    m = re.match(r"^(?P<path>.+)#L(?P<s>\d+)-L(?P<e>\d+)$", locator, re.S)
+    if m is None:
+        raise ValidationError(f"bad memory locator {locator!r}")
+    return m["path"], int(m["s"]), int(m["e"])
+
+
+__all__ = [
+    "CONTEXT_KEYS",
+    "ContractTool",
+    "FunctionTool",
+    "MemoryRef",
+    "ToolArgumentError",
+    "ToolContext",
+    "ToolResult",
+    "check_tool_name",
+    "export_schema",
+    "memory_hit_id",
+    "model_schema",
+    "parse_memory_hit_id",
+    "scope_tag",
+    "split_line_locator",
+    "validate_arguments",
+]
