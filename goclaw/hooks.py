@@ -1,9 +1,13 @@
 """The typed facade through which the kernel calls every hook (STYLE.md §11).
 
-Nothing else in goclaw touches ``pm.hook.*``. Each method knows which plugin produced each
-contribution, so results are sorted by an explicit key, duplicates are errors naming both
-plugins, and a third-party implementation that raises is reported and skipped (or re-raised
-under ``plugins.strict``), while a built-in's exception propagates (it is our bug).
+Nothing else in goclaw touches ``pm.hook.*``. Every call goes through pluggy's own call loop
+(``pm.hook.<name>(...)``), so hook wrappers, ``add_hookcall_monitoring`` and tracing work as in
+any pluggy application. Each method knows which plugin produced each contribution
+(:mod:`goclaw.hookcall`), so results are sorted by an explicit key, duplicates are errors naming
+both plugins, and a third-party implementation that raises is reported and skipped (or re-raised
+under ``plugins.strict``), while a built-in's exception propagates (it is our bug). Objects a
+plugin contributed (sections, slash commands, context-file sources) are run through
+:meth:`Hooks.guard` for the same isolation.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from goclaw.errors import PluginError
+from goclaw.hookcall import attribute
 
 if TYPE_CHECKING:
     import click
@@ -36,6 +41,7 @@ if TYPE_CHECKING:
     )
 
 T = TypeVar("T")
+_WRAPPER = "a hook wrapper"
 
 
 class Hooks:
@@ -46,22 +52,28 @@ class Hooks:
         self._owners: dict[tuple[str, str], str] = {}
 
     # ------------------------------------------------------------------ plumbing
-    def _collect(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
-        """Call every implementation of ``hook``; return ``[(plugin_name, result)]``, Nones dropped."""
+    def _collect(self, hook: str, **kwargs: Any) -> list[tuple[str | None, Any]]:
+        """Call ``hook`` through pluggy's own call loop (wrappers, monitoring and tracing see it);
+        return ``[(plugin_name, result)]`` in call order, Nones dropped. A third-party
+        implementation that raised was reported and contributes nothing
+        (:mod:`goclaw.hookcall`); a result a wrapper made up has the wrapper's plugin as owner
+        when exactly one third-party wrapper is registered, else ``None``."""
         caller = getattr(self.manager.pm.hook, hook)
-        out: list[tuple[str, Any]] = []
-        for impl in reversed(caller.get_hookimpls()):  # pluggy's call order
-            args = {k: kwargs[k] for k in impl.argnames if k in kwargs}
-            try:
-                result = impl.function(**args)
-            except Exception as exc:
-                if self.manager.is_builtin(impl.plugin_name):
-                    raise
-                self.manager.report_failure(impl.plugin_name, hook, exc)
-                continue
-            if result is not None:
-                out.append((impl.plugin_name, result))
-        return out
+        with self.manager.recorder.frame(hook) as recorded:
+            results = caller(**kwargs)
+        if not isinstance(results, list):
+            raise PluginError(f"hook {hook} returned {type(results).__name__}, not a list (a hook wrapper?)")
+        pairs = attribute(results, recorded)
+        if any(owner is None for owner, _ in pairs):
+            wrappers = {
+                impl.plugin_name
+                for impl in caller.get_hookimpls()
+                if (impl.wrapper or impl.hookwrapper) and not self.manager.is_builtin(impl.plugin_name)
+            }
+            if len(wrappers) == 1:
+                only = next(iter(wrappers))
+                pairs = [(owner or only, result) for owner, result in pairs]
+        return [(owner, result) for owner, result in pairs if result is not None]
 
     def _items(self, hook: str, key: Callable[[Any], Any], what: str, **kwargs: Any) -> list[Any]:
         """Flatten list contributions, reject duplicate names, sort by ``key``."""
@@ -70,13 +82,15 @@ class Hooks:
         for plugin, result in self._collect(hook, **kwargs):
             for item in result:
                 name = item.name
+                owner = plugin or _WRAPPER
                 if name in seen:
                     raise PluginError(
-                        f"{what} {name!r} is provided by both {seen[name]!r} and {plugin!r}; "
+                        f"{what} {name!r} is provided by both {seen[name]!r} and {owner!r}; "
                         f"disable one of them"
                     )
-                seen[name] = plugin
-                self._owners[(what, name)] = plugin
+                seen[name] = owner
+                if plugin is not None:
+                    self._owners[(what, name)] = plugin
                 items.append(item)
         return sorted(items, key=key)
 
@@ -105,10 +119,11 @@ class Hooks:
             for name, factory in result.items():
                 if name in owners:
                     raise PluginError(
-                        f"{what} {name!r} is registered by both {owners[name]!r} and {plugin!r}; "
+                        f"{what} {name!r} is registered by both {owners[name]!r} and "
+                        f"{plugin or _WRAPPER!r}; "
                         f"disable one of them (replacing a built-in means disabling it first)"
                     )
-                owners[name] = plugin
+                owners[name] = plugin or _WRAPPER
                 registry[name] = factory
         self._cache[hook] = registry
         return dict(registry)
@@ -121,7 +136,7 @@ class Hooks:
 
     # ------------------------------------------------------------------ configuration / lifecycle
     def settings_models(self) -> dict[str, type[BaseModel]]:
-        return dict(self._collect("goclaw_settings_model"))
+        return {plugin: model for plugin, model in self._collect("goclaw_settings_model") if plugin}
 
     def services(self, engine: Engine) -> dict[str, Any]:
         owners: dict[str, str] = {}
@@ -129,8 +144,10 @@ class Hooks:
         for plugin, result in self._collect("goclaw_services", engine=engine):
             for name, service in result.items():
                 if name in owners:
-                    raise PluginError(f"service {name!r} is provided by both {owners[name]!r} and {plugin!r}")
-                owners[name] = plugin
+                    raise PluginError(
+                        f"service {name!r} is provided by both {owners[name]!r} and {plugin or _WRAPPER!r}"
+                    )
+                owners[name] = plugin or _WRAPPER
                 services[name] = service
         return services
 
@@ -157,6 +174,7 @@ class Hooks:
         )
 
     def resolve_prompt_mode(self, request: PromptRequest) -> str | None:
+        """First answer wins; a third-party resolver that raises is reported and skipped."""
         result: str | None = self.manager.pm.hook.goclaw_resolve_prompt_mode(request=request)
         return result
 

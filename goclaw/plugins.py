@@ -22,6 +22,7 @@ import pluggy
 
 from goclaw import hookspecs
 from goclaw.errors import PluginError
+from goclaw.hookcall import CallRecorder, instrument
 
 if TYPE_CHECKING:
     from goclaw.config import PluginsConfig
@@ -117,6 +118,7 @@ class GoclawPluginManager:
         self.pm = pluggy.PluginManager(hookspecs.NAME)
         self.pm.add_hookspecs(hookspecs)
         self.records: dict[str, PluginRecord] = {}
+        self.recorder = CallRecorder()
         self._extra = list(extra_plugins)
 
     # ------------------------------------------------------------------ loading
@@ -135,6 +137,7 @@ class GoclawPluginManager:
             module = importlib.import_module(module_path)
             self.pm.register(module, name=name)
             self.records[name] = PluginRecord(name, "active", True, module_path, "goclaw", _version())
+            instrument(self, module)
 
         for name, obj in self._extra:
             if name in blocked:
@@ -206,6 +209,7 @@ class GoclawPluginManager:
         self.records[name] = PluginRecord(
             name, "active", False, module, dist.name if dist else None, dist.version if dist else None
         )
+        instrument(self, obj)
 
     def _fail(self, name: str, error: str, dist: Any, module: str = "") -> None:
         log.warning("plugin %s failed and was skipped: %s", name, error)

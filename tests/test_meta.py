@@ -199,9 +199,9 @@ def _replacement_for(module_name: str) -> tuple[Any, list[str]]:
 
             def make(f: Any, hook: str) -> Any:
                 @functools.wraps(f)  # pluggy reads the argument names through __wrapped__
-                def impl(**kwargs: Any) -> Any:
+                def impl(*args: Any, **kwargs: Any) -> Any:  # pluggy passes arguments by position
                     calls.append(hook)
-                    return f(**kwargs)
+                    return f(*args, **kwargs)
 
                 return impl
 

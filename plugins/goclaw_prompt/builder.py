@@ -110,7 +110,12 @@ class PromptService:
         allow = modes[mode].file_allowlist
 
         ctx = PromptContext(engine=engine, request=request, agent=agent, user=user, mode=mode)
-        merged = merge_sources([source.load(ctx) for source in hooks.context_file_sources()])
+        merged = merge_sources(
+            [
+                hooks.guard("context-file source", source.name, lambda s=source: s.load(ctx), [])
+                for source in hooks.context_file_sources()
+            ]
+        )
         files = [f for f in merged.values() if allow is None or f.name in allow]
         ctx.bootstrapping = any(f.name == BOOTSTRAP_FILE and (f.content or "").strip() for f in files)
         ctx.files = files
@@ -188,8 +193,12 @@ class PromptService:
         message = ctx.request.message
         if not message:
             return None
-        for command in self.engine.hooks.slash_commands():
-            result = command.handle(message, ctx)
+        hooks = self.engine.hooks
+        for command in hooks.slash_commands():
+            # A third-party command that raises is reported and passed over, not fatal.
+            result = hooks.guard(
+                "slash command", command.name, lambda c=command: c.handle(message, ctx), None
+            )
             if result is not None:
                 ctx.state["slash"] = result
                 return result

@@ -1,0 +1,165 @@
+"""Per-plugin failure isolation and attribution inside pluggy's own call loop (issue 13 item 5).
+
+Every hook is called through ``pm.hook.<name>(...)``, so pluggy's wrappers (``wrapper=True`` and
+old-style ``hookwrapper=True``), ``add_hookcall_monitoring`` and tracing see every call. Two
+things pluggy does not do are added by instrumenting each hook implementation when its plugin is
+registered (:func:`instrument`):
+
+* **isolation**: a third-party implementation that raises is reported
+  (:meth:`~goclaw.plugins.GoclawPluginManager.report_failure`: the plugin is marked ``failed``)
+  and contributes nothing, instead of aborting the call for everyone; under ``plugins.strict``
+  the report re-raises. A third-party wrapper that raises before or after its ``yield`` is
+  reported and skipped the same way (the call goes on as if it were absent). A built-in's
+  exception propagates: it is our bug, not the user's.
+* **attribution**: each implementation records which plugin returned which result, so the facade
+  (:class:`goclaw.hooks.Hooks`) can name both plugins of a duplicate, own each contribution, and
+  key settings models by plugin, even when a wrapper rearranged the result list.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pluggy import HookImpl
+
+    from goclaw.plugins import GoclawPluginManager
+
+_MARK = "__goclaw_instrumented__"
+
+
+class CallRecorder:
+    """Which plugin returned which result during one facade call (thread-local stack of frames)."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def _stack(self) -> list[tuple[str, list[tuple[str, object]]]]:
+        stack: list[tuple[str, list[tuple[str, object]]]] | None = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = []
+            self._local.stack = stack
+        return stack
+
+    @contextmanager
+    def frame(self, hook: str) -> Iterator[list[tuple[str, object]]]:
+        """Record the results of ``hook``'s implementations while the block runs."""
+        stack = self._stack()
+        recorded: list[tuple[str, object]] = []
+        stack.append((hook, recorded))
+        try:
+            yield recorded
+        finally:
+            stack.pop()
+
+    def record(self, hook: str, plugin: str, result: object) -> None:
+        stack = self._stack()
+        if stack and stack[-1][0] == hook:
+            stack[-1][1].append((plugin, result))
+
+
+def attribute(results: list[Any], recorded: list[tuple[str, object]]) -> list[tuple[str | None, Any]]:
+    """Pair each result pluggy returned with the plugin that produced it (by identity, in
+    order); a result a wrapper made up itself gets ``None``."""
+    used = [False] * len(recorded)
+    out: list[tuple[str | None, Any]] = []
+    for result in results:
+        owner: str | None = None
+        for i, (plugin, value) in enumerate(recorded):
+            if not used[i] and value is result:
+                used[i] = True
+                owner = plugin
+                break
+        out.append((owner, result))
+    return out
+
+
+def instrument(manager: GoclawPluginManager, plugin: object) -> None:
+    """Wrap every hook implementation of the registered ``plugin`` (see the module docstring)."""
+    for caller in manager.pm.get_hookcallers(plugin) or []:
+        for impl in caller.get_hookimpls():
+            if impl.plugin is not plugin or getattr(impl.function, _MARK, False):
+                continue
+            isolate = not manager.is_builtin(impl.plugin_name)
+            if impl.wrapper or impl.hookwrapper:
+                if not isolate:
+                    continue
+                guarded = _guard_wrapper(manager, impl, caller.name)
+            else:
+                guarded = _guard_plain(manager, impl, caller.name, isolate)
+            setattr(guarded, _MARK, True)
+            # HookImpl.function is declared Final for type checkers only; pluggy calls it with the
+            # positional argnames it computed from the original function at registration.
+            setattr(impl, "function", guarded)  # noqa: B010
+
+
+def _guard_plain(
+    manager: GoclawPluginManager, impl: HookImpl, hook: str, isolate: bool
+) -> Callable[..., Any]:
+    fn = impl.function
+    plugin = impl.plugin_name
+
+    @functools.wraps(fn)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            result = fn(*args, **kwargs)
+        except Exception as exc:
+            if not isolate:
+                raise
+            manager.report_failure(plugin, hook, exc)
+            return None
+        if result is not None:
+            manager.recorder.record(hook, plugin, result)
+        return result
+
+    return guarded
+
+
+def _guard_wrapper(manager: GoclawPluginManager, impl: HookImpl, hook: str) -> Callable[..., Any]:
+    """A generator standing in for a third-party wrapper: it forwards pluggy's ``send``/``throw``
+    to the plugin's generator and turns the plugin's own failures into a report and a no-op."""
+    fn = impl.function
+    plugin = impl.plugin_name
+    where = f"{hook} (wrapper)"
+
+    def guarded(*args: Any, **kwargs: Any) -> Generator[None, Any, Any]:
+        try:
+            gen: Generator[None, Any, Any] = fn(*args, **kwargs)  # type: ignore[assignment]
+            next(gen)
+        except StopIteration:
+            manager.report_failure(plugin, where, RuntimeError("the wrapper did not yield"))
+            return (yield)
+        except Exception as exc:
+            manager.report_failure(plugin, where, exc)
+            return (yield)
+        try:
+            outcome = yield
+        except BaseException as inner:
+            try:
+                gen.throw(inner)
+            except StopIteration as stop:
+                return stop.value
+            except BaseException as exc:
+                if exc is inner or not isinstance(exc, Exception):
+                    raise
+                manager.report_failure(plugin, where, exc)
+                raise inner from None
+            manager.report_failure(plugin, where, RuntimeError("the wrapper yielded twice"))
+            raise
+        try:
+            gen.send(outcome)
+        except StopIteration as stop:
+            return stop.value
+        except Exception as exc:
+            manager.report_failure(plugin, where, exc)
+            return outcome
+        gen.close()
+        manager.report_failure(plugin, where, RuntimeError("the wrapper yielded twice"))
+        return outcome
+
+    functools.update_wrapper(guarded, fn)
+    return guarded
