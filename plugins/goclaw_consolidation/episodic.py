@@ -1,6 +1,8 @@
 """Plugin ``goclaw.workers.episodic``: the EpisodicWorker (spec §18 step 1).
 
-On ``run.completed``: dedup by ``source_id = session_key:compaction_count`` (DECISIONS.md);
+On ``run.completed``: dedup by ``source_id = session_key:compaction_count`` (DECISIONS.md), with
+``:r<run>`` appended from a key's second run on (issue 12: a re-used key was consolidated once;
+``engine.sessions.end`` numbers the runs and names each run's messages, ``first_seq..last_seq``);
 summary = the compaction summary in the event when there is one, else the LLM over the
 session's messages, else an extractive fallback; then L0 abstract, key topics, embedding and
 expiry; insert and publish ``episodic.created`` in one transaction. A replay finds the
@@ -31,14 +33,30 @@ MAX_MESSAGE_CHARS = 500
 MAX_TRANSCRIPT_CHARS = 8000
 
 
-def session_messages(engine: Any, key: str) -> tuple[SessionRow | None, list[tuple[str, str, int]]]:
-    """The session row and its ``(role, content, token_count)`` messages in order."""
+def session_messages(
+    engine: Any, key: str, first_seq: int | None = None, last_seq: int | None = None
+) -> tuple[SessionRow | None, list[tuple[str, str, int]]]:
+    """The session row and its ``(role, content, token_count)`` messages in order (those of
+    ``first_seq..last_seq`` when given: one run of the key)."""
     with engine.db.session() as s:
         row = s.get(SessionRow, key)
-        msgs = s.exec(
-            select(SessionMessage).where(SessionMessage.session_key == key).order_by(col(SessionMessage.seq))
-        ).all()
+        stmt = select(SessionMessage).where(SessionMessage.session_key == key)
+        if first_seq is not None:
+            stmt = stmt.where(col(SessionMessage.seq) >= first_seq)
+        if last_seq is not None:
+            stmt = stmt.where(col(SessionMessage.seq) <= last_seq)
+        msgs = s.exec(stmt.order_by(col(SessionMessage.seq))).all()
         return row, [(m.role, m.content, m.token_count) for m in msgs]
+
+
+def _seq(value: Any) -> int | None:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def run_source_id(key: str, compaction: int, run: Any) -> str:
+    """``session_key:compaction_count``; a key's later runs add ``:r<run>`` (issue 12)."""
+    number = _seq(run)
+    return f"{key}:{compaction}" if number is None or number <= 1 else f"{key}:{compaction}:r{number}"
 
 
 def transcript(messages: list[tuple[str, str]]) -> str:
@@ -80,7 +98,9 @@ class EpisodicWorker:
         if not key:
             log.warning("run.completed event %s has no session_key; skipped", event.id)
             return
-        session_row, messages = session_messages(engine, key)
+        session_row, messages = session_messages(
+            engine, key, _seq(payload.get("first_seq")), _seq(payload.get("last_seq"))
+        )
         agent = find_agent(
             engine,
             str(payload.get("agent_id") or event.agent_id or (session_row.agent_id if session_row else "")),
@@ -96,7 +116,7 @@ class EpisodicWorker:
         compaction = int(
             payload.get("compaction_count") or (session_row.compaction_count if session_row else 0)
         )
-        source_id = f"{key}:{compaction}"
+        source_id = run_source_id(key, compaction, payload.get("run"))
         store = EpisodicStore(engine)
         with engine.db.session() as s:
             if store.exists(s, agent.id, user_id, source_id) is not None:
@@ -106,7 +126,8 @@ class EpisodicWorker:
         method = "compaction"
         if not summary:
             summary, method = summarise(engine, chat)
-        if not summary and session_row is not None and session_row.summary.strip():
+        later_run = (_seq(payload.get("run")) or 1) > 1  # the row's summary is an earlier run's
+        if not summary and not later_run and session_row is not None and session_row.summary.strip():
             summary, method = session_row.summary.strip(), "session"
         if not summary:
             log.info("session %s has nothing to summarise; skipped", key)

@@ -76,6 +76,44 @@ def _create_if_missing(s: DbSession, key: str, agent_id: str, user_id: str) -> N
     s.execute(stmt.on_conflict_do_nothing(index_elements=[table.c.key]))
 
 
+RUNS_WORKER = "sessions.runs"  # worker_state rows: the last ended run of each session key
+
+
+def _close_run(s: DbSession, row: Session) -> dict[str, Any]:
+    """Number the run that ``end`` closes (issue 12: a re-used key was consolidated once).
+
+    A run is the messages appended since the previous ``end``. Ending again with no new message
+    closes the same run again (same number, so the same episodic ``source_id``: idempotent).
+    State lives in ``worker_state`` under :data:`RUNS_WORKER`, written in ``end``'s transaction.
+    """
+    from goclaw.store.models import WorkerState
+
+    last_seq = int(
+        s.exec(select(func.max(SessionMessage.seq)).where(SessionMessage.session_key == row.key)).one() or 0
+    )
+    state = s.exec(
+        select(WorkerState).where(WorkerState.worker == RUNS_WORKER, WorkerState.scope == row.key)
+    ).first()
+    prev: dict[str, Any] = dict(state.value) if state is not None else {}
+    if prev and int(prev.get("last_seq", -1)) == last_seq:
+        return {**prev, "compacted": bool(prev.get("compacted"))}  # the same run, ended again
+    start_count = int(prev.get("compaction_count", 0))
+    run = {
+        "run": int(prev.get("run", 0)) + 1,
+        "first_seq": int(prev.get("last_seq", 0)) + 1,
+        "last_seq": last_seq,
+        "compaction_count": row.compaction_count,
+        "compacted": row.compaction_count > start_count,
+    }
+    if state is None:
+        state = WorkerState(worker=RUNS_WORKER, scope=row.key, value=run)
+    else:
+        state.value = run
+        state.updated_at = utcnow()
+    s.add(state)
+    return run
+
+
 class SessionService:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -260,13 +298,19 @@ class SessionService:
             row.status = "ended"
             row.updated_at = utcnow()
             s.add(row)
+            run = _close_run(s, row)
             if has_events:
                 payload = {
                     "session_key": row.key,
                     "compaction_count": row.compaction_count,
                     "agent_id": row.agent_id,
                     "user_id": row.user_id,
-                    "summary": row.summary,
+                    # The compaction summary only when this run compacted: a later run of the
+                    # key must not be consolidated as the earlier run's summary again.
+                    "summary": row.summary if run["compacted"] else "",
+                    "run": run["run"],
+                    "first_seq": run["first_seq"],
+                    "last_seq": run["last_seq"],
                 }
                 self.engine.events.publish(
                     s, "run.completed", payload, agent_id=row.agent_id, user_id=row.user_id
