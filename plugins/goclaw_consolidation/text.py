@@ -545,34 +545,12 @@ def _compact(name: str) -> str:
 
 
 def jaro_winkler(a: str, b: str, prefix_scale: float = 0.1) -> float:
-    """Jaro-Winkler similarity in 0..1 over code points (prefix up to 4)."""
-    if a == b:
-        return 1.0
-    if not a or not b:
-        return 0.0
-    window = max(0, max(len(a), len(b)) // 2 - 1)
-    a_match = [False] * len(a)
-    b_match = [False] * len(b)
-    matches = 0
-    for i, ch in enumerate(a):
-        lo, hi = max(0, i - window), min(len(b), i + window + 1)
-        for j in range(lo, hi):
-            if not b_match[j] and b[j] == ch:
-                a_match[i] = b_match[j] = True
-                matches += 1
-                break
-    if matches == 0:
-        return 0.0
-    a_chars = [c for c, m in zip(a, a_match, strict=True) if m]
-    b_chars = [c for c, m in zip(b, b_match, strict=True) if m]
-    transpositions = sum(x != y for x, y in zip(a_chars, b_chars, strict=True)) / 2
-    jaro = (matches / len(a) + matches / len(b) + (matches - transpositions) / matches) / 3
-    prefix = 0
-    for x, y in zip(a[:4], b[:4], strict=False):
-        if x != y:
-            break
-        prefix += 1
-    return jaro + prefix * prefix_scale * (1 - jaro)
+    """Standard Jaro-Winkler similarity in 0..1 over code points (prefix up to 4, boosted only
+    above Jaro 0.7), from rapidfuzz: the hand-written one was non-standard and 63x slower
+    (issue 12)."""
+    from rapidfuzz.distance import JaroWinkler
+
+    return float(JaroWinkler.similarity(a, b, prefix_weight=prefix_scale))
 
 
 def name_similarity(a: str, b: str) -> float:
