@@ -51,6 +51,7 @@ BUILTIN_COMMAND_MODULES = (
     "files",
     "kg",
     "memory",
+    "memory_quality",
     "plugins",
     "prompt",
     "session",

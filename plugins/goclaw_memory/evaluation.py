@@ -1,0 +1,422 @@
+"""The memory evaluation harness (issue 11 item 4): labelled questions in, retrieval quality out.
+
+A question file is JSONL, one question a line::
+
+    {"id": "q1", "question": "what did we agree on TCK-4471?", "agent": "support", "user": "ada",
+     "kind": "exact-code", "expect": [{"path": "MEMORY.md", "lines": [34, 38]}, {"text": "re_3QxT7mK2Lp9"}]}
+
+``kind`` is one of :data:`KINDS`; an ``unanswerable`` question has no ``expect`` (nothing in
+memory answers it: it measures what would be injected anyway). An expect item is evidence:
+``{"path", "lines": [a, b]}`` matches a hit of the same path (relative to the agent folder, as
+search hits report it, e.g. ``users/ada/MEMORY.md``) whose line range overlaps ``a..b``;
+``{"text"}`` matches a hit whose snippet contains the text (case and runs of white space
+ignored). An item may carry both a path and a text; then both must hold.
+
+Each channel (``lexical``, ``vector``, ``hybrid``) is asked every question once through
+``engine.memory.search(query, agent, user, limit=max(ks), channel=...)``; the top k are the first
+k hits of that list. Metrics, averaged over the answerable questions:
+
+* ``recall@k``: the share of a question's expect items matched by at least one of the top k;
+* ``hit@k``: 1 when any expect item is matched in the top k (the issue's hit@10);
+* ``mrr``: 1 / rank of the first matching hit within the returned list (0 when none);
+* ``ndcg@10``: binary gains, a hit counts when it matches an expect item no higher hit matched
+  already; the ideal ranks all expect items first.
+
+``context_chars@k`` is the mean number of snippet characters the top k return (every
+question). For unanswerable questions the distribution of the top hit's score is reported
+beside the same for answerable ones, so a threshold against false injections can be chosen.
+
+Plain module: no click and no pluggy; :func:`evaluate` works on an open engine or on any
+``search`` callable (which is how the harness itself is tested).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from goclaw.errors import ValidationError
+
+CHANNELS = ("lexical", "vector", "hybrid")
+KINDS = ("exact-code", "paraphrase", "temporal", "multi-hop", "preference", "unanswerable")
+KS = (1, 5, 10)
+NDCG_K = 10
+
+# search(question, channel, limit) -> (hits, notes); hits are objects or dicts with path,
+# start_line, end_line, score and snippet.
+SearchFn = Callable[["Question", str, int], "tuple[Sequence[Any], Sequence[str]]"]
+
+
+class QuestionsError(ValidationError):
+    """A malformed question file; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Expect:
+    """One piece of expected evidence."""
+
+    path: str | None = None
+    lines: tuple[int, int] | None = None
+    text: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.path is not None:
+            out["path"] = self.path
+        if self.lines is not None:
+            out["lines"] = list(self.lines)
+        if self.text is not None:
+            out["text"] = self.text
+        return out
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    question: str
+    agent: str
+    kind: str
+    user: str | None = None
+    expect: tuple[Expect, ...] = ()
+    source: str = ""  # "file:line" it was read from, for error messages
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "question": self.question, "agent": self.agent}
+        if self.user:
+            out["user"] = self.user
+        out["kind"] = self.kind
+        if self.expect:
+            out["expect"] = [e.as_json() for e in self.expect]
+        return out
+
+
+# --------------------------------------------------------------------------- reading questions
+
+
+def _expect(item: Any, where: str) -> Expect:
+    if not isinstance(item, dict):
+        raise QuestionsError(f"{where}: each expect item must be an object")
+    unknown = set(item) - {"path", "lines", "text"}
+    if unknown:
+        raise QuestionsError(f"{where}: unknown expect key(s) {', '.join(sorted(unknown))}")
+    path, lines, text = item.get("path"), item.get("lines"), item.get("text")
+    if path is None and text is None:
+        raise QuestionsError(f'{where}: an expect item needs "path" (with "lines") or "text"')
+    if path is not None and (not isinstance(path, str) or not path.strip()):
+        raise QuestionsError(f'{where}: "path" must be a non-empty string')
+    if text is not None and (not isinstance(text, str) or not text.strip()):
+        raise QuestionsError(f'{where}: "text" must be a non-empty string')
+    span: tuple[int, int] | None = None
+    if lines is not None:
+        if path is None:
+            raise QuestionsError(f'{where}: "lines" needs a "path"')
+        ok = (
+            isinstance(lines, list)
+            and len(lines) == 2
+            and all(isinstance(n, int) and not isinstance(n, bool) for n in lines)
+        )
+        if not ok or not 1 <= lines[0] <= lines[1]:
+            raise QuestionsError(f'{where}: "lines" must be [first, last] with 1 <= first <= last')
+        span = (int(lines[0]), int(lines[1]))
+    return Expect(path=path.strip().lstrip("/") if path else None, lines=span, text=text)
+
+
+def parse_question(data: Any, where: str) -> Question:
+    """One question from its decoded JSON object; errors name ``where`` (file:line)."""
+    if not isinstance(data, dict):
+        raise QuestionsError(f"{where}: a question must be a JSON object")
+    for key in ("id", "question", "agent", "kind"):
+        value = data.get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise QuestionsError(f'{where}: "{key}" is required and must be a non-empty string')
+    unknown = set(data) - {"id", "question", "agent", "user", "kind", "expect", "note"}
+    if unknown:
+        raise QuestionsError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    kind = data["kind"]
+    if kind not in KINDS:
+        raise QuestionsError(f"{where}: unknown kind {kind!r} (use one of: {', '.join(KINDS)})")
+    user = data.get("user")
+    if user is not None and (not isinstance(user, str) or not user.strip()):
+        raise QuestionsError(f'{where}: "user" must be a non-empty string when given')
+    raw = data.get("expect") or []
+    if not isinstance(raw, list):
+        raise QuestionsError(f'{where}: "expect" must be a list')
+    if kind == "unanswerable" and raw:
+        raise QuestionsError(f'{where}: an unanswerable question has no "expect"')
+    if kind != "unanswerable" and not raw:
+        raise QuestionsError(f'{where}: "expect" must list at least one piece of evidence')
+    expect = tuple(_expect(item, where) for item in raw)
+    return Question(data["id"], data["question"], data["agent"], kind, user or None, expect, where)
+
+
+def parse_questions(lines: Iterable[str], source: str = "<questions>") -> list[Question]:
+    """Questions from JSONL text lines (blank lines and ``#`` comments skipped)."""
+    out: list[Question] = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        where = f"{source}:{number}"
+        try:
+            data = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise QuestionsError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        q = parse_question(data, where)
+        if q.id in seen:
+            raise QuestionsError(f"{where}: duplicate id {q.id!r} (first on line {seen[q.id]})")
+        seen[q.id] = number
+        out.append(q)
+    if not out:
+        raise QuestionsError(f"{source}: no questions")
+    return out
+
+
+def load_questions(path: str | Path) -> list[Question]:
+    """Read a question file; a bad line raises :class:`QuestionsError` naming its number."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise QuestionsError(f"{p}: no such file") from None
+    except UnicodeDecodeError:
+        raise QuestionsError(f"{p}: not UTF-8 text") from None
+    return parse_questions(text.splitlines(), str(p))
+
+
+# --------------------------------------------------------------------------- matching and metrics
+
+
+def _field(hit: Any, name: str, default: Any = None) -> Any:
+    if isinstance(hit, dict):
+        return hit.get(name, default)
+    return getattr(hit, name, default)
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def matches(hit: Any, expect: Expect) -> bool:
+    """Whether a search hit is this piece of evidence (see the module docstring)."""
+    if expect.path is not None:
+        if (_field(hit, "path") or "") != expect.path:
+            return False
+        if expect.lines is not None:
+            start = int(_field(hit, "start_line", 0) or 0)
+            end = int(_field(hit, "end_line", 0) or 0)
+            if end < expect.lines[0] or start > expect.lines[1]:
+                return False
+    if expect.text is not None:
+        return _norm(expect.text) in _norm(_field(hit, "snippet", "") or "")
+    return True
+
+
+def question_metrics(
+    hits: Sequence[Any], expect: Sequence[Expect], ks: Sequence[int] = KS
+) -> dict[str, float]:
+    """recall@k, hit@k, MRR and nDCG@10 of one ranked hit list against its evidence."""
+    found_at: list[int | None] = []  # per expect item: rank (1-based) of the first hit matching it
+    for e in expect:
+        rank = next((i + 1 for i, h in enumerate(hits) if matches(h, e)), None)
+        found_at.append(rank)
+    out: dict[str, float] = {}
+    n = len(expect)
+    for k in ks:
+        got = sum(1 for r in found_at if r is not None and r <= k)
+        out[f"recall@{k}"] = got / n if n else 0.0
+        out[f"hit@{k}"] = 1.0 if got else 0.0
+    first = min((r for r in found_at if r is not None), default=None)
+    out["mrr"] = 1.0 / first if first else 0.0
+    credited: set[int] = set()
+    dcg = 0.0
+    for i, h in enumerate(hits[:NDCG_K]):
+        new = next((j for j, e in enumerate(expect) if j not in credited and matches(h, e)), None)
+        if new is not None:
+            credited.add(new)
+            dcg += 1.0 / math.log2(i + 2)
+    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(n, NDCG_K)))
+    out[f"ndcg@{NDCG_K}"] = dcg / ideal if ideal else 0.0
+    return out
+
+
+def _mean(values: Sequence[float]) -> float:
+    return round(sum(values) / len(values), 4) if values else 0.0
+
+
+def _quantile(sorted_values: Sequence[float], q: float) -> float:
+    if not sorted_values:
+        return 0.0
+    pos = (len(sorted_values) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    value = sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+    return round(value, 4)
+
+
+def score_distribution(scores: Sequence[float]) -> dict[str, float]:
+    """count, min, p25, median, p75, p90, max and mean of a list of scores."""
+    s = sorted(float(x) for x in scores)
+    return {
+        "n": len(s),
+        "min": round(s[0], 4) if s else 0.0,
+        "p25": _quantile(s, 0.25),
+        "median": _quantile(s, 0.5),
+        "p75": _quantile(s, 0.75),
+        "p90": _quantile(s, 0.9),
+        "max": round(s[-1], 4) if s else 0.0,
+        "mean": _mean(s),
+    }
+
+
+# --------------------------------------------------------------------------- running
+
+
+@dataclass
+class QuestionResult:
+    question: Question
+    channel: str
+    metrics: dict[str, float]
+    top_score: float
+    context_chars: dict[int, int]
+    hits: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class EvalReport:
+    """What :func:`evaluate` measured; :meth:`as_json` is the ``goclaw eval --json`` document."""
+
+    channels: list[str]
+    ks: tuple[int, ...]
+    results: list[QuestionResult]
+    notes: dict[str, list[str]]
+    seconds: dict[str, float]
+
+    def _summary(self, rows: Sequence[QuestionResult]) -> dict[str, float]:
+        answerable = [r for r in rows if r.question.kind != "unanswerable"]
+        out: dict[str, float] = {"n": len(answerable)}
+        keys = [f"recall@{k}" for k in self.ks] + [f"hit@{k}" for k in self.ks] + ["mrr", f"ndcg@{NDCG_K}"]
+        for key in keys:
+            out[key] = _mean([r.metrics[key] for r in answerable])
+        for k in self.ks:
+            out[f"context_chars@{k}"] = _mean([float(r.context_chars[k]) for r in rows])
+        return out
+
+    def channel_summary(self, channel: str) -> dict[str, Any]:
+        rows = [r for r in self.results if r.channel == channel]
+        by_kind = {
+            kind: self._summary([r for r in rows if r.question.kind == kind])
+            for kind in KINDS
+            if any(r.question.kind == kind for r in rows)
+        }
+        unanswerable = [r.top_score for r in rows if r.question.kind == "unanswerable"]
+        answered = [r.top_score for r in rows if r.question.kind != "unanswerable" and r.metrics["hit@1"]]
+        queries = len(rows)
+        return {
+            "overall": self._summary(rows),
+            "by_kind": by_kind,
+            "unanswerable_top_score": score_distribution(unanswerable),
+            "answerable_top_score_when_right": score_distribution(answered),
+            "ms_per_query": round(1000 * self.seconds.get(channel, 0.0) / queries, 2) if queries else 0.0,
+            "notes": self.notes.get(channel, []),
+        }
+
+    def as_json(self, details: bool = False) -> dict[str, Any]:
+        questions = {r.question.id: r.question for r in self.results}.values()
+        out: dict[str, Any] = {
+            "questions": len(questions),
+            "answerable": sum(1 for q in questions if q.kind != "unanswerable"),
+            "unanswerable": sum(1 for q in questions if q.kind == "unanswerable"),
+            "ks": list(self.ks),
+            "channels": {c: self.channel_summary(c) for c in self.channels},
+        }
+        if details:
+            out["details"] = [
+                {
+                    "id": r.question.id,
+                    "kind": r.question.kind,
+                    "channel": r.channel,
+                    **r.metrics,
+                    "top_score": round(r.top_score, 4),
+                    "hits": r.hits,
+                }
+                for r in self.results
+            ]
+        return out
+
+
+def engine_search(engine: Any) -> SearchFn:
+    """The default search: ``engine.memory`` (with its notes when the service gives them)."""
+    memory = engine.memory
+
+    def _search(q: Question, channel: str, limit: int) -> tuple[Sequence[Any], Sequence[str]]:
+        response = getattr(memory, "search_response", None)
+        if response is not None:
+            r = response(q.question, q.agent, q.user, limit=limit, channel=channel)
+            return r.hits, list(getattr(r, "notes", []) or [])
+        return memory.search(q.question, q.agent, q.user, limit=limit, channel=channel), []
+
+    return _search
+
+
+def evaluate(
+    engine: Any,
+    questions: Sequence[Question],
+    *,
+    channels: Sequence[str] = CHANNELS,
+    ks: Sequence[int] = KS,
+    search: SearchFn | None = None,
+    keep_hits: bool = False,
+) -> EvalReport:
+    """Ask every question on every channel and score the answers.
+
+    ``engine``: an open :class:`goclaw.Engine` (ignored when ``search`` is given).
+    ``search(question, channel, limit) -> (hits, notes)`` replaces the engine's search.
+    ``keep_hits``: keep each question's hits (path, lines, score) for :meth:`EvalReport.as_json`
+    ``details``.
+    """
+    bad = [c for c in channels if c not in CHANNELS]
+    if bad or not channels:
+        raise ValidationError(f"unknown channel(s) {', '.join(bad) or '(none)'}: use {', '.join(CHANNELS)}")
+    ks_t = tuple(sorted({int(k) for k in ks}))
+    if not ks_t or ks_t[0] < 1:
+        raise ValidationError("every k must be at least 1")
+    run = search or engine_search(engine)
+    limit = max(ks_t[-1], NDCG_K)
+    results: list[QuestionResult] = []
+    notes: dict[str, list[str]] = {}
+    seconds: dict[str, float] = {}
+    for channel in channels:
+        started = time.perf_counter()
+        seen_notes: list[str] = []
+        for q in questions:
+            hits, q_notes = run(q, channel, limit)
+            hits = list(hits)[:limit]
+            for n in q_notes:
+                if n not in seen_notes:
+                    seen_notes.append(n)
+            metrics = question_metrics(hits, q.expect, ks_t) if q.expect else {}
+            if not q.expect:
+                metrics = {key: 0.0 for key in question_metrics([], (Expect(text="-"),), ks_t)}
+            sizes = {k: sum(len(_field(h, "snippet", "") or "") for h in hits[:k]) for k in ks_t}
+            top = float(_field(hits[0], "score", 0.0) or 0.0) if hits else 0.0
+            kept = (
+                [
+                    {
+                        "path": _field(h, "path"),
+                        "lines": [_field(h, "start_line"), _field(h, "end_line")],
+                        "score": round(float(_field(h, "score", 0.0) or 0.0), 4),
+                    }
+                    for h in hits
+                ]
+                if keep_hits
+                else []
+            )
+            results.append(QuestionResult(q, channel, metrics, top, sizes, kept))
+        seconds[channel] = time.perf_counter() - started
+        notes[channel] = seen_notes
+    return EvalReport(list(channels), ks_t, results, notes, seconds)
