@@ -110,11 +110,24 @@ def test_everything_is_configurable() -> None:
     assert out.content == text[:500] + "\n" + marker("X.md") + "\n" + text[-300:]
 
 
-def test_a_small_per_file_limit_still_holds_the_marker_within_the_limit() -> None:
+def test_small_limits_keep_the_70_20_shape_and_the_marker_comes_on_top() -> None:
+    # Issue 12: 100 chars at a 50-char limit gave 'aa\n[marker]\na' (head and tail shrunk to
+    # fit the marker). DECISIONS.md: head 70 % + marker + tail 20 % of the limit, always.
+    text = "".join(chr(ord("a") + i % 26) for i in range(100))
+    cfg = TruncateConfig(max_chars_per_file=50)
+    [out] = build_context_files([F("X.md", text)], cfg)
+    assert out.content == text[:35] + "\n" + marker("X.md") + "\n" + text[-10:]
+    assert out.truncated
     cfg = TruncateConfig(max_chars_per_file=80)
     [out] = build_context_files([F("AGENTS.md", body(500))], cfg)
-    assert out.chars <= 80
-    assert marker("AGENTS.md") in out.content
+    assert out.content == body(500)[:56] + "\n" + marker("AGENTS.md") + "\n" + body(500)[-16:]
+    # a limit smaller than the marker: still the shape (here head 3, tail 0), marker included
+    [out] = build_context_files([F("X.md", text)], TruncateConfig(max_chars_per_file=4))
+    assert out.content == text[:2] + "\n" + marker("X.md") + "\n"
+    # the total budget still caps the result
+    cfg = TruncateConfig(max_chars_per_file=50, total_max_chars=70, min_file_budget=1)
+    [out] = build_context_files([F("X.md", text)], cfg)
+    assert out.chars == 70 and out.content.endswith(marker("X.md"))
 
 
 @settings(max_examples=200, deadline=None)
@@ -133,7 +146,9 @@ def test_property_budgets_always_hold(
     out = build_context_files(files, cfg)
     assert sum(o.chars for o in out) <= total
     for o in out:
-        assert o.chars <= per_file
+        # the limit bounds the content kept (70 % + 20 %); the marker line comes on top
+        shape = int(per_file * 0.7) + int(per_file * 0.2) + len(marker(o.name)) + 2
+        assert o.chars <= max(per_file, shape)
         assert o.truncated == (o.content != next(f.content for f in files if f.name == o.name))
         if not o.truncated:
             assert o.content.strip()

@@ -6,7 +6,8 @@ in characters (Python ``len``, Unicode code points), so a cut never splits a cha
 1. Skip empty, whitespace-only or missing files: they cost nothing.
 2. A file longer than ``max_chars_per_file`` (strictly greater) keeps its head (70 % of the
    limit) and its tail (20 %) with the marker line ``[...truncated, read FILE for full
-   content...]`` on its own line between them.
+   content...]`` on its own line between them. The marker comes on top of head and tail, so
+   with a tiny limit the result can be longer than the limit (see :func:`trim_to_limit`).
 3. The result is clamped to the remaining total budget (starting at ``total_max_chars``); a
    clamped file never exceeds the budget, marker included.
 4. Before each file: when the remaining budget is below ``min_file_budget`` (64), stop.
@@ -56,26 +57,21 @@ def marker_line(name: str) -> str:
 
 
 def trim_to_limit(name: str, content: str, limit: int, head_ratio: float, tail_ratio: float) -> str:
-    """Keep head + marker line + tail of ``content`` (step 2).
+    """Keep head + marker line + tail of ``content`` (step 2; DECISIONS.md, issue 12).
 
-    With the default limits the result is ``0.7·limit + marker + 0.2·limit`` characters, always
-    below the limit. For very small limits, where the marker itself would not fit beside the
-    ratios, head and tail shrink proportionally so the result still never exceeds ``limit``.
+    Always the same shape: the first ``int(head_ratio·limit)`` and the last
+    ``int(tail_ratio·limit)`` characters around the marker line. The limit bounds the content
+    kept, not the marker: with the default 20,000 the result (18,000 + marker) stays under the
+    limit, but with a limit that leaves less than a marker line of slack (about 10 × the
+    marker's ~50 characters or less) the result is longer than the limit, e.g. 100 chars at a
+    limit of 50 give 35 + marker + 10. Step 3 (the total budget) still caps every file.
     """
     if len(content) <= limit:
         return content
-    marker = "\n" + marker_line(name) + "\n"
     head = int(limit * head_ratio)
     tail = int(limit * tail_ratio)
-    if head + tail + len(marker) > limit:
-        room = limit - len(marker)
-        if room <= 0:
-            return clamp_to_budget(name, content, limit)
-        share = head_ratio + tail_ratio
-        head = int(room * head_ratio / share)
-        tail = room - head if tail_ratio > 0 else 0
     tail_text = content[len(content) - tail :] if tail > 0 else ""
-    return content[:head] + marker + tail_text
+    return content[:head] + "\n" + marker_line(name) + "\n" + tail_text
 
 
 def clamp_to_budget(name: str, content: str, budget: int) -> str:
