@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from goclaw import hookimpl
 from goclaw.types import ContextFile, PromptContext
-from goclaw_virtual_files.plugin import roster
+from goclaw_virtual_files.plugin import roster, settings
 
 NAME = "AVAILABILITY.md"
 
@@ -23,8 +23,14 @@ def render(ctx: PromptContext) -> str | None:
         "You are NOT part of any team: there are no teammates, shared team tasks or team workspace. "
         "Do not use team tools or claim to coordinate with a team.",
     ]
-    if r.links:
+    if r.links and len(r.links) <= settings(ctx).delegation_inline_max:
         lines.append("You may delegate only to the agents in DELEGATION.md; nobody else is available.")
+    elif r.links:
+        # DELEGATION.md lists nobody above the inline limit (spec §1): name the route, not a list.
+        lines.append(
+            f"You may delegate only to your {len(r.links)} linked specialist agents, in the way "
+            "DELEGATION.md describes; nobody else is available."
+        )
     else:
         lines.append(
             "You have NO delegation targets either. Do the work yourself with the tools listed above, "
