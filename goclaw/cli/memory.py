@@ -183,4 +183,7 @@ def memory_watch(agent: str | None, user: str | None, debounce_ms: int | None) -
         watcher.stop()
 
 
+from goclaw.cli.memory_write import add_write_commands  # noqa: E402 (add|correct|delete|list)
+
+add_write_commands(memory_group)
 COMMANDS = [memory_group]

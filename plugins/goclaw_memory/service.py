@@ -260,6 +260,13 @@ class MemoryService:
             "text": text,
         }
 
+    @property
+    def writer(self) -> Any:
+        """Add, correct, delete and list memories (:class:`goclaw_memory.writer.MemoryWriter`)."""
+        from goclaw_memory.writer import MemoryWriter
+
+        return MemoryWriter(self.engine)
+
     # ------------------------------------------------------------------ watching
     def watch(
         self,

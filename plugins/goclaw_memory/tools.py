@@ -133,6 +133,13 @@ def make_tools(engine: Engine) -> list[FunctionTool]:
             to_line=args.get("to_line"),
         )
 
+    def add(args: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        entry = engine.memory.writer.add(
+            context.agent, str(args["text"]), context.user, tags=args.get("tags")
+        )
+        data = entry.as_json()
+        return ToolResult(text=f"saved as {entry.id} in {entry.path}", data=data)
+
     # The older keyword form (runtime scope and model arguments in one namespace).
     def memory_search_legacy(
         query: str, agent: Any, user: str | None = None, limit: int | None = None, channel: str = "hybrid"
@@ -186,6 +193,22 @@ def make_tools(engine: Engine) -> list[FunctionTool]:
             },
             handler=get,
             func=memory_get_legacy,
+        ),
+        FunctionTool(
+            name="memory_add",
+            description=(
+                "Save something worth remembering (a decision, preference, fact or todo) to "
+                "long-term memory; it is searchable at once."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string", "minLength": 1, "maxLength": 20000},
+                    "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 10},
+                },
+                "required": ["text"],
+            },
+            handler=add,
         ),
     ]
 

@@ -1,0 +1,422 @@
+"""The memory write API: add, correct, delete and list memories (issue 14).
+
+A memory added through the API is appended to the scope's dated file, ``memory/YYYY-MM-DD.md``
+of the agent (no user) or of ``users/<U>/``, as one entry:
+
+    <!-- goclaw-memory id=mem_3f9a1c2b7d added=2026-12-03T03:55:00Z tags=deploy,prefs meta={...} -->
+    The user prefers deploys on Thursdays.
+    (blank line)
+
+The marker line keeps the entry's stable id, time, tags and metadata out of the way of a
+Markdown reader; the text stays plain Markdown that people and the memory flush also edit.
+Every write holds a lock on the scope's ``memory/`` folder (across processes), rewrites the
+file atomically (temp file + rename) and re-indexes that scope at once, so the next search
+sees it. ``correct`` and ``delete`` take an entry id, a ``memory_search`` hit id, or a path and
+a line range; a target outside the writer's scope (another user's, or the agent level from a
+user's writer) is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from goclaw.contracts.tools import memory_hit_id, parse_memory_hit_id, split_line_locator
+from goclaw.errors import NotFoundError, PermissionDeniedError, ValidationError
+from goclaw_memory.paths import (
+    atomic_write,
+    resolve_memory_path,
+    scope_files,
+    scope_prefix,
+    scope_root,
+    validate_user_id,
+)
+
+if TYPE_CHECKING:
+    from goclaw.engine import Engine
+    from goclaw.store.models import Agent
+
+MAX_TEXT_CHARS = 20_000
+MAX_META_CHARS = 2_000
+_MARKER_RE = re.compile(r"^<!-- goclaw-memory (?P<attrs>.*) -->\s*$")
+_ENTRY_ID_RE = re.compile(r"^mem_[0-9a-f]{10}$")
+_TAG_RE = re.compile(r"^[\w.-]{1,40}$")
+_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+@dataclass
+class MemoryEntry:
+    """One entry written by the API (``list`` returns these)."""
+
+    id: str
+    path: str
+    start_line: int  # the marker line
+    end_line: int  # the last text line
+    added: str
+    text: str
+    scope: str
+    tags: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    corrected: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        data = {
+            "id": self.id,
+            "path": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "scope": self.scope,
+            "added": self.added,
+            "tags": self.tags,
+            "metadata": self.metadata,
+            "text": self.text,
+        }
+        if self.corrected:
+            data["corrected"] = self.corrected
+        return data
+
+
+@contextlib.contextmanager
+def _scope_lock(folder: Path) -> Iterator[None]:
+    """One writer per scope folder: a thread lock plus ``flock`` on the folder (other processes)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    key = str(folder.resolve())
+    with _LOCKS_GUARD:
+        lock = _LOCKS.setdefault(key, threading.Lock())
+    with lock:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: the thread lock only
+            yield
+            return
+        fd = os.open(key, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+
+def _clean_text(text: str) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise ValidationError("a memory needs some text")
+    text = text.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
+    if len(text) > MAX_TEXT_CHARS:
+        raise ValidationError(f"a memory is at most {MAX_TEXT_CHARS} characters (got {len(text)})")
+    if "\x00" in text:
+        raise ValidationError("a memory cannot contain NUL characters")
+    if any(_MARKER_RE.match(line) for line in text.split("\n")):
+        raise ValidationError("a memory cannot contain a goclaw-memory marker line")
+    # A blank line ends an entry, so blank lines inside the text are dropped: one block.
+    return "\n".join(line for line in text.split("\n") if line.strip())
+
+
+def _clean_tags(tags: Sequence[str] | None) -> list[str]:
+    out: list[str] = []
+    for tag in tags or ():
+        t = str(tag).strip().lstrip("#")
+        if not _TAG_RE.match(t):
+            raise ValidationError(f"invalid tag {tag!r}: letters, digits, '_', '.', '-' (at most 40)")
+        if t not in out:
+            out.append(t)
+    return out
+
+
+def _clean_meta(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    if not metadata:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise ValidationError("metadata must be a JSON object")
+    try:
+        encoded = json.dumps(dict(metadata), ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"metadata must be JSON-serialisable ({exc})") from None
+    if len(encoded) > MAX_META_CHARS or "-->" in encoded or "\n" in encoded:
+        raise ValidationError(f"metadata must be one JSON object under {MAX_META_CHARS} characters")
+    return dict(json.loads(encoded))
+
+
+def _marker(entry_id: str, added: str, tags: list[str], meta: dict[str, Any], corrected: str | None) -> str:
+    parts = [f"id={entry_id}", f"added={added}"]
+    if corrected:
+        parts.append(f"corrected={corrected}")
+    if tags:
+        parts.append("tags=" + ",".join(tags))
+    if meta:
+        parts.append("meta=" + json.dumps(meta, ensure_ascii=False, sort_keys=True))
+    return f"<!-- goclaw-memory {' '.join(parts)} -->"
+
+
+def _parse_marker(line: str) -> dict[str, Any] | None:
+    m = _MARKER_RE.match(line)
+    if m is None:
+        return None
+    attrs = m["attrs"]
+    out: dict[str, Any] = {"tags": [], "metadata": {}}
+    meta_at = attrs.find(" meta=")
+    if meta_at >= 0:
+        with contextlib.suppress(ValueError):
+            out["metadata"] = json.loads(attrs[meta_at + 6 :])
+        attrs = attrs[:meta_at]
+    for part in attrs.split():
+        key, _, value = part.partition("=")
+        if key == "tags":
+            out["tags"] = [t for t in value.split(",") if t]
+        elif key in ("id", "added", "corrected"):
+            out[key] = value
+    return out if _ENTRY_ID_RE.match(str(out.get("id", ""))) else None
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def _read_lines(path: Path) -> list[str]:
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _entry_span(lines: list[str], start: int) -> int:
+    """The last line (0-based) of the entry whose marker is at ``start``."""
+    end = start
+    while end + 1 < len(lines) and lines[end + 1].strip() and _parse_marker(lines[end + 1]) is None:
+        end += 1
+    return end
+
+
+class MemoryWriter:
+    """Writes one agent's memory, at the agent level or for one user (``engine.memory.writer``)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # ------------------------------------------------------------------ helpers
+    def _scope(self, agent: str | Agent, user: str | None) -> tuple[Agent, str, Path]:
+        a = self.engine.memory._agent(agent)
+        uid = validate_user_id(user) if user else ""
+        return a, uid, self.engine.agent_dir(a)
+
+    def _redact(self, text: str) -> str:
+        # The project's redactor, when a plugin offers it as a service (issue 14 item 2).
+        if self.engine.has_service("redaction"):
+            redacted: str = self.engine.service("redaction").redact(text)
+            return redacted
+        return text
+
+    def _reindex(self, a: Agent, uid: str) -> None:
+        self.engine.memory.index(a, uid or None, scopes=[uid])
+
+    def _target(
+        self,
+        a: Agent,
+        uid: str,
+        agent_dir: Path,
+        id: str | None,
+        path: str | None,
+        lines: tuple[int, int] | None,
+    ) -> tuple[Path, str, int, int, bool]:
+        """``(file, agent-relative path, first line, last line (0-based), is_entry)``."""
+        if id and id.startswith("mem_"):
+            for entry in self.list(a, uid or None):
+                if entry.id == id:
+                    return agent_dir / entry.path, entry.path, entry.start_line - 1, entry.end_line - 1, True
+            raise NotFoundError(f"no memory {id!r} in this scope")
+        if id:
+            ref = parse_memory_hit_id(id, a.id, uid or None)
+            if ref.kind != "m":
+                raise ValidationError(f"{id!r} is not a memory file id")
+            if ref.user_id != uid:
+                raise PermissionDeniedError(f"memory id {id!r} belongs to another scope")
+            path, start, end = split_line_locator(ref.locator)
+            lines = (start, end)
+        if not path or lines is None:
+            raise ValidationError("give a memory id, or a path with from/to lines")
+        owner, rel, abs_path = resolve_memory_path(agent_dir, path, uid or None)
+        if owner != uid:
+            raise PermissionDeniedError(f"{path!r} is outside this writer's scope")
+        start, end = lines
+        total = len(_read_lines(abs_path))
+        if start < 1 or end < start or end > total:
+            raise ValidationError(f"bad line range {start}..{end} for {rel} ({total} lines)")
+        # A range over API entries: exactly one entry with its marker (plus blank lines) is that
+        # entry; a range over several entries, or an entry's marker and other text, would lose
+        # ids, so it is refused.
+        entries = [e for e in self.list(a, uid or None) if e.path == rel]
+        touched = [e for e in entries if e.start_line <= end and e.end_line >= start]
+        if len(touched) > 1:
+            ids = ", ".join(e.id for e in sorted(touched, key=lambda e: e.start_line))
+            raise ValidationError(
+                f"lines {start}-{end} of {rel} span {len(touched)} memories ({ids}); use one id"
+            )
+        if touched and start <= touched[0].start_line:
+            e = touched[0]
+            text_lines = _read_lines(abs_path)
+            outside = [
+                i
+                for i in range(start, end + 1)
+                if not e.start_line <= i <= e.end_line and text_lines[i - 1].strip()
+            ]
+            if outside:
+                raise ValidationError(
+                    f"lines {start}-{end} of {rel} cover memory {e.id} and other text; use its id"
+                )
+            return abs_path, rel, e.start_line - 1, e.end_line - 1, True
+        return abs_path, rel, start - 1, end - 1, False
+
+    # ------------------------------------------------------------------ API
+    def add(
+        self,
+        agent: str | Agent,
+        text: str,
+        user: str | None = None,
+        *,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        day: date | str | None = None,
+    ) -> MemoryEntry:
+        """Append a memory to ``memory/YYYY-MM-DD.md`` of the scope (today, UTC) and index it."""
+        a, uid, agent_dir = self._scope(agent, user)
+        body = self._redact(_clean_text(text))
+        clean_tags, meta = _clean_tags(tags), _clean_meta(metadata)
+        when = _now()
+        if day is None:
+            day = when.date()
+        elif isinstance(day, str):
+            try:
+                day = date.fromisoformat(day)
+            except ValueError:
+                raise ValidationError(f"bad date {day!r}: use YYYY-MM-DD") from None
+        rel = f"{scope_prefix(uid)}memory/{day.isoformat()}.md"
+        folder = scope_root(agent_dir, uid) / "memory"
+        entry_id = "mem_" + secrets.token_hex(5)
+        added = when.isoformat().replace("+00:00", "Z")
+        with _scope_lock(folder):
+            abs_path = agent_dir / rel
+            lines = _read_lines(abs_path)
+            if lines and lines[-1].strip():
+                lines.append("")
+            start = len(lines) + 1
+            lines.append(_marker(entry_id, added, clean_tags, meta, None))
+            lines.extend(body.split("\n"))
+            end = len(lines)
+            atomic_write(abs_path, "\n".join(lines) + "\n")
+            self._reindex(a, uid)
+        return MemoryEntry(
+            entry_id, rel, start, end, added, body, "user" if uid else "agent", clean_tags, meta
+        )
+
+    def correct(
+        self,
+        agent: str | Agent,
+        text: str,
+        user: str | None = None,
+        *,
+        id: str | None = None,
+        path: str | None = None,
+        lines: tuple[int, int] | None = None,
+    ) -> dict[str, Any]:
+        """Replace a memory (an entry's text, or lines of a file) with ``text``; re-index."""
+        a, uid, agent_dir = self._scope(agent, user)
+        body = self._redact(_clean_text(text))
+        folder = scope_root(agent_dir, uid) / "memory"
+        with _scope_lock(folder):
+            abs_path, rel, start, end, is_entry = self._target(a, uid, agent_dir, id, path, lines)
+            current = _read_lines(abs_path)
+            new = body.split("\n")
+            if is_entry:
+                info = _parse_marker(current[start]) or {}
+                marker = _marker(
+                    info["id"], info.get("added", ""), info["tags"], info["metadata"], _iso(_now())
+                )
+                current[start : end + 1] = [marker, *new]
+                first, last = start + 2, start + 1 + len(new)
+            else:
+                current[start : end + 1] = new
+                first, last = start + 1, start + len(new)
+            atomic_write(abs_path, "\n".join(current) + "\n")
+            self._reindex(a, uid)
+        return {
+            "path": rel,
+            "start_line": first,
+            "end_line": last,
+            "id": self._hit_id(a, uid, rel, first, last),
+        }
+
+    def delete(
+        self,
+        agent: str | Agent,
+        user: str | None = None,
+        *,
+        id: str | None = None,
+        path: str | None = None,
+        lines: tuple[int, int] | None = None,
+    ) -> dict[str, Any]:
+        """Remove a memory (an entry, or lines of a file); a file left empty is removed. Re-index."""
+        a, uid, agent_dir = self._scope(agent, user)
+        folder = scope_root(agent_dir, uid) / "memory"
+        with _scope_lock(folder):
+            abs_path, rel, start, end, is_entry = self._target(a, uid, agent_dir, id, path, lines)
+            current = _read_lines(abs_path)
+            removed = current[start : end + 1]
+            stop = end + 1
+            if is_entry and stop < len(current) and not current[stop].strip():
+                stop += 1  # the blank line that separated it from the next entry
+            del current[start:stop]
+            if any(line.strip() for line in current):
+                atomic_write(abs_path, "\n".join(current) + "\n")
+            else:
+                abs_path.unlink()
+            self._reindex(a, uid)
+        return {"path": rel, "start_line": start + 1, "end_line": end + 1, "removed_lines": len(removed)}
+
+    def list(
+        self, agent: str | Agent, user: str | None = None, *, tag: str | None = None, limit: int | None = None
+    ) -> list[MemoryEntry]:
+        """Entries added through this API in the scope's files, newest first."""
+        _a, uid, agent_dir = self._scope(agent, user)
+        found: list[MemoryEntry] = []
+        for f in scope_files(agent_dir, uid):
+            lines = _read_lines(f.abs_path)
+            for i, line in enumerate(lines):
+                info = _parse_marker(line) if line.startswith("<!-- goclaw-memory ") else None
+                if info is None:
+                    continue
+                end = _entry_span(lines, i)
+                entry = MemoryEntry(
+                    id=info["id"],
+                    path=f.path,
+                    start_line=i + 1,
+                    end_line=end + 1,
+                    added=info.get("added", ""),
+                    text="\n".join(lines[i + 1 : end + 1]),
+                    scope="user" if uid else "agent",
+                    tags=info["tags"],
+                    metadata=info["metadata"],
+                    corrected=info.get("corrected"),
+                )
+                if tag is None or tag in entry.tags:
+                    found.append(entry)
+        found.sort(key=lambda e: (e.added, e.path, e.start_line), reverse=True)
+        return found[:limit] if limit else found
+
+    def _hit_id(self, a: Agent, uid: str, rel: str, first: int, last: int) -> str:
+        return memory_hit_id("m", a.id, uid, f"{rel}#L{first}-L{last}")
+
+
+def _iso(when: datetime) -> str:
+    return when.isoformat().replace("+00:00", "Z")
