@@ -97,7 +97,8 @@ def cli_page() -> str:
         "",
         "Global options go before the command: `goclaw --workspace DIR --database-url URL <command>`.",
         "Listing commands take `--json` and then print exactly one JSON document on stdout.",
-        "Errors print one line, `error: ...`, on stderr and exit non-zero.",
+        "Errors print one line, `error: ...`, on stderr and exit non-zero. Warnings (a skipped",
+        "skill, an ignored option) print one line each, `warning: ...`, on stderr, once.",
         "",
     ]
     _command_doc(cli, "goclaw", out, 2)

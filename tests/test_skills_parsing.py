@@ -107,15 +107,42 @@ def test_every_malformed_case_is_reported_and_skipped(tmp_path: Path) -> None:
             assert p.path.endswith("SKILL.md") and str(root) in p.path
 
 
-def test_cli_list_warns_on_stderr_and_keeps_json_clean(workspace: Path, home: Path) -> None:
+def test_cli_list_warns_once_on_stderr_and_keeps_json_clean(workspace: Path, home: Path) -> None:
+    import logging
+    from unittest import mock
+
     write_skill(workspace / "skills", "ok", "works")
     write_skill(workspace / "skills", "broken", raw="---\nname: [\n---\n")
     (workspace / "goclaw.toml").write_text('[plugins]\ndisable = ["goclaw.skills.tier.builtin"]\n')
-    res = run_cli(["skills", "list", "--json"], workspace=workspace)
+    # Logging as in a real CLI process: no handler on the root logger (pytest adds its own).
+    with mock.patch.object(logging.getLogger(), "handlers", []):
+        res = run_cli(["skills", "list", "--json"], workspace=workspace)
     assert res.code == 0, res.err
     data = json.loads(res.out)
     assert [d["slug"] for d in data] == ["ok"]
     assert "broken" in res.err and "SKILL.md" in res.err and "invalid YAML" in res.err
+    # Issue 12: the loader's log line and the command's own line both reached stderr.
+    [line] = res.err.splitlines()
+    assert line.startswith("warning: skipped skill ") and line.count("broken") == 1
+
+
+def test_real_cli_process_prints_each_skill_warning_once(workspace: Path, home: Path) -> None:
+    import subprocess
+    import sys
+
+    write_skill(workspace / "skills", "broken", raw="---\nname: [\n---\n")
+    (workspace / "goclaw.toml").write_text('[plugins]\ndisable = ["goclaw.skills.tier.builtin"]\n')
+    proc = subprocess.run(
+        [sys.executable, "-c", "from goclaw.cli import main; main()", "skills", "list", "--json"],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HOME": str(home)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == []
+    assert proc.stderr.count("broken") == 1 and proc.stderr.startswith("warning: skipped skill "), proc.stderr
 
 
 def test_lint_rules(tmp_path: Path) -> None:

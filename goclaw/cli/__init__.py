@@ -8,6 +8,7 @@ Module imports stay light so that ``goclaw --help`` is fast; the engine opens on
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -97,8 +98,37 @@ def _add_plugin_commands(argv: list[str]) -> None:
 _add_builtin_commands()
 
 
+class _WarningLines(logging.Handler):
+    """The CLI's ``logging.lastResort``: with no logging configured (the normal CLI case), a
+    warning from any module is one line ``warning: ...`` on the current stderr, the same shape
+    as ``error: ...``. A configured logging setup (``workers run -v``, an embedding app) is
+    untouched, because ``lastResort`` only runs when no handler exists."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            msg = record.getMessage()
+            if record.exc_info and record.exc_info[1] is not None:
+                exc = record.exc_info[1]
+                msg += f" ({type(exc).__name__}: {exc})"
+            sys.stderr.write(f"{record.levelname.lower()}: {' '.join(msg.split())}\n")
+        except Exception:  # pragma: no cover - logging must never break the command
+            self.handleError(record)
+
+
 def main(argv: list[str] | None = None) -> Any:
     """Console-script entry point."""
+    previous = logging.lastResort
+    logging.lastResort = _WarningLines()
+    try:
+        return _main(argv)
+    finally:
+        logging.lastResort = previous
+
+
+def _main(argv: list[str] | None) -> Any:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     args = list(sys.argv[1:] if argv is None else argv)
     _add_plugin_commands(args)

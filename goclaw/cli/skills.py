@@ -22,11 +22,6 @@ def _agent_user(f: Any) -> Any:
     return click.option("--agent", "-a", default=None, help="Caller agent (grants, allow list).")(f)
 
 
-def _warn_problems(skills: Any) -> None:
-    for p in skills.problems():
-        click.echo(f"warning: skipped {p.path}: {p.reason}", err=True)
-
-
 @click.group("skills")
 def skills_group() -> None:
     """List, search, lint, add and grant skills."""
@@ -38,8 +33,8 @@ def skills_group() -> None:
 def skills_list(agent: str | None, user: str | None, as_json: bool) -> None:
     """List skills with their winning tier and the lower-tier copies they shadow."""
     skills = engine().skills
+    # A skipped skill is reported once, by the loader's warning (issue 12: not twice).
     items = skills.list(agent, user, include_all=agent is None and user is None)
-    _warn_problems(skills)
     if as_json:
         emit_json([i.as_dict() for i in items])
         return
