@@ -41,6 +41,10 @@ PREDEFINED_SHARED: frozenset[str] = frozenset(
 # Files that are always personal (per user), for both agent types.
 PER_USER_FILES: frozenset[str] = frozenset({"USER.md", "BOOTSTRAP.md"})
 BOOTSTRAP_FILE = "BOOTSTRAP.md"
+# The names a chat may create (issue 12 §3): the spec's context files (§1), which spec §6 merges
+# per user. Any other NAME.md is injected into every later prompt, so only an operator creates
+# one (`goclaw files set`); once it exists, a chat may update it like the known files.
+CHAT_CREATABLE: tuple[str, ...] = KNOWN_FILES
 ALREADY_LOADED = "{name} is already loaded in system prompt; there is nothing to read or write."
 _MD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\- ]{0,120}\.md$")
 
@@ -144,8 +148,8 @@ class ContextFileStore:
         """Write a file on behalf of the model (the runtime's file tool; spec §3, §7).
 
         Rules, in this order (DECISIONS.md): virtual names are refused; ``BOOTSTRAP.md`` written
-        empty is deleted (before the write-block, so the first-run ritual can always end); for a
-        predefined agent a write to a shared agent-level file is refused; everything else goes
+        empty is deleted (before the write-block, so the first-run ritual can always end); a name
+        outside :data:`CHAT_CREATABLE` that does not exist yet is refused; for a predefined agent a write to a shared agent-level file is refused; everything else goes
         to the user's own copy.
         """
         return self.write(agent, name, content, user=user, via="chat")
@@ -172,6 +176,12 @@ class ContextFileStore:
                 if row is not None:
                     session.delete(row)
                 return "deleted"
+            if via == "chat" and name not in CHAT_CREATABLE:
+                if self._row(session, a, name, user) is None and self._row(session, a, name, None) is None:
+                    raise PermissionDeniedError(
+                        f"{name} is not a context file a chat may create (allowed: "
+                        f"{', '.join(CHAT_CREATABLE)}); an operator can add it with goclaw files set"
+                    )
             if via == "chat" and a.agent_type == "predefined" and name not in PER_USER_FILES:
                 shared = name in PREDEFINED_SHARED or self._row(session, a, name, None) is not None
                 if shared:
