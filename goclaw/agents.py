@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
@@ -57,6 +58,7 @@ class AgentService:
         validate_agent_name(name)
         if agent_type not in AGENT_TYPES:
             raise ValidationError(f"invalid agent type {agent_type!r}: use 'open' or 'predefined'")
+        self.check_agent_dir(name, workspace_dir)
         agent = Agent(
             tenant_id=self.tenant,
             name=name,
@@ -103,6 +105,41 @@ class AgentService:
         agent: Agent = tracker.cached(("agent", self.tenant, name), ttl, lambda: self.get(name))
         return agent
 
+    # ------------------------------------------------------------------ folders (issue 12 §22)
+    def _folder(self, name: str, workspace_dir: str | None) -> Path:
+        if workspace_dir:
+            path = Path(workspace_dir).expanduser()
+            path = path if path.is_absolute() else self.engine.workspace / path
+        else:
+            path = self.engine.workspace / self.engine.settings.agents_dir / name
+        return path.resolve()
+
+    def check_agent_dir(self, name: str, workspace_dir: str | None, *, exclude_id: str | None = None) -> None:
+        """An agent's folder holds its memory: it must lie below the workspace's agents folder
+        (symlinks resolved) and must neither be, contain nor sit inside another agent's folder,
+        so no agent can read another's memory through its own (issue 12 §22)."""
+        area = (self.engine.workspace / self.engine.settings.agents_dir).resolve()
+        if workspace_dir is not None:
+            if not workspace_dir.strip() or "\x00" in workspace_dir:
+                raise ValidationError("invalid agent folder: empty or contains a NUL byte")
+            target = self._folder(name, workspace_dir)
+            if target == area or not target.is_relative_to(area):
+                raise ValidationError(
+                    f"agent folder {workspace_dir!r} is outside {area}: an agent's folder must be "
+                    f"a folder of its own below it (default {self.engine.settings.agents_dir}/{name})"
+                )
+        else:
+            target = self._folder(name, None)
+        with self.engine.db.session() as s:
+            others = list(s.exec(select(Agent).where(Agent.id != (exclude_id or ""))))
+        for other in others:
+            theirs = self._folder(other.name, other.workspace_dir)
+            if target == theirs or target.is_relative_to(theirs) or theirs.is_relative_to(target):
+                owner = f"agent {other.name!r}" if other.tenant_id == self.tenant else "another agent"
+                raise ValidationError(
+                    f"folder {target} overlaps the folder of {owner}; give agent {name!r} a folder of its own"
+                )
+
     def list(self) -> list[Agent]:
         with self.engine.db.session() as s:
             return list(s.exec(select(Agent).where(Agent.tenant_id == self.tenant).order_by(Agent.name)))
@@ -112,6 +149,10 @@ class AgentService:
         bad = set(fields) - allowed
         if bad:
             raise ValidationError(f"cannot update agent field(s): {', '.join(sorted(bad))}")
+
+        if "workspace_dir" in fields:
+            current = self.get(name)
+            self.check_agent_dir(current.name, fields["workspace_dir"], exclude_id=current.id)
 
         def _do(session: Session) -> Agent:
             agent = self.get(name, session)

@@ -149,8 +149,9 @@ class ContextFileStore:
 
         Rules, in this order (DECISIONS.md): virtual names are refused; ``BOOTSTRAP.md`` written
         empty is deleted (before the write-block, so the first-run ritual can always end); a name
-        outside :data:`CHAT_CREATABLE` that does not exist yet is refused; for a predefined agent a write to a shared agent-level file is refused; everything else goes
-        to the user's own copy.
+        outside :data:`CHAT_CREATABLE` that does not exist yet is refused; for a predefined agent
+        a write to a shared agent-level file is refused; everything else goes to the user's own
+        copy.
         """
         return self.write(agent, name, content, user=user, via="chat")
 
@@ -176,12 +177,15 @@ class ContextFileStore:
                 if row is not None:
                     session.delete(row)
                 return "deleted"
-            if via == "chat" and name not in CHAT_CREATABLE:
-                if self._row(session, a, name, user) is None and self._row(session, a, name, None) is None:
-                    raise PermissionDeniedError(
-                        f"{name} is not a context file a chat may create (allowed: "
-                        f"{', '.join(CHAT_CREATABLE)}); an operator can add it with goclaw files set"
-                    )
+            if (
+                via == "chat"
+                and name not in CHAT_CREATABLE
+                and (self._row(session, a, name, user) or self._row(session, a, name, None)) is None
+            ):
+                raise PermissionDeniedError(
+                    f"{name} is not a context file a chat may create (allowed: "
+                    f"{', '.join(CHAT_CREATABLE)}); an operator can add it with goclaw files set"
+                )
             if via == "chat" and a.agent_type == "predefined" and name not in PER_USER_FILES:
                 shared = name in PREDEFINED_SHARED or self._row(session, a, name, None) is not None
                 if shared:

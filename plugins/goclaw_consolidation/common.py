@@ -43,12 +43,29 @@ def find_agent(engine: Any, agent: str | Agent, session: Any = None) -> Agent | 
 
 
 def require_agent(engine: Any, agent: str | Agent) -> Agent:
-    found = find_agent(engine, agent)
-    if found is None:
-        from goclaw.errors import NotFoundError
+    """The caller's agent by name or id, **within the engine's tenant** (issue 12 §20).
 
-        raise NotFoundError(f"unknown agent {agent!r}; create it with: goclaw agent create {agent}")
+    Public paths (CLI, services, tools) use this; an agent of another tenant is "unknown",
+    exactly as ``engine.agents.get`` answers for memory search. Workers, which handle events
+    of every tenant, use :func:`find_agent`.
+    """
+    from goclaw.errors import NotFoundError
+
+    if isinstance(agent, Agent):
+        if agent.tenant_id != engine.settings.tenant_id:
+            raise NotFoundError(f"unknown agent {agent.name!r}")
+        return agent
+    if not agent:
+        raise NotFoundError("no agent given")
+    found: Agent = engine.agents.get(agent)
     return found
+
+
+def in_tenant(engine: Any, agent_id: str) -> bool:
+    """Whether ``agent_id`` is an agent of the engine's tenant (id-based public paths)."""
+    with engine.db.session() as s:
+        row = s.get(Agent, agent_id)
+    return row is not None and row.tenant_id == engine.settings.tenant_id
 
 
 def user_scope(user: str | None) -> list[str]:

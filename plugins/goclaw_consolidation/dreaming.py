@@ -85,7 +85,9 @@ class DreamingWorker:
         if agent is None or not agent_setting(engine, agent, "consolidation_enabled"):
             return
         store = EpisodicStore(engine)
-        pending = store.list(agent.id, user_id, limit=10_000, unpromoted_only=True, exact_user=True)
+        pending = store.list(
+            agent.id, user_id, limit=10_000, unpromoted_only=True, exact_user=True, any_tenant=True
+        )
         if len(pending) < cfg.dreaming_threshold:
             return
         scope = f"{agent.id}:{user_id}"

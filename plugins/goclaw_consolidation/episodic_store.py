@@ -25,7 +25,7 @@ from goclaw.store.models import EpisodicSummary
 from goclaw.store.types import UTCDateTime, utcnow
 from goclaw.types import SearchHit
 from goclaw_consolidation import text as T
-from goclaw_consolidation.common import embed, user_scope
+from goclaw_consolidation.common import embed, in_tenant, user_scope
 from goclaw_consolidation.redact import redact
 
 log = logging.getLogger("goclaw.consolidation")
@@ -194,7 +194,12 @@ class EpisodicStore:
         include_expired: bool = False,
         unpromoted_only: bool = False,
         exact_user: bool = False,
+        any_tenant: bool = False,
     ) -> list[EpisodicSummary]:
+        """Summaries of ``agent_id`` (an agent of this engine's tenant unless ``any_tenant``,
+        which only workers handling events of every tenant pass; issue 12 §20)."""
+        if not any_tenant and not in_tenant(self.engine, agent_id):
+            return []
         scope = [user or ""] if exact_user else user_scope(user)
         stmt = select(EpisodicSummary).where(
             EpisodicSummary.agent_id == agent_id, col(EpisodicSummary.user_id).in_(scope)
@@ -221,7 +226,11 @@ class EpisodicStore:
         min_score: float = 0.0,
         vector_query: str | None = None,
     ) -> list[tuple[EpisodicSummary, float]]:
-        """Hybrid episodic search (module docstring); ``[(row, score)]`` best first."""
+        """Hybrid episodic search (module docstring); ``[(row, score)]`` best first.
+
+        Only an agent of this engine's tenant has results (issue 12 §20)."""
+        if not in_tenant(self.engine, agent_id):
+            return []
         terms = [t for t in (w.replace("'", "").replace("’", "") for w in T.content_terms(query)) if t]
         terms = [t for t in terms if t.replace("_", "").replace("-", "").isalnum()][:24]
         scope = user_scope(user)

@@ -22,7 +22,7 @@ from sqlalchemy import or_, text
 from sqlmodel import Session, col, select
 
 from goclaw.errors import NotFoundError, ValidationError
-from goclaw.store.models import KGDedupCandidate, KGEntity, KGRelation
+from goclaw.store.models import Agent, KGDedupCandidate, KGEntity, KGRelation
 from goclaw.store.types import utcnow
 from goclaw_consolidation.common import embed, require_agent, user_scope
 from goclaw_consolidation.text import normalize_name
@@ -83,6 +83,13 @@ class KnowledgeGraph:
 
     def __init__(self, engine: Any) -> None:
         self.engine = engine
+
+    # ------------------------------------------------------------------ tenant (issue 12 §20)
+    def _check_tenant(self, session: Session, agent_id: str, what: str) -> None:
+        """Id-based edits reach only rows of this engine's tenant; others are "unknown"."""
+        agent = session.get(Agent, agent_id)
+        if agent is None or agent.tenant_id != self.engine.settings.tenant_id:
+            raise NotFoundError(f"unknown {what}")
 
     # ------------------------------------------------------------------ queries
     def entities(
@@ -316,6 +323,7 @@ class KnowledgeGraph:
             old = session.get(KGEntity, entity_id)
             if old is None:
                 raise NotFoundError(f"unknown entity {entity_id!r}")
+            self._check_tenant(session, old.agent_id, f"entity {entity_id!r}")
             if old.valid_until is not None:
                 raise ValidationError(f"entity {entity_id!r} is not current (valid until {old.valid_until})")
             if at < old.valid_from:
@@ -365,6 +373,7 @@ class KnowledgeGraph:
             old = session.get(KGRelation, relation_id)
             if old is None:
                 raise NotFoundError(f"unknown relation {relation_id!r}")
+            self._check_tenant(session, old.agent_id, f"relation {relation_id!r}")
             if old.valid_until is not None:
                 raise ValidationError(f"relation {relation_id!r} is not current")
             if target_id is not None:
@@ -509,13 +518,24 @@ class KnowledgeGraph:
         return keep
 
     def merge(self, keep_id: str, drop_id: str) -> KGEntity:
-        return self.engine.db.run_write(lambda s: self.merge_in_session(s, keep_id, drop_id))
+        def _do(session: Session) -> KGEntity:
+            for entity_id in (keep_id, drop_id):
+                row = session.get(KGEntity, entity_id)
+                if row is None:
+                    raise NotFoundError("unknown entity in merge")
+                self._check_tenant(session, row.agent_id, "entity in merge")
+            return self.merge_in_session(session, keep_id, drop_id)
+
+        return self.engine.db.run_write(_do)
 
     # ------------------------------------------------------------------ candidates (review)
     def candidates(self, agent: str | None = None, status: str | None = "pending") -> list[dict[str, Any]]:
         stmt = select(KGDedupCandidate)
         if agent:
             stmt = stmt.where(KGDedupCandidate.agent_id == require_agent(self.engine, agent).id)
+        else:
+            tenant_agents = select(Agent.id).where(Agent.tenant_id == self.engine.settings.tenant_id)
+            stmt = stmt.where(col(KGDedupCandidate.agent_id).in_(tenant_agents))
         if status:
             stmt = stmt.where(KGDedupCandidate.status == status)
         with self.engine.db.session() as s:
@@ -542,6 +562,7 @@ class KnowledgeGraph:
             cand = session.get(KGDedupCandidate, candidate_id)
             if cand is None:
                 raise NotFoundError(f"unknown dedup candidate {candidate_id}")
+            self._check_tenant(session, cand.agent_id, f"dedup candidate {candidate_id}")
             if cand.status != "pending":
                 raise ValidationError(f"candidate {candidate_id} is already {cand.status}")
             if accept:

@@ -71,6 +71,8 @@ def memory_expand(engine: Any, id: str, agent: str, user: str | None = None) -> 
     from goclaw.errors import NotFoundError
 
     a = find_agent(engine, agent)
+    if a is not None and a.tenant_id != engine.settings.tenant_id:  # issue 12 §20
+        a = None
     row = EpisodicStore(engine).get(id)
     if a is None or row is None or row.agent_id != a.id or row.user_id not in ("", user or ""):
         raise NotFoundError(f"no episodic memory {id!r} for this agent/user")

@@ -7,7 +7,9 @@ Per agent folder (``engine.agent_dir(agent)``):
 * per user (``user_id = U``): ``users/U/MEMORY.md`` (or ``memory.md``) and ``users/U/memory/**/*.md``.
 
 ``.git``, ``node_modules`` and hidden folders are skipped; symlinks that leave the scope's
-folder are ignored. Paths stored in the index are relative to the agent folder with POSIX
+folder are ignored. A user's folder is never reached through a symlink (``users/mallory ->
+bob`` would hand bob's memory to mallory), and agent-level memory never resolves into
+``users/`` (issue 12 §22). Paths stored in the index are relative to the agent folder with POSIX
 separators, so a hit's ``path`` can be handed straight back to ``memory_get``.
 """
 
@@ -61,18 +63,34 @@ def _inside(path: Path, root: Path) -> bool:
     return True
 
 
+def own_scope(agent_dir: Path, user_id: str) -> bool:
+    """Whether the scope's folder is its own: for a user, neither ``users/`` nor ``users/U``
+    is a symlink (a symlinked user folder is never followed, for reads, indexing or writes)."""
+    if not user_id:
+        return True
+    base = agent_dir / USERS_DIR
+    return not base.is_symlink() and not (base / user_id).is_symlink()
+
+
+def in_scope(path: Path, root: Path, user_id: str) -> bool:
+    """``path`` resolves inside the scope ``root``; for the agent level, not into ``users/``."""
+    if not _inside(path, root):
+        return False
+    return bool(user_id) or not _inside(path, root / USERS_DIR)
+
+
 def scope_files(agent_dir: Path, user_id: str) -> list[MemoryFile]:
     """The memory files of one scope, sorted by path."""
     root = scope_root(agent_dir, user_id)
     prefix = scope_prefix(user_id)
     found: list[MemoryFile] = []
-    if not root.is_dir():
+    if not root.is_dir() or not own_scope(agent_dir, user_id):
         return found
     for name in ("MEMORY.md", "memory.md"):
         candidate = root / name
         # The fallback name only counts when MEMORY.md is missing (spec §1). On a
         # case-insensitive file system both names are the same file: take it once.
-        if candidate.is_file() and _inside(candidate, root):
+        if candidate.is_file() and in_scope(candidate, root, user_id):
             found.append(MemoryFile(user_id, prefix + name, str(candidate)))
             break
     mem_dir = root / "memory"
@@ -102,7 +120,7 @@ def _walk(folder: str, rel: str, user_id: str, prefix: str, root: Path, found: l
                 continue
             if entry.is_symlink():
                 target = Path(entry.path)
-                if not target.is_file() or not _inside(target, root):
+                if not target.is_file() or not in_scope(target, root, user_id):
                     continue
             elif not entry.is_file(follow_symlinks=False):
                 continue
@@ -114,10 +132,12 @@ def _walk(folder: str, rel: str, user_id: str, prefix: str, root: Path, found: l
 def user_ids(agent_dir: Path) -> list[str]:
     """Users that have a folder under ``users/``."""
     base = agent_dir / USERS_DIR
-    if not base.is_dir():
+    if not base.is_dir() or base.is_symlink():
         return []
     return sorted(
-        p.name for p in base.iterdir() if p.is_dir() and not p.name.startswith(".") and _inside(p, base)
+        p.name
+        for p in base.iterdir()
+        if p.is_dir() and not p.is_symlink() and not p.name.startswith(".") and _inside(p, base)
     )
 
 
@@ -177,16 +197,22 @@ def resolve_memory_path(agent_dir: Path, path: str, user_id: str | None) -> tupl
         candidates.append(("", rel))
     if not candidates:
         raise PermissionDeniedError(f"{path!r} is outside the memory this caller may read")
+    symlinked = False
     for owner, full_rel in candidates:
         inner = full_rel[len(scope_prefix(owner)) :]
         if not is_memory_path(inner):
             continue
         abs_path = agent_dir / full_rel
         root = scope_root(agent_dir, owner)
-        if abs_path.exists() and not _inside(abs_path, root):
+        if not own_scope(agent_dir, owner):
+            symlinked = True
+            continue
+        if abs_path.exists() and not in_scope(abs_path, root, owner):
             raise PermissionDeniedError(f"{path!r} leaves the memory folder (symlink)")
         if abs_path.is_file():
             return owner, full_rel, abs_path
+    if symlinked and len(candidates) == 1:
+        raise PermissionDeniedError(f"{path!r} leaves the memory folder (symlinked user folder)")
     if not any(is_memory_path(fr[len(scope_prefix(o)) :]) for o, fr in candidates):
         raise PermissionDeniedError(f"{path!r} is not a memory file (MEMORY.md, memory.md or memory/**/*.md)")
     raise NotFoundError(f"memory file {path!r} does not exist")
@@ -217,11 +243,13 @@ def writable_memory_path(agent_dir: Path, user_id: str, path: str) -> tuple[str,
         )
     root = scope_root(agent_dir, user_id)
     abs_path = root / inner
+    if not own_scope(agent_dir, user_id):
+        raise PermissionDeniedError(f"{path!r} leaves the memory folder (symlinked user folder)")
     # Refuse when any existing component is a symlink leading out of the scope.
     probe = abs_path
     while not probe.exists() and probe != root and probe.parent != probe:
         probe = probe.parent
-    if probe.exists() and not _inside(probe, root) and root.exists():
+    if probe.exists() and not in_scope(probe, root, user_id) and root.exists():
         raise PermissionDeniedError(f"{path!r} leaves the memory folder (symlink)")
     return scope_prefix(user_id) + inner, abs_path
 
