@@ -9,9 +9,13 @@ names the key and the problem.
 
 from __future__ import annotations
 
+import difflib
+import json
 import tomllib
+import types
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
@@ -110,12 +114,77 @@ def load_settings(workspace: Path, **overrides: Any) -> Settings:
 
 
 def validate_plugin_table(feature: str, model: type[BaseModel], table: Any) -> BaseModel:
-    """Parse one ``[plugins.<feature>]`` table with its plugin's model."""
+    """Parse one ``[plugins.<feature>]`` table with its plugin's model.
+
+    Strict (issue 13 item 6): a key the model does not declare, at any depth, is an error naming
+    the key and the known ones, unless the model itself allows extra keys. A string given to a
+    list, dict or nested-model setting is read as JSON, which is how such a value arrives from
+    an environment variable (``GOCLAW_PLUGINS__LLM__OPTIONS='{"temperature": 0}'``).
+    """
     if table is None:
         table = {}
     if not isinstance(table, dict):
         raise ConfigError(f"plugins.{feature}: must be a table, got {type(table).__name__}")
+    table = _strict_table(model, table, f"plugins.{feature}")
     try:
         return model.model_validate(table)
     except PydanticValidationError as exc:
         raise ConfigError(_one_line(exc, f"[plugins.{feature}]")) from None
+
+
+_COMPLEX_ORIGINS = (dict, list, set, frozenset, tuple, Mapping)
+
+
+def _members(annotation: Any) -> tuple[Any, ...]:
+    """The alternatives of a union annotation (``X | None``), else the annotation itself."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        return tuple(a for a in get_args(annotation) if a is not type(None))
+    return (annotation,)
+
+
+def _submodel(annotation: Any) -> type[BaseModel] | None:
+    for member in _members(annotation):
+        if isinstance(member, type) and issubclass(member, BaseModel):
+            return member
+    return None
+
+
+def _is_complex(annotation: Any) -> bool:
+    for member in _members(annotation):
+        origin = get_origin(member) or member
+        if isinstance(origin, type) and (
+            issubclass(origin, BaseModel) or issubclass(origin, _COMPLEX_ORIGINS)
+        ):
+            return True
+    return False
+
+
+def _strict_table(model: type[BaseModel], table: dict[str, Any], where: str) -> dict[str, Any]:
+    """Reject unknown keys (recursing into nested models) and decode JSON strings (see above)."""
+    if model.model_config.get("extra") == "allow":
+        return table
+    by_key: dict[str, Any] = {}
+    for name, field_info in model.model_fields.items():
+        by_key[name] = field_info
+        if field_info.alias:
+            by_key[field_info.alias] = field_info
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        info = by_key.get(key)
+        if info is None:
+            known = sorted(model.model_fields)
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(
+                f"[{where}]: unknown key {key!r}{hint}; known keys: {', '.join(known) or 'none'}"
+            )
+        if isinstance(value, str) and _is_complex(info.annotation) and value.strip()[:1] in ("{", "["):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"[{where}]: {key}: not valid JSON: {exc.msg} (got {value!r})") from None
+        sub = _submodel(info.annotation)
+        if sub is not None and isinstance(value, dict):
+            value = _strict_table(sub, value, f"{where}.{key}")
+        out[key] = value
+    return out

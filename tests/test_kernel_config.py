@@ -87,3 +87,69 @@ def test_cli_reports_bad_config_on_one_line(workspace: Path) -> None:
     assert result.err.startswith("error: ")
     assert result.err.count("\n") == 1
     assert "Traceback" not in result.err
+
+
+# ------------------------------------------------------------ strict plugin tables (issue 13 item 6)
+
+
+@pytest.mark.parametrize(
+    ("toml", "key", "known"),
+    [
+        ("[plugins.memory]\nmax_resluts = 3\n", "max_resluts", "max_results"),
+        ("[plugins.skills]\ninline_max_skils = 3\n", "inline_max_skils", "inline_max_skills"),
+        ("[plugins.memory.flush]\nmax_iteratons = 3\n", "max_iteratons", "max_iterations"),
+    ],
+)
+def test_unknown_key_in_plugin_table_names_key_and_known_ones(
+    workspace: Path, toml: str, key: str, known: str
+) -> None:
+    (workspace / "goclaw.toml").write_text(toml)
+    with pytest.raises(ConfigError) as err:
+        Engine.open(workspace)
+    message = str(err.value)
+    assert repr(key) in message and known in message and "known keys" in message
+    result = run_cli(["agent", "list"], workspace=workspace)
+    assert result.code == 2 and result.err.count("\n") == 1 and key in result.err
+    assert "Traceback" not in result.err
+
+
+def test_unknown_key_in_third_party_plugin_table(workspace: Path) -> None:
+    from pydantic import BaseModel
+
+    from goclaw import hookimpl
+
+    class HelloSettings(BaseModel):
+        greeting: str = "hi"
+
+    class Hello:
+        @hookimpl
+        def goclaw_settings_model(self) -> type[BaseModel]:
+            return HelloSettings
+
+    with pytest.raises(ConfigError, match=r"\[plugins\.hello\]: unknown key 'greting'.*greeting"):
+        Engine.open(workspace, plugins={"hello": {"greting": "x"}}, extra_plugins=[("hello", Hello())])
+
+
+def test_json_env_values_for_dict_list_and_nested_settings(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GOCLAW_PLUGINS__LLM__OPTIONS", '{"temperature": 0, "top_p": 0.5}')
+    monkeypatch.setenv("GOCLAW_PLUGINS__PROMPT__SPAWN_TOOLS", '["spawn", "fork"]')
+    monkeypatch.setenv("GOCLAW_PLUGINS__MEMORY__FLUSH", '{"max_iterations": 3}')
+    with Engine.open(workspace) as engine:
+        assert engine.plugin_settings("llm").options == {"temperature": 0, "top_p": 0.5}
+        assert engine.plugin_settings("prompt").spawn_tools == ["spawn", "fork"]
+        assert engine.plugin_settings("memory").flush.max_iterations == 3
+
+
+def test_bad_json_env_value_is_one_line(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GOCLAW_PLUGINS__LLM__OPTIONS", '{"temperature": ')
+    result = run_cli(["agent", "list"], workspace=workspace)
+    assert result.code == 2 and result.err.count("\n") == 1
+    assert "[plugins.llm]" in result.err and "options" in result.err and "JSON" in result.err
+
+
+def test_unknown_key_inside_nested_env_table(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GOCLAW_PLUGINS__MEMORY__FLUSH", '{"max_iteratons": 3}')
+    with pytest.raises(ConfigError, match=r"\[plugins\.memory\.flush\]: unknown key 'max_iteratons'"):
+        Engine.open(workspace)
