@@ -51,6 +51,7 @@ BUILTIN_COMMAND_MODULES = (
     "channel_memory",
     "files",
     "kg",
+    "mcp",
     "memory",
     "memory_quality",
     "plugins",

@@ -1,0 +1,213 @@
+"""``goclaw mcp``: an MCP server over stdio or streamable HTTP (issue 14), on the official SDK.
+
+What a client sees, scoped at start to one agent (and one user, or a user per HTTP connection):
+
+* tools — every tool of ``engine.tools`` for the scope (memory, skills, context files), with the
+  model-facing schemas of the tool calling contract; results carry the text and, as
+  ``structuredContent``, the data;
+* the prompt ``system_prompt`` and the resource ``goclaw://prompt/system`` — the assembled
+  system prompt of the scope.
+
+Scope is fixed by the server, never by a tool argument: ``agent``/``user`` in arguments are
+refused by the contract. Over HTTP without a fixed ``--user``, a request may name its user in a
+header (``X-Goclaw-User`` by default) when the server was started with ``--user-header``; with a
+fixed user, a header naming another user is refused.
+
+Engine calls are synchronous; each runs in a worker thread (at most ``max_threads`` at once).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from goclaw.contracts.tools import ToolContext, ToolResult
+from goclaw.errors import GoclawError, PermissionDeniedError
+
+if TYPE_CHECKING:
+    from goclaw.engine import Engine
+
+log = logging.getLogger(__name__)
+
+PROMPT_NAME = "system_prompt"
+PROMPT_URI = "goclaw://prompt/system"
+DEFAULT_USER_HEADER = "x-goclaw-user"
+
+
+@dataclass(frozen=True)
+class McpScope:
+    """The scope a server was started with."""
+
+    agent: str
+    user: str | None = None
+    user_header: str | None = None  # header naming the user per HTTP request (opt-in)
+
+    def context(self, request: Any) -> ToolContext:
+        user = self.user
+        headers = getattr(request, "headers", None)
+        claimed = headers.get(self.user_header or DEFAULT_USER_HEADER) if headers is not None else None
+        if claimed:
+            if self.user is not None and claimed != self.user:
+                raise PermissionDeniedError(
+                    f"this server is scoped to user {self.user!r}; header names another"
+                )
+            if self.user is None and not self.user_header:
+                raise PermissionDeniedError(
+                    "this server does not take the user from a header (start it with --user-header)"
+                )
+            user = claimed
+        if user is not None:
+            _check_user(user)
+        return ToolContext(agent=self.agent, user=user)
+
+
+def _check_user(user: str) -> None:
+    from goclaw.errors import ValidationError
+
+    if not user or "/" in user or "\\" in user or "\x00" in user or user.startswith("."):
+        raise ValidationError(f"invalid user id {user!r}")
+
+
+def _to_call_result(result: ToolResult) -> Any:
+    import mcp_types as types
+
+    data = result.data
+    structured = data if isinstance(data, dict) else {"result": data}
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=result.text)],
+        structured_content=structured,
+        is_error=result.is_error,
+    )
+
+
+def build_server(engine: Engine, scope: McpScope, *, max_threads: int = 8) -> Any:
+    """The SDK ``Server`` serving ``engine`` for ``scope`` (run it with stdio or HTTP)."""
+    import anyio
+    import mcp_types as types
+    from mcp.server import Server
+
+    engine.agents.get(scope.agent)  # unknown agent: fail at start, not per call
+    limiter = anyio.CapacityLimiter(max_threads)
+
+    async def in_thread(fn: Any, *args: Any) -> Any:
+        return await anyio.to_thread.run_sync(fn, *args, limiter=limiter)
+
+    def _context(ctx: Any) -> ToolContext:
+        return scope.context(getattr(ctx, "request", None))
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        tool_ctx = _context(ctx)
+        decls = await in_thread(engine.tools.mcp, tool_ctx)
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=d["name"], description=d["description"], input_schema=d["inputSchema"])
+                for d in decls
+            ]
+        )
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        try:
+            tool_ctx = _context(ctx)
+        except GoclawError as exc:
+            return _to_call_result(ToolResult.error(exc))
+        result = await in_thread(engine.tools.call, params.name, params.arguments or {}, tool_ctx)
+        return _to_call_result(result)
+
+    def _prompt_text(tool_ctx: ToolContext, mode: str | None, message: str | None) -> str:
+        from goclaw.types import PromptRequest, ToolInfo
+
+        tools = tuple(ToolInfo(t.name, t.description) for t in engine.tools.list(tool_ctx))
+        request = PromptRequest(
+            agent=tool_ctx.agent, user=tool_ctx.user, mode=mode, message=message, tools=tools
+        )
+        text: str = engine.prompt.build(request).prompt
+        return text
+
+    async def list_prompts(ctx: Any, params: Any) -> Any:
+        return types.ListPromptsResult(
+            prompts=[
+                types.Prompt(
+                    name=PROMPT_NAME,
+                    description=f"The assembled system prompt of agent {scope.agent!r}",
+                    arguments=[
+                        types.PromptArgument(name="mode", description="full or minimal", required=False),
+                        types.PromptArgument(
+                            name="message", description="this turn's message", required=False
+                        ),
+                    ],
+                )
+            ]
+        )
+
+    async def get_prompt(ctx: Any, params: Any) -> Any:
+        if params.name != PROMPT_NAME:
+            raise ValueError(f"unknown prompt {params.name!r}; available: {PROMPT_NAME}")
+        args = params.arguments or {}
+        tool_ctx = _context(ctx)
+        text = await in_thread(_prompt_text, tool_ctx, args.get("mode"), args.get("message"))
+        return types.GetPromptResult(
+            description=f"system prompt of {scope.agent}",
+            messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))],
+        )
+
+    async def list_resources(ctx: Any, params: Any) -> Any:
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=PROMPT_URI,
+                    name="system prompt",
+                    description=f"The assembled system prompt of agent {scope.agent!r}",
+                    mime_type="text/markdown",
+                )
+            ]
+        )
+
+    async def read_resource(ctx: Any, params: Any) -> Any:
+        if str(params.uri) != PROMPT_URI:
+            raise ValueError(f"unknown resource {params.uri!s}; available: {PROMPT_URI}")
+        tool_ctx = _context(ctx)
+        text = await in_thread(_prompt_text, tool_ctx, None, None)
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=PROMPT_URI, mime_type="text/markdown", text=text)]
+        )
+
+    return Server(
+        "goclaw",
+        instructions=(
+            f"goclaw context engine for agent {scope.agent!r}: search and save long-term memory, "
+            "find and load skills, read and write context files."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+    )
+
+
+def run_stdio(engine: Engine, scope: McpScope) -> None:
+    """Serve one client on stdin/stdout until it disconnects."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(engine, scope)
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+def http_app(engine: Engine, scope: McpScope, *, host: str = "127.0.0.1", path: str = "/mcp") -> Any:
+    """The streamable HTTP ASGI app (Starlette) for ``scope``."""
+    server = build_server(engine, scope)
+    return server.streamable_http_app(streamable_http_path=path, host=host)
+
+
+def run_http(engine: Engine, scope: McpScope, *, host: str, port: int, path: str = "/mcp") -> None:
+    import uvicorn
+
+    uvicorn.run(http_app(engine, scope, host=host, path=path), host=host, port=port, log_level="warning")

@@ -1,0 +1,114 @@
+"""Shared set-up for the server tests (MCP, HTTP): one seeded workspace and one real server
+process per test module, on SQLite or on a private PostgreSQL schema."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.memory_helpers import write
+
+FACTS = {
+    "MEMORY.md": "# Team\n\nThe printer on floor two is named Gutenberg.\n",
+    "users/u1/memory/2026-01-01.md": "u1 secret: the vault code is 4711 near Gutenberg.\n",
+    "users/u2/memory/2026-01-01.md": "u2 secret: the boat is called Gutenberg.\n",
+}
+
+
+def goclaw_cmd() -> list[str]:
+    exe = Path(sys.executable).parent / "goclaw"
+    return [str(exe)] if exe.exists() else [sys.executable, "-c", "from goclaw.cli import main; main()"]
+
+
+@contextlib.contextmanager
+def module_database(backend: str) -> Iterator[str | None]:
+    """``None`` (SQLite in the workspace) or a URL on a fresh PostgreSQL schema, dropped after."""
+    if backend == "sqlite":
+        yield None
+        return
+    from tests.conftest import require_pg
+
+    base = require_pg()
+    from sqlalchemy import create_engine, text
+
+    from goclaw.store.database import normalise_url
+
+    schema = "t_" + uuid.uuid4().hex[:12]
+    admin = create_engine(normalise_url(base))
+    with admin.begin() as conn:
+        conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+        conn.execute(text(f"CREATE SCHEMA {schema}"))
+    sep = "&" if "?" in base else "?"
+    try:
+        yield f"{normalise_url(base)}{sep}options=-csearch_path%3D{schema},public"
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        admin.dispose()
+
+
+def seed(ws: Path, database_url: str | None) -> None:
+    """Agents ``ada`` (agent-level, u1 and u2 memory) and ``bob``, indexed."""
+    from goclaw.engine import Engine
+
+    ws.mkdir(parents=True, exist_ok=True)
+    with Engine.open(ws, database_url) as eng:
+        eng.agents.create("ada")
+        eng.agents.create("bob")
+        ada = eng.agent_dir(eng.agents.get("ada"))
+        for rel, text in FACTS.items():
+            write(ada, rel, text)
+        write(eng.agent_dir(eng.agents.get("bob")), "MEMORY.md", "bob's printer is named Caxton.\n")
+        eng.memory.index()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def server_env(home: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"HOME": str(home), "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"})
+    return env
+
+
+@contextlib.contextmanager
+def running(
+    args: list[str], env: dict[str, str], port: int, timeout: float = 60.0
+) -> Iterator[subprocess.Popen[Any]]:
+    """Start a server process and wait until its port accepts connections; stop it after."""
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                _out, err = proc.communicate()
+                pytest.fail(f"server exited with {proc.returncode}: {err[-2000:]}")
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+            if time.monotonic() > deadline:
+                pytest.fail("server did not start in time")
+            time.sleep(0.1)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
