@@ -194,3 +194,19 @@ def test_cli_eval_errors_are_one_line(workspace: Path) -> None:
     assert result.code != 0 and f"{unknown}:1: unknown agent 'nobody'" in result.err
     missing = run_cli(["eval", str(workspace / "nope.jsonl")], workspace=workspace)
     assert missing.code != 0 and "no such file" in missing.err
+
+
+def test_any_of_alternatives_count_as_one_piece_of_evidence() -> None:
+    line = (
+        '{"id": "a", "question": "q", "agent": "s", "kind": "exact-code", "expect": '
+        '[{"any": [{"path": "MEMORY.md", "lines": [3, 4]}, {"path": "memory/d.md", "lines": [1, 2]}]}]}'
+    )
+    (q,) = parse_questions([line])
+    assert q.as_json()["expect"] == [
+        {"any": [{"path": "MEMORY.md", "lines": [3, 4]}, {"path": "memory/d.md", "lines": [1, 2]}]}
+    ]
+    m = question_metrics([hit("memory/d.md", 2, 5), hit("MEMORY.md", 1, 3)], q.expect)
+    assert m["recall@1"] == 1.0 and m["mrr"] == 1.0
+    assert m["ndcg@10"] == 1.0  # the second copy earns nothing more
+    with pytest.raises(QuestionsError, match='"any" must be the only key'):
+        parse_questions([line.replace('[{"any": [', '[{"text": "x", "any": [')])

@@ -70,7 +70,7 @@ gc files set --agent support --user ada USER.md <"$EXAMPLE/seed/support/users/ad
 printf '' | gc files set --agent support --user ada BOOTSTRAP.md
 
 # --- 4. memory --------------------------------------------------------------------------
-step "memory: index agents/support (MEMORY.md, 20 daily notes, users/ada/)"
+step "memory: index agents/support (MEMORY.md, daily notes, users/ada/)"
 gc memory index --agent support
 gc memory index --agent scratchpad >/dev/null
 
@@ -122,4 +122,5 @@ note "$G -w $WS memory search 'Kitebox label limit raise' --agent support"
 note "$G -w $WS skills search 'outage compensation' --agent support"
 note "$G -w $WS prompt --agent support --user ada --message '/escalation a merchant mentions their lawyer' --json"
 note "$G -w $WS memory search 'how does Ada want answers formatted' --agent support --user ada"
+note "$G -w $WS eval $EXAMPLE/eval/questions.jsonl   # recall, MRR, nDCG per channel (docs/eval.md)"
 note "$G -w $WS prompt --agent scratchpad --user ada --mode minimal"

@@ -10,7 +10,9 @@ memory answers it: it measures what would be injected anyway). An expect item is
 ``{"path", "lines": [a, b]}`` matches a hit of the same path (relative to the agent folder, as
 search hits report it, e.g. ``users/ada/MEMORY.md``) whose line range overlaps ``a..b``;
 ``{"text"}`` matches a hit whose snippet contains the text (case and runs of white space
-ignored). An item may carry both a path and a text; then both must hold.
+ignored). An item may carry both a path and a text; then both must hold. When the same
+evidence is written in several places, ``{"any": [item, item, ...]}`` matches any of them (and
+still counts as one piece of evidence).
 
 Each channel (``lexical``, ``vector``, ``hybrid``) is asked every question once through
 ``engine.memory.search(query, agent, user, limit=max(ks), channel=...)``; the top k are the first
@@ -63,8 +65,11 @@ class Expect:
     path: str | None = None
     lines: tuple[int, int] | None = None
     text: str | None = None
+    any_of: tuple[Expect, ...] = ()  # {"any": [...]}: the same evidence written in several places
 
     def as_json(self) -> dict[str, Any]:
+        if self.any_of:
+            return {"any": [e.as_json() for e in self.any_of]}
         out: dict[str, Any] = {}
         if self.path is not None:
             out["path"] = self.path
@@ -98,9 +103,14 @@ class Question:
 # --------------------------------------------------------------------------- reading questions
 
 
-def _expect(item: Any, where: str) -> Expect:
+def _expect(item: Any, where: str, nested: bool = False) -> Expect:
     if not isinstance(item, dict):
         raise QuestionsError(f"{where}: each expect item must be an object")
+    if "any" in item and not nested:
+        alternatives = item["any"]
+        if set(item) != {"any"} or not isinstance(alternatives, list) or not alternatives:
+            raise QuestionsError(f'{where}: "any" must be the only key, with a non-empty list of items')
+        return Expect(any_of=tuple(_expect(a, where, nested=True) for a in alternatives))
     unknown = set(item) - {"path", "lines", "text"}
     if unknown:
         raise QuestionsError(f"{where}: unknown expect key(s) {', '.join(sorted(unknown))}")
@@ -204,6 +214,8 @@ def _norm(text: str) -> str:
 
 def matches(hit: Any, expect: Expect) -> bool:
     """Whether a search hit is this piece of evidence (see the module docstring)."""
+    if expect.any_of:
+        return any(matches(hit, e) for e in expect.any_of)
     if expect.path is not None:
         if (_field(hit, "path") or "") != expect.path:
             return False
