@@ -4,11 +4,19 @@ One watchdog observer watches every watched agent folder recursively. Events on 
 (or on folders, which may hold some: a moved ``memory/`` folder) mark their scope dirty; once
 no event has arrived for the debounce period (1,500 ms by default, a trailing debounce) the
 dirty scopes are re-indexed. Re-indexing a scope is cheap thanks to the hash skip, and it also
-picks up deletions and renames. ``opened``/``closed`` events (watchdog ≥ 7) are ignored.
+picks up deletions and renames.
+
+Scale (issue 12): the observer asks the kernel only for the events that can change memory
+(create, delete, modify, move). With watchdog's default mask every listing of a watched folder
+and every file read was queued too: over ~10,000 folders one re-index or one re-walk queued
+more than inotify's 16,384 events, and watchdog's re-walk after each overflow overflowed again
+(≈60 % CPU while idle). An overflow means events were lost, so it marks every watched scope
+dirty: one full rescan after the debounce period, however many overflows arrive in a burst.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import threading
 import time
@@ -51,6 +59,7 @@ class MemoryWatcher:
         self._observer: Any = None
         self._thread: threading.Thread | None = None
         self.runs = 0  # completed re-index passes (tests and the CLI read it)
+        self.overflows = 0  # kernel queue overflows seen (each one: events were lost)
         self.errors: list[str] = []
 
     # ------------------------------------------------------------------ events
@@ -81,6 +90,15 @@ class MemoryWatcher:
                 self._dirty.add((agent_id, scope))
                 self._last_event = time.monotonic()
                 self._cond.notify_all()
+
+    def overflowed(self) -> None:
+        """Events were lost: rescan every watched scope once things are quiet again."""
+        log.warning("file events were lost (inotify queue overflow); rescanning memory after a quiet period")
+        with self._cond:
+            self.overflows += 1
+            self._dirty.update((agent_id, "*") for agent_id in self.dirs)
+            self._last_event = time.monotonic()
+            self._cond.notify_all()
 
     def dispatch(self, event: Any) -> None:
         if event.event_type not in _RELEVANT:
@@ -129,25 +147,69 @@ class MemoryWatcher:
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        from watchdog.events import FileSystemEventHandler
+        from watchdog import events as ev
         from watchdog.observers import Observer
 
         watcher = self
 
-        class _Handler(FileSystemEventHandler):
+        class _Handler(ev.FileSystemEventHandler):
             def on_any_event(self, event: Any) -> None:
                 watcher.dispatch(event)
 
+        # Only what can change memory: no open / read / close events (see the module docstring).
+        wanted: list[type[ev.FileSystemEvent]] = [
+            ev.FileCreatedEvent,
+            ev.FileDeletedEvent,
+            ev.FileModifiedEvent,
+            ev.FileMovedEvent,
+            ev.DirCreatedEvent,
+            ev.DirDeletedEvent,
+            ev.DirMovedEvent,
+        ]
         observer = Observer()
         handler = _Handler()
-        for root in self.dirs.values():
-            root.mkdir(parents=True, exist_ok=True)
-            observer.schedule(handler, str(root), recursive=True)
-        observer.daemon = True
-        observer.start()
+        try:
+            for root in self.dirs.values():
+                root.mkdir(parents=True, exist_ok=True)
+                observer.schedule(handler, str(root), recursive=True, event_filter=wanted)
+            observer.daemon = True
+            observer.start()
+        except OSError as exc:
+            from goclaw.errors import ConfigError
+
+            try:
+                observer.stop()
+            except Exception:  # never started: nothing to stop
+                log.debug("stopping a half-started observer failed", exc_info=True)
+            if exc.errno in (errno.ENOSPC, errno.EMFILE):
+                raise ConfigError(
+                    "memory watch: the system's inotify limit is reached (too many folders watched); "
+                    "raise fs.inotify.max_user_watches / max_user_instances, or index with "
+                    "'goclaw memory index' instead"
+                ) from None
+            raise
         self._observer = observer
+        self._hook_overflow(observer)
         self._thread = threading.Thread(target=self._loop, name="goclaw-memory-watch", daemon=True)
         self._thread.start()
+
+    def _hook_overflow(self, observer: Any) -> None:
+        """Learn about inotify queue overflows. watchdog (>= 7) rebuilds its watches then but
+        tells no handler that events were lost; its watch groups are told, so each one is
+        wrapped to also schedule our rescan. Older watchdogs have no such callback: no-op."""
+        for emitter in list(getattr(observer, "emitters", ())):
+            group = getattr(emitter, "_inotify", None)
+            original = getattr(group, "on_queue_overflow", None)
+            if group is None or original is None:
+                continue
+
+            def on_queue_overflow(original: Any = original) -> None:
+                try:
+                    original()  # watchdog re-watches folders whose creation was lost
+                finally:
+                    self.overflowed()
+
+            group.on_queue_overflow = on_queue_overflow
 
     def stop(self) -> None:
         with self._cond:
