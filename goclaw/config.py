@@ -47,6 +47,20 @@ class PluginsConfig(BaseModel):
         return dict(self.model_extra or {})
 
 
+class EventsSettings(BaseModel):
+    """The ``[events]`` table: the kernel's durable event queue (DESIGN.md §6). The queue is a
+    kernel mechanism, on whatever plugins are disabled (issue 13 item 2)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_attempts: int = Field(default=5, ge=1, le=100, description="attempts before dead-letter")
+    backoff_base_seconds: float = Field(default=2.0, ge=0, description="first retry delay; doubles")
+    backoff_max_seconds: float = Field(default=600.0, ge=0, description="longest retry delay")
+    lease_seconds: float = Field(default=300.0, ge=1, description="a claim older than this is retaken")
+    poll_interval_seconds: float = Field(default=1.0, gt=0, description="idle poll (SQLite)")
+    batch_size: int = Field(default=10, ge=1, le=1000, description="deliveries claimed at once")
+
+
 class Settings(BaseSettings):
     """Workspace settings (the top level of ``goclaw.toml``)."""
 
@@ -65,6 +79,7 @@ class Settings(BaseSettings):
     product_name: str = Field(default="GoClaw", description="name used by the Identity section")
     tenant_id: str = Field(default="default", description="tenant scope for multi-tenant setups")
     agents_dir: str = Field(default="agents", description="folder holding each agent's own folder")
+    events: EventsSettings = Field(default_factory=EventsSettings)
     plugins: PluginsConfig = Field(default_factory=PluginsConfig)
 
     @classmethod

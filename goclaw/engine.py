@@ -3,8 +3,9 @@
 ``Engine.open(workspace=...)`` reads the configuration, builds a fresh plugin manager, opens
 and migrates the database, validates every plugin's settings table and runs the start-up
 hooks. Features appear as attributes contributed by plugins (``engine.files``,
-``engine.prompt``, ``engine.skills``, ``engine.memory``, ``engine.sessions``, ``engine.events``,
-``engine.kg``); ``engine.agents`` is the kernel's own.
+``engine.prompt``, ``engine.skills``, ``engine.memory``, ``engine.sessions``, ``engine.kg``);
+``engine.agents`` and ``engine.events`` (the durable event queue, configured by ``[events]``)
+are the kernel's own and exist whatever is disabled.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 from goclaw.agents import AgentService
 from goclaw.changes import ChangeTracker
 from goclaw.config import Settings, load_settings, validate_plugin_table
-from goclaw.errors import ConfigError, FeatureUnavailableError
+from goclaw.errors import ConfigError, FeatureUnavailableError, PluginError
+from goclaw.events import EventQueue
 from goclaw.hooks import Hooks
 from goclaw.plugins import GoclawPluginManager, build_plugin_manager
 from goclaw.store import migrate
@@ -43,11 +45,12 @@ SERVICE_OWNERS = {
     "skills": "goclaw.skills",
     "memory": "goclaw.memory",
     "sessions": "goclaw.memory",
-    "events": "goclaw.consolidation",
     "kg": "goclaw.consolidation",
     "episodic": "goclaw.consolidation",
     "channel_memory": "goclaw.consolidation",
 }
+# Services the kernel itself provides (always present, whatever is disabled).
+KERNEL_SERVICES = frozenset({"events"})
 
 
 class Engine:
@@ -66,6 +69,15 @@ class Engine:
         self.hooks = Hooks(plugins)
         self.db = db
         self.agents = AgentService(self)
+        cfg = settings.events
+        # The event queue is the kernel's (issue 13 item 2): publishers never ask whether it exists.
+        self.events = EventQueue(
+            self,
+            max_attempts=cfg.max_attempts,
+            backoff_base=cfg.backoff_base_seconds,
+            backoff_max=cfg.backoff_max_seconds,
+            lease_seconds=cfg.lease_seconds,
+        )
         self._plugin_settings: dict[str, BaseModel] = {}
         self._services: dict[str, Any] = {}
         self._providers: dict[tuple[str, str], Any] = {}
@@ -106,7 +118,11 @@ class Engine:
         engine._validate_plugin_settings()
         if migrate_schema:
             migrate.upgrade(db)
-        engine._services = engine.hooks.services(engine)
+        services = engine.hooks.services(engine)
+        clash = sorted(set(services) & KERNEL_SERVICES)
+        if clash:
+            raise PluginError(f"service(s) {', '.join(clash)} are the kernel's; a plugin cannot provide them")
+        engine._services = services
         if startup:
             engine.hooks.startup(engine)
         return engine
@@ -135,6 +151,8 @@ class Engine:
             ) from None
 
     def service(self, name: str) -> Any:
+        if name == "events":
+            return self.events
         try:
             return self._services[name]
         except KeyError:
@@ -148,7 +166,7 @@ class Engine:
             raise FeatureUnavailableError(f"no active plugin provides the '{name}' service") from None
 
     def has_service(self, name: str) -> bool:
-        return name in self._services
+        return name in self._services or name in KERNEL_SERVICES
 
     @property
     def files(self) -> Any:
@@ -169,10 +187,6 @@ class Engine:
     @property
     def sessions(self) -> Any:
         return self.service("sessions")
-
-    @property
-    def events(self) -> Any:
-        return self.service("events")
 
     @property
     def kg(self) -> Any:

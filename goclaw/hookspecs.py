@@ -72,7 +72,8 @@ def goclaw_services(engine: Engine) -> dict[str, Any] | None:
     (``engine.skills``). Semantics: all collected; two plugins offering one name is an error.
     Default plugins: ``goclaw.context_files`` (files), ``goclaw.bootstrap`` (seeder,
     summoner), ``goclaw.prompt`` (prompt), ``goclaw.skills`` (skills), ``goclaw.memory``
-    (memory, sessions), ``goclaw.consolidation`` (events, kg, episodic, channel_memory).
+    (memory, sessions), ``goclaw.consolidation`` (kg, episodic, channel_memory). ``events`` is
+    the kernel's own (:class:`~goclaw.events.EventQueue`); a plugin may not provide it.
     """
 
 

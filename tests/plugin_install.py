@@ -47,6 +47,8 @@ def on_sys_path(folder: Path) -> Iterator[None]:
         yield
     finally:
         sys.path.remove(str(folder))
-        for name in [m for m in sys.modules if m.startswith(("goclaw_hello", "goclaw_broken"))]:
+        for name in [
+            m for m in sys.modules if m.startswith(("goclaw_hello", "goclaw_broken", "goclaw_listener"))
+        ]:
             del sys.modules[name]
         importlib.invalidate_caches()

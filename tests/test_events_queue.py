@@ -86,7 +86,7 @@ def test_failure_backs_off_then_dead_letters_without_blocking(make_engine: Any) 
     rec = Recorder()
     engine = make_engine(
         extra_plugins=[("rec", RecorderPlugin(rec))],
-        plugins={"consolidation": {"max_attempts": 3, "backoff_base_seconds": 0}},
+        events={"max_attempts": 3, "backoff_base_seconds": 0},
     )
     ids = [engine.events.publish_now("t.x", {"i": i}) for i in range(4)]
     poison = ids[1]
@@ -106,9 +106,7 @@ def test_failure_backs_off_then_dead_letters_without_blocking(make_engine: Any) 
 
 def test_backoff_delays_the_retry(make_engine: Any) -> None:
     rec = Recorder()
-    engine = make_engine(
-        extra_plugins=[("rec", RecorderPlugin(rec))], plugins={"consolidation": {"backoff_base_seconds": 120}}
-    )
+    engine = make_engine(extra_plugins=[("rec", RecorderPlugin(rec))], events={"backoff_base_seconds": 120})
     event_id = engine.events.publish_now("t.x", {})
     rec.fail_ids.add(event_id)
     before = time.time()
@@ -133,9 +131,7 @@ def test_defer_does_not_count_as_an_attempt(make_engine: Any) -> None:
 
 def test_claims_are_exclusive_and_stale_claims_are_retaken(make_engine: Any) -> None:
     rec = Recorder()
-    engine = make_engine(
-        extra_plugins=[("rec", RecorderPlugin(rec))], plugins={"consolidation": {"lease_seconds": 1}}
-    )
+    engine = make_engine(extra_plugins=[("rec", RecorderPlugin(rec))], events={"lease_seconds": 1})
     for i in range(3):
         engine.events.publish_now("t.x", {"i": i})
     first = engine.events.claim("host-a:1:x", 2)

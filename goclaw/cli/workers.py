@@ -27,7 +27,7 @@ def workers_run(once: bool, only: tuple[str, ...], verbose: bool, as_json: bool)
     from goclaw.events import WorkerRunner
 
     eng = engine()
-    cfg = eng.plugin_settings("consolidation")
+    cfg = eng.settings.events
     if verbose:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     runner = WorkerRunner(

@@ -1,7 +1,6 @@
 """Plugin ``goclaw.consolidation``: the V3 memory services (spec §17-§20).
 
-Provides ``engine.events`` (the kernel's :class:`~goclaw.events.EventQueue`, configured from
-``[plugins.consolidation]``), ``engine.kg`` (the temporal knowledge graph), the ``episodic``
+Provides ``engine.kg`` (the temporal knowledge graph), the ``episodic``
 and ``channel_memory`` services, the auto-injected "Memory Context" prompt section, episodic
 hits for ``memory_search`` and the ``memory_expand`` tool. The four workers are separate
 default plugins (``goclaw.workers.episodic``, ``.semantic``, ``.dedup``, ``.dreaming``, plus
@@ -15,14 +14,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from goclaw import hookimpl
-from goclaw.events import EventQueue
 from goclaw.types import SearchHit, Tool
 from goclaw_consolidation.autoinject import MemoryContextSection
 from goclaw_consolidation.channel import ChannelMemory
 from goclaw_consolidation.common import find_agent
 from goclaw_consolidation.episodic_store import EpisodicStore, episode_dict
 from goclaw_consolidation.kg import KnowledgeGraph, entity_dict, relation_dict
-from goclaw_consolidation.settings import ConsolidationSettings, settings_of
+from goclaw_consolidation.settings import ConsolidationSettings
 
 
 @hookimpl
@@ -32,16 +30,7 @@ def goclaw_settings_model() -> type[BaseModel]:
 
 @hookimpl
 def goclaw_services(engine: Any) -> dict[str, Any]:
-    cfg = settings_of(engine)
-    queue = EventQueue(
-        engine,
-        max_attempts=cfg.max_attempts,
-        backoff_base=cfg.backoff_base_seconds,
-        backoff_max=cfg.backoff_max_seconds,
-        lease_seconds=cfg.lease_seconds,
-    )
     return {
-        "events": queue,
         "kg": KnowledgeGraph(engine),
         "episodic": EpisodicStore(engine),
         "channel_memory": ChannelMemory(engine),

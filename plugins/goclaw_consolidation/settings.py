@@ -15,13 +15,7 @@ from pydantic import BaseModel, Field
 class ConsolidationSettings(BaseModel):
     """``[plugins.consolidation]``"""
 
-    # queue (DESIGN.md §6)
-    max_attempts: int = Field(default=5, ge=1, le=100, description="attempts before dead-letter")
-    backoff_base_seconds: float = Field(default=2.0, ge=0, description="first retry delay; doubles")
-    backoff_max_seconds: float = Field(default=600.0, ge=0)
-    lease_seconds: float = Field(default=300.0, ge=1, description="a claim older than this is retaken")
-    poll_interval_seconds: float = Field(default=1.0, gt=0, description="idle poll (SQLite)")
-    batch_size: int = Field(default=10, ge=1, le=1000)
+    # The queue's knobs live in the kernel's [events] table (issue 13 item 2).
     llm_timeout_seconds: float = Field(default=30.0, gt=0)
     # episodic (spec §17, §19)
     consolidation_enabled: bool = True

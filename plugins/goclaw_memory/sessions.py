@@ -289,7 +289,6 @@ class SessionService:
     # ------------------------------------------------------------------ end
     def end(self, key: str) -> Session:
         """Close the run; publish ``run.completed`` in the same transaction (spec §18)."""
-        has_events = self.engine.has_service("events")
 
         def _do(s: DbSession) -> Session:
             row = s.exec(select(Session).where(Session.key == key).with_for_update()).first()
@@ -299,22 +298,22 @@ class SessionService:
             row.updated_at = utcnow()
             s.add(row)
             run = _close_run(s, row)
-            if has_events:
-                payload = {
-                    "session_key": row.key,
-                    "compaction_count": row.compaction_count,
-                    "agent_id": row.agent_id,
-                    "user_id": row.user_id,
-                    # The compaction summary only when this run compacted: a later run of the
-                    # key must not be consolidated as the earlier run's summary again.
-                    "summary": row.summary if run["compacted"] else "",
-                    "run": run["run"],
-                    "first_seq": run["first_seq"],
-                    "last_seq": run["last_seq"],
-                }
-                self.engine.events.publish(
-                    s, "run.completed", payload, agent_id=row.agent_id, user_id=row.user_id
-                )
+            # The kernel's queue always exists (issue 13 item 2): publish unconditionally.
+            payload = {
+                "session_key": row.key,
+                "compaction_count": row.compaction_count,
+                "agent_id": row.agent_id,
+                "user_id": row.user_id,
+                # The compaction summary only when this run compacted: a later run of the
+                # key must not be consolidated as the earlier run's summary again.
+                "summary": row.summary if run["compacted"] else "",
+                "run": run["run"],
+                "first_seq": run["first_seq"],
+                "last_seq": run["last_seq"],
+            }
+            self.engine.events.publish(
+                s, "run.completed", payload, agent_id=row.agent_id, user_id=row.user_id
+            )
             s.flush()
             return row
 
