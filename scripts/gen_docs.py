@@ -44,7 +44,7 @@ def _model_table(model: type[BaseModel]) -> list[str]:
 
 
 def configuration_page() -> str:
-    from goclaw.config import PluginsConfig, Settings
+    from goclaw.config import EventsSettings, PluginsConfig, Settings
     from goclaw.hooks import Hooks
     from goclaw.plugins import build_plugin_manager
 
@@ -64,6 +64,12 @@ def configuration_page() -> str:
         "## Top level",
         "",
         *_model_table(Settings),
+        "",
+        "## `[events]`",
+        "",
+        "The kernel's durable event queue (see consolidation.md); always on, whatever plugins are disabled.",
+        "",
+        *_model_table(EventsSettings),
         "",
         "## `[plugins]`",
         "",
