@@ -13,7 +13,7 @@ import click
 
 from goclaw.cli.common import emit_json, engine, json_option
 
-KIND_CHOICES = ("exact-code", "paraphrase", "temporal", "multi-hop", "preference", "unanswerable")
+KIND_CHOICES = ("exact-code", "partial", "paraphrase", "temporal", "multi-hop", "preference", "unanswerable")
 
 
 def _fmt(value: float) -> str:
