@@ -56,6 +56,7 @@ BUILTIN_COMMAND_MODULES = (
     "memory_quality",
     "plugins",
     "prompt",
+    "serve",
     "session",
     "skills",
     "workers",
