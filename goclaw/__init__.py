@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 from goclaw.hookspecs import hookimpl
 
 if TYPE_CHECKING:
+    from goclaw.aio import AsyncEngine
     from goclaw.engine import Engine
 
-__all__ = ["Engine", "hookimpl"]
+__all__ = ["AsyncEngine", "Engine", "hookimpl"]
 
 
 def __getattr__(name: str) -> Any:
@@ -21,4 +22,8 @@ def __getattr__(name: str) -> Any:
         from goclaw.engine import Engine
 
         return Engine
+    if name == "AsyncEngine":
+        from goclaw.aio import AsyncEngine
+
+        return AsyncEngine
     raise AttributeError(f"module 'goclaw' has no attribute {name!r}")
