@@ -130,6 +130,19 @@ def test_small_limits_keep_the_70_20_shape_and_the_marker_comes_on_top() -> None
     assert out.chars == 70 and out.content.endswith(marker("X.md"))
 
 
+def test_a_clamp_keeps_a_prefix_of_the_original_never_a_cut_through_the_marker() -> None:
+    # Found by tests/test_fuzz.py after the 70/20 change: the clamp cut the trimmed text, so a
+    # file could end in half a marker line, or start with the marker's own characters.
+    text = "".join(chr(ord("a") + i % 26) for i in range(100))
+    tail = "\n" + marker("X.md")
+    cfg = TruncateConfig(max_chars_per_file=50, total_max_chars=90, min_file_budget=1)
+    [out] = build_context_files([F("X.md", text)], cfg)
+    assert out.content == text[: 90 - len(tail)] + tail
+    cfg = TruncateConfig(max_chars_per_file=1, total_max_chars=2, min_file_budget=0)
+    [out] = build_context_files([F("AGENTS.md", "00")], cfg)
+    assert out.content == "…" and out.truncated  # over its limit: never passed whole
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     sizes=st.lists(st.integers(min_value=0, max_value=400), min_size=1, max_size=8),

@@ -9,7 +9,8 @@ in characters (Python ``len``, Unicode code points), so a cut never splits a cha
    content...]`` on its own line between them. The marker comes on top of head and tail, so
    with a tiny limit the result can be longer than the limit (see :func:`trim_to_limit`).
 3. The result is clamped to the remaining total budget (starting at ``total_max_chars``); a
-   clamped file never exceeds the budget, marker included.
+   clamped file never exceeds the budget, marker included. A file that does not fit is cut
+   from the original (head + marker), so the kept text is always a prefix of the file.
 4. Before each file: when the remaining budget is below ``min_file_budget`` (64), stop.
 """
 
@@ -108,7 +109,11 @@ def build_context_files(files: Iterable[object], config: TruncateConfig | None =
         if getattr(f, "missing", False) or content is None or not content.strip():
             continue
         text = trim_to_limit(name, content, cfg.max_chars_per_file, cfg.head_ratio, cfg.tail_ratio)
-        text = clamp_to_budget(name, text, remaining)
+        if len(text) > remaining:
+            # Clamp the original, not the trimmed text: what is kept is then always a true
+            # prefix of the file plus the marker, never a cut through the marker or the tail;
+            # and at least one character shorter than the file, so it still shows as cut.
+            text = clamp_to_budget(name, content, min(remaining, len(content) - 1))
         if not text:
             continue  # no budget left for this file (possible when min_file_budget is 0)
         remaining -= len(text)
