@@ -7,8 +7,9 @@ frontmatter the name is the folder slug and the description is empty. CRLF is ac
 
 Loading is lenient (a skill whose frontmatter name differs from its folder still loads);
 :func:`lint_skill` applies the Agent Skills rules strictly. A malformed file (bad YAML,
-binary, oversized, a symlink escaping its root) becomes a :class:`SkillProblem` and is
-skipped, never fatal.
+binary, oversized, a symlink escaping its root, frontmatter over the limits of
+:mod:`goclaw_skills.limits`) becomes a :class:`SkillProblem` and is skipped, never fatal and
+never hiding the other skills of its tier.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from goclaw_skills.limits import SkillParseError as SkillParseError  # re-exported: its old home
+from goclaw_skills.limits import check_frontmatter_size, load_json, load_yaml
+
 SKILL_FILE = "SKILL.md"
 DEFAULT_MAX_BYTES = 256 * 1024
 # Agent Skills spec limits (https://agentskills.io/specification), used by lint only.
@@ -32,10 +36,6 @@ AGENT_SKILLS_FIELDS = ("name", "description", "license", "compatibility", "metad
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)", re.DOTALL)
 _NAME_RE = re.compile(r"^[a-z0-9-]+$")
-
-
-class SkillParseError(ValueError):
-    """A SKILL.md that cannot be loaded; ``str()`` is the reason."""
 
 
 @dataclass
@@ -94,24 +94,28 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
     if m is None:
         return {}, text
     raw, body = m.group(1), text[m.end() :]
+    check_frontmatter_size(raw)
     stripped = raw.strip()
     data: Any
     if stripped.startswith("{"):
         try:
-            data = json.loads(stripped)
+            data = load_json(stripped)
         except json.JSONDecodeError as exc:
             raise SkillParseError(f"invalid JSON frontmatter: {exc.msg} (line {exc.lineno})") from None
+        except RecursionError:  # belt and braces: the depth check runs first
+            raise SkillParseError("frontmatter nested too deeply") from None
     else:
         import yaml
 
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~10x faster
         try:
-            data = yaml.load(raw, Loader=loader) if stripped else {}  # a safe loader (C or Python)
+            data = load_yaml(raw) if stripped else {}
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" (line {mark.line + 2})" if mark is not None else ""
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
             raise SkillParseError(f"invalid YAML frontmatter: {problem}{where}") from None
+        except RecursionError:
+            raise SkillParseError("frontmatter nested too deeply") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -242,6 +246,8 @@ def discover_folder(
             yield SkillProblem(str(folder / SKILL_FILE), str(exc), source)
         except OSError as exc:
             yield SkillProblem(str(folder / SKILL_FILE), f"cannot read: {exc.strerror or exc}", source)
+        except Exception as exc:  # whatever one file does, it never hides the others (issue 12)
+            yield SkillProblem(str(folder / SKILL_FILE), f"cannot parse: {type(exc).__name__}: {exc}", source)
 
 
 def lint_skill(record: SkillRecord) -> list[str]:

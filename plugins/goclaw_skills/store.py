@@ -23,7 +23,14 @@ from sqlmodel import select
 from goclaw.errors import NotFoundError, ValidationError
 from goclaw.store.models import Skill, SkillAgentGrant, SkillUserGrant, SkillVersion
 from goclaw.store.types import utcnow
-from goclaw_skills.parsing import SKILL_FILE, SkillParseError, decode_skill_bytes, split_frontmatter
+from goclaw_skills.limits import MAX_MEMBERS, open_archive, read_member
+from goclaw_skills.parsing import (
+    DEFAULT_MAX_BYTES,
+    SKILL_FILE,
+    SkillParseError,
+    decode_skill_bytes,
+    split_frontmatter,
+)
 
 if TYPE_CHECKING:
     from sqlmodel import Session
@@ -108,22 +115,37 @@ def version_content(engine: Engine, skill_id: str, version: int) -> str | None:
 
 
 def read_skill_source(path: Path) -> tuple[str, str, list[str]]:
-    """``(slug, SKILL.md text, ignored files)`` from a skill folder, a SKILL.md or a ZIP."""
+    """``(slug, SKILL.md text, ignored files)`` from a skill folder, a SKILL.md or a ZIP.
+
+    Everything is read within the limits of :mod:`goclaw_skills.limits` (issue 12): the
+    SKILL.md's size is checked before it is read, an archive is opened only within its size
+    and entry limits and its SKILL.md is streamed with a byte cap.
+    """
     if not path.exists():
         raise NotFoundError(f"{path}: no such file or folder")
     if path.is_dir():
         skill = path / SKILL_FILE
         if not skill.is_file():
             raise ValidationError(f"{path}: no {SKILL_FILE} in this folder")
-        others = sorted(
-            str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() and p.name != SKILL_FILE
-        )
-        return path.resolve().name, _decode(skill.read_bytes(), str(skill)), others
+        others: list[str] = []
+        for p in path.rglob("*"):
+            if len(others) >= MAX_MEMBERS:
+                others.append("...")
+                break
+            if p.is_file() and p.name != SKILL_FILE:
+                others.append(str(p.relative_to(path)))
+        return path.resolve().name, _decode(_read_capped(skill), str(skill)), sorted(others)
     if path.name == SKILL_FILE:
-        return path.resolve().parent.name, _decode(path.read_bytes(), str(path)), []
+        return path.resolve().parent.name, _decode(_read_capped(path), str(path)), []
     if zipfile.is_zipfile(path):
         return _read_zip(path)
     raise ValidationError(f"{path}: expected a skill folder, a SKILL.md or a .zip archive")
+
+
+def _read_capped(path: Path) -> bytes:
+    """At most ``DEFAULT_MAX_BYTES + 1`` bytes: a huge file is refused, never read whole."""
+    with path.open("rb") as f:
+        return f.read(DEFAULT_MAX_BYTES + 1)
 
 
 def _decode(data: bytes, where: str) -> str:
@@ -136,22 +158,25 @@ def _decode(data: bytes, where: str) -> str:
 
 
 def _read_zip(path: Path) -> tuple[str, str, list[str]]:
-    with zipfile.ZipFile(path) as zf:
-        names = [n for n in zf.namelist() if not n.endswith("/")]
-        # Windows archives may use backslashes (GoClaw #1103).
-        norm = {PurePosixPath(n.replace("\\", "/")): n for n in names}
-        for p in norm:
-            if p.is_absolute() or ".." in p.parts:
-                raise ValidationError(f"{path}: unsafe path in archive: {p}")
-        candidates = sorted((p for p in norm if p.name == SKILL_FILE), key=lambda p: len(p.parts))
-        if not candidates:
-            raise ValidationError(f"{path}: no {SKILL_FILE} in the archive")
-        top = candidates[0]
-        if len(candidates) > 1 and len(candidates[1].parts) == len(top.parts):
-            raise ValidationError(f"{path}: the archive holds several skills; add them one by one")
-        slug = top.parent.name if top.parent.name else path.stem
-        data = zf.read(norm[top])
-        others = sorted(str(p) for p in norm if p != top)
+    try:
+        with path.open("rb") as fp, open_archive(fp, path.stat().st_size) as zf:
+            infos = [i for i in zf.infolist() if not i.is_dir()]
+            # Windows archives may use backslashes (GoClaw #1103).
+            norm = {PurePosixPath(i.filename.replace("\\", "/")): i for i in infos}
+            for p in norm:
+                if p.is_absolute() or ".." in p.parts or (p.parts and ":" in p.parts[0]):
+                    raise ValidationError(f"{path}: unsafe path in archive: {p}")
+            candidates = sorted((p for p in norm if p.name == SKILL_FILE), key=lambda p: len(p.parts))
+            if not candidates:
+                raise ValidationError(f"{path}: no {SKILL_FILE} in the archive")
+            top = candidates[0]
+            if len(candidates) > 1 and len(candidates[1].parts) == len(top.parts):
+                raise ValidationError(f"{path}: the archive holds several skills; add them one by one")
+            slug = top.parent.name if top.parent.name else path.stem
+            data = read_member(zf, norm[top], DEFAULT_MAX_BYTES)
+            others = sorted(str(p) for p in norm if p != top)
+    except SkillParseError as exc:
+        raise ValidationError(f"{path}: {exc}") from None
     return slug, _decode(data, f"{path}!{top}"), others
 
 

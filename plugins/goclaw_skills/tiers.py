@@ -99,6 +99,8 @@ def managed_record(
         record = parse_skill_text(content, slug, path=where, base_dir=where, source="managed")
     except SkillParseError as exc:
         return SkillProblem(where, str(exc), "managed")
+    except Exception as exc:  # one bad row never hides the other managed skills (issue 12)
+        return SkillProblem(where, f"cannot parse: {type(exc).__name__}: {exc}", "managed")
     record.managed = True
     record.skill_id = row.id
     record.visibility = row.visibility
