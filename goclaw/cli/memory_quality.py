@@ -6,12 +6,14 @@ imported inside the commands so that ``goclaw --help`` stays fast.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
 from goclaw.cli.common import emit_json, engine, json_option
+from goclaw.cli.memory import memory_group
 
 KIND_CHOICES = ("exact-code", "partial", "paraphrase", "temporal", "multi-hop", "preference", "unanswerable")
 
@@ -102,6 +104,39 @@ def eval_command(
         emit_json(data)
     else:
         _print_report(data)
+
+
+@memory_group.command("doctor")
+@click.option("--agent", "-a", default=None, help="Agent name (default: every agent).")
+@click.option(
+    "--repair", is_flag=True, help="Fix what no other command fixes (see docs/eval.md), then check."
+)
+@json_option
+def memory_doctor(agent: str | None, repair: bool, as_json: bool) -> None:
+    """Check each memory channel and say what to run: index freshness, embedding space,
+    full-text integrity, vector counts, HNSW indexes (PostgreSQL), the watcher.
+
+    Exits 1 when a problem is found.
+    """
+    from goclaw_memory.doctor import run_doctor
+
+    eng = engine()
+    report = run_doctor(eng, agent, repair=repair)
+    if as_json:
+        emit_json(report.as_json())
+    else:
+        for line in report.repaired:
+            click.echo(f"repaired: {line}")
+        for check in report.checks:
+            mark = {"ok": "ok  ", "problem": "FAIL", "warning": "warn", "info": "info"}[check.status]
+            who = f" ({check.agent})" if check.agent else ""
+            click.echo(f"[{mark}] {check.name}{who}: {check.message}")
+            if check.fix:
+                click.echo(f"       fix: {check.fix}")
+        problems = sum(1 for c in report.checks if c.status == "problem")
+        click.echo(f"{problems} problem(s) found" if problems else "no problems found")
+    if report.problems:
+        sys.exit(1)
 
 
 COMMANDS = [eval_command]

@@ -1,0 +1,157 @@
+"""``goclaw memory doctor --repair``: fix what no other command fixes (issue 11 item 7).
+
+* forget documents whose chunks disagree with their recorded count (the next ``memory index``
+  re-chunks them: it would otherwise skip them while their files are unchanged);
+* clear stored vectors whose length is not their recorded dimension (the next index re-embeds);
+* SQLite: rebuild the FTS5 index from the chunks when its integrity-check fails;
+* PostgreSQL: create a missing GIN index on ``tsv``, build missing HNSW indexes through the
+  search backend (the same definition searches use), ``REINDEX`` invalid ones.
+
+Every change that touches chunks runs in one transaction per agent and replaces the agent's
+index version token, so other processes reload their in-memory copies.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import text
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from goclaw.engine import Engine
+
+
+def _bad_vector_sql(pg: bool) -> str:
+    if pg:
+        return "embedding IS NOT NULL AND vector_dims(embedding) IS DISTINCT FROM embedding_dim"
+    return "embedding IS NOT NULL AND (embedding_dim IS NULL OR length(embedding) != embedding_dim * 4)"
+
+
+def _repair_agent(engine: Engine, agent: Any) -> list[str]:
+    from goclaw_memory.indexer import bump_version
+
+    pg = engine.db.backend == "postgresql"
+
+    def _do(session: Session) -> list[str]:
+        conn = session.connection()
+        done: list[str] = []
+        broken = conn.execute(
+            text(
+                "SELECT d.id, d.path FROM memory_documents d LEFT JOIN memory_chunks c "
+                "ON c.document_id = d.id WHERE d.agent_id = :a GROUP BY d.id, d.path, d.chunk_count "
+                "HAVING COUNT(c.id) != d.chunk_count"
+            ),
+            {"a": agent.id},
+        ).all()
+        for doc_id, path in broken:
+            conn.execute(text("DELETE FROM memory_chunks WHERE document_id = :d"), {"d": doc_id})
+            conn.execute(text("DELETE FROM memory_documents WHERE id = :d"), {"d": doc_id})
+            done.append(f"{agent.name}: forgot {path} (re-chunked by the next index)")
+        cleared = conn.execute(
+            text(
+                "UPDATE memory_chunks SET embedding = NULL, embedding_provider = NULL, "
+                f"embedding_model = NULL, embedding_dim = NULL WHERE agent_id = :a AND {_bad_vector_sql(pg)}"
+            ),
+            {"a": agent.id},
+        ).rowcount
+        if cleared:
+            done.append(
+                f"{agent.name}: cleared {cleared} vectors of the wrong length (re-embedded by the next index)"
+            )
+        if done:
+            bump_version(session, agent.id)
+        return done
+
+    done = engine.db.run_write(_do)
+    if done:
+        invalidate = getattr(engine.memory.backend, "invalidate", None)
+        if invalidate is not None:
+            invalidate(agent.id)
+    return done
+
+
+def _repair_sqlite_fts(engine: Engine) -> list[str]:
+    with engine.db.engine.connect() as conn:
+        found = conn.execute(
+            text("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'memory_chunks_fts'")
+        ).first()
+        if found is None:
+            return []
+        try:
+            conn.exec_driver_sql(
+                "INSERT INTO memory_chunks_fts(memory_chunks_fts, rank) VALUES('integrity-check', 1)"
+            )
+            return []
+        except Exception:
+            conn.rollback()
+
+    def _do(session: Session) -> None:
+        session.connection().exec_driver_sql(
+            "INSERT INTO memory_chunks_fts(memory_chunks_fts) VALUES('rebuild')"
+        )
+
+    engine.db.run_write(_do)
+    return ["rebuilt the FTS5 index from the chunks"]
+
+
+def _repairpg_indexes(engine: Engine) -> list[str]:
+    from goclaw_memory.doctor_indexes import HNSW_MAX_DIM, pg_indexes
+
+    done: list[str] = []
+    with engine.db.engine.connect() as conn:
+        gin = pg_indexes(conn, "USING gin")
+        hnsw = pg_indexes(conn, "USING hnsw")
+        dims = [
+            int(r[0])
+            for r in conn.execute(
+                text(
+                    "SELECT DISTINCT embedding_dim FROM memory_chunks WHERE embedding IS NOT NULL "
+                    "AND embedding_dim IS NOT NULL"
+                )
+            ).all()
+        ]
+        has_tsv = conn.execute(
+            text(
+                "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+                "AND table_name = 'memory_chunks' AND column_name = 'tsv'"
+            )
+        ).first()
+    with engine.db.engine.connect() as conn, conn.begin():
+        if has_tsv is not None and not any("tsv" in d for _n, d, _v in gin):
+            conn.exec_driver_sql(
+                "CREATE INDEX IF NOT EXISTS ix_memory_chunks_tsv ON memory_chunks USING GIN (tsv)"
+            )
+            done.append("created the GIN index on memory_chunks.tsv")
+        for name, _definition, valid in gin + hnsw:
+            if not valid:
+                conn.exec_driver_sql(f'REINDEX INDEX "{name}"')
+                done.append(f"rebuilt the invalid index {name}")
+    indexed = {int(m.group(1)) for _n, d, _v in hnsw if (m := re.search(r"vector\((\d+)\)", d))}
+    # A fresh backend from its factory: the engine's own may remember the index as built.
+    make = engine.hooks.search_backends().get("postgresql")
+    backend = make(engine) if make is not None else engine.memory.backend
+    prepare = getattr(backend, "prepare_vectors", None)
+    finish = getattr(backend, "finish_vectors", None)
+    missing = [d for d in dims if d <= HNSW_MAX_DIM and d not in indexed]
+    if missing and prepare is not None and finish is not None:
+        for dim in missing:
+            prepare(dim)
+        finish()
+        done.extend(f"built the HNSW index for {dim}-dimension vectors" for dim in missing)
+    return done
+
+
+def repair(engine: Engine, agent: str | None = None) -> list[str]:
+    """Apply the repairs; returns one line per thing done."""
+    agents = [engine.agents.get(agent)] if agent else engine.agents.list()
+    done: list[str] = []
+    for a in agents:
+        done.extend(_repair_agent(engine, a))
+    if engine.db.backend == "postgresql":
+        done.extend(_repairpg_indexes(engine))
+    else:
+        done.extend(_repair_sqlite_fts(engine))
+    return done
