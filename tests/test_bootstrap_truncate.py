@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from goclaw_bootstrap.truncate import TruncateConfig, build_context_files
+from goclaw_prompt.truncate import TruncateConfig, build_context_files
 
 
 @dataclass

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from goclaw_bootstrap.truncate import TruncateConfig, build_context_files, marker_line
 from goclaw_memory.chunking import chunk_text
+from goclaw_prompt.truncate import TruncateConfig, build_context_files, marker_line
 from goclaw_skills.parsing import SkillParseError, parse_skill_text, split_frontmatter
 from goclaw_skills.slash import looks_like_path, parse
 

@@ -244,7 +244,7 @@ def test_content_cannot_break_out_of_its_wrapper(engine: Any) -> None:
 
 
 def test_truncation_applies_to_stored_and_virtual_files(make_engine: Any) -> None:
-    eng = make_engine(plugins={"bootstrap": {"max_chars_per_file": 100, "total_max_chars": 250}})
+    eng = make_engine(plugins={"prompt": {"max_chars_per_file": 100, "total_max_chars": 250}})
     eng.agents.create("op", "open")
     eng.files.set("op", "AGENTS.md", "A" * 150, user="u")
     result = eng.prompt.build_for("op", "u")

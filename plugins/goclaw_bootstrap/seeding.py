@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
@@ -25,7 +25,6 @@ from goclaw import hookimpl
 from goclaw.errors import StoreError
 from goclaw.store.models import AgentContextFile, UserContextFile
 from goclaw_bootstrap.templates import load_template
-from goclaw_bootstrap.truncate import TruncateConfig
 
 if TYPE_CHECKING:
     from sqlmodel import Session
@@ -46,8 +45,9 @@ OPEN_USER_FILES: tuple[str, ...] = (
 PREDEFINED_USER_FILES: tuple[str, ...] = ("USER.md", "BOOTSTRAP.md")
 
 
-class BootstrapSettings(TruncateConfig):
-    """``[plugins.bootstrap]``: truncation (spec §2), caching and the summoner (spec §7)."""
+class BootstrapSettings(BaseModel):
+    """``[plugins.bootstrap]``: caching and the summoner (spec §7). Truncation is the prompt's
+    (``[plugins.prompt]``)."""
 
     cache_seconds: float = Field(
         default=5.0,

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, select
 
+from goclaw.contracts.files import KNOWN_FILES, VIRTUAL_FILES
 from goclaw.errors import NotFoundError, PermissionDeniedError, ValidationError
 from goclaw.store.models import AgentContextFile, UserContextFile
 from goclaw.store.types import utcnow
@@ -22,18 +23,7 @@ if TYPE_CHECKING:
     from goclaw.store.models import Agent
     from goclaw.types import PromptContext
 
-# Spec §1 file names, in the spec's order (DECISIONS.md, order of files).
-KNOWN_FILES: tuple[str, ...] = (
-    "AGENTS.md",
-    "SOUL.md",
-    "TOOLS.md",
-    "IDENTITY.md",
-    "USER.md",
-    "BOOTSTRAP.md",
-    "USER_PREDEFINED.md",
-)
-# Virtual files are generated per build and never stored (spec §1); their names are reserved.
-VIRTUAL_FILES: tuple[str, ...] = ("DELEGATION.md", "TEAM.md", "AVAILABILITY.md")
+# Spec §1 file names in spec order, and the reserved virtual names: goclaw.contracts.files.
 # Files a predefined agent shares across users (spec §1 and §4 tables): chat writes are refused.
 PREDEFINED_SHARED: frozenset[str] = frozenset(
     {"AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER_PREDEFINED.md"}
@@ -93,6 +83,13 @@ class ContextFileStore:
     @property
     def max_file_chars(self) -> int:
         return int(self.engine.plugin_settings("context_files").max_file_chars)
+
+    @property
+    def cache_seconds(self) -> float:
+        """How long cached reads are trusted across processes (``goclaw.contracts.files``)."""
+        from goclaw_bootstrap.changes import cache_seconds
+
+        return cache_seconds(self.engine)
 
     # ------------------------------------------------------------------ reads
     def get(self, agent: str, name: str, user: str | None = None) -> str:

@@ -40,16 +40,3 @@ def load_template(name: str) -> str:
         if path.is_file():
             return path.read_text(encoding="utf-8")
     raise NotFoundError(f"no template {name!r} in {', '.join(str(d) for d in template_dirs())}")
-
-
-def is_user_file_populated(content: str | None) -> bool:
-    """USER.md counts as filled in once it is non-blank and its Name field has a value.
-
-    The template's blank ``- **Name:**`` line is what marks it unpopulated.
-    """
-    if not content or not content.strip():
-        return False
-    for line in content.splitlines():
-        if line.strip() in ("- **Name:**", "**Name:**", "- Name:", "Name:"):
-            return False
-    return True

@@ -7,7 +7,7 @@ BOOTSTRAP.md is pending, run the truncation pipeline over all of them, run slash
 render every section of the mode in ``(order, name)`` order, leaving out empty ones.
 
 A warm build touches no database: agents and context files are cached and invalidated by writes
-(see :mod:`goclaw_bootstrap.changes`).
+(see :func:`goclaw.contracts.files.context_tracker`).
 """
 
 from __future__ import annotations
@@ -16,19 +16,17 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from goclaw.contracts.files import BOOTSTRAP_FILE, KNOWN_FILES, VIRTUAL_FILES, cache_seconds, context_tracker
 from goclaw.errors import ValidationError
 from goclaw.types import ContextFile, PromptContext, PromptRequest, SlashResult
-from goclaw_bootstrap.changes import cache_seconds, tracker
-from goclaw_bootstrap.store import KNOWN_FILES, VIRTUAL_FILES
-from goclaw_bootstrap.truncate import TruncateConfig, build_context_files
 from goclaw_prompt.modes import pick_mode
+from goclaw_prompt.truncate import TruncateConfig, build_context_files
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine
     from goclaw.store.models import Agent
 
 log = logging.getLogger(__name__)
-BOOTSTRAP_FILE = "BOOTSTRAP.md"
 
 
 @dataclass
@@ -169,7 +167,9 @@ class PromptService:
     def _agent(self, name: str) -> Agent:
         engine = self.engine
         key = ("agent", engine.settings.tenant_id, name)
-        agent: Agent = tracker(engine).cached(key, cache_seconds(engine), lambda: engine.agents.get(name))
+        agent: Agent = context_tracker(engine).cached(
+            key, cache_seconds(engine), lambda: engine.agents.get(name)
+        )
         return agent
 
     def _seed_user(self, agent: Agent, user: str) -> None:
@@ -183,11 +183,14 @@ class PromptService:
         self._seeded.add(key)
 
     def _truncate_config(self) -> TruncateConfig:
-        try:
-            cfg = self.engine.plugin_settings("bootstrap")
-        except Exception:
-            return TruncateConfig()
-        return cfg if isinstance(cfg, TruncateConfig) else TruncateConfig.model_validate(cfg.model_dump())
+        """``[plugins.prompt]``'s truncation settings: the prompt's own, so the budget holds
+        whatever other plugins are disabled (issue 13)."""
+        cfg = self.engine.plugin_settings("prompt")
+        if isinstance(cfg, TruncateConfig):
+            return cfg
+        return TruncateConfig.model_validate(
+            {k: v for k, v in cfg.model_dump().items() if k in TruncateConfig.model_fields}
+        )
 
     def _slash(self, ctx: PromptContext) -> SlashResult | None:
         message = ctx.request.message

@@ -14,12 +14,16 @@ from goclaw import hookimpl
 from goclaw.types import PromptMode, PromptRequest
 from goclaw_prompt.builder import PromptService
 from goclaw_prompt.modes import is_subagent_or_cron
+from goclaw_prompt.truncate import TruncateConfig
 
 MINIMAL_FILES = frozenset({"AGENTS.md", "TOOLS.md"})
 
 
-class PromptSettings(BaseModel):
-    """``[plugins.prompt]``: knobs of the default sections."""
+class PromptSettings(TruncateConfig):
+    """``[plugins.prompt]``: context-file truncation (spec §2) and knobs of the default sections.
+
+    The prompt owns truncation (issue 13): it applies to every context file whatever plugins are
+    disabled."""
 
     spawn_tools: list[str] = Field(
         default_factory=lambda: ["spawn", "spawn_subagent", "sessions_spawn", "subagent"],

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from goclaw import hookimpl
-from goclaw_bootstrap.changes import cache_seconds, tracker
+from goclaw.contracts.files import cache_seconds
+from goclaw.contracts.files import context_tracker as tracker
 
 if TYPE_CHECKING:
     from goclaw.types import PromptContext

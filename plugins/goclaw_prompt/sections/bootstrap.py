@@ -8,8 +8,8 @@ USER.md still has a blank Name field, a one-line nudge asks the model to complet
 from __future__ import annotations
 
 from goclaw import hookimpl
+from goclaw.contracts.files import is_user_file_populated
 from goclaw.types import PromptContext, PromptSection
-from goclaw_bootstrap.templates import is_user_file_populated
 from goclaw_prompt.render import ALL_MODES, Section
 
 

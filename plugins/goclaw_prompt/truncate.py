@@ -25,7 +25,7 @@ ELLIPSIS = "…"
 
 
 class TruncateConfig(BaseModel):
-    """The truncation knobs, read from ``[plugins.bootstrap]`` (spec §2 defaults)."""
+    """The truncation knobs, read from ``[plugins.prompt]`` (spec §2 defaults)."""
 
     max_chars_per_file: int = Field(default=20_000, ge=1, description="per-file limit (characters)")
     total_max_chars: int = Field(default=24_000, ge=0, description="budget for all files together")

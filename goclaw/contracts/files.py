@@ -1,0 +1,68 @@
+"""The context-file contract: names, order and cache invalidation shared by every plugin that
+reads context files (spec §1, §5, §6; DESIGN.md §3 "contracts, not imports").
+
+The context-file store (``goclaw.context_files``), the seeding plugin (``goclaw.bootstrap``), the
+prompt (``goclaw.prompt``) and the virtual files meet here instead of importing each other.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from goclaw.changes import ChangeTracker
+    from goclaw.engine import Engine
+
+# Spec §1 file names, in the spec's order (DECISIONS.md, order of files).
+KNOWN_FILES: tuple[str, ...] = (
+    "AGENTS.md",
+    "SOUL.md",
+    "TOOLS.md",
+    "IDENTITY.md",
+    "USER.md",
+    "BOOTSTRAP.md",
+    "USER_PREDEFINED.md",
+)
+# Virtual files are generated per build and never stored (spec §1); their names are reserved.
+VIRTUAL_FILES: tuple[str, ...] = ("DELEGATION.md", "TEAM.md", "AVAILABILITY.md")
+BOOTSTRAP_FILE = "BOOTSTRAP.md"
+DEFAULT_CACHE_SECONDS = 5.0
+TRACKER_NAME = "prompt"
+
+
+def is_user_file_populated(content: str | None) -> bool:
+    """USER.md counts as filled in once it is non-blank and its Name field has a value.
+
+    The template's blank ``- **Name:**`` line is what marks it unpopulated (spec §3).
+    """
+    if not content or not content.strip():
+        return False
+    for line in content.splitlines():
+        if line.strip() in ("- **Name:**", "**Name:**", "- Name:", "Name:"):
+            return False
+    return True
+
+
+def context_tracker(engine: Engine) -> ChangeTracker:
+    """The engine's change tracker for the prompt-side tables (agents, context files, links,
+    teams): a cache keyed on it is invalidated by any committed write to them."""
+    from goclaw.store.models import (
+        Agent,
+        AgentContextFile,
+        AgentLink,
+        Team,
+        TeamMember,
+        UserContextFile,
+    )
+
+    return engine.change_tracker(
+        TRACKER_NAME, (Agent, AgentContextFile, UserContextFile, AgentLink, Team, TeamMember)
+    )
+
+
+def cache_seconds(engine: Engine) -> float:
+    """How long a prompt-side cache may trust an entry written by another process: the context-
+    file service's ``cache_seconds`` (``[plugins.bootstrap] cache_seconds``), else 5 s."""
+    if not engine.has_service("files"):
+        return DEFAULT_CACHE_SECONDS
+    return float(getattr(engine.service("files"), "cache_seconds", DEFAULT_CACHE_SECONDS))
