@@ -70,7 +70,7 @@ def test_empty_database_is_created_at_head(tmp_path: Path) -> None:
     assert migrate.upgrade(db) == migrate.known_revisions()[0]
     with db.engine.connect() as conn:
         names = {r[0] for r in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert {"agents", "memory_chunks", "memory_chunks_fts", "episodic_summaries"} <= names
+    assert {"agents", "memory_chunks", "episodic_summaries"} <= names
     db.dispose()
 
 

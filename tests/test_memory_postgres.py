@@ -40,7 +40,7 @@ def _analyze(eng: Any) -> None:
 @pytest.fixture
 def common_corpus(pg_engine: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """40 chunks that all say 'deploy' (common once the budget is 10), one with 'zebra'."""
-    import goclaw_memory.backends as backends
+    import goclaw_memory.pg_backend as backends
 
     monkeypatch.setattr(backends, "PG_RANK_BUDGET", 10)
     root = Path(pg_engine.agent_dir(pg_engine.agents.get("ada")))
@@ -53,27 +53,18 @@ def common_corpus(pg_engine: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     return pg_engine
 
 
-def test_common_terms_score_candidates_instead_of_enumerating(common_corpus: Any) -> None:
+def test_common_terms_are_scored_by_bm25(common_corpus: Any) -> None:
     eng = common_corpus
     backend = eng.memory.backend
-    agent = eng.agents.get("ada")
-    ids = _chunk_ids(eng)
     with eng.db.engine.connect() as conn:
         stats = backend._doc_freq(conn)
     assert stats.df.get("deploy", 0) > 10, "ANALYZE should list 'deploy' as a common lexeme"
-
-    # Only common terms, with candidates: the candidates are scored, nothing else is enumerated.
-    some = [ids["memory/d03.md"], ids["memory/d07.md"]]
-    hits = backend.lexical(agent.id, [""], "deploy", 10, candidates=some)
-    assert {i for i, _ in hits} == set(some)
-    assert hits[0][0] == ids["memory/d07.md"]  # three times 'deploy' beats once
-
-    # Without candidates (full-text only) the rarest term's matches are all ranked.
-    assert len(backend.lexical(agent.id, [""], "deploy", 10)) == 10
-
-    # A selective term is always enumerated and outweighs the common one.
-    hits = backend.lexical(agent.id, [""], "deploy zebra", 10, candidates=[ids["memory/d07.md"]])
-    assert [i for i, _ in hits] == [ids["memory/zebra.md"], ids["memory/d07.md"]]
+    # Only a common term: its matches are ranked by BM25 (three times 'deploy' beats once).
+    hits = eng.memory.search("deploy", "ada", channel="lexical", limit=10)
+    assert len(hits) == 10 and hits[0].path == "memory/d07.md"
+    # A selective term outweighs the common one; the common term's matches fill up the rest.
+    hits = eng.memory.search("deploy zebra", "ada", channel="lexical", limit=10)
+    assert hits[0].path == "memory/zebra.md" and hits[1].path == "memory/d07.md" and len(hits) == 10
 
 
 def test_hybrid_search_with_common_words_still_finds_the_rare_one(common_corpus: Any) -> None:
@@ -82,7 +73,7 @@ def test_hybrid_search_with_common_words_still_finds_the_rare_one(common_corpus:
 
 
 def test_split_terms_budget() -> None:
-    from goclaw_memory.backends import split_terms
+    from goclaw_memory.pg_backend import split_terms
 
     df = {"common": 900, "usual": 400, "rare": 3}
     assert split_terms(["common", "rare", "usual"], df, 500) == (["rare", "usual"], ["common"])
@@ -149,43 +140,18 @@ def test_vectors_travel_in_binary_and_arrive_exact(pg_schema_url: str, workspace
         eng.close()
 
 
-def test_full_text_alone_ranks_the_conjunction_of_common_terms_first(
-    pg_engine: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Only common terms and no vector channel: the chunks holding every term are ranked when
-    they are few (cheap); with fewer of them than the limit, any-term ranking fills up."""
-    from sqlalchemy import event
-
-    import goclaw_memory.backends as backends
-
-    monkeypatch.setattr(backends, "PG_RANK_BUDGET", 10)
+def test_stemmed_codes_and_cjk_match_as_on_sqlite(pg_engine: Any) -> None:
+    """PostgreSQL's tsv holds the retrieval engine's terms: stemming, whole codes, CJK bigrams."""
     root = Path(pg_engine.agent_dir(pg_engine.agents.get("ada")))
-    for i in range(3):
-        write(root, f"memory/both{i}.md", f"Alpha and beta together, note {i}.\n")
-    for i in range(30):
-        write(root, f"memory/beta{i:02d}.md", f"Beta alone in note {i}.\n")
-    for i in range(30):
-        write(root, f"memory/alpha{i:02d}.md", f"Alpha alpha alpha, note {i}.\n")
+    write(root, "memory/a.md", "The customers were running migrations for TCK-4471 yesterday.\n")
+    write(root, "memory/b.md", "Ticket 4471 is unrelated; TCK is our prefix.\n")
+    write(root, "memory/c.md", "東京の天気は晴れです。\n")
     pg_engine.memory.index("ada")
-    _analyze(pg_engine)
-    backend = pg_engine.memory.backend
-    agent = pg_engine.agents.get("ada")
-    ids = {v: k for k, v in _chunk_ids(pg_engine).items()}
-    seen: list[str] = []
-
-    def spy(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        seen.append(statement)
-
-    event.listen(pg_engine.db.engine, "before_cursor_execute", spy)
-    try:
-        top = backend.lexical(agent.id, [""], "alpha beta", 3)
-        assert sorted(ids[i] for i, _ in top) == [f"memory/both{i}.md" for i in range(3)]
-        assert any("%(and)s" in s for s in seen)  # the conjunction query ran
-        more = backend.lexical(agent.id, [""], "alpha beta", 10)
-        paths = [ids[i] for i, _ in more]
-        assert len(paths) == 10 and set(paths[:3]) == {f"memory/both{i}.md" for i in range(3)}
-    finally:
-        event.remove(pg_engine.db.engine, "before_cursor_execute", spy)
+    assert (
+        pg_engine.memory.search("customer runs migration", "ada", channel="lexical")[0].path == "memory/a.md"
+    )
+    assert pg_engine.memory.search("TCK-4471", "ada", channel="lexical")[0].path == "memory/a.md"
+    assert pg_engine.memory.search("天気", "ada", channel="lexical")[0].path == "memory/c.md"
 
 
 def test_bulk_load_rebuilds_the_hnsw_index_once(pg_schema_url: str, workspace: Path) -> None:

@@ -276,8 +276,11 @@ def test_operator_words_are_plain_terms(eng: Any) -> None:
     write(root, "memory/ops.md", "Use NEAR and OR and NOT as plain words here.\n")
     write(root, "memory/other.md", "Nothing relevant.\n")
     eng.memory.index("ada")
-    for q in ("NEAR", "OR", "NOT", "AND"):
+    for q in ("NEAR", "NEAR*", '"NEAR', "NEAR(plain)", "-NEAR"):
         assert [h.path for h in eng.memory.search(q, "ada", channel="lexical")] == ["memory/ops.md"]
+    # English stopwords are not indexed (goclaw.retrieval.tokenize): no match, and no error.
+    for q in ("OR", "NOT", "AND"):
+        assert eng.memory.search(q, "ada", channel="lexical") == []
 
 
 def test_any_term_matches(eng: Any) -> None:
@@ -484,23 +487,77 @@ def test_vector_candidates_get_their_full_text_score(eng: Any) -> None:
         ids[(ada, "memory/plain.md")],
         ids[(bob, "MEMORY.md")],
     )
-    backend = eng.memory.backend
-    alone = backend.lexical(ada, [""], "ledger", 3)
-    assert len(alone) == 3 and target not in {i for i, _ in alone}  # outranked by 'ledger' x3
-    hits = dict(backend.lexical(ada, [""], "ledger", 3, candidates=[target, plain, other]))
-    assert len(hits) == 4 and target in hits
-    assert plain not in hits and other not in hits  # no match / another agent's chunk
-    assert 0 < hits[target] < max(hits.values())
+    hits = eng.memory.search("ledger reconcile quarterly", "ada", limit=20)
+    assert {h.chunk_id for h in hits} <= {i for (a, _p), i in ids.items() if a == ada}
+    assert other not in {h.chunk_id for h in hits} and plain
+    assert hits[0].chunk_id == target
+    for h in hits:  # every hit was scored on both channels, not 0 for lack of a lookup
+        assert set(h.channels) == {"lexical", "vector"}
+    assert bob  # the other agent exists and holds a matching chunk
+
+
+def test_hybrid_equals_the_formula_over_every_chunk(eng: Any) -> None:
+    """The fused ranking is the spec's formula (BM25 / best BM25 x 0.3 + cosine x 0.7) applied to
+    every chunk of the scope, computed here independently from the stored terms and vectors."""
+    import math
+    from collections import Counter
+
+    root = ada_dir(eng)
+    fill(root)
+    for i in range(30):
+        write(root, f"memory/extra-{i}.md", f"Ledger entry {i}: tomato budget review number {i % 7}.\n")
+    eng.memory.index("ada")
+    emb = eng.embedder()
+    agent = eng.agents.get("ada").id
+    with eng.db.engine.connect() as conn:
+        rows = conn.execute(
+            text("SELECT id, lex, text FROM memory_chunks WHERE agent_id = :a AND user_id = ''"), {"a": agent}
+        ).all()
+    query = "tomato ledger budget"
+    terms = ["tomato", "ledger", "budget"]
+    docs = {int(i): (lex or "").split() for i, lex, _t in rows}
+    n = len(docs)
+    avgdl = sum(len(d) for d in docs.values()) / n
+    df = {t: sum(1 for d in docs.values() if t in d) for t in terms}
+    bm25 = {}
+    for i, d in docs.items():
+        tf = Counter(d)
+        bm25[i] = sum(
+            math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+            * tf[t]
+            * 2.2
+            / (tf[t] + 1.2 * (0.25 + 0.75 * len(d) / avgdl))
+            for t in terms
+            if tf[t]
+        )
+    q = emb.embed([query])[0]
+    vecs = emb.embed([t for _i, _l, t in rows])
+    cos = {
+        int(r[0]): max(0.0, float(np.dot(v, q) / (np.linalg.norm(v) * np.linalg.norm(q))))
+        for r, v in zip(rows, vecs, strict=True)
+    }
+    best = max(bm25.values())
+    fused = {i: 0.3 * bm25[i] / best + 0.7 * cos[i] for i in docs}
+    expected = sorted(fused, key=lambda i: -fused[i])[:10]
+    hits = eng.memory.search(query, "ada", limit=10)
+    assert [h.chunk_id for h in hits] == expected
+    for h in hits:
+        assert h.score == pytest.approx(fused[h.chunk_id], rel=1e-4, abs=1e-5)
 
 
 # --------------------------------------------------------------------------- SQLite vector cache
 
 
-def _matrix_rows(backend: Any, agent_id: str, space: tuple[str, str, int]) -> dict[int, tuple[str, Any]]:
-    m = backend._matrix(agent_id, space)
-    users = {code: name for name, code in m.users.items()}
-    pairs = zip(m.ids, m.user_codes, strict=True)
-    return {int(i): (users[int(c)], m.matrix[n]) for n, (i, c) in enumerate(pairs)}
+def _matrix_rows(
+    backend: Any, agent_id: str, space: tuple[str, str, int]
+) -> dict[int, tuple[str, Any, float]]:
+    """Per chunk id: (user, vector, BM25 for a fixed query) as the loaded in-memory index has it."""
+    idx = backend._state(agent_id, space).index
+    users = {code: name for name, code in idx.scopes.items()}
+    bm25 = idx.bm25(["ferri", "lighthous", "tea", "note", "edit"])
+    return {
+        int(i): (users[int(idx.scope[s])], idx.vec[s].copy(), float(bm25[s])) for i, s in idx.slot_of.items()
+    }
 
 
 def test_sqlite_vector_cache_is_patched_in_process_and_matches_a_reload(workspace: Path) -> None:
@@ -540,9 +597,10 @@ def test_sqlite_vector_cache_is_patched_in_process_and_matches_a_reload(workspac
         fresh = _matrix_rows(backend, agent.id, space)
         assert backend.loads == loads + 1
         assert patched.keys() == fresh.keys()
-        for cid, (user, vec) in fresh.items():
+        for cid, (user, vec, bm25) in fresh.items():
             assert patched[cid][0] == user
             np.testing.assert_allclose(patched[cid][1], vec, rtol=1e-6, atol=1e-7)
+            assert patched[cid][2] == pytest.approx(bm25, rel=1e-5)
 
         # Another process's write: the token moves outside this engine, so it reloads.
         other = Engine.open(workspace)
@@ -557,18 +615,20 @@ def test_sqlite_vector_cache_is_patched_in_process_and_matches_a_reload(workspac
         eng.close()
 
 
-def test_a_failing_vector_query_leaves_full_text_working(eng: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A database error in the vector channel (which runs first) must not poison the search's
-    transaction: full-text results still come back, with a note."""
+def test_a_failing_query_embedding_leaves_full_text_working(
+    eng: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The embedder failing at query time must not break the search: full-text results still
+    come back, with a note."""
     root = ada_dir(eng)
     fill(root)
     eng.memory.index("ada")
-    backend = eng.memory.backend
+    emb = eng.embedder()
 
-    def broken(*_args: Any, conn: Any = None, **_kw: Any) -> Any:
-        conn.exec_driver_sql("SELECT * FROM no_such_table_here")
+    def broken(_texts: Any) -> Any:
+        raise RuntimeError("embedding service down")
 
-    monkeypatch.setattr(backend, "vector", broken)
+    monkeypatch.setattr(emb, "embed", broken)
     response = eng.memory.search_response("tomato plants balcony", "ada")
     assert response.hits and response.hits[0].path == "memory/notes-2.md"
     assert response.channels == ["lexical"]

@@ -227,6 +227,9 @@ class MemoryChunk(SQLModel, table=True):
     start_line: int
     end_line: int
     text: str = _text()
+    # The retrieval engine's terms of ``text`` (goclaw.retrieval.tokenize), space-separated:
+    # the in-memory BM25 index is rebuilt from them and PostgreSQL's tsv is generated from them.
+    lex: str | None = Field(default=None, sa_type=Text)
     chunk_hash: str = Field(max_length=64)
     embedding: Any = _vector()
     embedding_provider: str | None = Field(default=None, max_length=128)

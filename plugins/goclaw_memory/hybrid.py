@@ -1,12 +1,10 @@
-"""The hybrid merge of full-text and vector candidates (spec §15, DECISIONS.md "hybrid memory merge").
+"""Memory hits from fused chunks (spec §15, DECISIONS.md "hybrid memory merge").
 
-* full-text scores are normalised to 0..1 by the best full-text score of the query;
-* vector scores are cosine similarities (negative ones count as 0);
-* score = 0.3 × full text + 0.7 × vector; when one channel returned nothing the other has
-  weight 1.0 (the single-channel rule, also used by ``--channel lexical|vector``);
-* a per-user chunk's score is multiplied by 1.2;
-* hits are de-duplicated by (path within its scope, start line): a user's copy of a file
-  (``users/U/MEMORY.md`` line 1) wins over the agent-level copy (``MEMORY.md`` line 1).
+The fusion itself (both channels scored for every candidate, the spec's 0.3/0.7 weighted sum
+or another method, the ×1.2 user boost) happens in the backend with
+:func:`goclaw.retrieval.fusion.fuse`. Here hits are de-duplicated by (path within its scope,
+start line): a user's copy of a file (``users/U/MEMORY.md`` line 1) wins over the agent-level
+copy (``MEMORY.md`` line 1).
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from goclaw_memory.backends import ChunkRow
+from goclaw.contracts.search import ChunkRow, ScoredChunk
 from goclaw_memory.paths import scope_prefix
 
 TEXT_WEIGHT = 0.3
@@ -50,57 +48,32 @@ class MemoryHit:
         }
 
 
-def hybrid_merge(
-    lexical: Sequence[tuple[int, float]],
-    vector: Sequence[tuple[int, float]],
-    rows: Mapping[int, ChunkRow],
-    *,
-    limit: int,
-    text_weight: float = TEXT_WEIGHT,
-    vector_weight: float = VECTOR_WEIGHT,
-    user_boost: float = USER_BOOST,
-) -> list[MemoryHit]:
-    """Fuse the channels' candidates into ranked hits (see the module docstring)."""
-    best_fts = max((s for _i, s in lexical), default=0.0)
-    fts = {i: (s / best_fts if best_fts > 0 else 0.0) for i, s in lexical}
-    vec = {i: max(0.0, s) for i, s in vector}
-    if fts and vec:
-        tw, vw = text_weight, vector_weight
-    elif fts:
-        tw, vw = 1.0, 0.0
-    else:
-        tw, vw = 0.0, 1.0
+def build_hits(chunks: Sequence[ScoredChunk], rows: Mapping[int, ChunkRow], limit: int) -> list[MemoryHit]:
+    """Hits from a backend's fused chunks (best first): de-duplicated by (path within its
+    scope, start line), a user's copy winning over the agent-level one; at most ``limit``."""
     best: dict[tuple[str, int], MemoryHit] = {}
-    for cid in dict.fromkeys([*fts, *vec]):
-        row = rows.get(cid)
-        if row is None:  # deleted between the search and the row fetch
-            continue
-        score = tw * fts.get(cid, 0.0) + vw * vec.get(cid, 0.0)
-        if row.user_id:
-            score *= user_boost
-        if score <= 0.0:
+    order: list[tuple[str, int]] = []
+    for c in chunks:
+        row = rows.get(c.id)
+        if row is None or c.score <= 0:  # deleted between the search and the row fetch
             continue
         hit = MemoryHit(
             path=row.path,
             start_line=row.start_line,
             end_line=row.end_line,
-            score=score,
+            score=c.score,
             scope="user" if row.user_id else "agent",
             snippet=row.text,
             user_id=row.user_id,
-            chunk_id=cid,
-            channels={
-                k: v for k, v in (("lexical", fts.get(cid)), ("vector", vec.get(cid))) if v is not None
-            },
+            chunk_id=c.id,
+            channels={k: v for k, v in (("lexical", c.lexical), ("vector", c.vector)) if v is not None},
         )
-        inner = row.path[len(scope_prefix(row.user_id)) :]
-        key = (inner, row.start_line)
+        key = (row.path[len(scope_prefix(row.user_id)) :], row.start_line)
         current = best.get(key)
-        if (
-            current is None
-            or (hit.user_id and not current.user_id)
-            or (bool(hit.user_id) == bool(current.user_id) and hit.score > current.score)
-        ):
+        if current is None:
+            order.append(key)
             best[key] = hit
-    ranked = sorted(best.values(), key=lambda h: (-h.score, h.path, h.start_line))
+        elif hit.user_id and not current.user_id:
+            best[key] = hit
+    ranked = sorted((best[k] for k in order), key=lambda h: (-h.score, h.path, h.start_line))
     return ranked[: max(0, limit)]

@@ -27,11 +27,13 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import delete, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
+from goclaw.contracts.search import ChunkRecord
+from goclaw.retrieval.tokenize import default_tokenizer
 from goclaw.store.models import EmbeddingCache, MemoryChunk, MemoryDocument, WorkerState
 from goclaw.store.types import utcnow
-from goclaw_memory.backends import VERSION_WORKER, read_version
 from goclaw_memory.chunking import TextChunk, chunk_text, content_hash
 from goclaw_memory.paths import MemoryFile, scope_files, user_ids
+from goclaw_memory.sqlite_backend import VERSION_WORKER, parse_token
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -182,7 +184,15 @@ def bump_version(session: Session, agent_id: str) -> tuple[str, str]:
     """Give the agent's index a new version token (read by the vector matrix cache); returns
     ``(previous token, new token)``. Writers are serialised, so a run whose writes chain
     (each one's previous token is the last one's new token) saw no other writer."""
-    prev = read_version(session.connection(), agent_id)
+    row = (
+        session.connection()
+        .execute(
+            text("SELECT value FROM worker_state WHERE worker = :w AND scope = :s"),
+            {"w": VERSION_WORKER, "s": agent_id},
+        )
+        .first()
+    )
+    prev = parse_token(row[0]) if row is not None else ""
     token = uuid.uuid4().hex
     stmt = _insert(session, STATE).values(
         worker=VERSION_WORKER, scope=agent_id, value={"token": token}, updated_at=utcnow()
@@ -197,16 +207,16 @@ def bump_version(session: Session, agent_id: str) -> tuple[str, str]:
 
 @dataclass
 class ChangeSet:
-    """The chunk rows one index run removed and added, for a backend that keeps an in-memory
-    copy of the vectors (SQLite) and can patch it instead of reloading everything."""
+    """The chunk rows one index run removed and wrote (:class:`goclaw.contracts.search.IndexChanges`),
+    for a backend that keeps an index of its own and patches it instead of reloading."""
 
     agent_id: str
+    space: tuple[str, str, int] | None = None
     first: str | None = None  # index version token before the run's first write
     last: str | None = None  # ... and after its last one
     chained: bool = True  # False: another process wrote in between
     removed: set[int] = field(default_factory=set)
-    # chunk id -> (user id, (provider, model, dim) or None, vector or None)
-    added: dict[int, tuple[str, tuple[str, str, int] | None, Any]] = field(default_factory=dict)
+    records: dict[int, ChunkRecord] = field(default_factory=dict)
 
     def step(self, tokens: tuple[str, str]) -> None:
         prev, new = tokens
@@ -218,12 +228,12 @@ class ChangeSet:
 
     def remove(self, ids: Iterable[int]) -> None:
         for i in ids:
-            self.added.pop(i, None)  # an id can be reused after its row is deleted
+            self.records.pop(i, None)  # an id can be reused after its row is deleted
             self.removed.add(i)
 
-    def add(self, rows: Iterable[tuple[int, str, tuple[str, str, int] | None, Any]]) -> None:
-        for i, user, space, vec in rows:
-            self.added[i] = (user, space, vec)
+    def add(self, records: Iterable[ChunkRecord]) -> None:
+        for rec in records:
+            self.records[rec.id] = rec
 
 
 def _chunk_ids(conn: Any, doc_ids: Sequence[int]) -> list[tuple[int, str, str]]:
@@ -259,13 +269,14 @@ class MemoryIndexer:
     ) -> IndexReport:
         started = time.perf_counter()
         report = IndexReport(agent=agent.name, embedding_error=embedder_error)
-        self._changes = ChangeSet(agent.id) if hasattr(self.backend, "apply_changes") else None
+        self._changes = ChangeSet(agent.id)
         if scopes is None:
             scopes = sorted({"", *user_ids(agent_dir), *self._indexed_users(agent.id)})
         space: tuple[str, str, int] | None = None
         if embedder is not None:
             try:
                 space = (embedder.provider, embedder.model, int(embedder.dim))
+                self._changes.space = space
                 report.embedding = f"{space[0]}/{space[1]} ({space[2]}-d)"
                 self.backend.prepare_vectors(space[2])
             except Exception as exc:
@@ -328,12 +339,7 @@ class MemoryIndexer:
             with self.engine.db.engine.connect() as conn:
                 conn.exec_driver_sql("ANALYZE memory_chunks")
                 conn.commit()
-        apply_changes = getattr(self.backend, "apply_changes", None)
-        invalidate = getattr(self.backend, "invalidate", None)
-        if apply_changes is not None and self._changes is not None:
-            apply_changes(self._changes)  # patch in-memory copies instead of reloading them
-        elif invalidate is not None:
-            invalidate(agent.id)
+        self.backend.apply_changes(self._changes)  # the backend's own index follows the table
         self._changes = None
         report.seconds = round(time.perf_counter() - started, 4)
         return report
@@ -490,6 +496,8 @@ class MemoryIndexer:
             for p in batch
         ]
         emb_sql = "CAST(:e AS vector)" if pg else ":e"
+        tokenize = default_tokenizer().terms
+        terms = {id(p): [tokenize(c.text) for c in p.chunks] for p in batch}
 
         def _do(session: Session) -> int:
             conn = session.connection()
@@ -515,7 +523,7 @@ class MemoryIndexer:
             rows = []
             for p in batch:
                 doc_id = ids[(p.file.user_id, p.file.path)]
-                for c in p.chunks:
+                for c, lex in zip(p.chunks, terms[id(p)], strict=True):
                     vec = vectors.get(c.hash)
                     has = vec is not None and space is not None
                     rows.append(
@@ -527,6 +535,7 @@ class MemoryIndexer:
                             "sl": c.start_line,
                             "el": c.end_line,
                             "x": c.text,
+                            "l": " ".join(lex),
                             "h": c.hash,
                             "e": _vec(vec) if has else None,
                             "ep": space[0] if has and space else None,
@@ -538,16 +547,39 @@ class MemoryIndexer:
                 _executemany(
                     conn,
                     "INSERT INTO memory_chunks (document_id, agent_id, user_id, path, start_line, "
-                    "end_line, text, chunk_hash, embedding, embedding_provider, embedding_model, "
-                    f"embedding_dim) VALUES (:d, :a, :u, :p, :sl, :el, :x, :h, {emb_sql}, :ep, :em, :ed)",
+                    "end_line, text, lex, chunk_hash, embedding, embedding_provider, embedding_model, "
+                    f"embedding_dim) VALUES (:d, :a, :u, :p, :sl, :el, :x, :l, :h, {emb_sql}, :ep, :em, :ed)",
                     rows,
                     pg,
                 )
             added = []
             if track:
-                for cid, user, digest in _chunk_ids(conn, doc_ids):
-                    vec = vectors.get(digest) if space is not None else None
-                    added.append((cid, user, space if vec is not None else None, vec))
+                by_place = {
+                    (p.file.user_id, p.file.path, c.start_line): (c, lex)
+                    for p in batch
+                    for c, lex in zip(p.chunks, terms[id(p)], strict=True)
+                }
+                for r in conn.execute(
+                    select(CHUNKS.c.id, CHUNKS.c.user_id, CHUNKS.c.path, CHUNKS.c.start_line).where(
+                        CHUNKS.c.document_id.in_(doc_ids)
+                    )
+                ):
+                    c, lex = by_place[(r[1], r[2], int(r[3]))]
+                    vec = vectors.get(c.hash) if space is not None else None
+                    added.append(
+                        ChunkRecord(
+                            int(r[0]),
+                            r[1],
+                            r[2],
+                            c.start_line,
+                            c.end_line,
+                            c.text,
+                            c.hash,
+                            lex,
+                            space if vec is not None else None,
+                            vec,
+                        )
+                    )
             return len(rows), bump_version(session, agent_id), removed, added
 
         written, tokens, removed, added = self.engine.db.run_write(_do)
@@ -587,7 +619,16 @@ class MemoryIndexer:
         provider, model, dim = space
         with self.engine.db.session() as s:
             stale = s.execute(
-                select(CHUNKS.c.id, CHUNKS.c.chunk_hash, CHUNKS.c.text, CHUNKS.c.user_id).where(
+                select(
+                    CHUNKS.c.id,
+                    CHUNKS.c.chunk_hash,
+                    CHUNKS.c.text,
+                    CHUNKS.c.user_id,
+                    CHUNKS.c.path,
+                    CHUNKS.c.start_line,
+                    CHUNKS.c.end_line,
+                    CHUNKS.c.lex,
+                ).where(
                     CHUNKS.c.agent_id == agent_id,
                     CHUNKS.c.user_id.in_(list(scopes)),
                     (CHUNKS.c.embedding_model.is_(None))
@@ -624,10 +665,26 @@ class MemoryIndexer:
 
             tokens = self.engine.db.run_write(_do)
             if self._changes is not None:
-                users = {int(r[0]): r[3] for r in part}
+                info = {int(r[0]): r for r in part}
                 self._changes.step(tokens)
                 self._changes.remove(cid for cid, _ in found)
-                self._changes.add((cid, users[cid], space, v) for cid, v in found)
+                self._changes.add(
+                    ChunkRecord(
+                        cid,
+                        info[cid][3],
+                        info[cid][4],
+                        int(info[cid][5]),
+                        int(info[cid][6]),
+                        info[cid][2],
+                        info[cid][1],
+                        (info[cid][7] or "").split()
+                        if info[cid][7] is not None
+                        else default_tokenizer().terms(info[cid][2]),
+                        space,
+                        v,
+                    )
+                    for cid, v in found
+                )
             report.reembedded += len(found)
             if progress:
                 progress("embed", min(total, i + len(part)), total)

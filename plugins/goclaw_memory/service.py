@@ -14,8 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from goclaw.contracts.search import FusionSettings, SearchQuery
 from goclaw.errors import ConfigError, GoclawError, ValidationError
-from goclaw_memory.hybrid import MemoryHit, hybrid_merge
+from goclaw.retrieval.tokenize import query_terms
+from goclaw_memory.hybrid import MemoryHit, build_hits
 from goclaw_memory.indexer import IndexReport, MemoryIndexer, Progress
 from goclaw_memory.paths import resolve_memory_path, validate_user_id
 
@@ -167,59 +169,50 @@ class MemoryService:
         limit = int(limit or cfg.max_results)
         if limit < 1:
             raise ValidationError("limit must be at least 1")
-        users = [""] if not user else ["", validate_user_id(user)]
-        k = max(cfg.min_candidates, limit * cfg.candidate_factor)
+        users = ("",) if not user else ("", validate_user_id(user))
         notes: list[str] = []
         used: list[str] = []
-        lexical: list[tuple[int, float]] = []
-        vector: list[tuple[int, float]] = []
         backend = self.backend
-        embedder, reason = (None, None)
+        qvec, space = None, None
+        terms = tuple(query_terms(query)) if query.strip() else ()
+        if channel in ("hybrid", "lexical") and terms:
+            used.append("lexical")
         if channel in ("hybrid", "vector") and query.strip():
             embedder, reason = self.embedder()
-        # One read connection (and transaction) for the whole search. The vector channel runs
-        # first so a backend can score its ids in the full-text channel (lexical_candidates).
-        with self.engine.db.engine.connect() as conn:
-            if channel in ("hybrid", "vector") and query.strip():
-                if embedder is None:
+            if embedder is None:
+                notes.append(
+                    f"vector search unavailable ({reason}); "
+                    + ("full-text results only" if channel == "hybrid" else "no results")
+                )
+            else:
+                try:
+                    qvec = embedder.embed([query])[0]
+                    space = (embedder.provider, embedder.model, int(embedder.dim))
+                    used.append("vector")
+                except Exception as exc:
+                    log.debug("query embedding failed", exc_info=True)
                     notes.append(
-                        f"vector search unavailable ({reason}); "
+                        f"vector search failed ({type(exc).__name__}: "
+                        f"{' '.join(str(exc).split())[:200]}); "
                         + ("full-text results only" if channel == "hybrid" else "no results")
                     )
-                else:
-                    try:
-                        qvec = embedder.embed([query])[0]
-                        space = (embedder.provider, embedder.model, int(embedder.dim))
-                        vector = backend.vector(a.id, users, qvec, space, k, conn=conn)
-                        used.append("vector")
-                    except Exception as exc:
-                        log.debug("vector search failed", exc_info=True)
-                        # The channel runs first in this read-only transaction: rolling it
-                        # back (no savepoint round trips per search) leaves full text usable.
-                        conn.rollback()
-                        notes.append(
-                            f"vector search failed ({type(exc).__name__}: "
-                            f"{' '.join(str(exc).split())[:200]}); "
-                            + ("full-text results only" if channel == "hybrid" else "no results")
-                        )
-            if channel in ("hybrid", "lexical") and query.strip():
-                if getattr(backend, "lexical_candidates", False) and "vector" in used:
-                    ids = [i for i, _ in vector]
-                    lexical = backend.lexical(a.id, users, query, k, conn=conn, candidates=ids)
-                else:
-                    lexical = backend.lexical(a.id, users, query, k, conn=conn)
-                used.insert(0, "lexical")
-            ids = list(dict.fromkeys([i for i, _ in lexical] + [i for i, _ in vector]))
-            rows = backend.rows(ids, conn=conn)
-        hits = hybrid_merge(
-            lexical,
-            vector,
-            rows,
-            limit=limit,
-            text_weight=cfg.text_weight,
-            vector_weight=cfg.vector_weight,
-            user_boost=cfg.user_boost,
-        )
+        hits: list[MemoryHit] = []
+        if used:
+            request = SearchQuery(
+                agent_id=a.id,
+                users=users,
+                text=query,
+                terms=terms,
+                vector=qvec,
+                space=space,
+                limit=limit,
+                channel=channel,
+                fusion=FusionSettings(cfg.fusion, cfg.text_weight, cfg.vector_weight, cfg.user_boost),
+            )
+            result = backend.search(request)
+            notes.extend(result.notes)
+            rows = backend.rows([c.id for c in result.chunks])
+            hits = build_hits(result.chunks, rows, limit)
         if include_extra:
             extra = self.engine.hooks.memory_search_extra(self.engine, query, a, user, limit)
             if extra:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 DEFAULT_FLUSH_PROMPT = (
@@ -32,6 +34,10 @@ class MemorySettings(BaseModel):
     )
     max_chunk_len: int = Field(default=1000, ge=50, description="characters per chunk at most (spec §14)")
     max_results: int = Field(default=6, ge=1, le=1000)
+    fusion: Literal["weighted", "rrf", "minmax", "zscore"] = Field(
+        default="weighted",
+        description="how the full-text and vector channels are fused (docs/memory.md has the comparison)",
+    )
     text_weight: float = Field(default=0.3, ge=0)
     vector_weight: float = Field(default=0.7, ge=0)
     user_boost: float = Field(default=1.2, ge=0)

@@ -1,0 +1,148 @@
+"""Fusion of the lexical and vector channels (issue 11 "fusion that is right").
+
+Every candidate is scored on **both** channels (its real BM25 and its real cosine) before the
+channels are fused; a candidate is never given 0 on a channel because that channel's top-k
+happened not to contain it. Methods (``[plugins.memory] fusion``):
+
+``weighted``
+    The spec's formula (§15): BM25 normalised by the best BM25 of the query's scope,
+    × ``text_weight`` (0.3) + cosine × ``vector_weight`` (0.7); a channel with nothing leaves the
+    other at weight 1.0. Computed over every document when the channels are dense arrays, so the
+    result is exactly the formula applied to every chunk.
+``rrf``
+    Reciprocal-rank fusion, ``Σ w / (60 + rank)`` over each channel's top ``pool``.
+``minmax``
+    Both channels min-max normalised over the candidate pool, then weighted.
+``zscore``
+    Both channels standardised over the candidate pool (distribution-based score fusion), then
+    weighted; robust to a channel whose scores are all alike (a weak embedder's cosines).
+
+All functions take dense score arrays over the same slots plus a boolean mask of the slots in
+scope; the result is the best ``limit`` slots with their fused score and per-channel scores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+METHODS = ("weighted", "rrf", "minmax", "zscore")
+RRF_K = 60.0
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One fused result: a slot (position in the score arrays) and its scores."""
+
+    slot: int
+    score: float
+    lexical: float | None  # the channel's normalised score (weighted: BM25 / best BM25)
+    vector: float | None  # cosine
+
+
+def top_slots(scores: NDArray[np.float32], mask: NDArray[np.bool_] | None, k: int) -> NDArray[np.int64]:
+    """The ``k`` best slots by score among ``mask`` (ties: lower slot first), best first,
+    leaving out slots scoring 0 or less."""
+    cand = np.flatnonzero(scores > 0) if mask is None else np.flatnonzero((scores > 0) & mask)
+    if cand.size > k:
+        part = np.argpartition(-scores[cand], k - 1)[:k]
+        cand = cand[part]
+    order = np.lexsort((cand, -scores[cand]))
+    return cand[order].astype(np.int64)
+
+
+def fuse(
+    lexical: NDArray[np.float32] | None,
+    vector: NDArray[np.float32] | None,
+    mask: NDArray[np.bool_] | None,
+    *,
+    limit: int,
+    method: str = "weighted",
+    text_weight: float = 0.3,
+    vector_weight: float = 0.7,
+    boost: NDArray[np.float32] | None = None,
+    pool: int | None = None,
+) -> list[Scored]:
+    """Fuse dense channel scores (see the module docstring). ``boost`` multiplies each slot's
+    fused score (e.g. ×1.2 for a user's own memory). ``pool``: candidates per channel for the
+    rank- and distribution-based methods (default ``max(50, 5 × limit)``)."""
+    if method not in METHODS:
+        raise ValueError(f"unknown fusion method {method!r}; use one of {', '.join(METHODS)}")
+    pool = pool or max(50, 5 * limit)
+    lex_top = top_slots(lexical, mask, pool) if lexical is not None else np.zeros(0, dtype=np.int64)
+    vec_pos = None if vector is None else np.maximum(vector, 0.0)
+    vec_top = top_slots(vec_pos, mask, pool) if vec_pos is not None else np.zeros(0, dtype=np.int64)
+    has_lex, has_vec = lex_top.size > 0, vec_top.size > 0
+    if not has_lex and not has_vec:
+        return []
+    tw, vw = (text_weight, vector_weight) if has_lex and has_vec else ((1.0, 0.0) if has_lex else (0.0, 1.0))
+    best_lex = float(lexical[lex_top[0]]) if has_lex and lexical is not None else 0.0
+
+    if method == "weighted":
+        # Exact: the formula over every slot in scope.
+        n = len(lexical) if lexical is not None else len(vector)  # type: ignore[arg-type]
+        fused = np.zeros(n, dtype=np.float32)
+        if has_lex and lexical is not None:
+            fused += np.float32(tw / best_lex) * lexical
+        if has_vec and vec_pos is not None:
+            fused += np.float32(vw) * vec_pos
+        if boost is not None:
+            fused = fused * boost
+        slots = top_slots(fused, mask, limit)
+        return [_scored(int(s), float(fused[s]), lexical, vector, best_lex) for s in slots]
+
+    cand = np.unique(np.concatenate([lex_top, vec_top]))
+    lex_c = lexical[cand].astype(np.float64) if lexical is not None else np.zeros(len(cand))
+    vec_c = vec_pos[cand].astype(np.float64) if vec_pos is not None else np.zeros(len(cand))
+    if method == "rrf":
+        fused_c = np.zeros(len(cand))
+        for top, w in ((lex_top, tw), (vec_top, vw)):
+            if top.size and w:
+                rank = {int(s): r for r, s in enumerate(top)}
+                fused_c += np.array([w / (RRF_K + rank[s] + 1) if s in rank else 0.0 for s in cand.tolist()])
+    else:
+        norm = _minmax if method == "minmax" else _zscore
+        fused_c = tw * norm(lex_c, lex_c > 0) + vw * norm(vec_c, vec_c > 0)
+    if boost is not None:
+        fused_c = fused_c * boost[cand]
+    order = np.lexsort((cand, -fused_c))[:limit]
+    return [
+        _scored(int(cand[i]), float(fused_c[i]), lexical, vector, best_lex) for i in order if fused_c[i] > 0
+    ]
+
+
+def _scored(
+    slot: int,
+    score: float,
+    lexical: NDArray[np.float32] | None,
+    vector: NDArray[np.float32] | None,
+    best_lex: float,
+) -> Scored:
+    lex = float(lexical[slot]) / best_lex if lexical is not None and best_lex > 0 else None
+    vec = float(max(0.0, vector[slot])) if vector is not None else None
+    return Scored(slot, score, lex, vec)
+
+
+def _minmax(x: NDArray[np.float64], present: NDArray[np.bool_]) -> NDArray[np.float64]:
+    if not present.any():
+        return np.zeros_like(x)
+    lo, hi = float(x[present].min()), float(x[present].max())
+    if hi <= lo:
+        return np.where(present, 1.0, 0.0)
+    return np.where(present, (x - lo) / (hi - lo), 0.0)
+
+
+def _zscore(x: NDArray[np.float64], present: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """Distribution-based normalisation: (x - (mean - 3σ)) / 6σ, clipped to 0..1."""
+    if not present.any():
+        return np.zeros_like(x)
+    vals = x[present]
+    mean, std = float(vals.mean()), float(vals.std())
+    if std <= 1e-12:
+        return np.where(present, 1.0, 0.0)
+    return np.where(present, np.clip((x - (mean - 3 * std)) / (6 * std), 0.0, 1.0), 0.0)

@@ -1,0 +1,459 @@
+"""The PostgreSQL search backend: ``tsvector`` + GIN over the retrieval engine's terms and
+pgvector HNSW (DESIGN.md §4, issue 11).
+
+The ``tsv`` column is generated from ``memory_chunks.lex`` (the terms of
+:mod:`goclaw.retrieval.tokenize`: stemmed words, whole codes and their parts, CJK bigrams),
+so full text matches exactly as on SQLite. A hybrid search:
+
+1. vector candidates: the nearest ``pool`` chunks by HNSW (cosine), scope filtered in SQL;
+2. full-text candidates: the chunks matching the query's *selective* terms (those whose
+   matches together stay within :data:`PG_RANK_BUDGET`, rarest first; the "common terms" rule
+   of Lucene), pre-ranked in SQL by IDF-weighted ``ts_rank``; the best ``pool`` are kept;
+3. every candidate of either channel gets **both** real scores: BM25 (k1 1.2, b 0.75) from its
+   stored terms with document frequencies from the planner's statistics, and its cosine;
+4. :func:`goclaw.retrieval.fusion.fuse` over the candidates.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from sqlalchemy import text
+
+from goclaw.contracts.search import ChunkRow, IndexChanges, ScoredChunk, SearchQuery, SearchResult
+from goclaw.retrieval.fusion import fuse
+
+if TYPE_CHECKING:
+    from goclaw.engine import Engine
+
+log = logging.getLogger(__name__)
+
+# At most this many full-text matches are enumerated per query (sum of the kept terms'
+# estimated document frequencies); PostgreSQL visits each match's heap row (~1-5 µs).
+PG_RANK_BUDGET = 1_000
+K1, B = 1.2, 0.75
+
+
+@dataclass(frozen=True)
+class _PgStats:
+    """Document frequencies estimated from ``pg_stats`` (table-wide, all agents)."""
+
+    df: dict[str, int]
+    rows: float
+    unlisted: float  # lexemes missing from ``df`` are rarer than this
+    avgdl: float = 0.0  # terms per chunk, from a sample (0 = unknown)
+
+    def freq(self, term: str) -> float:
+        return float(self.df.get(term, self.unlisted / 2))
+
+    def idf(self, term: str, n: float) -> float:
+        d = min(self.freq(term), n)
+        return math.log(1.0 + (n - d + 0.5) / (d + 0.5))
+
+
+def split_terms(
+    terms: Sequence[str], doc_freq: dict[str, int], budget: int, *, keep_rarest: bool = False
+) -> tuple[list[str], list[str]]:
+    """``(selective, common)``: the rarest terms whose matches together stay within ``budget``,
+    and the rest (query order kept in both). Terms of unknown frequency count as rare.
+    With ``keep_rarest`` the rarest term is selective even when it alone exceeds the budget."""
+    ordered = sorted(range(len(terms)), key=lambda i: (doc_freq.get(terms[i], 0), i))
+    kept: set[int] = set()
+    total = 0
+    for i in ordered:
+        n = doc_freq.get(terms[i], 0)
+        if total + n > budget and (kept or not keep_rarest):
+            break
+        kept.add(i)
+        total += n
+    return (
+        [t for i, t in enumerate(terms) if i in kept],
+        [t for i, t in enumerate(terms) if i not in kept],
+    )
+
+
+def tsquery_literal(terms: Sequence[str], op: str = " | ") -> str:
+    """A ``tsquery`` literal of these exact lexemes (cast, never parsed: no normalisation, no
+    operators from user input)."""
+    return op.join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
+
+
+def bm25_from_lex(lex: str, terms: Sequence[str], idf: dict[str, float], avgdl: float) -> float:
+    """BM25 of one chunk from its stored space-separated terms."""
+    padded = f" {lex} "
+    dl = lex.count(" ") + 1 if lex else 0
+    norm = K1 * (1 - B + B * dl / max(avgdl, 1e-9))
+    score = 0.0
+    for t in terms:
+        tf = padded.count(f" {t} ")
+        if tf:
+            score += idf[t] * tf * (K1 + 1) / (tf + norm)
+    return score
+
+
+class PostgresSearchBackend:
+    """tsvector + GIN and pgvector HNSW (DESIGN.md §4)."""
+
+    name = "postgresql"
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._prepared: set[int] = set()
+        self._deferred: set[int] = set()
+        self._bulk = 0  # open bulk_load() blocks
+        self._lock = threading.Lock()
+        self._iterative: bool | None = None
+        self._stats: tuple[float, _PgStats] = (float("-inf"), _PgStats({}, 0.0, 0.0))
+
+    # ------------------------------------------------------------------ statistics
+    def _doc_freq(self, conn: Any) -> _PgStats:
+        """Rows per common lexeme from the planner's statistics (refreshed each minute)."""
+        fetched, stats = self._stats
+        if time.monotonic() - fetched < 60:
+            return stats
+        stats = _PgStats({}, 0.0, 0.0)
+        try:
+            row = conn.execute(
+                text(
+                    "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples "
+                    "FROM pg_stats s JOIN pg_class c ON c.relname = s.tablename "
+                    "AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = s.schemaname) "
+                    "WHERE s.tablename = 'memory_chunks' AND s.attname = 'tsv' "
+                    "AND s.schemaname = current_schema()"
+                )
+            ).first()
+            total = (
+                conn.execute(text("SELECT count(*) FROM memory_chunks")).scalar_one() if row is None else 0
+            )
+            if row is not None and row[0] is not None and row[1] is not None:
+                total = max(0.0, float(row[2] or 0))
+                elems, freqs = list(row[0]), [float(f) for f in row[1]]
+                # After one frequency per element PostgreSQL appends the minimum, the maximum
+                # and the null fraction: lexemes not listed are rarer than that minimum.
+                floor = freqs[len(elems)] if len(freqs) > len(elems) else 0.0
+                df = {e: int(f * total) for e, f in zip(elems, freqs, strict=False)}
+                stats = _PgStats(df, total, floor * total, self._avgdl(conn, total))
+            elif total:
+                stats = _PgStats({}, float(total), 2.0, self._avgdl(conn, float(total)))
+        except Exception:
+            log.debug("pg_stats lookup failed", exc_info=True)
+            conn.rollback()
+        self._stats = (time.monotonic(), stats)
+        return stats
+
+    @staticmethod
+    def _avgdl(conn: Any, rows: float) -> float:
+        """Mean terms per chunk over a sample of about 2,000 chunks (0.0 when empty)."""
+        percent = min(100.0, max(0.01, 100.0 * 2000 / max(rows, 1.0)))
+        value = conn.execute(
+            text(
+                "SELECT avg(array_length(string_to_array(lex, ' '), 1)) FROM (SELECT lex FROM "
+                f"memory_chunks TABLESAMPLE SYSTEM ({percent:.4f}) WHERE lex <> '' LIMIT 2000) AS s"
+            )
+        ).scalar()
+        return float(value or 0.0)
+
+    # ------------------------------------------------------------------ search
+    def search(self, query: SearchQuery) -> SearchResult:
+        pool = max(40, 4 * query.limit)
+        notes: list[str] = []
+        users = list(query.users)
+        want_lex = query.channel in ("hybrid", "lexical") and bool(query.terms)
+        want_vec = query.channel in ("hybrid", "vector") and query.vector is not None and query.space
+        with self.engine.db.engine.connect() as c, c.begin():
+            vec: dict[int, float] = {}
+            if want_vec:
+                vec = dict(self._vector(c, query, users, pool))
+                if not vec:
+                    note = self._no_vectors(c, query, users)
+                    if note:
+                        notes.append(note)
+            lex_terms: dict[int, str] = {}
+            stats = self._doc_freq(c) if want_lex else _PgStats({}, 0.0, 0.0)
+            if want_lex:
+                lex_terms = self._lexical(c, query, users, stats, pool)
+                missing = [i for i in vec if i not in lex_terms]
+                if missing:
+                    lex_terms.update(self._lex_of(c, missing))
+            lexical: dict[int, float] = {}
+            if lex_terms:
+                n = max(stats.rows, float(len(lex_terms)), 1.0)
+                idf = {t: stats.idf(t, n) for t in query.terms}
+                avgdl = stats.avgdl or float(np.mean([s.count(" ") + 1 for s in lex_terms.values()]))
+                for i, s in lex_terms.items():
+                    score = bm25_from_lex(s or "", query.terms, idf, avgdl)
+                    if score > 0:
+                        lexical[i] = score
+                if want_vec and vec:
+                    # Every full-text candidate also gets its real cosine (issue 11).
+                    best = sorted(lexical, key=lambda i: -lexical[i])[:pool]
+                    need = [i for i in best if i not in vec]
+                    if need:
+                        vec.update(self._cosines(c, query, need))
+            users_of = self._users(c, list({*lexical, *vec})) if len(users) > 1 else {}
+        ids = list(dict.fromkeys([*lexical, *vec]))
+        if not ids:
+            return SearchResult([], notes)
+        lex_arr = np.array([lexical.get(i, 0.0) for i in ids], dtype=np.float32) if want_lex else None
+        vec_arr = np.array([vec.get(i, 0.0) for i in ids], dtype=np.float32) if want_vec and vec else None
+        boost = None
+        if users_of and query.fusion.user_boost != 1.0:
+            boost = np.array(
+                [query.fusion.user_boost if users_of.get(i) else 1.0 for i in ids], dtype=np.float32
+            )
+        f = query.fusion
+        scored = fuse(
+            lex_arr,
+            vec_arr,
+            None,
+            limit=query.limit * 3,
+            method=f.method,
+            text_weight=f.text_weight,
+            vector_weight=f.vector_weight,
+            boost=boost,
+            pool=pool,
+        )
+        return SearchResult([ScoredChunk(ids[s.slot], s.score, s.lexical, s.vector) for s in scored], notes)
+
+    def _lexical(
+        self, c: Any, query: SearchQuery, users: list[str], stats: _PgStats, pool: int
+    ) -> dict[int, str]:
+        """Full-text matches of the selective terms, at most ``2 × PG_RANK_BUDGET`` (pre-ranked by
+        IDF-weighted ``ts_rank`` when there are more): ``{id: lex}``; BM25 ranks them after."""
+        terms = list(query.terms)
+        selective, _common = split_terms(terms, stats.df, PG_RANK_BUDGET, keep_rarest=True)
+        n = max(stats.rows, 1.0)
+        ranks = []
+        params: dict[str, Any] = {"a": query.agent_id, "users": users, "k": max(pool, 2 * PG_RANK_BUDGET)}
+        for j, t in enumerate(terms[:8]):
+            params[f"t{j}"] = tsquery_literal([t])
+            params[f"w{j}"] = stats.idf(t, n)
+            ranks.append(f":w{j} * ts_rank(tsv, CAST(:t{j} AS tsquery))")
+        sql = (
+            f"SELECT id, lex FROM memory_chunks WHERE agent_id = :a AND user_id = ANY(:users) "
+            f"AND tsv @@ CAST(:q AS tsquery) ORDER BY {' + '.join(ranks)} DESC LIMIT :k"
+        )
+        params["q"] = tsquery_literal(selective)
+        found = {int(i): s or "" for i, s in c.execute(text(sql), params).all()}
+        if len(found) < pool and len(selective) < len(terms) and query.vector is None:
+            # Full text alone and too few matches of the selective terms: the common terms'
+            # best matches fill up (in a hybrid search they score the vector candidates instead).
+            params["q"] = tsquery_literal(terms)
+            found.update({int(i): s or "" for i, s in c.execute(text(sql), params).all()})
+        return found
+
+    @staticmethod
+    def _lex_of(c: Any, ids: list[int]) -> dict[int, str]:
+        rows = c.execute(text("SELECT id, lex FROM memory_chunks WHERE id = ANY(:ids)"), {"ids": ids}).all()
+        return {int(i): s or "" for i, s in rows}
+
+    @staticmethod
+    def _users(c: Any, ids: list[int]) -> dict[int, str]:
+        rows = c.execute(
+            text("SELECT id, user_id FROM memory_chunks WHERE id = ANY(:ids)"), {"ids": ids}
+        ).all()
+        return {int(i): u for i, u in rows}
+
+    def _cosines(self, c: Any, query: SearchQuery, ids: list[int]) -> dict[int, float]:
+        assert query.space is not None
+        provider, model, dim = query.space
+        rows = c.execute(
+            text(
+                f"SELECT id, 1 - ((embedding::vector({int(dim)})) <=> CAST(:q AS vector({int(dim)}))) "
+                "FROM memory_chunks WHERE id = ANY(:ids) AND embedding_dim = :d "
+                "AND embedding_provider = :p AND embedding_model = :m"
+            ),
+            {
+                "ids": ids,
+                "q": np.asarray(query.vector, dtype=np.float32).reshape(-1),
+                "d": int(dim),
+                "p": provider,
+                "m": model,
+            },
+        ).all()
+        return {int(i): max(0.0, float(s)) for i, s in rows}
+
+    def _no_vectors(self, c: Any, query: SearchQuery, users: list[str]) -> str | None:
+        assert query.space is not None
+        provider, model, dim = query.space
+        row = c.execute(
+            text(
+                "SELECT count(*), count(*) FILTER (WHERE embedding_provider = :p AND embedding_model = :m "
+                "AND embedding_dim = :d) FROM memory_chunks WHERE agent_id = :a AND user_id = ANY(:users)"
+            ),
+            {"p": provider, "m": model, "d": int(dim), "a": query.agent_id, "users": users},
+        ).first()
+        if row is None or not row[0] or row[1]:
+            return None
+        return (
+            f"no indexed chunk has a vector from {provider}/{model} ({dim}-d) (the embedding provider "
+            "changed, or indexing ran without it); run `goclaw memory index` to embed them"
+        )
+
+    def rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        if not ids:
+            return {}
+        with self.engine.db.engine.connect() as c:
+            result = c.execute(
+                text(
+                    "SELECT id, user_id, path, start_line, end_line, text FROM memory_chunks "
+                    "WHERE id = ANY(:ids)"
+                ),
+                {"ids": [int(i) for i in ids]},
+            ).all()
+        return {int(r[0]): ChunkRow(int(r[0]), r[1], r[2], int(r[3]), int(r[4]), r[5]) for r in result}
+
+    def invalidate(self, agent_id: str | None = None) -> None:
+        return None
+
+    def apply_changes(self, changes: IndexChanges) -> None:
+        return None  # the table is the index
+
+    # ------------------------------------------------------------------ vectors
+    def _supports_iterative(self, conn: Any) -> bool:
+        if self._iterative is None:
+            row = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).first()
+            version = tuple(int(p) for p in re.findall(r"\d+", str(row[0]))[:2]) if row else (0, 0)
+            self._iterative = version >= (0, 8)
+        return self._iterative
+
+    def prepare_vectors(self, dim: int) -> None:
+        """Note a dimension about to be written. A missing HNSW index is not created here but
+        by :meth:`finish_vectors` after the load: building it over loaded rows is ~10x faster
+        than maintaining it on every insert (pgvector's own advice). Until then, and if a
+        load is interrupted, searches scan exactly (correct, slower) and the next indexing
+        run builds the index."""
+        dim = int(dim)
+        if dim in self._prepared:
+            return
+        with self._lock:
+            if dim > 2000:
+                # pgvector's HNSW indexes at most 2,000 dimensions: exact scan for larger models.
+                self._prepared.add(dim)
+                return
+            with self.engine.db.engine.connect() as conn:
+                found = conn.execute(text("SELECT to_regclass(:n)"), {"n": _hnsw_name(dim)}).scalar()
+            if found is not None:
+                self._prepared.add(dim)
+            else:
+                self._deferred.add(dim)
+
+    @contextmanager
+    def bulk_load(self, dim: int) -> Iterator[None]:
+        """Drop ``dim``'s HNSW index for a large load and build it once afterwards.
+
+        Inserting into an existing HNSW graph costs milliseconds a row (a 5,000-chunk agent
+        added next to 100,000 indexed chunks loaded at 170 chunks/s); a rebuild over
+        everything takes ~30 s per 100,000. Opt-in (``goclaw memory index --bulk``) because
+        every agent's vector search of that dimension scans exactly until the build ends."""
+        dim = int(dim)
+        if dim > 2000:  # never indexed
+            yield
+            return
+        with self.engine.db.engine.connect() as conn, conn.begin():
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": 0x60C1A4})
+            conn.exec_driver_sql(f"DROP INDEX IF EXISTS {_hnsw_name(dim)}")
+        with self._lock:
+            self._prepared.discard(dim)
+            self._deferred.add(dim)
+            self._bulk += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._bulk -= 1
+            self.finish_vectors()
+
+    def finish_vectors(self) -> None:
+        """Build the HNSW indexes :meth:`prepare_vectors` deferred (called after a load;
+        held back while a :meth:`bulk_load` is open)."""
+        with self._lock:
+            if self._bulk:
+                return
+            for dim in sorted(self._deferred):
+                with self.engine.db.engine.connect() as conn, conn.begin():
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": 0x60C1A4})
+                    rows = conn.execute(
+                        text("SELECT count(*) FROM memory_chunks WHERE embedding_dim = :d"), {"d": dim}
+                    ).scalar_one()
+                    # Room for the whole graph in memory (else pgvector builds on disk, ~4x
+                    # slower); never below the server's setting, at most 1 GiB.
+                    want = min(1 << 30, max(64 << 20, int(rows * (dim * 4 + 400) * 1.3)))
+                    conn.execute(
+                        text(
+                            "SELECT set_config('maintenance_work_mem', (greatest(pg_size_bytes("
+                            "current_setting('maintenance_work_mem')), :w) / 1024)::bigint || 'kB', true)"
+                        ),
+                        {"w": want},
+                    )
+                    conn.exec_driver_sql(
+                        f"CREATE INDEX IF NOT EXISTS {_hnsw_name(dim)} ON memory_chunks "
+                        f"USING hnsw ((embedding::vector({dim})) vector_cosine_ops) "
+                        f"WHERE embedding_dim = {dim}"
+                    )
+                self._prepared.add(dim)
+            self._deferred.clear()
+
+    def _vector(self, conn: Any, query: SearchQuery, users: list[str], limit: int) -> list[tuple[int, float]]:
+        assert query.space is not None
+        agent_id, query_vector = query.agent_id, query.vector
+        provider, model, dim = query.space
+        dim = int(dim)
+        q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+        if not np.any(q):
+            return []
+        # Same expression and (literal) predicate as the partial HNSW index, so it is usable.
+        expr = f"(embedding::vector({dim})) <=> CAST(:q AS vector({dim}))"
+        sql = (
+            f"SELECT id, 1 - ({expr}) AS s FROM memory_chunks "
+            f"WHERE embedding_dim = {dim} AND agent_id = :a AND user_id = ANY(:users) "
+            "AND embedding_provider = :p AND embedding_model = :m "
+            f"ORDER BY {expr} LIMIT :k"
+        )
+        # HNSW explores `ef` candidates: it must exceed the LIMIT (else at most 40 rows come
+        # back), and more finds more of the exact nearest neighbours (benchmarks/README.md).
+        configured = int(getattr(self.engine.plugin_settings("memory"), "hnsw_ef_search", 0) or 0)
+        ef = max(int(limit), configured) if configured else max(40, int(limit) * 4)
+        params: dict[str, Any] = {
+            "a": agent_id,
+            "users": list(users),
+            "p": provider,
+            "m": model,
+            "k": int(limit),
+        }
+
+        def _query(c: Any) -> Any:
+            # Local settings last until the end of the (read-only) transaction this search
+            # runs in; one round trip for both.
+            settings = f"set_config('hnsw.ef_search', '{min(ef, 1000)}', true)"
+            if self._supports_iterative(c):
+                settings += ", set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+            c.exec_driver_sql(f"SELECT {settings}")
+            params["q"] = q  # sent in binary by the store's connections
+            return c.execute(text(sql), params).all()
+
+        result = _query(conn)
+        hits = [(int(i), float(s)) for i, s in result]
+        hits.sort(key=lambda h: -h[1])  # relaxed_order may return slightly out of order
+        return hits
+
+
+def _hnsw_name(dim: int) -> str:
+    return f"ix_memory_chunks_hnsw_{int(dim)}"
+
+
+def make_postgres_backend(engine: Engine) -> PostgresSearchBackend:
+    if engine.db.backend != "postgresql":
+        from goclaw.errors import ConfigError
+
+        raise ConfigError("memory backend 'postgresql' needs a PostgreSQL database_url")
+    return PostgresSearchBackend(engine)

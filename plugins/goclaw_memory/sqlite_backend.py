@@ -1,0 +1,309 @@
+"""The SQLite search backend: the retrieval engine's in-memory index, kept in sync with the
+``memory_chunks`` table and persisted next to the database (issue 11).
+
+The table is the source of truth. Per agent, one :class:`goclaw.retrieval.index.SearchIndex`
+holds every chunk's BM25 postings (from the stored ``lex`` terms) and its vector of the
+configured embedding space, so a search scores every chunk of the scope on both channels and
+fuses them exactly (:func:`goclaw.retrieval.fusion.fuse`).
+
+Keeping in sync: every indexing transaction replaces the agent's version token
+(``worker_state``). A search reads the token (one primary-key read on a private raw
+connection) and, when it moved, *reconciles*: compares each chunk's fingerprint (hash, user,
+vector presence) with the index and applies only the difference. An index run in this process
+patches the index directly (:meth:`apply_changes`). The index is saved to
+``<database>.index/<agent>.npz`` after a large change, so a new process loads it in a fraction
+of a second and reconciles what changed since.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from goclaw.contracts.search import ChunkRow, IndexChanges, ScoredChunk, SearchQuery, SearchResult, Space
+from goclaw.retrieval.fusion import fuse
+from goclaw.retrieval.index import Doc, SearchIndex
+from goclaw.retrieval.tokenize import Tokenizer, default_tokenizer
+
+if TYPE_CHECKING:
+    from goclaw.engine import Engine
+
+log = logging.getLogger(__name__)
+
+VERSION_WORKER = "goclaw.memory.index"
+SAVE_DELTA = 2_000  # changes since the last save that make an index run save the index
+LOOKUP = 500
+
+
+def fingerprint(chunk_hash: str, user_id: str, has_vector: bool) -> int:
+    """A stable 62-bit fingerprint of what the index holds for a chunk."""
+    h = int(chunk_hash[:14] or "0", 16) if all(c in "0123456789abcdef" for c in chunk_hash[:14]) else 0
+    return ((h ^ (zlib.crc32(user_id.encode("utf-8")) << 24)) << 1 | int(has_vector)) & ((1 << 62) - 1)
+
+
+def parse_token(value: Any) -> str:
+    if isinstance(value, str) and value.startswith("{"):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    if isinstance(value, dict):
+        return str(value.get("token", ""))
+    return "" if value is None else str(value)
+
+
+@dataclass
+class _State:
+    index: SearchIndex
+    token: str
+    space: Space | None
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    unsaved: int = 0  # changes since the index was last saved
+
+
+class SQLiteSearchBackend:
+    """In-memory BM25 + exact cosine over each agent's chunks (DESIGN.md §4)."""
+
+    name = "sqlite"
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._lock = threading.Lock()
+        self._states: dict[str, _State] = {}
+        self._local = threading.local()
+        self.loads = 0  # reconciliations that read rows (tests and benchmarks read these)
+        self.patches = 0
+        self.tokenizer: Tokenizer = default_tokenizer()
+        path = engine.db.engine.url.database
+        self._db_path = path if path and path != ":memory:" and not path.startswith("file:") else None
+        self.snapshot_dir = Path(self._db_path + ".index") if self._db_path else None
+
+    # ------------------------------------------------------------------ connections
+    def _conn(self) -> Any:
+        """A private autocommit connection per thread for the hot path (no pool, no ORM)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            if self._db_path is None:
+                return None
+            conn = sqlite3.connect(self._db_path, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout=5000")
+            conn.execute("PRAGMA query_only=1")
+            self._local.conn = conn
+            self.engine.on_close(conn.close)
+        return conn
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        conn = self._conn()
+        if conn is not None:
+            return conn.execute(sql, params).fetchall()
+        with self.engine.db.engine.connect() as c:
+            return list(c.exec_driver_sql(sql, tuple(params)).all())
+
+    def _token(self, agent_id: str) -> str:
+        rows = self._query(
+            "SELECT value FROM worker_state WHERE worker = ? AND scope = ?", (VERSION_WORKER, agent_id)
+        )
+        return parse_token(rows[0][0]) if rows else ""
+
+    # ------------------------------------------------------------------ state
+    def _snapshot(self, agent_id: str) -> Path | None:
+        if self.snapshot_dir is None:
+            return None
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in agent_id)
+        return self.snapshot_dir / f"{safe}.npz"
+
+    def _state(self, agent_id: str, space: Space | None) -> _State:
+        token = self._token(agent_id)
+        with self._lock:
+            st = self._states.get(agent_id)
+            if st is not None and st.token == token and (space is None or st.space == space):
+                return st
+            if st is None or (space is not None and st.space != space):
+                st = self._load(agent_id, space) or _State(SearchIndex(space[2] if space else 0), "", space)
+                self._states[agent_id] = st
+        with st.lock:
+            if st.token != token:
+                self._reconcile(agent_id, st)
+                st.token = token
+        return st
+
+    def _load(self, agent_id: str, space: Space | None) -> _State | None:
+        path = self._snapshot(agent_id)
+        if path is None or not path.exists():
+            return None
+        try:
+            idx = SearchIndex.load(path)
+        except Exception as exc:  # a damaged or old file: rebuild from the table
+            log.warning("memory index %s unreadable (%s); rebuilding it", path, exc)
+            return None
+        saved = idx.meta.get("space")
+        if idx.meta.get("tokenizer") != self.tokenizer.version or (
+            space is not None and (saved is None or tuple(saved) != tuple(space))
+        ):
+            return None
+        return _State(idx, str(idx.meta.get("token", "")), tuple(saved) if saved else None)  # type: ignore[arg-type]
+
+    def _reconcile(self, agent_id: str, st: _State) -> None:
+        """Bring ``st.index`` to the table's content: drop what changed or went, add the rest."""
+        space = st.space
+        provider, model, dim = space if space else ("", "", 0)
+        rows = self._query(
+            "SELECT id, chunk_hash, user_id, (embedding IS NOT NULL AND embedding_provider = ? AND "
+            "embedding_model = ? AND embedding_dim = ?) FROM memory_chunks WHERE agent_id = ?",
+            (provider, model, dim, agent_id),
+        )
+        idx = st.index
+        want = {int(r[0]): fingerprint(r[1] or "", r[2] or "", bool(r[3])) for r in rows}
+        have = {i: int(idx.fp[s]) for i, s in idx.slot_of.items()}
+        stale = [i for i, f in have.items() if want.get(i) != f]
+        missing = [i for i, f in want.items() if have.get(i) != f]
+        if stale:
+            idx.remove(stale)
+        docs: list[Doc] = []
+        for start in range(0, len(missing), LOOKUP):
+            part = missing[start : start + LOOKUP]
+            marks = ",".join("?" * len(part))
+            for cid, user, lex, body, chash, emb, ok in self._query(
+                "SELECT id, user_id, lex, text, chunk_hash, embedding, (embedding_provider = ? AND "
+                f"embedding_model = ? AND embedding_dim = ?) FROM memory_chunks WHERE id IN ({marks})",
+                (provider, model, dim, *part),
+            ):
+                terms = lex.split() if lex is not None else self.tokenizer.terms(body or "")
+                vec = np.frombuffer(emb, dtype=np.float32) if emb is not None and ok else None
+                docs.append(
+                    Doc(
+                        int(cid),
+                        user or "",
+                        terms,
+                        vec,
+                        fingerprint(chash or "", user or "", vec is not None),
+                    )
+                )
+        idx.upsert(docs)
+        if stale or docs:
+            self.loads += 1
+            st.unsaved += len(stale) + len(docs)
+
+    def save(self, agent_id: str) -> Path | None:
+        """Persist the agent's index (when loaded) next to the database."""
+        st = self._states.get(agent_id)
+        path = self._snapshot(agent_id)
+        if st is None or path is None:
+            return None
+        with st.lock:
+            st.index.meta.update(token=st.token, space=list(st.space) if st.space else None)
+            st.index.meta["tokenizer"] = self.tokenizer.version
+            try:
+                st.index.save(path)
+            except OSError as exc:  # a read-only folder only costs the next start-up time
+                log.warning("could not save the memory index to %s: %s", path, exc)
+                return None
+            st.unsaved = 0
+        return path
+
+    # ------------------------------------------------------------------ contract
+    def search(self, query: SearchQuery) -> SearchResult:
+        st = self._state(query.agent_id, query.space)
+        notes: list[str] = []
+        with st.lock:
+            idx = st.index
+            if not idx.n:
+                return SearchResult([], notes)
+            mask = idx.scope_mask(query.users)
+            lexical = idx.bm25(query.terms) if query.channel in ("hybrid", "lexical") else None
+            vector = None
+            if query.channel in ("hybrid", "vector") and query.vector is not None:
+                vector = idx.cosine(query.vector)
+                if vector is not None and not idx.has_vec[: idx.n][mask].any():
+                    vector = None
+                    notes.append(_no_vectors_note(query.space))
+            boost = None
+            user_codes = [idx.scopes[u] for u in query.users if u and u in idx.scopes]
+            if user_codes and query.fusion.user_boost != 1.0:
+                per_scope = np.ones(len(idx.scopes), dtype=np.float32)
+                per_scope[user_codes] = query.fusion.user_boost
+                boost = per_scope[idx.scope[: idx.n]]
+            scored = fuse(
+                lexical,
+                vector,
+                mask,
+                limit=query.limit * 3,
+                method=query.fusion.method,
+                text_weight=query.fusion.text_weight,
+                vector_weight=query.fusion.vector_weight,
+                boost=boost,
+            )
+            ids = idx.ids
+            chunks = [ScoredChunk(int(ids[s.slot]), s.score, s.lexical, s.vector) for s in scored]
+        return SearchResult(chunks, notes)
+
+    def rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        out: dict[int, ChunkRow] = {}
+        ids = list(ids)
+        for start in range(0, len(ids), LOOKUP):
+            part = ids[start : start + LOOKUP]
+            marks = ",".join("?" * len(part))
+            for r in self._query(
+                "SELECT id, user_id, path, start_line, end_line, text FROM memory_chunks "
+                f"WHERE id IN ({marks})",
+                part,
+            ):
+                out[int(r[0])] = ChunkRow(int(r[0]), r[1], r[2], int(r[3]), int(r[4]), r[5])
+        return out
+
+    def prepare_vectors(self, dim: int) -> None:
+        return None
+
+    def invalidate(self, agent_id: str | None = None) -> None:
+        with self._lock:
+            if agent_id is None:
+                self._states.clear()
+            else:
+                self._states.pop(agent_id, None)
+
+    def apply_changes(self, changes: IndexChanges) -> None:
+        """Patch the agent's loaded index with an index run's writes; save it after a large
+        change (or when no saved index exists yet), so the next process starts fast."""
+        if not changes.removed and not changes.records:
+            return
+        agent_id = changes.agent_id
+        st = self._states.get(agent_id)
+        first, last = getattr(changes, "first", None), getattr(changes, "last", None)
+        if st is not None and getattr(changes, "chained", False) and st.token == first and last:
+            with st.lock:
+                st.index.remove(changes.removed)
+                docs = []
+                for rec in changes.records.values():
+                    vec = rec.vector if rec.space is not None and rec.space == st.space else None
+                    fp = fingerprint(rec.chunk_hash, rec.user_id, vec is not None)
+                    docs.append(Doc(rec.id, rec.user_id, rec.terms, vec, fp))
+                st.index.upsert(docs)
+                st.token = last
+                st.unsaved += len(changes.removed) + len(docs)
+                self.patches += 1
+        path = self._snapshot(agent_id)
+        if path is None:
+            return
+        if st is None and path.exists() and len(changes.removed) + len(changes.records) < SAVE_DELTA:
+            return  # a reader reconciles this small change cheaply
+        if st is None or st.unsaved >= SAVE_DELTA or not path.exists():
+            space = getattr(changes, "space", None) or (st.space if st else None)
+            self._state(agent_id, space)
+            self.save(agent_id)
+
+
+def _no_vectors_note(space: Space | None) -> str:
+    where = f"{space[0]}/{space[1]} ({space[2]}-d)" if space else "the configured embedder"
+    return (
+        f"no indexed chunk has a vector from {where} (the embedding provider changed, or indexing "
+        "ran without it); run `goclaw memory index` to embed them; full-text results only"
+    )
