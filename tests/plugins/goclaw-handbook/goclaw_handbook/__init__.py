@@ -98,11 +98,16 @@ class SynonymBackend:
         extra = [s for w in words for s in self.synonyms.get(w.lower(), [])]
         return " ".join([*words, *extra])
 
-    def lexical(self, agent_id: str, users: Any, query: str, limit: int, **kwargs: Any) -> Any:
-        return self.base.lexical(agent_id, users, self.expand(query), limit, **kwargs)
+    def search(self, query: Any) -> Any:
+        from dataclasses import replace
+
+        from goclaw.retrieval.tokenize import query_terms
+
+        text = self.expand(query.text)
+        return self.base.search(replace(query, text=text, terms=tuple(query_terms(text))))
 
     def __getattr__(self, attr: str) -> Any:
-        # vector(), rows(), prepare_vectors(), ...: unchanged from the built-in backend.
+        # rows(), apply_changes(), prepare_vectors(), ...: unchanged from the built-in backend.
         return getattr(self.base, attr)
 
 
