@@ -11,9 +11,15 @@ knowledge, so auto-merge needs both gates at once:
   scores 0.970 and is only proposed).
 
 Pairs that pass either lower gate (cosine ≥ 0.85 or name ≥ 0.90) go to
-``kg_dedup_candidates`` for review (``goclaw kg candidates``). Entities of different types
-are never merged or proposed. A merge keeps the higher-confidence row (the older on a tie),
-closes the other with ``merged_into`` and re-points its relations; nothing is deleted.
+``kg_dedup_candidates`` for review (``goclaw kg candidates``). A merge keeps the
+higher-confidence row (the older on a tie), closes the other with ``merged_into`` and
+re-points its relations; nothing is deleted.
+
+Types (issue 12): an entity is compared with entities of other types too when the names are
+near-identical (name similarity ≥ ``dedup_auto_merge_name``), because a model-free typer can
+type one spelling and not the other ("OpenAI" technology, "Open AI" concept: never compared
+before). Such a pair merges automatically only when one side is untyped (``concept``), into
+the typed one; two different real types ("Jordan" person / place) are only proposed.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ from goclaw_consolidation.common import log
 from goclaw_consolidation.kg import KnowledgeGraph
 from goclaw_consolidation.settings import settings_of
 from goclaw_consolidation.text import name_similarity
+
+UNTYPED = frozenset({"concept", "thing"})  # what a typer says when it does not know
 
 
 def _cosine(a: Any, b: Any) -> float:
@@ -61,6 +69,16 @@ class DedupWorker:
         for entity_id in ids:
             engine.db.run_write(lambda s, eid=entity_id: self._dedup_one(s, kg, eid, cfg))
 
+    @staticmethod
+    def _verdict(me: KGEntity, other: KGEntity, cos: float, name_sim: float, cfg: Any) -> str:
+        """:func:`decide`, then the type rule (module docstring): ``merge_typed`` folds an
+        untyped near-identical entity into a typed one; two real types are only proposed."""
+        verdict = decide(cos, name_sim, cfg)
+        if verdict == "merge" and other.entity_type != me.entity_type:
+            untyped = {e.entity_type for e in (me, other)} & UNTYPED
+            return "merge_typed" if len(untyped) == 1 else "candidate"
+        return verdict
+
     def _dedup_one(self, session: Session, kg: KnowledgeGraph, entity_id: str, cfg: Any) -> None:
         me = session.get(KGEntity, entity_id)
         if me is None or me.valid_until is not None or me.embedding is None:
@@ -69,7 +87,6 @@ class DedupWorker:
             select(KGEntity).where(
                 KGEntity.agent_id == me.agent_id,
                 KGEntity.user_id == me.user_id,
-                KGEntity.entity_type == me.entity_type,
                 KGEntity.id != me.id,
                 col(KGEntity.valid_until).is_(None),
                 KGEntity.embedding_dim == me.embedding_dim,
@@ -85,8 +102,26 @@ class DedupWorker:
             ),
             key=lambda t: (-(t[0] + t[1]), t[2].id),
         )
-        for cos, name_sim, other in scored[:5]:
-            verdict = decide(cos, name_sim, cfg)
+        same_or_near = [
+            t for t in scored if t[2].entity_type == me.entity_type or t[1] >= cfg.dedup_auto_merge_name
+        ]
+        judged = [
+            (self._verdict(me, other, cos, name_sim, cfg), cos, name_sim, other)
+            for cos, name_sim, other in same_or_near[:5]
+        ]
+        # A merge first: no candidate is recorded for an entity that is closed the next moment.
+        for verdict, cos, name_sim, other in judged:
+            if verdict == "merge_typed":
+                keep, drop = (other, me) if me.entity_type in UNTYPED else (me, other)
+                kg.merge_in_session(session, keep.id, drop.id, allow_types=True)
+                log.info(
+                    "dedup: merged %r (%s) into %r (%s)",
+                    drop.name,
+                    drop.entity_type,
+                    keep.name,
+                    keep.entity_type,
+                )
+                return
             if verdict == "merge":
                 keep, drop = sorted((me, other), key=lambda e: (-e.confidence, e.created_at, e.id))
                 kg.merge_in_session(session, keep.id, drop.id)
@@ -94,6 +129,7 @@ class DedupWorker:
                     "dedup: merged %r into %r (cos %.3f, name %.3f)", drop.name, keep.name, cos, name_sim
                 )
                 return  # ``me`` may be closed now; later events handle the rest
+        for verdict, cos, name_sim, other in judged:
             if verdict == "candidate":
                 a, b = sorted((me.id, other.id))
                 exists = session.exec(

@@ -458,9 +458,17 @@ class KnowledgeGraph:
 
     # ------------------------------------------------------------------ merging (dedup)
     def merge_in_session(
-        self, session: Session, keep_id: str, drop_id: str, at: datetime | None = None
+        self,
+        session: Session,
+        keep_id: str,
+        drop_id: str,
+        at: datetime | None = None,
+        *,
+        allow_types: bool = False,
     ) -> KGEntity:
-        """Merge entity ``drop_id`` into ``keep_id`` (same agent, user and type; both current)."""
+        """Merge entity ``drop_id`` into ``keep_id`` (same agent, user and type; both current).
+        ``allow_types``: the types may differ (a reviewed candidate, or dedup folding an untyped
+        near-identical name into a typed one); ``keep``'s type stays."""
         at = at or utcnow()
         if self.engine.db.backend == "postgresql":
             keep_probe = session.get(KGEntity, keep_id)
@@ -475,7 +483,7 @@ class KnowledgeGraph:
             raise ValidationError("cannot merge an entity into itself")
         if (keep.agent_id, keep.user_id) != (drop.agent_id, drop.user_id):
             raise ValidationError("entities of different agents or users are never merged")
-        if keep.entity_type != drop.entity_type:
+        if keep.entity_type != drop.entity_type and not allow_types:
             raise ValidationError(
                 f"entities of different types are never merged ({keep.entity_type} vs {drop.entity_type})"
             )
@@ -574,7 +582,9 @@ class KnowledgeGraph:
                     if (a.confidence, -a.created_at.timestamp()) >= (b.confidence, -b.created_at.timestamp())
                     else (b, a)
                 )
-                self.merge_in_session(session, keep.id, drop.id)
+                # Dedup proposes other-type pairs only for near-identical names: a reviewer's
+                # accept merges them.
+                self.merge_in_session(session, keep.id, drop.id, allow_types=True)
                 cand.status = "merged"
             else:
                 cand.status = "rejected"

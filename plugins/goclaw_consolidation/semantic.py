@@ -21,6 +21,7 @@ from goclaw import hookimpl
 from goclaw.store.models import EpisodicSummary
 from goclaw_consolidation import text as T
 from goclaw_consolidation.common import find_agent, llm_complete, log, parse_json_object
+from goclaw_consolidation.entities import typed_mentions
 from goclaw_consolidation.kg import KnowledgeGraph, relation_type_key
 from goclaw_consolidation.redact import redact
 from goclaw_consolidation.settings import agent_setting, settings_of
@@ -44,119 +45,45 @@ class Extraction:
     method: str = "heuristic"
 
 
-_ORG = re.compile(
-    r"\b(Inc|Corp|Corporation|Ltd|LLC|GmbH|AG|Labs|University|Institute|Bank|Foundation|"
-    r"Company|Co|Group|Team|Agency)\.?$"
-)
-_PLACE_CUE = re.compile(r"\b(?:in|at|from|to|near|visit(?:ed|ing)?|moved to|lives in|based in)\s+$", re.I)
-_PERSON_CUE = re.compile(
-    r"^\s*(?:said|says|asked|asks|wants|wanted|prefers|preferred|thinks|will|is|was|has|had|told|"
-    r"mentioned|agreed|decided|works|lives|leads|manages|owns|joined)\b",
-    re.I,
-)
-_PROJECT_CUE = re.compile(r"\b(project|initiative|program|launch|release|migration|roadmap)\b", re.I)
-_TECH = frozenset(
-    [
-        "python",
-        "java",
-        "javascript",
-        "typescript",
-        "go",
-        "golang",
-        "rust",
-        "postgres",
-        "postgresql",
-        "sqlite",
-        "mysql",
-        "redis",
-        "kafka",
-        "docker",
-        "kubernetes",
-        "k8s",
-        "aws",
-        "gcp",
-        "azure",
-        "linux",
-        "react",
-        "vue",
-        "django",
-        "flask",
-        "fastapi",
-        "pytorch",
-        "tensorflow",
-        "litellm",
-        "openai",
-        "anthropic",
-        "github",
-        "gitlab",
-        "slack",
-        "jira",
-        "notion",
-        "terraform",
-        "ansible",
-        "nginx",
-        "graphql",
-        "rest",
-        "grpc",
-    ]
-)
 _REL = re.compile(
     r"^\s+((?:[a-z]+\s+){0,2}?(?:[a-z]+(?:s|ed|es)?|is|are|was)(?:\s+(?:on|at|for|in|with|to|"
     r"from|by|of|into|about))?)\s+(?:the\s+|a\s+|an\s+)?$"
 )
 
 
-def guess_type(name: str, sentence: str) -> str:
-    low = name.lower()
-    if low in _TECH or any(w in _TECH for w in low.split()):
-        return "technology"
-    if _ORG.search(name):
-        return "organization"
-    if _PROJECT_CUE.search(name):
-        return "project"
-    idx = sentence.find(name)
-    before, after = (sentence[:idx], sentence[idx + len(name) :]) if idx >= 0 else ("", "")
-    if _PLACE_CUE.search(before) and not _PERSON_CUE.match(after):
-        return "place"
-    words = name.split()
-    if (
-        1 <= len(words) <= 3
-        and all(w[:1].isupper() and w[1:].islower() for w in words)
-        and _PERSON_CUE.match(after)
-    ):
-        return "person"
-    if re.search(r"\bproject\s+$", before, re.I) or re.match(r"^\s+project\b", after, re.I):
-        return "project"
-    return "concept"
-
-
 def heuristic_extract(text: str) -> Extraction:
-    """A model-free extraction that still yields useful entities and relations."""
+    """A model-free extraction that still yields useful entities and relations (names and
+    types: :mod:`goclaw_consolidation.entities`)."""
     out = Extraction(method="heuristic")
-    types: dict[str, str] = {}
+    index: dict[str, dict[str, Any]] = {}
     for sentence in T.sentences(text):
-        names = T.entity_names(sentence, limit=10)
-        for name in names:
-            if name.lower() not in types:
-                types[name.lower()] = guess_type(name, sentence)
-                out.entities.append(
-                    {
-                        "name": name,
-                        "type": types[name.lower()],
-                        "confidence": 0.6,
-                        "description": T.clip(sentence, 160),
-                    }
-                )
-        positions = sorted((sentence.find(n), n) for n in names if sentence.find(n) >= 0)
-        for (pa, a), (pb, b) in itertools.pairwise(positions):
-            between = sentence[pa + len(a) : pb]
+        found = typed_mentions(sentence, text)[:10]
+        for m, etype in found:
+            entity = index.get(m.name.lower())
+            if entity is None:
+                entity = {
+                    "name": m.name,
+                    "type": etype,
+                    "confidence": 0.6,
+                    "description": T.clip(sentence, 160),
+                }
+                index[m.name.lower()] = entity
+                out.entities.append(entity)
+            elif entity["type"] == "concept" and etype != "concept":
+                entity["type"] = etype  # a later sentence says what it is
+        for (a, _ta), (b, _tb) in itertools.pairwise(found):
+            between = sentence[a.end : b.start]
             m = _REL.match(between)
             words = m.group(1).split() if m else []
             if m and len(between) <= 40 and not all(w in T.STOPWORDS or w in _PREPS for w in words):
                 rel = relation_type_key(m.group(1))
-                out.relations.append({"source": a, "relation": rel, "target": b, "confidence": 0.55})
+                out.relations.append(
+                    {"source": a.name, "relation": rel, "target": b.name, "confidence": 0.55}
+                )
             elif len(between) <= 60:
-                out.relations.append({"source": a, "relation": "related_to", "target": b, "confidence": 0.3})
+                out.relations.append(
+                    {"source": a.name, "relation": "related_to", "target": b.name, "confidence": 0.3}
+                )
     return out
 
 

@@ -13,6 +13,7 @@ L0_MIN_SENTENCE = 20
 MAX_TOPICS = 20
 
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
+_ABBREV = re.compile(r"(?<![\w.])(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|Mt|vs|etc|e\.g|i\.e)\.$", re.I)
 _WORD = re.compile(r"[\w][\w'’-]*", re.UNICODE)
 
 # Greetings, acknowledgements and glue words: a message made only of these is "trivial" and
@@ -393,10 +394,6 @@ _NOT_ENTITIES = frozenset(
     ]
 )
 
-_CAP_RUN = re.compile(
-    r"\b(?:[A-Z][\w'’&-]*|[A-Z]{2,}\d*)(?:[ \t]+(?:of|de|van|von|the|for|and|&)?[ \t]*[A-Z][\w'’&-]*)*"
-)
-
 
 def clip(text: str, limit: int, suffix: str = "...") -> str:
     """At most ``limit`` characters (code points), cut on a word boundary when possible."""
@@ -413,7 +410,13 @@ def clip(text: str, limit: int, suffix: str = "...") -> str:
 def sentences(text: str) -> list[str]:
     out: list[str] = []
     for para in re.split(r"\n\s*\n|\n[-*•]\s+|\n", text):
-        for s in _SENTENCE_SPLIT.split(para.strip()):
+        pieces: list[str] = []
+        for piece in _SENTENCE_SPLIT.split(para.strip()):
+            if pieces and _ABBREV.search(pieces[-1]):
+                pieces[-1] += " " + piece  # "Dr. Patel" is one sentence
+            else:
+                pieces.append(piece)
+        for s in pieces:
             s = s.strip().lstrip("-*• ").strip()
             if s:
                 out.append(s)
@@ -430,29 +433,21 @@ def l0_abstract(summary: str) -> str:
 
 
 def entity_names(text: str, limit: int = MAX_TOPICS) -> list[str]:
-    """Candidate entity names: runs of capitalised words (spec §18 ``extractEntityNames``),
-    minus sentence-start and role words, deduplicated case-insensitively, at most ``limit``."""
+    """Candidate entity names (spec §18 ``extractEntityNames``): the rules are in
+    :mod:`goclaw_consolidation.entities`; deduplicated case-insensitively, at most ``limit``."""
+    from goclaw_consolidation.entities import mentions
+
     seen: set[str] = set()
     out: list[str] = []
-    for match in _CAP_RUN.finditer(text):
-        words = match.group(0).split()
-        # Drop leading glue/sentence-start words ("The Atlas project" -> "Atlas").
-        while words and (words[0] in _NOT_ENTITIES or words[0].lower() in {"of", "the", "and", "for", "&"}):
-            words = words[1:]
-        while words and words[-1].lower() in {"of", "de", "van", "von", "the", "for", "and", "&"}:
-            words = words[:-1]
-        if not words:
-            continue
-        name = " ".join(words).strip(".,;:!?\"'()[]{}")
-        if len(name) < 3 or name in _NOT_ENTITIES or "REDACTED" in name:
-            continue
-        key = name.lower()
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(name)
-        if len(out) >= limit:
-            break
+    for sentence in sentences(text):
+        for m in mentions(sentence, text):
+            key = m.name.lower()
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(m.name)
+            if len(out) >= limit:
+                return out
     return out
 
 
