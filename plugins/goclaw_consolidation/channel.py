@@ -12,19 +12,18 @@ approving one creates an episodic row with ``source_type='channel'`` and publish
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sqlmodel import Session, col, select
 
 from goclaw.errors import NotFoundError, ValidationError
+from goclaw.redaction import ExcludedPatterns, redactor_of
 from goclaw.store.models import ChannelMemoryItem
 from goclaw.store.types import utcnow
 from goclaw_consolidation import text as T
 from goclaw_consolidation.common import llm_complete, parse_json_object, require_agent
 from goclaw_consolidation.episodic_store import EpisodicStore, NewEpisode
-from goclaw_consolidation.redact import Redactor
 from goclaw_consolidation.settings import agent_setting, settings_of
 
 EXTRACT_PROMPT = (
@@ -76,11 +75,7 @@ class ChannelMemory:
         if not channel.strip():
             raise ValidationError("a channel name is required")
         patterns = list(excluded_patterns) if excluded_patterns is not None else None
-        for p in patterns or []:
-            try:
-                re.compile(p)
-            except re.error as exc:
-                raise ValidationError(f"invalid excluded pattern {p!r}: {exc}") from None
+        ExcludedPatterns(patterns or [])  # validates them (syntax, length) with a one-line error
         a = require_agent(self.engine, agent)
         cfg = self.config(a.name, channel)
         if enabled is not None:
@@ -105,16 +100,16 @@ class ChannelMemory:
         cfg = self.config(a.name, channel)
         if not cfg["enabled"]:
             return []
-        redactor = Redactor(cfg["excluded_patterns"])
+        redactor = redactor_of(self.engine, cfg["excluded_patterns"])
         excluded = {u.lower() for u in cfg["excluded_users"]}
         lines: list[tuple[str, str]] = []
         for msg in messages:
             who = str(msg.get("user") or msg.get("sender") or "")
             if who.lower() in excluded:
                 continue
-            body = redactor.redact(str(msg.get("text") or msg.get("content") or "")).text.strip()
+            body = redactor.redact(str(msg.get("text") or msg.get("content") or "")).strip()
             if body:
-                lines.append((redactor.redact(who).text or "someone", body))
+                lines.append((redactor.redact(who) or "someone", body))
         if not lines:
             return []
         chat = "\n".join(f"{who}: {body}" for who, body in lines)
@@ -132,7 +127,7 @@ class ChannelMemory:
             if summary:
                 candidates = [f"In channel {channel}: {summary}"]
         # The model saw redacted text, but its output is redacted again before storage.
-        candidates = [redactor.redact(c).text for c in candidates]
+        candidates = [redactor.redact(c) for c in candidates]
 
         def _do(session: Session) -> list[ChannelMemoryItem]:
             items = [

@@ -26,12 +26,12 @@ from sqlmodel import Session
 
 from goclaw import hookimpl
 from goclaw.events import DeferEvent
+from goclaw.redaction import redact_for
 from goclaw.store.models import EpisodicSummary, WorkerState
 from goclaw.store.types import utcnow
 from goclaw_consolidation import text as T
 from goclaw_consolidation.common import atomic_write, find_agent, llm_complete, log
 from goclaw_consolidation.episodic_store import EpisodicStore
-from goclaw_consolidation.redact import redact
 from goclaw_consolidation.settings import agent_setting, settings_of
 
 DREAM_PROMPT = (
@@ -67,7 +67,7 @@ def synthesise(engine: Any, rows: list[EpisodicSummary]) -> tuple[str, str]:
         max_tokens=4096,
     )
     if reply:
-        return redact(reply), "llm"
+        return redact_for(engine, reply), "llm"
     return fallback_synthesis(rows), "digest"
 
 

@@ -21,12 +21,12 @@ from sqlalchemy import bindparam, delete, text
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from goclaw.redaction import redact_for
 from goclaw.store.models import EpisodicSummary
 from goclaw.store.types import UTCDateTime, utcnow
 from goclaw.types import SearchHit
 from goclaw_consolidation import text as T
 from goclaw_consolidation.common import embed, in_tenant, user_scope
-from goclaw_consolidation.redact import redact
 
 log = logging.getLogger("goclaw.consolidation")
 
@@ -82,10 +82,10 @@ class EpisodicStore:
     # ------------------------------------------------------------------ writing
     def build(self, new: NewEpisode, *, redact_text: bool = True) -> EpisodicSummary:
         """A ready-to-insert row: redacted summary, L0 abstract, topics, embedding, expiry."""
-        summary = redact(new.summary) if redact_text else new.summary
+        summary = redact_for(self.engine, new.summary) if redact_text else new.summary
         topics = new.key_topics if new.key_topics is not None else T.entity_names(summary)
         if redact_text:
-            topics = [redact(t) for t in topics]
+            topics = [redact_for(self.engine, t) for t in topics]
         now = utcnow()
         row = EpisodicSummary(
             tenant_id=self.engine.settings.tenant_id,

@@ -18,12 +18,12 @@ from typing import Any
 from sqlmodel import Session
 
 from goclaw import hookimpl
+from goclaw.redaction import redact_for
 from goclaw.store.models import EpisodicSummary
 from goclaw_consolidation import text as T
 from goclaw_consolidation.common import find_agent, llm_complete, log, parse_json_object
 from goclaw_consolidation.entities import typed_mentions
 from goclaw_consolidation.kg import KnowledgeGraph, relation_type_key
-from goclaw_consolidation.redact import redact
 from goclaw_consolidation.settings import agent_setting, settings_of
 
 EXTRACT_PROMPT = (
@@ -138,7 +138,7 @@ class SemanticWorker:
         clean: list[dict[str, Any]] = []
         for e in extraction.entities:
             name = (
-                redact(" ".join(str(e["name"]).split()))[:512]
+                redact_for(engine, " ".join(str(e["name"]).split()))[:512]
                 if cfg.redact
                 else " ".join(str(e["name"]).split())
             )
@@ -159,7 +159,7 @@ class SemanticWorker:
                     user_id=ep.user_id,
                     name=e["name"],
                     entity_type=str(e.get("type") or "concept"),
-                    description=redact(desc)[:1000] if cfg.redact else desc[:1000],
+                    description=redact_for(engine, desc)[:1000] if cfg.redact else desc[:1000],
                     confidence=_conf(e.get("confidence"), 0.7),
                     episodic_id=ep.id,
                     embedding=vectors.get(e["name"]),

@@ -6,7 +6,9 @@ tools confined to the session scope's memory files (``MEMORY.md``, ``memory/**/*
 the model fails, times out, answers ``NO_REPLY`` or writes nothing, an extractive fallback saves
 the decisions, preferences, facts, URLs, paths and dates of the turns being compacted to
 ``memory/YYYY-MM-DD.md`` (appended atomically), so a flush always ends in durable memory when
-there was anything to keep. Written files are re-indexed at once.
+there was anything to keep. Everything written, by the model or the fallback, goes through the
+engine's redactor first (:mod:`goclaw.redaction`, issue 12 §1). Written files are re-indexed
+at once.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goclaw.errors import GoclawError
+from goclaw.redaction import redactor_of
 from goclaw_memory.paths import atomic_write, writable_memory_path
 
 if TYPE_CHECKING:
@@ -111,9 +114,10 @@ class FlushTools:
         },
     )
 
-    def __init__(self, agent_dir: Path, user_id: str) -> None:
+    def __init__(self, agent_dir: Path, user_id: str, redact: Callable[[str], str] | None = None) -> None:
         self.agent_dir = agent_dir
         self.user_id = user_id
+        self.redact: Callable[[str], str] = redact or (lambda text: text)
         self.written: list[str] = []
 
     def call(self, name: str, arguments: str | dict[str, Any]) -> str:
@@ -123,7 +127,7 @@ class FlushTools:
             rel, abs_path = writable_memory_path(self.agent_dir, self.user_id, path)
             if name == "read_file":
                 return abs_path.read_text(encoding="utf-8") if abs_path.exists() else "(file does not exist)"
-            content = str(args.get("content", ""))
+            content = self.redact(str(args.get("content", "")))
             if name == "write_file":
                 if not content.strip():
                     return "error: refusing to write an empty memory file"
@@ -367,7 +371,8 @@ def run_flush(
     """One memory flush for these turns (the caller enforces once per cycle)."""
     now = now or datetime.now().astimezone()
     agent_dir = engine.agent_dir(agent)
-    tools = FlushTools(agent_dir, user_id)
+    redactor = redactor_of(engine)
+    tools = FlushTools(agent_dir, user_id, redactor.redact)
     today = now.date().isoformat()
     prompt = cfg.prompt.replace("YYYY-MM-DD", today)
     outcome, iterations = _llm_loop(
@@ -384,7 +389,7 @@ def run_flush(
         found = extract_memories(messages)
         if found:
             rel, abs_path = writable_memory_path(agent_dir, user_id, f"memory/{today}.md")
-            append_text(abs_path, fallback_block(found, session_key, now))
+            append_text(abs_path, redactor.redact(fallback_block(found, session_key, now)))
             result.method = "fallback"
             result.written = [rel]
     if result.written:

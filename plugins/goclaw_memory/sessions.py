@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sqlmodel import func, select
 
 from goclaw.errors import NotFoundError, ValidationError
+from goclaw.redaction import redact_for
 from goclaw.store.models import Session, SessionMessage
 from goclaw.store.types import utcnow
 from goclaw_memory.flush import FlushResult, run_flush
@@ -234,6 +235,7 @@ class SessionService:
             return CompactResult(key, 0, row.compaction_count, None, row.summary, "none")
         flush = self.flush(key, messages=old)
         summary, method = self._summarise(row.summary, old)
+        summary = redact_for(self.engine, summary)  # the summary is stored (issue 12 §1)
         ids = [m.id for m in old]
         cycle = row.compaction_count
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from goclaw.contracts.tools import memory_hit_id, parse_memory_hit_id, split_line_locator
 from goclaw.errors import NotFoundError, PermissionDeniedError, ValidationError
+from goclaw.redaction import redact_for
 from goclaw_memory.paths import (
     atomic_write,
     resolve_memory_path,
@@ -212,11 +213,8 @@ class MemoryWriter:
         return a, uid, self.engine.agent_dir(a)
 
     def _redact(self, text: str) -> str:
-        # The project's redactor, when a plugin offers it as a service (issue 14 item 2).
-        if self.engine.has_service("redaction"):
-            redacted: str = self.engine.service("redaction").redact(text)
-            return redacted
-        return text
+        # The project's redactor: a plugin's "redaction" service, else the kernel's (issue 12 §1).
+        return redact_for(self.engine, text)
 
     def _reindex(self, a: Agent, uid: str) -> None:
         self.engine.memory.index(a, uid or None, scopes=[uid])
