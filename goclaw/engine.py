@@ -15,7 +15,7 @@ import logging
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from goclaw.agents import AgentService
 from goclaw.changes import ChangeTracker
@@ -30,6 +30,18 @@ from goclaw.store.database import Database
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from goclaw.contracts.services import (
+        ChannelMemoryService,
+        ContextFileService,
+        EpisodicService,
+        KnowledgeGraphService,
+        MemoryService,
+        PromptService,
+        Seeder,
+        SessionService,
+        SkillsService,
+        Summoner,
+    )
     from goclaw.store.models import Agent
     from goclaw.tools import ToolRegistry
     from goclaw.types import EmbeddingProvider, LLMProvider
@@ -168,29 +180,47 @@ class Engine:
     def has_service(self, name: str) -> bool:
         return name in self._services or name in KERNEL_SERVICES
 
+    # Each attribute is typed by its contract (goclaw.contracts.services); a disabled plugin's
+    # attribute raises FeatureUnavailableError naming the plugin.
     @property
-    def files(self) -> Any:
-        return self.service("files")
+    def files(self) -> ContextFileService:
+        return cast("ContextFileService", self.service("files"))
 
     @property
-    def prompt(self) -> Any:
-        return self.service("prompt")
+    def prompt(self) -> PromptService:
+        return cast("PromptService", self.service("prompt"))
 
     @property
-    def skills(self) -> Any:
-        return self.service("skills")
+    def skills(self) -> SkillsService:
+        return cast("SkillsService", self.service("skills"))
 
     @property
-    def memory(self) -> Any:
-        return self.service("memory")
+    def memory(self) -> MemoryService:
+        return cast("MemoryService", self.service("memory"))
 
     @property
-    def sessions(self) -> Any:
-        return self.service("sessions")
+    def sessions(self) -> SessionService:
+        return cast("SessionService", self.service("sessions"))
 
     @property
-    def kg(self) -> Any:
-        return self.service("kg")
+    def kg(self) -> KnowledgeGraphService:
+        return cast("KnowledgeGraphService", self.service("kg"))
+
+    @property
+    def episodic(self) -> EpisodicService:
+        return cast("EpisodicService", self.service("episodic"))
+
+    @property
+    def channel_memory(self) -> ChannelMemoryService:
+        return cast("ChannelMemoryService", self.service("channel_memory"))
+
+    @property
+    def seeder(self) -> Seeder:
+        return cast("Seeder", self.service("seeder"))
+
+    @property
+    def summoner(self) -> Summoner:
+        return cast("Summoner", self.service("summoner"))
 
     @functools.cached_property
     def tools(self) -> ToolRegistry:

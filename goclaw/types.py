@@ -6,11 +6,15 @@ They are deliberately small; behaviour lives in the plugins that produce and con
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+# The provider contracts live in goclaw.contracts.providers; re-exported for existing imports.
+from goclaw.contracts.providers import EmbeddingProvider as EmbeddingProvider
+from goclaw.contracts.providers import LLMProvider as LLMProvider
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine
@@ -163,30 +167,6 @@ class SlashCommand(Protocol):
 
 
 # --------------------------------------------------------------------------- providers
-
-
-@runtime_checkable
-class EmbeddingProvider(Protocol):
-    """Turns texts into float32 vectors. ``dim`` is known after construction."""
-
-    provider: str
-    model: str
-    dim: int
-
-    def embed(self, texts: Sequence[str]) -> Any:
-        """Return a float32 ``numpy.ndarray`` of shape (len(texts), dim)."""
-        ...
-
-
-@runtime_checkable
-class LLMProvider(Protocol):
-    """Completes chat messages. Every caller has a deterministic fallback (DESIGN.md §5)."""
-
-    name: str
-
-    def complete(
-        self, messages: Sequence[Mapping[str, Any]], *, timeout: float = 60.0, **options: Any
-    ) -> str: ...
 
 
 # --------------------------------------------------------------------------- search

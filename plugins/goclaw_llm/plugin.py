@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from goclaw import hookimpl
+from goclaw.contracts.providers import ChatMessage, ToolCall
 from goclaw.errors import GoclawError
 
 
@@ -44,7 +45,7 @@ def import_litellm() -> Any:
 
 
 class LiteLLMProvider:
-    """An :class:`~goclaw.types.LLMProvider` backed by ``litellm.completion``."""
+    """A :class:`~goclaw.contracts.providers.ToolCallingLLMProvider` backed by ``litellm.completion``."""
 
     name = "litellm"
 
@@ -54,9 +55,9 @@ class LiteLLMProvider:
         self.settings = settings
         self.model = settings.model
 
-    def complete(
-        self, messages: Sequence[Mapping[str, Any]], *, timeout: float | None = None, **options: Any
-    ) -> str:
+    def _message(
+        self, messages: Sequence[Mapping[str, Any]], timeout: float | None, options: dict[str, Any]
+    ) -> Any:
         litellm = import_litellm()
         kwargs: dict[str, Any] = {**self.settings.options, **options}
         if self.settings.temperature is not None:
@@ -74,10 +75,32 @@ class LiteLLMProvider:
         except Exception as exc:
             raise LLMCallError(f"LLM call to {self.model} failed: {type(exc).__name__}: {exc}") from exc
         try:
-            content = response.choices[0].message.content
+            return response.choices[0].message
         except (AttributeError, IndexError, KeyError) as exc:
             raise LLMCallError(f"LLM {self.model} returned no message") from exc
-        return str(content or "")
+
+    def complete(
+        self, messages: Sequence[Mapping[str, Any]], *, timeout: float | None = None, **options: Any
+    ) -> str:
+        return str(self._message(messages, timeout, options).content or "")
+
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] = (),
+        timeout: float | None = None,
+        **options: Any,
+    ) -> ChatMessage:
+        """One assistant turn with tool calling (the ``ToolCallingLLMProvider`` contract)."""
+        if tools:
+            options = {**options, "tools": [dict(t) for t in tools]}
+        msg = self._message(messages, timeout, options)
+        calls = tuple(
+            ToolCall(str(c.id), str(c.function.name), str(c.function.arguments or "{}"))
+            for c in (getattr(msg, "tool_calls", None) or [])
+        )
+        return ChatMessage("assistant", str(getattr(msg, "content", None) or ""), calls)
 
 
 @hookimpl

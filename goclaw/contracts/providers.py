@@ -1,0 +1,130 @@
+"""Provider contracts: embeddings and LLMs, including tool calling (DESIGN.md §5, issue 13 item 1).
+
+A provider is registered by name (``goclaw_embedding_providers`` / ``goclaw_llm_providers``) and
+selected by config. An LLM provider must :meth:`~LLMProvider.complete`; one that can call tools
+also implements :meth:`~ToolCallingLLMProvider.chat` (messages + tool schemas in, a
+:class:`ChatMessage` with :class:`ToolCall` s out), so a tool loop such as the memory flush runs
+through any provider. :func:`chat` gives every provider that shape: a provider without ``chat``
+answers with plain text and no tool calls.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class EmbeddingProvider(Protocol):
+    """Turns texts into float32 vectors. ``dim`` is known after construction; ``provider``,
+    ``model`` and ``dim`` are recorded beside every stored vector, so spaces never mix."""
+
+    provider: str
+    model: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """Return a float32 ``numpy.ndarray`` of shape ``(len(texts), dim)``."""
+        ...
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call the model asks for: ``arguments`` is the JSON text the model wrote."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """``arguments`` as a dict (``{}`` when the model wrote something that is not an object)."""
+        try:
+            value = json.loads(self.arguments or "{}")
+        except json.JSONDecodeError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """A chat message in the OpenAI shape that litellm and most providers use."""
+
+    role: str
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = field(default_factory=tuple)
+    tool_call_id: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The message as the OpenAI-style dict a provider takes back in the next turn."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        return out
+
+
+# A tool schema in the OpenAI function-calling shape:
+# {"type": "function", "function": {"name", "description", "parameters": <JSON schema>}}.
+ToolSchema = Mapping[str, Any]
+
+
+@runtime_checkable
+class LLMProvider(Protocol):
+    """Completes chat messages with text. Every caller has a deterministic fallback (DESIGN.md §5)."""
+
+    name: str
+
+    def complete(
+        self, messages: Sequence[Mapping[str, Any]], *, timeout: float = 60.0, **options: Any
+    ) -> str:
+        """The assistant's answer to ``messages`` (OpenAI-style dicts) as text."""
+        ...
+
+
+@runtime_checkable
+class ToolCallingLLMProvider(LLMProvider, Protocol):
+    """An LLM provider that can call tools."""
+
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        timeout: float = 60.0,
+        **options: Any,
+    ) -> ChatMessage:
+        """One assistant turn: text, or tool calls to run and answer with ``role="tool"``
+        messages (``tool_call_id`` set) in the next call."""
+        ...
+
+
+def chat(
+    provider: LLMProvider,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    tools: Sequence[ToolSchema] = (),
+    timeout: float = 60.0,
+    **options: Any,
+) -> ChatMessage:
+    """One assistant turn through any provider: its ``chat`` when it has one, else its text
+    answer as a message without tool calls (the caller's loop then simply ends)."""
+    if isinstance(provider, ToolCallingLLMProvider):
+        return provider.chat(messages, tools=tools, timeout=timeout, **options)
+    return ChatMessage("assistant", provider.complete(messages, timeout=timeout, **options))
+
+
+__all__ = [
+    "ChatMessage",
+    "EmbeddingProvider",
+    "LLMProvider",
+    "ToolCall",
+    "ToolCallingLLMProvider",
+    "ToolSchema",
+    "chat",
+]
