@@ -157,3 +157,20 @@ def test_memory_add_is_redacted(engine: Any) -> None:
     stored = "".join(f.read_text() for f in root.rglob("*.md"))
     _assert_clean("memory add", stored + json.dumps(getattr(entry, "__dict__", {}), default=str))
     assert "[REDACTED:openai_key]" in stored
+
+
+def test_kg_supersede_is_redacted(engine: Any) -> None:
+    agent = engine.agents.create("ada")
+
+    def _do(s: Any) -> str:
+        row, _ = engine.kg.upsert_entity(
+            s, agent_id=agent.id, user_id="", name="Billing DB", entity_type="system"
+        )
+        return str(row.id)
+
+    entity_id = engine.db.run_write(_do)
+    new = engine.kg.supersede_entity(
+        entity_id, description=f"prod URL postgresql://app:{DB_PASSWORD}@db:5432/x"
+    )
+    _assert_clean("a superseded KG entity", new.description)
+    assert "[REDACTED:credentials]" in new.description

@@ -114,3 +114,21 @@ def test_other_tenant_cli_gets_one_line_refusal(
         ["kg", "candidates", "--status", "all", "--json"], workspace=workspace, database_url=database_url
     )
     assert res.code == 0 and json.loads(res.out) == []
+
+
+def test_other_tenant_cannot_list_or_review_channel_memory(make_engine: Any) -> None:
+    owner = make_engine()
+    owner.agents.create("owner-agent", "open")
+    channel = owner.service("channel_memory")
+    channel.configure("owner-agent", "general", enabled=True)
+    channel.ingest(
+        "owner-agent", "general", [{"user": "u1", "text": "We agreed to ship Project Kite on Friday."}]
+    )
+    items = channel.items()
+    assert items
+    intruder = make_engine(tenant_id="x").service("channel_memory")
+    assert intruder.items() == []
+    for review in (intruder.approve, intruder.reject):
+        with pytest.raises(NotFoundError):
+            review(items[0]["id"])
+    assert channel.items()[0]["status"] == "pending"

@@ -19,7 +19,7 @@ from sqlmodel import Session, col, select
 
 from goclaw.errors import NotFoundError, ValidationError
 from goclaw.redaction import ExcludedPatterns, redactor_of
-from goclaw.store.models import ChannelMemoryItem
+from goclaw.store.models import Agent, ChannelMemoryItem
 from goclaw.store.types import utcnow
 from goclaw_consolidation import text as T
 from goclaw_consolidation.common import llm_complete, parse_json_object, require_agent
@@ -151,6 +151,9 @@ class ChannelMemory:
         stmt = select(ChannelMemoryItem)
         if agent:
             stmt = stmt.where(ChannelMemoryItem.agent_id == require_agent(self.engine, agent).id)
+        else:  # this tenant's agents only (issue 12 §20)
+            tenant_agents = select(Agent.id).where(Agent.tenant_id == self.engine.settings.tenant_id)
+            stmt = stmt.where(col(ChannelMemoryItem.agent_id).in_(tenant_agents))
         if channel:
             stmt = stmt.where(ChannelMemoryItem.channel == channel)
         if status:
@@ -163,14 +166,11 @@ class ChannelMemory:
         store = EpisodicStore(self.engine)
         with self.engine.db.session() as s:
             item = s.get(ChannelMemoryItem, item_id)
-            if item is None:
+            agent = s.get(Agent, item.agent_id) if item is not None else None
+            if item is None or agent is None or agent.tenant_id != self.engine.settings.tenant_id:
                 raise NotFoundError(f"unknown channel memory item {item_id}")
             if item.status != "pending":
                 raise ValidationError(f"item {item_id} is already {item.status}")
-            from goclaw.store.models import Agent
-
-            agent = s.get(Agent, item.agent_id)
-        assert agent is not None
         row = store.build(
             NewEpisode(
                 agent_id=item.agent_id,
@@ -202,7 +202,8 @@ class ChannelMemory:
     def reject(self, item_id: int) -> dict[str, Any]:
         def _do(session: Session) -> dict[str, Any]:
             item = session.get(ChannelMemoryItem, item_id)
-            if item is None:
+            agent = session.get(Agent, item.agent_id) if item is not None else None
+            if item is None or agent is None or agent.tenant_id != self.engine.settings.tenant_id:
                 raise NotFoundError(f"unknown channel memory item {item_id}")
             if item.status != "pending":
                 raise ValidationError(f"item {item_id} is already {item.status}")

@@ -22,9 +22,11 @@ from sqlalchemy import or_, text
 from sqlmodel import Session, col, select
 
 from goclaw.errors import NotFoundError, ValidationError
+from goclaw.redaction import redact_for
 from goclaw.store.models import Agent, KGDedupCandidate, KGEntity, KGRelation
 from goclaw.store.types import utcnow
 from goclaw_consolidation.common import embed, require_agent, user_scope
+from goclaw_consolidation.settings import settings_of
 from goclaw_consolidation.text import normalize_name
 
 
@@ -316,8 +318,12 @@ class KnowledgeGraph:
         at: datetime | None = None,
     ) -> KGEntity:
         """Close the current row ``entity_id`` at ``at`` and insert its replacement, valid
-        from ``at``, in one transaction. Current relations move to the new row the same way."""
+        from ``at``, in one transaction. Current relations move to the new row the same way.
+        A new name or description is redacted like extracted facts (issue 12 §1)."""
         at = at or utcnow()
+        if settings_of(self.engine).redact:
+            name = redact_for(self.engine, name) if name else name
+            description = redact_for(self.engine, description) if description else description
 
         def _do(session: Session) -> KGEntity:
             old = session.get(KGEntity, entity_id)
