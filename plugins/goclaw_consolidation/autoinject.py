@@ -15,12 +15,16 @@ from typing import Any
 from sqlmodel import col, select
 
 from goclaw.store.models import SessionMessage
+from goclaw.wrappers import neutralise
 from goclaw_consolidation import text as T
 from goclaw_consolidation.common import log
 from goclaw_consolidation.episodic_store import EpisodicStore
 from goclaw_consolidation.settings import agent_setting, settings_of
 
 HEADER = "## Memory Context\n\nRelevant memories from past sessions (use memory_search for details):\n"
+# Recalled text is data, not instructions: it sits in its own wrapper, and wrapper tags inside
+# it are neutralised (goclaw.wrappers, issue 12). The wrapper counts against the budget.
+OPEN, CLOSE = "<memory_context>\n", "\n</memory_context>"
 
 
 def recent_user_turns(engine: Any, session_key: str | None, limit: int = 2) -> str:
@@ -61,16 +65,16 @@ def render_memory_context(
         log.warning("auto-inject search failed: %s", exc)
         return ""
     budget = max_tokens * 4
-    text = HEADER
-    if len(text) >= budget:
+    text = HEADER + OPEN
+    if len(text) + len(CLOSE) >= budget:
         return ""
     added = 0
     for row, _score in results:
-        l0 = (row.l0_abstract or T.clip(row.summary, 500)).strip()
+        l0 = neutralise((row.l0_abstract or T.clip(row.summary, 500)).strip())
         if not l0:
             continue
         line = f"- {l0}\n"
-        room = budget - len(text)
+        room = budget - len(text) - len(CLOSE)
         if len(line) > room:
             if added == 0 and room > 24:
                 text += f"- {T.clip(l0, room - 3)}\n"
@@ -80,7 +84,7 @@ def render_memory_context(
         added += 1
         if added >= max_items:
             break
-    return text.rstrip("\n") if added else ""
+    return text.rstrip("\n") + CLOSE if added else ""
 
 
 class MemoryContextSection:

@@ -14,6 +14,8 @@ from __future__ import annotations
 from html import escape
 from typing import TYPE_CHECKING
 
+from goclaw.wrappers import wrap
+
 if TYPE_CHECKING:
     from goclaw.types import PromptContext
     from goclaw_skills.loader import ResolvedSkill, SkillView
@@ -68,9 +70,8 @@ def activation_block(skill: ResolvedSkill) -> str:
         "## Explicit Skill Activation\n\n"
         f"The user activated the skill `{r.slug}` with a slash command for this turn. "
         "Follow its instructions below.\n\n"
-        f'<skill_instructions name="{escape(r.name)}" slug="{escape(r.slug)}">\n'
-        f"{r.instructions().rstrip()}\n"
-        "</skill_instructions>"
+        # The body cannot close its wrapper or open another block (goclaw.wrappers, issue 12).
+        + wrap("skill_instructions", r.instructions().rstrip(), name=r.name, slug=r.slug)
     )
 
 

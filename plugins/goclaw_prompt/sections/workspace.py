@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from goclaw import hookimpl
 from goclaw.types import PromptContext, PromptSection
+from goclaw.wrappers import single_line
 from goclaw_prompt.render import ALL_MODES, Section
 
 
 def render(ctx: PromptContext) -> str:
     folder = ctx.engine.agent_dir(ctx.agent)
-    lines = ["## Workspace", f"Your working folder is {folder}."]
+    # Paths carry the agent folder and the user id: one line each, whatever they contain.
+    lines = ["## Workspace", f"Your working folder is {single_line(folder)}."]
     if ctx.user:
         lines.append(
-            f"Memory for this user lives in {folder / 'users' / ctx.user}: MEMORY.md for lasting facts, "
+            f"Memory for this user lives in {single_line(folder / 'users' / ctx.user)}: "
+            "MEMORY.md for lasting facts, "
             "memory/YYYY-MM-DD.md for daily notes."
         )
     else:
