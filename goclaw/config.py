@@ -78,6 +78,9 @@ class Settings(BaseSettings):
     )
     product_name: str = Field(default="GoClaw", description="name used by the Identity section")
     tenant_id: str = Field(default="default", description="tenant scope for multi-tenant setups")
+    tokenizer: str = Field(
+        default="o200k_base", description="token counting: o200k_base, cl100k_base, chars (÷ 4) or a plugin's"
+    )
     agents_dir: str = Field(default="agents", description="folder holding each agent's own folder")
     events: EventsSettings = Field(default_factory=EventsSettings)
     plugins: PluginsConfig = Field(default_factory=PluginsConfig)

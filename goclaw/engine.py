@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         Summoner,
     )
     from goclaw.store.models import Agent
+    from goclaw.tokenizer import Tokenizer
     from goclaw.tools import ToolRegistry
     from goclaw.types import EmbeddingProvider, LLMProvider
 
@@ -221,6 +222,13 @@ class Engine:
     @property
     def summoner(self) -> Summoner:
         return cast("Summoner", self.service("summoner"))
+
+    @functools.cached_property
+    def tokenizer(self) -> Tokenizer:
+        """The token counter (setting ``tokenizer``; :mod:`goclaw.tokenizer`, issue 14)."""
+        from goclaw.tokenizer import make_tokenizer
+
+        return make_tokenizer(self.settings.tokenizer, self.hooks.tokenizers(), self)
 
     @functools.cached_property
     def tools(self) -> ToolRegistry:

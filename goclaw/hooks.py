@@ -212,6 +212,9 @@ class Hooks:
     def embedding_providers(self) -> dict[str, Factory]:
         return self._registry("goclaw_embedding_providers", "embedding provider")
 
+    def tokenizers(self) -> dict[str, Factory]:
+        return self._registry("goclaw_tokenizers", "tokenizer")
+
     def llm_providers(self) -> dict[str, Factory]:
         return self._registry("goclaw_llm_providers", "LLM provider")
 

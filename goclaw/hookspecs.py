@@ -215,6 +215,17 @@ def goclaw_embedding_providers() -> dict[str, Factory] | None:
 
 
 @hookspec
+def goclaw_tokenizers() -> dict[str, Factory] | None:
+    """Register tokenizers by name; ``factory(engine)`` returns an object with ``name`` and
+    ``count(text) -> int`` (:class:`goclaw.tokenizer.Tokenizer`).
+
+    Semantics: a registry; selected by the top-level ``tokenizer`` setting.
+    Default plugin: none; the kernel builds in ``o200k_base`` (default), ``cl100k_base``
+    (tiktoken, offline) and ``chars`` (÷ 4).
+    """
+
+
+@hookspec
 def goclaw_llm_providers() -> dict[str, Factory] | None:
     """Register LLM providers by name; ``factory(engine)`` returns an
     :class:`~goclaw.types.LLMProvider` or None when no model is configured.

@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import text
 
 from goclaw.errors import GoclawError
+from goclaw.tokenizer import CharsTokenizer
 from tests.memory_helpers import write
 
 TURNS = [
@@ -111,6 +112,7 @@ def daily(eng: Any, user: str | None = None) -> Path:
 
 
 def test_sessions_record_messages_and_tokens(engine: Any) -> None:
+    engine.__dict__["tokenizer"] = CharsTokenizer()  # the ÷ 4 fallback; o200k in test_tokenizer.py
     engine.agents.create("ada")
     engine.agents.create("bob")
     m1 = engine.sessions.append("ada", "k1", "user", "x" * 10)

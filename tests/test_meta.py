@@ -125,6 +125,11 @@ class Spy:
         return {"spy-embedder": lambda engine: "embedder"}
 
     @hookimpl
+    def goclaw_tokenizers(self) -> dict[str, Any]:
+        self._hit("goclaw_tokenizers")
+        return {"spy-tokenizer": lambda engine: "tokenizer"}
+
+    @hookimpl
     def goclaw_llm_providers(self) -> dict[str, Any]:
         self._hit("goclaw_llm_providers")
         return {"spy-llm": lambda engine: "llm"}
@@ -169,6 +174,7 @@ def test_every_hook_is_reachable_through_the_facade(workspace: Path) -> None:
         assert hooks.search_backends()["spy-backend"](engine) == "backend"
         assert engine.embedder("spy-embedder") == "embedder"
         assert engine.llm("spy-llm") == "llm"
+        assert hooks.tokenizers()["spy-tokenizer"](engine) == "tokenizer"
         assert hooks.memory_search_extra(engine, "q", agent, None, 5)[0].tier == "spy"
         hooks.consolidation_workers()
         hooks.tools(engine)

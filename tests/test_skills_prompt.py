@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from goclaw.tokenizer import CharsTokenizer
 from goclaw.types import PromptContext, PromptRequest, SlashResult
 from goclaw_skills.slash import DEFAULT_MESSAGE
 from tests.test_skills_common import no_builtin, write_skill
@@ -77,6 +78,7 @@ def test_inline_at_20_search_at_21(eng, workspace: Path) -> None:  # type: ignor
 
 def test_token_threshold(eng, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     # Two skills, name 2 chars each; descriptions sized so name+desc chars = 4 × 3500 exactly.
+    eng.__dict__["tokenizer"] = CharsTokenizer()  # the ÷ 4 fallback rule (DECISIONS.md "Units")
     write_skill(workspace / "skills", "aa", "d" * 6998)
     write_skill(workspace / "skills", "bb", "d" * 6998)
     eng.skills.reload()

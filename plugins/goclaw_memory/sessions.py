@@ -1,9 +1,10 @@
 """``engine.sessions``: working memory for runtimes, with compaction and the flush (spec §16-§17).
 
-A runtime records each turn with :meth:`SessionService.append`; tokens are estimated as
-characters / 4 (DECISIONS.md "Units"). :meth:`SessionService.maintain` applies the policy after
-a turn: the memory flush when the history reaches ``context_window - reserve_tokens_floor -
-soft_threshold_tokens``, and a compaction when it exceeds ``context_window × max_history_share``.
+A runtime records each turn with :meth:`SessionService.append`; tokens are counted by the
+engine's tokenizer (``engine.tokenizer``: o200k by default, characters / 4 as the fallback).
+:meth:`SessionService.maintain` applies the policy after a turn: the memory flush when the
+history reaches ``context_window - reserve_tokens_floor - soft_threshold_tokens``, and a
+compaction when it exceeds ``context_window × max_history_share``.
 :meth:`SessionService.compact` always runs the flush first (DECISIONS.md: the threshold alone
 never fired in practice), at most once per compaction cycle (``sessions.flushed_cycle`` records
 the cycle whose flush ran; ``compaction_count`` is the cycle), then summarises the older turns
@@ -135,6 +136,7 @@ class SessionService:
             raise ValidationError(f"invalid role {role!r}: use {', '.join(ROLES)}")
         a = self.engine.agents.get(agent) if isinstance(agent, str) else agent
         user_id = validate_user_id(user) if user else ""
+        tokens = self.engine.tokenizer.count(content)  # outside the write transaction
 
         def _do(s: DbSession) -> SessionMessage:
             _create_if_missing(s, key, a.id, user_id)
@@ -147,7 +149,7 @@ class SessionService:
                 seq=int(seq or 0) + 1,
                 role=role,
                 content=content,
-                token_count=estimate_tokens(content),
+                token_count=tokens,
             )
             s.add(msg)
             row.status = "open"
@@ -176,7 +178,7 @@ class SessionService:
     def tokens(self, key: str) -> int:
         """Tokens of the live history: the summary plus the messages not yet compacted."""
         row = self.get(key)
-        return estimate_tokens(row.summary) + sum(m.token_count for m in self.messages(key))
+        return self.engine.tokenizer.count(row.summary) + sum(m.token_count for m in self.messages(key))
 
     # ------------------------------------------------------------------ policy
     def flush_threshold(self) -> int:

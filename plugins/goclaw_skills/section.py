@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from goclaw.wrappers import wrap
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from goclaw.types import PromptContext
     from goclaw_skills.loader import ResolvedSkill, SkillView
 
@@ -35,15 +37,19 @@ then call `use_skill` with the chosen slug and follow its instructions. Never gu
 names or paths."""
 
 
-def estimate_tokens(skills: list[ResolvedSkill]) -> float:
-    """DECISIONS.md: tokens = (name + description characters) / 4."""
+def estimate_tokens(skills: list[ResolvedSkill], count: Callable[[str], int] | None = None) -> float:
+    """Tokens of name + description: ``count`` (the engine's tokenizer), else characters / 4."""
+    if count is not None:
+        return sum(count(f"{s.record.name} {s.record.description}") for s in skills)
     return sum(len(s.record.name) + len(s.record.description) for s in skills) / 4
 
 
-def choose_mode(view: SkillView, max_skills: int, max_tokens: int) -> str | None:
+def choose_mode(
+    view: SkillView, max_skills: int, max_tokens: int, count: Callable[[str], int] | None = None
+) -> str | None:
     if not len(view):
         return None
-    if len(view) <= max_skills and estimate_tokens(view.skills) <= max_tokens:
+    if len(view) <= max_skills and estimate_tokens(view.skills, count) <= max_tokens:
         return "inline"
     return "search"
 
@@ -95,7 +101,9 @@ class SkillsSection:
         activated = getattr(slash, "skill", None) if slash is not None else None
         skill_filter = (activated,) if activated else ctx.request.skill_filter
         view = svc.view(ctx.agent, ctx.user or None, skill_filter)
-        mode = choose_mode(view, cfg.inline_max_skills, cfg.inline_max_tokens)
+        tok = engine.tokenizer  # "chars" keeps DECISIONS.md's exact (name + description) / 4
+        count = None if tok.name == "chars" else tok.count
+        mode = choose_mode(view, cfg.inline_max_skills, cfg.inline_max_tokens, count)
         ctx.state["skills_mode"] = mode
         if mode is None:
             return None
