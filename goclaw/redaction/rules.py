@@ -74,7 +74,8 @@ def _phone(m: re.Match[str]) -> bool:
 
 _PLACEHOLDER_WORDS = """none null nil true false yes no empty unset set required optional hidden redacted
 changeme example placeholder secret password token xxx xxxx xxxxxx dummy test invalid incorrect
-wrong expired missing needed correct valid enabled disabled n/a tbd todo"""
+wrong expired missing needed correct valid enabled disabled n/a tbd todo pass passwd pwd change-me
+changeit"""
 PLACEHOLDERS = frozenset(_PLACEHOLDER_WORDS.split())
 
 
@@ -109,7 +110,7 @@ def secretish(value: str, min_len: int = 8) -> bool:
         return False
     if re.search(r"\d", v) and re.search(r"[A-Za-z]", v):
         return True
-    return len(v) >= 20 and shannon(v) >= 3.7
+    return len(v) >= 20 and bool(re.search(r"[a-z]", v) and re.search(r"[A-Z]", v)) and shannon(v) >= 3.7
 
 
 def _password_value(m: re.Match[str]) -> bool:
@@ -154,6 +155,7 @@ RULES: tuple[Rule, ...] = (
             r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,30}://(?P<cred>[^\s:/@'\"<>]{0,128}:[^\s'\"<>?#]{1,256})@[\w.\[\]-]"
         ),
         "cred",
+        lambda m: not is_placeholder(m.group("cred").split(":", 1)[1]),
     ),
     # scheme://TOKEN@host (git URLs with a token, Sentry DSNs).
     Rule(
