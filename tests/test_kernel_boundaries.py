@@ -17,7 +17,6 @@ KNOWN_VIOLATIONS: set[tuple[str, str]] = {
     ("goclaw/cli/kg.py", "goclaw_consolidation"),
     ("goclaw/cli/memory_quality.py", "goclaw_memory"),
     ("goclaw/cli/session.py", "goclaw_consolidation"),
-    ("plugins/goclaw_memory/flush.py", "goclaw_embeddings"),
 }
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from goclaw import hookspecs
+from goclaw import hookimpl, hookspecs
 from goclaw.contracts.events import PAYLOADS, RUN_COMPLETED, EventPublisher
 from goclaw.contracts.providers import ChatMessage, LLMProvider, ToolCall, ToolCallingLLMProvider, chat
 from goclaw.contracts.services import SERVICES
@@ -151,3 +151,65 @@ def test_memory_writer_satisfies_its_protocol(engine: Engine) -> None:
     assert isinstance(writer, MemoryFileWriter)
     for member, declared in _members(MemoryFileWriter).items():
         assert _shape(getattr(type(writer), member)) == _shape(declared), member
+
+
+class _ScriptedToolCaller:
+    """A from-scratch tool-calling provider (no litellm): writes one memory, then stops."""
+
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self.turns: list[list[dict[str, Any]]] = []
+        self.tools_seen: list[str] = []
+
+    def complete(
+        self, messages: Sequence[Mapping[str, Any]], *, timeout: float = 60.0, **options: Any
+    ) -> str:
+        raise AssertionError("the flush must use chat() when the provider has it")
+
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] = (),
+        timeout: float = 60.0,
+        **options: Any,
+    ) -> ChatMessage:
+        self.turns.append([dict(m) for m in messages])
+        self.tools_seen = [t["function"]["name"] for t in tools]
+        if len(self.turns) == 1:
+            args = json.dumps({"path": "memory/2026-01-02.md", "content": "- Deadline: 2026-03-01\n"})
+            return ChatMessage("assistant", "", (ToolCall("c1", "append_file", args),))
+        return ChatMessage("assistant", "Saved.")
+
+
+class _ScriptedPlugin:
+    def __init__(self, provider: _ScriptedToolCaller) -> None:
+        self.provider = provider
+
+    @hookimpl
+    def goclaw_llm_providers(self) -> dict[str, Any]:
+        return {"scripted": lambda engine: self.provider}
+
+
+def test_flush_tool_loop_runs_through_any_tool_calling_provider(workspace: Path) -> None:
+    provider = _ScriptedToolCaller()
+    with Engine.open(
+        workspace,
+        plugins={"llm": {"provider": "scripted"}},
+        extra_plugins=[("scripted", _ScriptedPlugin(provider))],
+    ) as engine:
+        agent = engine.agents.create("ada")
+        engine.sessions.append("ada", "k", "user", "The deadline is 2026-03-01, remember it.")
+        result = engine.sessions.flush("k")
+        memory_file = engine.agent_dir(agent) / "memory" / "2026-01-02.md"
+        assert result is not None and result.method == "llm", result
+        assert memory_file.read_text().strip().endswith("- Deadline: 2026-03-01")
+    assert "append_file" in provider.tools_seen
+    assert len(provider.turns) == 2
+    assert provider.turns[1][-1] == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": provider.turns[1][-1]["content"],
+    }
+    assert provider.turns[1][-2]["tool_calls"][0]["function"]["name"] == "append_file"

@@ -24,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from goclaw.contracts.providers import ToolCallingLLMProvider
 from goclaw.errors import GoclawError
 from goclaw.redaction import redactor_of
 from goclaw_memory.paths import atomic_write, writable_memory_path
@@ -194,10 +195,8 @@ def _llm_loop(
         {"role": "system", "content": FLUSH_SYSTEM},
         {"role": "user", "content": user_msg},
     ]
-    model = getattr(llm, "model", None)
-    llm_settings = getattr(llm, "settings", None)
-    if model is None or llm_settings is None:
-        # A non-litellm provider: one plain completion whose answer is the memory text.
+    if not isinstance(llm, ToolCallingLLMProvider):
+        # A provider without tool calling: one plain completion whose answer is the memory text.
         try:
             answer = _call_with_deadline(
                 lambda: llm.complete(messages, timeout=cfg.timeout), deadline - time.monotonic()
@@ -212,14 +211,8 @@ def _llm_loop(
         tools.call("append_file", {"path": f"memory/{datetime.now().date().isoformat()}.md", "content": text})
         return "done", 1
 
-    from goclaw_embeddings.providers import import_litellm
-
-    litellm = import_litellm()
-    options: dict[str, Any] = dict(getattr(llm_settings, "options", {}) or {})
-    if getattr(llm_settings, "api_base", None):
-        options.setdefault("api_base", llm_settings.api_base)
-    options.setdefault("max_tokens", 4096)
-    options.setdefault("temperature", 0.3)
+    # The tool loop runs through the provider contract (goclaw.contracts.providers, issue 13), so
+    # any provider that implements chat() gets the full flush.
     iterations = 0
     for _ in range(cfg.max_iterations):
         remaining = deadline - time.monotonic()
@@ -228,37 +221,21 @@ def _llm_loop(
         iterations += 1
         snapshot = list(messages)
         try:
-            response = _call_with_deadline(
-                lambda snapshot=snapshot, remaining=remaining: litellm.completion(
-                    model=model, messages=snapshot, tools=list(FlushTools.SPECS), timeout=remaining, **options
+            msg = _call_with_deadline(
+                lambda snapshot=snapshot, remaining=remaining: llm.chat(
+                    snapshot, tools=list(FlushTools.SPECS), timeout=remaining
                 ),
                 remaining,
             )
-            msg = response.choices[0].message
         except _Timeout:
             return "timeout", iterations
         except Exception as exc:
             return f"error: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}", iterations
-        calls = list(getattr(msg, "tool_calls", None) or [])
-        if not calls:
-            content = str(getattr(msg, "content", "") or "")
-            return ("no_reply" if NO_REPLY in content else "done"), iterations
-        messages.append(
-            {
-                "role": "assistant",
-                "content": getattr(msg, "content", None) or "",
-                "tool_calls": [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.function.name, "arguments": c.function.arguments},
-                    }
-                    for c in calls
-                ],
-            }
-        )
-        for c in calls:
-            result = tools.call(c.function.name, c.function.arguments)
+        if not msg.tool_calls:
+            return ("no_reply" if NO_REPLY in msg.content else "done"), iterations
+        messages.append(msg.as_dict())
+        for c in msg.tool_calls:
+            result = tools.call(c.name, c.arguments)
             messages.append({"role": "tool", "tool_call_id": c.id, "content": result})
     return "done", iterations
 
