@@ -1,5 +1,8 @@
 """Recall and false positives of the redactor on tests/data/secrets_corpus.jsonl (issue 12 §2).
 
+tests/data/secrets_holdout.jsonl holds 25 more secrets of formats no detector was written or
+tuned for (added after the detectors were done): its recall says how the detectors generalise.
+
     python scripts/redaction_corpus.py            # the current redactor (goclaw.redaction)
     python scripts/redaction_corpus.py --before   # also the pre-issue-12 redactor, from git
     python scripts/redaction_corpus.py -v         # list every miss and false positive
@@ -21,16 +24,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "secrets_corpus.jsonl"
+HOLDOUT = ROOT / "tests" / "data" / "secrets_holdout.jsonl"
 # The last commit before goclaw.redaction replaced it.
 BEFORE = ("8130828", "plugins/goclaw_consolidation/redact.py")
 
 
-def load() -> list[dict[str, object]]:
-    return [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+def load(path: Path = CORPUS) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def score(redact: Callable[[str], str], verbose: bool = False) -> dict[str, object]:
-    entries = load()
+def score(redact: Callable[[str], str], verbose: bool = False, path: Path = CORPUS) -> dict[str, object]:
+    entries = load(path)
     secrets = [e for e in entries if e["label"] == "secret"]
     benign = [e for e in entries if e["label"] == "benign"]
     missed, false_pos = [], []
@@ -49,7 +53,7 @@ def score(redact: Callable[[str], str], verbose: bool = False) -> dict[str, obje
         "recall": round((len(secrets) - len(missed)) / len(secrets), 3),
         "benign": len(benign),
         "false_positives": len(false_pos),
-        "fp_rate": round(len(false_pos) / len(benign), 3),
+        "fp_rate": round(len(false_pos) / len(benign), 3) if benign else None,
         "ms_per_line": round(elapsed * 1000 / len(entries), 2),
     }
     if verbose:
@@ -75,11 +79,12 @@ def main() -> None:
     parser.add_argument("--before", action="store_true", help="also score the pre-issue-12 redactor")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
-    if args.before:
-        print("before", json.dumps(score(old_redactor(), args.verbose)))
     from goclaw.redaction import redact
 
-    print("after ", json.dumps(score(redact, args.verbose)))
+    for label, path in (("corpus ", CORPUS), ("holdout", HOLDOUT)):
+        if args.before:
+            print(label, "before", json.dumps(score(old_redactor(), args.verbose, path)))
+        print(label, "after ", json.dumps(score(redact, args.verbose, path)))
 
 
 if __name__ == "__main__":
