@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -135,18 +136,35 @@ def test_damaged_rows_are_found_and_repaired(
     assert eng.memory.search("DOCK-7781", "helper", channel="lexical")[0].path == "MEMORY.md"
 
 
-def test_sqlite_fts5_damage_is_found_and_rebuilt(make_engine: Any, workspace: Path, backend: str) -> None:
-    if backend != "sqlite":
-        pytest.skip("SQLite FTS5")
+def test_missing_and_stale_full_text_terms_are_found_and_recomputed(
+    make_engine: Any, workspace: Path
+) -> None:
     eng = _setup(make_engine, workspace)
-    # An index entry with no chunk behind it (what a lost trigger or a crash mid-rebuild leaves).
-    _sql(eng, "INSERT INTO memory_chunks_fts(rowid, text) VALUES (999999, 'ghost words')")
+    # What a crash mid-backfill or a tokenizer upgrade leaves: no terms, or other terms.
+    _sql(eng, "UPDATE memory_chunks SET lex = NULL WHERE path = 'MEMORY.md'")
+    _sql(eng, "UPDATE memory_chunks SET lex = 'zzz' WHERE path = 'memory/2026-10-01.md'")
+    shutil.rmtree(workspace / ".goclaw" / "goclaw.db.index", ignore_errors=True)  # SQLite's saved index
+    broken = make_engine()  # builds its index from the stored terms: the note is lost to full text
+    hits = broken.memory.search("quarterly Thursdays", "helper", channel="lexical")
+    assert "memory/2026-10-01.md" not in [h.path for h in hits]
+    save = getattr(broken.memory.backend, "save", None)
+    if save is not None:  # SQLite: an index persisted from the stale terms must not survive repair
+        assert save(broken.agents.get("helper").id) is not None
     check = _by(run_doctor(eng), "full-text")
-    assert check.status == "problem" and check.message.startswith("the FTS5 index does not match the chunks")
-    assert check.fix == "goclaw memory doctor --repair (rebuilds the full-text index from the chunks)"
+    assert check.status == "problem"
+    assert check.message == (
+        "1 chunks have no full-text terms; 1 of 3 sampled chunks carry terms the current tokenizer "
+        "would not produce (was it upgraded?)"
+    )
+    assert check.fix == "goclaw memory doctor --repair (recomputes the terms and rebuilds the search index)"
     report = run_doctor(eng, repair=True)
-    assert report.repaired == ["rebuilt the FTS5 index from the chunks"]
+    assert report.repaired == ["recomputed the full-text terms of 2 chunks (search index rebuilt)"]
     assert _by(report, "full-text").status == "ok"
+    fresh = make_engine()  # a new process builds its index from the stored terms
+    assert fresh.memory.search("DOCK-7781", "helper", channel="lexical")[0].path == "MEMORY.md"
+    assert fresh.memory.search("quarterly Thursdays", "helper", channel="lexical")[0].path == (
+        "memory/2026-10-01.md"
+    )
 
 
 def test_postgres_full_text_and_hnsw_indexes(make_engine: Any, workspace: Path, backend: str) -> None:

@@ -9,14 +9,14 @@ Checks, read straight from the tables with plain SQL (no ORM, nothing cached):
   embedder; vectors of another model are invisible to the vector channel;
 * **vectors** (per agent): chunks without a vector, and stored vectors whose length is not their
   recorded dimension;
-* **full-text**: SQLite: FTS5 ``integrity-check`` of ``memory_chunks_fts`` against the chunks;
-  PostgreSQL: the ``tsv`` column, its GIN index, rows without a ``tsv``;
+* **full-text**: the retrieval engine's terms (``memory_chunks.lex``) are present and a random
+  sample matches the current tokenizer; PostgreSQL: the ``tsv`` column and its GIN index;
 * **hnsw** (PostgreSQL): an HNSW index for every dimension that has vectors (pgvector indexes up
   to 2,000 dimensions), and that it is valid;
 * **watcher**: the memory watchers running in this process, if any.
 
 Each check is ``ok``, ``info``, ``warning`` or ``problem`` and carries the command that fixes it.
-``repair=True`` fixes what no other command fixes: rebuilds the FTS5 index, builds missing or
+``repair=True`` fixes what no other command fixes: recomputes stale full-text terms, builds missing or
 invalid full-text and HNSW indexes, clears vectors of the wrong length and forgets documents
 whose chunks are inconsistent (the next ``goclaw memory index`` re-embeds and re-chunks them).
 """

@@ -1,8 +1,10 @@
 """The database-wide checks of ``goclaw memory doctor``: full-text and HNSW indexes (issue 11).
 
-SQLite: FTS5 ``integrity-check`` of ``memory_chunks_fts`` against the chunks. PostgreSQL: the
-``tsv`` column, its GIN index, rows without a ``tsv``, and an HNSW index for every vector
-dimension that has vectors (pgvector indexes up to 2,000 dimensions).
+Full text (both backends): the retrieval engine's terms stored in ``memory_chunks.lex`` are
+present, and a random sample of them is what the current tokenizer produces (a tokenizer
+upgrade leaves old terms behind: the SQLite index is rebuilt from them, PostgreSQL's ``tsv`` is
+generated from them). PostgreSQL also: the ``tsv`` column and its GIN index, and an HNSW index
+for every vector dimension that has vectors (pgvector indexes up to 2,000 dimensions).
 """
 
 from __future__ import annotations
@@ -20,30 +22,65 @@ if TYPE_CHECKING:
 HNSW_MAX_DIM = 2000
 
 
+LEX_SAMPLE = 200  # chunks whose stored terms are re-derived per check
+
+
+def _has_column(conn: Any, pg: bool, column: str) -> bool:
+    if pg:
+        sql = (
+            "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+            f"AND table_name = 'memory_chunks' AND column_name = '{column}'"
+        )
+        return conn.execute(text(sql)).first() is not None
+    return any(r[1] == column for r in conn.exec_driver_sql("PRAGMA table_info(memory_chunks)").all())
+
+
+def stale_terms(conn: Any, limit: int | None = LEX_SAMPLE) -> tuple[int, int, list[int]]:
+    """``(missing, sampled, stale ids)``: chunks without stored terms, and among ``limit``
+    random chunks (all when None) those whose terms the current tokenizer would not produce."""
+    from goclaw.retrieval.tokenize import default_tokenizer
+
+    tok = default_tokenizer()
+    missing = int(
+        conn.execute(
+            text("SELECT COUNT(*) FROM memory_chunks WHERE lex IS NULL AND length(text) > 0")
+        ).scalar_one()
+    )
+    sql = "SELECT id, text, lex FROM memory_chunks WHERE lex IS NOT NULL"
+    rows = conn.execute(text(sql + (f" ORDER BY random() LIMIT {int(limit)}" if limit else ""))).all()
+    stale = [int(r[0]) for r in rows if " ".join(tok.terms(r[1] or "")) != r[2]]
+    return missing, len(rows), stale
+
+
 def check_full_text(engine: Engine, conn: Any) -> Check:
-    if engine.db.backend == "postgresql":
-        return _check_tsv(conn)
-    found = conn.execute(
-        text("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'memory_chunks_fts'")
-    ).first()
-    if found is None:
-        return Check(
-            "full-text", "info", "no FTS5 table: the full-text channel does not use SQLite FTS5 here"
-        )
-    try:
-        conn.exec_driver_sql(
-            "INSERT INTO memory_chunks_fts(memory_chunks_fts, rank) VALUES('integrity-check', 1)"
-        )
-    except Exception as exc:
-        conn.rollback()
-        reason = " ".join(str(getattr(exc, "orig", exc)).split())
+    """Both backends search the terms stored in ``memory_chunks.lex`` (SQLite: the in-memory
+    BM25 index is built from them; PostgreSQL: ``tsv`` is generated from them)."""
+    pg = engine.db.backend == "postgresql"
+    if not _has_column(conn, pg, "lex"):
         return Check(
             "full-text",
             "problem",
-            f"the FTS5 index does not match the chunks ({reason})",
-            "goclaw memory doctor --repair (rebuilds the full-text index from the chunks)",
+            "memory_chunks has no lex column: the full-text channel has no terms",
+            "the schema is damaged: restore the database (goclaw migrates a healthy one on open)",
         )
-    return Check("full-text", "ok", "FTS5 integrity-check passed")
+    missing, sampled, stale = stale_terms(conn)
+    if missing or stale:
+        parts = [f"{missing} chunks have no full-text terms"] if missing else []
+        if stale:
+            parts.append(
+                f"{len(stale)} of {sampled} sampled chunks carry terms the current tokenizer would not "
+                "produce (was it upgraded?)"
+            )
+        return Check(
+            "full-text",
+            "problem",
+            "; ".join(parts),
+            "goclaw memory doctor --repair (recomputes the terms and rebuilds the search index)",
+            details={"missing": missing, "sampled": sampled, "stale": len(stale)},
+        )
+    if pg:
+        return _check_tsv(conn)
+    return Check("full-text", "ok", f"terms present, {sampled} sampled chunks match the tokenizer")
 
 
 def _check_tsv(conn: Any) -> Check:
@@ -77,13 +114,6 @@ def _check_tsv(conn: Any) -> Check:
             f"the full-text index {invalid[0]} is invalid",
             "goclaw memory doctor --repair (rebuilds it)",
         )
-    empty = int(
-        conn.execute(
-            text("SELECT COUNT(*) FROM memory_chunks WHERE tsv IS NULL AND length(text) > 0")
-        ).scalar_one()
-    )
-    if empty:
-        return Check("full-text", "problem", f"{empty} chunks have no tsv value", "goclaw memory index")
     return Check("full-text", "ok", "tsv column and GIN index present")
 
 

@@ -3,7 +3,8 @@
 * forget documents whose chunks disagree with their recorded count (the next ``memory index``
   re-chunks them: it would otherwise skip them while their files are unchanged);
 * clear stored vectors whose length is not their recorded dimension (the next index re-embeds);
-* SQLite: rebuild the FTS5 index from the chunks when its integrity-check fails;
+* recompute the full-text terms (``memory_chunks.lex``) that are missing or that the current
+  tokenizer would not produce, and drop the SQLite search index built from the old ones;
 * PostgreSQL: create a missing GIN index on ``tsv``, build missing HNSW indexes through the
   search backend (the same definition searches use), ``REINDEX`` invalid ones.
 
@@ -17,6 +18,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
+
+BATCH = 2000
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -73,31 +76,60 @@ def _repair_agent(engine: Engine, agent: Any) -> list[str]:
     return done
 
 
-def _repair_sqlite_fts(engine: Engine) -> list[str]:
+def _repair_terms(engine: Engine) -> list[str]:
+    """Recompute ``lex`` wherever it is missing or not what the tokenizer produces, then make the
+    search index forget what it built from the old terms."""
+    from goclaw.retrieval.tokenize import default_tokenizer
+    from goclaw_memory.doctor_indexes import stale_terms
+    from goclaw_memory.indexer import bump_version
+
     with engine.db.engine.connect() as conn:
-        found = conn.execute(
-            text("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'memory_chunks_fts'")
-        ).first()
-        if found is None:
-            return []
-        try:
-            conn.exec_driver_sql(
-                "INSERT INTO memory_chunks_fts(memory_chunks_fts, rank) VALUES('integrity-check', 1)"
+        missing, _sampled, stale = stale_terms(conn)
+    if not missing and not stale:
+        return []
+    tok = default_tokenizer()
+    fixed: dict[str, int] = {}
+    last = 0
+    while True:
+        with engine.db.engine.connect() as conn:
+            rows = conn.execute(
+                text(
+                    "SELECT id, agent_id, text, lex FROM memory_chunks WHERE id > :last ORDER BY id LIMIT :n"
+                ),
+                {"last": last, "n": BATCH},
+            ).all()
+        if not rows:
+            break
+        last = int(rows[-1][0])
+        changes = [(int(r[0]), r[1], lex) for r in rows if (lex := " ".join(tok.terms(r[2] or ""))) != r[3]]
+        if not changes:
+            continue
+
+        def _do(session: Session, changes: list[tuple[int, str, str]] = changes) -> None:
+            conn = session.connection()
+            conn.execute(
+                text("UPDATE memory_chunks SET lex = :lex WHERE id = :id"),
+                [{"id": cid, "lex": lex} for cid, _a, lex in changes],
             )
-            return []
-        except Exception:
-            conn.rollback()
+            for agent_id in sorted({a for _c, a, _l in changes}):
+                bump_version(session, agent_id)
 
-    def _do(session: Session) -> None:
-        session.connection().exec_driver_sql(
-            "INSERT INTO memory_chunks_fts(memory_chunks_fts) VALUES('rebuild')"
-        )
+        engine.db.run_write(_do)
+        for _cid, agent_id, _lex in changes:
+            fixed[agent_id] = fixed.get(agent_id, 0) + 1
+    backend = engine.memory.backend
+    snapshot = getattr(backend, "_snapshot", None)  # SQLite: the index persisted beside the db
+    invalidate = getattr(backend, "invalidate", None)
+    for agent_id in fixed:
+        path = snapshot(agent_id) if snapshot is not None else None
+        if path is not None and path.exists():
+            path.unlink()
+        if invalidate is not None:
+            invalidate(agent_id)
+    return [f"recomputed the full-text terms of {sum(fixed.values())} chunks (search index rebuilt)"]
 
-    engine.db.run_write(_do)
-    return ["rebuilt the FTS5 index from the chunks"]
 
-
-def _repairpg_indexes(engine: Engine) -> list[str]:
+def _repair_pg_indexes(engine: Engine) -> list[str]:
     from goclaw_memory.doctor_indexes import HNSW_MAX_DIM, pg_indexes
 
     done: list[str] = []
@@ -150,8 +182,7 @@ def repair(engine: Engine, agent: str | None = None) -> list[str]:
     done: list[str] = []
     for a in agents:
         done.extend(_repair_agent(engine, a))
+    done.extend(_repair_terms(engine))
     if engine.db.backend == "postgresql":
-        done.extend(_repairpg_indexes(engine))
-    else:
-        done.extend(_repair_sqlite_fts(engine))
+        done.extend(_repair_pg_indexes(engine))
     return done
