@@ -132,3 +132,22 @@ def test_other_tenant_cannot_list_or_review_channel_memory(make_engine: Any) -> 
         with pytest.raises(NotFoundError):
             review(items[0]["id"])
     assert channel.items()[0]["status"] == "pending"
+
+
+def test_other_tenant_cannot_end_a_session_on_the_cli(
+    workspace: Path, database_url: str | None, make_engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    owner = make_engine()
+    owner.agents.create("owner-agent", "open")
+    owner.sessions.append("owner-agent", "agent:owner-agent:s9", "user", "hello", user="alice")
+    monkeypatch.setenv("GOCLAW_TENANT_ID", "x")
+    res = run_cli(
+        ["session", "end", "--key", "agent:owner-agent:s9"], workspace=workspace, database_url=database_url
+    )
+    assert res.code != 0 and "unknown session" in res.err and len(res.err.strip().splitlines()) == 1
+    assert owner.sessions.get("agent:owner-agent:s9").status == "open"
+    monkeypatch.delenv("GOCLAW_TENANT_ID")
+    res = run_cli(
+        ["session", "end", "--key", "agent:owner-agent:s9"], workspace=workspace, database_url=database_url
+    )
+    assert res.code == 0, res.err

@@ -43,7 +43,13 @@ def session_append(
 @json_option
 def session_end(key: str, as_json: bool) -> None:
     """End a run: publishes run.completed for the consolidation workers."""
+    from goclaw.errors import NotFoundError
+
     eng = engine()
+    try:  # a session of another tenant's agent is unknown here (issue 12 §20)
+        eng.agents.get(eng.sessions.get(key).agent_id)
+    except NotFoundError:
+        raise NotFoundError(f"unknown session {key!r}") from None
     result = eng.sessions.end(key)
     if as_json:
         emit_json(
