@@ -104,3 +104,13 @@ def test_symlinked_user_folder_never_exposes_another_user(engine: Any, workspace
     with pytest.raises(PermissionDeniedError):
         writable_memory_path(root, "mallory", "memory/2026-01-01.md")
     assert sorted(p.name for p in (bob / "memory").iterdir()) == ["notes.md"]
+
+
+def test_agent_folders_are_unique_across_tenants(make_engine: Any) -> None:
+    owner = make_engine()
+    _bob(owner)
+    other = make_engine(tenant_id="x")
+    with pytest.raises(ValidationError, match="another agent"):
+        other.agents.create("bob")  # would share agents/bob and so bob's memory
+    other.agents.create("bob", workspace_dir="agents/x-bob")
+    assert other.memory.search("locker combination", "bob", channel="lexical") == []
