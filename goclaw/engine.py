@@ -248,6 +248,12 @@ class Engine:
                 self._providers[key] = registry[name](self)
             return self._providers[key]
 
+    def embedding_provider_name(self) -> str:
+        """The configured embedding provider's name (``[plugins.embeddings] provider``); ``"none"``
+        when none is configured or the embeddings plugin is disabled."""
+        cfg = self._plugin_settings.get("embeddings")
+        return str(getattr(cfg, "provider", None) or "none")
+
     def embedder(self, name: str | None = None) -> EmbeddingProvider | None:
         """The configured embedding provider (``[plugins.embeddings] provider``), or None.
 
@@ -255,8 +261,7 @@ class Engine:
         (e.g. a hosted model without its API key); callers degrade to full text only.
         """
         if name is None:
-            cfg = self._plugin_settings.get("embeddings")
-            name = getattr(cfg, "provider", None) or "none"
+            name = self.embedding_provider_name()
         if name == "none":
             return None
         provider: EmbeddingProvider | None = self._provider(

@@ -100,3 +100,21 @@ class _QueueThief:
 def test_a_plugin_cannot_replace_the_kernel_queue(workspace: Path) -> None:
     with pytest.raises(PluginError, match="events"):
         Engine.open(workspace, extra_plugins=[("thief", _QueueThief())])
+
+
+def test_http_serve_with_workers_uses_the_kernel_queue_settings(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``goclaw serve --workers`` read the queue knobs from [plugins.consolidation], where they
+    no longer live: it crashed before serving (AttributeError)."""
+    pytest.importorskip("uvicorn")
+    import uvicorn
+
+    from goclaw.server.http import serve
+
+    ran: list[str] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: ran.append(kwargs["host"]))
+    (workspace / "goclaw.toml").write_text("[events]\npoll_interval_seconds = 0.05\n")
+    with Engine.open(workspace, plugins={"disable": ["goclaw.consolidation"]}) as engine:
+        serve(engine, None, host="127.0.0.1", port=0, workers=True)
+    assert ran == ["127.0.0.1"]

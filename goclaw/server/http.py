@@ -192,7 +192,7 @@ def serve(
     if workers:
         from goclaw.events import WorkerRunner
 
-        cfg = engine.plugin_settings("consolidation")
+        cfg = engine.settings.events  # the kernel's queue settings (issue 13 item 2)
         runner = WorkerRunner(engine, batch_size=cfg.batch_size, poll_interval=cfg.poll_interval_seconds)
         threading.Thread(target=runner.serve, args=(stop,), name="goclaw-workers", daemon=True).start()
     app: FastAPI = create_app(engine, tokens, max_body=max_body)

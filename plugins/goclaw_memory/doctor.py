@@ -155,7 +155,7 @@ def check_consistency(agent: Any, conn: Any) -> Check:
 
 def _configured_space(engine: Engine) -> tuple[tuple[str, str, int] | None, str | None]:
     """The configured embedder's (provider, model, dim), or (None, why not)."""
-    configured = getattr(engine.plugin_settings("embeddings"), "provider", "none") or "none"
+    configured = engine.embedding_provider_name()
     if configured == "none":
         return None, None
     try:

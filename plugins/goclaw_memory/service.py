@@ -128,7 +128,7 @@ class MemoryService:
         if scopes is None and user is not None:
             scopes = [validate_user_id(user)]
         embedder, reason = self.embedder()
-        configured = getattr(self.engine.plugin_settings("embeddings"), "provider", "none")
+        configured = self.engine.embedding_provider_name()
         indexer = MemoryIndexer(self.engine, self.backend, max_chunk_len=self.settings.max_chunk_len)
         return indexer.index(
             a,
