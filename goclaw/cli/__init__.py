@@ -50,6 +50,7 @@ BUILTIN_COMMAND_MODULES = (
     "agents",
     "channel_memory",
     "files",
+    "forget",
     "kg",
     "mcp",
     "memory",

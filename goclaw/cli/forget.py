@@ -1,0 +1,34 @@
+"""``goclaw forget --user U``: erase one user's data (issue 14); a dry run unless ``--yes``."""
+
+from __future__ import annotations
+
+import click
+
+from goclaw.cli.common import emit_json, engine, json_option
+
+
+@click.command("forget")
+@click.option("--user", "-u", required=True, help="The user to erase.")
+@click.option("--agent", "-a", default=None, help="Only this agent's data of the user (default: all).")
+@click.option("--yes", is_flag=True, help="Erase. Without it, only count what would be erased.")
+@json_option
+def forget_cmd(user: str, agent: str | None, yes: bool, as_json: bool) -> None:
+    """Erase a user's files, index, sessions, episodic memory, KG facts and more (GDPR)."""
+    from goclaw.forget import forget_user
+
+    report = forget_user(engine(), user, agent=agent, dry_run=not yes)
+    if as_json:
+        emit_json(report.as_json())
+        return
+    verb = "would erase" if report.dry_run else "erased"
+    click.echo(f"{verb} for user {user!r} ({', '.join(report.agents) or 'no agents'}):")
+    click.echo(f"  files: {report.files} in {len(report.folders)} folder(s)")
+    for name, n in sorted(report.rows.items()):
+        if n:
+            click.echo(f"  {name}: {n}")
+    click.echo(f"  rows in total: {report.total_rows}")
+    if report.dry_run:
+        click.echo("dry run: nothing was changed; run again with --yes to erase", err=True)
+
+
+COMMANDS = [forget_cmd]
