@@ -51,7 +51,9 @@ def _census(engine: Any) -> dict[str, Counter[str]]:
                 rows = conn.execute(select(t.c.user_id, func.count()).group_by(t.c.user_id)).all()
                 out[name] = Counter({str(u): int(n) for u, n in rows})
             else:
-                out[name] = Counter({"*": int(conn.execute(select(func.count()).select_from(t)).scalar_one())})
+                out[name] = Counter(
+                    {"*": int(conn.execute(select(func.count()).select_from(t)).scalar_one())}
+                )
     return out
 
 
