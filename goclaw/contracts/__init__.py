@@ -4,8 +4,9 @@ Everything one plugin needs from another is here, so no plugin imports another p
 third party can replace a feature by implementing its contract from scratch:
 
 * :mod:`goclaw.contracts.services` — a Protocol per ``goclaw_services`` name (files, prompt,
-  skills, memory and its file writer, sessions, episodic, KG, channel memory) and
-  :data:`~goclaw.contracts.services.SERVICES`, the name → Protocol map;
+  skills; the memory family — memory and its file writer, sessions, episodic, KG, channel
+  memory — in :mod:`goclaw.contracts.memory`) and ``SERVICES``, the name → Protocol map;
+* :mod:`goclaw.contracts.search` — the memory search backend, writes included;
 * :mod:`goclaw.contracts.events` — the event queue, event names and payload types, workers;
 * :mod:`goclaw.contracts.providers` — embedding and LLM providers, with tool calling;
 * :mod:`goclaw.contracts.hooks` — the value types hooks pass and return;

@@ -14,10 +14,18 @@ their ``as_dict()`` / JSON shapes are the CLI contract of DESIGN.md §7.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from goclaw.contracts.events import EventPublisher
+from goclaw.contracts.memory import (
+    ChannelMemoryService,
+    EpisodicService,
+    KnowledgeGraphService,
+    MemoryFileWriter,
+    MemoryService,
+    SessionService,
+)
 
 if TYPE_CHECKING:
     from goclaw.store.models import Agent
@@ -198,288 +206,7 @@ class SkillsService(Protocol):
         ...
 
 
-# --------------------------------------------------------------------------- memory
-
-
-@runtime_checkable
-class MemoryFileWriter(Protocol):
-    """``engine.memory.writer``: add, correct, delete and list memories in the Markdown memory
-    files (atomic writes, re-indexed at once). The flush and dreaming write through it."""
-
-    def add(
-        self,
-        agent: str | Agent,
-        text: str,
-        user: str | None = None,
-        *,
-        tags: Sequence[str] | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        day: date | str | None = None,
-    ) -> Any: ...
-
-    def correct(
-        self,
-        agent: str | Agent,
-        text: str,
-        user: str | None = None,
-        *,
-        id: str | None = None,
-        path: str | None = None,
-        lines: tuple[int, int] | None = None,
-    ) -> dict[str, Any]: ...
-
-    def delete(
-        self,
-        agent: str | Agent,
-        user: str | None = None,
-        *,
-        id: str | None = None,
-        path: str | None = None,
-        lines: tuple[int, int] | None = None,
-    ) -> dict[str, Any]: ...
-
-    def list(
-        self, agent: str | Agent, user: str | None = None, *, tag: str | None = None, limit: int | None = None
-    ) -> builtins.list[Any]: ...
-
-
-@runtime_checkable
-class MemoryService(Protocol):
-    """``engine.memory`` (``goclaw.memory``): index and search the memory files (spec §13-§15).
-
-    Search without ``user`` sees agent-level memory only; with ``user`` agent-level plus that
-    user's own. Hits have ``path``, ``start_line``, ``end_line``, ``score``, ``scope``,
-    ``snippet`` (and ``tier``).
-    """
-
-    def index(
-        self,
-        agent: str | Agent | None = None,
-        user: str | None = None,
-        *,
-        progress: Any = None,
-        scopes: builtins.list[str] | None = None,
-        bulk: bool = False,
-    ) -> Any: ...
-
-    def search(
-        self,
-        query: str,
-        agent: str | Agent,
-        user: str | None = None,
-        *,
-        limit: int | None = None,
-        channel: str = "hybrid",
-    ) -> builtins.list[Any]: ...
-
-    def search_response(
-        self,
-        query: str,
-        agent: str | Agent,
-        user: str | None = None,
-        *,
-        limit: int | None = None,
-        channel: str = "hybrid",
-        include_extra: bool = True,
-    ) -> Any:
-        """:meth:`search` plus what the caller should know: an object with ``hits``,
-        ``channels`` (the channels that ran) and ``notes`` (e.g. "full-text only: no embedder")."""
-        ...
-
-    def get(
-        self,
-        agent: str | Agent,
-        path: str,
-        user: str | None = None,
-        *,
-        from_line: int | None = None,
-        to_line: int | None = None,
-    ) -> dict[str, Any]: ...
-
-    def watch(
-        self,
-        agent: str | Agent | None = None,
-        user: str | None = None,
-        *,
-        debounce_ms: int | None = None,
-        on_index: Callable[[Any], None] | None = None,
-        start: bool = True,
-    ) -> Any: ...
-
-    def agent_dir(self, agent: str | Agent) -> Path: ...
-
-    @property
-    def writer(self) -> MemoryFileWriter: ...
-
-
-@runtime_checkable
-class SessionService(Protocol):
-    """``engine.sessions`` (``goclaw.memory``): conversation records, compaction and the memory
-    flush (spec §16). :meth:`end` publishes ``run.completed`` in the same transaction."""
-
-    def append(
-        self, agent: str | Agent, key: str, role: str, content: str, user: str | None = None
-    ) -> Any: ...
-
-    def end(self, key: str) -> Any: ...
-
-    def get(self, key: str) -> Any: ...
-
-    def messages(self, key: str, *, include_compacted: bool = False) -> builtins.list[Any]: ...
-
-    def tokens(self, key: str) -> int: ...
-
-    def compact(self, key: str, *, keep_last: int | None = None) -> Any: ...
-
-    def flush(self, key: str, *, messages: builtins.list[Any] | None = None) -> Any: ...
-
-    def maintain(self, key: str) -> dict[str, Any]:
-        """After a turn: flush at the flush threshold, compact above the compaction trigger;
-        returns ``{"tokens", "flush", "compaction"}``."""
-        ...
-
-
-# --------------------------------------------------------------------------- V3 memory
-
-
-@runtime_checkable
-class EpisodicService(Protocol):
-    """``engine.service("episodic")``: episodic summaries (spec §17 L1)."""
-
-    def get(self, episodic_id: str) -> Any: ...
-
-    def list(
-        self,
-        agent_id: str,
-        user: str | None = None,
-        *,
-        limit: int = 50,
-        include_expired: bool = False,
-        unpromoted_only: bool = False,
-        exact_user: bool = False,
-        any_tenant: bool = False,
-    ) -> builtins.list[Any]: ...
-
-    def search(
-        self,
-        agent_id: str,
-        user: str | None,
-        query: str,
-        *,
-        limit: int = 10,
-        min_score: float = 0.0,
-        vector_query: str | None = None,
-    ) -> builtins.list[tuple[Any, float]]: ...
-
-    def hits(
-        self, agent_id: str, user: str | None, query: str, limit: int, min_score: float = 0.0
-    ) -> builtins.list[Any]:
-        """Summaries as ``memory_search`` hits (``tier="episodic"``)."""
-        ...
-
-    def prune_expired(self, now: datetime | None = None) -> int: ...
-
-
-@runtime_checkable
-class KnowledgeGraphService(Protocol):
-    """``engine.kg``: the temporal knowledge graph (spec §20). As-of queries follow
-    DECISIONS.md: ``valid_from <= t AND (valid_until IS NULL OR valid_until > t)``."""
-
-    def entities(
-        self,
-        agent: str,
-        user: str | None = None,
-        *,
-        as_of: datetime | None = None,
-        include_history: bool = False,
-        limit: int = 1000,
-    ) -> builtins.list[Any]: ...
-
-    def relations(
-        self,
-        agent: str,
-        user: str | None = None,
-        *,
-        as_of: datetime | None = None,
-        include_history: bool = False,
-        limit: int = 1000,
-    ) -> builtins.list[tuple[Any, dict[str, str]]]: ...
-
-    def facts_for_episode(self, episodic_id: str) -> tuple[builtins.list[Any], builtins.list[Any]]: ...
-
-    def merge(self, keep_id: str, drop_id: str) -> Any: ...
-
-    def supersede_entity(
-        self,
-        entity_id: str,
-        *,
-        name: str | None = None,
-        entity_type: str | None = None,
-        description: str | None = None,
-        confidence: float | None = None,
-        properties: dict[str, Any] | None = None,
-        at: datetime | None = None,
-    ) -> Any:
-        """Close the current row and insert its successor in one transaction (nothing deleted)."""
-        ...
-
-    def supersede_relation(
-        self,
-        relation_id: str,
-        *,
-        target_id: str | None = None,
-        relation_type: str | None = None,
-        confidence: float | None = None,
-        at: datetime | None = None,
-    ) -> Any: ...
-
-    def candidates(
-        self, agent: str | None = None, status: str | None = "pending"
-    ) -> builtins.list[dict[str, Any]]:
-        """Dedup candidates awaiting review."""
-        ...
-
-    def review_candidate(self, candidate_id: int, accept: bool) -> dict[str, Any]: ...
-
-
-@runtime_checkable
-class ChannelMemoryService(Protocol):
-    """``engine.service("channel_memory")``: memory gathered from shared channels, with
-    per-channel opt-in, exclusions and approval (spec §19)."""
-
-    def configure(
-        self,
-        agent: str,
-        channel: str,
-        *,
-        enabled: bool | None = None,
-        excluded_users: Iterable[str] | None = None,
-        excluded_patterns: Iterable[str] | None = None,
-        auto_approve: bool | None = None,
-    ) -> dict[str, Any]: ...
-
-    def config(self, agent: str, channel: str) -> dict[str, Any]: ...
-
-    def ingest(
-        self, agent: str, channel: str, messages: Iterable[Mapping[str, Any]], user: str | None = None
-    ) -> builtins.list[dict[str, Any]]: ...
-
-    def items(
-        self, agent: str | None = None, channel: str | None = None, status: str | None = None
-    ) -> builtins.list[dict[str, Any]]: ...
-
-    def approve(self, item_id: int) -> dict[str, Any]: ...
-
-    def reject(self, item_id: int) -> dict[str, Any]: ...
-
-
 # --------------------------------------------------------------------------- registry
-
-
-def _events_protocol() -> type:
-    from goclaw.contracts.events import EventPublisher
-
-    return EventPublisher
 
 
 # Every documented service name -> (its Protocol, the default plugin that provides it).
@@ -494,21 +221,15 @@ SERVICES: dict[str, tuple[type, str]] = {
     "episodic": (EpisodicService, "goclaw.consolidation"),
     "kg": (KnowledgeGraphService, "goclaw.consolidation"),
     "channel_memory": (ChannelMemoryService, "goclaw.consolidation"),
-    "events": (_events_protocol(), "kernel"),
+    "events": (EventPublisher, "kernel"),
 }
 
 __all__ = [
     "SERVICES",
-    "ChannelMemoryService",
     "ContextFileService",
-    "EpisodicService",
-    "KnowledgeGraphService",
-    "MemoryFileWriter",
-    "MemoryService",
     "PromptBuild",
     "PromptService",
     "Seeder",
-    "SessionService",
     "SkillsService",
     "Summoner",
 ]
