@@ -145,7 +145,7 @@ def test_litellm_provider_returns_tool_calls(workspace: Path, monkeypatch: pytes
 
 
 def test_memory_writer_satisfies_its_protocol(engine: Engine) -> None:
-    from goclaw.contracts.services import MemoryFileWriter
+    from goclaw.contracts.memory import MemoryFileWriter
 
     writer = engine.memory.writer
     assert isinstance(writer, MemoryFileWriter)

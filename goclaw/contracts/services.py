@@ -22,7 +22,6 @@ from goclaw.contracts.memory import (
     ChannelMemoryService,
     EpisodicService,
     KnowledgeGraphService,
-    MemoryFileWriter,
     MemoryService,
     SessionService,
 )
