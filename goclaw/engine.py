@@ -30,18 +30,14 @@ from goclaw.store.database import Database
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from goclaw.contracts.services import (
+    from goclaw.contracts.memory import (
         ChannelMemoryService,
-        ContextFileService,
         EpisodicService,
         KnowledgeGraphService,
         MemoryService,
-        PromptService,
-        Seeder,
         SessionService,
-        SkillsService,
-        Summoner,
     )
+    from goclaw.contracts.services import ContextFileService, PromptService, Seeder, SkillsService, Summoner
     from goclaw.store.models import Agent
     from goclaw.tokenizer import Tokenizer
     from goclaw.tools import ToolRegistry
