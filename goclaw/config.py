@@ -117,6 +117,10 @@ def load_settings(workspace: Path, **overrides: Any) -> Settings:
                 tomllib.load(fh)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        except UnicodeDecodeError as exc:  # issue 12: one line, not "internal error"
+            raise ConfigError(f"{path}: not UTF-8 text (invalid byte at offset {exc.start})") from None
+        except RecursionError:
+            raise ConfigError(f"{path}: not valid TOML: nested too deeply") from None
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     cls = type(
@@ -128,6 +132,8 @@ def load_settings(workspace: Path, **overrides: Any) -> Settings:
         settings: Settings = cls(**{k: v for k, v in overrides.items() if v is not None})
     except PydanticValidationError as exc:
         raise ConfigError(_one_line(exc, f"{path} / GOCLAW_* environment")) from None
+    except RecursionError:  # a GOCLAW_* JSON value nested thousands deep (issue 12)
+        raise ConfigError(f"{path} / GOCLAW_* environment: a value is nested too deeply") from None
     return settings
 
 

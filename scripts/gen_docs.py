@@ -108,6 +108,9 @@ def cli_page() -> str:
         "Listing commands take `--json` and then print exactly one JSON document on stdout.",
         "Errors print one line, `error: ...`, on stderr and exit non-zero. Warnings (a skipped",
         "skill, an ignored option) print one line each, `warning: ...`, on stderr, once.",
+        "Garbage in is a user error too: arguments or standard input that are not UTF-8, a",
+        "`goclaw.toml` that is not UTF-8 or nested thousands deep, numbers too large for the",
+        "database each give one `error: ...` line and exit 2, never `internal error`.",
         "",
     ]
     _command_doc(cli, "goclaw", out, 2)

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from goclaw.cli.common import CliState, fail
+from goclaw.cli.common import CliState, fail, input_error, non_utf8_argument
 from goclaw.errors import GoclawError
 
 
@@ -134,6 +134,10 @@ def main(argv: list[str] | None = None) -> Any:
 def _main(argv: list[str] | None) -> Any:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     args = list(sys.argv[1:] if argv is None else argv)
+    bad_argument = non_utf8_argument(args)
+    if bad_argument is not None:
+        click.echo(f"error: {bad_argument}", err=True)
+        sys.exit(2)
     _add_plugin_commands(args)
     try:
         result = cli.main(args=args, prog_name="goclaw", standalone_mode=False)
@@ -159,6 +163,12 @@ def _main(argv: list[str] | None) -> Any:
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
         click.echo(f"error: {exc.strerror or exc}{where}", err=True)
         sys.exit(5)
+    except (OverflowError, UnicodeError, RecursionError) as exc:
+        # Garbage in (a huge number, bytes that are not UTF-8, absurd nesting): a user mistake.
+        if os.environ.get("GOCLAW_DEBUG"):
+            raise
+        click.echo(f"error: {input_error(exc)}", err=True)
+        sys.exit(2)
     except Exception as exc:
         # A bug, not a user mistake: say so on one line; GOCLAW_DEBUG=1 shows the traceback.
         if os.environ.get("GOCLAW_DEBUG"):

@@ -94,3 +94,48 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: st
 def fail(exc: GoclawError) -> NoReturn:
     click.echo(f"error: {exc}", err=True)
     sys.exit(exc.exit_code)
+
+
+def shown(text: str) -> str:
+    """``text`` printable on one line whatever it holds (undecodable bytes as ``\\xNN``)."""
+    try:
+        printable = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate that no byte decodes to
+        printable = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return " ".join(printable.split())
+
+
+def non_utf8_argument(args: Sequence[str]) -> str | None:
+    """The one-line error for the first argument that is not valid UTF-8, or None.
+
+    Python decodes the raw bytes of ``argv`` with ``surrogateescape``: an invalid byte becomes a
+    lone surrogate, which fails later, deep inside (a database write, a file name). Refuse it at
+    the entry instead (issue 12).
+    """
+    for i, arg in enumerate(args, 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"argument {i} is not valid UTF-8: '{shown(arg)}' (goclaw reads UTF-8 arguments only)"
+    return None
+
+
+def input_error(exc: BaseException) -> str | None:
+    """The one-line message for an exception caused by what the user fed in, or None.
+
+    Huge numbers (``--limit 10**30`` reaching the database), text that is not UTF-8 (standard
+    input, a file, an environment variable) and input nested so deeply that a parser recursed
+    out (TOML/JSON) are user mistakes, not bugs (issue 12).
+    """
+    if isinstance(exc, OverflowError):
+        return f"a number is out of range ({shown(str(exc))})"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"input is not valid UTF-8 text (found byte {exc.object[exc.start : exc.start + 1]!r})"
+    if isinstance(exc, UnicodeEncodeError):
+        return f"input is not valid UTF-8 text (found '{shown(exc.object[exc.start : exc.end])}')"
+    if isinstance(exc, RecursionError):
+        return (
+            "input nested too deeply (RecursionError); if yours is not, "
+            "set GOCLAW_DEBUG=1 for the traceback and please report it"
+        )
+    return None
