@@ -30,7 +30,11 @@ class TextChunk:
 
     @property
     def hash(self) -> str:
-        return content_hash(self.text)
+        cached: str | None = self.__dict__.get("_hash")
+        if cached is None:  # computed once: the indexer asks several times per chunk
+            cached = content_hash(self.text)
+            object.__setattr__(self, "_hash", cached)
+        return cached
 
 
 def content_hash(text: str) -> str:

@@ -46,7 +46,10 @@ LOOKUP = 500
 
 def fingerprint(chunk_hash: str, user_id: str, has_vector: bool) -> int:
     """A stable 62-bit fingerprint of what the index holds for a chunk."""
-    h = int(chunk_hash[:14] or "0", 16) if all(c in "0123456789abcdef" for c in chunk_hash[:14]) else 0
+    try:
+        h = int(chunk_hash[:14], 16)
+    except ValueError:
+        h = zlib.crc32(chunk_hash.encode("utf-8"))
     return ((h ^ (zlib.crc32(user_id.encode("utf-8")) << 24)) << 1 | int(has_vector)) & ((1 << 62) - 1)
 
 
@@ -193,6 +196,27 @@ class SQLiteSearchBackend:
             self.loads += 1
             st.unsaved += len(stale) + len(docs)
 
+    def _fresh_state(self, agent_id: str, changes: IndexChanges) -> _State:
+        space = getattr(changes, "space", None)
+        st = _State(SearchIndex(space[2] if space else 0), str(getattr(changes, "last", "")), space)
+        docs = []
+        for rec in changes.records.values():
+            vec = rec.vector if space is not None and rec.space == space else None
+            docs.append(
+                Doc(
+                    rec.id,
+                    rec.user_id,
+                    rec.terms,
+                    vec,
+                    fingerprint(rec.chunk_hash, rec.user_id, vec is not None),
+                )
+            )
+        st.index.upsert(docs)
+        st.unsaved = len(docs)
+        with self._lock:
+            self._states[agent_id] = st
+        return st
+
     def save(self, agent_id: str) -> Path | None:
         """Persist the agent's index (when loaded) next to the database."""
         st = self._states.get(agent_id)
@@ -290,6 +314,9 @@ class SQLiteSearchBackend:
                 st.token = last
                 st.unsaved += len(changes.removed) + len(docs)
                 self.patches += 1
+        if st is None and not first and getattr(changes, "chained", False) and last:
+            # The agent's first index run: the changes are its whole content.
+            st = self._fresh_state(agent_id, changes)
         path = self._snapshot(agent_id)
         if path is None:
             return
