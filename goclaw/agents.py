@@ -58,6 +58,8 @@ class AgentService:
         validate_agent_name(name)
         if agent_type not in AGENT_TYPES:
             raise ValidationError(f"invalid agent type {agent_type!r}: use 'open' or 'predefined'")
+        if self._exists(name):  # before the folder check, which would call it an overlap
+            raise ValidationError(f"agent {name!r} already exists")
         self.check_agent_dir(name, workspace_dir)
         agent = Agent(
             tenant_id=self.tenant,
@@ -80,6 +82,13 @@ class AgentService:
             raise
         self.engine.hooks.agent_created(self.engine, agent)
         return agent
+
+    def _exists(self, name: str) -> bool:
+        try:
+            self.get(name)
+        except NotFoundError:
+            return False
+        return True
 
     def get(self, name: str, session: Session | None = None) -> Agent:
         """The agent called ``name`` (or with that id); :class:`NotFoundError` otherwise."""

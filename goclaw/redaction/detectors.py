@@ -65,7 +65,8 @@ def detect_secrets_plugins() -> tuple[tuple[str, Any], ...]:
     """Instances of the detect-secrets detectors above (imported on first use: it is slow)."""
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
-    by_name: dict[str, Any] = {c.__name__: c for c in get_mapping_from_secret_type_to_class().values()}
+    classes: list[Any] = list(get_mapping_from_secret_type_to_class().values())
+    by_name: dict[str, Any] = {c.__name__: c for c in classes}
     return tuple((kind, by_name[name]()) for name, kind in DETECT_SECRETS_PLUGINS.items() if name in by_name)
 
 
