@@ -199,15 +199,15 @@ def goclaw_search_backends() -> dict[str, Factory] | None:
 
     Semantics: a registry; the one used is chosen by config (``[plugins.memory] backend``,
     default: the database's backend). A backend implements
-    ``goclaw_memory.backends.MemorySearchBackend`` (docs/memory.md lists its optional
-    members). Default plugin: ``goclaw.memory`` (``sqlite``, ``postgresql``).
+    :class:`goclaw.contracts.search.SearchBackend` (writes as well as queries, so it can keep
+    an index of its own). Default plugin: ``goclaw.memory`` (``sqlite``, ``postgresql``).
     """
 
 
 @hookspec
 def goclaw_embedding_providers() -> dict[str, Factory] | None:
     """Register embedding providers by name; ``factory(engine)`` returns an
-    :class:`~goclaw.types.EmbeddingProvider` or raises to say it is unavailable.
+    :class:`~goclaw.contracts.providers.EmbeddingProvider` or raises to say it is unavailable.
 
     Semantics: a registry; selected by ``[plugins.embeddings] provider``.
     Default plugin: ``goclaw.embeddings`` (``static`` offline default, ``litellm``, ``none``).
@@ -228,7 +228,11 @@ def goclaw_tokenizers() -> dict[str, Factory] | None:
 @hookspec
 def goclaw_llm_providers() -> dict[str, Factory] | None:
     """Register LLM providers by name; ``factory(engine)`` returns an
-    :class:`~goclaw.types.LLMProvider` or None when no model is configured.
+    :class:`~goclaw.contracts.providers.LLMProvider` or None when no model is configured. A
+    provider that also implements ``chat``
+    (:class:`~goclaw.contracts.providers.ToolCallingLLMProvider`: messages and tool schemas in,
+    a message with tool calls out) runs the memory flush's tool loop; one with ``complete`` only
+    gets a single plain-text flush.
 
     Semantics: a registry; selected by ``[plugins.llm] provider``.
     Default plugin: ``goclaw.llm`` (``litellm``).
@@ -254,10 +258,13 @@ def goclaw_memory_search_extra(
 def goclaw_consolidation_workers() -> list[ConsolidationWorker] | None:
     """Contribute consolidation workers subscribed to durable event types (spec §18).
 
-    Returns: objects with ``name``, ``event_types`` and ``handle(event, engine)``.
-    Semantics: all collected; a duplicate worker name is an error. Publishing an event creates
-    one delivery per subscribed worker. Default plugins: ``goclaw.workers.episodic``,
-    ``.semantic``, ``.dedup``, ``.dreaming`` and ``.retention``.
+    Returns: objects with ``name``, ``event_types`` and ``handle(event, engine)``
+    (:class:`goclaw.contracts.events.ConsolidationWorker`; event names and payload shapes are in
+    :mod:`goclaw.contracts.events`). Semantics: all collected; a duplicate worker name is an
+    error. Publishing an event creates one delivery per subscribed worker. The queue is the
+    kernel's, so a third-party worker runs whatever built-ins are disabled.
+    Default plugins: ``goclaw.workers.episodic``, ``.semantic``, ``.dedup``, ``.dreaming`` and
+    ``.retention``.
     """
 
 
