@@ -86,29 +86,32 @@ def server_env(home: Path) -> dict[str, str]:
 
 @contextlib.contextmanager
 def running(
-    args: list[str], env: dict[str, str], port: int, timeout: float = 60.0
+    args: list[str], env: dict[str, str], port: int, timeout: float = 60.0, log_path: Path | None = None
 ) -> Iterator[subprocess.Popen[Any]]:
-    """Start a server process and wait until its port accepts connections; stop it after."""
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                _out, err = proc.communicate()
-                pytest.fail(f"server exited with {proc.returncode}: {err[-2000:]}")
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                break
-            if time.monotonic() > deadline:
-                pytest.fail("server did not start in time")
-            time.sleep(0.1)
-        yield proc
-    finally:
-        proc.terminate()
+    """Start a server process and wait until its port accepts connections; stop it after.
+
+    Its output goes to a temporary file, never to a pipe nobody reads (a full pipe would block
+    the server's logging threads)."""
+    import tempfile
+
+    with open(log_path, "w+") if log_path else tempfile.TemporaryFile(mode="w+") as log:
+        proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+            deadline = time.monotonic() + timeout
+            while True:
+                if proc.poll() is not None:
+                    log.seek(0)
+                    pytest.fail(f"server exited with {proc.returncode}: {log.read()[-2000:]}")
+                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+                if time.monotonic() > deadline:
+                    pytest.fail("server did not start in time")
+                time.sleep(0.1)
+            yield proc
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

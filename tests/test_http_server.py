@@ -50,8 +50,9 @@ def api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
             str(port),
             "--max-body",
             "20000",
+            "--workers",
         ]
-        with running(args, server_env(home), port):
+        with running(args, server_env(home), port, log_path=root / "server.log"):
             base = f"http://127.0.0.1:{port}/v1"
             clients = {
                 n: httpx.Client(base_url=base, headers={"Authorization": f"Bearer {t}"})
@@ -59,7 +60,7 @@ def api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
             }
             clients["anon"] = httpx.Client(base_url=base)
             try:
-                yield {"ws": ws, "url": url, "c": clients, "base": base}
+                yield {"ws": ws, "url": url, "c": clients, "base": base, "log": root / "server.log"}
             finally:
                 for c in clients.values():
                     c.close()
@@ -187,6 +188,28 @@ def test_scope_escapes_are_refused(api: dict[str, Any]) -> None:
     _err(u1.get("/sessions/agent:ada:u2s/messages", params={"agent": "ada", "user": "u1"}), 404)
     body = {"agent": "ada", "user": "u1", "role": "user", "content": "hijack"}
     _err(u1.post("/sessions/agent:ada:u2s/messages", json=body), 404)
+
+
+def test_workers_run_in_process(api: dict[str, Any]) -> None:
+    import time
+
+    c = api["c"]["u1"]
+    key = "agent:ada:consolidate-me"
+    for role, text in (("user", "Alice Smith will lead Project Atlas in Berlin."), ("assistant", "Noted.")):
+        body = {"agent": "ada", "user": "u1", "role": role, "content": text}
+        assert c.post(f"/sessions/{key}/messages", json=body).status_code == 201
+    assert c.post(f"/sessions/{key}/end", json={"agent": "ada", "user": "u1"}).status_code == 200
+    deadline = time.monotonic() + 60
+    while True:  # the server's own worker thread consolidates the ended session
+        names = {e["name"] for e in c.get("/kg/entities", params={"agent": "ada", "user": "u1"}).json()}
+        if "Alice Smith" in names:
+            break
+        if time.monotonic() > deadline:
+            status = run_cli(["workers", "status"], workspace=api["ws"], database_url=api["url"])
+            events = run_cli(["workers", "events"], workspace=api["ws"], database_url=api["url"])
+            log = api["log"].read_text()[-3000:]
+            pytest.fail(f"not consolidated: {names}\n{status.out}{status.err}\n{events.out}\n{log}")
+        time.sleep(0.5)
 
 
 def test_errors_and_limits(api: dict[str, Any]) -> None:
