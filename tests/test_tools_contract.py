@@ -138,3 +138,34 @@ def test_validate_arguments_unit() -> None:
     assert validate_arguments("t", schema, '{"q": "y"}') == {"q": "y"}
     with pytest.raises(ValidationError, match="arguments must be a JSON object"):
         validate_arguments("t", schema, [1])
+
+
+def test_episodic_ids_in_hits_and_memory_context_expand(make_engine: Any) -> None:
+    """The ids memory_search and the Memory Context show are accepted by memory_expand and
+    memory_get, in the user's scope only (issue 14)."""
+    import re
+
+    from goclaw.events import WorkerRunner
+    from goclaw.types import PromptRequest
+    from tests.consolidation_helpers import end_session, record_session
+
+    eng = make_engine()
+    agent = eng.agents.create("ada")
+    talk = [("user", "Alice Smith will lead Project Atlas from Berlin."), ("assistant", "Noted.")]
+    record_session(eng, agent, "s1", "u1", talk)
+    end_session(eng, agent, "s1", "u1")
+    WorkerRunner(eng).run_once()
+    u1, u2 = ToolContext(agent="ada", user="u1"), ToolContext(agent="ada", user="u2")
+    hits = eng.tools.call("memory_search", {"query": "Project Atlas Alice"}, u1).data["hits"]
+    episodic = [h for h in hits if h["tier"] == "episodic"]
+    assert episodic
+    expanded = eng.tools.call("memory_expand", {"id": episodic[0]["id"]}, u1)
+    assert not expanded.is_error and "Atlas" in expanded.data["episode"]["summary"]
+    assert not eng.tools.call("memory_get", {"id": episodic[0]["id"]}, u1).is_error
+    assert eng.tools.call("memory_expand", {"id": episodic[0]["id"]}, u2).is_error
+    prompt = eng.prompt.build(
+        PromptRequest(agent="ada", user="u1", message="Who leads Project Atlas?")
+    ).prompt
+    shown = re.findall(r"memory_expand id: ([0-9a-f]+)\)", prompt)
+    assert shown and shown[0] == episodic[0]["id"]
+    assert not eng.tools.call("memory_expand", {"id": shown[0]}, u1).is_error

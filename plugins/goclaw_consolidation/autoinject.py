@@ -73,7 +73,7 @@ def render_memory_context(
         l0 = neutralise((row.l0_abstract or T.clip(row.summary, 500)).strip())
         if not l0:
             continue
-        line = f"- {l0}\n"
+        line = f"- {l0} (memory_expand id: {row.id})\n"  # issue 14: the model can expand it
         room = budget - len(text) - len(CLOSE)
         if len(line) > room:
             if added == 0 and room > 24:
