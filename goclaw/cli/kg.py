@@ -37,7 +37,7 @@ def kg_group() -> None:
 @json_option
 def kg_entities(agent: str, user: str | None, as_of: str | None, history: bool, as_json: bool) -> None:
     """List entities with their validity."""
-    from goclaw_consolidation.kg import entity_dict
+    from goclaw.contracts.records import entity_dict
 
     rows = [
         entity_dict(e)
@@ -60,7 +60,7 @@ def kg_entities(agent: str, user: str | None, as_of: str | None, history: bool, 
 @json_option
 def kg_relations(agent: str, user: str | None, as_of: str | None, history: bool, as_json: bool) -> None:
     """List relations with their validity."""
-    from goclaw_consolidation.kg import relation_dict
+    from goclaw.contracts.records import relation_dict
 
     rows = [
         relation_dict(r, names)
@@ -135,7 +135,7 @@ def kg_supersede(
     entity_id: str, name: str | None, description: str | None, at: str | None, as_json: bool
 ) -> None:
     """Replace a current entity: the old row is closed, the new one starts (one transaction)."""
-    from goclaw_consolidation.kg import entity_dict
+    from goclaw.contracts.records import entity_dict
 
     new = engine().kg.supersede_entity(entity_id, name=name, description=description, at=_as_of(at))
     if as_json:

@@ -72,12 +72,11 @@ def session_end(key: str, as_json: bool) -> None:
 @json_option
 def session_episodes(agent: str, user: str | None, limit: int, include_expired: bool, as_json: bool) -> None:
     """List episodic summaries (newest first)."""
-    from goclaw_consolidation.common import require_agent
-    from goclaw_consolidation.episodic_store import episode_dict
+    from goclaw.contracts.records import episode_dict
 
     eng = engine()
-    a = require_agent(eng, agent)
-    rows = eng.service("episodic").list(a.id, user, limit=limit, include_expired=include_expired)
+    a = eng.agents.get(agent)  # within the engine's tenant, like every public path
+    rows = eng.episodic.list(a.id, user, limit=limit, include_expired=include_expired)
     data = [episode_dict(r) for r in rows]
     if as_json:
         emit_json(data)

@@ -11,6 +11,7 @@ third party can replace a feature by implementing its contract from scratch:
 * :mod:`goclaw.contracts.providers` — embedding and LLM providers, with tool calling;
 * :mod:`goclaw.contracts.hooks` — the value types hooks pass and return;
 * :mod:`goclaw.contracts.files` — context-file names, order and cache invalidation;
+* :mod:`goclaw.contracts.records` — the JSON shapes of KG and episodic records;
 * :mod:`goclaw.contracts.tools` — the tool-calling contract (``ToolContext``, ``ToolResult``).
 
 Import the submodule you need; this package imports nothing at import time.

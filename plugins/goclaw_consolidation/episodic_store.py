@@ -49,30 +49,6 @@ class NewEpisode:
     key_topics: list[str] | None = None
 
 
-def episode_dict(row: EpisodicSummary, score: float | None = None) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "id": row.id,
-        "agent_id": row.agent_id,
-        "user_id": row.user_id,
-        "session_key": row.session_key,
-        "source_type": row.source_type,
-        "source_id": row.source_id,
-        "l0_abstract": row.l0_abstract,
-        "summary": row.summary,
-        "key_topics": list(row.key_topics or []),
-        "turn_count": row.turn_count,
-        "token_count": row.token_count,
-        "embedding_model": row.embedding_model,
-        "embedding_dim": row.embedding_dim,
-        "created_at": row.created_at.isoformat() if row.created_at else None,
-        "expires_at": row.expires_at.isoformat() if row.expires_at else None,
-        "promoted_at": row.promoted_at.isoformat() if row.promoted_at else None,
-    }
-    if score is not None:
-        data["score"] = round(score, 4)
-    return data
-
-
 class EpisodicStore:
     """``engine.service("episodic")``: create, read, search and prune episodic summaries."""
 

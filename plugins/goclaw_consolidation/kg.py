@@ -30,43 +30,6 @@ from goclaw_consolidation.settings import settings_of
 from goclaw_consolidation.text import normalize_name
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
-def entity_dict(e: KGEntity) -> dict[str, Any]:
-    return {
-        "id": e.id,
-        "name": e.name,
-        "type": e.entity_type,
-        "description": e.description,
-        "confidence": round(float(e.confidence), 4),
-        "user_id": e.user_id,
-        "source_id": e.source_id,
-        "merged_into": e.merged_into,
-        "aliases": list((e.properties or {}).get("aliases", [])),
-        "valid_from": _iso(e.valid_from),
-        "valid_until": _iso(e.valid_until),
-    }
-
-
-def relation_dict(r: KGRelation, names: dict[str, str] | None = None) -> dict[str, Any]:
-    names = names or {}
-    return {
-        "id": r.id,
-        "source_id": r.source_entity_id,
-        "source": names.get(r.source_entity_id, r.source_entity_id),
-        "relation": r.relation_type,
-        "target_id": r.target_entity_id,
-        "target": names.get(r.target_entity_id, r.target_entity_id),
-        "confidence": round(float(r.confidence), 4),
-        "user_id": r.user_id,
-        "episodic_id": r.source_id,
-        "valid_from": _iso(r.valid_from),
-        "valid_until": _iso(r.valid_until),
-    }
-
-
 def relation_type_key(value: str) -> str:
     key = normalize_name(value).replace(" ", "_")
     return key[:128] or "related_to"

@@ -14,12 +14,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from goclaw import hookimpl
+from goclaw.contracts.records import entity_dict, episode_dict, relation_dict
 from goclaw.types import SearchHit, Tool
 from goclaw_consolidation.autoinject import MemoryContextSection
 from goclaw_consolidation.channel import ChannelMemory
 from goclaw_consolidation.common import find_agent
-from goclaw_consolidation.episodic_store import EpisodicStore, episode_dict
-from goclaw_consolidation.kg import KnowledgeGraph, entity_dict, relation_dict
+from goclaw_consolidation.episodic_store import EpisodicStore
+from goclaw_consolidation.kg import KnowledgeGraph
 from goclaw_consolidation.settings import ConsolidationSettings
 
 

@@ -1,0 +1,82 @@
+"""JSON shapes of the knowledge-graph and episodic records (DESIGN.md §7: ``goclaw kg ...``,
+``goclaw session episodes``, ``memory_expand``).
+
+The rows are kernel tables (:mod:`goclaw.store.models`); their public shapes live here so the
+CLI, the tools and any replacement plugin print the same thing without importing the plugin
+that wrote them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from goclaw.store.models import EpisodicSummary, KGEntity, KGRelation
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def entity_dict(e: KGEntity) -> dict[str, Any]:
+    """A KG entity with its validity interval."""
+    return {
+        "id": e.id,
+        "name": e.name,
+        "type": e.entity_type,
+        "description": e.description,
+        "confidence": round(float(e.confidence), 4),
+        "user_id": e.user_id,
+        "source_id": e.source_id,
+        "merged_into": e.merged_into,
+        "aliases": list((e.properties or {}).get("aliases", [])),
+        "valid_from": _iso(e.valid_from),
+        "valid_until": _iso(e.valid_until),
+    }
+
+
+def relation_dict(r: KGRelation, names: dict[str, str] | None = None) -> dict[str, Any]:
+    """A KG relation with its validity interval; ``names`` maps entity ids to names."""
+    names = names or {}
+    return {
+        "id": r.id,
+        "source_id": r.source_entity_id,
+        "source": names.get(r.source_entity_id, r.source_entity_id),
+        "relation": r.relation_type,
+        "target_id": r.target_entity_id,
+        "target": names.get(r.target_entity_id, r.target_entity_id),
+        "confidence": round(float(r.confidence), 4),
+        "user_id": r.user_id,
+        "episodic_id": r.source_id,
+        "valid_from": _iso(r.valid_from),
+        "valid_until": _iso(r.valid_until),
+    }
+
+
+def episode_dict(row: EpisodicSummary, score: float | None = None) -> dict[str, Any]:
+    """An episodic summary (``score`` added when it comes from a search)."""
+    data: dict[str, Any] = {
+        "id": row.id,
+        "agent_id": row.agent_id,
+        "user_id": row.user_id,
+        "session_key": row.session_key,
+        "source_type": row.source_type,
+        "source_id": row.source_id,
+        "l0_abstract": row.l0_abstract,
+        "summary": row.summary,
+        "key_topics": list(row.key_topics or []),
+        "turn_count": row.turn_count,
+        "token_count": row.token_count,
+        "embedding_model": row.embedding_model,
+        "embedding_dim": row.embedding_dim,
+        "created_at": _iso(row.created_at),
+        "expires_at": _iso(row.expires_at),
+        "promoted_at": _iso(row.promoted_at),
+    }
+    if score is not None:
+        data["score"] = round(score, 4)
+    return data
+
+
+__all__ = ["entity_dict", "episode_dict", "relation_dict"]
