@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 PLUGINS_DIR = Path(__file__).parent / "plugins"
+TEST_PLUGIN_MODULES = ("goclaw_hello", "goclaw_broken", "goclaw_listener", "goclaw_roster")
 
 
 def pip_install_target(project: str, target: Path) -> Path:
@@ -47,8 +48,6 @@ def on_sys_path(folder: Path) -> Iterator[None]:
         yield
     finally:
         sys.path.remove(str(folder))
-        for name in [
-            m for m in sys.modules if m.startswith(("goclaw_hello", "goclaw_broken", "goclaw_listener"))
-        ]:
+        for name in [m for m in sys.modules if m.startswith(TEST_PLUGIN_MODULES)]:
             del sys.modules[name]
         importlib.invalidate_caches()

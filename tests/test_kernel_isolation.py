@@ -97,3 +97,38 @@ def test_disabling_changes_nothing_outside_the_feature(
         assert seen["events"] == 1, "run.completed was not published"
     if allowed.get("search", True):
         assert seen["top"] == baseline["top"], "memory search changed"
+
+
+# --------------------------------------------------------------------------- replacing a built-in
+
+
+@pytest.fixture(scope="module")
+def roster_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.plugin_install import pip_install_target
+
+    return pip_install_target("goclaw-roster", tmp_path_factory.mktemp("roster-site"))
+
+
+def test_replacement_delegation_file_through_the_cli(roster_site: Path, workspace: Path) -> None:
+    """A DELEGATION.md written from scratch, installed by entry point, replaces the built-in."""
+    import json
+
+    from tests.helpers import run_cli
+    from tests.plugin_install import on_sys_path
+
+    (workspace / "goclaw.toml").write_text('[plugins]\ndisable = ["goclaw.virtual.delegation"]\n')
+    with on_sys_path(roster_site):
+        for args in (["agent", "create", "lead"], ["agent", "create", "coder"]):
+            assert run_cli(args, workspace=workspace).code == 0
+        with Engine.open(workspace) as engine:
+            engine.agents.link("lead", "coder", "code reviews")
+        result = run_cli(["prompt", "--agent", "lead", "--json"], workspace=workspace)
+        assert result.code == 0, result.err
+        plugins = json.loads(run_cli(["plugins", "--all", "--json"], workspace=workspace).out)
+    data = json.loads(result.out)
+    [delegation] = [f for f in data["files"] if f["name"] == "DELEGATION.md"]
+    assert delegation["virtual"] is True
+    assert "| coder | code reviews |" in data["prompt"]
+    assert "# Who to ask" in data["prompt"] and "Delegation Targets" not in data["prompt"]
+    status = {p["name"]: p["status"] for p in plugins}
+    assert status["roster"] == "active" and status["goclaw.virtual.delegation"] == "blocked"
