@@ -132,3 +132,16 @@ def test_rank_and_distribution_fusion() -> None:
         assert {h.slot for h in got} == {0, 1, 2} and all(h.score > 0 for h in got)
     with pytest.raises(ValueError, match="unknown fusion"):
         fuse(lex, vec, None, limit=1, method="magic")
+
+
+def test_top_slots_ties_at_the_cut_resolve_by_slot() -> None:
+    """A tie across the k-th place keeps the lowest slots (argpartition alone picks any of
+    them: skill search's "ties by slug" and rank_bm25's stable order disagreed)."""
+    from goclaw.retrieval.fusion import top_slots
+
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        scores = rng.integers(0, 4, size=200).astype(np.float32)
+        expected = sorted((i for i in range(200) if scores[i] > 0), key=lambda i: (-scores[i], i))[:5]
+        assert top_slots(scores, None, 5).tolist() == expected
+        assert [s.slot for s in fuse(scores, None, None, limit=5)] == expected

@@ -1,4 +1,5 @@
-"""BM25 (spec §10) and hybrid skill search (spec §11), with embedding backfill."""
+"""Skill search on the shared retrieval engine (issue 11): BM25 (spec §10 formula) over the
+kernel tokenizer's terms, fused with vector similarity (spec §11), with embedding backfill."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from goclaw_skills.search import BM25Index, hybrid_merge, tokenize
+from goclaw.retrieval.tokenize import query_terms, terms
 from tests.helpers import run_cli
 from tests.test_skills_common import EmbedderPlugin, concept_vector, no_builtin, write_skill
 
@@ -18,31 +19,22 @@ CORPUS = [
     ("sql-review", "SQL review", "Review SQL queries for performance: indexes, joins, query plans."),
     ("spreadsheet", "Spreadsheet", "Read and write Excel spreadsheets and CSV tables."),
     ("translator", "Translator", "Translate text between languages."),
-    ("a", "x", "a b c d"),  # one-letter tokens only: never matches anything
+    ("tickets", "Ticket triage", "Triage TCK-4471 style tickets and src/app.py stack traces."),
+    ("a", "x", "a b c d"),
 ]
 
 
 def reference_bm25(docs: list[str], query: str) -> list[float]:
-    """The spec §10 formula written out independently (no shared code with the index)."""
-
-    def tok(s: str) -> list[str]:
-        out, cur = [], ""
-        for ch in s.lower():
-            if ch.isalnum():
-                cur += ch
-            else:
-                out.append(cur)
-                cur = ""
-        out.append(cur)
-        return [t for t in out if len(t) > 1]
-
-    toks = [tok(d) for d in docs]
+    """BM25 brute force, written out here (no code shared with the index): every document,
+    every distinct query term; k1 1.2, b 0.75, IDF ln((N - df + 0.5) / (df + 0.5) + 1).
+    Only the terms come from the kernel tokenizer (the thing skill search now shares)."""
+    toks = [terms(d) for d in docs]
     n = len(docs)
     avgdl = sum(len(t) for t in toks) / n
     scores = []
     for t in toks:
         s = 0.0
-        for q in tok(query):
+        for q in query_terms(query):
             df = sum(1 for d in toks if q in d)
             tf = t.count(q)
             if tf == 0:
@@ -53,40 +45,13 @@ def reference_bm25(docs: list[str], query: str) -> list[float]:
     return scores
 
 
-def test_tokenizer() -> None:
-    assert tokenize("Hello, WORLD! a_b x-y 42 é über-Straße") == ["hello", "world", "42", "über", "straße"]
-
-
-@pytest.mark.parametrize(
-    "query", ["pdf", "merge tables", "review sql query plans", "text text", "nothing-here"]
-)
-def test_bm25_matches_formula(query: str) -> None:
-    docs = [f"{name} {desc}" for _s, name, desc in CORPUS]
-    expected = reference_bm25(docs, query)
-    got = BM25Index(docs).scores(query)
-    assert list(got) == pytest.approx(expected, rel=1e-12, abs=1e-12)
-    top = BM25Index(docs).top(query, 5)
-    ranked = sorted(((i, s) for i, s in enumerate(expected) if s > 0), key=lambda x: (-x[1], x[0]))[:5]
-    assert [i for i, _ in top] == [i for i, _ in ranked]
-
-
-def test_bm25_ties_keep_document_order_and_cut_at_k() -> None:
-    docs = [f"alpha doc{i}" for i in range(12)]
-    top = BM25Index(docs).top("alpha", 5)
-    assert [i for i, _ in top] == [0, 1, 2, 3, 4]
-    assert BM25Index([]).top("x", 5) == []
-
-
-def test_hybrid_merge_rules() -> None:
-    lex = [("a", 4.0), ("b", 2.0)]
-    vec = [("b", 0.9), ("c", 0.5)]
-    both = dict(hybrid_merge(lex, vec))
-    assert both == pytest.approx({"a": 0.3, "b": 0.3 * 0.5 + 0.7 * 0.9, "c": 0.7 * 0.5})
-    assert hybrid_merge(lex, [])[0] == ("a", 1.0)  # lexical alone at weight 1.0, max-normalised
-    assert dict(hybrid_merge(lex, [])) == pytest.approx({"a": 1.0, "b": 0.5})
-    assert dict(hybrid_merge([], vec)) == pytest.approx({"b": 0.9, "c": 0.5})
-    assert hybrid_merge([], []) == []
-    assert len(hybrid_merge([(str(i), float(i + 1)) for i in range(9)], [], limit=5)) == 5
+def _expected(query: str, limit: int = 5) -> list[tuple[str, float]]:
+    raw = reference_bm25([f"{name} {desc}" for _s, name, desc in CORPUS], query)
+    top = max(raw)
+    ranked = sorted(
+        ((CORPUS[i][0], s / top) for i, s in enumerate(raw) if s > 0), key=lambda x: (-x[1], x[0])
+    )
+    return ranked[:limit]
 
 
 def _write_corpus(root: Path) -> None:
@@ -94,20 +59,36 @@ def _write_corpus(root: Path) -> None:
         write_skill(root, slug, desc, name=name)
 
 
-def test_lexical_search_through_engine(make_engine, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    "query",
+    ["merge pdf", "pdf", "merge tables", "review sql query plans", "text text", "nothing-here", "TCK-4471"],
+)
+def test_lexical_search_matches_brute_force_bm25(make_engine, workspace: Path, query: str) -> None:  # type: ignore[no-untyped-def]
     _write_corpus(workspace / "skills")
     eng = make_engine(plugins=no_builtin(embeddings={"provider": "none"}))
-    docs = [f"{name} {desc}" for _s, name, desc in CORPUS]
-    raw = reference_bm25(docs, "merge pdf")
-    top = max(raw)
-    hits = eng.skills.search("merge pdf")
-    expected = sorted(
-        ((CORPUS[i][0], s / top) for i, s in enumerate(raw) if s > 0), key=lambda x: (-x[1], x[0])
-    )
-    assert [(h.slug, round(h.score, 9)) for h in hits] == [(s, round(v, 9)) for s, v in expected]
-    assert hits[0].source == "workspace" and hits[0].name == "PDF Tools"
+    hits = eng.skills.search(query, channel="lexical")
+    assert [(h.slug, round(h.score, 5)) for h in hits] == [(s, round(v, 5)) for s, v in _expected(query)]
+    assert [h.slug for h in eng.skills.search(query)] == [h.slug for h in hits]  # no embedder: BM25
     with pytest.raises(Exception, match="no embedding provider"):
         eng.skills.search("pdf", channel="vector")
+
+
+def test_shared_tokenizer_stems_and_keeps_codes(make_engine, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    _write_corpus(workspace / "skills")
+    eng = make_engine(plugins=no_builtin(embeddings={"provider": "none"}))
+    hits = eng.skills.search("merging PDF filing")  # stems: merging, merge -> merg; filing, files -> file
+    assert hits[0].slug == "pdf-tools" and hits[0].source == "workspace" and hits[0].name == "PDF Tools"
+    assert [h.slug for h in eng.skills.search("tck-4471")] == ["tickets"]  # a code matches whole
+    assert [h.slug for h in eng.skills.search("app.py")] == ["tickets"]
+    assert eng.skills.search("the of and") == []  # stopwords only: nothing matches
+
+
+def test_ties_sort_by_slug_and_cut_at_max_results(make_engine, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    for i in reversed(range(12)):
+        write_skill(workspace / "skills", f"s{i:02d}", f"alpha doc{i}", name=f"n{i}")
+    eng = make_engine(plugins=no_builtin(embeddings={"provider": "none"}))
+    assert [h.slug for h in eng.skills.search("alpha")] == ["s00", "s01", "s02", "s03", "s04"]
+    assert len(eng.skills.search("alpha", limit=8)) == 8
 
 
 def _vector_engine(make_engine, provider: str = "test"):  # type: ignore[no-untyped-def]
@@ -159,6 +140,24 @@ def test_hybrid_both_channels_and_vector_only_hit(make_engine, workspace: Path) 
 
 def sim_of(a: str, b: str) -> float:
     return sum(x * y for x, y in zip(concept_vector(a), concept_vector(b), strict=True))
+
+
+def test_every_candidate_scored_on_both_channels(make_engine, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 11 fusion: the only keyword match is not among the vector channel's best, yet it
+    gets its real cosine (0.3 × 1 + 0.7 × 0.5 = 0.65) and beats the vector-only skills (0.7 ×
+    0.707 = 0.49). The old merge gave it 0.3 (no cosine outside the vector top 2 × limit)."""
+    skills = [
+        ("alpha", "Invoice deploy"),  # "invoice": the keyword match; cosine 0.5 with the query
+        ("beta", "Payment billing"),  # cosine 0.707, no shared word
+        ("gamma", "Rhyme verse"),  # cosine 0.707, no shared word
+    ]
+    for slug, desc in skills:
+        write_skill(workspace / "skills", slug, desc, name=slug)
+    eng, _plugin = _vector_engine(make_engine)
+    hits = eng.skills.search("invoice poem", limit=1)
+    expected = 0.3 + 0.7 * sim_of("invoice poem", "alpha: Invoice deploy")
+    assert [h.slug for h in hits] == ["alpha"] and hits[0].score == pytest.approx(expected, rel=1e-5)
+    assert {h.slug for h in eng.skills.search("invoice poem")} == {"alpha", "beta", "gamma"}
 
 
 @pytest.mark.parametrize("provider", ["test-down", "test-broken"])

@@ -50,9 +50,10 @@ def top_slots(scores: NDArray[np.float32], mask: NDArray[np.bool_] | None, k: in
     leaving out slots scoring 0 or less."""
     cand = np.flatnonzero(scores > 0) if mask is None else np.flatnonzero((scores > 0) & mask)
     if cand.size > k:
-        part = np.argpartition(-scores[cand], k - 1)[:k]
-        cand = cand[part]
-    order = np.lexsort((cand, -scores[cand]))
+        vals = scores[cand]
+        kth = vals[np.argpartition(-vals, k - 1)[k - 1]]
+        cand = cand[vals >= kth]  # every slot tied with the k-th stays, so ties resolve by slot
+    order = np.lexsort((cand, -scores[cand]))[:k]
     return cand[order].astype(np.int64)
 
 

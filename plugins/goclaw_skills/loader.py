@@ -5,7 +5,8 @@ bumps the version after a change; the managed store is re-read when its database
 fingerprint changes). A :class:`SkillView` is what one caller sees: records the caller may
 access, resolved by tier (the highest tier's copy of a slug wins, lower copies are listed as
 ``shadows``), then narrowed by the allow list. Views are cached per snapshot and caller, and
-each view lazily builds its BM25 index and its vector matrix, so a prompt build or a search
+each view lazily builds its search index (the retrieval engine's :class:`SearchIndex`: BM25
+postings and the skill vectors on the same slots, issue 11), so a prompt build or a search
 never rescans the disk.
 """
 
@@ -23,8 +24,8 @@ from goclaw_skills.parsing import SkillProblem, SkillRecord
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine
+    from goclaw.retrieval.index import SearchIndex
     from goclaw.types import EmbeddingProvider
-    from goclaw_skills.search import BM25Index
 
 log = logging.getLogger(__name__)
 
@@ -93,22 +94,44 @@ class SkillView:
     def __init__(self, resolved: list[ResolvedSkill]) -> None:
         self.skills = resolved
         self.by_slug = {r.slug: r for r in resolved}
-        self._bm25: BM25Index | None = None
+        self._indexes: dict[tuple[str, str] | None, SearchIndex] = {}
         self._vectors: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.skills)
 
-    @property
-    def bm25(self) -> BM25Index:
-        if self._bm25 is None:
-            from goclaw_skills.search import BM25Index
+    def search_index(
+        self, engine: Engine | None = None, embedder: EmbeddingProvider | None = None
+    ) -> SearchIndex:
+        """The retrieval engine's index over this view: slot ``i`` is ``skills[i]``, with BM25 over
+        the shared tokenizer's terms of ``name + " " + description`` and, given an embedder, the
+        skill vectors of its space (:meth:`vectors`; raises when embedding fails)."""
+        key = None if embedder is None else (str(embedder.provider), str(embedder.model))
+        idx = self._indexes.get(key)
+        if idx is not None:
+            return idx
+        matrix = self.vectors(engine, embedder) if engine is not None and embedder is not None else None
+        from goclaw.retrieval.index import Doc, SearchIndex
+        from goclaw.retrieval.tokenize import default_tokenizer
 
-            with self._lock:
-                if self._bm25 is None:
-                    self._bm25 = BM25Index([f"{r.record.name} {r.record.description}" for r in self.skills])
-        return self._bm25
+        with self._lock:
+            idx = self._indexes.get(key)
+            if idx is None:
+                terms = default_tokenizer().terms
+                dim = int(matrix.shape[1]) if matrix is not None and matrix.ndim == 2 else 0
+                idx = SearchIndex(dim)
+                idx.upsert(
+                    Doc(
+                        i,
+                        "",
+                        terms(f"{r.record.name} {r.record.description}"),
+                        matrix[i] if dim else None,
+                    )
+                    for i, r in enumerate(self.skills)
+                )
+                self._indexes[key] = idx
+        return idx
 
     def vectors(self, engine: Engine, embedder: EmbeddingProvider) -> Any:
         """Row-normalised skill vectors for this view (embedding cache in the database)."""

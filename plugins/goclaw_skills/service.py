@@ -204,7 +204,12 @@ class SkillsService:
         limit: int | None = None,
         include_all: bool = False,
     ) -> list[SkillHit]:
-        """BM25 (§10) and vector similarity merged (§11); only skills the caller may see."""
+        """BM25 (§10) and vector similarity fused (§11) over the skills the caller may see.
+
+        One retrieval engine (issue 11): the view's :class:`~goclaw.retrieval.index.SearchIndex`
+        scores every skill on both channels (the shared tokenizer's terms; the skill vectors),
+        and :func:`~goclaw.retrieval.fusion.fuse` applies BM25 / best BM25 × ``lexical_weight``
+        + cosine × ``vector_weight``; a channel with no hit leaves the other at weight 1.0."""
         if channel not in CHANNELS:
             raise ValidationError(f"unknown search channel {channel!r}: use hybrid, lexical or vector")
         cfg = self.settings
@@ -212,49 +217,57 @@ class SkillsService:
         view = self.view(agent, user, skill_filter, include_all=include_all)
         if not len(view) or not query.strip():
             return []
-        lexical: list[tuple[str, float]] = []
-        vector: list[tuple[str, float]] = []
-        if channel in ("hybrid", "lexical"):
-            lexical = [(view.skills[i].slug, s) for i, s in view.bm25.top(query, 2 * k)]
-        if channel in ("hybrid", "vector"):
-            vector = self._vector_hits(view, query, 2 * k, required=channel == "vector")
-        from goclaw_skills.search import hybrid_merge
+        from goclaw.retrieval.fusion import fuse
+        from goclaw.retrieval.tokenize import query_terms
 
-        merged = hybrid_merge(
-            lexical, vector, lexical_weight=cfg.lexical_weight, vector_weight=cfg.vector_weight, limit=k
+        index, vector = view.search_index(), None
+        if channel in ("hybrid", "vector"):
+            found = self._vector_scores(view, query, required=channel == "vector")
+            if found is not None:
+                index, vector = found
+        lexical = index.bm25(query_terms(query)) if channel in ("hybrid", "lexical") else None
+        scored = fuse(
+            lexical,
+            vector,
+            None,
+            limit=k,
+            text_weight=cfg.lexical_weight,
+            vector_weight=cfg.vector_weight,
         )
         out = []
-        for slug, score in merged:
-            rec = view.by_slug[slug].record
-            out.append(SkillHit(slug, rec.name, score, rec.source))
+        for s in scored:
+            rec = view.skills[s.slot].record
+            out.append(SkillHit(rec.slug, rec.name, s.score, rec.source))
         return out
 
-    def _vector_hits(self, view: SkillView, query: str, k: int, *, required: bool) -> list[tuple[str, float]]:
-        from goclaw_skills.search import cosine_top
-
+    def _vector_scores(self, view: SkillView, query: str, *, required: bool) -> tuple[Any, Any] | None:
+        """``(the view's index with vectors, cosine of every skill)``, or ``None`` (BM25 only)
+        when no embedder is configured or embedding fails (spec §11); with ``required`` (the
+        vector channel alone) those raise instead."""
         try:
             embedder = self.engine.embedder()
         except GoclawError as exc:
             if required:
                 raise
             log.info("skill search: embedder unavailable (%s); BM25 only", exc)
-            return []
+            return None
         if embedder is None:
             if required:
                 raise FeatureUnavailableError(
                     "no embedding provider is configured ([plugins.embeddings] provider); "
                     "use --channel lexical"
                 )
-            return []
+            return None
         try:
             qvec = embedder.embed([query])[0]
-            matrix = view.vectors(self.engine, embedder)
+            index = view.search_index(self.engine, embedder)
         except Exception as exc:  # the embedding service failed: degrade to BM25 (spec §11)
             if required:
                 raise FeatureUnavailableError(f"embedding failed: {type(exc).__name__}: {exc}") from None
             log.warning("skill search: embedding failed (%s: %s); BM25 only", type(exc).__name__, exc)
-            return []
-        return [(view.skills[i].slug, s) for i, s in cosine_top(matrix, qvec, k)]
+            return None
+        cosine = index.cosine(qvec)
+        return (index, cosine) if cosine is not None else None
 
     def backfill_embeddings(self) -> int:
         """Embed every loaded skill lacking a cached vector (spec §11); returns the count."""
