@@ -19,20 +19,19 @@ user's writer) is refused.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import re
 import secrets
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goclaw.contracts.tools import memory_hit_id, parse_memory_hit_id, split_line_locator
 from goclaw.errors import NotFoundError, PermissionDeniedError, ValidationError
 from goclaw.redaction import redact_for
+from goclaw_memory import entries as E
+from goclaw_memory.entries import MemoryEntry
 from goclaw_memory.paths import (
     atomic_write,
     resolve_memory_path,
@@ -46,45 +45,8 @@ if TYPE_CHECKING:
     from goclaw.engine import Engine
     from goclaw.store.models import Agent
 
-MAX_TEXT_CHARS = 20_000
-MAX_META_CHARS = 2_000
-_MARKER_RE = re.compile(r"^<!-- goclaw-memory (?P<attrs>.*) -->\s*$")
-_ENTRY_ID_RE = re.compile(r"^mem_[0-9a-f]{10}$")
-_TAG_RE = re.compile(r"^[\w.-]{1,40}$")
 _LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
-
-
-@dataclass
-class MemoryEntry:
-    """One entry written by the API (``list`` returns these)."""
-
-    id: str
-    path: str
-    start_line: int  # the marker line
-    end_line: int  # the last text line
-    added: str
-    text: str
-    scope: str
-    tags: list[str] = field(default_factory=list)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    corrected: str | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        data = {
-            "id": self.id,
-            "path": self.path,
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "scope": self.scope,
-            "added": self.added,
-            "tags": self.tags,
-            "metadata": self.metadata,
-            "text": self.text,
-        }
-        if self.corrected:
-            data["corrected"] = self.corrected
-        return data
 
 
 @contextlib.contextmanager
@@ -107,97 +69,6 @@ def _scope_lock(folder: Path) -> Iterator[None]:
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
-
-
-def _clean_text(text: str) -> str:
-    if not isinstance(text, str) or not text.strip():
-        raise ValidationError("a memory needs some text")
-    text = text.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
-    if len(text) > MAX_TEXT_CHARS:
-        raise ValidationError(f"a memory is at most {MAX_TEXT_CHARS} characters (got {len(text)})")
-    if "\x00" in text:
-        raise ValidationError("a memory cannot contain NUL characters")
-    if any(_MARKER_RE.match(line) for line in text.split("\n")):
-        raise ValidationError("a memory cannot contain a goclaw-memory marker line")
-    # A blank line ends an entry, so blank lines inside the text are dropped: one block.
-    return "\n".join(line for line in text.split("\n") if line.strip())
-
-
-def _clean_tags(tags: Sequence[str] | None) -> list[str]:
-    out: list[str] = []
-    for tag in tags or ():
-        t = str(tag).strip().lstrip("#")
-        if not _TAG_RE.match(t):
-            raise ValidationError(f"invalid tag {tag!r}: letters, digits, '_', '.', '-' (at most 40)")
-        if t not in out:
-            out.append(t)
-    return out
-
-
-def _clean_meta(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    if not metadata:
-        return {}
-    if not isinstance(metadata, Mapping):
-        raise ValidationError("metadata must be a JSON object")
-    try:
-        encoded = json.dumps(dict(metadata), ensure_ascii=False, sort_keys=True)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"metadata must be JSON-serialisable ({exc})") from None
-    if len(encoded) > MAX_META_CHARS or "-->" in encoded or "\n" in encoded:
-        raise ValidationError(f"metadata must be one JSON object under {MAX_META_CHARS} characters")
-    return dict(json.loads(encoded))
-
-
-def _marker(entry_id: str, added: str, tags: list[str], meta: dict[str, Any], corrected: str | None) -> str:
-    parts = [f"id={entry_id}", f"added={added}"]
-    if corrected:
-        parts.append(f"corrected={corrected}")
-    if tags:
-        parts.append("tags=" + ",".join(tags))
-    if meta:
-        parts.append("meta=" + json.dumps(meta, ensure_ascii=False, sort_keys=True))
-    return f"<!-- goclaw-memory {' '.join(parts)} -->"
-
-
-def _parse_marker(line: str) -> dict[str, Any] | None:
-    m = _MARKER_RE.match(line)
-    if m is None:
-        return None
-    attrs = m["attrs"]
-    out: dict[str, Any] = {"tags": [], "metadata": {}}
-    meta_at = attrs.find(" meta=")
-    if meta_at >= 0:
-        with contextlib.suppress(ValueError):
-            out["metadata"] = json.loads(attrs[meta_at + 6 :])
-        attrs = attrs[:meta_at]
-    for part in attrs.split():
-        key, _, value = part.partition("=")
-        if key == "tags":
-            out["tags"] = [t for t in value.split(",") if t]
-        elif key in ("id", "added", "corrected"):
-            out[key] = value
-    return out if _ENTRY_ID_RE.match(str(out.get("id", ""))) else None
-
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(microsecond=0)
-
-
-def _read_lines(path: Path) -> list[str]:
-    if not path.exists():
-        return []
-    lines = path.read_text(encoding="utf-8").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
-
-
-def _entry_span(lines: list[str], start: int) -> int:
-    """The last line (0-based) of the entry whose marker is at ``start``."""
-    end = start
-    while end + 1 < len(lines) and lines[end + 1].strip() and _parse_marker(lines[end + 1]) is None:
-        end += 1
-    return end
 
 
 class MemoryWriter:
@@ -248,7 +119,7 @@ class MemoryWriter:
         if owner != uid:
             raise PermissionDeniedError(f"{path!r} is outside this writer's scope")
         start, end = lines
-        total = len(_read_lines(abs_path))
+        total = len(E.read_lines(abs_path))
         if start < 1 or end < start or end > total:
             raise ValidationError(f"bad line range {start}..{end} for {rel} ({total} lines)")
         # A range over API entries: exactly one entry with its marker (plus blank lines) is that
@@ -263,7 +134,7 @@ class MemoryWriter:
             )
         if touched and start <= touched[0].start_line:
             e = touched[0]
-            text_lines = _read_lines(abs_path)
+            text_lines = E.read_lines(abs_path)
             outside = [
                 i
                 for i in range(start, end + 1)
@@ -289,9 +160,9 @@ class MemoryWriter:
     ) -> MemoryEntry:
         """Append a memory to ``memory/YYYY-MM-DD.md`` of the scope (today, UTC) and index it."""
         a, uid, agent_dir = self._scope(agent, user)
-        body = self._redact(_clean_text(text))
-        clean_tags, meta = _clean_tags(tags), _clean_meta(metadata)
-        when = _now()
+        body = self._redact(E.clean_text(text))
+        clean_tags, meta = E.clean_tags(tags), E.clean_meta(metadata)
+        when = E.now()
         if day is None:
             day = when.date()
         elif isinstance(day, str):
@@ -305,11 +176,11 @@ class MemoryWriter:
         added = when.isoformat().replace("+00:00", "Z")
         with _scope_lock(folder):
             abs_path = agent_dir / rel
-            lines = _read_lines(abs_path)
+            lines = E.read_lines(abs_path)
             if lines and lines[-1].strip():
                 lines.append("")
             start = len(lines) + 1
-            lines.append(_marker(entry_id, added, clean_tags, meta, None))
+            lines.append(E.marker(entry_id, added, clean_tags, meta, None))
             lines.extend(body.split("\n"))
             end = len(lines)
             atomic_write(abs_path, "\n".join(lines) + "\n")
@@ -330,16 +201,16 @@ class MemoryWriter:
     ) -> dict[str, Any]:
         """Replace a memory (an entry's text, or lines of a file) with ``text``; re-index."""
         a, uid, agent_dir = self._scope(agent, user)
-        body = self._redact(_clean_text(text))
+        body = self._redact(E.clean_text(text))
         folder = scope_root(agent_dir, uid) / "memory"
         with _scope_lock(folder):
             abs_path, rel, start, end, is_entry = self._target(a, uid, agent_dir, id, path, lines)
-            current = _read_lines(abs_path)
+            current = E.read_lines(abs_path)
             new = body.split("\n")
             if is_entry:
-                info = _parse_marker(current[start]) or {}
-                marker = _marker(
-                    info["id"], info.get("added", ""), info["tags"], info["metadata"], _iso(_now())
+                info = E.parse_marker(current[start]) or {}
+                marker = E.marker(
+                    info["id"], info.get("added", ""), info["tags"], info["metadata"], E.iso(E.now())
                 )
                 current[start : end + 1] = [marker, *new]
                 first, last = start + 2, start + 1 + len(new)
@@ -369,7 +240,7 @@ class MemoryWriter:
         folder = scope_root(agent_dir, uid) / "memory"
         with _scope_lock(folder):
             abs_path, rel, start, end, is_entry = self._target(a, uid, agent_dir, id, path, lines)
-            current = _read_lines(abs_path)
+            current = E.read_lines(abs_path)
             removed = current[start : end + 1]
             stop = end + 1
             if is_entry and stop < len(current) and not current[stop].strip():
@@ -389,12 +260,12 @@ class MemoryWriter:
         _a, uid, agent_dir = self._scope(agent, user)
         found: list[MemoryEntry] = []
         for f in scope_files(agent_dir, uid):
-            lines = _read_lines(f.abs_path)
+            lines = E.read_lines(f.abs_path)
             for i, line in enumerate(lines):
-                info = _parse_marker(line) if line.startswith("<!-- goclaw-memory ") else None
+                info = E.parse_marker(line) if line.startswith("<!-- goclaw-memory ") else None
                 if info is None:
                     continue
-                end = _entry_span(lines, i)
+                end = E.entry_span(lines, i)
                 entry = MemoryEntry(
                     id=info["id"],
                     path=f.path,
@@ -414,7 +285,3 @@ class MemoryWriter:
 
     def _hit_id(self, a: Agent, uid: str, rel: str, first: int, last: int) -> str:
         return memory_hit_id("m", a.id, uid, f"{rel}#L{first}-L{last}")
-
-
-def _iso(when: datetime) -> str:
-    return when.isoformat().replace("+00:00", "Z")
