@@ -224,6 +224,132 @@ class Forgetter:
                 invalidate(a.id)
 
 
+# Tables whose rows belong to an agent through an ``agent_id`` column.
+AGENT_TABLES = (
+    *USER_TABLES,
+    "agent_context_files",
+    "skill_agent_grants",
+    "team_members",
+)
+AGENT_ORDER = (
+    "session_messages",
+    "worker_state",
+    "sessions",
+    "event_deliveries",
+    "events",
+    "kg_dedup_candidates",
+    "kg_relations",
+    "kg_entities",
+    "episodic_summaries",
+    "channel_memory_extraction_items",
+    "user_context_files",
+    "agent_context_files",
+    "memory_chunks",
+    "memory_documents",
+    "embedding_cache",
+    "skill_agent_grants",
+    "team_members",
+    "agent_links",
+    "agents",
+)
+
+
+class AgentForgetter(Forgetter):
+    """Erase one agent: its folder, every row with its ``agent_id``, its links and the agent."""
+
+    def __init__(self, engine: Engine, agent: str) -> None:
+        self.engine = engine
+        self.user = ""
+        self.agents = [engine.agents.get(agent)]
+        self.all_agents = False
+        self.agent_ids = [self.agents[0].id]
+
+    def _statements(self, tables: dict[str, Any], cache_hashes: list[str]) -> dict[str, Any]:
+        from sqlalchemy import or_
+
+        a = self.agent_ids[0]
+        where: dict[str, Any] = {name: tables[name].c.agent_id == a for name in AGENT_TABLES}
+        s, m = tables["sessions"], tables["session_messages"]
+        keys = s.select().with_only_columns(s.c.key).where(where["sessions"]).scalar_subquery()
+        where["session_messages"] = m.c.session_key.in_(keys)
+        ev, d = tables["events"], tables["event_deliveries"]
+        ev_ids = ev.select().with_only_columns(ev.c.id).where(where["events"]).scalar_subquery()
+        where["event_deliveries"] = d.c.event_id.in_(ev_ids)
+        ws = tables["worker_state"]
+        where["worker_state"] = or_(ws.c.scope.in_(keys), ws.c.scope.like(f"{a}:%"))
+        links = tables["agent_links"]
+        where["agent_links"] = or_(links.c.source_agent_id == a, links.c.target_agent_id == a)
+        where["embedding_cache"] = tables["embedding_cache"].c.chunk_hash.in_(cache_hashes)
+        where["agents"] = tables["agents"].c.id == a
+        return where
+
+    def _cache_hashes(self, conn: Any, tables: dict[str, Any]) -> list[str]:
+        from sqlalchemy import select
+
+        c = tables["memory_chunks"]
+        a = self.agent_ids[0]
+        own = {r[0] for r in conn.execute(select(c.c.chunk_hash).where(c.c.agent_id == a).distinct())}
+        if not own:
+            return []
+        shared = {
+            r[0]
+            for r in conn.execute(
+                select(c.c.chunk_hash).where(c.c.agent_id != a, c.c.chunk_hash.in_(sorted(own))).distinct()
+            )
+        }
+        return sorted(own - shared)
+
+    def _folder(self) -> Path | None:
+        folder = self.engine.agent_dir(self.agents[0])
+        if not folder.exists() and not folder.is_symlink():
+            return None
+        if folder.is_symlink():
+            raise PermissionDeniedError(f"{folder} is a link; remove it by hand")
+        return folder
+
+    def count(self) -> ForgetReport:
+        from sqlalchemy import func, select
+
+        report = ForgetReport("", [self.agents[0].name], dry_run=True)
+        folder = self._folder()
+        if folder is not None:
+            report.folders.append(str(folder))
+            report.files = _count_files(folder)
+        tables = self._tables()
+        with self.engine.db.engine.connect() as conn:
+            where = self._statements(tables, self._cache_hashes(conn, tables))
+            for name, clause in where.items():
+                n = conn.execute(select(func.count()).select_from(tables[name]).where(clause)).scalar_one()
+                report.rows[name] = int(n)
+        return report
+
+    def erase(self) -> ForgetReport:
+        before = self.count()
+        tables = self._tables()
+        with self.engine.db.engine.connect() as conn:
+            hashes = self._cache_hashes(conn, tables)
+        folder = self._folder()
+        if folder is not None:
+            shutil.rmtree(folder)
+
+        def _do(session: Any) -> None:
+            where = self._statements(tables, hashes)
+            for name in AGENT_ORDER:
+                session.execute(tables[name].delete().where(where[name]))
+
+        self.engine.db.run_write(_do)
+        self._invalidate()
+        report = ForgetReport("", before.agents, dry_run=False, files=before.files, folders=before.folders)
+        report.rows = dict(before.rows)
+        return report
+
+
+def forget_agent(engine: Engine, agent: str, *, dry_run: bool = True) -> ForgetReport:
+    """Count (``dry_run``) or erase one agent with everything it holds, for every user."""
+    f = AgentForgetter(engine, agent)
+    return f.count() if dry_run else f.erase()
+
+
 def forget_user(engine: Engine, user: str, *, agent: str | None = None, dry_run: bool = True) -> ForgetReport:
     """Count (``dry_run``) or erase everything of ``user`` (see the module docstring)."""
     f = Forgetter(engine, user, agent)

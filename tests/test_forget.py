@@ -111,3 +111,44 @@ def test_cli_forget_dry_run_then_yes(engine: Any, workspace: Path, database_url:
     for bad in (["forget", "--user", "../x", "--yes"], ["forget", "--user", "zed", "--agent", "nobody"]):
         res = run_cli(bad, **args)
         assert res.code != 0 and res.err.startswith("error:") and "Traceback" not in res.err
+
+
+def test_forget_an_agent_leaves_every_other_agent_intact(engine: Any, workspace: Path) -> None:
+    from sqlalchemy import func, select
+    from sqlmodel import SQLModel
+
+    from goclaw.forget import forget_agent
+
+    _populate(engine)
+    engine.agents.link("bob", "ada")  # a link to the erased agent goes with it
+    ada_id, bob_id = engine.agents.get("ada").id, engine.agents.get("bob").id
+
+    def by_agent() -> dict[str, Counter[str]]:
+        out: dict[str, Counter[str]] = {}
+        with engine.db.engine.connect() as conn:
+            for name, t in SQLModel.metadata.tables.items():
+                col = t.c.get("agent_id") if "agent_id" in t.c else (t.c.id if name == "agents" else None)
+                if col is not None:
+                    rows = conn.execute(select(col, func.count()).group_by(col)).all()
+                    out[name] = Counter({str(a): int(n) for a, n in rows})
+        return out
+
+    before = by_agent()
+    bob_files = sorted(
+        p.relative_to(workspace) for p in (workspace / "agents" / "bob").rglob("*") if p.is_file()
+    )
+    assert before["memory_chunks"][ada_id] > 0 and before["sessions"][ada_id] > 0
+    dry = forget_agent(engine, "ada")
+    assert dry.rows["agents"] == 1 and dry.files > 0 and by_agent() == before
+    forget_agent(engine, "ada", dry_run=False)
+    after = by_agent()
+    for table, counts in before.items():
+        assert after[table][ada_id] == 0, table
+        assert after[table][bob_id] == counts[bob_id], table
+    assert not (workspace / "agents" / "ada").exists()
+    assert (
+        sorted(p.relative_to(workspace) for p in (workspace / "agents" / "bob").rglob("*") if p.is_file())
+        == bob_files
+    )
+    assert [a.name for a in engine.agents.list()] == ["bob"] and engine.agents.links("bob") == []
+    assert engine.memory.search("office closed public holidays", "bob", "u2")

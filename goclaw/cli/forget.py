@@ -8,20 +8,28 @@ from goclaw.cli.common import emit_json, engine, json_option
 
 
 @click.command("forget")
-@click.option("--user", "-u", required=True, help="The user to erase.")
+@click.option("--user", "-u", default=None, help="The user to erase.")
 @click.option("--agent", "-a", default=None, help="Only this agent's data of the user (default: all).")
 @click.option("--yes", is_flag=True, help="Erase. Without it, only count what would be erased.")
 @json_option
-def forget_cmd(user: str, agent: str | None, yes: bool, as_json: bool) -> None:
-    """Erase a user's files, index, sessions, episodic memory, KG facts and more (GDPR)."""
-    from goclaw.forget import forget_user
+def forget_cmd(user: str | None, agent: str | None, yes: bool, as_json: bool) -> None:
+    """Erase a user's (or, with --agent alone, an agent's) files, index, sessions, episodic
+    memory, KG facts and more (GDPR). A dry run unless --yes."""
+    from goclaw.errors import ValidationError
+    from goclaw.forget import forget_agent, forget_user
 
-    report = forget_user(engine(), user, agent=agent, dry_run=not yes)
+    if user is not None:
+        report = forget_user(engine(), user, agent=agent, dry_run=not yes)
+    elif agent is not None:
+        report = forget_agent(engine(), agent, dry_run=not yes)
+    else:
+        raise ValidationError("name what to forget: --user U (optionally --agent A), or --agent A alone")
+    who = f"user {user!r}" if user is not None else f"agent {agent!r}"
     if as_json:
         emit_json(report.as_json())
         return
     verb = "would erase" if report.dry_run else "erased"
-    click.echo(f"{verb} for user {user!r} ({', '.join(report.agents) or 'no agents'}):")
+    click.echo(f"{verb} for {who} ({', '.join(report.agents) or 'no agents'}):")
     click.echo(f"  files: {report.files} in {len(report.folders)} folder(s)")
     for name, n in sorted(report.rows.items()):
         if n:
