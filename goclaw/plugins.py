@@ -64,6 +64,8 @@ DEFAULT_PLUGINS: dict[str, str] = {
     "goclaw.skills.tier.builtin": "goclaw_skills.tier_builtin",
     "goclaw.slash_commands": "goclaw_skills.slash",
     "goclaw.memory": "goclaw_memory.plugin",
+    # issue 13 item 7: the optional LanceDB search backend (`backend = "lancedb"`, extra `lancedb`).
+    "goclaw.lancedb": "goclaw_lancedb.plugin",
     "goclaw.embeddings": "goclaw_embeddings.plugin",
     "goclaw.llm": "goclaw_llm.plugin",
     "goclaw.consolidation": "goclaw_consolidation.plugin",

@@ -1,0 +1,1 @@
+"""LanceDB memory search backend (optional plugin ``goclaw.lancedb``; ``pip install 'goclaw[lancedb]'``)."""

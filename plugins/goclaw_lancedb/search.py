@@ -1,0 +1,148 @@
+"""One hybrid search over an agent's LanceDB table (see :mod:`goclaw_lancedb.backend`).
+
+1. LanceDB full-text search (its BM25 over the ``terms`` column) and LanceDB flat cosine
+   search, each limited to the query's scope by a ``where`` prefilter, top ``k`` each;
+2. every candidate missing from one channel's list gets its real score on that channel from
+   a second LanceDB query filtered to those ids (a full-text score of 0 means no term
+   matches; chunks without a vector of the space score 0 on the vector channel);
+3. :func:`goclaw.retrieval.fusion.fuse` over the candidates, with ``query.fusion`` and the
+   user boost. The rank-based methods see each channel's top ``pool``, as over every chunk.
+   For ``weighted`` no chunk outside both lists can score above
+   ``tw · bm25_k / best + vw · cos_k`` (× boost): when the last result scores below that
+   bound, ``k`` grows ×4 and the search repeats, so the result is exact.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from goclaw.contracts.search import ScoredChunk, SearchQuery, Space
+from goclaw.retrieval.fusion import fuse
+from goclaw_lancedb.store import id_list, lit
+
+Hits = dict[int, tuple[float, str]]  # id -> (channel score, user id)
+
+
+def no_vectors_note(space: Space | None) -> str:
+    where = f"{space[0]}/{space[1]} ({space[2]}-d)" if space else "the configured embedder"
+    return (
+        f"no indexed chunk has a vector from {where} (the embedding provider changed, or indexing "
+        "ran without it); run `goclaw memory index` to embed them; full-text results only"
+    )
+
+
+def _fts(table: Any, terms: list[str], where: str, k: int) -> Hits:
+    from lancedb.query import MatchQuery
+
+    q = table.search(MatchQuery(" ".join(terms), "terms"), query_type="fts")
+    data = q.where(where, prefilter=True).limit(k).select(["id", "user_id", "_score"]).to_arrow()
+    return {
+        int(i): (float(s), u)
+        for i, s, u in zip(
+            data["id"].to_pylist(), data["_score"].to_pylist(), data["user_id"].to_pylist(), strict=True
+        )
+    }
+
+
+def _knn(table: Any, vec: Any, where: str, k: int) -> Hits:
+    q = table.search(vec, vector_column_name="vector").distance_type("cosine").bypass_vector_index()
+    data = q.where(f"({where}) AND has_vector", prefilter=True).limit(k)
+    out = data.select(["id", "user_id", "_distance"]).to_arrow()
+    return {
+        int(i): (1.0 - float(d), u)
+        for i, d, u in zip(
+            out["id"].to_pylist(), out["_distance"].to_pylist(), out["user_id"].to_pylist(), strict=True
+        )
+    }
+
+
+def search_table(table: Any, space: Space | None, query: SearchQuery) -> tuple[list[ScoredChunk], list[str]]:
+    """The best ``query.limit`` × 3 chunks of the query's scope, and notes."""
+    notes: list[str] = []
+    scope = f"agent_id = {lit(query.agent_id)} AND user_id IN ({', '.join(lit(u) for u in query.users)})"
+    terms = list(dict.fromkeys(query.terms))
+    want_lex = query.channel in ("hybrid", "lexical") and bool(terms)
+    vec = None
+    if query.channel in ("hybrid", "vector") and query.vector is not None:
+        vec = np.asarray(query.vector, dtype=np.float32).reshape(-1)
+        if query.space is None or query.space != space or not np.linalg.norm(vec) > 0:
+            notes.append(no_vectors_note(query.space))
+            vec = None
+    if not want_lex and vec is None:
+        return [], notes
+    total = table.count_rows()
+    limit = query.limit * 3
+    pool = max(50, 5 * limit)
+    k = pool
+    while True:
+        lex = _fts(table, terms, scope, k) if want_lex else {}
+        cos = _knn(table, vec, scope, k) if vec is not None else {}
+        if vec is not None and not cos:  # no chunk of the scope has a vector of this space
+            notes.append(no_vectors_note(query.space))
+            vec = None
+        chunks, exact = _fuse(table, query, scope, terms, vec, lex, cos, k, limit, pool)
+        if exact or k >= total:
+            return chunks, notes
+        k *= 4
+
+
+def _fuse(
+    table: Any,
+    query: SearchQuery,
+    scope: str,
+    terms: list[str],
+    vec: Any,
+    lex: Hits,
+    cos: Hits,
+    k: int,
+    limit: int,
+    pool: int,
+) -> tuple[list[ScoredChunk], bool]:
+    """Complete both channels' scores for every candidate and fuse; ``exact``: whether no
+    chunk outside the candidates can enter the result."""
+    lex_full, vec_full = len(lex) < k, len(cos) < k  # the channel returned every match
+    lex_k = min((s for s, _u in lex.values()), default=0.0)
+    cos_k = max(0.0, min((s for s, _u in cos.values()), default=0.0))
+    cand = sorted(lex.keys() | cos.keys())
+    if not cand:
+        return [], True
+    lex_all, cos_all = dict(lex), dict(cos)
+    if lex and (extra := [i for i in cand if i not in lex]):
+        lex_all.update(_fts(table, terms, f"{scope} AND id IN ({id_list(extra)})", len(extra)))
+    if vec is not None and (extra := [i for i in cand if i not in cos]):
+        cos_all.update(_knn(table, vec, f"{scope} AND id IN ({id_list(extra)})", len(extra)))
+    users = {i: u for hits in (lex_all, cos_all) for i, (_s, u) in hits.items()}
+    lexical = np.array([lex_all.get(i, (0.0, ""))[0] for i in cand], dtype=np.float32) if lex else None
+    vector = np.array([cos_all.get(i, (0.0, ""))[0] for i in cand], dtype=np.float32) if cos else None
+    f = query.fusion
+    boost = None
+    if f.user_boost != 1.0 and any(users[i] for i in cand):
+        boost = np.array([f.user_boost if users[i] else 1.0 for i in cand], dtype=np.float32)
+    scored = fuse(
+        lexical,
+        vector,
+        None,
+        limit=limit,
+        method=f.method,
+        text_weight=f.text_weight,
+        vector_weight=f.vector_weight,
+        boost=boost,
+        pool=pool,
+    )
+    chunks = [ScoredChunk(cand[s.slot], s.score, s.lexical, s.vector) for s in scored]
+    if f.method != "weighted" or (lex_full and vec_full):
+        return chunks, True
+    has_lex = lexical is not None and bool((lexical > 0).any())
+    has_vec = vector is not None and bool((vector > 0).any())
+    tw, vw = (
+        (f.text_weight, f.vector_weight) if has_lex and has_vec else ((1.0, 0.0) if has_lex else (0.0, 1.0))
+    )
+    best = float(lexical.max()) if has_lex and lexical is not None else 0.0
+    bound = (tw * lex_k / best if best > 0 and not lex_full else 0.0) + (vw * cos_k if not vec_full else 0.0)
+    if f.user_boost > 1.0 and any(query.users):
+        bound *= f.user_boost
+    if bound <= 0:
+        return chunks, True
+    return chunks, len(chunks) >= limit and chunks[limit - 1].score >= bound
