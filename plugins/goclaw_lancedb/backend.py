@@ -21,6 +21,7 @@ database by fingerprint, or rebuilds, and says so in the result's notes.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -72,6 +73,9 @@ class LanceDBSearchBackend:
     name = "lancedb"
 
     def __init__(self, engine: Engine, folder: Path) -> None:
+        # LanceDB's Rust log goes to stderr at WARN ("No existing dataset ... it will be
+        # created"): keep the CLI's stderr for goclaw's own one-line notes.
+        os.environ.setdefault("LANCE_LOG", "error")
         import lancedb
 
         self.engine = engine

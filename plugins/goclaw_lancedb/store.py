@@ -180,7 +180,8 @@ class AgentTable:
     def create(self, recs: Sequence[ChunkRecord], space: Space | None) -> Any:
         """Replace the table with exactly ``recs`` (one atomic LanceDB commit)."""
         existed = self.open() is not None
-        table = self.db.create_table(self.name, to_arrow(self.agent_id, recs, space), mode="overwrite")
+        data = to_arrow(self.agent_id, recs, space)
+        table = self.db.create_table(self.name, data, mode="overwrite" if existed else "create")
         table.create_index("terms", config=fts_config(), replace=True)
         self._id_index(table)
         if existed:
