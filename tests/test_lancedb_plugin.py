@@ -194,7 +194,7 @@ def test_disabled_or_missing_extra_is_a_one_line_error(
 
 
 def test_forget_leaves_no_trace_in_the_lancedb_folder(make_engine: Any) -> None:
-    from goclaw.forget import forget_user
+    from goclaw.forget import forget_agent, forget_user
 
     eng = make_engine(plugins=LANCE)
     eng.agents.create("ada")
@@ -212,3 +212,7 @@ def test_forget_leaves_no_trace_in_the_lancedb_folder(make_engine: Any) -> None:
     assert not [h for h in eng.memory.search("ZEBRA-PASSPORT-9931", "ada", "u2") if h.scope == "user"]
     assert not leaked()
     assert eng.memory.search("ferry", "ada")[0].path == "memory/f0.md"
+    # Forgetting the agent drops its table.
+    forget_agent(eng, "ada", dry_run=False)
+    assert not [p for p in folder.rglob("*") if p.is_file() and b"harbour ferry" in p.read_bytes()]
+    assert not list(folder.glob("chunks_*"))

@@ -246,8 +246,13 @@ class LanceDBSearchBackend:
                 at = self._table(a)
                 meta = at.meta()
                 at.forget_meta()
-                if at.open() is not None:
-                    self._resync(at, None, at.space_of(meta), source.db_token(self.engine, a))
+                if at.open() is None:
+                    continue
+                token = source.db_token(self.engine, a)
+                if source.fingerprints(self.engine, a, None):
+                    self._resync(at, None, at.space_of(meta), token)
+                else:  # every chunk of the agent is gone (forget --agent): so is its table
+                    self.db.drop_table(at.name)
 
     def _agent_of(self, name: str) -> str | None:
         """The agent whose table this is (from its meta file), or None."""
