@@ -1,36 +1,20 @@
-"""Memory benchmarks (issue 5): indexing speed, unchanged re-index, hybrid search latency.
+"""Memory benchmarks (issue 5): indexing speed, unchanged re-index, edit + next search.
 
     python benchmarks/memory_bench.py            # full sizes (10k documents, 10k and 100k chunks)
     python benchmarks/memory_bench.py --quick    # smaller sizes, well under a minute
 
-PostgreSQL rows run when ``GOCLAW_BENCH_DATABASE_URL`` (or ``GOCLAW_TEST_DATABASE_URL``) names a
-database with pgvector; a private schema is created and dropped. Use a database whose
-``public`` schema holds no goclaw tables.
-
-Search latency is end to end through ``engine.memory.search_response`` (agent lookup, query
-embedding with the default static embedder, full-text channel, vector channel, row fetch,
-hybrid merge), median of 30 queries after one warm-up. Extra memory tiers (episodic summaries,
-issue 6) are left out: they are measured by their own benchmark. The baseline is a plain
-brute-force hybrid over the same chunks held in Python/numpy memory: exact BM25 (k1 = 1.2,
-b = 0.75) by scanning every chunk's pre-tokenised terms, exact cosine with one matrix product,
-the same max-normalised 0.3/0.7 merge. The "top-6 agreement" rows compare goclaw's top 6 with
-that reference's: the synthetic corpus has no relevance labels, so this shows how closely each
-backend follows an exact BM25 + cosine hybrid, not recall.
+Search speed and quality against LanceDB, chroma, sqlite-vec + FTS5 and numpy + bm25s (on
+SQLite and PostgreSQL) are measured by ``retrieval_bench.py`` (issue 11).
 """
 
 from __future__ import annotations
 
-import math
-import os
 import random
-import re
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-import uuid
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -177,35 +161,6 @@ def _open(workspace: Path, url: str | None, provider: str) -> Any:
     return eng
 
 
-def _pg_url() -> str | None:
-    return os.environ.get("GOCLAW_BENCH_DATABASE_URL") or os.environ.get("GOCLAW_TEST_DATABASE_URL")
-
-
-class _PgSchema:
-    def __init__(self, base: str) -> None:
-        from sqlalchemy import create_engine, text
-
-        from goclaw.store.database import normalise_url
-
-        self.schema = "bench_" + uuid.uuid4().hex[:10]
-        self.admin = create_engine(normalise_url(base))
-        with self.admin.begin() as conn:
-            conn.execute(text(f"CREATE SCHEMA {self.schema}"))
-            conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
-        sep = "&" if "?" in base else "?"
-        self.url = f"{normalise_url(base)}{sep}options=-csearch_path%3D{self.schema},public"
-
-    def drop(self) -> None:
-        from sqlalchemy import text
-
-        with self.admin.begin() as conn:
-            conn.execute(text(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE"))
-        self.admin.dispose()
-
-
-# --------------------------------------------------------------------------- indexing
-
-
 def bench_indexing(tmp: Path, docs: int, reindex_docs: int) -> list[dict[str, Any]]:
     rows = []
     for provider, label in (("none", "without embeddings"), ("static", "with the default embedder")):
@@ -249,123 +204,20 @@ def bench_indexing(tmp: Path, docs: int, reindex_docs: int) -> list[dict[str, An
 # --------------------------------------------------------------------------- search
 
 
-class BruteForceHybrid:
-    """The baseline: everything in Python/numpy memory, scanned per query."""
-
-    def __init__(self, eng: Any, agent_id: str) -> None:
-        import numpy as np
-        from sqlalchemy import select
-
-        from goclaw.store.models import MemoryChunk
-
-        table = MemoryChunk.__table__  # the store's Vector type decodes BLOBs and pgvector alike
-        with eng.db.engine.connect() as conn:
-            rows = conn.execute(
-                select(table.c.id, table.c.text, table.c.embedding).where(table.c.agent_id == agent_id)
-            ).all()
-        self.ids = [r[0] for r in rows]
-        self.terms = [Counter(re.findall(r"\w+", r[1].lower())) for r in rows]
-        df: Counter[str] = Counter()
-        for t in self.terms:
-            df.update(t.keys())
-        n = len(rows)
-        self.idf = {w: math.log((n - c + 0.5) / (c + 0.5) + 1) for w, c in df.items()}
-        lengths = [sum(t.values()) for t in self.terms]
-        avgdl = sum(lengths) / max(1, n)
-        # BM25 (k1 = 1.2, b = 0.75): the length part of each chunk's denominator, precomputed.
-        self.norm = [1.2 * (0.25 + 0.75 * dl / avgdl) for dl in lengths]
-        self.matrix = np.vstack([np.asarray(r[2], dtype=np.float32) for r in rows])
-        self.embedder = eng.embedder()
-
-    def search(self, query: str, k: int = 6) -> list[int]:
-        import numpy as np
-
-        q_terms = set(re.findall(r"\w+", query.lower()))
-        lex = {}
-        for i, t in enumerate(self.terms):
-            s = sum(self.idf[w] * t[w] * 2.2 / (t[w] + self.norm[i]) for w in q_terms if w in t)
-            if s > 0:
-                lex[i] = s
-        best = max(lex.values(), default=1.0)
-        q = self.embedder.embed([query])[0]
-        sims = self.matrix @ q
-        top_vec = np.argpartition(-sims, 24)[:24]
-        scores = {i: 0.3 * s / best for i, s in lex.items()}
-        for i in top_vec:
-            scores[int(i)] = scores.get(int(i), 0.0) + 0.7 * max(0.0, float(sims[i]))
-        return [self.ids[i] for i in sorted(scores, key=lambda i: -scores[i])[:k]]
-
-
-def bench_search(tmp: Path, chunks: int, backend: str, url: str | None) -> list[dict[str, Any]]:
-    ws = tmp / f"search-{backend}-{chunks}"
-    eng = _open(ws, url, "static")
+def bench_edit(tmp: Path, chunks: int) -> list[dict[str, Any]]:
+    """Re-index after editing one file, plus the next search (the in-memory index is patched)."""
+    ws = tmp / f"edit-{chunks}"
+    eng = _open(ws, None, "static")
     agent = eng.agents.get("bench")
     paras = 10
     make_corpus(eng.agent_dir(agent), chunks // paras, paras, seed=5)
-    t = time.perf_counter()
     report = eng.memory.index("bench")
-    build = time.perf_counter() - t
     assert report.chunks_written == chunks, report
-    qs = queries(31)
-    # Warm-up: loads the vector matrix (SQLite).
-    eng.memory.search_response(qs[0], "bench", include_extra=False)
-    ours = []
-    for q in qs[1:]:
-        t = time.perf_counter()
-        hits = eng.memory.search_response(q, "bench", include_extra=False).hits
-        ours.append(time.perf_counter() - t)
-        assert hits
-    alone = []  # the full-text channel by itself (no embedder, or --channel lexical)
-    for q in qs[1:]:
-        t = time.perf_counter()
-        eng.memory.search_response(q, "bench", include_extra=False, channel="lexical")
-        alone.append(time.perf_counter() - t)
-    base = BruteForceHybrid(eng, agent.id)
-    theirs = []
-    agree = []
-    for q in qs[1:11]:
-        t = time.perf_counter()
-        reference = base.search(q)
-        theirs.append(time.perf_counter() - t)
-        got = eng.memory.search_response(q, "bench", limit=6, include_extra=False).hits
-        agree.append(len({h.chunk_id for h in got} & set(reference)) / 6)
-    recall = _vector_recall(eng, agent.id, base, qs[1:11])
-    edit = _edit_then_search(eng, agent, qs[1]) if backend == "sqlite" else None
+    qs = queries(3)
+    eng.memory.search_response(qs[0], "bench", include_extra=False)  # loads the index
+    edit = _edit_then_search(eng, agent, qs[1])
     eng.close()
-    name = "SQLite" if backend == "sqlite" else "PostgreSQL"
-    extra = (
-        [_row(f"edit one file: re-index + next search, {chunks:,} chunks (SQLite)", edit * 1000, "ms")]
-        if edit is not None  # the vector channel is exact by construction
-        else [_row(f"vector channel recall@24 vs exact cosine, {chunks:,} chunks (HNSW)", 100 * recall, "%")]
-    )
-    return [
-        *extra,
-        _row(
-            f"memory hybrid search, {chunks:,} chunks ({name})",
-            statistics.median(ours) * 1000,
-            "ms",
-            statistics.median(theirs) * 1000,
-            "brute-force Python/numpy hybrid",
-        ),
-        # Not a recall figure (the corpus has no relevance labels): how far the ranking follows
-        # an exact BM25 + cosine hybrid that scores every chunk (see the module docstring).
-        _row(
-            f"full-text search alone, {chunks:,} chunks ({name})",
-            statistics.median(alone) * 1000,
-            "ms",
-        ),
-        _row(
-            f"top-6 agreement with the brute-force hybrid, {chunks:,} chunks ({name})",
-            100 * statistics.mean(agree),
-            "%",
-        ),
-        _row(
-            f"memory index build, {chunks:,} chunks with embeddings ({name})",
-            chunks / build,
-            "chunks/s",
-            higher_is_better=True,
-        ),
-    ]
+    return [_row(f"edit one file: re-index + next search, {chunks:,} chunks (SQLite)", edit * 1000, "ms")]
 
 
 def _edit_then_search(eng: Any, agent: Any, query: str) -> float:
@@ -379,23 +231,6 @@ def _edit_then_search(eng: Any, agent: Any, query: str) -> float:
     elapsed = time.perf_counter() - t
     assert report.rechunked == 1, report
     return elapsed
-
-
-def _vector_recall(eng: Any, agent_id: str, base: BruteForceHybrid, qs: list[str], k: int = 24) -> float:
-    """Share of the exact top-k (cosine over every chunk) that the backend's vector channel returns."""
-    import numpy as np
-
-    embedder = eng.embedder()
-    space = (embedder.provider, embedder.model, int(embedder.dim))
-    ids = np.asarray(base.ids)
-    found = []
-    for q in qs:
-        v = embedder.embed([q])[0]
-        exact = set(ids[np.argsort(-(base.matrix @ v))[:k]].tolist())
-        with eng.db.engine.connect() as conn, conn.begin():
-            got = {i for i, _ in eng.memory.backend.vector(agent_id, [""], v, space, k, conn=conn)}
-        found.append(len(exact & got) / k)
-    return statistics.mean(found)
 
 
 class _Rows(list):  # type: ignore[type-arg]
@@ -413,17 +248,8 @@ def run(quick: bool) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = _Rows()
     try:
         rows += bench_indexing(tmp, 2_000 if quick else 10_000, 2_000 if quick else 10_000)
-        sizes = [10_000] if quick else [10_000, 100_000]
-        for n in sizes:
-            rows += bench_search(tmp, n, "sqlite", None)
-        pg = _pg_url()
-        if pg:
-            for n in [5_000] if quick else sizes:
-                schema = _PgSchema(pg)
-                try:
-                    rows += bench_search(tmp, n, "postgresql", schema.url)
-                finally:
-                    schema.drop()
+        for n in [10_000] if quick else [10_000, 100_000]:
+            rows += bench_edit(tmp, n)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return list(rows)

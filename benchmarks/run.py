@@ -36,6 +36,7 @@ MODULES = [
     "prompt_bench",
     "skills_bench",
     "memory_bench",
+    "retrieval_bench",
     "embedder_bench",
     "consolidation_bench",
 ]

@@ -57,12 +57,6 @@ class ScoredChunk:
     vector: float | None = None  # cosine similarity
 
 
-@dataclass
-class SearchResult:
-    chunks: list[ScoredChunk]
-    notes: list[str] = field(default_factory=list)  # what the caller should be told
-
-
 @dataclass(frozen=True)
 class ChunkRow:
     """A stored chunk as the memory service shows it."""
@@ -73,6 +67,15 @@ class ChunkRow:
     start_line: int
     end_line: int
     text: str
+
+
+@dataclass
+class SearchResult:
+    chunks: list[ScoredChunk]
+    notes: list[str] = field(default_factory=list)  # what the caller should be told
+    # The rows of ``chunks`` when the backend already has them (saves the service a
+    # :meth:`SearchBackend.rows` round trip); None: the service asks for them.
+    rows: dict[int, ChunkRow] | None = None
 
 
 @dataclass(frozen=True)

@@ -164,123 +164,109 @@ class PostgresSearchBackend:
 
     # ------------------------------------------------------------------ search
     def search(self, query: SearchQuery) -> SearchResult:
+        """Three round trips on one connection: vector candidates (with their terms), full-text
+        candidates (with their cosine), and the rows of the winners."""
         pool = max(40, 4 * query.limit)
         notes: list[str] = []
         users = list(query.users)
         want_lex = query.channel in ("hybrid", "lexical") and bool(query.terms)
-        want_vec = query.channel in ("hybrid", "vector") and query.vector is not None and query.space
+        want_vec = (
+            query.channel in ("hybrid", "vector") and query.vector is not None and query.space is not None
+        )
+        found: dict[int, tuple[str, str, float | None]] = {}  # id -> (user, lex, cosine)
         with self.engine.db.engine.connect() as c, c.begin():
-            vec: dict[int, float] = {}
+            stats = self._doc_freq(c) if want_lex else _PgStats({}, 0.0, 0.0)
             if want_vec:
-                vec = dict(self._vector(c, query, users, pool))
-                if not vec:
+                found.update(self._vector(c, query, users, pool))
+                if not found:
                     note = self._no_vectors(c, query, users)
                     if note:
                         notes.append(note)
-            lex_terms: dict[int, str] = {}
-            stats = self._doc_freq(c) if want_lex else _PgStats({}, 0.0, 0.0)
             if want_lex:
-                lex_terms = self._lexical(c, query, users, stats, pool)
-                missing = [i for i in vec if i not in lex_terms]
-                if missing:
-                    lex_terms.update(self._lex_of(c, missing))
-            lexical: dict[int, float] = {}
-            if lex_terms:
-                n = max(stats.rows, float(len(lex_terms)), 1.0)
+                for i, row in self._lexical(c, query, users, stats, pool, with_cosine=bool(found)).items():
+                    found.setdefault(i, row)
+            ids = list(found)
+            lexical = np.zeros(len(ids), dtype=np.float32)
+            if want_lex and ids:
+                n = max(stats.rows, float(len(ids)), 1.0)
                 idf = {t: stats.idf(t, n) for t in query.terms}
-                avgdl = stats.avgdl or float(np.mean([s.count(" ") + 1 for s in lex_terms.values()]))
-                for i, s in lex_terms.items():
-                    score = bm25_from_lex(s or "", query.terms, idf, avgdl)
-                    if score > 0:
-                        lexical[i] = score
-                if want_vec and vec:
-                    # Every full-text candidate also gets its real cosine (issue 11).
-                    best = sorted(lexical, key=lambda i: -lexical[i])[:pool]
-                    need = [i for i in best if i not in vec]
-                    if need:
-                        vec.update(self._cosines(c, query, need))
-            users_of = self._users(c, list({*lexical, *vec})) if len(users) > 1 else {}
-        ids = list(dict.fromkeys([*lexical, *vec]))
-        if not ids:
-            return SearchResult([], notes)
-        lex_arr = np.array([lexical.get(i, 0.0) for i in ids], dtype=np.float32) if want_lex else None
-        vec_arr = np.array([vec.get(i, 0.0) for i in ids], dtype=np.float32) if want_vec and vec else None
-        boost = None
-        if users_of and query.fusion.user_boost != 1.0:
-            boost = np.array(
-                [query.fusion.user_boost if users_of.get(i) else 1.0 for i in ids], dtype=np.float32
+                avgdl = stats.avgdl or float(np.mean([r[1].count(" ") + 1 for r in found.values()]))
+                lexical = np.array(
+                    [bm25_from_lex(found[i][1], query.terms, idf, avgdl) for i in ids], dtype=np.float32
+                )
+            vector = None
+            if want_vec and any(r[2] is not None for r in found.values()):
+                vector = np.array([max(0.0, found[i][2] or 0.0) for i in ids], dtype=np.float32)
+            if not ids:
+                return SearchResult([], notes)
+            boost = None
+            f = query.fusion
+            if len(users) > 1 and f.user_boost != 1.0:
+                boost = np.array([f.user_boost if found[i][0] else 1.0 for i in ids], dtype=np.float32)
+            scored = fuse(
+                lexical if want_lex else None,
+                vector,
+                None,
+                limit=query.limit * 3,
+                method=f.method,
+                text_weight=f.text_weight,
+                vector_weight=f.vector_weight,
+                boost=boost,
+                pool=pool,
             )
-        f = query.fusion
-        scored = fuse(
-            lex_arr,
-            vec_arr,
-            None,
-            limit=query.limit * 3,
-            method=f.method,
-            text_weight=f.text_weight,
-            vector_weight=f.vector_weight,
-            boost=boost,
-            pool=pool,
-        )
-        return SearchResult([ScoredChunk(ids[s.slot], s.score, s.lexical, s.vector) for s in scored], notes)
+            chunks = [ScoredChunk(ids[s.slot], s.score, s.lexical, s.vector) for s in scored]
+            rows = self._rows(c, [ch.id for ch in chunks])
+        return SearchResult(chunks, notes, rows)
 
     def _lexical(
-        self, c: Any, query: SearchQuery, users: list[str], stats: _PgStats, pool: int
-    ) -> dict[int, str]:
-        """Full-text matches of the selective terms, at most ``2 × PG_RANK_BUDGET`` (pre-ranked by
-        IDF-weighted ``ts_rank`` when there are more): ``{id: lex}``; BM25 ranks them after."""
+        self, c: Any, query: SearchQuery, users: list[str], stats: _PgStats, pool: int, *, with_cosine: bool
+    ) -> dict[int, tuple[str, str, float | None]]:
+        """Full-text matches of the selective terms, the best ``max(4 × pool, 200)`` by
+        IDF-weighted ``ts_rank``, each with its user, its terms (for BM25) and, in a hybrid
+        search, its cosine to the query: ``{id: (user, lex, cosine)}``."""
         terms = list(query.terms)
         selective, _common = split_terms(terms, stats.df, PG_RANK_BUDGET, keep_rarest=True)
         n = max(stats.rows, 1.0)
         ranks = []
-        params: dict[str, Any] = {"a": query.agent_id, "users": users, "k": max(pool, 2 * PG_RANK_BUDGET)}
+        params: dict[str, Any] = {"a": query.agent_id, "users": users, "k": max(4 * pool, 200)}
         for j, t in enumerate(terms[:8]):
             params[f"t{j}"] = tsquery_literal([t])
             params[f"w{j}"] = stats.idf(t, n)
             ranks.append(f":w{j} * ts_rank(tsv, CAST(:t{j} AS tsquery))")
+        cosine = "NULL"
+        if with_cosine and query.space is not None:
+            provider, model, dim = query.space
+            params.update(qv=np.asarray(query.vector, dtype=np.float32).reshape(-1), p=provider, m=model)
+            cosine = (
+                f"CASE WHEN embedding_dim = {int(dim)} AND embedding_provider = :p AND embedding_model = :m "
+                f"THEN 1 - ((embedding::vector({int(dim)})) <=> CAST(:qv AS vector({int(dim)}))) END"
+            )
         sql = (
-            f"SELECT id, lex FROM memory_chunks WHERE agent_id = :a AND user_id = ANY(:users) "
-            f"AND tsv @@ CAST(:q AS tsquery) ORDER BY {' + '.join(ranks)} DESC LIMIT :k"
+            f"SELECT id, user_id, lex, {cosine} FROM memory_chunks WHERE agent_id = :a "
+            "AND user_id = ANY(:users) AND tsv @@ CAST(:q AS tsquery) "
+            f"ORDER BY {' + '.join(ranks)} DESC LIMIT :k"
         )
         params["q"] = tsquery_literal(selective)
-        found = {int(i): s or "" for i, s in c.execute(text(sql), params).all()}
+        found = {int(r[0]): (r[1], r[2] or "", r[3]) for r in c.execute(text(sql), params).all()}
         if len(found) < pool and len(selective) < len(terms) and query.vector is None:
             # Full text alone and too few matches of the selective terms: the common terms'
             # best matches fill up (in a hybrid search they score the vector candidates instead).
             params["q"] = tsquery_literal(terms)
-            found.update({int(i): s or "" for i, s in c.execute(text(sql), params).all()})
+            for r in c.execute(text(sql), params).all():
+                found.setdefault(int(r[0]), (r[1], r[2] or "", r[3]))
         return found
 
     @staticmethod
-    def _lex_of(c: Any, ids: list[int]) -> dict[int, str]:
-        rows = c.execute(text("SELECT id, lex FROM memory_chunks WHERE id = ANY(:ids)"), {"ids": ids}).all()
-        return {int(i): s or "" for i, s in rows}
-
-    @staticmethod
-    def _users(c: Any, ids: list[int]) -> dict[int, str]:
-        rows = c.execute(
-            text("SELECT id, user_id FROM memory_chunks WHERE id = ANY(:ids)"), {"ids": ids}
-        ).all()
-        return {int(i): u for i, u in rows}
-
-    def _cosines(self, c: Any, query: SearchQuery, ids: list[int]) -> dict[int, float]:
-        assert query.space is not None
-        provider, model, dim = query.space
-        rows = c.execute(
+    def _rows(c: Any, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        if not ids:
+            return {}
+        result = c.execute(
             text(
-                f"SELECT id, 1 - ((embedding::vector({int(dim)})) <=> CAST(:q AS vector({int(dim)}))) "
-                "FROM memory_chunks WHERE id = ANY(:ids) AND embedding_dim = :d "
-                "AND embedding_provider = :p AND embedding_model = :m"
+                "SELECT id, user_id, path, start_line, end_line, text FROM memory_chunks WHERE id = ANY(:ids)"
             ),
-            {
-                "ids": ids,
-                "q": np.asarray(query.vector, dtype=np.float32).reshape(-1),
-                "d": int(dim),
-                "p": provider,
-                "m": model,
-            },
+            {"ids": [int(i) for i in ids]},
         ).all()
-        return {int(i): max(0.0, float(s)) for i, s in rows}
+        return {int(r[0]): ChunkRow(int(r[0]), r[1], r[2], int(r[3]), int(r[4]), r[5]) for r in result}
 
     def _no_vectors(self, c: Any, query: SearchQuery, users: list[str]) -> str | None:
         assert query.space is not None
@@ -300,17 +286,8 @@ class PostgresSearchBackend:
         )
 
     def rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
-        if not ids:
-            return {}
         with self.engine.db.engine.connect() as c:
-            result = c.execute(
-                text(
-                    "SELECT id, user_id, path, start_line, end_line, text FROM memory_chunks "
-                    "WHERE id = ANY(:ids)"
-                ),
-                {"ids": [int(i) for i in ids]},
-            ).all()
-        return {int(r[0]): ChunkRow(int(r[0]), r[1], r[2], int(r[3]), int(r[4]), r[5]) for r in result}
+            return self._rows(c, ids)
 
     def invalidate(self, agent_id: str | None = None) -> None:
         return None
@@ -403,18 +380,21 @@ class PostgresSearchBackend:
                 self._prepared.add(dim)
             self._deferred.clear()
 
-    def _vector(self, conn: Any, query: SearchQuery, users: list[str], limit: int) -> list[tuple[int, float]]:
+    def _vector(
+        self, conn: Any, query: SearchQuery, users: list[str], limit: int
+    ) -> dict[int, tuple[str, str, float | None]]:
+        """The nearest ``limit`` chunks by HNSW: ``{id: (user, lex, cosine)}``."""
         assert query.space is not None
         agent_id, query_vector = query.agent_id, query.vector
         provider, model, dim = query.space
         dim = int(dim)
         q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
         if not np.any(q):
-            return []
+            return {}
         # Same expression and (literal) predicate as the partial HNSW index, so it is usable.
         expr = f"(embedding::vector({dim})) <=> CAST(:q AS vector({dim}))"
         sql = (
-            f"SELECT id, 1 - ({expr}) AS s FROM memory_chunks "
+            f"SELECT id, user_id, lex, 1 - ({expr}) AS s FROM memory_chunks "
             f"WHERE embedding_dim = {dim} AND agent_id = :a AND user_id = ANY(:users) "
             "AND embedding_provider = :p AND embedding_model = :m "
             f"ORDER BY {expr} LIMIT :k"
@@ -441,10 +421,7 @@ class PostgresSearchBackend:
             params["q"] = q  # sent in binary by the store's connections
             return c.execute(text(sql), params).all()
 
-        result = _query(conn)
-        hits = [(int(i), float(s)) for i, s in result]
-        hits.sort(key=lambda h: -h[1])  # relaxed_order may return slightly out of order
-        return hits
+        return {int(i): (u, lex or "", float(sim)) for i, u, lex, sim in _query(conn)}
 
 
 def _hnsw_name(dim: int) -> str:

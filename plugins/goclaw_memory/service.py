@@ -211,7 +211,7 @@ class MemoryService:
             )
             result = backend.search(request)
             notes.extend(result.notes)
-            rows = backend.rows([c.id for c in result.chunks])
+            rows = result.rows if result.rows is not None else backend.rows([c.id for c in result.chunks])
             hits = build_hits(result.chunks, rows, limit)
         if include_extra:
             extra = self.engine.hooks.memory_search_extra(self.engine, query, a, user, limit)
