@@ -54,7 +54,7 @@ from synth_memory import generate  # noqa: E402
 
 K = 10
 POOL = 50
-TW, VW = 0.5, 0.5  # goclaw's default weights, used by the hand-rolled peer and the exact reference
+TW, VW = 0.7, 0.3  # goclaw's default weights, used by the hand-rolled peer and the exact reference
 N_TIMED = 120
 
 

@@ -93,8 +93,8 @@ def test_hybrid_weights_follow_decisions(eng: Any) -> None:
     lex = {h.path: h.score for h in eng.memory.search(q, "ada", channel="lexical")}
     vec = {h.path: h.score for h in eng.memory.search(q, "ada", channel="vector")}
     cfg = eng.plugin_settings("memory")
-    assert (cfg.text_weight, cfg.vector_weight) == (0.5, 0.5)  # the measured default (docs/memory.md)
-    for tw, vw in ((0.5, 0.5), (0.3, 0.7)):  # and the spec's weights, selectable
+    assert (cfg.text_weight, cfg.vector_weight) == (0.7, 0.3)  # the measured default (docs/memory.md)
+    for tw, vw in ((0.7, 0.3), (0.3, 0.7)):  # and the spec's weights, selectable
         cfg.text_weight, cfg.vector_weight = tw, vw
         hyb = {h.path: h.score for h in eng.memory.search(q, "ada")}
         for path in hyb:
@@ -501,7 +501,7 @@ def test_vector_candidates_get_their_full_text_score(eng: Any) -> None:
 
 
 def test_hybrid_equals_the_formula_over_every_chunk(eng: Any) -> None:
-    """The fused ranking is the weighted formula (BM25 / best BM25 x 0.5 + cosine x 0.5) applied to
+    """The fused ranking is the weighted formula (BM25 / best BM25 x 0.7 + cosine x 0.3) applied to
     every chunk of the scope, computed here independently from the stored terms and vectors."""
     import math
     from collections import Counter
@@ -541,7 +541,7 @@ def test_hybrid_equals_the_formula_over_every_chunk(eng: Any) -> None:
         for r, v in zip(rows, vecs, strict=True)
     }
     best = max(bm25.values())
-    fused = {i: 0.5 * bm25[i] / best + 0.5 * cos[i] for i in docs}
+    fused = {i: 0.7 * bm25[i] / best + 0.3 * cos[i] for i in docs}
     expected = sorted(fused, key=lambda i: -fused[i])[:10]
     hits = eng.memory.search(query, "ada", limit=10)
     assert [h.chunk_id for h in hits] == expected

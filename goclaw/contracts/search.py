@@ -27,8 +27,8 @@ class FusionSettings:
     """How the channels are fused (see :mod:`goclaw.retrieval.fusion`)."""
 
     method: str = "weighted"
-    text_weight: float = 0.5
-    vector_weight: float = 0.5
+    text_weight: float = 0.7
+    vector_weight: float = 0.3
     user_boost: float = 1.2
 
 
