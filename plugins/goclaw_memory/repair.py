@@ -118,12 +118,11 @@ def _repair_terms(engine: Engine) -> list[str]:
         for _cid, agent_id, _lex in changes:
             fixed[agent_id] = fixed.get(agent_id, 0) + 1
     backend = engine.memory.backend
-    snapshot = getattr(backend, "_snapshot", None)  # SQLite: the index persisted beside the db
+    discard = getattr(backend, "discard_saved", None)  # SQLite: the index persisted beside the db
     invalidate = getattr(backend, "invalidate", None)
     for agent_id in fixed:
-        path = snapshot(agent_id) if snapshot is not None else None
-        if path is not None and path.exists():
-            path.unlink()
+        if discard is not None:
+            discard(agent_id)
         if invalidate is not None:
             invalidate(agent_id)
     return [f"recomputed the full-text terms of {sum(fixed.values())} chunks (search index rebuilt)"]

@@ -11,7 +11,7 @@ Keeping in sync: every indexing transaction replaces the agent's version token
 connection) and, when it moved, *reconciles*: compares each chunk's fingerprint (hash, user,
 vector presence) with the index and applies only the difference. An index run in this process
 patches the index directly (:meth:`apply_changes`). The index is saved to
-``<database>.index/<agent>.npz`` after a large change, so a new process loads it in a fraction
+``<database>.index/<agent>.idx/`` after a large change, so a new process loads it in a fraction
 of a second and reconciles what changed since.
 """
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import sqlite3
 import threading
 import zlib
@@ -122,7 +123,7 @@ class SQLiteSearchBackend:
         if self.snapshot_dir is None:
             return None
         safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in agent_id)
-        return self.snapshot_dir / f"{safe}.npz"
+        return self.snapshot_dir / f"{safe}.idx"
 
     def _state(self, agent_id: str, space: Space | None) -> _State:
         token = self._token(agent_id)
@@ -216,6 +217,12 @@ class SQLiteSearchBackend:
         with self._lock:
             self._states[agent_id] = st
         return st
+
+    def discard_saved(self, agent_id: str) -> None:
+        """Delete the agent's saved index; the next process rebuilds it from the table."""
+        path = self._snapshot(agent_id)
+        if path is not None and path.exists():
+            shutil.rmtree(path, ignore_errors=True)
 
     def save(self, agent_id: str) -> Path | None:
         """Persist the agent's index (when loaded) next to the database."""
