@@ -48,6 +48,7 @@ class _State:
     table: Any
     token: str
     space: Space | None
+    total: int = -1  # rows in the table (-1: not counted yet)
 
 
 def lance_folder(engine: Engine, configured: str) -> Path:
@@ -87,6 +88,7 @@ class LanceDBSearchBackend:
         self._agent_locks: dict[str, threading.RLock] = {}
         self._states: dict[str, _State] = {}
         self._owners: OrderedDict[int, str] = OrderedDict()
+        self._recent: dict[int, ChunkRow] = {}  # the last search's rows
         self.resyncs = 0  # catch-ups that read the database (tests read it)
         self.patches = 0
 
@@ -98,13 +100,16 @@ class LanceDBSearchBackend:
     def _table(self, agent_id: str) -> AgentTable:
         return AgentTable(self.db, self.folder, agent_id, self.tokenizer.version)
 
-    def _remember(self, agent_id: str, ids: Sequence[int]) -> None:
+    def _remember(self, agent_id: str, ids: Sequence[int], seen: dict[int, ChunkRow]) -> None:
+        """Which agent each returned id belongs to, and the rows the search already read (the
+        service asks for exactly these next)."""
         with self._lock:
             for i in ids:
                 self._owners[int(i)] = agent_id
                 self._owners.move_to_end(int(i))
             while len(self._owners) > OWNERS:
                 self._owners.popitem(last=False)
+            self._recent = {i: seen[i] for i in ids if i in seen}
 
     def _ready(self, agent_id: str, space: Space | None) -> tuple[_State, list[str]]:
         """The agent's table, brought up to the database's state first when it is behind."""
@@ -130,6 +135,7 @@ class LanceDBSearchBackend:
     ) -> tuple[_State, list[str]]:
         """Make the table hold exactly the database's chunks of the agent (by fingerprint when
         the table is in the right space, else rebuilt), then record ``token``."""
+        self._recent = {}
         want = source.fingerprints(self.engine, at.agent_id, space)
         meta = at.meta()
         tokenize = self.tokenizer.terms
@@ -160,26 +166,37 @@ class LanceDBSearchBackend:
     # ------------------------------------------------------------------ contract: reads
     def search(self, query: SearchQuery) -> SearchResult:
         st, notes = self._ready(query.agent_id, query.space)
+        seen: dict[int, ChunkRow] = {}
         try:
-            chunks, more = search_table(st.table, st.space, query)
+            chunks, more = self._search(st, query, seen)
         except (OSError, RuntimeError, ValueError):
             # Another process compacted away the version this handle read: reopen once.
             log.debug("LanceDB search failed; reopening the table", exc_info=True)
             self._states.pop(query.agent_id, None)
             st, again = self._ready(query.agent_id, query.space)
             notes += again
-            chunks, more = search_table(st.table, st.space, query)
-        self._remember(query.agent_id, [c.id for c in chunks])
+            chunks, more = self._search(st, query, seen)
+        self._remember(query.agent_id, [c.id for c in chunks], seen)
         return SearchResult(chunks, notes + more)
+
+    @staticmethod
+    def _search(st: _State, query: SearchQuery, seen: dict[int, ChunkRow]) -> tuple[list[Any], list[str]]:
+        if st.total < 0:
+            st.total = st.table.count_rows()
+        return search_table(st.table, st.space, query, st.total, seen)
 
     def rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
         """The chunks with these ids, from the LanceDB tables (the contract gives no agent:
         ids a search returned are looked up in their agent's table, others in every table)."""
         by_agent: dict[str | None, list[int]] = {}
-        with self._lock:
-            for i in ids:
-                by_agent.setdefault(self._owners.get(int(i)), []).append(int(i))
         out: dict[int, ChunkRow] = {}
+        with self._lock:
+            recent = self._recent
+            for i in ids:
+                if int(i) in recent:
+                    out[int(i)] = recent[int(i)]
+                else:
+                    by_agent.setdefault(self._owners.get(int(i)), []).append(int(i))
         unknown = by_agent.pop(None, [])
         for agent_id, part in by_agent.items():
             st = self._states.get(agent_id) if agent_id else None
@@ -212,6 +229,7 @@ class LanceDBSearchBackend:
         recs = list(changes.records.values())
         with self._agent_lock(agent_id):
             self._states.pop(agent_id, None)
+            self._recent = {}
             at = self._table(agent_id)
             meta = at.meta()
             table = at.open() if meta else None
@@ -234,6 +252,7 @@ class LanceDBSearchBackend:
         its table from the database now (every agent's when None), dropping the old files, so
         erased text leaves the LanceDB folder too."""
         with self._lock:
+            self._recent = {}
             if agent_id is None:
                 self._states.clear()
             else:

@@ -18,11 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from goclaw.contracts.search import ScoredChunk, SearchQuery, Space
+from goclaw.contracts.search import ChunkRow, ScoredChunk, SearchQuery, Space
 from goclaw.retrieval.fusion import fuse
 from goclaw_lancedb.store import id_list, lit
 
 Hits = dict[int, tuple[float, str]]  # id -> (channel score, user id)
+ROW_COLS = ["id", "user_id", "path", "start_line", "end_line", "text"]
 
 
 def no_vectors_note(space: Space | None) -> str:
@@ -33,33 +34,36 @@ def no_vectors_note(space: Space | None) -> str:
     )
 
 
-def _fts(table: Any, terms: list[str], where: str, k: int) -> Hits:
+def _collect(data: Any, score: str, rows: dict[int, ChunkRow], cosine: bool = False) -> Hits:
+    """Channel scores by id; the rows come along (the service asks for the winners' rows next)."""
+    out: Hits = {}
+    for r in data.to_pylist():
+        cid = int(r["id"])
+        out[cid] = (1.0 - float(r[score]) if cosine else float(r[score]), r["user_id"])
+        user, path, text = r["user_id"], r["path"], r["text"]
+        rows[cid] = ChunkRow(cid, user, path, int(r["start_line"]), int(r["end_line"]), text)
+    return out
+
+
+def _fts(table: Any, terms: list[str], where: str, k: int, rows: dict[int, ChunkRow]) -> Hits:
     from lancedb.query import MatchQuery
 
     q = table.search(MatchQuery(" ".join(terms), "terms"), query_type="fts")
-    data = q.where(where, prefilter=True).limit(k).select(["id", "user_id", "_score"]).to_arrow()
-    return {
-        int(i): (float(s), u)
-        for i, s, u in zip(
-            data["id"].to_pylist(), data["_score"].to_pylist(), data["user_id"].to_pylist(), strict=True
-        )
-    }
+    data = q.where(where, prefilter=True).limit(k).select([*ROW_COLS, "_score"]).to_arrow()
+    return _collect(data, "_score", rows)
 
 
-def _knn(table: Any, vec: Any, where: str, k: int) -> Hits:
+def _knn(table: Any, vec: Any, where: str, k: int, rows: dict[int, ChunkRow]) -> Hits:
     q = table.search(vec, vector_column_name="vector").distance_type("cosine").bypass_vector_index()
     data = q.where(f"({where}) AND has_vector", prefilter=True).limit(k)
-    out = data.select(["id", "user_id", "_distance"]).to_arrow()
-    return {
-        int(i): (1.0 - float(d), u)
-        for i, d, u in zip(
-            out["id"].to_pylist(), out["_distance"].to_pylist(), out["user_id"].to_pylist(), strict=True
-        )
-    }
+    return _collect(data.select([*ROW_COLS, "_distance"]).to_arrow(), "_distance", rows, cosine=True)
 
 
-def search_table(table: Any, space: Space | None, query: SearchQuery) -> tuple[list[ScoredChunk], list[str]]:
-    """The best ``query.limit`` × 3 chunks of the query's scope, and notes."""
+def search_table(
+    table: Any, space: Space | None, query: SearchQuery, total: int, rows: dict[int, ChunkRow]
+) -> tuple[list[ScoredChunk], list[str]]:
+    """The best ``query.limit`` × 3 chunks of the query's scope (of ``total`` rows in the
+    table), and notes; ``rows`` receives the rows of the chunks it saw."""
     notes: list[str] = []
     scope = f"agent_id = {lit(query.agent_id)} AND user_id IN ({', '.join(lit(u) for u in query.users)})"
     terms = list(dict.fromkeys(query.terms))
@@ -72,17 +76,16 @@ def search_table(table: Any, space: Space | None, query: SearchQuery) -> tuple[l
             vec = None
     if not want_lex and vec is None:
         return [], notes
-    total = table.count_rows()
     limit = query.limit * 3
     pool = max(50, 5 * limit)
     k = pool
     while True:
-        lex = _fts(table, terms, scope, k) if want_lex else {}
-        cos = _knn(table, vec, scope, k) if vec is not None else {}
+        lex = _fts(table, terms, scope, k, rows) if want_lex else {}
+        cos = _knn(table, vec, scope, k, rows) if vec is not None else {}
         if vec is not None and not cos:  # no chunk of the scope has a vector of this space
             notes.append(no_vectors_note(query.space))
             vec = None
-        chunks, exact = _fuse(table, query, scope, terms, vec, lex, cos, k, limit, pool)
+        chunks, exact = _fuse(table, query, scope, terms, vec, lex, cos, (k, limit, pool), rows)
         if exact or k >= total:
             return chunks, notes
         k *= 4
@@ -96,12 +99,12 @@ def _fuse(
     vec: Any,
     lex: Hits,
     cos: Hits,
-    k: int,
-    limit: int,
-    pool: int,
+    sizes: tuple[int, int, int],
+    rows: dict[int, ChunkRow],
 ) -> tuple[list[ScoredChunk], bool]:
     """Complete both channels' scores for every candidate and fuse; ``exact``: whether no
     chunk outside the candidates can enter the result."""
+    k, limit, pool = sizes
     lex_full, vec_full = len(lex) < k, len(cos) < k  # the channel returned every match
     lex_k = min((s for s, _u in lex.values()), default=0.0)
     cos_k = max(0.0, min((s for s, _u in cos.values()), default=0.0))
@@ -110,9 +113,9 @@ def _fuse(
         return [], True
     lex_all, cos_all = dict(lex), dict(cos)
     if lex and (extra := [i for i in cand if i not in lex]):
-        lex_all.update(_fts(table, terms, f"{scope} AND id IN ({id_list(extra)})", len(extra)))
+        lex_all.update(_fts(table, terms, f"{scope} AND id IN ({id_list(extra)})", len(extra), rows))
     if vec is not None and (extra := [i for i in cand if i not in cos]):
-        cos_all.update(_knn(table, vec, f"{scope} AND id IN ({id_list(extra)})", len(extra)))
+        cos_all.update(_knn(table, vec, f"{scope} AND id IN ({id_list(extra)})", len(extra), rows))
     users = {i: u for hits in (lex_all, cos_all) for i, (_s, u) in hits.items()}
     lexical = np.array([lex_all.get(i, (0.0, ""))[0] for i in cand], dtype=np.float32) if lex else None
     vector = np.array([cos_all.get(i, (0.0, ""))[0] for i in cand], dtype=np.float32) if cos else None
