@@ -637,3 +637,25 @@ def test_a_failing_query_embedding_leaves_full_text_working(
     assert response.hits and response.hits[0].path == "memory/notes-2.md"
     assert response.channels == ["lexical"]
     assert any("vector search failed" in n for n in response.notes)
+
+
+def test_vector_search_after_switching_embedder_says_what_to_run(
+    make_engine: Any, plugin: EmbedderPlugin
+) -> None:
+    """Issue 12 item 9: chunks embedded by one provider, searched with another and nothing
+    re-indexed: the vector channel has no vector to compare, and says so (not a silent [])."""
+    first = make_engine(extra_plugins=[("testemb", plugin)])
+    first.agents.create("ada")
+    root = ada_dir(first)
+    fill(root)
+    first.memory.index("ada")
+    first.close()
+    other = make_engine(extra_plugins=[("testemb", plugin)], plugins={"embeddings": {"provider": "hash"}})
+    response = other.memory.search_response("tomato plants", "ada", channel="vector")
+    assert response.hits == []
+    assert any("no indexed chunk has a vector from" in n and "goclaw memory index" in n for n in response.notes)
+    hybrid = other.memory.search_response("tomato plants", "ada")
+    assert hybrid.hits and any("goclaw memory index" in n for n in hybrid.notes)  # full text still answers
+    other.memory.index("ada")  # re-embeds with the new provider: the note goes away
+    again = other.memory.search_response("tomato plants", "ada", channel="vector")
+    assert again.hits and not any("no indexed chunk" in n for n in again.notes)
