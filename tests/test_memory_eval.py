@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from goclaw_memory.evaluation import (
+from goclaw.retrieval.evaluation import (
     Expect,
     Question,
     QuestionsError,

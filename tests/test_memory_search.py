@@ -653,7 +653,9 @@ def test_vector_search_after_switching_embedder_says_what_to_run(
     other = make_engine(extra_plugins=[("testemb", plugin)], plugins={"embeddings": {"provider": "hash"}})
     response = other.memory.search_response("tomato plants", "ada", channel="vector")
     assert response.hits == []
-    assert any("no indexed chunk has a vector from" in n and "goclaw memory index" in n for n in response.notes)
+    assert any(
+        "no indexed chunk has a vector from" in n and "goclaw memory index" in n for n in response.notes
+    )
     hybrid = other.memory.search_response("tomato plants", "ada")
     assert hybrid.hits and any("goclaw memory index" in n for n in hybrid.notes)  # full text still answers
     other.memory.index("ada")  # re-embeds with the new provider: the note goes away

@@ -1,7 +1,7 @@
 """``goclaw eval`` and ``goclaw memory doctor``: measure retrieval, check the index (issue 11).
 
-The logic lives in the memory plugin (``goclaw_memory.evaluation``, ``goclaw_memory.doctor``),
-imported inside the commands so that ``goclaw --help`` stays fast.
+The harness is the kernel's (``goclaw.retrieval.evaluation``, imported inside the command so
+that ``goclaw --help`` stays fast); the doctor is the memory service's (``engine.memory.doctor``).
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def eval_command(
     Reports recall@k, MRR and nDCG@10 per channel (lexical, vector, hybrid) and per kind of
     question, the context size returned, and the top scores of unanswerable questions.
     """
-    from goclaw_memory.evaluation import CHANNELS, KS, evaluate, load_questions
+    from goclaw.retrieval.evaluation import CHANNELS, KS, evaluate, load_questions
 
     items = load_questions(questions)
     if kinds:
@@ -118,10 +118,8 @@ def memory_doctor(agent: str | None, repair: bool, as_json: bool) -> None:
 
     Exits 1 when a problem is found.
     """
-    from goclaw_memory.doctor import run_doctor
-
     eng = engine()
-    report = run_doctor(eng, agent, repair=repair)
+    report = eng.memory.doctor(agent, repair=repair)
     if as_json:
         emit_json(report.as_json())
     else:

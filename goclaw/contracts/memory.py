@@ -127,6 +127,11 @@ class MemoryService(Protocol):
 
     def agent_dir(self, agent: str | Agent) -> Path: ...
 
+    def doctor(self, agent: str | None = None, *, repair: bool = False) -> Any:
+        """Check every channel of the memory index (``goclaw memory doctor``): a report with
+        ``checks`` (name, status, message, fix), ``repaired`` and ``as_json()``."""
+        ...
+
     @property
     def writer(self) -> MemoryFileWriter: ...
 

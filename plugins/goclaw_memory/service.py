@@ -219,6 +219,14 @@ class MemoryService:
                 hits = _merge_tiers(hits, extra, limit)
         return SearchResponse(hits, used, notes)
 
+    # ------------------------------------------------------------------ checking
+    def doctor(self, agent: str | None = None, *, repair: bool = False) -> Any:
+        """Check each channel (index freshness, embedding space, full text, vectors, HNSW,
+        watcher) and say what to run; ``repair`` fixes what no other command fixes first."""
+        from goclaw_memory.doctor import run_doctor
+
+        return run_doctor(self.engine, agent, repair=repair)
+
     # ------------------------------------------------------------------ reading
     def get(
         self,
