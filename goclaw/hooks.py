@@ -228,6 +228,15 @@ class Hooks:
             hits.extend(result)
         return hits
 
+    def memory_rerank(
+        self, engine: Engine, query: str, agent: Agent, user: str | None, hits: list[Any]
+    ) -> list[Any] | None:
+        """First answer wins; ``None``: keep the order."""
+        result: list[Any] | None = self.manager.pm.hook.goclaw_memory_rerank(
+            engine=engine, query=query, agent=agent, user=user, hits=hits
+        )
+        return result
+
     # ------------------------------------------------------------------ workers and tools
     def consolidation_workers(self) -> list[ConsolidationWorker]:
         return self._cached(

@@ -251,6 +251,24 @@ def goclaw_memory_search_extra(
     """
 
 
+@hookspec(firstresult=True)
+def goclaw_memory_rerank(
+    engine: Engine, query: str, agent: Agent, user: str | None, hits: list[Any]
+) -> list[Any] | None:
+    """Rerank the best candidates of a memory search (issue 11 item 6).
+
+    Called once per search, after fusion and temporal decay and before MMR and the cut to the
+    limit, with the best ``[plugins.memory] rerank_candidates`` (20) de-duplicated hits, best
+    first. A hit has ``path``, ``start_line``, ``end_line``, ``score``, ``scope``, ``snippet``
+    and ``tier``; a reranker may set ``score``.
+
+    Returns: the same hit objects in the new order (best first; hits left out are dropped,
+    objects that were not among ``hits`` are ignored), or ``None`` to keep the order.
+    Semantics: first non-None answer wins. Default plugin: ``goclaw.memory`` (trylast): the
+    term-overlap/proximity reranker when ``[plugins.memory] rerank = "overlap"``, else ``None``.
+    """
+
+
 # --------------------------------------------------------------------------- workers and tools
 
 

@@ -142,6 +142,11 @@ class Spy:
         return [SearchHit(id="spy", score=1.0, text=query, tier="spy")]
 
     @hookimpl
+    def goclaw_memory_rerank(self, engine: Any, query: str, agent: Any, user: Any, hits: list[Any]) -> Any:
+        self._hit("goclaw_memory_rerank")
+        return list(reversed(hits))
+
+    @hookimpl
     def goclaw_consolidation_workers(self) -> list[Any]:
         self._hit("goclaw_consolidation_workers")
         return []
@@ -176,6 +181,7 @@ def test_every_hook_is_reachable_through_the_facade(workspace: Path) -> None:
         assert engine.llm("spy-llm") == "llm"
         assert hooks.tokenizers()["spy-tokenizer"](engine) == "tokenizer"
         assert hooks.memory_search_extra(engine, "q", agent, None, 5)[0].tier == "spy"
+        assert hooks.memory_rerank(engine, "q", agent, None, [1, 2]) == [2, 1]
         hooks.consolidation_workers()
         hooks.tools(engine)
     assert spy.called == set(HOOK_NAMES)

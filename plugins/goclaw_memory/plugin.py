@@ -1,8 +1,9 @@
 """Plugin ``goclaw.memory``: memory indexing, hybrid search, sessions and the flush (spec §14-§16).
 
 Contributes the ``memory`` and ``sessions`` services, the ``sqlite`` and ``postgresql``
-search backends, the ``memory_search`` / ``memory_get`` tools and the Memory Recall prompt
-section. Settings: ``[plugins.memory]`` (:class:`~goclaw_memory.settings.MemorySettings`).
+search backends, the ``memory_search`` / ``memory_get`` tools, the Memory Recall prompt
+section and the built-in no-network reranker (``goclaw_memory_rerank``). Settings:
+``[plugins.memory]`` (:class:`~goclaw_memory.settings.MemorySettings`).
 """
 
 from __future__ import annotations
@@ -54,3 +55,13 @@ def goclaw_prompt_sections() -> list[Any]:
     from goclaw_memory.tools import MemoryRecallSection
 
     return [MemoryRecallSection()]
+
+
+@hookimpl(trylast=True)
+def goclaw_memory_rerank(engine: Any, query: str, agent: Any, user: str | None, hits: list[Any]) -> Any:
+    settings = engine.plugin_settings("memory")
+    if settings.rerank != "overlap":
+        return None
+    from goclaw_memory.postprocess import overlap_rerank
+
+    return overlap_rerank(query, hits, settings.rerank_weight)

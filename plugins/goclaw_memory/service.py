@@ -20,6 +20,7 @@ from goclaw.retrieval.tokenize import query_terms
 from goclaw_memory.hybrid import MemoryHit, build_hits
 from goclaw_memory.indexer import IndexReport, MemoryIndexer, Progress
 from goclaw_memory.paths import resolve_memory_path, validate_user_id
+from goclaw_memory.postprocess import postprocess
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -212,7 +213,10 @@ class MemoryService:
             result = backend.search(request)
             notes.extend(result.notes)
             rows = result.rows if result.rows is not None else backend.rows([c.id for c in result.chunks])
-            hits = build_hits(result.chunks, rows, limit)
+            # Every de-duplicated candidate, then decay / rerank / MMR before the cut (issue 11
+            # item 6; goclaw_memory.postprocess).
+            hits = build_hits(result.chunks, rows, len(result.chunks))
+            hits = postprocess(self.engine, cfg, query, a, user, self.engine.agent_dir(a), hits, limit)
         if include_extra:
             extra = self.engine.hooks.memory_search_extra(self.engine, query, a, user, limit)
             if extra:

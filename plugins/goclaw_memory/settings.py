@@ -53,6 +53,34 @@ class MemorySettings(BaseModel):
         description="PostgreSQL: HNSW candidate list per vector search (0 = 4 x candidates, "
         "at least 40); higher finds more of the exact nearest chunks, slower",
     )
+    # Post-processing of the fused candidates (issue 11 item 6); defaults chosen by the
+    # measurements in docs/memory.md "Diversity, recency and reranking".
+    mmr: bool = Field(
+        default=False, description="maximal-marginal-relevance diversification of the fused candidates"
+    )
+    mmr_lambda: float = Field(
+        default=0.7, ge=0, le=1, description="MMR: 1 = relevance only, 0 = diversity only"
+    )
+    decay: bool = Field(default=False, description="temporal decay: older memories score lower")
+    decay_half_life_days: float = Field(
+        default=30.0, gt=0, description="decay: a memory this many days old scores half"
+    )
+    decay_evergreen: list[str] = Field(
+        default_factory=lambda: ["MEMORY.md", "memory.md"],
+        description="decay: glob patterns (path within the scope's folder) of files that never "
+        "decay; dated notes (memory/YYYY-MM-DD.md) age from their name, other files from their mtime",
+    )
+    rerank: Literal["none", "overlap"] = Field(
+        default="none",
+        description="built-in reranker when no plugin implements goclaw_memory_rerank: none, or "
+        "overlap (query-term coverage and proximity, no network)",
+    )
+    rerank_weight: float = Field(
+        default=0.3, ge=0, le=1, description="overlap reranker: share of the score it may take away"
+    )
+    rerank_candidates: int = Field(
+        default=20, ge=1, le=200, description="how many of the best candidates a reranker sees"
+    )
     watch: bool = Field(default=False, description="start a watcher for every agent when the engine opens")
     watch_debounce_ms: int = Field(default=1500, ge=0)
     context_window: int = Field(default=200_000, ge=1, description="tokens (sessions)")

@@ -1,0 +1,222 @@
+"""Post-processing of fused candidates (issue 11 item 6, "beyond the spec"): temporal decay,
+maximal-marginal-relevance diversification and a term-overlap/proximity reranker.
+
+All three are plain functions over a small candidate list (the backend's ``limit`` × 3 fused
+chunks), so any search that returns scored texts can use them; the memory service applies them
+in the order decay -> rerank -> MMR, then cuts to ``limit``. Each is measured in docs/memory.md
+("Diversity, recency and reranking"), where the defaults are chosen.
+
+**Temporal decay** (as OpenClaw's memory search): ``score × 0.5 ** (age_days / half_life)``.
+A dated note (``memory/2026-03-01.md``, ``memory/2026/03/standup-2026-03-01.md``) takes its
+date from its name; an evergreen file (``MEMORY.md`` and any configured pattern) never decays;
+any other file ages from its modification time.
+
+**MMR** (Carbonell & Goldstein 1998): pick, one at a time, the candidate maximising
+``λ × relevance - (1 - λ) × max similarity to the ones already picked``; relevance is the
+fused score min-max normalised over the candidates; similarity is the cosine of the chunks'
+vectors when given, else the Jaccard overlap of their word sets (OpenClaw's choice, and cheap:
+no vectors need fetching).
+
+**Overlap reranker**: needs no model and no network; blends the fused score with the share of
+the query's terms a chunk contains and how close together they sit.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from datetime import date
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+__all__ = [
+    "age_days",
+    "cosine_matrix",
+    "date_from_path",
+    "decay_factor",
+    "is_evergreen",
+    "jaccard",
+    "mmr_order",
+    "overlap_scores",
+    "word_set",
+]
+
+_WORDS = re.compile(r"[^\W_]+")
+# A date in the file name of a note under memory/ (any depth): memory/2026-03-01.md,
+# memory/2026/03/standup-2026-03-01.md, users/u1/memory/2026-03-01-call.md.
+_DATED = re.compile(r"(?:^|/)memory/(?:[^/]+/)*[^/]*?(\d{4})-(\d{2})-(\d{2})[^/]*\.md$", re.IGNORECASE)
+SECONDS_PER_DAY = 86_400.0
+
+
+# --------------------------------------------------------------------------- temporal decay
+def date_from_path(path: str) -> date | None:
+    """The date in a dated note's file name, or ``None`` (not dated, or not a real date)."""
+    m = _DATED.search(path)
+    if m is None:
+        return None
+    try:
+        return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    except ValueError:  # memory/2026-13-45.md is not a date
+        return None
+
+
+def is_evergreen(path: str, patterns: Sequence[str]) -> bool:
+    """Whether ``path`` (relative to its scope's folder: ``MEMORY.md``, ``memory/topics/x.md``)
+    matches one of the glob ``patterns`` (case-sensitive; ``*`` also crosses ``/``)."""
+    return any(fnmatchcase(path, p) for p in patterns)
+
+
+def age_days(path: str, now: float, mtime: Callable[[], float | None]) -> float | None:
+    """Age in days of the memory in ``path`` at ``now`` (a POSIX timestamp): from the date in
+    its name, else from ``mtime()`` (``None``: unknown, no decay). Never negative."""
+    dated = date_from_path(path)
+    if dated is not None:
+        born = float(_midnight_utc(dated))
+    else:
+        stamp = mtime()
+        if stamp is None:
+            return None
+        born = stamp
+    return max(0.0, (now - born) / SECONDS_PER_DAY)
+
+
+def _midnight_utc(d: date) -> int:
+    return (d.toordinal() - date(1970, 1, 1).toordinal()) * 86_400
+
+
+def decay_factor(age: float, half_life_days: float) -> float:
+    """``0.5 ** (age / half_life_days)``: 1 at age 0, 0.5 at one half-life; 1 when the
+    half-life is not positive (decay off)."""
+    if half_life_days <= 0 or not math.isfinite(half_life_days) or age <= 0:
+        return 1.0
+    return float(0.5 ** (age / half_life_days))
+
+
+# --------------------------------------------------------------------------- MMR
+def word_set(text: str) -> frozenset[str]:
+    """Lower-cased word set of a text (the similarity MMR uses without vectors)."""
+    return frozenset(_WORDS.findall(text.lower()))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """|a ∩ b| / |a ∪ b| (0 for two empty sets)."""
+    if not a or not b:
+        return 0.0
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter)
+
+
+def cosine_matrix(vectors: NDArray[np.float32]) -> NDArray[np.float32]:
+    """Pairwise cosine similarities of the rows of ``vectors``."""
+    import numpy as np
+
+    v = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    unit = (v / np.where(norms > 0, norms, np.float32(1.0))).astype(np.float32)
+    return unit @ unit.T
+
+
+def mmr_order(
+    relevance: Sequence[float],
+    similarity: Callable[[int, int], float] | NDArray[np.float32],
+    lam: float = 0.7,
+    k: int | None = None,
+) -> list[int]:
+    """Indices of the candidates in MMR order (the first ``k``; all by default).
+
+    ``relevance``: the candidates' scores (any scale; min-max normalised here). ``similarity``:
+    a callable ``(i, j) -> 0..1`` or a square matrix (e.g. :func:`cosine_matrix`). ``lam`` = 1
+    keeps the relevance order; 0 maximises diversity. Ties go to the more relevant candidate,
+    then the earlier one, so the order is deterministic.
+    """
+    n = len(relevance)
+    k = n if k is None else max(0, min(k, n))
+    if n == 0 or k == 0:
+        return []
+    lo, hi = min(relevance), max(relevance)
+    span = hi - lo
+    rel = [(r - lo) / span if span > 0 else 1.0 for r in relevance]
+    sim: Callable[[int, int], float]
+    if callable(similarity):
+        sim = similarity
+    else:
+        matrix = similarity
+
+        def sim(i: int, j: int) -> float:
+            return float(matrix[i, j])
+
+    # max similarity of each remaining candidate to the picked set, updated incrementally
+    max_sim = [0.0] * n
+    remaining = list(range(n))
+    picked: list[int] = []
+    while remaining and len(picked) < k:
+        best, best_value = remaining[0], -math.inf
+        for i in remaining:
+            value = lam * rel[i] - (1.0 - lam) * max_sim[i]
+            if value > best_value + 1e-12 or (abs(value - best_value) <= 1e-12 and rel[i] > rel[best]):
+                best, best_value = i, value
+        picked.append(best)
+        remaining.remove(best)
+        for i in remaining:
+            s = sim(best, i)
+            if s > max_sim[i]:
+                max_sim[i] = s
+    return picked
+
+
+# --------------------------------------------------------------------------- overlap reranker
+def overlap_scores(
+    query_terms: Sequence[str],
+    docs_terms: Sequence[Sequence[str]],
+    scores: Sequence[float],
+    weight: float = 0.3,
+) -> list[float]:
+    """Scores of a no-network reranker: ``score × (1 - weight + weight × (coverage +
+    proximity) / 2)``, where ``coverage`` is the share of the distinct query terms a document
+    contains and ``proximity`` is ``m / w``, ``w`` the length (in terms) of the shortest window
+    holding all ``m`` matched terms (1 for a single matched term; the variant that also scales
+    proximity by coverage measured worse, docs/memory.md). A document with every query term side by side keeps its
+    score; one with none keeps ``1 - weight`` of it, so scores stay on the fused scale (a score
+    threshold still means the same). Terms are the retrieval tokenizer's
+    (:func:`goclaw.retrieval.tokenize.terms`)."""
+    wanted = set(query_terms)
+    out: list[float] = []
+    for terms, score in zip(docs_terms, scores, strict=True):
+        if not wanted:
+            out.append(score)
+            continue
+        present = wanted.intersection(terms)
+        coverage = len(present) / len(wanted)
+        proximity = _proximity(terms, present) if len(present) > 1 else float(len(present))
+        out.append(score * (1.0 - weight + weight * (coverage + proximity) / 2.0))
+    return out
+
+
+def _proximity(terms: Sequence[str], present: set[str]) -> float:
+    """``len(present) / w``, ``w`` the shortest window of ``terms`` holding every term of
+    ``present`` (a sliding window, linear in ``len(terms)``)."""
+    need = len(present)
+    counts: dict[str, int] = {}
+    have = 0
+    left = 0
+    best = len(terms)
+    for right, t in enumerate(terms):
+        if t not in present:
+            continue
+        counts[t] = counts.get(t, 0) + 1
+        if counts[t] == 1:
+            have += 1
+        while have == need:
+            lt = terms[left]
+            if lt in present:
+                best = min(best, right - left + 1)
+                counts[lt] -= 1
+                if counts[lt] == 0:
+                    have -= 1
+            left += 1
+    return need / best if best > 0 else 0.0

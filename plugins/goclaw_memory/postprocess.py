@@ -1,0 +1,125 @@
+"""After fusion, before the cut to ``limit`` (issue 11 item 6): temporal decay, the reranker
+hook and MMR diversification, over the de-duplicated candidates of one search.
+
+Order: decay (scores × age factor, re-sorted) -> ``goclaw_memory_rerank`` on the best
+``rerank_candidates`` -> MMR picks ``limit`` -> the first ``limit``. Each step is off unless its
+setting is on (defaults chosen by the measurements in docs/memory.md). The functions themselves
+live in :mod:`goclaw.retrieval.rerank`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from itertools import pairwise
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from goclaw.retrieval.rerank import (
+    age_days,
+    decay_factor,
+    is_evergreen,
+    jaccard,
+    mmr_order,
+    overlap_scores,
+    word_set,
+)
+from goclaw.retrieval.tokenize import query_terms, terms
+from goclaw_memory.paths import scope_prefix
+
+if TYPE_CHECKING:
+    from goclaw.store.models import Agent
+    from goclaw_memory.hybrid import MemoryHit
+    from goclaw_memory.settings import MemorySettings
+
+log = logging.getLogger(__name__)
+
+
+def apply_decay(
+    hits: list[MemoryHit], agent_dir: Path, cfg: MemorySettings, now: float | None = None
+) -> list[MemoryHit]:
+    """Scores × ``0.5 ** (age / half-life)``, re-sorted; evergreen files untouched."""
+    now = time.time() if now is None else now
+    for hit in hits:
+        local = hit.path[len(scope_prefix(hit.user_id)) :]
+        if is_evergreen(local, cfg.decay_evergreen):
+            continue
+        age = age_days(hit.path, now, lambda h=hit: _mtime(agent_dir / h.path))
+        if age is not None:
+            hit.score *= decay_factor(age, cfg.decay_half_life_days)
+    hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
+    return hits
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:  # deleted since it was indexed
+        return None
+
+
+def overlap_rerank(query: str, hits: list[Any], weight: float = 0.3) -> list[Any]:
+    """The built-in no-network reranker: scores × query-term coverage and proximity
+    (:func:`goclaw.retrieval.rerank.overlap_scores`), best first."""
+    wanted = query_terms(query)
+    new = overlap_scores(wanted, [terms(h.snippet) for h in hits], [h.score for h in hits], weight)
+    for hit, score in zip(hits, new, strict=True):
+        hit.score = score
+    return sorted(hits, key=lambda h: (-h.score, h.path, h.start_line))
+
+
+def apply_rerank(
+    engine: Any, query: str, agent: Agent, user: str | None, hits: list[MemoryHit], n: int
+) -> list[MemoryHit]:
+    """Hand the best ``n`` hits to ``goclaw_memory_rerank``; keep its order (hits it leaves
+    out are dropped); anything it returns that was not among them is ignored."""
+    top, rest = hits[:n], hits[n:]
+    if not top:
+        return hits
+    result = engine.hooks.memory_rerank(engine, query, agent, user, list(top))
+    if result is None:
+        return hits
+    allowed = {id(h) for h in top}
+    seen: set[int] = set()
+    ordered = []
+    for h in result:
+        if id(h) in allowed and id(h) not in seen:
+            seen.add(id(h))
+            ordered.append(h)
+    if len(ordered) != len(result):
+        log.warning("goclaw_memory_rerank returned hits that were not among its candidates; ignored")
+    return ordered + rest
+
+
+def apply_mmr(hits: list[MemoryHit], lam: float, limit: int) -> list[MemoryHit]:
+    """The first ``limit`` hits in MMR order (word-set Jaccard similarity of the snippets).
+    Relevance is each hit's score when the list is sorted by score, else its rank (a reranker
+    may order without rescoring)."""
+    if len(hits) <= 1:
+        return hits[:limit]
+    scores = [h.score for h in hits]
+    if any(a < b for a, b in pairwise(scores)):
+        scores = [float(len(hits) - i) for i in range(len(hits))]
+    sets = [word_set(h.snippet) for h in hits]
+    order = mmr_order(scores, lambda i, j: jaccard(sets[i], sets[j]), lam, k=limit)
+    return [hits[i] for i in order]
+
+
+def postprocess(
+    engine: Any,
+    cfg: MemorySettings,
+    query: str,
+    agent: Agent,
+    user: str | None,
+    agent_dir: Path,
+    hits: list[MemoryHit],
+    limit: int,
+) -> list[MemoryHit]:
+    """Decay, rerank and MMR as configured, then the first ``limit`` hits."""
+    if cfg.decay:
+        hits = apply_decay(hits, agent_dir, cfg)
+    hits = apply_rerank(engine, query, agent, user, hits, cfg.rerank_candidates)
+    if cfg.mmr:
+        hits = apply_mmr(hits, cfg.mmr_lambda, limit)
+    return hits[:limit]

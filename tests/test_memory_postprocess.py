@@ -1,0 +1,160 @@
+"""Memory search after fusion: temporal decay, the reranker hook and MMR through the memory
+service on a real SQLite index (issue 11 item 6)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from goclaw import hookimpl
+from tests.memory_helpers import write
+
+NOTE = "Deploy note\n\nThe Kestrel gateway deploy was rolled back after the TLS certificate expired.\n"
+
+
+@pytest.fixture
+def backend() -> str:
+    """Post-processing runs in the service, the same on every backend: SQLite only here."""
+    return "sqlite"
+
+
+def _engine(make_engine: Any, **memory: Any) -> tuple[Any, Path]:
+    eng = make_engine(plugins={"memory": {"rerank": "none", **memory}})
+    agent = eng.agents.create("ada")
+    return eng, Path(eng.agent_dir(agent))
+
+
+def _paths(hits: list[Any]) -> list[str]:
+    return [h.path for h in hits]
+
+
+# --------------------------------------------------------------------------- decay
+def test_decay_ranks_a_newer_dated_note_above_an_equal_older_one(make_engine: Any) -> None:
+    eng, root = _engine(make_engine)
+    write(root, "memory/2025-01-10.md", NOTE)
+    write(root, "memory/2026-01-10.md", NOTE)
+    eng.memory.index("ada")
+    q = "Kestrel gateway rollback"
+    plain = eng.memory.search(q, "ada")
+    assert _paths(plain)[:2] == ["memory/2025-01-10.md", "memory/2026-01-10.md"]  # a tie: by path
+    assert plain[0].score == pytest.approx(plain[1].score)
+    settings = eng.plugin_settings("memory")
+    settings.decay = True
+    decayed = eng.memory.search(q, "ada")
+    assert _paths(decayed)[:2] == ["memory/2026-01-10.md", "memory/2025-01-10.md"]
+    # one year apart, half-life 30 days: the older one is about 2**-12 of the newer one
+    assert decayed[1].score / decayed[0].score == pytest.approx(0.5 ** (365 / 30), rel=0.01)
+
+
+def test_decay_leaves_memory_md_and_evergreen_patterns_alone(make_engine: Any) -> None:
+    eng, root = _engine(make_engine)
+    write(root, "MEMORY.md", NOTE)
+    write(root, "memory/2020-05-01.md", NOTE)
+    old = write(root, "memory/topics/kestrel.md", NOTE)
+    long_ago = time.time() - 400 * 86_400
+    os.utime(old, (long_ago, long_ago))  # not dated: ages from its mtime
+    eng.memory.index("ada")
+    q = "Kestrel gateway rollback"
+    plain = {h.path: h.score for h in eng.memory.search(q, "ada")}
+    settings = eng.plugin_settings("memory")
+    settings.decay = True
+    decayed = {h.path: h.score for h in eng.memory.search(q, "ada")}
+    assert decayed["MEMORY.md"] == pytest.approx(plain["MEMORY.md"])  # evergreen
+    assert decayed["memory/2020-05-01.md"] < plain["memory/2020-05-01.md"] * 1e-6
+    assert decayed["memory/topics/kestrel.md"] < plain["memory/topics/kestrel.md"] * 0.001
+    assert next(iter(decayed)) == "MEMORY.md"
+    settings.decay_evergreen = ["MEMORY.md", "memory/topics/*"]
+    again = {h.path: h.score for h in eng.memory.search(q, "ada")}
+    assert again["memory/topics/kestrel.md"] == pytest.approx(plain["memory/topics/kestrel.md"])
+
+
+# --------------------------------------------------------------------------- MMR
+def test_mmr_drops_a_near_duplicate_from_the_top_3(make_engine: Any) -> None:
+    eng, root = _engine(make_engine)
+    base = "The Kestrel gateway deploy was rolled back on {host} after the TLS certificate expired."
+    write(root, "memory/a.md", "A\n\n" + base.format(host="edge-1") + "\n")
+    write(root, "memory/b.md", "B\n\n" + base.format(host="edge-2") + "\n")
+    write(root, "memory/c.md", "C\n\n" + base.format(host="edge-3") + "\n")
+    write(root, "memory/d.md", "D\n\nKestrel gateway: the new TLS certificate is renewed by the cron job.\n")
+    for i in range(6):
+        write(root, f"memory/filler-{i}.md", f"F\n\nThe lunch menu on day {i} had soup and bread.\n")
+    eng.memory.index("ada")
+    q = "Kestrel gateway deploy TLS certificate"
+    plain = _paths(eng.memory.search(q, "ada", limit=3))
+    assert sorted(plain) == ["memory/a.md", "memory/b.md", "memory/c.md"]  # three near-duplicates
+    eng.plugin_settings("memory").mmr = True
+    diverse = _paths(eng.memory.search(q, "ada", limit=3))
+    assert diverse[0] == plain[0] and "memory/d.md" in diverse
+    eng.plugin_settings("memory").mmr_lambda = 1.0  # relevance only: the plain order
+    assert _paths(eng.memory.search(q, "ada", limit=3)) == plain
+
+
+# --------------------------------------------------------------------------- reranker hook
+class Reverser:
+    """A third-party reranker: reverses the candidates it is given."""
+
+    def __init__(self, foreign: bool = False) -> None:
+        self.calls: list[tuple[str, int]] = []
+        self.foreign = foreign
+
+    @hookimpl
+    def goclaw_memory_rerank(self, engine: Any, query: str, agent: Any, user: Any, hits: list[Any]) -> Any:
+        self.calls.append((query, len(hits)))
+        out = list(reversed(hits))
+        if self.foreign:
+            out.insert(0, type(hits[0])("x.md", 1, 1, 9.0, "agent", "not a candidate"))
+        return out
+
+
+def _three_notes(root: Path) -> None:
+    write(root, "memory/a.md", "A\n\nKestrel gateway deploy rolled back.\n")
+    write(root, "memory/b.md", "B\n\nKestrel gateway certificate renewed.\n")
+    write(root, "memory/c.md", "C\n\nKestrel dashboards moved to the new region.\n")
+
+
+def _fused_then_reranked(make_engine: Any, reverser: Reverser) -> tuple[list[str], list[str]]:
+    eng, root = _engine(make_engine)
+    _three_notes(root)
+    eng.memory.index("ada")
+    fused = _paths(eng.memory.search("Kestrel gateway", "ada", limit=3, channel="lexical"))
+    other = make_engine(extra_plugins=[("reverser", reverser)], plugins={"memory": {"rerank": "overlap"}})
+    assert other.plugin_manager.records["reverser"].status == "active"
+    reranked = _paths(other.memory.search("Kestrel gateway", "ada", limit=3, channel="lexical"))
+    return fused, reranked
+
+
+def test_the_reranker_hook_is_called_and_its_order_used(make_engine: Any) -> None:
+    reverser = Reverser()
+    fused, reranked = _fused_then_reranked(make_engine, reverser)
+    assert len(fused) == 3
+    assert reverser.calls == [("Kestrel gateway", 3)]  # the plugin wins over the built-in (trylast)
+    assert reranked == fused[::-1]
+
+
+def test_reranker_results_that_were_not_candidates_are_ignored(make_engine: Any) -> None:
+    fused, reranked = _fused_then_reranked(make_engine, Reverser(foreign=True))
+    assert reranked == fused[::-1]
+
+
+def test_builtin_overlap_reranker(make_engine: Any) -> None:
+    eng, root = _engine(make_engine)
+    # the query's terms side by side beat the same terms scattered through a longer chunk
+    write(root, "memory/near.md", "N\n\nThe Kestrel gateway certificate expired.\n")
+    scattered = " ".join(["Kestrel"] + ["rollout"] * 6 + ["gateway"] + ["notes"] * 6 + ["certificate"])
+    write(root, "memory/far.md", f"F\n\n{scattered} {scattered}\n")
+    write(root, "memory/other.md", "O\n\nKestrel only.\n")
+    eng.memory.index("ada")
+    q = "Kestrel gateway certificate"
+    settings = eng.plugin_settings("memory")
+    before = {h.path: h.score for h in eng.memory.search(q, "ada", channel="lexical")}
+    settings.rerank = "overlap"
+    after = eng.memory.search(q, "ada", channel="lexical")
+    scores = {h.path: h.score for h in after}
+    assert after[0].path == "memory/near.md"
+    assert scores["memory/near.md"] == pytest.approx(before["memory/near.md"])  # full coverage, adjacent
+    assert scores["memory/far.md"] < before["memory/far.md"]
+    assert scores["memory/other.md"] < before["memory/other.md"] * 0.9  # one term of three

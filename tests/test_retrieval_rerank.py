@@ -1,0 +1,101 @@
+"""goclaw.retrieval.rerank: temporal decay, MMR and the overlap reranker as pure functions
+(issue 11 item 6)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import numpy as np
+import pytest
+
+from goclaw.retrieval.rerank import (
+    age_days,
+    cosine_matrix,
+    date_from_path,
+    decay_factor,
+    is_evergreen,
+    jaccard,
+    mmr_order,
+    overlap_scores,
+    word_set,
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("memory/2026-03-01.md", date(2026, 3, 1)),
+        ("memory/2026/03/standup-2026-03-01.md", date(2026, 3, 1)),
+        ("users/u1/memory/2025-12-31-call.md", date(2025, 12, 31)),
+        ("memory/dreams/2026-11-02.md", date(2026, 11, 2)),
+        ("MEMORY.md", None),
+        ("memory/projects.md", None),
+        ("memory/2026-13-45.md", None),  # not a date
+        ("notes/2026-03-01.md", None),  # not under memory/
+    ],
+)
+def test_date_from_path(path: str, expected: date | None) -> None:
+    assert date_from_path(path) == expected
+
+
+def test_decay_factor_halves_per_half_life() -> None:
+    assert decay_factor(0, 30) == 1.0
+    assert decay_factor(30, 30) == pytest.approx(0.5)
+    assert decay_factor(60, 30) == pytest.approx(0.25)
+    assert decay_factor(10, 0) == 1.0  # half-life 0: off
+    assert decay_factor(-5, 30) == 1.0  # a note dated in the future does not grow
+
+
+def test_age_from_name_else_mtime() -> None:
+    now = 86_400.0 * (date(2026, 3, 11).toordinal() - date(1970, 1, 1).toordinal())
+    assert age_days("memory/2026-03-01.md", now, lambda: 0.0) == pytest.approx(10.0)
+    assert age_days("memory/topics/x.md", now, lambda: now - 3 * 86_400) == pytest.approx(3.0)
+    assert age_days("memory/topics/x.md", now, lambda: None) is None
+
+
+def test_evergreen_patterns() -> None:
+    assert is_evergreen("MEMORY.md", ["MEMORY.md", "memory.md"])
+    assert not is_evergreen("memory/2026-03-01.md", ["MEMORY.md", "memory.md"])
+    assert is_evergreen("memory/topics/a/b.md", ["memory/topics/*"])
+
+
+def test_mmr_drops_a_near_duplicate_from_the_top_3() -> None:
+    relevance = [1.0, 0.98, 0.95, 0.93, 0.5]
+    sim = np.full((5, 5), 0.1, dtype=np.float32)
+    np.fill_diagonal(sim, 1.0)
+    sim[0, 1] = sim[1, 0] = 0.95  # candidate 1 nearly repeats candidate 0
+    assert mmr_order(relevance, sim, lam=1.0, k=3) == [0, 1, 2]  # relevance only
+    top3 = mmr_order(relevance, sim, lam=0.7, k=3)
+    assert top3 == [0, 2, 3]
+    assert mmr_order(relevance, sim, lam=0.7) == [0, 2, 3, 1, 4]  # every candidate, once
+
+
+def test_mmr_with_word_sets_and_vectors_agree_on_duplicates() -> None:
+    texts = [
+        "restart the gateway with systemctl restart gateway on host alpha",
+        "restart the gateway with systemctl restart gateway on host beta",
+        "the invoice for Acme was sent on Monday",
+        "lunch menu: soup",
+    ]
+    sets = [word_set(t) for t in texts]
+    assert jaccard(sets[0], sets[1]) > 0.7 > jaccard(sets[0], sets[2])
+    relevance = [1.0, 0.99, 0.7, 0.2]
+    assert mmr_order(relevance, lambda i, j: jaccard(sets[i], sets[j]), lam=1.0)[:2] == [0, 1]
+    assert mmr_order(relevance, lambda i, j: jaccard(sets[i], sets[j]), lam=0.5)[:2] == [0, 2]
+    vecs = np.array([[1.0, 0.0], [0.99, 0.05], [0.0, 1.0], [0.0, -1.0]], dtype=np.float32)
+    assert mmr_order(relevance, cosine_matrix(vecs), lam=0.5)[:2] == [0, 2]
+    assert mmr_order([], lambda i, j: 0.0) == []
+
+
+def test_overlap_scores_reward_coverage_and_proximity() -> None:
+    q = ["alpha", "beta"]
+    near = ["x", "alpha", "beta", "y"]
+    far = ["alpha", *(["z"] * 20), "beta"]
+    one = ["alpha", "z"]
+    none = ["z"]
+    s = overlap_scores(q, [near, far, one, none], [1.0, 1.0, 1.0, 1.0], weight=0.3)
+    assert s[0] == pytest.approx(1.0)  # every term, side by side: keeps its score
+    assert s[0] > s[1] > s[3] and s[0] > s[2] > s[3]
+    assert s[2] == pytest.approx(0.7 + 0.3 * (0.5 + 1.0) / 2)  # one term of two, proximity 1
+    assert s[3] == pytest.approx(0.7)  # no query term: 1 - weight
+    assert overlap_scores([], [near], [0.4]) == [0.4]
