@@ -33,10 +33,18 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "decay 365 d": {"decay": True, "decay_half_life_days": 365.0},
     "mmr λ 0.7": {"mmr": True, "mmr_lambda": 0.7},
     "mmr λ 0.9": {"mmr": True, "mmr_lambda": 0.9},
-    "rerank overlap": {"rerank": "overlap"},
+    "rerank overlap (w 0.3)": {"rerank": "overlap"},
+    "rerank overlap w 0.5": {"rerank": "overlap", "rerank_weight": 0.5},
     "rerank overlap + mmr λ 0.9": {"rerank": "overlap", "mmr": True, "mmr_lambda": 0.9},
 }
-OFF = {"decay": False, "mmr": False, "rerank": "none", "mmr_lambda": 0.7, "decay_half_life_days": 30.0}
+OFF = {
+    "decay": False,
+    "mmr": False,
+    "rerank": "none",
+    "rerank_weight": 0.3,
+    "mmr_lambda": 0.7,
+    "decay_half_life_days": 30.0,
+}
 
 
 def _cli(workspace: Path, *args: str) -> None:
@@ -142,7 +150,7 @@ def _step_costs(engine: Any, questions: Any, agent: str) -> dict[str, float]:
 
 
 def _distributions(results: dict[str, Any]) -> None:
-    for name in ("baseline (all off)", "rerank overlap"):
+    for name in ("baseline (all off)", "rerank overlap (w 0.3)"):
         report = results[name]
         un = report.get("unanswerable_top_score", {})
         right = report.get("answerable_top_score_when_right", {})
@@ -179,7 +187,7 @@ def _autoinject_sections(engine: Any, questions: Any, threshold: float) -> dict[
     from goclaw_consolidation.autoinject import render_memory_context
 
     settings = engine.plugin_settings("consolidation")
-    settings.auto_inject_threshold = threshold
+    settings.auto_inject_document_threshold = threshold
     un = [q for q in questions if q.kind == "unanswerable"]
     ans = [q for q in questions if q.kind != "unanswerable"]
     injected_un = 0
@@ -237,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
                 settings.rerank = rerank
                 print(f"  {label}")
                 results[label] = _autoinject(engine, questions)
-                for t in (0.3, 0.6, 0.7, 0.75):
+                for t in (0.3, 0.6, 0.65, 0.7):
                     results[f"{label} sections {t}"] = _autoinject_sections(engine, questions, t)
             settings.rerank = "none"
         sws, raw = _synth(tmp, args.synth_chunks)

@@ -90,6 +90,7 @@ def test_hybrid_weights_follow_decisions(eng: Any) -> None:
     write(root, "memory/b.md", "Nightly jobs include log rotation.\n")
     eng.memory.index("ada")
     q = "ledger backups nightly"
+    eng.plugin_settings("memory").rerank = "none"  # the fusion itself, before the reranker
     lex = {h.path: h.score for h in eng.memory.search(q, "ada", channel="lexical")}
     vec = {h.path: h.score for h in eng.memory.search(q, "ada", channel="vector")}
     cfg = eng.plugin_settings("memory")
@@ -511,6 +512,7 @@ def test_hybrid_equals_the_formula_over_every_chunk(eng: Any) -> None:
     for i in range(30):
         write(root, f"memory/extra-{i}.md", f"Ledger entry {i}: tomato budget review number {i % 7}.\n")
     eng.memory.index("ada")
+    eng.plugin_settings("memory").rerank = "none"  # the fusion itself, before the reranker
     emb = eng.embedder()
     agent = eng.agents.get("ada").id
     with eng.db.engine.connect() as conn:

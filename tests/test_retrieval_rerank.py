@@ -99,3 +99,4 @@ def test_overlap_scores_reward_coverage_and_proximity() -> None:
     assert s[2] == pytest.approx(0.7 + 0.3 * (0.5 + 1.0) / 2)  # one term of two, proximity 1
     assert s[3] == pytest.approx(0.7)  # no query term: 1 - weight
     assert overlap_scores([], [near], [0.4]) == [0.4]
+    assert overlap_scores(["gamma"], [near, none], [0.6, 0.5]) == [0.6, 0.5]  # no term anywhere

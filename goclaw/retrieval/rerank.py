@@ -182,14 +182,15 @@ def overlap_scores(
     holding all ``m`` matched terms (1 for a single matched term; the variant that also scales
     proximity by coverage measured worse, docs/memory.md). A document with every query term side by side keeps its
     score; one with none keeps ``1 - weight`` of it, so scores stay on the fused scale (a score
-    threshold still means the same). Terms are the retrieval tokenizer's
+    threshold still means the same); when no document has any query term, nothing changes. Terms are the retrieval tokenizer's
     (:func:`goclaw.retrieval.tokenize.terms`)."""
     wanted = set(query_terms)
+    if not wanted or not any(wanted.intersection(terms) for terms in docs_terms):
+        # Nothing to tell the candidates apart by (a match in meaning only): leave the scores
+        # alone rather than scale them all down.
+        return list(scores)
     out: list[float] = []
     for terms, score in zip(docs_terms, scores, strict=True):
-        if not wanted:
-            out.append(score)
-            continue
         present = wanted.intersection(terms)
         coverage = len(present) / len(wanted)
         proximity = _proximity(terms, present) if len(present) > 1 else float(len(present))

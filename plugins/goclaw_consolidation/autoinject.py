@@ -1,11 +1,22 @@
-"""Auto-injection of episodic memory into the system prompt (spec §17 "L0 loading").
+"""Auto-injection of recalled memory into the system prompt (spec §17 "L0 loading").
 
-Once per prompt build (full mode only), the user message is checked against the agent's
-episodic index. Trivial messages (greetings, "ok thanks") are skipped. Hits scoring at
-least ``auto_inject_threshold`` (0.3) contribute their L0 abstracts, best first, at most
-``auto_inject_max_items`` (5), and the whole section is held to ``auto_inject_max_tokens``
-(200 tokens = 800 characters, DECISIONS.md units) — the Go code declares but never enforces
-that cap; we do. All of these are per agent (``agents.settings``) with the plugin defaults.
+Once per prompt build (full mode only), the user message is searched with the same fused
+retrieval as ``memory_search`` (issue 11 item 6): the memory service's hybrid search of the
+memory files (``engine.memory.search_response``, full text + vectors, with its decay, reranker
+and MMR settings) plus the extra tiers the service merges in (``goclaw_memory_search_extra``:
+the episodic summaries), so a summary or a note related to the message can be injected.
+Trivial messages (greetings, "ok thanks") are skipped. An episodic summary is injected as its
+L0 abstract with its ``memory_expand`` id when it scores at least ``auto_inject_threshold``
+(0.3, the spec's, on the episodic scale); a memory-file chunk as ``path#La-b: text`` (clipped)
+when it scores at least ``auto_inject_document_threshold`` (0.65, on the fused scale, chosen
+from the labelled set's unanswerable-vs-answered score distributions, docs/memory.md). Best
+first, at most ``auto_inject_max_items`` (5); the whole section is held to
+``auto_inject_max_tokens`` (200 tokens = 800 characters, DECISIONS.md units) — the Go code
+declares but never enforces that cap; we do. Per agent (``agents.settings``) with the plugin
+defaults.
+
+Without the memory service (``goclaw.memory`` disabled) the episodic index is searched
+directly, with the last user turns as context for its vector query.
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ HEADER = "## Memory Context\n\nRelevant memories from past sessions (use memory_
 # Recalled text is data, not instructions: it sits in its own wrapper, and wrapper tags inside
 # it are neutralised (goclaw.wrappers, issue 12). The wrapper counts against the budget.
 OPEN, CLOSE = "<memory_context>\n", "\n</memory_context>"
+DOCUMENT_CHARS = 240  # a memory-file chunk is clipped to this in the section
 
 
 def recent_user_turns(engine: Any, session_key: str | None, limit: int = 2) -> str:
@@ -52,15 +64,10 @@ def render_memory_context(
     if not agent_setting(engine, agent, "auto_inject_enabled") or T.is_trivial(message):
         return ""
     assert message is not None
-    threshold = float(agent_setting(engine, agent, "auto_inject_threshold"))
     max_tokens = int(agent_setting(engine, agent, "auto_inject_max_tokens"))
     max_items = settings_of(engine).auto_inject_max_items
-    recent = recent_user_turns(engine, session_key)
-    vector_query = f"Context: {recent}\nQuery: {message.strip()}" if recent else message
     try:
-        results = EpisodicStore(engine).search(
-            agent.id, user, message, limit=max_items * 2, min_score=threshold, vector_query=vector_query
-        )
+        items = recalled(engine, agent, user, message, session_key, max_items)
     except Exception as exc:  # a prompt must build even when memory search is broken
         log.warning("auto-inject search failed: %s", exc)
         return ""
@@ -69,15 +76,15 @@ def render_memory_context(
     if len(text) + len(CLOSE) >= budget:
         return ""
     added = 0
-    for row, _score in results:
-        l0 = neutralise((row.l0_abstract or T.clip(row.summary, 500)).strip())
-        if not l0:
+    for body, suffix in items:
+        body = neutralise(body.strip())
+        if not body:
             continue
-        line = f"- {l0} (memory_expand id: {row.id})\n"  # issue 14: the model can expand it
+        line = f"- {body}{suffix}\n"
         room = budget - len(text) - len(CLOSE)
         if len(line) > room:
             if added == 0 and room > 24:
-                text += f"- {T.clip(l0, room - 3)}\n"
+                text += f"- {T.clip(body, room - 3)}\n"
                 added += 1
             break
         text += line
@@ -85,6 +92,41 @@ def render_memory_context(
         if added >= max_items:
             break
     return text.rstrip("\n") + CLOSE if added else ""
+
+
+def recalled(
+    engine: Any, agent: Any, user: str | None, message: str, session_key: str | None, max_items: int
+) -> list[tuple[str, str]]:
+    """What to inject, best first: ``(text, suffix)`` per hit above its tier's threshold."""
+    threshold = float(agent_setting(engine, agent, "auto_inject_threshold"))
+    if not engine.has_service("memory"):
+        recent = recent_user_turns(engine, session_key)
+        vector_query = f"Context: {recent}\nQuery: {message.strip()}" if recent else message
+        results = EpisodicStore(engine).search(
+            agent.id, user, message, limit=max_items * 2, min_score=threshold, vector_query=vector_query
+        )
+        return [(row.l0_abstract or T.clip(row.summary, 500), _expand(row.id)) for row, _score in results]
+    doc_threshold = settings_of(engine).auto_inject_document_threshold
+    limit = max_items * 2
+    docs = engine.memory.search_response(message, agent, user or None, limit=limit, include_extra=False).hits
+    extra = engine.hooks.memory_search_extra(engine, message, agent, user or None, limit)
+    scored: list[tuple[float, int, str, str]] = []
+    for i, hit in enumerate(docs):
+        if float(hit.score) >= doc_threshold:
+            snippet = T.clip(" ".join(str(hit.snippet or "").split()), DOCUMENT_CHARS)
+            scored.append(
+                (float(hit.score), i, f"{hit.path}#L{hit.start_line}-{hit.end_line}: {snippet}", "")
+            )
+    for i, xhit in enumerate(extra):
+        if float(xhit.score) >= threshold:
+            suffix = _expand(xhit.id) if xhit.tier == "episodic" else ""
+            scored.append((float(xhit.score), len(docs) + i, T.clip(str(xhit.text or ""), 500), suffix))
+    scored.sort(key=lambda s: (-s[0], s[1]))
+    return [(body, suffix) for _score, _i, body, suffix in scored]
+
+
+def _expand(episodic_id: Any) -> str:
+    return f" (memory_expand id: {episodic_id})"  # issue 14: the model can expand it
 
 
 class MemoryContextSection:

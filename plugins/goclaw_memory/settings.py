@@ -71,7 +71,7 @@ class MemorySettings(BaseModel):
         "decay; dated notes (memory/YYYY-MM-DD.md) age from their name, other files from their mtime",
     )
     rerank: Literal["none", "overlap"] = Field(
-        default="none",
+        default="overlap",
         description="built-in reranker when no plugin implements goclaw_memory_rerank: none, or "
         "overlap (query-term coverage and proximity, no network)",
     )
