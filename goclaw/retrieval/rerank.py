@@ -180,9 +180,10 @@ def overlap_scores(
     proximity) / 2)``, where ``coverage`` is the share of the distinct query terms a document
     contains and ``proximity`` is ``m / w``, ``w`` the length (in terms) of the shortest window
     holding all ``m`` matched terms (1 for a single matched term; the variant that also scales
-    proximity by coverage measured worse, docs/memory.md). A document with every query term side by side keeps its
-    score; one with none keeps ``1 - weight`` of it, so scores stay on the fused scale (a score
-    threshold still means the same); when no document has any query term, nothing changes. Terms are the retrieval tokenizer's
+    proximity by coverage measured worse, docs/memory.md). A document with every query term
+    side by side keeps its score; one with none keeps ``1 - weight`` of it, so scores stay on
+    the fused scale (a score threshold still means the same); when no document has any query
+    term, nothing changes. Terms are the retrieval tokenizer's
     (:func:`goclaw.retrieval.tokenize.terms`)."""
     wanted = set(query_terms)
     if not wanted or not any(wanted.intersection(terms) for terms in docs_terms):
