@@ -28,7 +28,7 @@ class ConsolidationSettings(BaseModel):
     auto_inject_max_tokens: int = Field(default=200, ge=0)
     auto_inject_max_items: int = Field(default=5, ge=1)
     auto_inject_document_threshold: float = Field(
-        default=0.7, ge=0, description="memory-file hits: fused score needed (docs/memory.md)"
+        default=0.8, ge=0, description="memory-file hits: fused score needed (docs/memory.md)"
     )
     # dedup (spec §18): safe by default; see docs/consolidation.md
     dedup_auto_merge_cosine: float = Field(default=0.95, ge=0, le=1)
