@@ -77,7 +77,7 @@ def _synth(tmp: Path, chunks: int) -> tuple[Path, list[dict[str, Any]]]:
 
 
 def _run(engine: Any, questions: Any, agents: list[str]) -> dict[str, Any]:
-    from goclaw_memory.evaluation import evaluate
+    from goclaw.retrieval.evaluation import evaluate
 
     settings = engine.plugin_settings("memory")
     out: dict[str, Any] = {}
@@ -166,7 +166,7 @@ def _autoinject(engine: Any, questions: Any) -> dict[str, Any]:
     that would inject something (false injections) and of answerable ones whose injected hits
     (those >= the threshold among the 5 best) include evidence. Then the real section for every
     question at each threshold, end to end (goclaw_consolidation.autoinject)."""
-    from goclaw_memory.evaluation import matches
+    from goclaw.retrieval.evaluation import matches
 
     per_q = []
     for q in questions:
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from goclaw.engine import Engine
-    from goclaw_memory.evaluation import load_questions, parse_questions
+    from goclaw.retrieval.evaluation import load_questions, parse_questions
 
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as d:

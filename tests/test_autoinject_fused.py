@@ -138,8 +138,8 @@ def test_false_injections_on_the_labelled_unanswerable_questions(workspace: Path
     import shutil
 
     from goclaw.engine import Engine
+    from goclaw.retrieval.evaluation import load_questions
     from goclaw_consolidation.autoinject import render_memory_context
-    from goclaw_memory.evaluation import load_questions
     from tests.helpers import run_cli
 
     example = Path(__file__).resolve().parent.parent / "examples" / "quickstart"
