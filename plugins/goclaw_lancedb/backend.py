@@ -5,8 +5,8 @@ records and removed ids and patches the agent's LanceDB table (delete, add, then
 ``optimize`` brings the full-text and id indexes up to date). Reads: :meth:`search` runs
 LanceDB's full-text search (BM25 over the kernel's terms) and its exact (flat) cosine vector
 search, both filtered to the query's scope in LanceDB's ``where``; every candidate of either
-channel is then scored on the other one too (a second, id-filtered LanceDB query per channel),
-and the channels are fused by :func:`goclaw.retrieval.fusion.fuse`. For the weighted fusion
+channel is then scored on the other one too (:mod:`goclaw_lancedb.search`), and the channels
+are fused by :func:`goclaw.retrieval.fusion.fuse`. For the weighted fusion
 the candidate lists grow until no chunk outside them can beat the last result (the threshold
 rule), so the ranking is the formula applied to every chunk of the scope. :meth:`rows` is
 served from the table too: the search path never reads the database's chunk table.

@@ -2,9 +2,10 @@
 
 1. LanceDB full-text search (its BM25 over the ``terms`` column) and LanceDB flat cosine
    search, each limited to the query's scope by a ``where`` prefilter, top ``k`` each;
-2. every candidate missing from one channel's list gets its real score on that channel from
-   a second LanceDB query filtered to those ids (a full-text score of 0 means no term
-   matches; chunks without a vector of the space score 0 on the vector channel);
+2. every candidate gets its real score on both channels: the full-text hits come back with
+   their stored vectors (their cosines are computed here), the vector hits missing from the
+   full-text list get their BM25 from a second full-text query filtered to those ids (0: no
+   term matches); chunks without a vector of the space score 0 on the vector channel;
 3. :func:`goclaw.retrieval.fusion.fuse` over the candidates, with ``query.fusion`` and the
    user boost. The rank-based methods see each channel's top ``pool``, as over every chunk.
    For ``weighted`` no chunk outside both lists can score above
@@ -34,23 +35,41 @@ def no_vectors_note(space: Space | None) -> str:
     )
 
 
-def _collect(data: Any, score: str, rows: dict[int, ChunkRow], cosine: bool = False) -> Hits:
-    """Channel scores by id; the rows come along (the service asks for the winners' rows next)."""
+def _collect(
+    data: Any, score: str, rows: dict[int, ChunkRow], cosine: bool = False, cos_out: Any = None
+) -> Hits:
+    """Channel scores by id; the rows come along (the service asks for the winners' rows next).
+    ``cos_out`` (query vector, dict): also each row's cosine, from its stored vector."""
     out: Hits = {}
     for r in data.to_pylist():
         cid = int(r["id"])
         out[cid] = (1.0 - float(r[score]) if cosine else float(r[score]), r["user_id"])
         user, path, text = r["user_id"], r["path"], r["text"]
         rows[cid] = ChunkRow(cid, user, path, int(r["start_line"]), int(r["end_line"]), text)
+    if cos_out is not None and data.num_rows:
+        qvec, found = cos_out
+        mat = np.asarray(data["vector"].combine_chunks().flatten(), dtype=np.float32).reshape(
+            data.num_rows, -1
+        )
+        norms = np.linalg.norm(mat, axis=1) * float(np.linalg.norm(qvec))
+        cosines = np.where(norms > 0, mat @ qvec / np.where(norms > 0, norms, 1.0), 0.0)
+        has = data["has_vector"].to_pylist()
+        for cid, c, h in zip(data["id"].to_pylist(), cosines.tolist(), has, strict=True):
+            found[int(cid)] = float(c) if h else 0.0
     return out
 
 
-def _fts(table: Any, terms: list[str], where: str, k: int, rows: dict[int, ChunkRow]) -> Hits:
+def _fts(
+    table: Any, terms: list[str], where: str, k: int, rows: dict[int, ChunkRow], cos_out: Any = None
+) -> Hits:
+    """Full-text top ``k``; with ``cos_out`` (query vector, dict) also each hit's cosine, so the
+    vector channel needs no second query for the full-text candidates."""
     from lancedb.query import MatchQuery
 
+    cols = [*ROW_COLS, "_score", *(["vector", "has_vector"] if cos_out is not None else [])]
     q = table.search(MatchQuery(" ".join(terms), "terms"), query_type="fts")
-    data = q.where(where, prefilter=True).limit(k).select([*ROW_COLS, "_score"]).to_arrow()
-    return _collect(data, "_score", rows)
+    data = q.where(where, prefilter=True).limit(k).select(cols).to_arrow()
+    return _collect(data, "_score", rows, cos_out=cos_out)
 
 
 def _knn(table: Any, vec: Any, where: str, k: int, rows: dict[int, ChunkRow]) -> Hits:
@@ -80,12 +99,14 @@ def search_table(
     pool = max(50, 5 * limit)
     k = pool
     while True:
-        lex = _fts(table, terms, scope, k, rows) if want_lex else {}
+        lex_cos: dict[int, float] = {}  # the full-text hits' cosines
         cos = _knn(table, vec, scope, k, rows) if vec is not None else {}
         if vec is not None and not cos:  # no chunk of the scope has a vector of this space
             notes.append(no_vectors_note(query.space))
             vec = None
-        chunks, exact = _fuse(table, query, scope, terms, vec, lex, cos, (k, limit, pool), rows)
+        cos_out = (vec, lex_cos) if vec is not None else None
+        lex = _fts(table, terms, scope, k, rows, cos_out) if want_lex else {}
+        chunks, exact = _fuse(table, query, scope, terms, (vec, lex_cos), lex, cos, (k, limit, pool), rows)
         if exact or k >= total:
             return chunks, notes
         k *= 4
@@ -96,7 +117,7 @@ def _fuse(
     query: SearchQuery,
     scope: str,
     terms: list[str],
-    vec: Any,
+    vectors: tuple[Any, dict[int, float]],
     lex: Hits,
     cos: Hits,
     sizes: tuple[int, int, int],
@@ -105,6 +126,7 @@ def _fuse(
     """Complete both channels' scores for every candidate and fuse; ``exact``: whether no
     chunk outside the candidates can enter the result."""
     k, limit, pool = sizes
+    vec, lex_cos = vectors
     lex_full, vec_full = len(lex) < k, len(cos) < k  # the channel returned every match
     lex_k = min((s for s, _u in lex.values()), default=0.0)
     cos_k = max(0.0, min((s for s, _u in cos.values()), default=0.0))
@@ -114,8 +136,8 @@ def _fuse(
     lex_all, cos_all = dict(lex), dict(cos)
     if lex and (extra := [i for i in cand if i not in lex]):
         lex_all.update(_fts(table, terms, f"{scope} AND id IN ({id_list(extra)})", len(extra), rows))
-    if vec is not None and (extra := [i for i in cand if i not in cos]):
-        cos_all.update(_knn(table, vec, f"{scope} AND id IN ({id_list(extra)})", len(extra), rows))
+    if vec is not None:  # the full-text candidates' cosines came with them
+        cos_all.update({i: (lex_cos[i], lex[i][1]) for i in cand if i not in cos and i in lex_cos})
     users = {i: u for hits in (lex_all, cos_all) for i, (_s, u) in hits.items()}
     lexical = np.array([lex_all.get(i, (0.0, ""))[0] for i in cand], dtype=np.float32) if lex else None
     vector = np.array([cos_all.get(i, (0.0, ""))[0] for i in cand], dtype=np.float32) if cos else None
