@@ -420,7 +420,7 @@ def test_cli_index_search_get(make_engine: Any, workspace: Path, database_url: A
     assert "skipped unchanged: 2" in res.out and "chunks embedded: 0" in res.out
     res = run_cli(["memory", "search", "release train", "--agent", "ada", "--json", "--user", "u1"], **args)
     hits = json.loads(res.out)
-    assert set(hits[0]) == {"path", "start_line", "end_line", "score", "scope", "snippet", "tier"}
+    assert set(hits[0]) == {"id", "path", "start_line", "end_line", "score", "scope", "snippet", "tier"}
     assert {h["path"] for h in hits} == {"MEMORY.md", "users/u1/memory/u1.md"}
     res = run_cli(["memory", "search", "release", "--channel", "lexical", "--limit", "1", "--json"], **args)
     assert len(json.loads(res.out)) == 1 and json.loads(res.out)[0]["path"] == "MEMORY.md"

@@ -35,9 +35,12 @@ class MemoryHit:
     user_id: str = ""
     chunk_id: int | None = None
     channels: dict[str, float] = field(default_factory=dict)
+    id: str = ""  # the stable hit id memory_get / memory_expand accept (goclaw.contracts.tools)
 
     def as_json(self) -> dict[str, Any]:
+        head = {"id": self.id} if self.id else {}
         return {
+            **head,
             "path": self.path,
             "start_line": self.start_line,
             "end_line": self.end_line,

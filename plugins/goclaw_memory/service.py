@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from goclaw.contracts.search import FusionSettings, SearchQuery
+from goclaw.contracts.tools import memory_hit_id
 from goclaw.errors import ConfigError, GoclawError, ValidationError
 from goclaw.retrieval.tokenize import query_terms
 from goclaw_memory.hybrid import MemoryHit, build_hits
@@ -217,6 +218,8 @@ class MemoryService:
             # item 6; goclaw_memory.postprocess).
             hits = build_hits(result.chunks, rows, len(result.chunks))
             hits = postprocess(self.engine, cfg, query, a, user, self.engine.agent_dir(a), hits, limit)
+            for h in hits:
+                h.id = memory_hit_id("m", a.id, h.user_id, f"{h.path}#L{h.start_line}-L{h.end_line}")
         if include_extra:
             extra = self.engine.hooks.memory_search_extra(self.engine, query, a, user, limit)
             if extra:

@@ -20,7 +20,6 @@ from goclaw.contracts.tools import (
     FunctionTool,
     ToolContext,
     ToolResult,
-    memory_hit_id,
     parse_memory_hit_id,
     split_line_locator,
 )
@@ -56,10 +55,7 @@ def search_hits(
     )
     rows: list[dict[str, Any]] = []
     for h in response.hits:
-        item = h.as_json()
-        locator = f"{h.path}#L{h.start_line}-L{h.end_line}"
-        item = {"id": memory_hit_id("m", a.id, h.user_id, locator), **item}
-        rows.append(item)
+        rows.append(h.as_json())  # carries its stable id
     extra = engine.hooks.memory_search_extra(engine, query, a, user, limit) if query.strip() else []
     for e in extra:
         rows.append(
