@@ -106,7 +106,14 @@ def _step_costs(engine: Any, questions: Any, agent: str) -> dict[str, float]:
     from goclaw.contracts.search import FusionSettings, SearchQuery
     from goclaw.retrieval.tokenize import query_terms
     from goclaw_memory.hybrid import build_hits
-    from goclaw_memory.postprocess import apply_decay, apply_mmr, apply_rerank, overlap_rerank
+    from goclaw_memory.postprocess import (
+        _TERMS,
+        _WORDSETS,
+        apply_decay,
+        apply_mmr,
+        apply_rerank,
+        overlap_rerank,
+    )
 
     memory = engine.memory
     settings = memory.settings
@@ -131,8 +138,10 @@ def _step_costs(engine: Any, questions: Any, agent: str) -> dict[str, float]:
     steps = {
         "decay": lambda q, h: apply_decay(h, root, settings),
         "reranker hook, none answering": lambda q, h: apply_rerank(engine, q, a, None, h, 20),
-        "overlap reranker (20 candidates)": lambda q, h: overlap_rerank(q, h[:20]),
-        "mmr (pick 10 of ~30)": lambda q, h: apply_mmr(h, 0.7, 10),
+        "overlap reranker, chunks seen before": lambda q, h: overlap_rerank(q, h[:20]),
+        "overlap reranker, first sight": lambda q, h: (_TERMS.clear(), overlap_rerank(q, h[:20])),
+        "mmr (pick 10 of ~30), chunks seen before": lambda q, h: apply_mmr(h, 0.7, 10),
+        "mmr, first sight": lambda q, h: (_WORDSETS.clear(), apply_mmr(h, 0.7, 10)),
     }
     settings.rerank = "none"
     out: dict[str, float] = {}

@@ -201,24 +201,22 @@ def overlap_scores(
 
 def _proximity(terms: Sequence[str], present: set[str]) -> float:
     """``len(present) / w``, ``w`` the shortest window of ``terms`` holding every term of
-    ``present`` (a sliding window, linear in ``len(terms)``)."""
+    ``present`` (a sliding window over the matched positions only)."""
+    hits = [(i, t) for i, t in enumerate(terms) if t in present]
     need = len(present)
     counts: dict[str, int] = {}
     have = 0
     left = 0
     best = len(terms)
-    for right, t in enumerate(terms):
-        if t not in present:
-            continue
+    for pos, t in hits:
         counts[t] = counts.get(t, 0) + 1
         if counts[t] == 1:
             have += 1
         while have == need:
-            lt = terms[left]
-            if lt in present:
-                best = min(best, right - left + 1)
-                counts[lt] -= 1
-                if counts[lt] == 0:
-                    have -= 1
+            lpos, lt = hits[left]
+            best = min(best, pos - lpos + 1)
+            counts[lt] -= 1
+            if counts[lt] == 0:
+                have -= 1
             left += 1
     return need / best if best > 0 else 0.0

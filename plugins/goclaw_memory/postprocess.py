@@ -59,11 +59,36 @@ def _mtime(path: Path) -> float | None:
         return None
 
 
+_TERMS: dict[str, list[str]] = {}  # snippet -> its terms: a chunk found again costs no tokenising
+_TERMS_MAX = 4096
+
+
+def _snippet_terms(text: str) -> list[str]:
+    found = _TERMS.get(text)
+    if found is None:
+        if len(_TERMS) >= _TERMS_MAX:
+            _TERMS.clear()
+        found = _TERMS[text] = terms(text)
+    return found
+
+
+_WORDSETS: dict[str, frozenset[str]] = {}
+
+
+def _snippet_words(text: str) -> frozenset[str]:
+    found = _WORDSETS.get(text)
+    if found is None:
+        if len(_WORDSETS) >= _TERMS_MAX:
+            _WORDSETS.clear()
+        found = _WORDSETS[text] = word_set(text)
+    return found
+
+
 def overlap_rerank(query: str, hits: list[Any], weight: float = 0.3) -> list[Any]:
     """The built-in no-network reranker: scores × query-term coverage and proximity
     (:func:`goclaw.retrieval.rerank.overlap_scores`), best first."""
     wanted = query_terms(query)
-    new = overlap_scores(wanted, [terms(h.snippet) for h in hits], [h.score for h in hits], weight)
+    new = overlap_scores(wanted, [_snippet_terms(h.snippet) for h in hits], [h.score for h in hits], weight)
     for hit, score in zip(hits, new, strict=True):
         hit.score = score
     return sorted(hits, key=lambda h: (-h.score, h.path, h.start_line))
@@ -101,7 +126,7 @@ def apply_mmr(hits: list[MemoryHit], lam: float, limit: int) -> list[MemoryHit]:
     scores = [h.score for h in hits]
     if any(a < b for a, b in pairwise(scores)):
         scores = [float(len(hits) - i) for i in range(len(hits))]
-    sets = [word_set(h.snippet) for h in hits]
+    sets = [_snippet_words(h.snippet) for h in hits]
     order = mmr_order(scores, lambda i, j: jaccard(sets[i], sets[j]), lam, k=limit)
     return [hits[i] for i in order]
 
