@@ -299,6 +299,7 @@ class EpisodicSummary(SQLModel, table=True):
     summary: str = _text()
     l0_abstract: str = _text()
     key_topics: list[str] = _json([])
+    lex: str | None = Field(default=None, sa_type=Text)  # retrieval terms (issue 11, migration 0004)
     embedding: Any = _vector()
     embedding_provider: str | None = Field(default=None, max_length=128)
     embedding_model: str | None = Field(default=None, max_length=255)

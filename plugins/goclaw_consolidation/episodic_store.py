@@ -2,12 +2,11 @@
 
 Rows are unique per ``(agent_id, user_id, source_id)``. Each stores the full summary, the L0
 abstract, key topics, an optional embedding (with provider, model and dimension, so models
-never mix), and ``expires_at``. Search is hybrid: full text (SQLite FTS5 / PostgreSQL
-``tsvector``) and vector cosine (numpy on SQLite; pgvector on PostgreSQL through a partial
-HNSW expression index per dimension, created at run time). The text score is the FTS score
-normalised by the best hit times the share of query terms the row contains, so one shared
-common word does not make a session "relevant"; the final score is 0.7·text + 0.3·vector
-(the reference's episodic weights), or text alone when no embedder is configured.
+never mix), its retrieval terms (``lex``) and ``expires_at``. Search runs on the shared retrieval
+engine (:mod:`goclaw_consolidation.episodic_search`, issue 11): an in-memory index per agent on
+SQLite, full text in the database on PostgreSQL; every candidate is scored on both channels
+and fused 0.7 (text) / 0.3 (vector), the reference's episodic weights. Vectors on PostgreSQL
+use a partial HNSW expression index per dimension, created at run time.
 """
 
 from __future__ import annotations
@@ -17,22 +16,31 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, delete, text
+from sqlalchemy import bindparam, delete
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from goclaw.redaction import redact_for
 from goclaw.store.models import EpisodicSummary
-from goclaw.store.types import UTCDateTime, utcnow
+from goclaw.store.types import utcnow
 from goclaw.types import SearchHit
 from goclaw_consolidation import text as T
 from goclaw_consolidation.common import embed, in_tenant, user_scope
+from goclaw_consolidation.episodic_search import episode_lex, searcher
 
 log = logging.getLogger("goclaw.consolidation")
 
-TEXT_WEIGHT = 0.7
-VECTOR_WEIGHT = 0.3
 _HNSW_DONE: set[tuple[str, int]] = set()
+
+
+_ROWS: Any = None
+
+
+def _rows_statement() -> Any:
+    global _ROWS
+    if _ROWS is None:
+        _ROWS = select(EpisodicSummary).where(col(EpisodicSummary.id).in_(bindparam("ids", expanding=True)))
+    return _ROWS
 
 
 @dataclass
@@ -71,6 +79,7 @@ class EpisodicStore:
             summary=summary,
             l0_abstract=T.l0_abstract(summary),
             key_topics=T.dedupe(topics)[: T.MAX_TOPICS],
+            lex="",
             source_type=new.source_type,
             source_id=new.source_id,
             turn_count=new.turn_count,
@@ -78,6 +87,7 @@ class EpisodicStore:
             created_at=now,
             expires_at=now + timedelta(days=new.ttl_days) if new.ttl_days > 0 else None,
         )
+        row.lex = episode_lex(row.summary, row.l0_abstract, row.key_topics)
         emb = embed(self.engine, [summary])
         if emb is not None:
             row.embedding = emb.vectors[0]
@@ -202,114 +212,22 @@ class EpisodicStore:
         min_score: float = 0.0,
         vector_query: str | None = None,
     ) -> list[tuple[EpisodicSummary, float]]:
-        """Hybrid episodic search (module docstring); ``[(row, score)]`` best first.
-
-        Only an agent of this engine's tenant has results (issue 12 §20)."""
-        if not in_tenant(self.engine, agent_id):
-            return []
-        terms = [t for t in (w.replace("'", "").replace("’", "") for w in T.content_terms(query)) if t]
-        terms = [t for t in terms if t.replace("_", "").replace("-", "").isalnum()][:24]
-        scope = user_scope(user)
-        now = utcnow()
-        pool = max(limit * 4, 20)
-        fts = self._fts(agent_id, scope, terms, pool, now) if terms else {}
-        emb = embed(self.engine, [vector_query or query]) if query.strip() else None
-        vec: dict[str, float] = {}
-        if emb is not None:
-            vec = self._vector(agent_id, scope, emb, pool, now)
-        ids = set(fts) | set(vec)
-        if not ids:
-            return []
-        with self.engine.db.session() as s:
-            rows = {r.id: r for r in s.exec(select(EpisodicSummary).where(col(EpisodicSummary.id).in_(ids)))}
-        best_fts = max(fts.values(), default=0.0)
-        results: list[tuple[EpisodicSummary, float]] = []
-        for rid, row in rows.items():
-            text_score = 0.0
-            if rid in fts and best_fts > 0:
-                words = set(T.content_terms(" ".join([row.summary, row.l0_abstract, *row.key_topics])))
-                coverage = sum(1 for t in terms if t in words) / len(terms) if terms else 0.0
-                text_score = (fts[rid] / best_fts) * coverage
-            if emb is not None:
-                score = TEXT_WEIGHT * text_score + VECTOR_WEIGHT * max(0.0, vec.get(rid, 0.0))
-            else:
-                score = text_score
-            if score >= min_score and score > 0:
-                results.append((row, score))
-        results.sort(key=lambda rs: (-rs[1], rs[0].id))
-        return results[:limit]
-
-    def _fts(
-        self, agent_id: str, scope: list[str], terms: list[str], pool: int, now: datetime
-    ) -> dict[str, float]:
-        params: dict[str, Any] = {"agent": agent_id, "scope": scope, "now": now, "k": pool}
-        if self.engine.db.backend == "sqlite":
-            params["q"] = " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
-            sql = text(
-                "SELECT e.id AS id, -bm25(episodic_summaries_fts) AS score FROM episodic_summaries_fts "
-                "JOIN episodic_summaries e ON e.rowid = episodic_summaries_fts.rowid "
-                "WHERE episodic_summaries_fts MATCH :q AND e.agent_id = :agent AND e.user_id IN :scope "
-                "AND (e.expires_at IS NULL OR e.expires_at > :now) ORDER BY score DESC LIMIT :k"
-            )
-        else:
-            params["q"] = " | ".join(terms)
-            sql = text(
-                "SELECT id, ts_rank(tsv, to_tsquery('simple', :q)) AS score FROM episodic_summaries "
-                "WHERE tsv @@ to_tsquery('simple', :q) AND agent_id = :agent AND user_id IN :scope "
-                "AND (expires_at IS NULL OR expires_at > :now) ORDER BY score DESC LIMIT :k"
-            )
-        sql = sql.bindparams(bindparam("scope", expanding=True), bindparam("now", type_=UTCDateTime()))
-        try:
-            with self.engine.db.session() as s:
-                return {str(r.id): max(float(r.score), 1e-9) for r in s.execute(sql, params)}
-        except Exception as exc:  # a query FTS cannot parse degrades to vector only
-            log.debug("episodic FTS failed: %s", exc)
-            return {}
-
-    def _vector(
-        self, agent_id: str, scope: list[str], emb: Any, pool: int, now: datetime
-    ) -> dict[str, float]:
-        import numpy as np
-
-        q = emb.vectors[0]
-        if self.engine.db.backend == "postgresql":
-            self.ensure_vector_index(emb.dim)
-            dim = int(emb.dim)
-            sql = text(
-                f"SELECT id, 1 - (embedding::vector({dim}) <=> CAST(:q AS vector({dim}))) AS score "
-                f"FROM episodic_summaries WHERE embedding_dim = {dim} AND embedding_provider = :p "
-                "AND embedding_model = :m AND agent_id = :agent AND user_id IN :scope "
-                "AND (expires_at IS NULL OR expires_at > :now) "
-                f"ORDER BY embedding::vector({dim}) <=> CAST(:q AS vector({dim})) LIMIT :k"
-            ).bindparams(bindparam("scope", expanding=True), bindparam("now", type_=UTCDateTime()))
-            params = {
-                "q": "[" + ",".join(f"{x:.7g}" for x in q.tolist()) + "]",
-                "p": emb.provider,
-                "m": emb.model,
-                "agent": agent_id,
-                "scope": scope,
-                "now": now,
-                "k": pool,
-            }
-            with self.engine.db.session() as s:
-                return {str(r.id): float(r.score) for r in s.execute(sql, params)}
-        stmt = select(EpisodicSummary.id, EpisodicSummary.embedding, EpisodicSummary.expires_at).where(
-            EpisodicSummary.agent_id == agent_id,
-            col(EpisodicSummary.user_id).in_(scope),
-            EpisodicSummary.embedding_dim == emb.dim,
-            EpisodicSummary.embedding_provider == emb.provider,
-            EpisodicSummary.embedding_model == emb.model,
+        """Hybrid episodic search (:mod:`goclaw_consolidation.episodic_search`); ``[(row,
+        score)]`` best first. Only an agent of this engine's tenant has results (issue 12 §20);
+        an agent without summaries costs one cached check."""
+        found = searcher(self.engine).search(
+            agent_id, user_scope(user), query, limit=limit, min_score=min_score, vector_query=vector_query
         )
+        if not found:
+            return []
+        rows = self._by_ids([i for i, _s in found])
+        return [(rows[i], s) for i, s in found if i in rows]
+
+    def _by_ids(self, ids: list[str]) -> dict[str, EpisodicSummary]:
+        """Rows by id through one prepared statement (built once, compiled once: no ORM query
+        building per search; ORM loading skips the model constructor)."""
         with self.engine.db.session() as s:
-            rows = [r for r in s.exec(stmt) if r[1] is not None and (r[2] is None or r[2] > now)]
-        if not rows:
-            return {}
-        matrix = np.vstack([np.asarray(r[1], dtype=np.float32) for r in rows])
-        norms = np.linalg.norm(matrix, axis=1)
-        norms[norms == 0] = 1.0
-        scores = (matrix @ q) / norms
-        top = np.argsort(-scores)[:pool]
-        return {str(rows[i][0]): float(scores[i]) for i in top}
+            return {row.id: row for row in s.execute(_rows_statement(), {"ids": ids}).scalars()}
 
     def hits(
         self, agent_id: str, user: str | None, query: str, limit: int, min_score: float = 0.0

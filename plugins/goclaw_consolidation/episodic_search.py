@@ -1,0 +1,367 @@
+"""Episodic search on the shared retrieval engine (issue 11: one engine; "the episodic tier
+costs nothing when empty and little when full").
+
+Every ``memory_search`` asks this tier too, so its fixed cost matters more than its peak:
+
+* **Gate**: one raw read per search says whether the agent (of this engine's tenant) has any
+  summary. On SQLite even that read is skipped while ``PRAGMA data_version`` says no other
+  connection committed since the last look. An agent without summaries costs a few
+  microseconds and never embeds the query.
+* **SQLite**: per agent, a :class:`~goclaw.retrieval.index.SearchIndex` over its unexpired
+  summaries (BM25 over the stored ``lex`` terms, the vectors of the current embedding space),
+  kept in sync like the memory index: a change token (row count, rowid sum, newest
+  ``created_at``, earliest ``expires_at``) and per-row fingerprints; the index is reconciled
+  only when the token moves or the earliest expiry passes. Every summary is scored on both
+  channels.
+* **PostgreSQL**: full text stays in the database (``tsv`` generated from ``lex``). One
+  statement after the gate: the agent's live summaries each with its cosine (exact: an agent
+  has one summary per session, so a scan beats an approximate index), the candidates of
+  either channel among the caller's summaries (full-text matches by ``ts_rank``, nearest by
+  cosine), and the BM25 statistics (document frequencies over the agent's summaries); each
+  candidate is then scored on both channels.
+
+The text score is BM25 × the share of query terms the summary contains (so one shared common
+word does not make a session relevant), fused by :func:`goclaw.retrieval.fusion.fuse` with
+the reference's episodic weights 0.7 (text) / 0.3 (vector); a channel with no hit leaves the
+other at weight 1.0.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sqlite3
+import threading
+import weakref
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sqlalchemy import text
+
+from goclaw.retrieval.fusion import fuse
+from goclaw.retrieval.index import Doc, SearchIndex
+from goclaw.retrieval.tokenize import default_tokenizer, query_terms
+from goclaw.store.types import utcnow
+
+log = logging.getLogger("goclaw.consolidation")
+
+TEXT_WEIGHT = 0.7
+VECTOR_WEIGHT = 0.3
+K1, B = 1.2, 0.75
+LOOKUP = 500
+Space = tuple[str, str, int]
+_SEARCHERS: weakref.WeakKeyDictionary[Any, EpisodicSearch] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def episode_lex(summary: str, l0_abstract: str, key_topics: Sequence[str] | None) -> str:
+    """The stored terms of a summary (``episodic_summaries.lex``; migration 0004 computes the
+    same): summary, L0 abstract and key topics through the shared tokenizer."""
+    joined = "\n".join([summary or "", l0_abstract or "", " ".join(str(t) for t in key_topics or [])])
+    return " ".join(default_tokenizer().terms(joined))
+
+
+def searcher(engine: Any) -> EpisodicSearch:
+    """The engine's episodic searcher (one per engine: its indexes outlive a store object)."""
+    with _LOCK:
+        found = _SEARCHERS.get(engine)
+        if found is None:
+            found = _SEARCHERS[engine] = EpisodicSearch(engine)
+            engine.on_close(lambda: _SEARCHERS.pop(engine, None))  # the searcher holds the engine
+        return found
+
+
+def _sqlite_time(value: Any) -> str:
+    """A datetime as SQLite stores ``UTCDateTime`` (naive UTC text, lexical order = time)."""
+    return str(value.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds"))
+
+
+def _fingerprint(episode_id: str) -> int:
+    return zlib.crc32(episode_id.encode("utf-8"))
+
+
+@dataclass
+class _State:
+    index: SearchIndex
+    space: Space | None
+    token: Any = None
+    next_expiry: str | None = None  # the earliest expires_at in the index (SQLite text)
+    ids: dict[int, str] = field(default_factory=dict)  # rowid -> episodic id
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class EpisodicSearch:
+    """Hybrid episodic search for one engine (see the module docstring)."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self.tenant = str(engine.settings.tenant_id)
+        self._states: dict[tuple[str, Space | None], _State] = {}
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self.reconciles = 0  # tests read it: how often an index was brought up to date
+        url = engine.db.engine.url
+        path = url.database if engine.db.backend == "sqlite" else None
+        self._db_path = path if path and path != ":memory:" and not path.startswith("file:") else None
+
+    # ------------------------------------------------------------------ entry point
+    def search(
+        self,
+        agent_id: str,
+        scope: list[str],
+        query: str,
+        *,
+        limit: int,
+        min_score: float = 0.0,
+        vector_query: str | None = None,
+    ) -> list[tuple[str, float]]:
+        """``[(episodic id, score)]`` best first, at most ``limit``, each ≥ ``min_score``."""
+        if self.engine.db.backend == "postgresql":
+            found = self._search_pg(agent_id, scope, query, limit, vector_query)
+        else:
+            found = self._search_sqlite(agent_id, scope, query, limit, vector_query)
+        return [(i, s) for i, s in found if s >= min_score and s > 0]
+
+    def _query_vector(self, query: str, vector_query: str | None) -> tuple[Any, Space | None]:
+        from goclaw_consolidation.common import embed
+
+        emb = embed(self.engine, [vector_query or query]) if query.strip() else None
+        if emb is None:
+            return None, None
+        return emb.vectors[0], (emb.provider, emb.model, int(emb.dim))
+
+    # ------------------------------------------------------------------ SQLite
+    def _conn(self) -> sqlite3.Connection | None:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None and self._db_path is not None:
+            conn = sqlite3.connect(self._db_path, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout=5000")
+            conn.execute("PRAGMA query_only=1")
+            self._local.conn = conn
+            self._local.version = None
+            self._local.tokens = {}
+            self.engine.on_close(conn.close)
+        return conn
+
+    def _rows(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        conn = self._conn()
+        if conn is not None:
+            return conn.execute(sql, params).fetchall()
+        with self.engine.db.engine.connect() as c:
+            return list(c.exec_driver_sql(sql, tuple(params)).all())
+
+    def _token(self, agent_id: str) -> Any:
+        """The agent's change token, ``None`` when it has no summary or is another tenant's."""
+        conn = self._conn()
+        local = self._local
+        if conn is not None:
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+            if version == local.version and agent_id in local.tokens:
+                return local.tokens[agent_id]  # nobody committed since the last look
+            if version != local.version:
+                local.version, local.tokens = version, {}
+        tenant, count, total, newest, expiry = self._rows(
+            "SELECT (SELECT tenant_id FROM agents WHERE id = ?), count(*), total(rowid), max(created_at), "
+            "min(expires_at) FROM episodic_summaries WHERE agent_id = ?",
+            (agent_id, agent_id),
+        )[0]
+        token = (
+            (int(count), float(total), str(newest), str(expiry)) if tenant == self.tenant and count else None
+        )
+        if conn is not None:
+            local.tokens[agent_id] = token
+        return token
+
+    def _search_sqlite(
+        self, agent_id: str, scope: list[str], query: str, limit: int, vector_query: str | None
+    ) -> list[tuple[str, float]]:
+        token = self._token(agent_id)
+        if token is None:
+            return []
+        qvec, space = self._query_vector(query, vector_query)
+        with self._lock:  # one index per embedding space: a flapping embedder rebuilds nothing
+            st = self._states.get((agent_id, space))
+            if st is None:
+                st = self._states[(agent_id, space)] = _State(SearchIndex(space[2] if space else 0), space)
+        with st.lock:
+            now = _sqlite_time(utcnow())
+            if st.token != token or (st.next_expiry is not None and now >= st.next_expiry):
+                self._reconcile(agent_id, st, now)
+                st.token = token
+            idx = st.index
+            if not idx.n_alive:
+                return []
+            mask = idx.scope_mask(scope)
+            lexical = _covered_bm25([idx.bm25([t]) for t in query_terms(query)])
+            vector = idx.cosine(qvec) if qvec is not None and idx.has_vec[: idx.n].any() else None
+            scored = fuse(
+                lexical, vector, mask, limit=limit, text_weight=TEXT_WEIGHT, vector_weight=VECTOR_WEIGHT
+            )
+            return [(st.ids[int(idx.ids[s.slot])], s.score) for s in scored]
+
+    def _reconcile(self, agent_id: str, st: _State, now: str) -> None:
+        """Bring the agent's index to its unexpired rows: drop what went, add what is new."""
+        idx = st.index
+        rows = self._rows(
+            "SELECT rowid, id, expires_at FROM episodic_summaries WHERE agent_id = ? "
+            "AND (expires_at IS NULL OR expires_at > ?)",
+            (agent_id, now),
+        )
+        want = {int(r[0]): _fingerprint(str(r[1])) for r in rows}
+        expiries = [str(r[2]) for r in rows if r[2] is not None]
+        st.next_expiry = min(expiries) if expiries else None
+        stale = [i for i, slot in idx.slot_of.items() if want.get(i) != int(idx.fp[slot])]
+        idx.remove(stale)
+        for i in stale:
+            st.ids.pop(i, None)
+        missing = [i for i in want if i not in idx.slot_of]
+        provider, model, dim = st.space or ("", "", 0)
+        docs: list[Doc] = []
+        for start in range(0, len(missing), LOOKUP):
+            part = missing[start : start + LOOKUP]
+            marks = ",".join("?" * len(part))
+            for rowid, eid, user, lex, summary, l0, topics, emb, ok in self._rows(
+                "SELECT rowid, id, user_id, lex, summary, l0_abstract, key_topics, embedding, "
+                "(embedding_provider = ? AND embedding_model = ? AND embedding_dim = ?) "
+                f"FROM episodic_summaries WHERE rowid IN ({marks})",
+                (provider, model, dim, *part),
+            ):
+                if lex is None:  # written by an older build: tokenise now
+                    lex = episode_lex(summary, l0, _topics(topics))
+                vec = np.frombuffer(emb, dtype=np.float32) if emb is not None and ok and dim else None
+                docs.append(Doc(int(rowid), user or "", lex.split(), vec, _fingerprint(str(eid))))
+                st.ids[int(rowid)] = str(eid)
+        idx.upsert(docs)
+        self.reconciles += 1
+
+    # ------------------------------------------------------------------ PostgreSQL
+    def _search_pg(
+        self, agent_id: str, scope: list[str], query: str, limit: int, vector_query: str | None
+    ) -> list[tuple[str, float]]:
+        """Gate, then one statement: the agent's live summaries (with each one's cosine), the
+        candidates of both channels among the caller's, and the BM25 statistics."""
+        with self.engine.db.engine.connect() as c:
+            gate = c.execute(
+                text(
+                    "SELECT (SELECT tenant_id FROM agents WHERE id = :a), "
+                    "EXISTS (SELECT 1 FROM episodic_summaries WHERE agent_id = :a)"
+                ),
+                {"a": agent_id},
+            ).first()
+            if gate is None or gate[0] != self.tenant or not gate[1]:
+                return []
+            qvec, space = self._query_vector(query, vector_query)
+            terms = query_terms(query)
+            if not terms and qvec is None:
+                return []
+            params: dict[str, Any] = {"a": agent_id, "users": scope, "now": utcnow(), "k": max(limit * 4, 20)}
+            cosine = "NULL::float8"
+            if qvec is not None and space is not None:
+                dim = int(space[2])
+                params.update(
+                    qv="[" + ",".join(f"{x:.7g}" for x in np.asarray(qvec).tolist()) + "]",
+                    p=space[0],
+                    m=space[1],
+                )
+                cosine = (
+                    f"CASE WHEN embedding_dim = {dim} AND embedding_provider = :p AND embedding_model = :m "
+                    f"THEN 1 - (embedding::vector({dim}) <=> CAST(:qv AS vector({dim}))) END"
+                )
+            channels, df, weight = [], [], []
+            cols = "id, lex, summary, l0_abstract, key_topics, cos"
+            if terms:
+                params["q"] = _tsquery(terms)
+                for j, t in enumerate(terms):
+                    params[f"t{j}"] = _tsquery([t])
+                    df.append(f", count(*) FILTER (WHERE tsv @@ CAST(:t{j} AS tsquery)) AS df{j}")
+                    weight.append(
+                        f"(tsv @@ CAST(:t{j} AS tsquery))::int * ln(1 + (n - df{j} + 0.5) / (df{j} + 0.5))"
+                    )
+                # Full-text candidates pre-ranked by the IDF of the query terms they hold (cheap,
+                # close to BM25; ts_rank re-reads every vector); BM25 proper is computed below.
+                channels.append(
+                    f"(SELECT {cols} FROM live, stats WHERE user_id = ANY(:users) "
+                    "AND tsv @@ CAST(:q AS tsquery) "
+                    f"ORDER BY {' + '.join(weight)} DESC, id LIMIT :k)"
+                )
+            if "qv" in params:
+                channels.append(
+                    f"(SELECT {cols} FROM live WHERE user_id = ANY(:users) AND cos IS NOT NULL "
+                    "ORDER BY cos DESC, id LIMIT :k)"
+                )
+            found = c.execute(
+                text(
+                    "WITH live AS MATERIALIZED (SELECT id, user_id, lex, summary, l0_abstract, key_topics, "
+                    f"tsv, {cosine} AS cos FROM episodic_summaries WHERE agent_id = :a "
+                    "AND (expires_at IS NULL OR expires_at > :now)), stats AS MATERIALIZED "
+                    "(SELECT count(*) AS n, coalesce(avg(CASE WHEN lex = '' THEN 0 ELSE "
+                    "length(lex) - length(replace(lex, ' ', '')) + 1 END), 0) AS avgdl"
+                    f"{''.join(df)} FROM live) "
+                    f"SELECT c.*, s.* FROM ({' UNION ALL '.join(channels)}) AS c CROSS JOIN stats AS s"
+                ),
+                params,
+            ).all()
+        found = list({str(r[0]): r for r in found}.values())  # a row both channels found, once
+        if not found:
+            return []
+        # Every candidate of either channel has both real scores (issue 11).
+        order = [str(r[0]) for r in found]
+        lexical = None
+        if terms:
+            n, avgdl = float(found[0][6]), float(found[0][7])
+            idf = [math.log(1.0 + (n - float(d) + 0.5) / (float(d) + 0.5)) for d in found[0][8:]]
+            docs = [
+                (r[1] if r[1] is not None else episode_lex(r[2], r[3], _topics(r[4]))).split() for r in found
+            ]
+            lexical = np.asarray([_bm25(d, terms, idf, avgdl) for d in docs], dtype=np.float32)
+        vector = None
+        if "qv" in params:
+            vector = np.asarray([0.0 if r[5] is None else float(r[5]) for r in found], dtype=np.float32)
+        scored = fuse(
+            lexical, vector, None, limit=limit, text_weight=TEXT_WEIGHT, vector_weight=VECTOR_WEIGHT
+        )
+        return [(order[s.slot], s.score) for s in scored]
+
+
+def _tsquery(terms: Sequence[str]) -> str:
+    """A ``tsquery`` literal of these exact lexemes, OR-ed (cast, never parsed)."""
+    return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
+
+
+def _topics(value: Any) -> list[str]:
+    if isinstance(value, str):
+        import json
+
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return [value]
+    return [str(t) for t in value] if isinstance(value, list) else []
+
+
+def _bm25(doc: list[str], terms: Sequence[str], idf: Sequence[float], avgdl: float) -> float:
+    """BM25 of one summary's terms × the share of the query terms it contains."""
+    if not doc or not terms:
+        return 0.0
+    tf = Counter(doc)
+    norm = K1 * (1 - B + B * len(doc) / max(avgdl, 1e-9))
+    score, covered = 0.0, 0
+    for t, w in zip(terms, idf, strict=True):
+        f = tf.get(t, 0)
+        if f:
+            covered += 1
+            score += w * f * (K1 + 1) / (f + norm)
+    return score * covered / len(terms)
+
+
+def _covered_bm25(per_term: list[Any]) -> Any:
+    """Dense BM25 (the sum of per-term scores) × the share of query terms each slot contains."""
+    if not per_term:
+        return None
+    total = np.sum(per_term, axis=0, dtype=np.float32)
+    covered = np.sum([p > 0 for p in per_term], axis=0, dtype=np.float32)
+    return total * (covered / np.float32(len(per_term)))

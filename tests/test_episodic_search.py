@@ -1,0 +1,186 @@
+"""Episodic search on the shared retrieval engine (issue 11): nothing to pay when an agent has
+no summary, exact hybrid scores when it has some, the index follows the table, and migration
+0004 upgrades a database with summaries in place."""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from goclaw.engine import Engine
+from goclaw.retrieval.tokenize import query_terms, terms
+from goclaw.store import migrate
+from goclaw.store.database import Database
+from goclaw.store.types import utcnow
+from goclaw_consolidation.episodic_search import episode_lex, searcher
+from goclaw_consolidation.episodic_store import NewEpisode
+from tests.test_skills_common import EmbedderPlugin, concept_vector
+
+SUMMARIES = [
+    ("", "s1", "We planned the car trip: the engine needs oil before driving to Lyon."),
+    ("", "s2", "Cooking night: pasta and pizza recipes, the kitchen oven is broken."),
+    ("u1", "s3", "Ada asked for a refund of invoice INV-2231; billing will send the money."),
+    ("u1", "s4", "Refunds again: invoice INV-2232 was paid twice, a refund is pending."),
+    ("u2", "s5", "Bob wrote a poem with rhyme about the release of the new server."),
+    ("", "s6", "Deploy notes: kubernetes release 1.4 rolled out to every server."),
+    ("u1", "s7", "The driving lesson went well; the car engine stalled only once."),
+]
+
+
+def _engine(make_engine: Any, provider: str = "test") -> tuple[Any, Any, EmbedderPlugin]:
+    plugin = EmbedderPlugin()
+    eng = make_engine(plugins={"embeddings": {"provider": provider}}, extra_plugins=[("emb", plugin)])
+    agent = eng.agents.create("epi")
+    return eng, agent, plugin
+
+
+def _add(eng: Any, agent: Any, rows: list[tuple[str, str, str]]) -> None:
+    store = eng.service("episodic")
+    for user, key, summary in rows:
+        store.insert(store.build(NewEpisode(agent.id, user, key, summary, f"src-{key}"), redact_text=False))
+
+
+def brute_force(rows: list[Any], user: str | None, query: str, limit: int) -> list[tuple[str, float]]:
+    """The fused score of every summary, written out here: BM25 (k1 1.2, b 0.75, Lucene IDF)
+    over all of the agent's summaries × the share of query terms a summary holds, divided by
+    the best in the caller's scope, × 0.7 + cosine × 0.3 (one channel empty: the other × 1)."""
+    docs = [terms("\n".join([r.summary, r.l0_abstract, " ".join(r.key_topics)])) for r in rows]
+    n, avgdl = len(docs), sum(len(d) for d in docs) / len(docs)
+    q = query_terms(query)
+    qv = concept_vector(query)
+    scope = {"", user or ""}
+    lex, cos = {}, {}
+    for r, d in zip(rows, docs, strict=True):
+        if r.user_id not in scope:
+            continue
+        s, covered = 0.0, 0
+        for t in q:
+            tf = d.count(t)
+            if tf:
+                covered += 1
+                df = sum(1 for other in docs if t in other)
+                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                s += idf * tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * len(d) / avgdl))
+        lex[r.id] = s * covered / len(q) if q else 0.0
+        cos[r.id] = max(0.0, sum(a * b for a, b in zip(qv, r.embedding.tolist(), strict=True)))
+    best = max(lex.values(), default=0.0)
+    has_vec = any(v > 0 for v in cos.values())
+    tw, vw = (0.7, 0.3) if best > 0 and has_vec else ((1.0, 0.0) if best > 0 else (0.0, 1.0))
+    fused = {i: (tw * lex[i] / best if best > 0 else 0.0) + vw * cos[i] for i in lex}
+    ranked = sorted(((i, s) for i, s in fused.items() if s > 0), key=lambda x: -x[1])
+    return ranked[:limit]
+
+
+def test_no_summaries_costs_no_embedding_and_no_index(make_engine: Any) -> None:
+    eng, agent, plugin = _engine(make_engine)
+    calls = list(plugin.calls)
+    for q in ("refund invoice", "car engine", "anything at all"):
+        assert eng.service("episodic").search(agent.id, "u1", q) == []
+        assert eng.memory.search(q, "epi", "u1") == []
+    assert plugin.calls == [*calls, 1, 1, 1]  # only memory search embedded its queries
+    assert searcher(eng).reconciles == 0
+
+
+@pytest.mark.parametrize(
+    "user,query",
+    [
+        ("u1", "refund invoice"),
+        ("u1", "INV-2231"),
+        (None, "car engine driving"),
+        ("u2", "poem server release"),
+        ("u1", "money"),
+        ("u1", "vehicle"),  # no shared word: the vector channel alone
+    ],
+)
+def test_hybrid_scores_match_brute_force(make_engine: Any, user: str | None, query: str) -> None:
+    eng, agent, _plugin = _engine(make_engine)
+    _add(eng, agent, SUMMARIES)
+    rows = eng.service("episodic").list(agent.id, "u1", limit=100) + [
+        r for r in eng.service("episodic").list(agent.id, "u2", limit=100, exact_user=True)
+    ]
+    expected = brute_force(rows, user, query, 5)
+    got = eng.service("episodic").search(agent.id, user, query, limit=5)
+    assert [round(s, 4) for _r, s in got] == [round(s, 4) for _i, s in expected]
+    # Which summary holds which score (ties in any order; the test embedder's constant
+    # component makes every unrelated summary a near-tie at ~0.0001).
+    assert sorted((round(s, 4), r.id) for r, s in got if s > 0.01) == sorted(
+        (round(s, 4), i) for i, s in expected if s > 0.01
+    )
+    assert got and {r.user_id for r, _s in got} <= {"", user or ""}
+
+
+def test_without_embedder_full_text_alone(make_engine: Any) -> None:
+    eng = make_engine(plugins={"embeddings": {"provider": "none"}})
+    agent = eng.agents.create("epi")
+    _add(eng, agent, SUMMARIES)
+    got = eng.service("episodic").search(agent.id, "u1", "refunds for invoices")  # stems match
+    assert [r.source_id for r, _s in got][:2] == ["src-s4", "src-s3"] and got[0][1] == pytest.approx(1.0)
+    assert eng.service("episodic").search(agent.id, "u1", "vehicle") == []
+
+
+def test_index_follows_inserts_deletes_expiry_and_old_rows(make_engine: Any, monkeypatch: Any) -> None:
+    eng, agent, _plugin = _engine(make_engine)
+    store = eng.service("episodic")
+    _add(eng, agent, SUMMARIES[:2])
+    assert [r.source_id for r, _ in store.search(agent.id, None, "pasta", limit=1)] == ["src-s2"]
+    _add(eng, agent, [("", "s8", "Pasta again: a lasagne recipe for the kitchen party.")])
+    assert "src-s8" in {r.source_id for r, _ in store.search(agent.id, None, "lasagne")}
+    with eng.db.engine.begin() as c:  # a row written by an older build: no stored terms
+        c.execute(text("UPDATE episodic_summaries SET lex = NULL WHERE source_id = 'src-s1'"))
+        c.execute(text("DELETE FROM episodic_summaries WHERE source_id = 'src-s8'"))
+    assert "src-s8" not in {r.source_id for r, _ in store.search(agent.id, None, "lasagne")}
+    searcher(eng)._states.clear()
+    assert [r.source_id for r, _ in store.search(agent.id, None, "oil Lyon", limit=1)] == ["src-s1"]
+    with eng.db.engine.begin() as c:
+        c.execute(
+            text("UPDATE episodic_summaries SET expires_at = :t WHERE source_id = 'src-s2'"),
+            {"t": (utcnow() + timedelta(hours=1)).replace(tzinfo=None)},
+        )
+    assert "src-s2" in {r.source_id for r, _ in store.search(agent.id, None, "pizza")}
+    later = utcnow() + timedelta(hours=2)
+    monkeypatch.setattr("goclaw_consolidation.episodic_search.utcnow", lambda: later)
+    assert "src-s2" not in {r.source_id for r, _ in store.search(agent.id, None, "pizza")}
+
+
+def test_upgrade_from_0003_backfills_terms(workspace: Path, database_url: str | None) -> None:
+    db = Database.for_workspace(workspace, database_url)
+    assert migrate.upgrade(db, "0003") == "0003"
+    summary = "Refunds for TCK-4471 were processed"
+    with db.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO agents (id, tenant_id, name, display_name, agent_type, status, description,"
+                " settings, created_at, updated_at) VALUES ('a1', 'default', 'legacy', '', 'open', 'active',"
+                " '', '{}', :t, :t)"
+            ),
+            {"t": "2026-01-01 00:00:00"},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO episodic_summaries (id, tenant_id, agent_id, user_id, session_key, summary,"
+                " l0_abstract, key_topics, source_type, source_id, turn_count, token_count, created_at)"
+                " VALUES ('e1', 'default', 'a1', '', 'k', :s, 'Refunds processed', '[\"TCK-4471\"]',"
+                " 'session', 'src', 0, 0, :t)"
+            ),
+            {"s": summary, "t": "2026-01-01 00:00:00"},
+        )
+    db.dispose()
+    with Engine.open(
+        workspace, database_url=database_url, plugins={"embeddings": {"provider": "none"}}
+    ) as eng:
+        assert migrate.current_revision(eng.db) == migrate.known_revisions()[0]
+        with eng.db.engine.connect() as c:
+            lex = c.execute(text("SELECT lex FROM episodic_summaries WHERE id = 'e1'")).scalar()
+            assert (
+                lex == episode_lex(summary, "Refunds processed", ["TCK-4471"]) and "tck-4471" in lex.split()
+            )
+            if eng.db.backend == "sqlite":
+                gone = c.execute(text("SELECT name FROM sqlite_master WHERE name LIKE 'episodic%fts%'")).all()
+                assert gone == []
+        for q in ("refund", "tck-4471", "processing refunds"):
+            assert [r.id for r, _s in eng.service("episodic").search("a1", None, q)] == ["e1"], q
