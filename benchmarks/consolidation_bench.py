@@ -110,16 +110,40 @@ def bench_backend(
         eng.close()
 
 
-def run(quick: bool, chunks: int | None = None, summaries: int | None = None) -> list[dict[str, Any]]:
-    from memory_bench import _pg_url, _PgSchema
+class _PgSchema:
+    """A throw-away schema on the PostgreSQL server (dropped afterwards)."""
 
+    def __init__(self, base: str) -> None:
+        import uuid
+
+        from sqlalchemy import create_engine, text
+
+        from goclaw.store.database import normalise_url
+
+        self.schema = "bench_" + uuid.uuid4().hex[:10]
+        self.admin = create_engine(normalise_url(base))
+        with self.admin.begin() as conn:
+            conn.execute(text(f"CREATE SCHEMA {self.schema}"))
+            conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+        sep = "&" if "?" in base else "?"
+        self.url = f"{normalise_url(base)}{sep}options=-csearch_path%3D{self.schema},public"
+
+    def drop(self) -> None:
+        from sqlalchemy import text
+
+        with self.admin.begin() as conn:
+            conn.execute(text(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE"))
+        self.admin.dispose()
+
+
+def run(quick: bool, chunks: int | None = None, summaries: int | None = None) -> list[dict[str, Any]]:
     chunks = chunks or (2_000 if quick else 10_000)
     summaries = summaries or (200 if quick else 1_000)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["HOME"] = str(Path(tmp) / "home")
         rows += bench_backend(Path(tmp), "sqlite", None, chunks, summaries)
-        base = _pg_url()
+        base = os.environ.get("GOCLAW_BENCH_DATABASE_URL") or os.environ.get("GOCLAW_TEST_DATABASE_URL")
         if base:
             schema = _PgSchema(base)
             try:
