@@ -216,3 +216,24 @@ def test_forget_leaves_no_trace_in_the_lancedb_folder(make_engine: Any) -> None:
     forget_agent(eng, "ada", dry_run=False)
     assert not [p for p in folder.rglob("*") if p.is_file() and b"harbour ferry" in p.read_bytes()]
     assert not list(folder.glob("chunks_*"))
+
+
+def test_a_row_written_twice_is_healed_by_the_next_resync(make_engine: Any) -> None:
+    """Two writers that were not serialised can leave an id twice in the table; a resync by
+    fingerprint deletes every copy and adds the row once."""
+    eng = make_engine(plugins=LANCE)
+    eng.agents.create("ada")
+    seed(eng)
+    eng.memory.index("ada")
+    backend = eng.memory.backend
+    agent = eng.agents.get("ada").id
+    at = backend._table(agent)
+    table = at.open()
+    n = table.count_rows()
+    table.add(table.search().where("path = 'memory/f0.md'").limit(10).to_arrow())
+    assert table.count_rows() == n + 1
+    at.write_meta("a token the database never had", at.space_of(at.meta()))
+    response = eng.memory.search_response("harbour ferry", "ada")
+    assert [h.path for h in response.hits].count("memory/f0.md") == 1
+    assert any("behind the database" in note for note in response.notes)
+    assert at.open().count_rows() == n

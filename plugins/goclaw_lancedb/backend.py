@@ -24,7 +24,8 @@ import logging
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +34,7 @@ from goclaw.contracts.search import ChunkRow, IndexChanges, SearchQuery, SearchR
 from goclaw.retrieval.tokenize import default_tokenizer
 from goclaw_lancedb import source
 from goclaw_lancedb.search import search_table
-from goclaw_lancedb.store import BATCH, AgentTable, id_list
+from goclaw_lancedb.store import BATCH, AgentTable, file_lock, id_list, table_name
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine
@@ -93,9 +94,15 @@ class LanceDBSearchBackend:
         self.patches = 0
 
     # ------------------------------------------------------------------ plumbing
-    def _agent_lock(self, agent_id: str) -> threading.RLock:
+    @contextmanager
+    def _agent_lock(self, agent_id: str) -> Iterator[None]:
+        """Serialise writes to the agent's table: between threads (a lock) and between
+        processes (an exclusive ``flock`` on ``_goclaw/<table>.lock``), so a search that
+        resyncs never interleaves with another process's ``apply_changes``."""
         with self._lock:
-            return self._agent_locks.setdefault(agent_id, threading.RLock())
+            lock = self._agent_locks.setdefault(agent_id, threading.RLock())
+        with lock, file_lock(self.folder / "_goclaw" / f"{table_name(agent_id)}.lock"):
+            yield
 
     def _table(self, agent_id: str) -> AgentTable:
         return AgentTable(self.db, self.folder, agent_id, self.tokenizer.version)
@@ -126,12 +133,15 @@ class LanceDBSearchBackend:
                 st = _State(table, token, have)  # a fresh handle: the latest version
                 notes: list[str] = []
             else:
-                st, notes = self._resync(at, table, space if space is not None else have, token)
+                # In step with the database but in another embedding space: rebuilt for the
+                # query's space without a note (the embedder changed; nothing was missed).
+                behind = table is None or meta.get("token") != token
+                st, notes = self._resync(at, table, space if space is not None else have, token, behind)
             self._states[agent_id] = st
             return st, notes
 
     def _resync(
-        self, at: AgentTable, table: Any, space: Space | None, token: str
+        self, at: AgentTable, table: Any, space: Space | None, token: str, behind: bool = True
     ) -> tuple[_State, list[str]]:
         """Make the table hold exactly the database's chunks of the agent (by fingerprint when
         the table is in the right space, else rebuilt), then record ``token``."""
@@ -154,7 +164,7 @@ class LanceDBSearchBackend:
         at.write_meta(token, space)
         self.resyncs += 1
         notes = []
-        if changed:
+        if changed and behind:
             note = (
                 f"the LanceDB index was behind the database ({changed} chunk(s) differed, e.g. "
                 f"indexing ran while another backend was selected); {what} it from the database"

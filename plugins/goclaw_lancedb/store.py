@@ -22,7 +22,8 @@ import re
 import tempfile
 import warnings
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,23 @@ def table_name(agent_id: str) -> str:
     if safe != agent_id:
         safe = f"{safe[:80]}_{zlib.crc32(agent_id.encode('utf-8')):08x}"
     return f"chunks_{safe}"
+
+
+@contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive inter-process lock (``flock``; a no-op where it does not exist)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: threads are still serialised by the caller's lock
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def fts_config() -> Any:
@@ -211,10 +229,12 @@ class AgentTable:
             return {}
         cols = ["id", "chunk_hash", "user_id", "path", "start_line", "has_vector"]
         data = table.search().select(cols).limit(n).to_arrow().to_pydict()
-        return {
-            int(i): (h, u, p, int(s), bool(v))
-            for i, h, u, p, s, v in zip(*(data[c] for c in cols), strict=True)
-        }
+        out: dict[int, Fingerprint] = {}
+        for i, h, u, p, s, v in zip(*(data[c] for c in cols), strict=True):
+            # An id held twice (two writers that were not serialised) matches nothing: the
+            # resync deletes every copy and adds the row once.
+            out[int(i)] = ("", "", "", -1, False) if int(i) in out else (h, u, p, int(s), bool(v))
+        return out
 
 
 def purge(table: Any) -> None:
