@@ -184,3 +184,28 @@ def test_upgrade_from_0003_backfills_terms(workspace: Path, database_url: str | 
                 assert gone == []
         for q in ("refund", "tck-4471", "processing refunds"):
             assert [r.id for r, _s in eng.service("episodic").search("a1", None, q)] == ["e1"], q
+
+
+def test_hits_show_the_same_fields_as_the_rows(make_engine: Any) -> None:
+    """``hits`` (the memory_search tier) reads its columns raw on SQLite: same values as the ORM."""
+    eng, agent, _plugin = _engine(make_engine)
+    _add(eng, agent, SUMMARIES)
+    store = eng.service("episodic")
+    rows = store.search(agent.id, "u1", "refund invoice car", limit=4)
+    hits = store.hits(agent.id, "u1", "refund invoice car", 4)
+    assert len(rows) == 4
+    assert [(h.id, h.text, h.path, h.scope, h.extra) for h in hits] == [
+        (
+            r.id,
+            r.l0_abstract,
+            f"episodic:{r.session_key}",
+            "user" if r.user_id else "agent",
+            {
+                "episodic_id": r.id,
+                "source_type": r.source_type,
+                "key_topics": list(r.key_topics),
+                "created_at": r.created_at.isoformat(),
+            },
+        )
+        for r, _s in rows
+    ]

@@ -37,6 +37,7 @@ import zlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -82,6 +83,21 @@ def _sqlite_time(value: Any) -> str:
 
 def _fingerprint(episode_id: str) -> int:
     return zlib.crc32(episode_id.encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class _HitRow:
+    """The columns of an episodic summary that a ``memory_search`` hit shows."""
+
+    id: str
+    user_id: str
+    session_key: str
+    source_id: str
+    source_type: str
+    l0_abstract: str
+    summary: str
+    key_topics: list[str]
+    created_at: datetime | None
 
 
 @dataclass
@@ -175,6 +191,23 @@ class EpisodicSearch:
         if conn is not None:
             local.tokens[agent_id] = token
         return token
+
+    def hit_rows(self, ids: list[str]) -> dict[str, Any] | None:
+        """SQLite: the columns a search hit shows, by id, read raw on the private connection
+        (types as the ORM gives them); ``None`` elsewhere (the caller reads them itself)."""
+        conn = self._conn() if self.engine.db.backend == "sqlite" else None
+        if conn is None:
+            return None
+        marks = ",".join("?" * len(ids))
+        out: dict[str, Any] = {}
+        for r in conn.execute(
+            "SELECT id, user_id, session_key, source_id, source_type, l0_abstract, summary, key_topics, "
+            f"created_at FROM episodic_summaries WHERE id IN ({marks})",
+            ids,
+        ):
+            created = datetime.fromisoformat(r[8]).replace(tzinfo=UTC) if r[8] else None
+            out[r[0]] = _HitRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], _topics(r[7]), created)
+        return out
 
     def _search_sqlite(
         self, agent_id: str, scope: list[str], query: str, limit: int, vector_query: str | None

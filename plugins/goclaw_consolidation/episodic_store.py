@@ -43,6 +43,28 @@ def _rows_statement() -> Any:
     return _ROWS
 
 
+_HITS: Any = None
+
+
+def _hit_statement() -> Any:
+    """The columns of a search hit by id (a Core statement built once: typed, no ORM)."""
+    global _HITS
+    if _HITS is None:
+        e = EpisodicSummary
+        _HITS = select(  # type: ignore[call-overload]
+            e.id,
+            e.user_id,
+            e.session_key,
+            e.source_id,
+            e.source_type,
+            e.l0_abstract,
+            e.summary,
+            e.key_topics,
+            e.created_at,
+        ).where(col(e.id).in_(bindparam("ids", expanding=True)))
+    return _HITS
+
+
 @dataclass
 class NewEpisode:
     agent_id: str
@@ -232,9 +254,23 @@ class EpisodicStore:
     def hits(
         self, agent_id: str, user: str | None, query: str, limit: int, min_score: float = 0.0
     ) -> list[SearchHit]:
-        """Search results as :class:`~goclaw.types.SearchHit` with ``tier="episodic"``."""
+        """Search results as :class:`~goclaw.types.SearchHit` with ``tier="episodic"`` (the
+        ``memory_search`` tier: only the columns a hit shows are read, no ORM objects)."""
+        found = searcher(self.engine).search(
+            agent_id, user_scope(user), query, limit=limit, min_score=min_score
+        )
+        if not found:
+            return []
+        ids = [i for i, _s in found]
+        rows = searcher(self.engine).hit_rows(ids)
+        if rows is None:  # not on a private SQLite connection: one typed Core statement
+            with self.engine.db.engine.connect() as c:
+                rows = {r.id: r for r in c.execute(_hit_statement(), {"ids": ids})}
         out: list[SearchHit] = []
-        for row, score in self.search(agent_id, user, query, limit=limit, min_score=min_score):
+        for rid, score in found:
+            row = rows.get(rid)
+            if row is None:  # deleted since the search
+                continue
             out.append(
                 SearchHit(
                     id=row.id,
