@@ -13,12 +13,12 @@ Every ``memory_search`` asks this tier too, so its fixed cost matters more than 
   ``created_at``, earliest ``expires_at``) and per-row fingerprints; the index is reconciled
   only when the token moves or the earliest expiry passes. Every summary is scored on both
   channels.
-* **PostgreSQL**: full text stays in the database (``tsv`` generated from ``lex``). One
-  statement after the gate: the agent's live summaries each with its cosine (exact: an agent
-  has one summary per session, so a scan beats an approximate index), the candidates of
-  either channel among the caller's summaries (full-text matches by ``ts_rank``, nearest by
-  cosine), and the BM25 statistics (document frequencies over the agent's summaries); each
-  candidate is then scored on both channels.
+* **PostgreSQL**: full text stays in the database (``tsv`` generated from ``lex``, GIN). After
+  the gate (which also reads a change token: count, newest ``created_at``), one statement
+  finds the best candidates of either channel among the caller's summaries (full-text
+  matches pre-ranked by the IDF of the terms they hold; nearest by cosine), reads each
+  candidate's terms and real cosine, and the query terms' document frequencies over the
+  agent's live summaries; the summary count and mean length are cached per change token.
 
 The text score is BM25 × the share of query terms the summary contains (so one shared common
 word does not make a session relevant), fused by :func:`goclaw.retrieval.fusion.fuse` with
@@ -119,6 +119,7 @@ class EpisodicSearch:
         self._states: dict[tuple[str, Space | None], _State] = {}
         self._local = threading.local()
         self._lock = threading.Lock()
+        self._pg_sizes: dict[str, tuple[Any, float, float, Any]] = {}  # agent -> (token, N, avgdl, expiry)
         self.reconciles = 0  # tests read it: how often an index was brought up to date
         url = engine.db.engine.url
         path = url.database if engine.db.backend == "sqlite" else None
@@ -275,23 +276,42 @@ class EpisodicSearch:
     def _search_pg(
         self, agent_id: str, scope: list[str], query: str, limit: int, vector_query: str | None
     ) -> list[tuple[str, float]]:
-        """Gate, then one statement: the agent's live summaries (with each one's cosine), the
-        candidates of both channels among the caller's, and the BM25 statistics."""
+        """Gate (tenant, and a change token of the agent's summaries), then one statement: the
+        best candidates of either channel among the caller's summaries (GIN full text; cosine
+        order), each with its terms and real cosine, and the query terms' document frequencies.
+        The agent's summary count and mean length are cached per change token."""
         with self.engine.db.engine.connect() as c:
             gate = c.execute(
                 text(
-                    "SELECT (SELECT tenant_id FROM agents WHERE id = :a), "
-                    "EXISTS (SELECT 1 FROM episodic_summaries WHERE agent_id = :a)"
+                    "SELECT (SELECT tenant_id FROM agents WHERE id = :a), count(*), max(created_at), "
+                    "sum(length(id)) FROM episodic_summaries WHERE agent_id = :a"
                 ),
                 {"a": agent_id},
             ).first()
             if gate is None or gate[0] != self.tenant or not gate[1]:
                 return []
+            now = utcnow()
+            token = (int(gate[1]), gate[2], gate[3])
+            cached = self._pg_sizes.get(agent_id)
+            if cached is None or cached[0] != token or (cached[3] is not None and now >= cached[3]):
+                row = c.execute(
+                    text(
+                        "SELECT count(*), coalesce(avg(CASE WHEN coalesce(lex, '') = '' THEN 0 ELSE "
+                        "length(lex) - length(replace(lex, ' ', '')) + 1 END), 0), min(expires_at) "
+                        "FROM episodic_summaries WHERE agent_id = :a "
+                        "AND (expires_at IS NULL OR expires_at > :now)"
+                    ),
+                    {"a": agent_id, "now": now},
+                ).first()
+                assert row is not None
+                cached = (token, float(row[0]), float(row[1]), row[2])
+                self._pg_sizes[agent_id] = cached
+            n_live, avgdl = cached[1], cached[2]
             qvec, space = self._query_vector(query, vector_query)
             terms = query_terms(query)
             if not terms and qvec is None:
                 return []
-            params: dict[str, Any] = {"a": agent_id, "users": scope, "now": utcnow(), "k": max(limit * 4, 20)}
+            params: dict[str, Any] = {"a": agent_id, "users": scope, "now": now, "k": max(limit * 4, 20)}
             cosine = "NULL::float8"
             if qvec is not None and space is not None:
                 dim = int(space[2])
@@ -304,37 +324,39 @@ class EpisodicSearch:
                     f"CASE WHEN embedding_dim = {dim} AND embedding_provider = :p AND embedding_model = :m "
                     f"THEN 1 - (embedding::vector({dim}) <=> CAST(:qv AS vector({dim}))) END"
                 )
+            live = "agent_id = :a AND (expires_at IS NULL OR expires_at > :now)"
+            params["n"] = n_live
             channels, df, weight = [], [], []
-            cols = "id, lex, summary, l0_abstract, key_topics, cos"
             if terms:
                 params["q"] = _tsquery(terms)
                 for j, t in enumerate(terms):
                     params[f"t{j}"] = _tsquery([t])
-                    df.append(f", count(*) FILTER (WHERE tsv @@ CAST(:t{j} AS tsquery)) AS df{j}")
-                    weight.append(
-                        f"(tsv @@ CAST(:t{j} AS tsquery))::int * ln(1 + (n - df{j} + 0.5) / (df{j} + 0.5))"
+                    df.append(
+                        f"(SELECT count(*) FROM episodic_summaries WHERE {live} "
+                        f"AND tsv @@ CAST(:t{j} AS tsquery)) AS df{j}"
                     )
-                # Full-text candidates pre-ranked by the IDF of the query terms they hold (cheap,
-                # close to BM25; ts_rank re-reads every vector); BM25 proper is computed below.
+                    weight.append(
+                        f"(tsv @@ CAST(:t{j} AS tsquery))::int * ln(1 + (:n - df{j} + 0.5) / (df{j} + 0.5))"
+                    )
+                # Full-text candidates pre-ranked by the IDF of the query terms they hold (close
+                # to BM25, no ts_rank per row); BM25 proper is computed below.
                 channels.append(
-                    f"(SELECT {cols} FROM live, stats WHERE user_id = ANY(:users) "
-                    "AND tsv @@ CAST(:q AS tsquery) "
-                    f"ORDER BY {' + '.join(weight)} DESC, id LIMIT :k)"
+                    f"(SELECT id FROM episodic_summaries, stats WHERE {live} AND user_id = ANY(:users) "
+                    f"AND tsv @@ CAST(:q AS tsquery) ORDER BY {' + '.join(weight)} DESC, id LIMIT :k)"
                 )
-            if "qv" in params:
+            if "qv" in params and space is not None:
+                dim = int(space[2])
                 channels.append(
-                    f"(SELECT {cols} FROM live WHERE user_id = ANY(:users) AND cos IS NOT NULL "
-                    "ORDER BY cos DESC, id LIMIT :k)"
+                    f"(SELECT id FROM episodic_summaries WHERE {live} AND user_id = ANY(:users) "
+                    f"AND embedding_dim = {dim} AND embedding_provider = :p AND embedding_model = :m "
+                    f"ORDER BY embedding::vector({dim}) <=> CAST(:qv AS vector({dim})) LIMIT :k)"
                 )
             found = c.execute(
                 text(
-                    "WITH live AS MATERIALIZED (SELECT id, user_id, lex, summary, l0_abstract, key_topics, "
-                    f"tsv, {cosine} AS cos FROM episodic_summaries WHERE agent_id = :a "
-                    "AND (expires_at IS NULL OR expires_at > :now)), stats AS MATERIALIZED "
-                    "(SELECT count(*) AS n, coalesce(avg(CASE WHEN lex = '' THEN 0 ELSE "
-                    "length(lex) - length(replace(lex, ' ', '')) + 1 END), 0) AS avgdl"
-                    f"{''.join(df)} FROM live) "
-                    f"SELECT c.*, s.* FROM ({' UNION ALL '.join(channels)}) AS c CROSS JOIN stats AS s"
+                    f"WITH stats AS MATERIALIZED (SELECT {', '.join(df) or '0 AS none'}), "
+                    f"cand AS MATERIALIZED ({' UNION '.join(channels)}) "
+                    f"SELECT e.id, e.lex, e.summary, e.l0_abstract, e.key_topics, {cosine} AS cos, s.* "
+                    "FROM episodic_summaries e JOIN cand USING (id) CROSS JOIN stats AS s"
                 ),
                 params,
             ).all()
@@ -345,8 +367,8 @@ class EpisodicSearch:
         order = [str(r[0]) for r in found]
         lexical = None
         if terms:
-            n, avgdl = float(found[0][6]), float(found[0][7])
-            idf = [math.log(1.0 + (n - float(d) + 0.5) / (float(d) + 0.5)) for d in found[0][8:]]
+            n = n_live
+            idf = [math.log(1.0 + (n - float(d) + 0.5) / (float(d) + 0.5)) for d in found[0][6:]]
             docs = [
                 (r[1] if r[1] is not None else episode_lex(r[2], r[3], _topics(r[4]))).split() for r in found
             ]
