@@ -34,7 +34,9 @@ class ChangeTracker:
         self._bind = bind
         self._models = tuple(watched)
         self._tables = frozenset(str(getattr(m, "__tablename__", "")) for m in self._models)
-        self._flag = f"goclaw_changes_{name}"
+        # One flag per tracker: two engines in one process (tests, an app with two workspaces)
+        # may both have a "skills" tracker, and every tracker's listener sees every session.
+        self._flag = f"goclaw_changes_{name}_{id(self):x}"
         self.generation = 0
         self._lock = threading.Lock()
         self._cache: dict[Any, tuple[int, float, Any]] = {}
