@@ -217,13 +217,13 @@ class MemoryService:
             # Every de-duplicated candidate, then decay / rerank / MMR before the cut (issue 11
             # item 6; goclaw_memory.postprocess).
             hits = build_hits(result.chunks, rows, len(result.chunks))
-            hits = postprocess(self.engine, cfg, query, a, user, self.engine.agent_dir(a), hits, limit)
             for h in hits:
                 h.id = memory_hit_id("m", a.id, h.user_id, f"{h.path}#L{h.start_line}-L{h.end_line}")
-        if include_extra:
+        if include_extra and query.strip():
             extra = self.engine.hooks.memory_search_extra(self.engine, query, a, user, limit)
-            if extra:
-                hits = _merge_tiers(hits, extra, limit)
+            if extra:  # merged before the reranker, so both tiers are reranked alike
+                hits = _merge_tiers(hits, extra, len(hits) + len(extra))
+        hits = postprocess(self.engine, cfg, query, a, user, self.engine.agent_dir(a), hits, limit)
         return SearchResponse(hits, used, notes)
 
     # ------------------------------------------------------------------ checking
