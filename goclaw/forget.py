@@ -145,15 +145,22 @@ class Forgetter:
 
         return dict(SQLModel.metadata.tables)
 
+    def _new_report(self) -> ForgetReport:
+        return ForgetReport(self.user, [a.name for a in self.agents], dry_run=True)
+
+    def _folders(self) -> list[Path]:
+        """The folders whose files are erased."""
+        found = (_user_folder(self.engine, a, self.user) for a in self.agents)
+        return [f for f in found if f is not None]
+
     def count(self) -> ForgetReport:
+        """What :meth:`erase` would remove: files and rows per table (a dry run)."""
         from sqlalchemy import func, select
 
-        report = ForgetReport(self.user, [a.name for a in self.agents], dry_run=True)
-        for a in self.agents:
-            folder = _user_folder(self.engine, a, self.user)
-            if folder is not None:
-                report.folders.append(str(folder))
-                report.files += _count_files(folder)
+        report = self._new_report()
+        for folder in self._folders():
+            report.folders.append(str(folder))
+            report.files += _count_files(folder)
         tables = self._tables()
         with self.engine.db.engine.connect() as conn:
             where = self._statements(tables, self._cache_hashes(conn, tables))
@@ -307,21 +314,12 @@ class AgentForgetter(Forgetter):
             raise PermissionDeniedError(f"{folder} is a link; remove it by hand")
         return folder
 
-    def count(self) -> ForgetReport:
-        from sqlalchemy import func, select
+    def _new_report(self) -> ForgetReport:
+        return ForgetReport("", [self.agents[0].name], dry_run=True)
 
-        report = ForgetReport("", [self.agents[0].name], dry_run=True)
+    def _folders(self) -> list[Path]:
         folder = self._folder()
-        if folder is not None:
-            report.folders.append(str(folder))
-            report.files = _count_files(folder)
-        tables = self._tables()
-        with self.engine.db.engine.connect() as conn:
-            where = self._statements(tables, self._cache_hashes(conn, tables))
-            for name, clause in where.items():
-                n = conn.execute(select(func.count()).select_from(tables[name]).where(clause)).scalar_one()
-                report.rows[name] = int(n)
-        return report
+        return [] if folder is None else [folder]
 
     def erase(self) -> ForgetReport:
         before = self.count()
