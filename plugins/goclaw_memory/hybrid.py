@@ -16,10 +16,6 @@ from typing import Any
 from goclaw.contracts.search import ChunkRow, ScoredChunk
 from goclaw_memory.paths import scope_prefix
 
-TEXT_WEIGHT = 0.3
-VECTOR_WEIGHT = 0.7
-USER_BOOST = 1.2
-
 
 @dataclass
 class MemoryHit:

@@ -46,8 +46,12 @@ class MemorySettings(BaseModel):
     text_weight: float = Field(default=0.7, ge=0, description="weight of the full-text channel (spec: 0.3)")
     vector_weight: float = Field(default=0.3, ge=0, description="weight of the vector channel (spec: 0.7)")
     user_boost: float = Field(default=1.2, ge=0)
-    candidate_factor: int = Field(default=4, ge=1, description="candidates per channel = factor × limit")
-    min_candidates: int = Field(default=20, ge=1)
+    candidate_factor: int = Field(
+        default=4,
+        ge=1,
+        description="PostgreSQL: candidates per channel = factor × limit (SQLite scores every chunk)",
+    )
+    min_candidates: int = Field(default=40, ge=1, description="PostgreSQL: candidates per channel at least")
     hnsw_ef_search: int = Field(
         default=0,
         ge=0,
