@@ -17,6 +17,7 @@ from goclaw.retrieval.rerank import (
     jaccard,
     mmr_order,
     overlap_scores,
+    term_positions,
     word_set,
 )
 
@@ -100,3 +101,33 @@ def test_overlap_scores_reward_coverage_and_proximity() -> None:
     assert s[3] == pytest.approx(0.7)  # no query term: 1 - weight
     assert overlap_scores([], [near], [0.4]) == [0.4]
     assert overlap_scores(["gamma"], [near, none], [0.6, 0.5]) == [0.6, 0.5]  # no term anywhere
+
+
+def _window_brute_force(doc: list[str], present: set[str]) -> float:
+    """The shortest window holding every term of ``present``, by trying every start."""
+    best = len(doc)
+    for i in range(len(doc)):
+        seen: set[str] = set()
+        for j in range(i, len(doc)):
+            if doc[j] in present:
+                seen.add(doc[j])
+            if seen == present:
+                best = min(best, j - i + 1)
+                break
+    return len(present) / best
+
+
+def test_overlap_scores_match_a_brute_force_window_in_both_document_forms() -> None:
+    rng = np.random.default_rng(3)
+    vocab = ["a", "b", "c", "d", "e", "f"]
+    for _ in range(300):
+        doc = [vocab[i] for i in rng.integers(0, len(vocab), size=int(rng.integers(1, 25)))]
+        query = list({vocab[i] for i in rng.integers(0, len(vocab), size=3)})
+        present = set(query) & set(doc)
+        coverage = len(present) / len(set(query))
+        proximity = _window_brute_force(doc, present) if len(present) > 1 else float(len(present))
+        other = ["a", "b", "c", "d", "e", "f"]  # so some document always holds a query term
+        want = 0.5 * (0.7 + 0.3 * (coverage + proximity) / 2)
+        got_seq = overlap_scores(query, [doc, other], [0.5, 0.5])[0]
+        got_pos = overlap_scores(query, [term_positions(doc), term_positions(other)], [0.5, 0.5])[0]
+        assert got_seq == pytest.approx(want) and got_pos == pytest.approx(want)

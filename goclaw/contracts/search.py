@@ -67,6 +67,9 @@ class ChunkRow:
     start_line: int
     end_line: int
     text: str
+    # The chunk's retrieval terms in order (goclaw.retrieval.tokenize.terms), when the backend
+    # stores them: the reranker then reads them instead of tokenising the text again.
+    terms: Sequence[str] | None = None
 
 
 @dataclass

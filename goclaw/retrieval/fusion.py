@@ -74,29 +74,17 @@ def fuse(
     rank- and distribution-based methods (default ``max(50, 5 × limit)``)."""
     if method not in METHODS:
         raise ValueError(f"unknown fusion method {method!r}; use one of {', '.join(METHODS)}")
+    vec_pos = None if vector is None else np.maximum(vector, 0.0)
+    if method == "weighted":
+        return _weighted(lexical, vector, vec_pos, mask, limit, text_weight, vector_weight, boost)
     pool = pool or max(50, 5 * limit)
     lex_top = top_slots(lexical, mask, pool) if lexical is not None else np.zeros(0, dtype=np.int64)
-    vec_pos = None if vector is None else np.maximum(vector, 0.0)
     vec_top = top_slots(vec_pos, mask, pool) if vec_pos is not None else np.zeros(0, dtype=np.int64)
     has_lex, has_vec = lex_top.size > 0, vec_top.size > 0
     if not has_lex and not has_vec:
         return []
     tw, vw = (text_weight, vector_weight) if has_lex and has_vec else ((1.0, 0.0) if has_lex else (0.0, 1.0))
     best_lex = float(lexical[lex_top[0]]) if has_lex and lexical is not None else 0.0
-
-    if method == "weighted":
-        # Exact: the formula over every slot in scope.
-        n = len(lexical) if lexical is not None else len(vector)  # type: ignore[arg-type]
-        fused = np.zeros(n, dtype=np.float32)
-        if has_lex and lexical is not None:
-            fused += np.float32(tw / best_lex) * lexical
-        if has_vec and vec_pos is not None:
-            fused += np.float32(vw) * vec_pos
-        if boost is not None:
-            fused = fused * boost
-        slots = top_slots(fused, mask, limit)
-        return [_scored(int(s), float(fused[s]), lexical, vector, best_lex) for s in slots]
-
     cand = np.unique(np.concatenate([lex_top, vec_top]))
     lex_c = lexical[cand].astype(np.float64) if lexical is not None else np.zeros(len(cand))
     vec_c = vec_pos[cand].astype(np.float64) if vec_pos is not None else np.zeros(len(cand))
@@ -115,6 +103,44 @@ def fuse(
     return [
         _scored(int(cand[i]), float(fused_c[i]), lexical, vector, best_lex) for i in order if fused_c[i] > 0
     ]
+
+
+def _best(scores: NDArray[np.float32] | None, mask: NDArray[np.bool_] | None) -> float:
+    """The highest score among ``mask`` (0 when none is positive or nothing is in scope)."""
+    if scores is None or not len(scores):
+        return 0.0
+    inside = scores if mask is None else scores[mask]
+    return max(0.0, float(inside.max())) if inside.size else 0.0
+
+
+def _weighted(
+    lexical: NDArray[np.float32] | None,
+    vector: NDArray[np.float32] | None,
+    vec_pos: NDArray[np.float32] | None,
+    mask: NDArray[np.bool_] | None,
+    limit: int,
+    text_weight: float,
+    vector_weight: float,
+    boost: NDArray[np.float32] | None,
+) -> list[Scored]:
+    """Exact weighted sum over every slot in scope: full text as BM25 / best BM25, the vector
+    channel as the clipped cosine; a channel with no positive score in scope gives its weight to
+    the other. Only the fused array is ranked (no per-channel candidate pools)."""
+    best_lex = _best(lexical, mask)
+    has_lex, has_vec = best_lex > 0, _best(vec_pos, mask) > 0
+    if not has_lex and not has_vec:
+        return []
+    tw, vw = (text_weight, vector_weight) if has_lex and has_vec else ((1.0, 0.0) if has_lex else (0.0, 1.0))
+    n = len(lexical) if lexical is not None else len(vector)  # type: ignore[arg-type]
+    fused = np.zeros(n, dtype=np.float32)
+    if has_lex and lexical is not None:
+        fused += np.float32(tw / best_lex) * lexical
+    if has_vec and vec_pos is not None:
+        fused += np.float32(vw) * vec_pos
+    if boost is not None:
+        fused *= boost
+    slots = top_slots(fused, mask, limit)
+    return [_scored(int(s), float(fused[s]), lexical, vector, best_lex) for s in slots]
 
 
 def _scored(

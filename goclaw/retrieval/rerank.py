@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
@@ -170,9 +170,22 @@ def mmr_order(
 
 
 # --------------------------------------------------------------------------- overlap reranker
+def term_positions(terms: Sequence[str]) -> dict[str, list[int]]:
+    """Each distinct term of a document with its positions (the form :func:`overlap_scores`
+    reads fastest: a cached document costs one dictionary look-up per query term)."""
+    out: dict[str, list[int]] = {}
+    for i, t in enumerate(terms):
+        found = out.get(t)
+        if found is None:
+            out[t] = [i]
+        else:
+            found.append(i)
+    return out
+
+
 def overlap_scores(
     query_terms: Sequence[str],
-    docs_terms: Sequence[Sequence[str]],
+    docs_terms: Sequence[Sequence[str] | Mapping[str, Sequence[int]]],
     scores: Sequence[float],
     weight: float = 0.3,
 ) -> list[float]:
@@ -183,31 +196,34 @@ def overlap_scores(
     proximity by coverage measured worse, docs/memory.md). A document with every query term
     side by side keeps its score; one with none keeps ``1 - weight`` of it, so scores stay on
     the fused scale (a score threshold still means the same); when no document has any query
-    term, nothing changes. Terms are the retrieval tokenizer's
-    (:func:`goclaw.retrieval.tokenize.terms`)."""
+    term, nothing changes. A document is its term sequence or its :func:`term_positions`;
+    terms are the retrieval tokenizer's (:func:`goclaw.retrieval.tokenize.terms`)."""
     wanted = set(query_terms)
-    if not wanted or not any(wanted.intersection(terms) for terms in docs_terms):
+    present_in = [wanted.intersection(d.keys() if isinstance(d, Mapping) else d) for d in docs_terms]
+    if not wanted or not any(present_in):
         # Nothing to tell the candidates apart by (a match in meaning only): leave the scores
         # alone rather than scale them all down.
         return list(scores)
     out: list[float] = []
-    for terms, score in zip(docs_terms, scores, strict=True):
-        present = wanted.intersection(terms)
+    for doc, present, score in zip(docs_terms, present_in, scores, strict=True):
         coverage = len(present) / len(wanted)
-        proximity = _proximity(terms, present) if len(present) > 1 else float(len(present))
+        proximity = _proximity(doc, present) if len(present) > 1 else float(len(present))
         out.append(score * (1.0 - weight + weight * (coverage + proximity) / 2.0))
     return out
 
 
-def _proximity(terms: Sequence[str], present: set[str]) -> float:
-    """``len(present) / w``, ``w`` the shortest window of ``terms`` holding every term of
-    ``present`` (a sliding window over the matched positions only)."""
-    hits = [(i, t) for i, t in enumerate(terms) if t in present]
+def _proximity(doc: Sequence[str] | Mapping[str, Sequence[int]], present: set[str]) -> float:
+    """``len(present) / w``, ``w`` the shortest window holding every term of ``present`` (a
+    sliding window over the matched positions only)."""
+    if isinstance(doc, Mapping):
+        hits = sorted((i, t) for t in present for i in doc[t])
+    else:
+        hits = [(i, t) for i, t in enumerate(doc) if t in present]
     need = len(present)
     counts: dict[str, int] = {}
     have = 0
     left = 0
-    best = len(terms)
+    best = hits[-1][0] - hits[0][0] + 1
     for pos, t in hits:
         counts[t] = counts.get(t, 0) + 1
         if counts[t] == 1:
@@ -219,4 +235,4 @@ def _proximity(terms: Sequence[str], present: set[str]) -> float:
             if counts[lt] == 0:
                 have -= 1
             left += 1
-    return need / best if best > 0 else 0.0
+    return need / best

@@ -32,6 +32,8 @@ class MemoryHit:
     chunk_id: int | None = None
     channels: dict[str, float] = field(default_factory=dict)
     id: str = ""  # the stable hit id memory_get / memory_expand accept (goclaw.contracts.tools)
+    # The snippet's retrieval terms when the backend had them (not part of the JSON shape).
+    terms: Sequence[str] | None = field(default=None, repr=False, compare=False)
 
     def as_json(self) -> dict[str, Any]:
         head = {"id": self.id} if self.id else {}
@@ -66,6 +68,7 @@ def build_hits(chunks: Sequence[ScoredChunk], rows: Mapping[int, ChunkRow], limi
             user_id=row.user_id,
             chunk_id=c.id,
             channels={k: v for k, v in (("lexical", c.lexical), ("vector", c.vector)) if v is not None},
+            terms=row.terms,
         )
         key = (row.path[len(scope_prefix(row.user_id)) :], row.start_line)
         current = best.get(key)

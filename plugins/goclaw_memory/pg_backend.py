@@ -265,11 +265,15 @@ class PostgresSearchBackend:
             return {}
         result = c.execute(
             text(
-                "SELECT id, user_id, path, start_line, end_line, text FROM memory_chunks WHERE id = ANY(:ids)"
+                "SELECT id, user_id, path, start_line, end_line, text, lex FROM memory_chunks "
+                "WHERE id = ANY(:ids)"
             ),
             {"ids": [int(i) for i in ids]},
         ).all()
-        return {int(r[0]): ChunkRow(int(r[0]), r[1], r[2], int(r[3]), int(r[4]), r[5]) for r in result}
+        return {
+            int(r[0]): ChunkRow(int(r[0]), r[1], r[2], int(r[3]), int(r[4]), r[5], r[6].split() if r[6] is not None else None)
+            for r in result
+        }
 
     def _no_vectors(self, c: Any, query: SearchQuery, users: list[str]) -> str | None:
         assert query.space is not None

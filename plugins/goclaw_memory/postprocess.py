@@ -23,6 +23,7 @@ from goclaw.retrieval.rerank import (
     jaccard,
     mmr_order,
     overlap_scores,
+    term_positions,
     word_set,
 )
 from goclaw.retrieval.tokenize import query_terms, terms
@@ -59,16 +60,16 @@ def _mtime(path: Path) -> float | None:
         return None
 
 
-_TERMS: dict[str, list[str]] = {}  # snippet -> its terms: a chunk found again costs no tokenising
+_TERMS: dict[str, dict[str, list[int]]] = {}  # snippet -> term positions: found again, no tokenising
 _TERMS_MAX = 4096
 
 
-def _snippet_terms(text: str) -> list[str]:
+def _snippet_terms(text: str) -> dict[str, list[int]]:
     found = _TERMS.get(text)
     if found is None:
         if len(_TERMS) >= _TERMS_MAX:
             _TERMS.clear()
-        found = _TERMS[text] = terms(text)
+        found = _TERMS[text] = term_positions(terms(text))
     return found
 
 
@@ -88,7 +89,11 @@ def overlap_rerank(query: str, hits: list[Any], weight: float = 0.3) -> list[Any
     """The built-in no-network reranker: scores × query-term coverage and proximity
     (:func:`goclaw.retrieval.rerank.overlap_scores`), best first."""
     wanted = query_terms(query)
-    new = overlap_scores(wanted, [_snippet_terms(h.snippet) for h in hits], [h.score for h in hits], weight)
+    docs = [
+        t if (t := getattr(h, "terms", None)) is not None else _snippet_terms(h.snippet)
+        for h in hits
+    ]
+    new = overlap_scores(wanted, docs, [h.score for h in hits], weight)
     for hit, score in zip(hits, new, strict=True):
         hit.score = score
     return sorted(hits, key=lambda h: (-h.score, h.path, h.start_line))

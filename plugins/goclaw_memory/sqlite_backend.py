@@ -284,11 +284,12 @@ class SQLiteSearchBackend:
             part = ids[start : start + LOOKUP]
             marks = ",".join("?" * len(part))
             for r in self._query(
-                "SELECT id, user_id, path, start_line, end_line, text FROM memory_chunks "
+                "SELECT id, user_id, path, start_line, end_line, text, lex FROM memory_chunks "
                 f"WHERE id IN ({marks})",
                 part,
             ):
-                out[int(r[0])] = ChunkRow(int(r[0]), r[1], r[2], int(r[3]), int(r[4]), r[5])
+                terms = r[6].split() if r[6] is not None else None
+                out[int(r[0])] = ChunkRow(int(r[0]), r[1], r[2], int(r[3]), int(r[4]), r[5], terms)
         return out
 
     def prepare_vectors(self, dim: int) -> None:
