@@ -271,7 +271,7 @@ class PostgresSearchBackend:
             {"ids": [int(i) for i in ids]},
         ).all()
         return {
-            int(r[0]): ChunkRow(int(r[0]), r[1], r[2], int(r[3]), int(r[4]), r[5], r[6].split() if r[6] is not None else None)
+            int(r[0]): ChunkRow(int(r[0]), r[1], r[2], int(r[3]), int(r[4]), r[5], _terms_of(r[6]))
             for r in result
         }
 
@@ -429,6 +429,10 @@ class PostgresSearchBackend:
             return c.execute(text(sql), params).all()
 
         return {int(i): (u, lex or "", float(sim)) for i, u, lex, sim in _query(conn)}
+
+
+def _terms_of(lex: str | None) -> list[str] | None:
+    return lex.split() if lex is not None else None
 
 
 def _hnsw_name(dim: int) -> str:
