@@ -89,10 +89,7 @@ def overlap_rerank(query: str, hits: list[Any], weight: float = 0.3) -> list[Any
     """The built-in no-network reranker: scores × query-term coverage and proximity
     (:func:`goclaw.retrieval.rerank.overlap_scores`), best first."""
     wanted = query_terms(query)
-    docs = [
-        t if (t := getattr(h, "terms", None)) is not None else _snippet_terms(h.snippet)
-        for h in hits
-    ]
+    docs = [t if (t := getattr(h, "terms", None)) is not None else _snippet_terms(h.snippet) for h in hits]
     new = overlap_scores(wanted, docs, [h.score for h in hits], weight)
     for hit, score in zip(hits, new, strict=True):
         hit.score = score
