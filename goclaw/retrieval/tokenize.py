@@ -14,8 +14,9 @@ Rules, in order:
 * CJK (Han, kana, Hangul) has no spaces: each run becomes overlapping character bigrams (a
   single character stays a unigram), the usual choice of CJK full-text engines.
 
-Pure Python + PyStemmer (a C extension); a stem cache keeps indexing at several hundred
-thousand tokens per second.
+Pure Python + PyStemmer (a C extension). Speed comes from caching each distinct *piece* of
+text (a run of word characters and connectors) with its terms: indexing costs a split and a
+dictionary look-up per piece (see :class:`Tokenizer`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable
 from functools import lru_cache
+from itertools import chain
 
 __all__ = ["STOPWORDS", "Tokenizer", "default_tokenizer", "query_terms", "terms"]
 
@@ -100,16 +102,33 @@ STOPWORDS = frozenset(
 _WORD = re.compile(r"[^\W_]+")
 _TOKEN = re.compile(r"[^\W_]+(?:[-_./:@#+][^\W_]+)*")
 _CONNECTOR = re.compile(r"[-_./:@#+]")
+# A *piece*: a maximal run of word characters and connectors. No token crosses a piece's edge
+# (every token character is a piece character), so the tokens of a text are the tokens of its
+# pieces in order, and a piece's terms can be cached whole.
+_PIECE = re.compile(r"[\w\-./:@#+]+")
+# ASCII text: every character that is neither a letter, a digit nor a connector becomes a space,
+# so ``str.split`` yields the pieces (C speed, no regex).
+_ASCII_PIECES = str.maketrans(
+    {chr(c): " " for c in range(128) if not (chr(c).isalnum() or chr(c) in "-_./:@#+")}
+)
+_NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
 _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff"
 _CJK = re.compile(f"[{_CJK_CHARS}]")
 _CJK_RUN = re.compile(f"[{_CJK_CHARS}]+|[^{_CJK_CHARS}]+")
 MAX_QUERY_TERMS = 48
 MAX_TERM_CHARS = 200
+CACHE_SIZE = 500_000  # pieces whose terms are cached (a bound, not a target)
+
+
+def _drop_marks(match: re.Match[str]) -> str:
+    return "".join(ch for ch in match.group() if not unicodedata.combining(ch))
 
 
 def _strip_accents(word: str) -> str:
     decomposed = unicodedata.normalize("NFD", word)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    if decomposed.isascii():  # no combining mark is ASCII
+        return decomposed
+    return _NON_ASCII_RUN.sub(_drop_marks, decomposed)
 
 
 def _make_stemmer() -> Callable[[str], str] | None:
@@ -122,14 +141,19 @@ def _make_stemmer() -> Callable[[str], str] | None:
 
 class Tokenizer:
     """Text -> index terms (see the module docstring). Instances are cheap; use
-    :func:`default_tokenizer` to share the stem cache."""
+    :func:`default_tokenizer` to share the term cache.
+
+    The fast path: ASCII text is lower-cased and split into pieces by ``str.translate`` +
+    ``str.split``; other text is normalised and split by one regex. Each distinct piece is
+    tokenized and stemmed once, its terms cached (up to :data:`CACHE_SIZE` pieces), so a text's
+    terms are a cache look-up per piece and one flattening."""
 
     version = "goclaw-1"  # stored with persisted indexes: a change forces a rebuild
 
     def __init__(self, *, stem: bool = True, stopwords: frozenset[str] = STOPWORDS) -> None:
         self._stemmer = _make_stemmer() if stem else None
         self._stopwords = stopwords
-        self._cache: dict[str, tuple[str, ...]] = {}
+        self._cache = _PieceCache(self._piece)
 
     def _word(self, word: str) -> str | None:
         """The term of one plain word (``None``: a stopword)."""
@@ -143,16 +167,21 @@ class Tokenizer:
         """The terms of one token: a word's term, nothing for a stopword, or for a code the
         whole code followed by its parts' terms. CJK runs become bigrams."""
         if len(tok) > MAX_TERM_CHARS:  # a blob, not a word: its parts only (tsvector caps lexemes)
-            out = tuple(t for p in _WORD.findall(tok) if len(p) <= MAX_TERM_CHARS and (t := self._word(p)))
-        elif _CJK.search(tok) is not None:
-            out = tuple(_cjk_terms(tok, self._word))
-        elif _CONNECTOR.search(tok) is None:
+            return tuple(t for p in _WORD.findall(tok) if len(p) <= MAX_TERM_CHARS and (t := self._word(p)))
+        if _CJK.search(tok) is not None:
+            return tuple(_cjk_terms(tok, self._word))
+        if _CONNECTOR.search(tok) is None:
             term = self._word(tok)
-            out = () if term is None else (term,)
-        else:
-            out = (tok, *(t for p in _WORD.findall(tok) if (t := self._word(p)) is not None))
-        if len(self._cache) < 500_000:
-            self._cache[tok] = out
+            return () if term is None else (term,)
+        return (tok, *(t for p in _WORD.findall(tok) if (t := self._word(p)) is not None))
+
+    def _piece(self, piece: str) -> tuple[str, ...]:
+        """The terms of one piece (its tokens' terms in order), cached."""
+        toks = _TOKEN.findall(piece)
+        out = self._token(toks[0]) if len(toks) == 1 else tuple(t for tok in toks for t in self._token(tok))
+        cache = self._cache
+        if len(cache) < CACHE_SIZE:
+            cache[piece] = out
         return out
 
     def _normalise(self, text: str) -> str:
@@ -164,17 +193,24 @@ class Tokenizer:
         # Strip accents outside CJK runs only (NFD would split Hangul syllables into jamo).
         return "".join(part if _CJK.match(part) else _strip_accents(part) for part in _CJK_RUN.findall(text))
 
+    def pieces(self, text: str) -> list[str]:
+        """The normalised pieces of ``text`` (runs of word characters and connectors)."""
+        if text.isascii():
+            return text.lower().translate(_ASCII_PIECES).split()
+        return _PIECE.findall(self._normalise(text))
+
     def terms(self, text: str, *, keep_stopwords: bool = False) -> list[str]:
         """Every term of ``text`` in order (repeats kept: term frequencies count)."""
-        norm = self._normalise(text)
-        toks = _TOKEN.findall(norm)
-        get = self._cache.get
-        mapped = [get(tok) for tok in toks]
-        if None in mapped:  # first sight of some tokens
-            mapped = [m if m is not None else self._token(tok) for m, tok in zip(mapped, toks, strict=True)]
         if keep_stopwords:
-            mapped = [m or (tok,) for m, tok in zip(mapped, toks, strict=True)]
-        return [t for m in mapped for t in m]  # type: ignore[union-attr]
+            return self._terms_keeping_stopwords(text)
+        return list(chain.from_iterable(map(self._cache.__getitem__, self.pieces(text))))
+
+    def _terms_keeping_stopwords(self, text: str) -> list[str]:
+        """:meth:`terms`, where a token with no term (a stopword) stands for itself."""
+        out: list[str] = []
+        for tok in _TOKEN.findall(self._normalise(text)):
+            out.extend(self._token(tok) or (tok,))
+        return out
 
     def query(self, text: str) -> list[str]:
         """The distinct terms of a query, at most :data:`MAX_QUERY_TERMS`; a query made only of
@@ -184,6 +220,17 @@ class Tokenizer:
         if not terms:
             terms = list(dict.fromkeys(self.terms(text, keep_stopwords=True)))
         return terms[:MAX_QUERY_TERMS]
+
+
+class _PieceCache(dict[str, tuple[str, ...]]):
+    """Piece -> terms; a missing piece is computed (and stored while there is room)."""
+
+    def __init__(self, compute: Callable[[str], tuple[str, ...]]) -> None:
+        super().__init__()
+        self._compute = compute
+
+    def __missing__(self, piece: str) -> tuple[str, ...]:
+        return self._compute(piece)
 
 
 def _cjk_terms(tok: str, word: Callable[[str], str | None]) -> Iterable[str]:
