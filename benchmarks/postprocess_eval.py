@@ -133,7 +133,7 @@ def _step_costs(engine: Any, questions: Any, agent: str) -> dict[str, float]:
             fusion=FusionSettings(settings.fusion, settings.text_weight, settings.vector_weight),
         )
         result = memory.backend.search(request)
-        rows = memory.backend.rows([c.id for c in result.chunks])
+        rows = memory.backend.rows(a.id, [c.id for c in result.chunks])
         cands.append((q.question, build_hits(result.chunks, rows, len(result.chunks))))
     steps = {
         "decay": lambda q, h: apply_decay(h, root, settings),

@@ -225,10 +225,8 @@ class Forgetter:
         """Let the memory backend drop what it cached from the deleted rows."""
         if not self.engine.has_service("memory"):
             return
-        invalidate = getattr(getattr(self.engine.memory, "backend", None), "invalidate", None)
-        if callable(invalidate):
-            for a in self.agents:
-                invalidate(a.id)
+        for a in self.agents:
+            self.engine.memory.invalidate(a.id)
 
 
 # Tables whose rows belong to an agent through an ``agent_id`` column.

@@ -15,7 +15,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 PLUGINS_DIR = Path(__file__).parent / "plugins"
-TEST_PLUGIN_MODULES = ("goclaw_hello", "goclaw_broken", "goclaw_listener", "goclaw_roster")
+TEST_PLUGIN_MODULES = (
+    "goclaw_hello",
+    "goclaw_broken",
+    "goclaw_listener",
+    "goclaw_roster",
+    "goclaw_minisearch",
+)
 
 
 def pip_install_target(project: str, target: Path) -> Path:

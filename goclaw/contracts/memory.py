@@ -127,6 +127,12 @@ class MemoryService(Protocol):
 
     def agent_dir(self, agent: str | Agent) -> Path: ...
 
+    def invalidate(self, agent_id: str | None = None) -> None:
+        """The agent's memory rows (every agent's when None) were changed outside an indexing
+        run (``goclaw forget`` erased them): the search backend drops everything it derived
+        from them (:meth:`goclaw.contracts.search.SearchBackend.invalidate`)."""
+        ...
+
     def doctor(self, agent: str | None = None, *, repair: bool = False) -> Any:
         """Check every channel of the memory index (``goclaw memory doctor``): a report with
         ``checks`` (name, status, message, fix), ``repaired`` and ``as_json()``."""

@@ -2,10 +2,26 @@
 
 A search backend is selected by name (``[plugins.memory] backend``) from the registry the
 ``goclaw_search_backends`` hook builds: ``{name: factory(engine) -> SearchBackend}``. The
-memory service hands it every write the indexer makes (:meth:`SearchBackend.apply_changes`,
-with each chunk's text, terms and vector, so a backend can keep an index of its own) and asks
-it queries (:meth:`SearchBackend.search`), then fetches the winning rows
-(:meth:`SearchBackend.rows`) and de-duplicates them into hits.
+memory service owns the index (its chunk table, the source of truth); the backend keeps
+whatever it searches. The service's calls, in order:
+
+1. :meth:`SearchBackend.open` once, right after the factory, with an :class:`IndexSource`:
+   read-only access to the service's index (each agent's version token, chunk fingerprints
+   and full records), which is how a backend that fell behind catches up;
+2. per indexing run, :meth:`SearchBackend.prepare_vectors` before vectors of a dimension are
+   written, then :meth:`SearchBackend.apply_changes` with everything the run wrote and removed
+   (:class:`IndexChanges`: each chunk's text, terms and vector, plus the version tokens before
+   and after), so a backend can keep an index of its own; :meth:`SearchBackend.bulk_load`
+   around a large load (``goclaw memory index --bulk``);
+3. per query, :meth:`SearchBackend.search`, then :meth:`SearchBackend.rows` for the winners
+   (unless the result carries them), de-duplicated into hits by the service;
+4. :meth:`SearchBackend.invalidate` when an agent's chunks changed outside an indexing run
+   (``goclaw forget``, ``goclaw memory doctor --repair``);
+5. :meth:`SearchBackend.close` when the engine closes.
+
+Subclass :class:`SearchBackend` explicitly to inherit the no-op defaults of ``open``,
+``prepare_vectors``, ``bulk_load`` and ``close``; ``tests/plugins/goclaw-minisearch`` is a
+complete backend in pure Python written against this module alone.
 
 The built-in backends (``sqlite``, ``postgresql``) and the fusion rules they follow are
 described in docs/memory.md; :mod:`goclaw.retrieval` holds the shared engine (tokenizer, BM25,
@@ -14,9 +30,10 @@ vector top-k, fusion) a backend can build on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 Space = tuple[str, str, int]  # (embedding provider, model, dimension)
 CHANNELS = ("hybrid", "lexical", "vector")
@@ -83,10 +100,14 @@ class SearchResult:
 
 @dataclass(frozen=True)
 class ChunkRecord:
-    """A chunk the indexer wrote: everything a backend needs to index it itself."""
+    """A chunk as the memory service indexed it: everything a backend needs to index it itself.
+
+    ``terms`` are :func:`goclaw.retrieval.tokenize.default_tokenizer`'s terms of ``text`` (search
+    them, so lexical matching is the kernel's); ``vector`` is a float32 array of ``space``, or
+    None (no embedder, or not embedded yet) and then ``space`` is None too."""
 
     id: int
-    user_id: str
+    user_id: str  # "" = agent level
     path: str
     start_line: int
     end_line: int
@@ -97,39 +118,109 @@ class ChunkRecord:
     vector: Any = None
 
 
-@runtime_checkable
-class IndexChanges(Protocol):
-    """What one indexing run changed for one agent."""
+class ChunkFingerprint(NamedTuple):
+    """What a backend must hold for one chunk to be in step with the service's index (compare
+    it with the same tuple built from what you store; equal tuples = nothing to fetch)."""
+
+    chunk_hash: str
+    user_id: str
+    path: str
+    start_line: int
+    has_vector: bool  # the chunk has a vector of the space asked for
+
+
+@dataclass(frozen=True)
+class IndexChanges:
+    """What one indexing run of one agent wrote and removed (:meth:`SearchBackend.apply_changes`).
+
+    Every transaction that changes an agent's chunks replaces the agent's *version token*
+    (:meth:`IndexSource.version`); ``version_before`` is the token before the run's first write
+    ("" when the agent was never indexed) and ``version_after`` the token after its last one.
+    ``complete`` is True when no other writer changed the agent's chunks in between: then
+    ``removed`` and ``records`` are exactly the difference between the two versions, and a
+    backend that holds ``version_before`` reaches ``version_after`` by applying them. Otherwise
+    (``complete`` False, or you hold another version) catch up from the :class:`IndexSource`.
+    An id can be in both ``removed`` and ``records`` (a re-embedded chunk): remove, then add.
+    """
 
     agent_id: str
-    removed: set[int]  # chunk ids deleted
-    records: dict[int, ChunkRecord]  # chunk ids written (new or re-embedded), with their data
+    removed: frozenset[int] = frozenset()
+    records: Mapping[int, ChunkRecord] = field(default_factory=dict)
+    space: Space | None = None  # the run's embedding space (None: it ran without an embedder)
+    version_before: str = ""
+    version_after: str = ""
+    complete: bool = True
+
+
+@runtime_checkable
+class IndexSource(Protocol):
+    """Read-only access to the memory service's index, the source of truth a backend catches up
+    from (given to :meth:`SearchBackend.open`). Thread-safe; every call reads the database."""
+
+    def version(self, agent_id: str) -> str:
+        """The agent's current version token ("" before its first indexing run). Cheap (one
+        primary-key read): call it per search to notice writes another process made."""
+        ...
+
+    def fingerprints(self, agent_id: str, space: Space | None) -> dict[int, ChunkFingerprint]:
+        """Every chunk of the agent, by id, with what a backend must hold for it
+        (``has_vector``: the chunk has a vector of ``space``)."""
+        ...
+
+    def records(self, agent_id: str, ids: Sequence[int], space: Space | None) -> Iterator[ChunkRecord]:
+        """The agent's chunks with these ids (ids of other agents or gone are skipped), each with
+        its vector only when it is of ``space``."""
+        ...
 
 
 @runtime_checkable
 class SearchBackend(Protocol):
-    """A memory search backend. Must never return a chunk outside ``query.agent_id`` /
-    ``query.users``."""
+    """A memory search backend (see the module docstring for the order of calls). It must never
+    return a chunk outside ``query.agent_id`` / ``query.users``."""
 
     name: str
 
+    def open(self, source: IndexSource) -> None:
+        """Called once, right after the factory, before any other method: keep ``source`` to
+        catch up when your index is behind (:meth:`IndexSource.version` moved without an
+        :meth:`apply_changes` you saw: another process indexed, a crash between the database
+        commit and ``apply_changes``, the backend was not selected while indexing ran)."""
+        return None
+
     def search(self, query: SearchQuery) -> SearchResult:
-        """The best ``query.limit`` × 3 chunks (room for the service's de-duplication),
-        best first, each scored on both channels when both run."""
+        """The best ``query.limit`` × 3 chunks (room for the service's de-duplication), best
+        first, each scored on both channels when both run (``ScoredChunk.lexical`` 0.0, not
+        None, for a chunk without a query term). Search ``query.terms`` (not the text), use
+        ``query.vector`` only with ``query.space``, and fuse as ``query.fusion`` says. Say what
+        the caller should know in ``notes`` (e.g. no chunk has a vector of ``query.space``)."""
         ...
 
-    def rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
-        """The stored chunks with these ids."""
+    def rows(self, agent_id: str, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        """The agent's stored chunks with these ids (ids of another agent are left out)."""
         ...
 
     def prepare_vectors(self, dim: int) -> None:
-        """Called before vectors of a new dimension are written."""
-        ...
+        """Called before vectors of dimension ``dim`` are written (e.g. to create an index)."""
+        return None
+
+    def bulk_load(self, dim: int) -> AbstractContextManager[None]:
+        """A context around a large load of ``dim``-dimension vectors (``memory index --bulk``),
+        e.g. to drop a vector index and build it once at the end. Default: nothing."""
+        return nullcontext()
 
     def apply_changes(self, changes: IndexChanges) -> None:
-        """Called after every indexing run with what it wrote and removed."""
+        """Called after every indexing run of an agent (also one that changed nothing) with what
+        it wrote and removed; after it returns, searches must see the run's writes."""
         ...
 
     def invalidate(self, agent_id: str | None = None) -> None:
-        """Forget any cached state of ``agent_id`` (every agent when None)."""
+        """The agent's chunks (every agent's when None) changed outside an indexing run
+        (``forget`` erased rows, ``memory doctor --repair`` rewrote terms or vectors) and no
+        :class:`IndexChanges` says how. Before returning, drop everything derived from the old
+        rows, in memory and on disk (erased text must not survive here), so the next search
+        answers from the :class:`IndexSource` as it is now; rebuild now or on that search."""
         ...
+
+    def close(self) -> None:
+        """The engine is closing: release connections, files and threads; no call follows."""
+        return None

@@ -11,11 +11,12 @@ the candidate lists grow until no chunk outside them can beat the last result (t
 rule), so the ranking is the formula applied to every chunk of the scope. :meth:`rows` is
 served from the table too: the search path never reads the database's chunk table.
 
-Consistency: a search reads the database's index version token (one primary-key read of
-``worker_state``) and compares it with the one the table's meta file records. When the table
-is behind (indexing ran while another backend was selected, a crash between a database commit
-and ``apply_changes``, ``forget`` / ``repair`` changed rows directly) it resyncs from the
-database by fingerprint, or rebuilds, and says so in the result's notes.
+Consistency: a search reads the memory service's index version token
+(:meth:`goclaw.contracts.search.IndexSource.version`, one primary-key read) and compares it with
+the one the table's meta file records. When the table is behind (indexing ran while another
+backend was selected, a crash between a database commit and ``apply_changes``) it resyncs
+through the :class:`~goclaw.contracts.search.IndexSource` by fingerprint, or rebuilds, and says
+so in the result's notes. Everything it knows of the memory service comes through the contract.
 """
 
 from __future__ import annotations
@@ -23,16 +24,22 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goclaw.contracts.search import ChunkRow, IndexChanges, SearchQuery, SearchResult, Space
+from goclaw.contracts.search import (
+    ChunkRow,
+    IndexChanges,
+    IndexSource,
+    SearchBackend,
+    SearchQuery,
+    SearchResult,
+    Space,
+)
 from goclaw.retrieval.tokenize import default_tokenizer
-from goclaw_lancedb import source
 from goclaw_lancedb.search import search_table
 from goclaw_lancedb.store import BATCH, AgentTable, file_lock, id_list, table_name
 
@@ -40,8 +47,6 @@ if TYPE_CHECKING:
     from goclaw.engine import Engine
 
 log = logging.getLogger(__name__)
-
-OWNERS = 200_000  # chunk id -> agent, remembered from searches so rows() knows the table
 
 
 @dataclass
@@ -69,7 +74,7 @@ def lance_folder(engine: Engine, configured: str) -> Path:
     return engine.workspace / ".goclaw" / "lancedb"
 
 
-class LanceDBSearchBackend:
+class LanceDBSearchBackend(SearchBackend):
     """LanceDB hybrid search (full text + vectors) over a table per agent."""
 
     name = "lancedb"
@@ -88,12 +93,24 @@ class LanceDBSearchBackend:
         self._lock = threading.Lock()
         self._agent_locks: dict[str, threading.RLock] = {}
         self._states: dict[str, _State] = {}
-        self._owners: OrderedDict[int, str] = OrderedDict()
-        self._recent: dict[int, ChunkRow] = {}  # the last search's rows
+        self._source: IndexSource | None = None
         self.resyncs = 0  # catch-ups that read the database (tests read it)
         self.patches = 0
 
     # ------------------------------------------------------------------ plumbing
+    @property
+    def source(self) -> IndexSource:
+        if self._source is None:
+            raise RuntimeError("the lancedb backend was used before open(source)")
+        return self._source
+
+    def open(self, source: IndexSource) -> None:
+        self._source = source
+
+    def close(self) -> None:
+        with self._lock:
+            self._states.clear()
+
     @contextmanager
     def _agent_lock(self, agent_id: str) -> Iterator[None]:
         """Serialise writes to the agent's table: between threads (a lock) and between
@@ -107,20 +124,9 @@ class LanceDBSearchBackend:
     def _table(self, agent_id: str) -> AgentTable:
         return AgentTable(self.db, self.folder, agent_id, self.tokenizer.version)
 
-    def _remember(self, agent_id: str, ids: Sequence[int], seen: dict[int, ChunkRow]) -> None:
-        """Which agent each returned id belongs to, and the rows the search already read (the
-        service asks for exactly these next)."""
-        with self._lock:
-            for i in ids:
-                self._owners[int(i)] = agent_id
-                self._owners.move_to_end(int(i))
-            while len(self._owners) > OWNERS:
-                self._owners.popitem(last=False)
-            self._recent = {i: seen[i] for i in ids if i in seen}
-
     def _ready(self, agent_id: str, space: Space | None) -> tuple[_State, list[str]]:
         """The agent's table, brought up to the database's state first when it is behind."""
-        token = source.db_token(self.engine, agent_id)
+        token = self.source.version(agent_id)
         st = self._states.get(agent_id)
         if st is not None and st.token == token and (space is None or st.space == space):
             return st, []
@@ -145,20 +151,18 @@ class LanceDBSearchBackend:
     ) -> tuple[_State, list[str]]:
         """Make the table hold exactly the database's chunks of the agent (by fingerprint when
         the table is in the right space, else rebuilt), then record ``token``."""
-        self._recent = {}
-        want = source.fingerprints(self.engine, at.agent_id, space)
+        want = self.source.fingerprints(at.agent_id, space)
         meta = at.meta()
-        tokenize = self.tokenizer.terms
         if table is not None and meta and at.space_of(meta) == space:
             have = at.fingerprints(table)
             stale = {i for i, f in have.items() if want.get(i) != f}
             missing = [i for i, f in want.items() if have.get(i) != f]
             if stale or missing:
-                recs = list(source.records(self.engine, missing, space, tokenize))
+                recs = list(self.source.records(at.agent_id, missing, space))
                 at.patch(table, stale, recs, space)
             changed, what = len(stale | set(missing)), "resynced"
         else:
-            recs = list(source.records(self.engine, sorted(want), space, tokenize))
+            recs = list(self.source.records(at.agent_id, sorted(want), space))
             table = at.create(recs, space)
             changed, what = len(recs), "rebuilt"
         at.write_meta(token, space)
@@ -186,8 +190,8 @@ class LanceDBSearchBackend:
             st, again = self._ready(query.agent_id, query.space)
             notes += again
             chunks, more = self._search(st, query, seen)
-        self._remember(query.agent_id, [c.id for c in chunks], seen)
-        return SearchResult(chunks, notes + more)
+        rows = {c.id: seen[c.id] for c in chunks if c.id in seen}
+        return SearchResult(chunks, notes + more, rows if len(rows) == len(chunks) else None)
 
     @staticmethod
     def _search(st: _State, query: SearchQuery, seen: dict[int, ChunkRow]) -> tuple[list[Any], list[str]]:
@@ -195,51 +199,29 @@ class LanceDBSearchBackend:
             st.total = st.table.count_rows()
         return search_table(st.table, st.space, query, st.total, seen)
 
-    def rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
-        """The chunks with these ids, from the LanceDB tables (the contract gives no agent:
-        ids a search returned are looked up in their agent's table, others in every table)."""
-        by_agent: dict[str | None, list[int]] = {}
-        out: dict[int, ChunkRow] = {}
-        with self._lock:
-            recent = self._recent
-            for i in ids:
-                if int(i) in recent:
-                    out[int(i)] = recent[int(i)]
-                else:
-                    by_agent.setdefault(self._owners.get(int(i)), []).append(int(i))
-        unknown = by_agent.pop(None, [])
-        for agent_id, part in by_agent.items():
-            st = self._states.get(agent_id) if agent_id else None
-            table = st.table if st is not None else self._table(agent_id or "").open()
-            if table is not None:
-                out.update(_rows(table, part))
-        if unknown:
-            for name in _table_names(self.db):
-                left = [i for i in unknown if i not in out]
-                if not left:
-                    break
-                out.update(_rows(self.db.open_table(name), left))
-        return out
+    def rows(self, agent_id: str, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        """The agent's chunks with these ids, from its LanceDB table."""
+        st = self._states.get(agent_id)
+        table = st.table if st is not None else self._table(agent_id).open()
+        return _rows(table, [int(i) for i in ids]) if table is not None else {}
 
     # ------------------------------------------------------------------ contract: writes
     def prepare_vectors(self, dim: int) -> None:
         return None  # a table takes its vector width from the space of the records it holds
 
     def apply_changes(self, changes: IndexChanges) -> None:
-        """Patch the agent's table with an indexing run's writes. The version tokens the
-        memory service's change set carries (not part of the contract: ``first``, ``last``,
-        ``chained``, ``space``) say whether the table saw every earlier write; when it did
-        not, it resyncs from the database instead."""
+        """Patch the agent's table with an indexing run's writes when the table holds the
+        version the run started from (``changes.version_before``) and the run is complete;
+        otherwise resync through the source."""
         if not changes.removed and not changes.records:
             return
         agent_id = changes.agent_id
-        space: Space | None = getattr(changes, "space", None)
-        first, last = getattr(changes, "first", None), getattr(changes, "last", None)
-        chained = bool(getattr(changes, "chained", False)) and bool(last)
+        space = changes.space
+        first, last = changes.version_before, changes.version_after
+        chained = changes.complete and bool(last)
         recs = list(changes.records.values())
         with self._agent_lock(agent_id):
             self._states.pop(agent_id, None)
-            self._recent = {}
             at = self._table(agent_id)
             meta = at.meta()
             table = at.open() if meta else None
@@ -248,13 +230,13 @@ class LanceDBSearchBackend:
             if table is None and chained and not first and at.open() is None:
                 # The agent's first indexing run: its records are the whole content.
                 table = at.create(recs, space)
-                at.write_meta(str(last), space)
+                at.write_meta(last, space)
             elif table is not None and chained and meta.get("token") == first and spaces <= {have}:
                 at.patch(table, changes.removed, recs, have)
-                at.write_meta(str(last), have)
+                at.write_meta(last, have)
                 self.patches += 1
             else:
-                token = source.db_token(self.engine, agent_id)
+                token = self.source.version(agent_id)
                 self._resync(at, table, space if space is not None else have, token)
 
     def invalidate(self, agent_id: str | None = None) -> None:
@@ -262,7 +244,6 @@ class LanceDBSearchBackend:
         its table from the database now (every agent's when None), dropping the old files, so
         erased text leaves the LanceDB folder too."""
         with self._lock:
-            self._recent = {}
             if agent_id is None:
                 self._states.clear()
             else:
@@ -277,8 +258,8 @@ class LanceDBSearchBackend:
                 at.forget_meta()
                 if at.open() is None:
                     continue
-                token = source.db_token(self.engine, a)
-                if source.fingerprints(self.engine, a, None):
+                token = self.source.version(a)
+                if self.source.fingerprints(a, None):
                     self._resync(at, None, at.space_of(meta), token)
                 else:  # every chunk of the agent is gone (forget --agent): so is its table
                     self.db.drop_table(at.name)

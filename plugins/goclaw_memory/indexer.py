@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import delete, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
-from goclaw.contracts.search import ChunkRecord
+from goclaw.contracts.search import ChunkRecord, IndexChanges, SearchBackend
 from goclaw.retrieval.tokenize import default_tokenizer
 from goclaw.store.models import EmbeddingCache, MemoryChunk, MemoryDocument, WorkerState
 from goclaw.store.types import utcnow
@@ -235,6 +235,20 @@ class ChangeSet:
         for rec in records:
             self.records[rec.id] = rec
 
+    def freeze(self) -> IndexChanges:
+        """The run's changes as the search contract hands them to the backend."""
+        before = self.first or ""
+        after = self.last if self.last is not None else before
+        return IndexChanges(
+            self.agent_id,
+            frozenset(self.removed),
+            dict(self.records),
+            self.space,
+            before,
+            after,
+            self.chained,
+        )
+
 
 def _chunk_ids(conn: Any, doc_ids: Sequence[int]) -> list[tuple[int, str, str]]:
     """``(id, user_id, chunk_hash)`` of the chunks of these documents."""
@@ -250,7 +264,7 @@ def _chunk_ids(conn: Any, doc_ids: Sequence[int]) -> list[tuple[int, str, str]]:
 class MemoryIndexer:
     """Indexes one agent's memory files into ``memory_documents`` / ``memory_chunks``."""
 
-    def __init__(self, engine: Engine, backend: Any, *, max_chunk_len: int = 1000) -> None:
+    def __init__(self, engine: Engine, backend: SearchBackend, *, max_chunk_len: int = 1000) -> None:
         self.engine = engine
         self.backend = backend
         self.max_chunk_len = max_chunk_len
@@ -330,16 +344,13 @@ class MemoryIndexer:
             report.changed_paths.extend(key[1] for key, _ in removed)
         if embedder is not None and space is not None:
             self._reembed(agent.id, scopes, embedder, space, report, progress)
-        finish = getattr(self.backend, "finish_vectors", None)
-        if finish is not None and space is not None:
-            finish()  # e.g. PostgreSQL's HNSW index, built once after a first load
         if self.engine.db.backend == "postgresql" and report.chunks_written + report.reembedded >= 500:
             # Fresh statistics after a bulk load, so the planner picks the HNSW / GIN indexes
             # instead of trusting an empty-table estimate (autovacuum would get there later).
             with self.engine.db.engine.connect() as conn:
                 conn.exec_driver_sql("ANALYZE memory_chunks")
                 conn.commit()
-        self.backend.apply_changes(self._changes)  # the backend's own index follows the table
+        self.backend.apply_changes(self._changes.freeze())  # the backend's own index follows the table
         self._changes = None
         report.seconds = round(time.perf_counter() - started, 4)
         return report

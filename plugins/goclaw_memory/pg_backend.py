@@ -29,7 +29,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from sqlalchemy import text
 
-from goclaw.contracts.search import ChunkRow, IndexChanges, ScoredChunk, SearchQuery, SearchResult
+from goclaw.contracts.search import (
+    ChunkRow,
+    IndexChanges,
+    ScoredChunk,
+    SearchBackend,
+    SearchQuery,
+    SearchResult,
+)
 from goclaw.retrieval.fusion import fuse
 
 if TYPE_CHECKING:
@@ -100,7 +107,7 @@ def bm25_from_lex(lex: str, terms: Sequence[str], idf: dict[str, float], avgdl: 
     return score
 
 
-class PostgresSearchBackend:
+class PostgresSearchBackend(SearchBackend):
     """tsvector + GIN and pgvector HNSW (DESIGN.md §4)."""
 
     name = "postgresql"
@@ -216,7 +223,7 @@ class PostgresSearchBackend:
                 pool=pool,
             )
             chunks = [ScoredChunk(ids[s.slot], s.score, s.lexical, s.vector) for s in scored]
-            rows = self._rows(c, [ch.id for ch in chunks])
+            rows = self._rows(c, query.agent_id, [ch.id for ch in chunks])
         return SearchResult(chunks, notes, rows)
 
     def _lexical(
@@ -260,15 +267,15 @@ class PostgresSearchBackend:
         return found
 
     @staticmethod
-    def _rows(c: Any, ids: Sequence[int]) -> dict[int, ChunkRow]:
+    def _rows(c: Any, agent_id: str, ids: Sequence[int]) -> dict[int, ChunkRow]:
         if not ids:
             return {}
         result = c.execute(
             text(
                 "SELECT id, user_id, path, start_line, end_line, text, lex FROM memory_chunks "
-                "WHERE id = ANY(:ids)"
+                "WHERE agent_id = :a AND id = ANY(:ids)"
             ),
-            {"ids": [int(i) for i in ids]},
+            {"a": agent_id, "ids": [int(i) for i in ids]},
         ).all()
         return {
             int(r[0]): ChunkRow(int(r[0]), r[1], r[2], int(r[3]), int(r[4]), r[5], _terms_of(r[6]))
@@ -292,15 +299,17 @@ class PostgresSearchBackend:
             "changed, or indexing ran without it); run `goclaw memory index` to embed them"
         )
 
-    def rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+    def rows(self, agent_id: str, ids: Sequence[int]) -> dict[int, ChunkRow]:
         with self.engine.db.engine.connect() as c:
-            return self._rows(c, ids)
+            return self._rows(c, agent_id, ids)
 
     def invalidate(self, agent_id: str | None = None) -> None:
-        return None
+        return None  # the table is the index: nothing derived is kept
 
     def apply_changes(self, changes: IndexChanges) -> None:
-        return None  # the table is the index
+        """The table is the index; builds the HNSW indexes the run's :meth:`prepare_vectors`
+        deferred, once after the load."""
+        self.finish_vectors()
 
     # ------------------------------------------------------------------ vectors
     def _supports_iterative(self, conn: Any) -> bool:

@@ -70,9 +70,7 @@ def _repair_agent(engine: Engine, agent: Any) -> list[str]:
 
     done = engine.db.run_write(_do)
     if done:
-        invalidate = getattr(engine.memory.backend, "invalidate", None)
-        if invalidate is not None:
-            invalidate(agent.id)
+        engine.memory.invalidate(agent.id)
     return done
 
 
@@ -117,14 +115,8 @@ def _repair_terms(engine: Engine) -> list[str]:
         engine.db.run_write(_do)
         for _cid, agent_id, _lex in changes:
             fixed[agent_id] = fixed.get(agent_id, 0) + 1
-    backend = engine.memory.backend
-    discard = getattr(backend, "discard_saved", None)  # SQLite: the index persisted beside the db
-    invalidate = getattr(backend, "invalidate", None)
     for agent_id in fixed:
-        if discard is not None:
-            discard(agent_id)
-        if invalidate is not None:
-            invalidate(agent_id)
+        engine.memory.invalidate(agent_id)  # drops the saved SQLite index too
     return [f"recomputed the full-text terms of {sum(fixed.values())} chunks (search index rebuilt)"]
 
 
@@ -161,16 +153,15 @@ def _repair_pg_indexes(engine: Engine) -> list[str]:
                 conn.exec_driver_sql(f'REINDEX INDEX "{name}"')
                 done.append(f"rebuilt the invalid index {name}")
     indexed = {int(m.group(1)) for _n, d, _v in hnsw if (m := re.search(r"vector\((\d+)\)", d))}
-    # A fresh backend from its factory: the engine's own may remember the index as built.
-    make = engine.hooks.search_backends().get("postgresql")
-    backend = make(engine) if make is not None else engine.memory.backend
-    prepare = getattr(backend, "prepare_vectors", None)
-    finish = getattr(backend, "finish_vectors", None)
+    # A fresh backend: the engine's own may remember the index as built.
+    from goclaw_memory.pg_backend import PostgresSearchBackend
+
+    backend = PostgresSearchBackend(engine)
     missing = [d for d in dims if d <= HNSW_MAX_DIM and d not in indexed]
-    if missing and prepare is not None and finish is not None:
+    if missing:
         for dim in missing:
-            prepare(dim)
-        finish()
+            backend.prepare_vectors(dim)
+        backend.finish_vectors()
         done.extend(f"built the HNSW index for {dim}-dimension vectors" for dim in missing)
     return done
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from goclaw.contracts.search import FusionSettings, SearchQuery
+from goclaw.contracts.search import FusionSettings, SearchBackend, SearchQuery
 from goclaw.contracts.tools import memory_hit_id
 from goclaw.errors import ConfigError, GoclawError, ValidationError
 from goclaw.retrieval.tokenize import query_terms
@@ -51,7 +51,7 @@ class MemoryService:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._backend: Any = None
+        self._backend: SearchBackend | None = None
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ plumbing
@@ -61,7 +61,9 @@ class MemoryService:
         return settings
 
     @property
-    def backend(self) -> Any:
+    def backend(self) -> SearchBackend:
+        """The selected search backend (:mod:`goclaw.contracts.search`), opened on this
+        service's index and closed with the engine."""
         if self._backend is None:
             with self._lock:
                 if self._backend is None:
@@ -74,7 +76,12 @@ class MemoryService:
                             f"unknown memory search backend {name!r}; registered: "
                             f"{', '.join(sorted(registry)) or 'none'}"
                         )
-                    self._backend = registry[name](self.engine)
+                    from goclaw_memory.source import ChunkTableSource
+
+                    backend: SearchBackend = registry[name](self.engine)
+                    backend.open(ChunkTableSource(self.engine))
+                    self.engine.on_close(backend.close)
+                    self._backend = backend
         return self._backend
 
     def _agent(self, agent: str | Agent) -> Agent:
@@ -115,9 +122,8 @@ class MemoryService:
         """
         if bulk:
             embedder, _reason = self.embedder()
-            bulk_load = getattr(self.backend, "bulk_load", None)
-            if embedder is not None and bulk_load is not None:
-                with bulk_load(int(embedder.dim)):
+            if embedder is not None:
+                with self.backend.bulk_load(int(embedder.dim)):
                     return self.index(agent, user, progress=progress, scopes=scopes)
         if agent is None:
             total = IndexReport(agent="*")
@@ -213,7 +219,9 @@ class MemoryService:
             )
             result = backend.search(request)
             notes.extend(result.notes)
-            rows = result.rows if result.rows is not None else backend.rows([c.id for c in result.chunks])
+            rows = (
+                result.rows if result.rows is not None else backend.rows(a.id, [c.id for c in result.chunks])
+            )
             # Every de-duplicated candidate, then decay / rerank / MMR before the cut (issue 11
             # item 6; goclaw_memory.postprocess).
             hits = build_hits(result.chunks, rows, len(result.chunks))
@@ -225,6 +233,11 @@ class MemoryService:
                 hits = _merge_tiers(hits, extra, len(hits) + len(extra))
         hits = postprocess(self.engine, cfg, query, a, user, self.engine.agent_dir(a), hits, limit)
         return SearchResponse(hits, used, notes)
+
+    def invalidate(self, agent_id: str | None = None) -> None:
+        """The agent's memory rows (every agent's when None) were changed outside an indexing
+        run (``forget``, ``repair``): the search backend drops what it derived from them."""
+        self.backend.invalidate(agent_id)
 
     # ------------------------------------------------------------------ checking
     def doctor(self, agent: str | None = None, *, repair: bool = False) -> Any:

@@ -30,7 +30,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from goclaw.contracts.search import ChunkRow, IndexChanges, ScoredChunk, SearchQuery, SearchResult, Space
+from goclaw.contracts.search import (
+    ChunkRow,
+    IndexChanges,
+    IndexSource,
+    ScoredChunk,
+    SearchBackend,
+    SearchQuery,
+    SearchResult,
+    Space,
+)
 from goclaw.retrieval.fusion import fuse
 from goclaw.retrieval.index import Doc, SearchIndex
 from goclaw.retrieval.tokenize import Tokenizer, default_tokenizer
@@ -74,7 +83,7 @@ class _State:
     unsaved: int = 0  # changes since the index was last saved
 
 
-class SQLiteSearchBackend:
+class SQLiteSearchBackend(SearchBackend):
     """In-memory BM25 + exact cosine over each agent's chunks (DESIGN.md §4)."""
 
     name = "sqlite"
@@ -84,6 +93,7 @@ class SQLiteSearchBackend:
         self._lock = threading.Lock()
         self._states: dict[str, _State] = {}
         self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
         self.loads = 0  # reconciliations that read rows (tests and benchmarks read these)
         self.patches = 0
         self.tokenizer: Tokenizer = default_tokenizer()
@@ -102,7 +112,8 @@ class SQLiteSearchBackend:
             conn.execute("PRAGMA busy_timeout=5000")
             conn.execute("PRAGMA query_only=1")
             self._local.conn = conn
-            self.engine.on_close(conn.close)
+            with self._lock:
+                self._conns.append(conn)
         return conn
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
@@ -198,8 +209,8 @@ class SQLiteSearchBackend:
             st.unsaved += len(stale) + len(docs)
 
     def _fresh_state(self, agent_id: str, changes: IndexChanges) -> _State:
-        space = getattr(changes, "space", None)
-        st = _State(SearchIndex(space[2] if space else 0), str(getattr(changes, "last", "")), space)
+        space = changes.space
+        st = _State(SearchIndex(space[2] if space else 0), changes.version_after, space)
         docs = []
         for rec in changes.records.values():
             vec = rec.vector if space is not None and rec.space == space else None
@@ -277,7 +288,10 @@ class SQLiteSearchBackend:
             chunks = [ScoredChunk(int(ids[s.slot]), s.score, s.lexical, s.vector) for s in scored]
         return SearchResult(chunks, notes)
 
-    def rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+    def open(self, source: IndexSource) -> None:
+        return None  # this plugin's own table is read directly (the same package)
+
+    def rows(self, agent_id: str, ids: Sequence[int]) -> dict[int, ChunkRow]:
         out: dict[int, ChunkRow] = {}
         ids = list(ids)
         for start in range(0, len(ids), LOOKUP):
@@ -285,8 +299,8 @@ class SQLiteSearchBackend:
             marks = ",".join("?" * len(part))
             for r in self._query(
                 "SELECT id, user_id, path, start_line, end_line, text, lex FROM memory_chunks "
-                f"WHERE id IN ({marks})",
-                part,
+                f"WHERE agent_id = ? AND id IN ({marks})",
+                [agent_id, *part],
             ):
                 terms = r[6].split() if r[6] is not None else None
                 out[int(r[0])] = ChunkRow(int(r[0]), r[1], r[2], int(r[3]), int(r[4]), r[5], terms)
@@ -296,11 +310,24 @@ class SQLiteSearchBackend:
         return None
 
     def invalidate(self, agent_id: str | None = None) -> None:
+        """Drop the agent's loaded index and its saved copy (its terms and user ids must not
+        outlive a ``forget``); the next search rebuilds it from the table."""
         with self._lock:
             if agent_id is None:
                 self._states.clear()
+                if self.snapshot_dir is not None:
+                    shutil.rmtree(self.snapshot_dir, ignore_errors=True)
             else:
                 self._states.pop(agent_id, None)
+                self.discard_saved(agent_id)
+
+    def close(self) -> None:
+        with self._lock:
+            conns, self._conns = self._conns, []
+            self._states.clear()
+            self._local = threading.local()
+        for conn in conns:
+            conn.close()
 
     def apply_changes(self, changes: IndexChanges) -> None:
         """Patch the agent's loaded index with an index run's writes; save it after a large
@@ -309,8 +336,8 @@ class SQLiteSearchBackend:
             return
         agent_id = changes.agent_id
         st = self._states.get(agent_id)
-        first, last = getattr(changes, "first", None), getattr(changes, "last", None)
-        if st is not None and getattr(changes, "chained", False) and st.token == first and last:
+        first, last = changes.version_before, changes.version_after
+        if st is not None and changes.complete and st.token == first and last:
             with st.lock:
                 st.index.remove(changes.removed)
                 docs = []
@@ -322,7 +349,7 @@ class SQLiteSearchBackend:
                 st.token = last
                 st.unsaved += len(changes.removed) + len(docs)
                 self.patches += 1
-        if st is None and not first and getattr(changes, "chained", False) and last:
+        if st is None and not first and changes.complete and last:
             # The agent's first index run: the changes are its whole content.
             st = self._fresh_state(agent_id, changes)
         path = self._snapshot(agent_id)
@@ -331,7 +358,7 @@ class SQLiteSearchBackend:
         if st is None and path.exists() and len(changes.removed) + len(changes.records) < SAVE_DELTA:
             return  # a reader reconciles this small change cheaply
         if st is None or st.unsaved >= SAVE_DELTA or not path.exists():
-            space = getattr(changes, "space", None) or (st.space if st else None)
+            space = changes.space or (st.space if st else None)
             self._state(agent_id, space)
             self.save(agent_id)
 

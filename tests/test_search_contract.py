@@ -1,0 +1,93 @@
+"""The search-backend contract is true (issue 13 item 1): every built-in backend implements
+:class:`goclaw.contracts.search.SearchBackend` member by member, and the semantics its
+docstrings promise hold (``invalidate`` leaves nothing derived from erased rows on disk)."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from goclaw.contracts.search import IndexChanges, IndexSource, SearchBackend
+from goclaw.engine import Engine
+from tests.memory_helpers import write
+from tests.test_kernel_contracts import _members, _shape
+
+
+def _check(backend: Any) -> None:
+    assert isinstance(backend, SearchBackend)
+    for member, declared in _members(SearchBackend).items():
+        assert hasattr(backend, member), f"{backend.name}.{member} missing"
+        if inspect.isfunction(declared):
+            assert _shape(getattr(type(backend), member)) == _shape(declared), (backend.name, member)
+
+
+def test_builtin_backends_implement_the_contract(engine: Engine) -> None:
+    backend = engine.memory.backend
+    assert backend.name == engine.db.backend
+    _check(backend)
+
+
+def test_lancedb_backend_implements_the_contract(workspace: Path) -> None:
+    pytest.importorskip("lancedb")
+    with Engine.open(workspace, plugins={"memory": {"backend": "lancedb"}}) as engine:
+        _check(engine.memory.backend)
+
+
+def test_the_service_hands_the_backend_its_index(engine: Engine) -> None:
+    """``open`` receives an :class:`IndexSource` whose version, fingerprints and records are
+    exactly what ``apply_changes`` was told."""
+    seen: dict[str, Any] = {}
+    agent = engine.agents.create("ada")
+    write(engine.agent_dir(agent), "MEMORY.md", "The harbour ferry leaves at noon.\n")
+    backend = engine.memory.backend
+    original = backend.apply_changes
+
+    def spy(changes: IndexChanges) -> None:
+        seen["changes"] = changes
+        original(changes)
+
+    backend.apply_changes = spy  # type: ignore[method-assign]
+    source = _source(engine)
+    assert source.version(agent.id) == ""
+    engine.memory.index("ada")
+    changes = seen["changes"]
+    assert changes.complete and changes.version_before == ""
+    assert changes.version_after == source.version(agent.id) != ""
+    [rec] = changes.records.values()
+    fp = source.fingerprints(agent.id, changes.space)
+    assert fp == {rec.id: (rec.chunk_hash, "", "MEMORY.md", 1, True)}
+    [again] = source.records(agent.id, [rec.id], changes.space)
+    assert (again.text, list(again.terms), again.space) == (rec.text, list(rec.terms), rec.space)
+    assert list(source.records("someone-else", [rec.id], changes.space)) == []
+    assert backend.rows("someone-else", [rec.id]) == {}
+    assert backend.rows(agent.id, [rec.id])[rec.id].text == rec.text
+
+
+def _source(engine: Engine) -> IndexSource:
+    from goclaw_memory.source import ChunkTableSource
+
+    source = ChunkTableSource(engine)
+    assert isinstance(source, IndexSource)
+    return source
+
+
+def test_forget_leaves_no_saved_index_of_the_erased_user(workspace: Path) -> None:
+    """The SQLite backend saves each agent's index beside the database (terms and user ids);
+    ``forget`` invalidated only the copy in memory, so the erased user's terms stayed on disk."""
+    from goclaw.forget import forget_user
+
+    with Engine.open(workspace) as engine:
+        agent = engine.agents.create("ada")
+        write(engine.agent_dir(agent), "MEMORY.md", "Team notes.\n")
+        write(engine.agent_dir(agent), "users/u1/MEMORY.md", "The quokkazebra password is secret.\n")
+        engine.memory.index("ada")
+        assert engine.memory.search("quokkazebra", "ada", "u1")
+        saved = Path(str(engine.db.engine.url.database) + ".index")
+        assert any("quokkazebra" in p.read_text(errors="ignore") for p in saved.rglob("vocab.txt"))
+        forget_user(engine, "u1", dry_run=False)
+        left = [p for p in saved.rglob("*") if p.is_file() and b"quokkazebra" in p.read_bytes()]
+        assert left == []
+        assert engine.memory.search("team notes", "ada")  # rebuilt from the table
