@@ -126,7 +126,7 @@ class Engine:
         engine = cls(ws, settings, manager, db)
         engine._validate_plugin_settings()
         if migrate_schema:
-            migrate.upgrade(db)
+            migrate.upgrade(db, components=engine.hooks.schema_components())
         services = engine.hooks.services(engine)
         clash = sorted(set(services) & KERNEL_SERVICES)
         if clash:

@@ -26,22 +26,9 @@ from typing import TYPE_CHECKING, Any
 from goclaw.errors import PermissionDeniedError, ValidationError
 
 if TYPE_CHECKING:
+    from goclaw.contracts.schema import ForgetStep
     from goclaw.engine import Engine
     from goclaw.store.models import Agent
-
-# Tables whose rows carry the user in a ``user_id`` column (agent-scoped unless noted).
-USER_TABLES = (
-    "memory_chunks",
-    "memory_documents",
-    "episodic_summaries",
-    "kg_dedup_candidates",
-    "kg_relations",
-    "kg_entities",
-    "channel_memory_extraction_items",
-    "user_context_files",
-    "events",
-    "sessions",
-)
 
 
 @dataclass
@@ -90,6 +77,12 @@ def _count_files(folder: Path) -> int:
 
 
 class Forgetter:
+    """Erase one user of one agent (or of every agent): files, index, then rows in one transaction.
+
+    The rows come from each plugin's ``goclaw_forget_rows`` steps (its own tables) and the
+    kernel's own steps (:mod:`goclaw.forget_kernel`), the kernel's last; the same filters count
+    them for the dry run and delete them."""
+
     def __init__(self, engine: Engine, user: str, agent: str | None = None) -> None:
         self.engine = engine
         self.user = _check_user(user)
@@ -98,52 +91,22 @@ class Forgetter:
         self.agent_ids = [a.id for a in self.agents]
 
     # ------------------------------------------------------------------ selection
-    def _statements(self, tables: dict[str, Any], cache_hashes: list[str]) -> dict[str, Any]:
-        """``{label: select-able where clause}`` per table (the same filters count and delete)."""
-        from sqlalchemy import and_, or_
+    def _steps(self, conn: Any) -> list[ForgetStep]:
+        from goclaw.contracts.schema import ForgetScope
+        from goclaw.forget_kernel import kernel_steps
 
-        where: dict[str, Any] = {}
-        ids = self.agent_ids  # SQLAlchemy renders an empty IN as false
-        for name in USER_TABLES:
-            t = tables[name]
-            where[name] = and_(t.c.user_id == self.user, t.c.agent_id.in_(ids))
-        s, m = tables["sessions"], tables["session_messages"]
-        keys = s.select().with_only_columns(s.c.key).where(where["sessions"]).scalar_subquery()
-        where["session_messages"] = m.c.session_key.in_(keys)
-        ev, d = tables["events"], tables["event_deliveries"]
-        ev_ids = ev.select().with_only_columns(ev.c.id).where(where["events"]).scalar_subquery()
-        where["event_deliveries"] = d.c.event_id.in_(ev_ids)
-        ws = tables["worker_state"]
-        where["worker_state"] = or_(ws.c.scope.in_(keys), ws.c.scope.in_([f"{a}:{self.user}" for a in ids]))
-        cache = tables["embedding_cache"]
-        where["embedding_cache"] = cache.c.chunk_hash.in_(cache_hashes)
-        if self.all_agents:
-            where["skill_user_grants"] = tables["skill_user_grants"].c.user_id == self.user
-        return where
+        scope = ForgetScope(tuple(self.agent_ids), self.user, self.all_agents)
+        return [*self.engine.hooks.forget_rows(self.engine, scope, conn), *kernel_steps(scope)]
 
-    def _cache_hashes(self, conn: Any, tables: dict[str, Any]) -> list[str]:
-        """Hashes of this user's chunks that no other scope's chunk has."""
-        from sqlalchemy import and_, not_, select
+    @staticmethod
+    def _counts(conn: Any, steps: list[ForgetStep]) -> dict[str, int]:
+        from sqlalchemy import func, select
 
-        c = tables["memory_chunks"]
-        mine = and_(c.c.user_id == self.user, c.c.agent_id.in_(self.agent_ids))
-        own = {r[0] for r in conn.execute(select(c.c.chunk_hash).where(mine).distinct())}
-        if not own:
-            return []
-        shared = {
-            r[0]
-            for r in conn.execute(
-                select(c.c.chunk_hash).where(not_(mine), c.c.chunk_hash.in_(sorted(own))).distinct()
-            )
-        }
-        return sorted(own - shared)
-
-    def _tables(self) -> dict[str, Any]:
-        from sqlmodel import SQLModel
-
-        import goclaw.store.models  # noqa: F401 - registers the tables
-
-        return dict(SQLModel.metadata.tables)
+        rows: dict[str, int] = {}
+        for step in steps:
+            n = conn.execute(select(func.count()).select_from(step.sa_table).where(step.where)).scalar_one()
+            rows[step.name] = rows.get(step.name, 0) + int(n)
+        return rows
 
     def _new_report(self) -> ForgetReport:
         return ForgetReport(self.user, [a.name for a in self.agents], dry_run=True)
@@ -153,29 +116,23 @@ class Forgetter:
         found = (_user_folder(self.engine, a, self.user) for a in self.agents)
         return [f for f in found if f is not None]
 
-    def count(self) -> ForgetReport:
-        """What :meth:`erase` would remove: files and rows per table (a dry run)."""
-        from sqlalchemy import func, select
-
+    def _plan(self) -> tuple[ForgetReport, list[ForgetStep]]:
         report = self._new_report()
         for folder in self._folders():
             report.folders.append(str(folder))
             report.files += _count_files(folder)
-        tables = self._tables()
         with self.engine.db.engine.connect() as conn:
-            where = self._statements(tables, self._cache_hashes(conn, tables))
-            for name, clause in where.items():
-                n = conn.execute(select(func.count()).select_from(tables[name]).where(clause)).scalar_one()
-                report.rows[name] = int(n)
-        return report
+            steps = self._steps(conn)
+            report.rows = self._counts(conn, steps)
+        return report, steps
+
+    def count(self) -> ForgetReport:
+        """What :meth:`erase` would remove: files and rows per table (a dry run)."""
+        return self._plan()[0]
 
     # ------------------------------------------------------------------ erasing
-    def erase(self) -> ForgetReport:
-        before = self.count()
-        tables = self._tables()
-        with self.engine.db.engine.connect() as conn:
-            hashes = self._cache_hashes(conn, tables)
-        # 1. the files, then their index through the memory service (its caches follow)
+    def _remove_files(self) -> None:
+        """The files, then their index through the memory service (its caches follow)."""
         for a in self.agents:
             folder = _user_folder(self.engine, a, self.user)
             if folder is not None:
@@ -183,43 +140,30 @@ class Forgetter:
         if self.engine.has_service("memory"):
             for a in self.agents:
                 self.engine.memory.index(a, self.user)
-        # 2. every other row in one transaction, children first
-        order = [
-            "session_messages",
-            "worker_state",
-            "sessions",
-            "event_deliveries",
-            "events",
-            "kg_dedup_candidates",
-            "kg_relations",
-            "kg_entities",
-            "episodic_summaries",
-            "channel_memory_extraction_items",
-            "user_context_files",
-            "memory_chunks",
-            "memory_documents",
-            "embedding_cache",
-            "skill_user_grants",
-        ]
 
-        def _do(session: Any) -> None:
-            where = self._statements(tables, hashes)
-            for name in order:
-                if name in where:
-                    session.execute(tables[name].delete().where(where[name]))
+    def erase(self) -> ForgetReport:
+        before, steps = self._plan()
+        self._remove_files()
+
+        def _do(session: Any) -> None:  # every row in one transaction, children first
+            for step in steps:
+                session.execute(step.sa_table.delete().where(step.where))
 
         self.engine.db.run_write(_do)
         self._invalidate()
         report = ForgetReport(
-            self.user, before.agents, dry_run=False, files=before.files, folders=before.folders
+            before.user, before.agents, dry_run=False, files=before.files, folders=before.folders
         )
         report.rows = dict(before.rows)
+        self._check_gone()
+        return report
+
+    def _check_gone(self) -> None:
         left = self.count()
         if left.total_rows or left.files:
             from goclaw.errors import StoreError
 
             raise StoreError(f"forget left {left.total_rows} rows and {left.files} files of {self.user!r}")
-        return report
 
     def _invalidate(self) -> None:
         """Let the memory backend drop what it cached from the deleted rows."""
@@ -227,36 +171,6 @@ class Forgetter:
             return
         for a in self.agents:
             self.engine.memory.invalidate(a.id)
-
-
-# Tables whose rows belong to an agent through an ``agent_id`` column.
-AGENT_TABLES = (
-    *USER_TABLES,
-    "agent_context_files",
-    "skill_agent_grants",
-    "team_members",
-)
-AGENT_ORDER = (
-    "session_messages",
-    "worker_state",
-    "sessions",
-    "event_deliveries",
-    "events",
-    "kg_dedup_candidates",
-    "kg_relations",
-    "kg_entities",
-    "episodic_summaries",
-    "channel_memory_extraction_items",
-    "user_context_files",
-    "agent_context_files",
-    "memory_chunks",
-    "memory_documents",
-    "embedding_cache",
-    "skill_agent_grants",
-    "team_members",
-    "agent_links",
-    "agents",
-)
 
 
 class AgentForgetter(Forgetter):
@@ -268,41 +182,6 @@ class AgentForgetter(Forgetter):
         self.agents = [engine.agents.get(agent)]
         self.all_agents = False
         self.agent_ids = [self.agents[0].id]
-
-    def _statements(self, tables: dict[str, Any], cache_hashes: list[str]) -> dict[str, Any]:
-        from sqlalchemy import or_
-
-        a = self.agent_ids[0]
-        where: dict[str, Any] = {name: tables[name].c.agent_id == a for name in AGENT_TABLES}
-        s, m = tables["sessions"], tables["session_messages"]
-        keys = s.select().with_only_columns(s.c.key).where(where["sessions"]).scalar_subquery()
-        where["session_messages"] = m.c.session_key.in_(keys)
-        ev, d = tables["events"], tables["event_deliveries"]
-        ev_ids = ev.select().with_only_columns(ev.c.id).where(where["events"]).scalar_subquery()
-        where["event_deliveries"] = d.c.event_id.in_(ev_ids)
-        ws = tables["worker_state"]
-        where["worker_state"] = or_(ws.c.scope.in_(keys), ws.c.scope.like(f"{a}:%"))
-        links = tables["agent_links"]
-        where["agent_links"] = or_(links.c.source_agent_id == a, links.c.target_agent_id == a)
-        where["embedding_cache"] = tables["embedding_cache"].c.chunk_hash.in_(cache_hashes)
-        where["agents"] = tables["agents"].c.id == a
-        return where
-
-    def _cache_hashes(self, conn: Any, tables: dict[str, Any]) -> list[str]:
-        from sqlalchemy import select
-
-        c = tables["memory_chunks"]
-        a = self.agent_ids[0]
-        own = {r[0] for r in conn.execute(select(c.c.chunk_hash).where(c.c.agent_id == a).distinct())}
-        if not own:
-            return []
-        shared = {
-            r[0]
-            for r in conn.execute(
-                select(c.c.chunk_hash).where(c.c.agent_id != a, c.c.chunk_hash.in_(sorted(own))).distinct()
-            )
-        }
-        return sorted(own - shared)
 
     def _folder(self) -> Path | None:
         folder = self.engine.agent_dir(self.agents[0])
@@ -319,25 +198,13 @@ class AgentForgetter(Forgetter):
         folder = self._folder()
         return [] if folder is None else [folder]
 
-    def erase(self) -> ForgetReport:
-        before = self.count()
-        tables = self._tables()
-        with self.engine.db.engine.connect() as conn:
-            hashes = self._cache_hashes(conn, tables)
+    def _remove_files(self) -> None:
         folder = self._folder()
         if folder is not None:
             shutil.rmtree(folder)
 
-        def _do(session: Any) -> None:
-            where = self._statements(tables, hashes)
-            for name in AGENT_ORDER:
-                session.execute(tables[name].delete().where(where[name]))
-
-        self.engine.db.run_write(_do)
-        self._invalidate()
-        report = ForgetReport("", before.agents, dry_run=False, files=before.files, folders=before.folders)
-        report.rows = dict(before.rows)
-        return report
+    def _check_gone(self) -> None:
+        pass  # the agent row is gone: nothing left to count by
 
 
 def forget_agent(engine: Engine, agent: str, *, dry_run: bool = True) -> ForgetReport:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import click
     from pydantic import BaseModel
 
+    from goclaw.contracts.schema import ForgetScope, ForgetStep, SchemaComponent
     from goclaw.engine import Engine
     from goclaw.plugins import GoclawPluginManager
     from goclaw.store.models import Agent
@@ -159,6 +160,22 @@ class Hooks:
 
     def register_commands(self, cli: click.Group) -> None:
         self._collect("goclaw_register_commands", cli=cli)
+
+    # ------------------------------------------------------------------ storage
+    def schema_components(self) -> list[SchemaComponent]:
+        """Every enabled plugin's tables and migration chain, sorted by component name."""
+        return self._cached(
+            "schema",
+            lambda: self._items("goclaw_schema", lambda c: c.name, "schema component"),
+        )
+
+    def forget_rows(self, engine: Engine, scope: ForgetScope, connection: Any) -> list[ForgetStep]:
+        """Every plugin's erasure steps, plugins in name order, each plugin's in its order."""
+        pairs = self._collect("goclaw_forget_rows", engine=engine, scope=scope, connection=connection)
+        steps: list[ForgetStep] = []
+        for _plugin, result in sorted(pairs, key=lambda p: p[0] or ""):
+            steps.extend(result)
+        return steps
 
     # ------------------------------------------------------------------ prompt
     def prompt_sections(self) -> list[PromptSection]:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import click
     from pydantic import BaseModel
 
+    from goclaw.contracts.schema import ForgetScope, ForgetStep, SchemaComponent
     from goclaw.engine import Engine
     from goclaw.store.models import Agent
     from goclaw.types import (
@@ -103,6 +104,37 @@ def goclaw_register_commands(cli: click.Group) -> None:
 
     Semantics: all called when the CLI starts; keep imports inside the commands so that
     ``goclaw --help`` stays fast. Default plugin: none (the contract commands are the kernel's).
+    """
+
+
+# --------------------------------------------------------------------------- storage (issue 13 item 3)
+
+
+@hookspec
+def goclaw_schema() -> list[SchemaComponent] | None:
+    """Declare the tables this plugin owns and the migration chain that creates and upgrades them.
+
+    Returns: :class:`goclaw.contracts.schema.SchemaComponent` objects (component ``name``, the
+    SQLModel ``tables``, the ``migrations`` folder of an Alembic chain with one head).
+    Semantics: all collected; two plugins declaring one component name is an error. When the
+    engine opens, the kernel's chain runs first, then every enabled component's chain in name
+    order, in one transaction under one lock; each component's stamp lives in its own version
+    table ``goclaw_schema_version_<name>``, and a stamp newer than the chain this goclaw ships is
+    refused. A disabled plugin's component is not touched (its tables appear when it is enabled).
+    Default plugins: ``goclaw.memory`` (``memory``), ``goclaw.skills`` (``skills``).
+    """
+
+
+@hookspec
+def goclaw_forget_rows(engine: Engine, scope: ForgetScope, connection: Any) -> list[ForgetStep] | None:
+    """Say which rows of this plugin's tables ``goclaw forget`` erases for ``scope``.
+
+    Args: ``scope`` — :class:`goclaw.contracts.schema.ForgetScope` (a user of some agents, or
+    whole agents); ``connection`` — an open SQLAlchemy connection for reads the filters need.
+    Returns: :class:`goclaw.contracts.schema.ForgetStep` objects, children first. Semantics: all
+    collected, called once before anything is erased; the same filters count the rows (dry run)
+    and delete them, in one transaction with the kernel's own tables (deleted last).
+    Default plugins: ``goclaw.memory`` (memory index, sessions), ``goclaw.skills`` (user grants).
     """
 
 

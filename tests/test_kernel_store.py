@@ -63,14 +63,15 @@ def test_foreign_database_is_refused(tmp_path: Path) -> None:
 
 
 def test_empty_database_is_created_at_head(tmp_path: Path) -> None:
-    """An empty database has no revision; upgrade creates every table and the FTS structures.
-    (Upgrading from an older revision becomes testable with the second migration.)"""
+    """An empty database has no revision; the kernel's chain alone creates the kernel's tables
+    (the features' come from their plugins' chains, tests/test_kernel_schema.py)."""
     db = Database(f"sqlite:///{tmp_path / 'old.db'}")
     assert migrate.current_revision(db) is None
     assert migrate.upgrade(db) == migrate.known_revisions()[0]
     with db.engine.connect() as conn:
         names = {r[0] for r in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert {"agents", "memory_chunks", "episodic_summaries"} <= names
+    assert {"agents", "events", "worker_state", "embedding_cache"} <= names
+    assert not {"memory_chunks", "skills"} & names
     db.dispose()
 
 

@@ -22,7 +22,8 @@ from typing import Any
 
 from sqlmodel import func, select
 
-from goclaw.store.models import MemoryDocument, SessionMessage, UserContextFile
+from goclaw.store.models import SessionMessage, UserContextFile
+from goclaw_memory.tables import MemoryDocument
 
 DURATION = 5.0
 

@@ -22,6 +22,7 @@ import pytest
 from goclaw import hookimpl
 from goclaw.engine import Engine
 from goclaw.hookspecs import HOOK_NAMES
+from goclaw.contracts.schema import ForgetScope
 from goclaw.plugins import DEFAULT_PLUGINS, ESSENTIAL_PLUGINS
 from goclaw.types import ContextFile, PromptContext, PromptMode, PromptRequest, SearchHit
 
@@ -78,6 +79,16 @@ class Spy:
     @hookimpl
     def goclaw_register_commands(self, cli: Any) -> None:
         self._hit("goclaw_register_commands")
+
+    @hookimpl
+    def goclaw_schema(self) -> list[Any]:
+        self._hit("goclaw_schema")
+        return []
+
+    @hookimpl
+    def goclaw_forget_rows(self, engine: Any, scope: Any, connection: Any) -> list[Any]:
+        self._hit("goclaw_forget_rows")
+        return []
 
     @hookimpl
     def goclaw_prompt_sections(self) -> list[Any]:
@@ -169,6 +180,9 @@ def test_every_hook_is_reachable_through_the_facade(workspace: Path) -> None:
             engine=engine, request=PromptRequest(agent="watched"), agent=agent, user="u", mode="full"
         )
         hooks.register_commands(click.Group("x"))
+        hooks.schema_components()
+        with engine.db.engine.connect() as conn:
+            hooks.forget_rows(engine, ForgetScope((agent.id,), "u"), conn)
         hooks.prompt_sections()
         assert "spy-mode" in hooks.prompt_modes()
         assert hooks.resolve_prompt_mode(PromptRequest(agent="watched", channel="spy")) == "spy-mode"

@@ -83,7 +83,7 @@ def test_bad_skills_are_reported_with_their_path_and_never_hide_the_others(
 
 
 def test_a_bad_managed_row_never_hides_the_other_managed_skills(make_engine: Any, tmp_path: Path) -> None:
-    from goclaw.store.models import Skill
+    from goclaw_skills.tables import Skill
 
     eng = make_engine(plugins=no_builtin(embeddings={"provider": "none"}, skills={"watch": False}))
     write_skill(tmp_path, "fine", "stored fine")

@@ -12,7 +12,8 @@ third party can replace a feature by implementing its contract from scratch:
 * :mod:`goclaw.contracts.hooks` — the value types hooks pass and return;
 * :mod:`goclaw.contracts.files` — context-file names, order and cache invalidation;
 * :mod:`goclaw.contracts.records` — the JSON shapes of KG and episodic records;
-* :mod:`goclaw.contracts.tools` — the tool-calling contract (``ToolContext``, ``ToolResult``).
+* :mod:`goclaw.contracts.tools` — the tool-calling contract (``ToolContext``, ``ToolResult``);
+* :mod:`goclaw.contracts.schema` — a plugin's tables and migration chain, and its erasure steps.
 
 Import the submodule you need; this package imports nothing at import time.
 """

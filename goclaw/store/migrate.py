@@ -1,40 +1,87 @@
-"""Bring a database to the schema this goclaw knows, or refuse it (issue 2 §5).
+"""Bring a database to the schema this goclaw knows, or refuse it (issue 2 §5, issue 13 item 3).
 
-* an empty database is created at the head revision;
-* an older one is upgraded in place, inside one transaction (SQLite holds a write lock,
-  PostgreSQL an advisory lock, so two processes opening at once migrate once);
-* a database stamped with a revision this goclaw does not know (a newer goclaw wrote it) is
-  refused with a clear message, never touched;
-* a database that has tables but no goclaw stamp is refused too: it is not ours.
+The schema is made of independent Alembic chains: the kernel's (``goclaw/store/migrations``,
+stamped in ``goclaw_schema_version``) and one per plugin component (the ``goclaw_schema`` hook,
+:class:`goclaw.contracts.schema.SchemaComponent`, stamped in ``goclaw_schema_version_<name>``).
+
+* an empty database gets the kernel's tables and every enabled component's tables;
+* an older one is upgraded in place, every chain inside one transaction (SQLite holds a write
+  lock, PostgreSQL an advisory lock, so two processes opening at once migrate once);
+* a chain stamped with a revision this goclaw does not know (a newer goclaw wrote it) is refused
+  with a clear message naming the component, never touched;
+* a database that has tables but no goclaw stamp is refused too: it is not ours;
+* a component whose plugin is disabled is left as it is (created or upgraded once enabled).
+
+Why one version table per chain rather than Alembic branch labels in one table: Alembic refuses
+a version table holding a revision it cannot locate, so a disabled or uninstalled plugin's head
+would make every other chain unmigratable. Separate tables keep each chain a plain Alembic
+chain (``alembic revision`` works on it) with its own refusal.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import inspect, text
 
+from goclaw.contracts.schema import COMPONENT_NAME, SchemaComponent
 from goclaw.errors import StoreError
 
 if TYPE_CHECKING:
     from goclaw.store.database import Database
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+KERNEL = "kernel"
 VERSION_TABLE = "goclaw_schema_version"
 _PG_LOCK_KEY = 0x60C1A3  # any constant; namespaced by the database
 
 
-def _alembic_config(connection: Any = None) -> Any:
+@dataclass(frozen=True)
+class Chain:
+    """One migration chain: its component name and its folder of revision files."""
+
+    name: str
+    versions: Path
+
+    @property
+    def version_table(self) -> str:
+        return version_table(self.name)
+
+
+KERNEL_CHAIN = Chain(KERNEL, MIGRATIONS_DIR / "versions")
+
+
+def version_table(component: str) -> str:
+    """The table holding ``component``'s stamp."""
+    return VERSION_TABLE if component == KERNEL else f"{VERSION_TABLE}_{component}"
+
+
+def chains(components: Iterable[SchemaComponent] = ()) -> list[Chain]:
+    """The kernel's chain, then each component's, in name order (names validated)."""
+    found = [KERNEL_CHAIN]
+    for comp in sorted(components, key=lambda c: c.name):
+        if not COMPONENT_NAME.match(comp.name) or comp.name == KERNEL:
+            raise StoreError(
+                f"invalid schema component name {comp.name!r}: use [a-z][a-z0-9_]*, not 'kernel'"
+            )
+        found.append(Chain(comp.name, Path(comp.migrations)))
+    return found
+
+
+def _alembic_config(connection: Any, chain: Chain = KERNEL_CHAIN) -> Any:
     from alembic.config import Config
 
     cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-    cfg.set_main_option("version_table", VERSION_TABLE)
-    if connection is not None:
-        cfg.attributes["connection"] = connection
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))  # env.py, shared by every chain
+    cfg.set_main_option("path_separator", "os")
+    cfg.set_main_option("version_locations", str(chain.versions))
+    cfg.set_main_option("version_table", chain.version_table)
+    cfg.attributes["connection"] = connection
     return cfg
 
 
@@ -43,46 +90,84 @@ _DOWN = re.compile(r"^down_revision\s*=\s*(?:['\"]([^'\"]+)['\"]|None)", re.M)
 
 
 @cache
-def known_revisions() -> tuple[str, frozenset[str]]:
-    """(head revision, every revision this goclaw ships).
+def chain_revisions(versions: Path) -> tuple[str, frozenset[str]]:
+    """(head revision, every revision) of the chain in ``versions``.
 
-    Read from the migration files' ``revision``/``down_revision`` lines rather than through
-    Alembic, whose import costs ~0.15 s on every start; Alembic is imported only to upgrade.
+    Read from the files' ``revision``/``down_revision`` lines rather than through Alembic,
+    whose import costs ~0.15 s on every start; Alembic is imported only to upgrade.
     """
     revisions: dict[str, str | None] = {}
-    for path in sorted((MIGRATIONS_DIR / "versions").glob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        rev, down = _REVISION.search(text), _DOWN.search(text)
+    for path in sorted(Path(versions).glob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        rev, down = _REVISION.search(source), _DOWN.search(source)
         if rev is None or down is None:
             continue
         revisions[rev.group(1)] = down.group(1)
     parents = {d for d in revisions.values() if d is not None}
     heads = [r for r in revisions if r not in parents]
     if len(heads) != 1:
-        raise StoreError(f"goclaw's migrations have {len(heads)} heads; this is a packaging bug")
+        raise StoreError(f"the migrations in {versions} have {len(heads)} heads; this is a packaging bug")
     return heads[0], frozenset(revisions)
 
 
-def current_revision(db: Database) -> str | None:
+def known_revisions() -> tuple[str, frozenset[str]]:
+    """(head, every revision) of the kernel's chain."""
+    return chain_revisions(KERNEL_CHAIN.versions)
+
+
+def _stamps(conn: Any, wanted: Sequence[Chain] | None = None) -> dict[str, str]:
+    """``{component: revision}`` for every version table present (only ``wanted`` if given)."""
+    names = set(inspect(conn).get_table_names())
+    found: dict[str, str] = {}
+    for table in sorted(names):
+        if table == VERSION_TABLE:
+            component = KERNEL
+        elif table.startswith(VERSION_TABLE + "_"):
+            component = table[len(VERSION_TABLE) + 1 :]
+        else:
+            continue
+        if wanted is not None and component not in {c.name for c in wanted}:
+            continue
+        row = conn.execute(text(f"SELECT version_num FROM {table}")).first()
+        if row is not None:
+            found[component] = str(row[0])
+    return found
+
+
+def stamps(db: Database) -> dict[str, str]:
+    """Every chain's stamp found in ``db`` (enabled or not): ``{"kernel": "0005", ...}``."""
     with db.engine.connect() as conn:
-        if not inspect(conn).has_table(VERSION_TABLE):
-            return None
-        row = conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).first()
-        return None if row is None else str(row[0])
+        return _stamps(conn)
 
 
-def upgrade(db: Database, target: str | None = None) -> str:
-    """Migrate ``db`` to the head revision (or ``target``); returns the revision it is at."""
-    head, known = known_revisions()
-    goal = target or head
-    current = current_revision(db)
-    if current == goal:
-        return goal
-    if current is not None and current not in known:
-        raise StoreError(
-            f"the database schema ({current}) is newer than this goclaw understands (up to {head}); "
-            "upgrade goclaw, or point it at another database"
-        )
+def current_revision(db: Database, component: str = KERNEL) -> str | None:
+    return stamps(db).get(component)
+
+
+def _refuse_newer(current: dict[str, str], wanted: Sequence[Chain]) -> None:
+    for chain in wanted:
+        head, known = chain_revisions(chain.versions)
+        stamp = current.get(chain.name)
+        if stamp is not None and stamp not in known:
+            what = "the database schema" if chain.name == KERNEL else f"the {chain.name!r} tables' schema"
+            raise StoreError(
+                f"{what} ({stamp}) is newer than this goclaw understands (up to {head}); "
+                "upgrade goclaw, or point it at another database"
+            )
+
+
+def upgrade(db: Database, target: str | None = None, components: Iterable[SchemaComponent] = ()) -> str:
+    """Migrate the kernel's chain to its head (or ``target``), then each component's chain to its
+    head; returns the kernel revision the database is at."""
+    wanted = chains(components)
+    goals = {c.name: chain_revisions(c.versions)[0] for c in wanted}
+    if target is not None:
+        goals[KERNEL] = target
+    with db.engine.connect() as conn:
+        current = _stamps(conn, wanted)
+    _refuse_newer(current, wanted)
+    if all(current.get(name) == goal for name, goal in goals.items()):
+        return goals[KERNEL]
     from alembic import command
 
     conn = db.engine.connect().execution_options(goclaw_write=True)
@@ -99,11 +184,15 @@ def upgrade(db: Database, target: str | None = None) -> str:
                         "the database already holds tables that goclaw did not create "
                         f"({', '.join(sorted(foreign)[:5])}); use an empty database"
                     )
-            command.upgrade(_alembic_config(conn), goal)
+            current = _stamps(conn, wanted)
+            _refuse_newer(current, wanted)
+            for chain in wanted:
+                if current.get(chain.name) != goals[chain.name]:
+                    command.upgrade(_alembic_config(conn, chain), goals[chain.name])
     except StoreError:
         raise
     except Exception as exc:
-        raise StoreError(f"could not migrate the database to {goal}: {exc}") from exc
+        raise StoreError(f"could not migrate the database: {exc}") from exc
     finally:
         conn.close()
-    return goal
+    return goals[KERNEL]

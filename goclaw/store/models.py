@@ -1,54 +1,33 @@
-"""The schema: one SQLModel table per entity the spec names (DESIGN.md §4).
+"""The kernel's tables (DESIGN.md §4): what the kernel's own mechanisms use.
 
-The same tables serve SQLite and PostgreSQL. Backend-specific search structures (SQLite FTS5
-tables, PostgreSQL generated ``tsvector`` columns, GIN and HNSW indexes) are created by the
-migrations, not here. Every row is scoped by ``agent_id`` (and ``user_id`` where the spec
-scopes per user; ``""`` means agent level). Never change a table here without adding a
-migration under ``goclaw/store/migrations/versions``.
+Agents with their links and teams (``engine.agents``), context files (every prompt reads them),
+``system_configs`` (tenant settings), the event queue and ``worker_state`` (``engine.events``,
+the workers runner) and the embedding cache (the shared retrieval engine). Every feature's
+tables live in the plugin that owns them and are created by its own migration chain
+(``goclaw_schema`` hook, :mod:`goclaw.contracts.schema`): memory documents and chunks in
+``goclaw_memory``, skills and grants in ``goclaw_skills``, and so on.
+
+The same tables serve SQLite and PostgreSQL. Every row is scoped by ``agent_id`` (and
+``user_id`` where the spec scopes per user; ``""`` means agent level). Never change a table
+here without adding a migration under ``goclaw/store/migrations/versions``.
 """
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint, text
+from sqlalchemy import Column, Index, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
-from goclaw.store.types import UTCDateTime, Vector, utcnow
+from goclaw.store.columns import DEFAULT_TENANT, new_id
+from goclaw.store.columns import created_field as _created
+from goclaw.store.columns import json_field as _json
+from goclaw.store.columns import text_field as _text
+from goclaw.store.columns import ts_field as _ts
+from goclaw.store.columns import vector_field as _vector
 
-DEFAULT_TENANT = "default"
-
-
-def new_id() -> str:
-    return uuid.uuid4().hex
-
-
-def _ts(nullable: bool = False, index: bool = False) -> Any:
-    return Field(
-        default=None,
-        sa_type=UTCDateTime,
-        nullable=nullable,
-        index=index,
-    )
-
-
-def _created() -> Any:
-    return Field(default_factory=utcnow, sa_type=UTCDateTime, nullable=False)
-
-
-def _json(default: Any) -> Any:
-    factory = (lambda: dict(default)) if isinstance(default, dict) else (lambda: list(default))
-    return Field(default_factory=factory, sa_column=Column(JSON, nullable=False))
-
-
-def _vector() -> Any:
-    return Field(default=None, sa_column=Column(Vector(), nullable=True))
-
-
-def _text(default: str = "") -> Any:
-    return Field(default=default, sa_column=Column(Text, nullable=False, server_default=default))
+__all__ = ["DEFAULT_TENANT", "new_id"]
 
 
 # --------------------------------------------------------------------------- agents
@@ -128,59 +107,7 @@ class TeamMember(SQLModel, table=True):
     role: str = Field(default="member", max_length=64)
 
 
-# --------------------------------------------------------------------------- skills (spec §8-§12)
-
-
-class Skill(SQLModel, table=True):
-    """A skill in the managed store (tier 4); grants apply to these (spec §12)."""
-
-    __tablename__ = "skills"
-    __table_args__ = (UniqueConstraint("tenant_id", "slug", name="uq_skills_tenant_slug"),)
-
-    id: str = Field(default_factory=new_id, primary_key=True, max_length=64)
-    tenant_id: str = Field(default=DEFAULT_TENANT, max_length=64)
-    slug: str = Field(max_length=128)
-    name: str = Field(default="", max_length=255)
-    description: str = _text()
-    version: int = Field(default=1)
-    owner_id: str = Field(default="", max_length=255)
-    visibility: str = Field(default="private", max_length=16)  # private | internal | public
-    status: str = Field(default="active", max_length=16)  # active | archived
-    content: str = _text()  # the current SKILL.md
-    frontmatter: dict[str, Any] = _json({})
-    content_hash: str = Field(default="", max_length=64)
-    created_at: datetime = _created()
-    updated_at: datetime = _created()
-
-
-class SkillVersion(SQLModel, table=True):
-    __tablename__ = "skill_versions"
-
-    skill_id: str = Field(foreign_key="skills.id", primary_key=True, max_length=64, ondelete="CASCADE")
-    version: int = Field(primary_key=True)
-    content: str = _text()
-    frontmatter: dict[str, Any] = _json({})
-    content_hash: str = Field(default="", max_length=64)
-    created_at: datetime = _created()
-
-
-class SkillAgentGrant(SQLModel, table=True):
-    __tablename__ = "skill_agent_grants"
-
-    skill_id: str = Field(foreign_key="skills.id", primary_key=True, max_length=64, ondelete="CASCADE")
-    agent_id: str = Field(foreign_key="agents.id", primary_key=True, max_length=64, ondelete="CASCADE")
-    pinned_version: int | None = Field(default=None)
-    granted_by: str = Field(default="", max_length=255)
-    created_at: datetime = _created()
-
-
-class SkillUserGrant(SQLModel, table=True):
-    __tablename__ = "skill_user_grants"
-
-    skill_id: str = Field(foreign_key="skills.id", primary_key=True, max_length=64, ondelete="CASCADE")
-    user_id: str = Field(primary_key=True, max_length=255)
-    granted_by: str = Field(default="", max_length=255)
-    created_at: datetime = _created()
+# --------------------------------------------------------------------------- settings (spec §9.5)
 
 
 class SystemConfig(SQLModel, table=True):
@@ -194,47 +121,7 @@ class SystemConfig(SQLModel, table=True):
     updated_at: datetime = _created()
 
 
-# --------------------------------------------------------------------------- memory (spec §14-§16)
-
-
-class MemoryDocument(SQLModel, table=True):
-    __tablename__ = "memory_documents"
-    __table_args__ = (UniqueConstraint("agent_id", "user_id", "path", name="uq_memory_documents"),)
-
-    id: int | None = Field(default=None, primary_key=True)
-    agent_id: str = Field(foreign_key="agents.id", max_length=64, ondelete="CASCADE")
-    user_id: str = Field(default="", max_length=255)  # "" = agent-level memory
-    path: str = Field(max_length=1024)  # relative to the agent folder, POSIX separators
-    content_hash: str = Field(max_length=64)
-    size: int = Field(default=0)
-    mtime: float = Field(default=0.0)
-    chunk_count: int = Field(default=0)
-    indexed_at: datetime = _created()
-
-
-class MemoryChunk(SQLModel, table=True):
-    __tablename__ = "memory_chunks"
-    __table_args__ = (
-        Index("ix_memory_chunks_scope", "agent_id", "user_id"),
-        Index("ix_memory_chunks_document", "document_id"),
-    )
-
-    id: int | None = Field(default=None, primary_key=True)
-    document_id: int = Field(foreign_key="memory_documents.id", ondelete="CASCADE")
-    agent_id: str = Field(max_length=64)
-    user_id: str = Field(default="", max_length=255)
-    path: str = Field(max_length=1024)
-    start_line: int
-    end_line: int
-    text: str = _text()
-    # The retrieval engine's terms of ``text`` (goclaw.retrieval.tokenize), space-separated:
-    # the in-memory BM25 index is rebuilt from them and PostgreSQL's tsv is generated from them.
-    lex: str | None = Field(default=None, sa_type=Text)
-    chunk_hash: str = Field(max_length=64)
-    embedding: Any = _vector()
-    embedding_provider: str | None = Field(default=None, max_length=128)
-    embedding_model: str | None = Field(default=None, max_length=255)
-    embedding_dim: int | None = Field(default=None)
+# --------------------------------------------------------------------------- embedding cache
 
 
 class EmbeddingCache(SQLModel, table=True):

@@ -29,11 +29,12 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from goclaw.contracts.search import ChunkRecord, IndexChanges, SearchBackend
 from goclaw.retrieval.tokenize import default_tokenizer
-from goclaw.store.models import EmbeddingCache, MemoryChunk, MemoryDocument, WorkerState
+from goclaw.store.models import EmbeddingCache, WorkerState
 from goclaw.store.types import utcnow
 from goclaw_memory.chunking import TextChunk, chunk_text, content_hash
 from goclaw_memory.paths import MemoryFile, scope_files, user_ids
 from goclaw_memory.sqlite_backend import VERSION_WORKER, parse_token
+from goclaw_memory.tables import MemoryChunk, MemoryDocument
 
 if TYPE_CHECKING:
     from pathlib import Path

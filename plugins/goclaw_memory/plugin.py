@@ -1,6 +1,7 @@
 """Plugin ``goclaw.memory``: memory indexing, hybrid search, sessions and the flush (spec §14-§16).
 
-Contributes the ``memory`` and ``sessions`` services, the ``sqlite`` and ``postgresql``
+Contributes the ``memory`` and ``sessions`` services, the ``memory`` tables (``goclaw_schema``,
+:mod:`goclaw_memory.tables`) and their erasure (``goclaw_forget_rows``), the ``sqlite`` and ``postgresql``
 search backends, the ``memory_search`` / ``memory_get`` tools, the Memory Recall prompt
 section and the built-in no-network reranker (``goclaw_memory_rerank``). Settings:
 ``[plugins.memory]`` (:class:`~goclaw_memory.settings.MemorySettings`).
@@ -20,6 +21,21 @@ def goclaw_settings_model() -> type[BaseModel]:
     from goclaw_memory.settings import MemorySettings
 
     return MemorySettings
+
+
+@hookimpl
+def goclaw_schema() -> list[Any]:
+    from goclaw.contracts.schema import SchemaComponent
+    from goclaw_memory.tables import MIGRATIONS, MemoryChunk, MemoryDocument
+
+    return [SchemaComponent("memory", (MemoryDocument, MemoryChunk), MIGRATIONS, "memory file index")]
+
+
+@hookimpl
+def goclaw_forget_rows(engine: Any, scope: Any, connection: Any) -> list[Any]:
+    from goclaw_memory.erase import forget_steps
+
+    return forget_steps(scope, connection)
 
 
 @hookimpl

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from goclaw.store.models import Skill, SkillAgentGrant, SkillUserGrant, SkillVersion, SystemConfig
+from goclaw.store.models import SystemConfig
+from goclaw_skills.tables import Skill, SkillAgentGrant, SkillUserGrant, SkillVersion
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine

@@ -1,7 +1,8 @@
 """Plugin ``goclaw.skills``: the ``skills`` service, the Skills prompt section, the
 ``skill_search`` / ``use_skill`` tools and the start-up embedding backfill (spec §8-§13).
 
-The tiers are separate plugins (``goclaw.skills.tier.*``) and so are the slash commands
+Owns the ``skills`` tables (``goclaw_schema``, :mod:`goclaw_skills.tables`). The tiers are
+separate plugins (``goclaw.skills.tier.*``) and so are the slash commands
 (``goclaw.slash_commands``), so each can be disabled or replaced on its own.
 """
 
@@ -24,6 +25,30 @@ def goclaw_settings_model() -> type[BaseModel]:
     from goclaw_skills.settings import SkillsSettings
 
     return SkillsSettings
+
+
+@hookimpl
+def goclaw_schema() -> list[Any]:
+    from goclaw.contracts.schema import SchemaComponent
+    from goclaw_skills.tables import MIGRATIONS, Skill, SkillAgentGrant, SkillUserGrant, SkillVersion
+
+    tables = (Skill, SkillVersion, SkillAgentGrant, SkillUserGrant)
+    return [SchemaComponent("skills", tables, MIGRATIONS, "managed skill store and grants")]
+
+
+@hookimpl
+def goclaw_forget_rows(engine: Engine, scope: Any, connection: Any) -> list[Any]:
+    """A forgotten user's grants (when forgotten across every agent); a forgotten agent's."""
+    from goclaw.contracts.schema import ForgetStep
+    from goclaw_skills.tables import SkillAgentGrant, SkillUserGrant
+
+    if scope.whole_agent:
+        t = SkillAgentGrant.__table__
+        return [ForgetStep(t, t.c.agent_id.in_(scope.agent_ids))]
+    if scope.all_agents:
+        u = SkillUserGrant.__table__
+        return [ForgetStep(u, u.c.user_id == scope.user)]
+    return []
 
 
 @hookimpl

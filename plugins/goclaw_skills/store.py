@@ -21,7 +21,6 @@ from sqlalchemy import func, or_
 from sqlmodel import select
 
 from goclaw.errors import NotFoundError, ValidationError
-from goclaw.store.models import Skill, SkillAgentGrant, SkillUserGrant, SkillVersion
 from goclaw.store.types import utcnow
 from goclaw_skills.limits import MAX_MEMBERS, open_archive, read_member
 from goclaw_skills.parsing import (
@@ -31,6 +30,7 @@ from goclaw_skills.parsing import (
     decode_skill_bytes,
     split_frontmatter,
 )
+from goclaw_skills.tables import Skill, SkillAgentGrant, SkillUserGrant, SkillVersion
 
 if TYPE_CHECKING:
     from sqlmodel import Session

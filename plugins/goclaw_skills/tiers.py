@@ -77,7 +77,7 @@ def managed_records(engine: Engine) -> list[SkillRecord | SkillProblem]:
     """Active rows of the ``skills`` table as records (spec §12: tier 4 from the database)."""
     from sqlmodel import select
 
-    from goclaw.store.models import Skill
+    from goclaw_skills.tables import Skill
 
     out: list[SkillRecord | SkillProblem] = []
     with engine.db.session() as s:

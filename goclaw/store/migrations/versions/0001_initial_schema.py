@@ -4,10 +4,16 @@ Revision ID: 0001
 Revises: 
 Create Date: 2026-12-02 12:47:44.063194
 
-Every table of DESIGN.md §4, plus the full-text structures each backend needs:
-SQLite FTS5 external-content tables kept in sync by triggers; PostgreSQL generated
-``tsvector`` columns with GIN indexes. HNSW indexes depend on the embedding dimension, so
-the PostgreSQL search backend creates them (one partial index per dimension) at run time.
+The kernel's tables, plus the full-text structures each backend needs: SQLite FTS5
+external-content tables kept in sync by triggers; PostgreSQL generated ``tsvector`` columns
+with GIN indexes. HNSW indexes depend on the embedding dimension, so the PostgreSQL search
+backend creates them (one partial index per dimension) at run time.
+
+Until issue 13 item 3 this revision created every feature's table too; databases made then
+keep them, and each plugin's own chain adopts its tables (see 0005). Since then it only
+runs on an empty database, so it creates the tables the kernel still owns; the feature
+tables come from the plugins' chains (``goclaw_schema`` hook). The original text of this
+revision is kept in ``tests/legacy_schema`` to build pre-split databases in tests.
 """
 
 from __future__ import annotations
@@ -78,24 +84,6 @@ def upgrade() -> None:
     sa.Column('reviewed_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('entity_a_id', 'entity_b_id', name='uq_kg_dedup_pair')
-    )
-    op.create_table('skills',
-    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('slug', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=False),
-    sa.Column('name', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
-    sa.Column('description', sa.Text(), server_default='', nullable=False),
-    sa.Column('version', sa.Integer(), nullable=False),
-    sa.Column('owner_id', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
-    sa.Column('visibility', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
-    sa.Column('status', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
-    sa.Column('content', sa.Text(), server_default='', nullable=False),
-    sa.Column('frontmatter', sa.JSON(), nullable=False),
-    sa.Column('content_hash', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.PrimaryKeyConstraint('id'),
-    sa.UniqueConstraint('tenant_id', 'slug', name='uq_skills_tenant_slug')
     )
     op.create_table('system_configs',
     sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
@@ -229,20 +217,6 @@ def upgrade() -> None:
         batch_op.create_index('ix_kg_entities_scope', ['agent_id', 'user_id'], unique=False)
         batch_op.create_index('uq_kg_entities_current', ['agent_id', 'user_id', 'normalized_name', 'entity_type'], unique=True, sqlite_where=sa.text('valid_until IS NULL'), postgresql_where=sa.text('valid_until IS NULL'))
 
-    op.create_table('memory_documents',
-    sa.Column('id', sa.Integer(), nullable=False),
-    sa.Column('agent_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('user_id', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
-    sa.Column('path', sqlmodel.sql.sqltypes.AutoString(length=1024), nullable=False),
-    sa.Column('content_hash', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('size', sa.Integer(), nullable=False),
-    sa.Column('mtime', sa.Float(), nullable=False),
-    sa.Column('chunk_count', sa.Integer(), nullable=False),
-    sa.Column('indexed_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(['agent_id'], ['agents.id'], ondelete='CASCADE'),
-    sa.PrimaryKeyConstraint('id'),
-    sa.UniqueConstraint('agent_id', 'user_id', 'path', name='uq_memory_documents')
-    )
     op.create_table('sessions',
     sa.Column('key', sqlmodel.sql.sqltypes.AutoString(length=512), nullable=False),
     sa.Column('agent_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
@@ -255,34 +229,6 @@ def upgrade() -> None:
     sa.Column('updated_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['agent_id'], ['agents.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('key')
-    )
-    op.create_table('skill_agent_grants',
-    sa.Column('skill_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('agent_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('pinned_version', sa.Integer(), nullable=True),
-    sa.Column('granted_by', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(['agent_id'], ['agents.id'], ondelete='CASCADE'),
-    sa.ForeignKeyConstraint(['skill_id'], ['skills.id'], ondelete='CASCADE'),
-    sa.PrimaryKeyConstraint('skill_id', 'agent_id')
-    )
-    op.create_table('skill_user_grants',
-    sa.Column('skill_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('user_id', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
-    sa.Column('granted_by', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(['skill_id'], ['skills.id'], ondelete='CASCADE'),
-    sa.PrimaryKeyConstraint('skill_id', 'user_id')
-    )
-    op.create_table('skill_versions',
-    sa.Column('skill_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('version', sa.Integer(), nullable=False),
-    sa.Column('content', sa.Text(), server_default='', nullable=False),
-    sa.Column('frontmatter', sa.JSON(), nullable=False),
-    sa.Column('content_hash', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(['skill_id'], ['skills.id'], ondelete='CASCADE'),
-    sa.PrimaryKeyConstraint('skill_id', 'version')
     )
     op.create_table('team_members',
     sa.Column('team_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
@@ -326,27 +272,6 @@ def upgrade() -> None:
         batch_op.create_index('ix_kg_relations_scope', ['agent_id', 'user_id'], unique=False)
         batch_op.create_index('uq_kg_relations_current', ['agent_id', 'user_id', 'source_entity_id', 'relation_type', 'target_entity_id'], unique=True, sqlite_where=sa.text('valid_until IS NULL'), postgresql_where=sa.text('valid_until IS NULL'))
 
-    op.create_table('memory_chunks',
-    sa.Column('id', sa.Integer(), nullable=False),
-    sa.Column('document_id', sa.Integer(), nullable=False),
-    sa.Column('agent_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('user_id', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
-    sa.Column('path', sqlmodel.sql.sqltypes.AutoString(length=1024), nullable=False),
-    sa.Column('start_line', sa.Integer(), nullable=False),
-    sa.Column('end_line', sa.Integer(), nullable=False),
-    sa.Column('text', sa.Text(), server_default='', nullable=False),
-    sa.Column('chunk_hash', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('embedding', goclaw.store.types.Vector(), nullable=True),
-    sa.Column('embedding_provider', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=True),
-    sa.Column('embedding_model', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=True),
-    sa.Column('embedding_dim', sa.Integer(), nullable=True),
-    sa.ForeignKeyConstraint(['document_id'], ['memory_documents.id'], ondelete='CASCADE'),
-    sa.PrimaryKeyConstraint('id')
-    )
-    with op.batch_alter_table('memory_chunks', schema=None) as batch_op:
-        batch_op.create_index('ix_memory_chunks_document', ['document_id'], unique=False)
-        batch_op.create_index('ix_memory_chunks_scope', ['agent_id', 'user_id'], unique=False)
-
     op.create_table('session_messages',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('session_key', sqlmodel.sql.sqltypes.AutoString(length=512), nullable=False),
@@ -365,15 +290,6 @@ def upgrade() -> None:
 
 
 SQLITE_FTS = [
-    "CREATE VIRTUAL TABLE memory_chunks_fts USING fts5(text, content='memory_chunks', "
-    "content_rowid='id', tokenize='unicode61 remove_diacritics 2')",
-    "CREATE TRIGGER memory_chunks_fts_ai AFTER INSERT ON memory_chunks BEGIN "
-    "INSERT INTO memory_chunks_fts(rowid, text) VALUES (new.id, new.text); END",
-    "CREATE TRIGGER memory_chunks_fts_ad AFTER DELETE ON memory_chunks BEGIN "
-    "INSERT INTO memory_chunks_fts(memory_chunks_fts, rowid, text) VALUES ('delete', old.id, old.text); END",
-    "CREATE TRIGGER memory_chunks_fts_au AFTER UPDATE OF text ON memory_chunks BEGIN "
-    "INSERT INTO memory_chunks_fts(memory_chunks_fts, rowid, text) VALUES ('delete', old.id, old.text); "
-    "INSERT INTO memory_chunks_fts(rowid, text) VALUES (new.id, new.text); END",
     "CREATE VIRTUAL TABLE episodic_summaries_fts USING fts5(summary, l0_abstract, "
     "content='episodic_summaries', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2')",
     "CREATE TRIGGER episodic_fts_ai AFTER INSERT ON episodic_summaries BEGIN "
@@ -390,9 +306,6 @@ SQLITE_FTS = [
 ]
 
 POSTGRES_FTS = [
-    "ALTER TABLE memory_chunks ADD COLUMN tsv tsvector "
-    "GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED",
-    "CREATE INDEX ix_memory_chunks_tsv ON memory_chunks USING GIN (tsv)",
     "ALTER TABLE episodic_summaries ADD COLUMN tsv tsvector GENERATED ALWAYS AS "
     "(to_tsvector('simple', coalesce(summary, '') || ' ' || coalesce(l0_abstract, ''))) STORED",
     "CREATE INDEX ix_episodic_summaries_tsv ON episodic_summaries USING GIN (tsv)",
@@ -407,15 +320,10 @@ def _full_text_upgrade() -> None:
 
 def downgrade() -> None:
     if op.get_bind().dialect.name == "sqlite":
-        for name in ("memory_chunks_fts", "episodic_summaries_fts"):
+        for name in ("episodic_summaries_fts",):
             op.execute(f"DROP TABLE IF EXISTS {name}")
     # ### commands auto generated by Alembic - please adjust! ###
     op.drop_table('session_messages')
-    with op.batch_alter_table('memory_chunks', schema=None) as batch_op:
-        batch_op.drop_index('ix_memory_chunks_scope')
-        batch_op.drop_index('ix_memory_chunks_document')
-
-    op.drop_table('memory_chunks')
     with op.batch_alter_table('kg_relations', schema=None) as batch_op:
         batch_op.drop_index('uq_kg_relations_current', sqlite_where=sa.text('valid_until IS NULL'), postgresql_where=sa.text('valid_until IS NULL'))
         batch_op.drop_index('ix_kg_relations_scope')
@@ -423,11 +331,7 @@ def downgrade() -> None:
     op.drop_table('kg_relations')
     op.drop_table('user_context_files')
     op.drop_table('team_members')
-    op.drop_table('skill_versions')
-    op.drop_table('skill_user_grants')
-    op.drop_table('skill_agent_grants')
     op.drop_table('sessions')
-    op.drop_table('memory_documents')
     with op.batch_alter_table('kg_entities', schema=None) as batch_op:
         batch_op.drop_index('uq_kg_entities_current', sqlite_where=sa.text('valid_until IS NULL'), postgresql_where=sa.text('valid_until IS NULL'))
         batch_op.drop_index('ix_kg_entities_scope')
@@ -451,7 +355,6 @@ def downgrade() -> None:
     op.drop_table('worker_state')
     op.drop_table('teams')
     op.drop_table('system_configs')
-    op.drop_table('skills')
     op.drop_table('kg_dedup_candidates')
     with op.batch_alter_table('events', schema=None) as batch_op:
         batch_op.drop_index('ix_events_type_created')

@@ -13,6 +13,9 @@ separated. Existing rows are backfilled here.
   cost a third of the indexing time and ranked with another tokenizer, are dropped.
 * PostgreSQL: ``tsv`` is generated from ``lex`` verbatim (``array_to_tsvector``), so the GIN
   index holds exactly the engine's terms: stemming and codes behave as on SQLite.
+
+Since issue 13 item 3 this only runs where ``memory_chunks`` exists (a database created before
+the split); the memory plugin's own chain creates the table with ``lex`` otherwise.
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ def _backfill() -> None:
 
 
 def upgrade() -> None:
+    if not sa.inspect(op.get_bind()).has_table("memory_chunks"):
+        return
     pg = op.get_bind().dialect.name == "postgresql"
     op.add_column("memory_chunks", sa.Column("lex", sa.Text(), nullable=True))
     if pg:

@@ -1,0 +1,48 @@
+"""What ``goclaw forget`` erases of the memory plugin's rows (``goclaw_forget_rows``).
+
+A user of some agents (or whole agents): their chunks and documents, and the cached embeddings
+whose text only those chunks had (another scope's identical text keeps its cache row). The
+files themselves and the search backend's caches are the kernel's ``forget`` business (it
+re-indexes through the memory service once the files are gone).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import and_, not_, select
+
+from goclaw.contracts.schema import ForgetScope, ForgetStep
+from goclaw.store.models import EmbeddingCache
+from goclaw_memory.tables import MemoryChunk, MemoryDocument
+
+
+def _mine(table: Any, scope: ForgetScope) -> Any:
+    clause = table.c.agent_id.in_(scope.agent_ids)
+    return clause if scope.whole_agent else and_(clause, table.c.user_id == scope.user)
+
+
+def _cache_hashes(connection: Any, scope: ForgetScope) -> list[str]:
+    """Hashes of the scope's chunks that no other scope's chunk has."""
+    c = MemoryChunk.__table__
+    mine = _mine(c, scope)
+    own = {r[0] for r in connection.execute(select(c.c.chunk_hash).where(mine).distinct())}
+    if not own:
+        return []
+    shared = {
+        r[0]
+        for r in connection.execute(
+            select(c.c.chunk_hash).where(not_(mine), c.c.chunk_hash.in_(sorted(own))).distinct()
+        )
+    }
+    return sorted(own - shared)
+
+
+def forget_steps(scope: ForgetScope, connection: Any) -> list[ForgetStep]:
+    chunks, docs, cache = MemoryChunk.__table__, MemoryDocument.__table__, EmbeddingCache.__table__
+    hashes = _cache_hashes(connection, scope)
+    return [
+        ForgetStep(chunks, _mine(chunks, scope)),
+        ForgetStep(docs, _mine(docs, scope)),
+        ForgetStep(cache, cache.c.chunk_hash.in_(hashes)),
+    ]

@@ -1,0 +1,60 @@
+"""The memory plugin's tables (component ``memory``; migrations in ``migrations/``).
+
+``memory_documents`` is one indexed memory file, ``memory_chunks`` its chunks with their
+retrieval terms and vectors. Backend-specific search structures (PostgreSQL's ``tsv`` column
+and GIN index) are made by the migrations; HNSW indexes by the PostgreSQL backend at run
+time. Never change a table here without adding a revision under ``migrations/``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Index, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from goclaw.store.columns import created_field, text_field, vector_field
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+class MemoryDocument(SQLModel, table=True):
+    __tablename__ = "memory_documents"
+    __table_args__ = (UniqueConstraint("agent_id", "user_id", "path", name="uq_memory_documents"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    agent_id: str = Field(foreign_key="agents.id", max_length=64, ondelete="CASCADE")
+    user_id: str = Field(default="", max_length=255)  # "" = agent-level memory
+    path: str = Field(max_length=1024)  # relative to the agent folder, POSIX separators
+    content_hash: str = Field(max_length=64)
+    size: int = Field(default=0)
+    mtime: float = Field(default=0.0)
+    chunk_count: int = Field(default=0)
+    indexed_at: datetime = created_field()
+
+
+class MemoryChunk(SQLModel, table=True):
+    __tablename__ = "memory_chunks"
+    __table_args__ = (
+        Index("ix_memory_chunks_scope", "agent_id", "user_id"),
+        Index("ix_memory_chunks_document", "document_id"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    document_id: int = Field(foreign_key="memory_documents.id", ondelete="CASCADE")
+    agent_id: str = Field(max_length=64)
+    user_id: str = Field(default="", max_length=255)
+    path: str = Field(max_length=1024)
+    start_line: int
+    end_line: int
+    text: str = text_field()
+    # The retrieval engine's terms of ``text`` (goclaw.retrieval.tokenize), space-separated:
+    # the in-memory BM25 index is rebuilt from them and PostgreSQL's tsv is generated from them.
+    lex: str | None = Field(default=None, sa_type=Text)
+    chunk_hash: str = Field(max_length=64)
+    embedding: Any = vector_field()
+    embedding_provider: str | None = Field(default=None, max_length=128)
+    embedding_model: str | None = Field(default=None, max_length=255)
+    embedding_dim: int | None = Field(default=None)

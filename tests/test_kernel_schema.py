@@ -1,0 +1,300 @@
+"""Each plugin owns its tables and migration chain (issue 13 item 3): the ``goclaw_schema`` hook.
+
+A database made before the split (every table created by the kernel's chain 0001-0004, built
+here with those very files from tests/legacy_schema) upgrades in place on SQLite and PostgreSQL:
+rows kept, each plugin's chain stamped, a second open a no-op. A fresh database gets every
+enabled component; a disabled plugin's tables appear once it is enabled; a newer stamp is
+refused per component; a third-party plugin brings its own chain and erasure steps.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy import inspect, text
+
+from goclaw import hookimpl
+from goclaw.contracts.schema import ForgetStep, SchemaComponent
+from goclaw.engine import Engine
+from goclaw.errors import PluginError, StoreError
+from goclaw.retrieval.tokenize import default_tokenizer
+from goclaw.store import migrate
+from goclaw.store.database import Database
+from tests.legacy_schema import T0, build_legacy, insert
+
+NO_EMBED = {"embeddings": {"provider": "none"}}
+CHUNK = "Refund for TCK-4471 sent to the customer"
+
+
+def _heads(engine: Any) -> dict[str, str]:
+    comps = engine.hooks.schema_components()
+    heads = {c.name: migrate.chain_revisions(c.migrations)[0] for c in comps}
+    return {"kernel": migrate.known_revisions()[0], **heads}
+
+
+def _tables(db: Database) -> set[str]:
+    with db.engine.connect() as conn:
+        return set(inspect(conn).get_table_names())
+
+
+def _legacy_rows(db: Database) -> None:
+    lex = " ".join(default_tokenizer().terms(CHUNK))
+    with db.engine.begin() as conn:
+        insert(conn, "agents", id="a1", tenant_id="default", name="legacy", display_name="",
+               agent_type="open", status="active", description="from 0004", settings="{}",
+               created_at=T0, updated_at=T0)  # fmt: skip
+        insert(conn, "memory_documents", id=1, agent_id="a1", user_id="", path="MEMORY.md",
+               content_hash="h", size=40, mtime=0, chunk_count=1, indexed_at=T0)  # fmt: skip
+        insert(conn, "memory_chunks", id=1, document_id=1, agent_id="a1", user_id="", path="MEMORY.md",
+               start_line=1, end_line=1, text=CHUNK, lex=lex, chunk_hash="c")  # fmt: skip
+        insert(conn, "skills", id="s1", tenant_id="default", slug="refunds", name="Refunds",
+               description="how to refund", version=2, owner_id="", visibility="private", status="active",
+               content="---\nname: Refunds\n---\nbody", frontmatter="{}", content_hash="x",
+               created_at=T0, updated_at=T0)  # fmt: skip
+        for v in (1, 2):
+            insert(conn, "skill_versions", skill_id="s1", version=v, content=f"v{v}", frontmatter="{}",
+                   content_hash=f"x{v}", created_at=T0)  # fmt: skip
+        insert(conn, "skill_agent_grants", skill_id="s1", agent_id="a1", pinned_version=1,
+               granted_by="ops", created_at=T0)  # fmt: skip
+        insert(conn, "skill_user_grants", skill_id="s1", user_id="u1", granted_by="ops", created_at=T0)
+        insert(conn, "sessions", key="k1", agent_id="a1", user_id="u1", status="open", compaction_count=0,
+               flushed_cycle=-1, summary="", created_at=T0, updated_at=T0)  # fmt: skip
+        insert(conn, "session_messages", session_key="k1", seq=1, role="user", content="hello",
+               token_count=1, compacted=False, created_at=T0)  # fmt: skip
+
+
+COUNTS = {
+    "agents": 1,
+    "memory_documents": 1,
+    "memory_chunks": 1,
+    "skills": 1,
+    "skill_versions": 2,
+    "skill_agent_grants": 1,
+    "skill_user_grants": 1,
+    "sessions": 1,
+    "session_messages": 1,
+}
+
+
+def _counts(db: Database) -> dict[str, int]:
+    with db.engine.connect() as conn:
+        return {t: int(conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one()) for t in COUNTS}
+
+
+def test_a_pre_split_database_upgrades_in_place(
+    workspace: Path, database_url: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = Database.for_workspace(workspace, database_url)
+    build_legacy(db, "0004")
+    _legacy_rows(db)
+    assert migrate.stamps(db) == {"kernel": "0004"}
+    db.dispose()
+
+    with Engine.open(workspace, database_url=database_url, plugins=NO_EMBED) as engine:
+        assert migrate.stamps(engine.db) == _heads(engine)
+        assert {"memory", "skills"} <= set(_heads(engine))
+        assert _counts(engine.db) == COUNTS
+        assert engine.agents.get("legacy").description == "from 0004"
+        if engine.db.backend == "postgresql":  # (SQLite searches an index file these raw rows lack)
+            hits = engine.memory.search("TCK-4471", "legacy", channel="lexical")
+            assert [h.path for h in hits] == ["MEMORY.md"]
+            with engine.db.engine.connect() as conn:
+                tsv = conn.execute(text("SELECT tsv::text FROM memory_chunks WHERE id = 1")).scalar()
+            assert "'tck-4471'" in tsv
+
+    # A second open migrates nothing: Alembic is not even asked.
+    import alembic.command
+
+    def _no(*_a: Any, **_k: Any) -> None:
+        raise AssertionError("a second open ran a migration")
+
+    monkeypatch.setattr(alembic.command, "upgrade", _no)
+    with Engine.open(workspace, database_url=database_url, plugins=NO_EMBED) as engine:
+        assert migrate.stamps(engine.db) == _heads(engine)
+        assert _counts(engine.db) == COUNTS
+
+
+def test_a_fresh_database_gets_every_enabled_component(make_engine: Any) -> None:
+    engine = make_engine(plugins=NO_EMBED)
+    assert migrate.stamps(engine.db) == _heads(engine)
+    names = _tables(engine.db)
+    for comp in engine.hooks.schema_components():
+        assert set(comp.table_names) <= names, comp.name
+    if engine.db.backend == "postgresql":
+        with engine.db.engine.connect() as conn:
+            cols = {c["name"] for c in inspect(conn).get_columns("memory_chunks")}
+        assert {"lex", "tsv"} <= cols
+
+
+def test_the_migrations_create_what_the_models_declare(make_engine: Any) -> None:
+    """Every chain's result matches the SQLModel tables (autogenerate finds nothing to do)."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+    from sqlmodel import SQLModel
+
+    engine = make_engine(plugins=NO_EMBED)
+
+    def include(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
+        if type_ == "table" and (name or "").startswith(migrate.VERSION_TABLE):
+            return False
+        if type_ == "table" and reflected and compare_to is None:
+            return False  # a table of a plugin this test run did not import
+        if type_ == "column" and name == "tsv":
+            return False
+        return not (type_ == "index" and name and (name.endswith("_tsv") or "_hnsw_" in name))
+
+    with engine.db.engine.connect() as conn:
+        ctx = MigrationContext.configure(conn, opts={"include_object": include, "compare_type": False})
+        diff = compare_metadata(ctx, SQLModel.metadata)
+    assert diff == []
+
+
+def test_a_disabled_plugins_tables_wait_until_it_is_enabled(make_engine: Any) -> None:
+    off = make_engine(plugins={"disable": ["goclaw.skills"], **NO_EMBED})
+    assert "skills" not in migrate.stamps(off.db)
+    assert not {"skills", "skill_versions", "skill_agent_grants"} & _tables(off.db)
+    assert "memory_chunks" in _tables(off.db)
+    on = make_engine(plugins=NO_EMBED)
+    assert migrate.stamps(on.db)["skills"] == _heads(on)["skills"]
+    assert {"skills", "skill_versions", "skill_agent_grants", "skill_user_grants"} <= _tables(on.db)
+
+
+def test_a_newer_component_is_refused_unless_disabled(make_engine: Any) -> None:
+    engine = make_engine(plugins=NO_EMBED)
+    with engine.db.engine.begin() as conn:
+        conn.execute(text(f"UPDATE {migrate.version_table('memory')} SET version_num = 'memory_9999'"))
+    with pytest.raises(StoreError) as err:
+        make_engine(plugins=NO_EMBED)
+    assert "'memory' tables' schema (memory_9999) is newer than this goclaw" in str(err.value)
+    # With the memory plugin disabled its tables are not this goclaw's business.
+    other = make_engine(plugins={"disable": ["goclaw.memory"], **NO_EMBED})
+    assert migrate.stamps(other.db)["memory"] == "memory_9999"
+
+
+# --------------------------------------------------------------------------- a third-party chain
+
+NOTES = sa.Table(
+    "notes",
+    sa.MetaData(),
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("agent_id", sa.String(64), nullable=False),
+    sa.Column("user_id", sa.String(255), nullable=False),
+    sa.Column("body", sa.Text, nullable=False),
+)
+REV1 = '''
+    """notes: create"""
+    import sqlalchemy as sa
+    from alembic import op
+
+    revision = "notes_0001"
+    down_revision = None
+
+    def upgrade():
+        op.create_table(
+            "notes",
+            sa.Column("id", sa.Integer, primary_key=True),
+            sa.Column("agent_id", sa.String(64), sa.ForeignKey("agents.id", ondelete="CASCADE")),
+            sa.Column("user_id", sa.String(255), nullable=False),
+        )
+'''
+REV2 = '''
+    """notes: a body column, filled for existing rows"""
+    import sqlalchemy as sa
+    from alembic import op
+
+    revision = "notes_0002"
+    down_revision = "notes_0001"
+
+    def upgrade():
+        op.add_column("notes", sa.Column("body", sa.Text, nullable=False, server_default="(none)"))
+'''
+
+
+class NotesPlugin:
+    def __init__(self, folder: Path, name: str = "notes") -> None:
+        self.component = SchemaComponent(name, (NOTES,), folder)
+
+    @hookimpl
+    def goclaw_schema(self) -> list[SchemaComponent]:
+        return [self.component]
+
+    @hookimpl
+    def goclaw_forget_rows(self, engine: Any, scope: Any, connection: Any) -> list[ForgetStep]:
+        clause = NOTES.c.agent_id.in_(scope.agent_ids)
+        return [ForgetStep(NOTES, clause if scope.whole_agent else clause & (NOTES.c.user_id == scope.user))]
+
+
+def test_a_third_party_chain_is_created_upgraded_and_erased(make_engine: Any, tmp_path: Path) -> None:
+    from goclaw.forget import forget_user
+
+    chain = tmp_path / "notes_migrations"
+    chain.mkdir()
+    (chain / "notes_0001.py").write_text(textwrap.dedent(REV1))
+    first = make_engine(extra_plugins=[("notes", NotesPlugin(chain))], plugins=NO_EMBED)
+    assert migrate.stamps(first.db)["notes"] == "notes_0001"
+    ada = first.agents.create("ada")
+    with first.db.engine.begin() as conn:
+        for user in ("u1", "u2"):
+            conn.execute(
+                text("INSERT INTO notes (agent_id, user_id) VALUES (:a, :u)"), {"a": ada.id, "u": user}
+            )
+
+    (chain / "notes_0002.py").write_text(textwrap.dedent(REV2))  # the plugin's next release
+    migrate.chain_revisions.cache_clear()
+    second = make_engine(extra_plugins=[("notes", NotesPlugin(chain))], plugins=NO_EMBED)
+    assert migrate.stamps(second.db)["notes"] == "notes_0002"
+    with second.db.engine.connect() as conn:
+        assert conn.execute(text("SELECT user_id, body FROM notes ORDER BY user_id")).all() == [
+            ("u1", "(none)"),
+            ("u2", "(none)"),
+        ]
+    assert forget_user(second, "u1").rows["notes"] == 1
+    assert forget_user(second, "u1", dry_run=False).rows["notes"] == 1
+    with second.db.engine.connect() as conn:
+        assert conn.execute(text("SELECT user_id FROM notes")).scalars().all() == ["u2"]
+
+
+def test_component_names_are_checked(make_engine: Any, tmp_path: Path) -> None:
+    with pytest.raises(PluginError, match="'memory' is provided by both"):
+        make_engine(extra_plugins=[("mine", NotesPlugin(tmp_path, "memory"))], plugins=NO_EMBED)
+    with pytest.raises(StoreError, match="invalid schema component name"):
+        make_engine(extra_plugins=[("bad", NotesPlugin(tmp_path, "Bad-Name"))], plugins=NO_EMBED)
+
+
+OPEN = """
+import sys
+from goclaw.engine import Engine
+url = sys.argv[2] or None
+Engine.open(sys.argv[1], database_url=url, plugins={"embeddings": {"provider": "none"}}).close()
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_opening_a_pre_split_database_migrate_it_once(
+    workspace: Path, database_url: str | None
+) -> None:
+    db = Database.for_workspace(workspace, database_url)
+    build_legacy(db, "0004")
+    _legacy_rows(db)
+    db.dispose()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPEN, str(workspace), database_url or ""],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    db = Database.for_workspace(workspace, database_url)
+    assert _counts(db) == COUNTS
+    assert set(migrate.stamps(db)) >= {"kernel", "memory", "skills"}
+    db.dispose()
