@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from goclaw import hookimpl
+from goclaw.contracts.schema import ForgetScope
 from goclaw.engine import Engine
 from goclaw.hookspecs import HOOK_NAMES
-from goclaw.contracts.schema import ForgetScope
 from goclaw.plugins import DEFAULT_PLUGINS, ESSENTIAL_PLUGINS
 from goclaw.types import ContextFile, PromptContext, PromptMode, PromptRequest, SearchHit
 
