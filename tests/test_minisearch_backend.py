@@ -20,6 +20,7 @@ from tests.memory_helpers import write
 from tests.plugin_install import on_sys_path, pip_install_target
 from tests.test_memory_search import plugin  # noqa: F401 - fixtures used by the suite
 
+# --8<-- [start:suite]
 SQLITE_ONLY = {"test_sqlite_vector_cache_is_patched_in_process_and_matches_a_reload"}
 
 for _name in dir(suite):
@@ -46,6 +47,9 @@ def eng(make_engine: Any, plugin: Any) -> Any:  # noqa: F811 - the suite's fixtu
     assert e.memory.backend.name == "minisearch"
     assert type(e.memory.backend).__module__ == "goclaw_minisearch"
     return e
+
+
+# --8<-- [end:suite]
 
 
 def test_selected_by_config_and_driven_through_the_cli(

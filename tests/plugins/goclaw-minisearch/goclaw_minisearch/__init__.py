@@ -197,7 +197,10 @@ class MiniSearch(SearchBackend):
         out = {}
         for i in ids:
             if (c := chunks.get(str(i))) is not None:
-                out[int(i)] = ChunkRow(int(i), c["user"], c["path"], c["lines"][0], c["lines"][1], c["text"])
+                lines = c["lines"]
+                out[int(i)] = ChunkRow(
+                    int(i), c["user"], c["path"], lines[0], lines[1], c["text"], c["terms"]
+                )
         return out
 
 
