@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from goclaw.contracts.commands import CommandSpec
 from goclaw.errors import PluginError
 from goclaw.hookcall import attribute
 
@@ -157,6 +158,19 @@ class Hooks:
 
     def agent_created(self, engine: Engine, agent: Agent) -> None:
         self._collect("goclaw_agent_created", engine=engine, agent=agent)
+
+    def cli_commands(self) -> list[tuple[str, CommandSpec]]:
+        """``[(plugin, spec)]`` from ``goclaw_cli_commands``, sorted by command name."""
+        found: list[tuple[str, CommandSpec]] = []
+        for plugin, result in self._collect("goclaw_cli_commands"):
+            for spec in result:
+                if not isinstance(spec, CommandSpec):
+                    raise PluginError(
+                        f"plugin {plugin or _WRAPPER!r}: goclaw_cli_commands returned "
+                        f"{type(spec).__name__}, not a CommandSpec"
+                    )
+                found.append((plugin or _WRAPPER, spec))
+        return sorted(found, key=lambda pair: (pair[1].name, pair[0]))
 
     def register_commands(self, cli: click.Group) -> None:
         self._collect("goclaw_register_commands", cli=cli)

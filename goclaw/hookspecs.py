@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import click
     from pydantic import BaseModel
 
+    from goclaw.contracts.commands import CommandSpec
     from goclaw.contracts.schema import ForgetScope, ForgetStep, SchemaComponent
     from goclaw.engine import Engine
     from goclaw.store.models import Agent
@@ -99,11 +100,28 @@ def goclaw_agent_created(engine: Engine, agent: Agent) -> None:
 
 
 @hookspec
-def goclaw_register_commands(cli: click.Group) -> None:
-    """Add commands to the ``goclaw`` CLI (``cli.add_command(...)``).
+def goclaw_cli_commands() -> list[CommandSpec] | None:
+    """Declare top-level ``goclaw`` commands, lazily (issue 13 item 3): the preferred form.
 
-    Semantics: all called when the CLI starts; keep imports inside the commands so that
-    ``goclaw --help`` stays fast. Default plugin: none (the contract commands are the kernel's).
+    Return :class:`goclaw.contracts.commands.CommandSpec` values: the command's name, its one-line
+    help and ``"module:attribute"`` of its ``click`` command. ``goclaw --help`` lists them from
+    the declaration; the module is imported only when that command runs, so the plugin's command
+    code costs nothing until used. Semantics: all collected when the CLI starts (third-party
+    plugins only); a name the kernel or an active built-in already uses, or that two plugins
+    declare, is an error naming both when the command runs. A disabled built-in's name is free,
+    so a replacement feature can ship its own ``goclaw memory``. Default plugins: none (the
+    kernel declares the built-ins' commands itself, ``goclaw.cli.registry``, so that it can name
+    the plugin behind a disabled feature's command without importing it).
+    """
+
+
+@hookspec
+def goclaw_register_commands(cli: click.Group) -> None:
+    """Add ready-made commands to the ``goclaw`` CLI (``cli.add_command(...)``): the eager form.
+
+    Semantics: all called when the CLI starts, so the plugin's command module is imported on
+    every ``goclaw`` run, ``--help`` included; prefer ``goclaw_cli_commands``, which imports it
+    only when the command runs. Kept for compatibility. Default plugin: none.
     """
 
 

@@ -92,8 +92,11 @@ def _command_doc(cmd: click.Command, path: str, out: list[str], level: int) -> N
     out += [f"{'#' * level} `{path}`", ""]
     out += ["```text", cmd.get_help(ctx).replace(f"Usage: {path.split()[-1]}", f"Usage: {path}"), "```", ""]
     if isinstance(cmd, click.Group):
-        for name in sorted(cmd.commands):
-            _command_doc(cmd.commands[name], f"{path} {name}", out, min(level + 1, 4))
+        from goclaw.cli.lazy import LazyGroup
+
+        commands = cmd.all_commands() if isinstance(cmd, LazyGroup) else cmd.commands
+        for name in sorted(commands):
+            _command_doc(commands[name], f"{path} {name}", out, min(level + 1, 4))
 
 
 def cli_page() -> str:

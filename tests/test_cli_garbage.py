@@ -8,12 +8,14 @@ import click
 import pytest
 
 from goclaw.cli import cli
+from goclaw.cli.lazy import LazyGroup
 from tests.helpers import run_cli
 
 
 def _leaves(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     out: list[tuple[str, ...]] = []
-    for name, cmd in sorted(group.commands.items()):
+    commands = group.all_commands() if isinstance(group, LazyGroup) else group.commands
+    for name, cmd in sorted(commands.items()):
         if isinstance(cmd, click.Group):
             out.extend(_leaves(cmd, (*prefix, name)))
         else:

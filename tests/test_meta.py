@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from goclaw import hookimpl
+from goclaw.contracts.commands import CommandSpec
 from goclaw.contracts.schema import ForgetScope
 from goclaw.engine import Engine
 from goclaw.hookspecs import HOOK_NAMES
@@ -89,6 +90,11 @@ class Spy:
     def goclaw_forget_rows(self, engine: Any, scope: Any, connection: Any) -> list[Any]:
         self._hit("goclaw_forget_rows")
         return []
+
+    @hookimpl
+    def goclaw_cli_commands(self) -> list[Any]:
+        self._hit("goclaw_cli_commands")
+        return [CommandSpec("spy", "Spy.", "spy_module:spy")]
 
     @hookimpl
     def goclaw_prompt_sections(self) -> list[Any]:
@@ -183,6 +189,7 @@ def test_every_hook_is_reachable_through_the_facade(workspace: Path) -> None:
         hooks.schema_components()
         with engine.db.engine.connect() as conn:
             hooks.forget_rows(engine, ForgetScope((agent.id,), "u"), conn)
+        assert hooks.cli_commands() == [("spy", CommandSpec("spy", "Spy.", "spy_module:spy"))]
         hooks.prompt_sections()
         assert "spy-mode" in hooks.prompt_modes()
         assert hooks.resolve_prompt_mode(PromptRequest(agent="watched", channel="spy")) == "spy-mode"

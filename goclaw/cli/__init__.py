@@ -17,10 +17,16 @@ from typing import Any
 import click
 
 from goclaw.cli.common import CliState, fail, input_error, non_utf8_argument
+from goclaw.cli.lazy import LazyGroup
+from goclaw.cli.registry import DEFAULT_COMMANDS, KERNEL_COMMANDS
 from goclaw.errors import GoclawError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=LazyGroup,
+    specs=(*KERNEL_COMMANDS, *DEFAULT_COMMANDS),
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.option(
     "--workspace",
     "-w",
@@ -46,39 +52,17 @@ def cli(ctx: click.Context, workspace: Path | None, database_url: str | None) ->
     ctx.call_on_close(state.close)
 
 
-BUILTIN_COMMAND_MODULES = (
-    "agents",
-    "channel_memory",
-    "files",
-    "forget",
-    "kg",
-    "mcp",
-    "memory",
-    "memory_quality",
-    "plugins",
-    "prompt",
-    "serve",
-    "session",
-    "skills",
-    "workers",
-    "workspace",
-)
-
-
-def _add_builtin_commands() -> None:
-    import importlib
-
-    for name in BUILTIN_COMMAND_MODULES:
-        module = importlib.import_module(f"goclaw.cli.{name}")
-        for command in module.COMMANDS:
-            cli.add_command(command)
-
-
 def _add_plugin_commands(argv: list[str]) -> None:
-    """Let plugins add commands (hook ``goclaw_register_commands``). Best effort: a broken
-    config or plugin must not break ``--help``; the real error surfaces when a command runs."""
+    """Let third-party plugins add commands: lazily declared (hook ``goclaw_cli_commands``) or
+    ready-made (hook ``goclaw_register_commands``, the eager form kept for compatibility).
+
+    Only entry-point plugins are loaded here, never the built-ins, whose commands the kernel
+    declares itself (:mod:`goclaw.cli.registry`). Best effort: a broken config or plugin must
+    not break ``--help``; the real error surfaces when a command runs.
+    """
     from importlib import metadata
 
+    cli.clear_plugin_specs()
     if not metadata.entry_points(group="goclaw"):
         return
     workspace = Path(os.environ.get("GOCLAW_WORKSPACE", "."))
@@ -93,12 +77,11 @@ def _add_plugin_commands(argv: list[str]) -> None:
         from goclaw.plugins import build_plugin_manager
 
         settings = load_settings(workspace.resolve())
-        Hooks(build_plugin_manager(settings.plugins, include_builtins=False)).register_commands(cli)
+        hooks = Hooks(build_plugin_manager(settings.plugins, include_builtins=False))
+        cli.set_plugin_specs(hooks.cli_commands(), settings.plugins)
+        hooks.register_commands(cli)
     except GoclawError:
         return
-
-
-_add_builtin_commands()
 
 
 class _WarningLines(logging.Handler):

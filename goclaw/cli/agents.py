@@ -161,6 +161,3 @@ def _agent_dict(eng: Engine, agent: Agent) -> dict[str, object]:
         "description": agent.description,
         "dir": str(eng.agent_dir(agent)),
     }
-
-
-COMMANDS = [agent_group, team_group]

@@ -111,6 +111,3 @@ def channel_reject(item_id: int) -> None:
     """Reject a candidate."""
     engine().service("channel_memory").reject(item_id)
     click.echo(f"rejected {item_id}")
-
-
-COMMANDS = [channel_group]

@@ -45,17 +45,16 @@ def state() -> CliState:
     return obj
 
 
-# Command groups whose work benefits from the start-up hooks (e.g. the skill-embedding
-# backfill, spec §11). Other commands skip them: a one-shot `agent list` should not pay for
-# scanning skill tiers and loading an embedding model.
-STARTUP_COMMANDS = frozenset({"skills", "prompt", "workers", "memory"})
-
-
 def engine() -> Engine:
+    """The engine for the running command. Commands whose declaration says ``startup`` (their
+    work benefits from the start-up hooks, e.g. the skill-embedding backfill, spec §11) open it
+    with them; the others skip them: a one-shot ``agent list`` should not pay for scanning skill
+    tiers and loading an embedding model."""
     ctx = click.get_current_context()
     root = ctx.find_root()
-    group = root.invoked_subcommand or ""
-    return state().engine(startup=group in STARTUP_COMMANDS)
+    spec_of = getattr(root.command, "spec", None)
+    spec = spec_of(root.invoked_subcommand or "") if spec_of is not None else None
+    return state().engine(startup=bool(spec is not None and spec.startup))
 
 
 def json_option(f: F) -> F:

@@ -37,6 +37,3 @@ def forget_cmd(user: str | None, agent: str | None, yes: bool, as_json: bool) ->
     click.echo(f"  rows in total: {report.total_rows}")
     if report.dry_run:
         click.echo("dry run: nothing was changed; run again with --yes to erase", err=True)
-
-
-COMMANDS = [forget_cmd]

@@ -142,6 +142,3 @@ def kg_supersede(
         emit_json(entity_dict(new))
     else:
         click.echo(f"superseded {entity_id} by {new.id}")
-
-
-COMMANDS = [kg_group]

@@ -51,6 +51,3 @@ def mcp_cmd(
     else:
         click.echo(f"goclaw MCP server on http://{host}:{port}{http_path} (agent {agent})", err=True)
         run_http(eng, scope, host=host, port=port, path=http_path)
-
-
-COMMANDS = [mcp_cmd]

@@ -37,6 +37,3 @@ def plugins_cmd(show_all: bool, as_json: bool) -> None:
             for r in records
         ],
     )
-
-
-COMMANDS = [plugins_cmd]

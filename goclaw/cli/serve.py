@@ -111,6 +111,3 @@ def token_revoke(name: str) -> None:
     store = _store()
     store.revoke(name)
     click.echo(f"revoked {name}")
-
-
-COMMANDS = [serve_group]

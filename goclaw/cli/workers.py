@@ -136,6 +136,3 @@ def workers_prune(as_json: bool) -> None:
         emit_json({"pruned": n})
     else:
         click.echo(f"pruned {n} expired episodic summaries")
-
-
-COMMANDS = [workers_group]

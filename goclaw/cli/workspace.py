@@ -40,6 +40,3 @@ def init_cmd() -> None:
     engine = state().engine()
     what = ", ".join(created) if created else "nothing new"
     click.echo(f"goclaw workspace ready in {engine.workspace} ({what}; database: {engine.db.backend})")
-
-
-COMMANDS = [init_cmd]

@@ -1,7 +1,8 @@
 """An example third-party goclaw plugin, installed through the ``goclaw`` entry-point group.
 
-It adds a prompt section, a CLI command (``goclaw hello``), a settings table
-(``[plugins.hello] greeting = ...``) and a toy embedding provider named ``hello``.
+It adds a prompt section, two CLI commands (``goclaw hello``, declared lazily, and ``goclaw
+wave``, registered eagerly), a settings table (``[plugins.hello] greeting = ...``) and a toy
+embedding provider named ``hello``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import click
 from pydantic import BaseModel
 
 from goclaw import hookimpl
+from goclaw.contracts.commands import CommandSpec
 
 
 class HelloSettings(BaseModel):
@@ -63,9 +65,15 @@ def goclaw_embedding_providers() -> dict[str, Any]:
 
 
 @hookimpl
+def goclaw_cli_commands() -> list[CommandSpec]:
+    # Declared, not imported: goclaw_hello.cli loads only when `goclaw hello` runs.
+    return [CommandSpec("hello", "Say hello (from the goclaw-hello plugin).", "goclaw_hello.cli:hello")]
+
+
+@hookimpl
 def goclaw_register_commands(cli: click.Group) -> None:
-    @cli.command("hello")
-    @click.argument("name", default="world")
-    def hello(name: str) -> None:
-        """Say hello (from the goclaw-hello plugin)."""
-        click.echo(f"hello, {name}")
+    # The eager form, kept for compatibility: defined (and imported) on every goclaw run.
+    @cli.command("wave")
+    def wave() -> None:
+        """Wave (an eagerly registered command)."""
+        click.echo("*waves*")

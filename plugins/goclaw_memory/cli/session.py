@@ -85,6 +85,3 @@ def session_episodes(agent: str, user: str | None, limit: int, include_expired: 
         ["id", "session", "created", "abstract"],
         [(d["id"][:12], d["session_key"], d["created_at"][:19], d["l0_abstract"]) for d in data],
     )
-
-
-COMMANDS = [session_group]

@@ -53,7 +53,7 @@ def _lines(path: str | None, from_line: int | None, to_line: int | None) -> tupl
 
 
 def _agent(eng: Any, agent: str | None) -> str:
-    from goclaw.cli.memory import _agent_name
+    from goclaw_memory.cli.memory import _agent_name
 
     return _agent_name(eng, agent)
 

@@ -1,4 +1,8 @@
-"""``goclaw memory index|search|get|watch`` (spec §14-§15, DESIGN.md §7)."""
+"""``goclaw memory index|search|get|watch`` (spec §14-§15, DESIGN.md §7).
+
+The memory plugin's commands, declared in :mod:`goclaw.cli.registry` and imported only when
+``goclaw memory`` runs (issue 13 item 3).
+"""
 
 from __future__ import annotations
 
@@ -183,7 +187,8 @@ def memory_watch(agent: str | None, user: str | None, debounce_ms: int | None) -
         watcher.stop()
 
 
-from goclaw.cli.memory_write import add_write_commands  # noqa: E402 (add|correct|delete|list)
+from goclaw_memory.cli.quality import memory_doctor  # noqa: E402 (doctor)
+from goclaw_memory.cli.write import add_write_commands  # noqa: E402 (add|correct|delete|list)
 
 add_write_commands(memory_group)
-COMMANDS = [memory_group]
+memory_group.add_command(memory_doctor)

@@ -13,7 +13,6 @@ from typing import Any
 import click
 
 from goclaw.cli.common import emit_json, engine, json_option
-from goclaw.cli.memory import memory_group
 
 KIND_CHOICES = ("exact-code", "partial", "paraphrase", "temporal", "multi-hop", "preference", "unanswerable")
 
@@ -106,7 +105,7 @@ def eval_command(
         _print_report(data)
 
 
-@memory_group.command("doctor")
+@click.command("doctor")
 @click.option("--agent", "-a", default=None, help="Agent name (default: every agent).")
 @click.option(
     "--repair", is_flag=True, help="Fix what no other command fixes (see docs/eval.md), then check."
@@ -135,6 +134,3 @@ def memory_doctor(agent: str | None, repair: bool, as_json: bool) -> None:
         click.echo(f"{problems} problem(s) found" if problems else "no problems found")
     if report.problems:
         sys.exit(1)
-
-
-COMMANDS = [eval_command]

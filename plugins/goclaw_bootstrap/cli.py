@@ -57,6 +57,3 @@ def files_list(agent: str, user: str | None, as_json: bool) -> None:
         ["name", "chars", "level", "updated"],
         [(i.name, i.chars, i.level, i.updated_at.strftime("%Y-%m-%d %H:%M")) for i in infos],
     )
-
-
-COMMANDS = [files_group]

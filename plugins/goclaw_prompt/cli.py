@@ -52,6 +52,3 @@ def prompt_cmd(
         emit_json(result.as_dict())
         return
     sys.stdout.write(result.prompt)
-
-
-COMMANDS = [prompt_cmd]

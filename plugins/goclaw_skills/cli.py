@@ -185,6 +185,3 @@ def skills_visibility(slug: str, visibility: str, owner: str | None) -> None:
     """Set a managed skill's access mode: private, internal or public."""
     engine().skills.set_visibility(slug, visibility, owner=owner)
     click.echo(f"{slug} is now {visibility}", err=True)
-
-
-COMMANDS = [skills_group]

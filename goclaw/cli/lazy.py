@@ -1,0 +1,190 @@
+"""Commands declared, listed and imported only when they run (issue 13 item 3).
+
+:class:`LazyGroup` is the root ``goclaw`` group. It holds :class:`CommandSpec` declarations:
+``goclaw --help`` lists them from the declaration alone, and a command's module is imported only
+when that command is resolved. The kernel declares its own commands and the built-in plugins'
+(:mod:`goclaw.cli.registry`), so it knows who owns ``goclaw kg`` without importing anything: with
+that plugin disabled the command fails with one line naming the plugin. Third-party plugins
+declare theirs through the hook ``goclaw_cli_commands``; the eager hook
+``goclaw_register_commands`` still adds ready-made commands (kept for compatibility).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from goclaw.contracts.commands import CommandSpec
+from goclaw.errors import FeatureUnavailableError, GoclawError, PluginError
+
+if TYPE_CHECKING:
+    from goclaw.config import PluginsConfig
+
+
+def block_reason(config: PluginsConfig, plugin: str) -> str | None:
+    """Why ``plugin`` is not loaded under ``config`` (``[plugins] disable / only``), or None.
+
+    The same rule the plugin manager applies before it imports anything; name validation is
+    left to the engine, which reports an unknown name when the command opens it.
+    """
+    from goclaw.plugins import ESSENTIAL_PLUGINS
+
+    if not plugin or plugin in ESSENTIAL_PLUGINS:
+        return None
+    if plugin in config.disable:
+        return f"which is disabled {_source('DISABLE')}"
+    if config.only is not None and plugin not in config.only:
+        return f"which plugins.only leaves out {_source('ONLY')}"
+    return None
+
+
+def _source(key: str) -> str:
+    env = f"GOCLAW_PLUGINS__{key}"
+    return f"by {env}" if os.environ.get(env) else "in goclaw.toml"
+
+
+class LazyGroup(click.Group):
+    """A ``click.Group`` whose commands are :class:`CommandSpec` declarations, imported on use."""
+
+    def __init__(self, *args: Any, specs: Iterable[CommandSpec] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.builtin_specs: dict[str, CommandSpec] = {}
+        for spec in specs:
+            if spec.name in self.builtin_specs:
+                raise ValueError(f"command {spec.name!r} is declared twice")
+            self.builtin_specs[spec.name] = spec
+        self.plugin_specs: dict[str, CommandSpec] = {}
+        self.conflicts: dict[str, str] = {}
+        self._loaded: dict[str, click.Command] = {}
+
+    # ------------------------------------------------------------------ declarations
+    def spec(self, name: str) -> CommandSpec | None:
+        """The declaration a run of ``goclaw <name>`` uses (a third party's first)."""
+        return self.plugin_specs.get(name) or self.builtin_specs.get(name)
+
+    def clear_plugin_specs(self) -> None:
+        """Forget the third-party declarations (each CLI run collects its own)."""
+        self.plugin_specs = {}
+        self.conflicts = {}
+
+    def set_plugin_specs(
+        self, contributions: Iterable[tuple[str, CommandSpec]], config: PluginsConfig
+    ) -> None:
+        """Replace the third-party declarations with ``[(plugin, spec)]`` (one CLI run's).
+
+        A name already taken by the kernel, by an active built-in or by another plugin is a
+        conflict: running that command then fails naming both plugins, ``--help`` still works.
+        A built-in's name is free once its plugin is disabled (that is how a feature is replaced).
+        """
+        self.clear_plugin_specs()
+        for plugin, spec in contributions:
+            builtin = self.builtin_specs.get(spec.name)
+            taken_by = self.plugin_specs.get(spec.name)
+            if taken_by is not None:
+                owner = taken_by.plugin
+            elif builtin is not None and block_reason(config, builtin.plugin) is None:
+                owner = builtin.plugin or "the goclaw kernel"
+            else:
+                self.plugin_specs[spec.name] = replace(spec, plugin=plugin)
+                continue
+            self.conflicts[spec.name] = (
+                f"command 'goclaw {spec.name}' is provided by both {owner!r} and {plugin!r}; "
+                "disable one of them"
+            )
+
+    # ------------------------------------------------------------------ click
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.builtin_specs, *self.plugin_specs})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.conflicts:
+            raise PluginError(self.conflicts[cmd_name])
+        if cmd_name in self.commands:  # added eagerly (goclaw_register_commands)
+            return self.commands[cmd_name]
+        spec = self.spec(cmd_name)
+        if spec is None:
+            return None
+        if spec.plugin and cmd_name not in self.plugin_specs:
+            reason = _block_reason_for(ctx, spec.plugin)
+            if reason is not None:
+                raise FeatureUnavailableError(
+                    f"'goclaw {cmd_name}' is provided by plugin {spec.plugin}, {reason}"
+                )
+        return self.load(spec)
+
+    def load(self, spec: CommandSpec) -> click.Command:
+        """Import the declared command (once per declaration)."""
+        key = f"{spec.plugin}|{spec.target}"
+        if key in self._loaded:
+            return self._loaded[key]
+        module_name, _, attribute = spec.target.partition(":")
+        builtin = self.builtin_specs.get(spec.name) == spec
+        try:
+            command = getattr(importlib.import_module(module_name), attribute)
+        except Exception as exc:
+            if builtin:
+                raise  # our bug, not the user's
+            raise PluginError(
+                f"command 'goclaw {spec.name}' of plugin {spec.plugin!r} cannot be loaded from "
+                f"{spec.target}: {type(exc).__name__}: {exc}"
+            ) from None
+        if not isinstance(command, click.Command):
+            raise PluginError(
+                f"command 'goclaw {spec.name}' of plugin {spec.plugin or 'goclaw'!r}: "
+                f"{spec.target} is a {type(command).__name__}, not a click command"
+            )
+        self._loaded[key] = command
+        return command
+
+    def all_commands(self) -> dict[str, click.Command]:
+        """Every command by name, each declaration imported, whatever is disabled (for the
+        generated CLI reference and the tests that walk the whole tree)."""
+        found: dict[str, click.Command] = {}
+        for name in self.list_commands(click.Context(self)):
+            spec = self.spec(name)
+            found[name] = self.commands[name] if name in self.commands or spec is None else self.load(spec)
+        return found
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's listing, with a declaration's help taken from the declaration (no import)."""
+        rows: list[tuple[str, click.Command | CommandSpec]] = []
+        for name in self.list_commands(ctx):
+            eager = self.commands.get(name)
+            if eager is not None:
+                if not eager.hidden:
+                    rows.append((name, eager))
+                continue
+            spec = self.spec(name)
+            if spec is not None:
+                rows.append((name, spec))
+        if not rows:
+            return
+        limit = formatter.width - 6 - max(len(name) for name, _ in rows)
+        lines: list[tuple[str, str]] = []
+        for name, item in rows:
+            if isinstance(item, click.Command):
+                lines.append((name, item.get_short_help_str(limit)))
+            else:
+                # click's own shortening, applied to the declared line (nothing imported)
+                lines.append((name, click.Command(name, help=item.help).get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(lines)
+
+
+def _block_reason_for(ctx: click.Context, plugin: str) -> str | None:
+    """Is ``plugin`` blocked in this run's workspace? A settings problem is left to the command
+    (the engine reports it when it opens), so ``goclaw memory --help`` works with a broken file."""
+    from goclaw.config import load_settings
+
+    workspace = ctx.find_root().params.get("workspace") or Path(".")
+    try:
+        settings = load_settings(Path(workspace).resolve())
+    except GoclawError:
+        return None
+    return block_reason(settings.plugins, plugin)
