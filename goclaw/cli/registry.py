@@ -7,10 +7,10 @@ disabled the kernel still knows whose command it is and says so in one line.
 
 The kernel keeps the commands of its own mechanisms: ``init`` (the workspace and its config),
 ``plugins`` (the plugin manager), ``workers`` (the always-on event queue), ``agent``/``team``
-(agents and teams are kernel rows every feature is scoped by), ``forget`` (one user's erasure across
-every feature's rows and files), and ``serve``/``mcp`` (transports that expose every
-service through its contract, whichever plugin provides it).
-``tests/test_cli_registry.py`` checks each line against the command it names.
+(agents and teams are kernel rows every feature is scoped by), ``forget`` (one user's erasure
+across every plugin, through the ``goclaw_forget_rows`` hook), and ``serve``/``mcp``
+(transports that expose every service through its contract, whichever plugin provides it).
+``tests/test_cli_commands.py`` checks each line against the command it names.
 """
 
 from __future__ import annotations
