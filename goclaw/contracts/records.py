@@ -1,25 +1,111 @@
 """JSON shapes of the knowledge-graph and episodic records (DESIGN.md §7: ``goclaw kg ...``,
 ``goclaw session episodes``, ``memory_expand``).
 
-The rows are kernel tables (:mod:`goclaw.store.models`); their public shapes live here so the
-CLI, the tools and any replacement plugin print the same thing without importing the plugin
-that wrote them.
+The rows belong to the plugins that write them (their tables, ``goclaw_schema``); their public
+shapes live here, with the attributes a record must have (:class:`EntityRecord`,
+:class:`RelationRecord`, :class:`EpisodeRecord`), so the CLI, the tools and any replacement
+plugin print the same thing without importing the plugin that wrote them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from goclaw.store.models import EpisodicSummary, KGEntity, KGRelation
+
+class EntityRecord(Protocol):
+    """A knowledge-graph entity as the ``kg`` service returns it."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def entity_type(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def confidence(self) -> float: ...
+    @property
+    def user_id(self) -> str: ...
+    @property
+    def source_id(self) -> str: ...
+    @property
+    def merged_into(self) -> str | None: ...
+    @property
+    def properties(self) -> dict[str, Any]: ...
+    @property
+    def valid_from(self) -> datetime | None: ...
+    @property
+    def valid_until(self) -> datetime | None: ...
+
+
+class RelationRecord(Protocol):
+    """A knowledge-graph relation as the ``kg`` service returns it."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def source_entity_id(self) -> str: ...
+    @property
+    def target_entity_id(self) -> str: ...
+    @property
+    def relation_type(self) -> str: ...
+    @property
+    def confidence(self) -> float: ...
+    @property
+    def user_id(self) -> str: ...
+    @property
+    def source_id(self) -> str: ...
+    @property
+    def valid_from(self) -> datetime | None: ...
+    @property
+    def valid_until(self) -> datetime | None: ...
+
+
+class EpisodeRecord(Protocol):
+    """An episodic summary as the ``episodic`` service returns it."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def agent_id(self) -> str: ...
+    @property
+    def user_id(self) -> str: ...
+    @property
+    def session_key(self) -> str: ...
+    @property
+    def source_type(self) -> str: ...
+    @property
+    def source_id(self) -> str: ...
+    @property
+    def l0_abstract(self) -> str: ...
+    @property
+    def summary(self) -> str: ...
+    @property
+    def key_topics(self) -> Sequence[str]: ...
+    @property
+    def turn_count(self) -> int: ...
+    @property
+    def token_count(self) -> int: ...
+    @property
+    def embedding_model(self) -> str | None: ...
+    @property
+    def embedding_dim(self) -> int | None: ...
+    @property
+    def created_at(self) -> datetime | None: ...
+    @property
+    def expires_at(self) -> datetime | None: ...
+    @property
+    def promoted_at(self) -> datetime | None: ...
 
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
-def entity_dict(e: KGEntity) -> dict[str, Any]:
+def entity_dict(e: EntityRecord) -> dict[str, Any]:
     """A KG entity with its validity interval."""
     return {
         "id": e.id,
@@ -36,7 +122,7 @@ def entity_dict(e: KGEntity) -> dict[str, Any]:
     }
 
 
-def relation_dict(r: KGRelation, names: dict[str, str] | None = None) -> dict[str, Any]:
+def relation_dict(r: RelationRecord, names: dict[str, str] | None = None) -> dict[str, Any]:
     """A KG relation with its validity interval; ``names`` maps entity ids to names."""
     names = names or {}
     return {
@@ -54,7 +140,7 @@ def relation_dict(r: KGRelation, names: dict[str, str] | None = None) -> dict[st
     }
 
 
-def episode_dict(row: EpisodicSummary, score: float | None = None) -> dict[str, Any]:
+def episode_dict(row: EpisodeRecord, score: float | None = None) -> dict[str, Any]:
     """An episodic summary (``score`` added when it comes from a search)."""
     data: dict[str, Any] = {
         "id": row.id,
@@ -79,4 +165,4 @@ def episode_dict(row: EpisodicSummary, score: float | None = None) -> dict[str, 
     return data
 
 
-__all__ = ["entity_dict", "episode_dict", "relation_dict"]
+__all__ = ["EntityRecord", "EpisodeRecord", "RelationRecord", "entity_dict", "episode_dict", "relation_dict"]
