@@ -61,7 +61,7 @@ def _paired_ms(a: Any, b: Any, qs: list[str]) -> tuple[float, float]:
 def _summaries(engine: Any, agent_id: str, n: int, seed: int = 3) -> None:
     from memory_bench import WORDS
 
-    from goclaw_consolidation.episodic_store import NewEpisode
+    from goclaw.contracts.memory import NewEpisode
 
     rng = random.Random(seed)
     store = engine.service("episodic")

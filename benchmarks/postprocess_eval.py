@@ -174,7 +174,7 @@ def _autoinject(engine: Any, questions: Any) -> dict[str, Any]:
     """Auto-injection on the labelled set: per threshold, the share of unanswerable questions
     that would inject something (false injections) and of answerable ones whose injected hits
     (those >= the threshold among the 5 best) include evidence. Then the real section for every
-    question at each threshold, end to end (goclaw_consolidation.autoinject)."""
+    question at each threshold, end to end (goclaw_episodic.autoinject)."""
     from goclaw.retrieval.evaluation import matches
 
     per_q = []
@@ -193,9 +193,9 @@ def _autoinject(engine: Any, questions: Any) -> dict[str, Any]:
 
 
 def _autoinject_sections(engine: Any, questions: Any, threshold: float) -> dict[str, float]:
-    from goclaw_consolidation.autoinject import render_memory_context
+    from goclaw_episodic.autoinject import render_memory_context
 
-    settings = engine.plugin_settings("consolidation")
+    settings = engine.plugin_settings("episodic")
     settings.auto_inject_document_threshold = threshold
     un = [q for q in questions if q.kind == "unanswerable"]
     ans = [q for q in questions if q.kind != "unanswerable"]

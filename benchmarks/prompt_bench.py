@@ -71,7 +71,15 @@ def others_disabled() -> list[str]:
     """Built-ins that contribute other issues' sections (skills, memory, consolidation)."""
     from goclaw.plugins import DEFAULT_PLUGINS
 
-    prefixes = ("goclaw.skills", "goclaw.slash", "goclaw.memory", "goclaw.consolidation", "goclaw.workers")
+    prefixes = (
+        "goclaw.skills",
+        "goclaw.slash",
+        "goclaw.memory",
+        "goclaw.episodic",
+        "goclaw.kg",
+        "goclaw.channel_memory",
+        "goclaw.workers",
+    )
     return sorted(n for n in DEFAULT_PLUGINS if n.startswith(prefixes))
 
 
@@ -137,7 +145,14 @@ def measure(eng: Any, repeats: int) -> tuple[float, dict[str, Any]]:
     return statistics.median(times) * 1000, info
 
 
-OTHER_PLUGINS = ("goclaw_skills", "goclaw_memory", "goclaw_consolidation", "goclaw_embeddings")
+OTHER_PLUGINS = (
+    "goclaw_skills",
+    "goclaw_memory",
+    "goclaw_episodic",
+    "goclaw_kg",
+    "goclaw_channel_memory",
+    "goclaw_embeddings",
+)
 
 
 def count_io(eng: Any) -> tuple[int, int, int]:

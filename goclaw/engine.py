@@ -23,7 +23,7 @@ from goclaw.config import Settings, load_settings, validate_plugin_table
 from goclaw.errors import ConfigError, FeatureUnavailableError, PluginError
 from goclaw.events import EventQueue
 from goclaw.hooks import Hooks
-from goclaw.plugins import GoclawPluginManager, build_plugin_manager
+from goclaw.plugins import GoclawPluginManager, build_plugin_manager, route_renamed_tables
 from goclaw.store import migrate
 from goclaw.store.database import Database
 
@@ -54,9 +54,9 @@ SERVICE_OWNERS = {
     "skills": "goclaw.skills",
     "memory": "goclaw.memory",
     "sessions": "goclaw.memory",
-    "kg": "goclaw.consolidation",
-    "episodic": "goclaw.consolidation",
-    "channel_memory": "goclaw.consolidation",
+    "kg": "goclaw.kg",
+    "episodic": "goclaw.episodic",
+    "channel_memory": "goclaw.channel_memory",
 }
 # Services the kernel itself provides (always present, whatever is disabled).
 KERNEL_SERVICES = frozenset({"events"})
@@ -138,7 +138,9 @@ class Engine:
 
     def _validate_plugin_settings(self) -> None:
         models = self.hooks.settings_models()
-        tables = self.settings.plugins.feature_tables()
+        tables = route_renamed_tables(
+            self.settings.plugins.feature_tables(), {_feature(name): m for name, m in models.items()}
+        )
         known_features = {_feature(name) for name in self.plugin_manager.records}
         for table in tables:
             if table not in known_features:

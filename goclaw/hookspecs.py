@@ -74,8 +74,9 @@ def goclaw_services(engine: Engine) -> dict[str, Any] | None:
     (``engine.skills``). Semantics: all collected; two plugins offering one name is an error.
     Default plugins: ``goclaw.context_files`` (files), ``goclaw.bootstrap`` (seeder,
     summoner), ``goclaw.prompt`` (prompt), ``goclaw.skills`` (skills), ``goclaw.memory``
-    (memory, sessions), ``goclaw.consolidation`` (kg, episodic, channel_memory). ``events`` is
-    the kernel's own (:class:`~goclaw.events.EventQueue`); a plugin may not provide it.
+    (memory, sessions), ``goclaw.episodic`` (episodic), ``goclaw.kg`` (kg),
+    ``goclaw.channel_memory`` (channel_memory). ``events`` is the kernel's own
+    (:class:`~goclaw.events.EventQueue`); a plugin may not provide it.
     """
 
 
@@ -170,7 +171,7 @@ def goclaw_prompt_sections() -> list[PromptSection] | None:
     override, Tooling, Safety, Workspace, Sandbox, User Identity, Current Time, Messaging,
     Extra Context, Project Context, Silent Replies, Sub-Agent Spawning, Runtime),
     ``goclaw.skills`` (Skills),
-    ``goclaw.memory`` (Memory Recall), ``goclaw.consolidation`` (Memory Context).
+    ``goclaw.memory`` (Memory Recall), ``goclaw.episodic`` (Memory Context).
     """
 
 
@@ -297,7 +298,7 @@ def goclaw_memory_search_extra(
 
     Returns: hits with ``tier`` set (e.g. ``"episodic"``) and scores in 0..1.
     Semantics: all collected; ``memory_search`` merges them with document hits (tier
-    ``"document"``) by score. Default plugin: ``goclaw.consolidation`` (episodic summaries).
+    ``"document"``) by score. Default plugin: ``goclaw.episodic`` (episodic summaries).
     """
 
 
@@ -343,7 +344,7 @@ def goclaw_tools(engine: Engine) -> list[Tool] | None:
     Semantics: all collected; a duplicate tool name is an error.
     Default plugins: ``goclaw.context_files`` (read/write_context_file), ``goclaw.skills``
     (skill_search, use_skill), ``goclaw.memory`` (memory_search, memory_get),
-    ``goclaw.consolidation`` (memory_expand).
+    ``goclaw.episodic`` (memory_expand).
     """
 
 

@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from goclaw import hookspecs
-from goclaw.errors import PluginError
+from goclaw.errors import ConfigError, PluginError
 from goclaw.hookcall import CallRecorder, instrument
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from goclaw.config import PluginsConfig
 
 log = logging.getLogger(__name__)
@@ -34,7 +36,7 @@ AUTOLOAD_ENV = "GOCLAW_DISABLE_PLUGIN_AUTOLOAD"
 
 # name -> module path. Order here is irrelevant: every hook result is sorted explicitly.
 DEFAULT_PLUGINS: dict[str, str] = {
-    "goclaw.context_files": "goclaw_bootstrap.context_files",
+    "goclaw.context_files": "goclaw_context_files.plugin",
     "goclaw.bootstrap": "goclaw_bootstrap.seeding",
     "goclaw.prompt": "goclaw_prompt.plugin",
     "goclaw.virtual_files": "goclaw_virtual_files.plugin",
@@ -68,12 +70,22 @@ DEFAULT_PLUGINS: dict[str, str] = {
     "goclaw.lancedb": "goclaw_lancedb.plugin",
     "goclaw.embeddings": "goclaw_embeddings.plugin",
     "goclaw.llm": "goclaw_llm.plugin",
-    "goclaw.consolidation": "goclaw_consolidation.plugin",
-    "goclaw.workers.episodic": "goclaw_consolidation.episodic",
-    "goclaw.workers.semantic": "goclaw_consolidation.semantic",
-    "goclaw.workers.dedup": "goclaw_consolidation.dedup",
-    "goclaw.workers.dreaming": "goclaw_consolidation.dreaming",
-    "goclaw.workers.retention": "goclaw_consolidation.retention",
+    "goclaw.episodic": "goclaw_episodic.plugin",
+    "goclaw.kg": "goclaw_kg.plugin",
+    "goclaw.channel_memory": "goclaw_channel_memory.plugin",
+    "goclaw.workers.episodic": "goclaw_episodic.worker",
+    "goclaw.workers.semantic": "goclaw_kg.semantic",
+    "goclaw.workers.dedup": "goclaw_kg.dedup",
+    "goclaw.workers.dreaming": "goclaw_episodic.dreaming",
+    "goclaw.workers.retention": "goclaw_episodic.retention",
+}
+
+# issue 13 item 4: ``goclaw.consolidation`` was cut along the spec's nouns. The old name still
+# works in ``[plugins] disable``/``only`` and its ``[plugins.consolidation]`` table still
+# configures the new plugins (:func:`route_renamed_tables`), each with a one-line deprecation
+# warning. The workers were always plugins of their own and keep their names.
+RENAMED_PLUGINS: dict[str, tuple[str, ...]] = {
+    "goclaw.consolidation": ("goclaw.episodic", "goclaw.kg", "goclaw.channel_memory"),
 }
 
 # The kernel cannot serve its contract without these; disabling one is a loud error.
@@ -175,8 +187,10 @@ class GoclawPluginManager:
                 record.hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or [])
 
     def _blocked_names(self, known: list[str]) -> set[str]:
-        disable = list(self.config.disable)
-        only = self.config.only
+        # The CLI's command-only manager (no built-ins) stays quiet: the engine's warns.
+        warn = self.include_builtins
+        disable = _renamed("disable", self.config.disable, warn)
+        only = None if self.config.only is None else _renamed("only", self.config.only, warn)
         for label, names in (("disable", disable), ("only", only or [])):
             unknown = [n for n in names if n not in known]
             if unknown:
@@ -242,6 +256,55 @@ class GoclawPluginManager:
 
     def active_names(self) -> list[str]:
         return sorted(n for n, r in self.records.items() if r.status == "active")
+
+
+def _renamed(label: str, names: Iterable[str], warn: bool) -> list[str]:
+    """``names`` with each renamed plugin replaced by its successors (a deprecation warning)."""
+    out: list[str] = []
+    for name in names:
+        successors = RENAMED_PLUGINS.get(name, (name,))
+        if name in RENAMED_PLUGINS and warn:
+            log.warning(
+                f"deprecated: plugins.{label} names {name!r}, now split into {', '.join(successors)}; "
+                "use the new names"
+            )
+        out.extend(n for n in successors if n not in out)
+    return out
+
+
+def route_renamed_tables(tables: dict[str, Any], models: dict[str, type[BaseModel]]) -> dict[str, Any]:
+    """The feature tables with a renamed plugin's table (``[plugins.consolidation]``) routed to
+    its successors: each key goes to every successor whose settings model declares it; a value in
+    the successor's own table wins. ``models`` maps feature names to the active plugins' models.
+    A key no successor knows is an error when all of them are active (else it may belong to a
+    disabled one and is ignored, as any disabled plugin's table is)."""
+    out = dict(tables)
+    for old_name, new_names in RENAMED_PLUGINS.items():
+        old, new = _feature(old_name), [_feature(n) for n in new_names]
+        table = out.pop(old, None)
+        if table is None:
+            continue
+        if not isinstance(table, dict):
+            raise ConfigError(f"plugins.{old}: must be a table, got {type(table).__name__}")
+        log.warning(
+            f"deprecated: [plugins.{old}] is split into {', '.join(f'[plugins.{n}]' for n in new)}; "
+            "move each key to its new table"
+        )
+        for key, value in table.items():
+            owners = [n for n in new if n in models and key in models[n].model_fields]
+            if not owners and all(n in models for n in new):
+                known = sorted({k for n in new for k in models[n].model_fields})
+                raise ConfigError(f"[plugins.{old}]: unknown key {key!r}; known keys: {', '.join(known)}")
+            for feature in owners:
+                current = out.get(feature)
+                merged = dict(current) if isinstance(current, dict) else {}
+                merged.setdefault(key, value)
+                out[feature] = merged if current is None or isinstance(current, dict) else current
+    return out
+
+
+def _feature(plugin_name: str) -> str:
+    return plugin_name.removeprefix("goclaw.")
 
 
 def _version() -> str:

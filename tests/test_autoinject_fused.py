@@ -14,7 +14,7 @@ import pytest
 
 from goclaw import hookimpl
 from goclaw.types import PromptContext, PromptRequest
-from goclaw_consolidation.autoinject import MemoryContextSection
+from goclaw_episodic.autoinject import MemoryContextSection
 from tests.memory_helpers import write
 
 # A tiny embedder that knows synonyms: words of one concept share a dimension, so "test
@@ -104,7 +104,8 @@ def test_nothing_is_injected_for_an_unanswerable_question(eng: Any) -> None:
 
 
 def test_an_episodic_summary_in_meaning_only_is_injected_with_its_id(eng: Any) -> None:
-    from goclaw_consolidation.episodic_store import EpisodicStore, NewEpisode
+    from goclaw.contracts.memory import NewEpisode
+    from goclaw_episodic.store import EpisodicStore
 
     store = EpisodicStore(eng)
     agent = eng.agents.get("ada")
@@ -127,7 +128,7 @@ def test_an_episodic_summary_in_meaning_only_is_injected_with_its_id(eng: Any) -
 
 
 def test_the_document_threshold_is_a_setting(eng: Any) -> None:
-    eng.plugin_settings("consolidation").auto_inject_document_threshold = 1.0
+    eng.plugin_settings("episodic").auto_inject_document_threshold = 1.0
     assert _render(eng, "Which Acme invoice was sent twice?") is None
 
 
@@ -139,7 +140,7 @@ def test_false_injections_on_the_labelled_unanswerable_questions(workspace: Path
 
     from goclaw.engine import Engine
     from goclaw.retrieval.evaluation import load_questions
-    from goclaw_consolidation.autoinject import render_memory_context
+    from goclaw_episodic.autoinject import render_memory_context
     from tests.helpers import run_cli
 
     example = Path(__file__).resolve().parent.parent / "examples" / "quickstart"

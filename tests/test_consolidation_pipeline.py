@@ -186,7 +186,7 @@ def test_memory_search_has_episodic_tier_and_expand(
 
 
 def test_retention_prunes_expired_rows(make_engine: Any, workspace: Path, database_url: str | None) -> None:
-    engine = make_engine(plugins={"consolidation": {"dreaming_enabled": False}})
+    engine = make_engine(plugins={"episodic": {"dreaming_enabled": False}})
     agent = engine.agents.create("ada")
     engine.agents.update_settings("ada", episodic_ttl_days=1)
     record_session(engine, agent, "old", "", [("user", "Remember the Zebra protocol for Project Kite.")])

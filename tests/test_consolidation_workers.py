@@ -7,12 +7,13 @@ from typing import Any
 
 from sqlmodel import select
 
+from goclaw.contracts.memory import NewEpisode
 from goclaw.events import WorkerRunner
 from goclaw.store.models import EpisodicSummary, WorkerState
 from goclaw.types import PromptContext, PromptRequest
-from goclaw_consolidation.autoinject import HEADER, MemoryContextSection
-from goclaw_consolidation.episodic_store import EpisodicStore, NewEpisode
-from goclaw_consolidation.text import is_trivial, l0_abstract
+from goclaw_episodic.autoinject import HEADER, MemoryContextSection
+from goclaw_episodic.store import EpisodicStore
+from goclaw_episodic.text import is_trivial, l0_abstract
 
 
 def _add_episodes(engine: Any, agent: Any, n: int, start: int = 0, user: str = "u1") -> None:
@@ -41,7 +42,7 @@ def _promoted(engine: Any) -> int:
 
 
 def test_dreaming_threshold_batch_and_debounce(make_engine: Any) -> None:
-    engine = make_engine(plugins={"consolidation": {"dreaming_batch": 10}})
+    engine = make_engine(plugins={"episodic": {"dreaming_batch": 10}})
     agent = engine.agents.create("ada")
     only = ["dreaming"]
     _add_episodes(engine, agent, 4)
@@ -80,7 +81,7 @@ def test_dreaming_replay_writes_nothing_twice(make_engine: Any) -> None:
     engine = make_engine()
     agent = engine.agents.create("ada")
     _add_episodes(engine, agent, 5)
-    from goclaw_consolidation.dreaming import DreamingWorker
+    from goclaw_episodic.dreaming import DreamingWorker
 
     with engine.db.session() as s:
         batch = list(s.exec(select(EpisodicSummary)))

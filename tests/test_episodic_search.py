@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
+from goclaw.contracts.memory import NewEpisode
 from goclaw.engine import Engine
 from goclaw.retrieval.tokenize import query_terms, terms
 from goclaw.store import migrate
 from goclaw.store.database import Database
 from goclaw.store.types import utcnow
-from goclaw_consolidation.episodic_search import episode_lex, searcher
-from goclaw_consolidation.episodic_store import NewEpisode
+from goclaw_episodic.search import episode_lex, searcher
 from tests.test_skills_common import EmbedderPlugin, concept_vector
 
 SUMMARIES = [
@@ -143,7 +143,7 @@ def test_index_follows_inserts_deletes_expiry_and_old_rows(make_engine: Any, mon
         )
     assert "src-s2" in {r.source_id for r, _ in store.search(agent.id, None, "pizza")}
     later = utcnow() + timedelta(hours=2)
-    monkeypatch.setattr("goclaw_consolidation.episodic_search.utcnow", lambda: later)
+    monkeypatch.setattr("goclaw_episodic.search.utcnow", lambda: later)
     assert "src-s2" not in {r.source_id for r, _ in store.search(agent.id, None, "pizza")}
 
 

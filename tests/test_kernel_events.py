@@ -21,8 +21,9 @@ from goclaw.events import EventQueue
 from tests.helpers import run_cli
 from tests.plugin_install import on_sys_path, pip_install_target
 
+MEMORY_FEATURES = ["goclaw.episodic", "goclaw.kg", "goclaw.channel_memory"]
 CONSOLIDATION_FAMILY = [
-    "goclaw.consolidation",
+    *MEMORY_FEATURES,
     "goclaw.workers.episodic",
     "goclaw.workers.semantic",
     "goclaw.workers.dedup",
@@ -47,9 +48,7 @@ def _received(workspace: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-@pytest.mark.parametrize(
-    "disabled", [["goclaw.consolidation"], CONSOLIDATION_FAMILY], ids=["plugin", "family"]
-)
+@pytest.mark.parametrize("disabled", [MEMORY_FEATURES, CONSOLIDATION_FAMILY], ids=["plugins", "family"])
 def test_third_party_worker_gets_run_completed_with_consolidation_disabled(
     listener_installed: Path, workspace: Path, disabled: list[str]
 ) -> None:
@@ -115,6 +114,6 @@ def test_http_serve_with_workers_uses_the_kernel_queue_settings(
     ran: list[str] = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: ran.append(kwargs["host"]))
     (workspace / "goclaw.toml").write_text("[events]\npoll_interval_seconds = 0.05\n")
-    with Engine.open(workspace, plugins={"disable": ["goclaw.consolidation"]}) as engine:
+    with Engine.open(workspace, plugins={"disable": MEMORY_FEATURES}) as engine:
         serve(engine, None, host="127.0.0.1", port=0, workers=True)
     assert ran == ["127.0.0.1"]

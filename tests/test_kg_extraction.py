@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 from sqlmodel import select
 
+from goclaw.nlp.entities import entity_names
 from goclaw.store.models import KGDedupCandidate, KGEntity
-from goclaw_consolidation.dedup import DedupWorker
-from goclaw_consolidation.semantic import heuristic_extract
-from goclaw_consolidation.text import entity_names
+from goclaw_kg.dedup import DedupWorker
+from goclaw_kg.semantic import heuristic_extract
 from tests import kg_eval
 
 

@@ -13,9 +13,9 @@ from sqlmodel import select
 
 from goclaw.errors import ValidationError
 from goclaw.store.models import KGDedupCandidate, KGEntity, KGRelation
-from goclaw_consolidation.dedup import DedupWorker, decide
-from goclaw_consolidation.settings import ConsolidationSettings
-from goclaw_consolidation.text import jaro_winkler, name_similarity
+from goclaw_kg.dedup import DedupWorker, decide
+from goclaw_kg.settings import KGSettings
+from goclaw_kg.similarity import jaro_winkler, name_similarity
 from tests.helpers import run_cli
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -140,12 +140,12 @@ def test_name_similarity_examples() -> None:
     assert jaro_winkler("martha", "marhta") == pytest.approx(0.9611, abs=1e-3)  # textbook value
     assert name_similarity("Open AI", "OpenAI") == 1.0
     assert name_similarity("Atlas Project", "Project Atlas") == 1.0
-    assert 0.9 < name_similarity("Jon Smith", "John Smith") < ConsolidationSettings().dedup_auto_merge_name
+    assert 0.9 < name_similarity("Jon Smith", "John Smith") < KGSettings().dedup_auto_merge_name
     assert name_similarity("Berlin", "Munich") < 0.6
 
 
 def test_decision_gates_are_safe() -> None:
-    cfg = ConsolidationSettings()
+    cfg = KGSettings()
     assert decide(0.99, 1.0, cfg) == "merge"
     assert decide(0.99, 0.96, cfg) == "candidate"  # near-identical vectors, different names
     assert decide(0.90, 1.0, cfg) == "candidate"  # same name, vectors disagree

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from goclaw_consolidation.text import jaro_winkler, name_similarity
+from goclaw_kg.similarity import jaro_winkler, name_similarity
 
 # Textbook values (Winkler 1990 and the usual worked examples), to 3 decimals.
 REFERENCE = [

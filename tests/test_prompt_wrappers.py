@@ -52,7 +52,8 @@ def test_an_activated_skill_cannot_close_its_wrapper(make_engine: Any, workspace
 
 
 def test_recalled_memories_sit_in_their_own_wrapper(make_engine: Any) -> None:
-    from goclaw_consolidation.episodic_store import EpisodicStore, NewEpisode
+    from goclaw.contracts.memory import NewEpisode
+    from goclaw_episodic.store import EpisodicStore
 
     eng = make_engine()
     agent = eng.agents.create("ada")

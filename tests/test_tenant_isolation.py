@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
+from goclaw.contracts.memory import NewEpisode
 from goclaw.errors import NotFoundError
 from goclaw.store.models import KGDedupCandidate
-from goclaw_consolidation.episodic_store import EpisodicStore, NewEpisode
-from goclaw_consolidation.plugin import memory_expand
+from goclaw_episodic.plugin import memory_expand
+from goclaw_episodic.store import EpisodicStore
 from tests.helpers import run_cli
 
 SECRET = "Alice keeps the launch codes in the blue binder"

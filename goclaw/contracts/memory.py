@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -172,9 +173,37 @@ class SessionService(Protocol):
 # --------------------------------------------------------------------------- V3 memory
 
 
+@dataclass
+class NewEpisode:
+    """An episodic summary to record (:meth:`EpisodicService.build`). ``source_id`` makes the
+    write idempotent per ``(agent_id, user_id)``; ``ttl_days=None`` = the agent's
+    ``episodic_ttl_days``. Channel memory records its approved items through this."""
+
+    agent_id: str
+    user_id: str
+    session_key: str
+    summary: str
+    source_id: str
+    source_type: str = "session"
+    turn_count: int = 0
+    token_count: int = 0
+    ttl_days: int | None = None
+    key_topics: builtins.list[str] | None = None
+
+
 @runtime_checkable
 class EpisodicService(Protocol):
     """``engine.service("episodic")``: episodic summaries (spec §17 L1)."""
+
+    def build(self, new: NewEpisode, *, redact_text: bool = True) -> Any:
+        """A ready-to-insert row: redacted summary, L0 abstract, topics, embedding, expiry
+        (no database write: embedding happens outside the caller's transaction)."""
+        ...
+
+    def add(self, session: Any, row: Any, *, publish: bool = True) -> tuple[Any, bool]:
+        """In the caller's transaction: add ``row`` and publish ``episodic.created``, unless its
+        ``source_id`` exists. Returns ``(the row now stored, whether it is new)``."""
+        ...
 
     def get(self, episodic_id: str) -> Any: ...
 
@@ -236,6 +265,10 @@ class KnowledgeGraphService(Protocol):
     ) -> builtins.list[tuple[Any, dict[str, str]]]: ...
 
     def facts_for_episode(self, episodic_id: str) -> tuple[builtins.list[Any], builtins.list[Any]]: ...
+
+    def entity_names(self, ids: Iterable[str]) -> dict[str, str]:
+        """``{entity id: name}`` for the given ids (a relation's endpoints, ``memory_expand``)."""
+        ...
 
     def merge(self, keep_id: str, drop_id: str) -> Any: ...
 
@@ -309,5 +342,6 @@ __all__ = [
     "KnowledgeGraphService",
     "MemoryFileWriter",
     "MemoryService",
+    "NewEpisode",
     "SessionService",
 ]

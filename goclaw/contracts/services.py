@@ -217,9 +217,9 @@ SERVICES: dict[str, tuple[type, str]] = {
     "skills": (SkillsService, "goclaw.skills"),
     "memory": (MemoryService, "goclaw.memory"),
     "sessions": (SessionService, "goclaw.memory"),
-    "episodic": (EpisodicService, "goclaw.consolidation"),
-    "kg": (KnowledgeGraphService, "goclaw.consolidation"),
-    "channel_memory": (ChannelMemoryService, "goclaw.consolidation"),
+    "episodic": (EpisodicService, "goclaw.episodic"),
+    "kg": (KnowledgeGraphService, "goclaw.kg"),
+    "channel_memory": (ChannelMemoryService, "goclaw.channel_memory"),
     "events": (EventPublisher, "kernel"),
 }
 

@@ -3,7 +3,7 @@
 Each virtual file is its own default plugin (``goclaw.virtual.delegation``,
 ``goclaw.virtual.team``, ``goclaw.virtual.availability``); this one holds what they share:
 ``[plugins.virtual_files]`` and :func:`roster`, the agent's links and teams, cached until the
-next write to agents, links or teams (see :mod:`goclaw_bootstrap.changes`).
+next write to agents, links or teams (see :mod:`goclaw_context_files.changes`).
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ SQLITE_FTS = [
 
 
 def episode_lex(summary: str, l0_abstract: str, key_topics: object) -> str:
-    """The stored terms of one summary (the same text goclaw_consolidation indexes)."""
+    """The stored terms of one summary (the same text goclaw_episodic indexes)."""
     from goclaw.retrieval.tokenize import default_tokenizer
 
     if isinstance(key_topics, str):

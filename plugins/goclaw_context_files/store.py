@@ -87,7 +87,7 @@ class ContextFileStore:
     @property
     def cache_seconds(self) -> float:
         """How long cached reads are trusted across processes (``goclaw.contracts.files``)."""
-        from goclaw_bootstrap.changes import cache_seconds
+        from goclaw_context_files.changes import cache_seconds
 
         return cache_seconds(self.engine)
 
@@ -251,8 +251,8 @@ class ContextFileStore:
     # ------------------------------------------------------------------ cached loads (prompt path)
     def load_level(self, agent: Agent, user: str | None) -> builtins.list[tuple[str, str]]:
         """``[(name, content)]`` of one level, ordered by name, cached until a write (see
-        :mod:`goclaw_bootstrap.changes`): a warm prompt build does not touch the database."""
-        from goclaw_bootstrap.changes import cache_seconds, tracker
+        :mod:`goclaw_context_files.changes`): a warm prompt build does not touch the database."""
+        from goclaw_context_files.changes import cache_seconds, tracker
 
         def _load() -> builtins.list[tuple[str, str]]:
             with self.engine.db.session() as s:

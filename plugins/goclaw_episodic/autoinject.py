@@ -21,16 +21,19 @@ directly, with the last user turns as context for its vector query.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from sqlmodel import col, select
 
+from goclaw.nlp.sentences import clip
 from goclaw.store.models import SessionMessage
 from goclaw.wrappers import neutralise
-from goclaw_consolidation import text as T
-from goclaw_consolidation.common import log
-from goclaw_consolidation.episodic_store import EpisodicStore
-from goclaw_consolidation.settings import agent_setting, settings_of
+from goclaw_episodic.settings import agent_setting, settings_of
+from goclaw_episodic.store import EpisodicStore
+from goclaw_episodic.text import is_trivial
+
+log = logging.getLogger("goclaw.episodic")
 
 HEADER = "## Memory Context\n\nRelevant memories from past sessions (use memory_search for details):\n"
 # Recalled text is data, not instructions: it sits in its own wrapper, and wrapper tags inside
@@ -61,7 +64,7 @@ def render_memory_context(
     engine: Any, agent: Any, user: str | None, message: str | None, session_key: str | None = None
 ) -> str:
     """The section text, or ``""`` when disabled, trivial or nothing relevant."""
-    if not agent_setting(engine, agent, "auto_inject_enabled") or T.is_trivial(message):
+    if not agent_setting(engine, agent, "auto_inject_enabled") or is_trivial(message):
         return ""
     assert message is not None
     max_tokens = int(agent_setting(engine, agent, "auto_inject_max_tokens"))
@@ -84,7 +87,7 @@ def render_memory_context(
         room = budget - len(text) - len(CLOSE)
         if len(line) > room:
             if added == 0 and room > 24:
-                text += f"- {T.clip(body, room - 3)}\n"
+                text += f"- {clip(body, room - 3)}\n"
                 added += 1
             break
         text += line
@@ -105,7 +108,7 @@ def recalled(
         results = EpisodicStore(engine).search(
             agent.id, user, message, limit=max_items * 2, min_score=threshold, vector_query=vector_query
         )
-        return [(row.l0_abstract or T.clip(row.summary, 500), _expand(row.id)) for row, _score in results]
+        return [(row.l0_abstract or clip(row.summary, 500), _expand(row.id)) for row, _score in results]
     doc_threshold = settings_of(engine).auto_inject_document_threshold
     limit = max_items * 2
     docs = engine.memory.search_response(message, agent, user or None, limit=limit, include_extra=False).hits
@@ -113,14 +116,14 @@ def recalled(
     scored: list[tuple[float, int, str, str]] = []
     for i, hit in enumerate(docs):
         if float(hit.score) >= doc_threshold:
-            snippet = T.clip(" ".join(str(hit.snippet or "").split()), DOCUMENT_CHARS)
+            snippet = clip(" ".join(str(hit.snippet or "").split()), DOCUMENT_CHARS)
             scored.append(
                 (float(hit.score), i, f"{hit.path}#L{hit.start_line}-{hit.end_line}: {snippet}", "")
             )
     for i, xhit in enumerate(extra):
         if float(xhit.score) >= threshold:
             suffix = _expand(xhit.id) if xhit.tier == "episodic" else ""
-            scored.append((float(xhit.score), len(docs) + i, T.clip(str(xhit.text or ""), 500), suffix))
+            scored.append((float(xhit.score), len(docs) + i, clip(str(xhit.text or ""), 500), suffix))
     scored.sort(key=lambda s: (-s[0], s[1]))
     return [(body, suffix) for _score, _i, body, suffix in scored]
 

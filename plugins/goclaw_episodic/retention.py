@@ -7,12 +7,14 @@ per ``retention_interval_seconds`` (6 h) across every ``goclaw workers run`` pro
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from goclaw import hookimpl
-from goclaw_consolidation.common import log
-from goclaw_consolidation.episodic_store import EpisodicStore
-from goclaw_consolidation.settings import settings_of
+from goclaw_episodic.settings import settings_of
+from goclaw_episodic.store import EpisodicStore
+
+log = logging.getLogger("goclaw.episodic")
 
 
 class RetentionWorker:

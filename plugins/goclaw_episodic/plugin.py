@@ -1,10 +1,13 @@
-"""Plugin ``goclaw.consolidation``: the V3 memory services (spec §17-§20).
+"""Plugin ``goclaw.episodic``: episodic memory (spec §17-§19).
 
-Provides ``engine.kg`` (the temporal knowledge graph), the ``episodic``
-and ``channel_memory`` services, the auto-injected "Memory Context" prompt section, episodic
-hits for ``memory_search`` and the ``memory_expand`` tool. The four workers are separate
-default plugins (``goclaw.workers.episodic``, ``.semantic``, ``.dedup``, ``.dreaming``, plus
-``.retention``) so each can be disabled or replaced.
+Provides the ``episodic`` service (``engine.episodic``), the auto-injected "Memory Context"
+prompt section, episodic hits for ``memory_search`` and the ``memory_expand`` tool. Its workers
+are separate default plugins in this package (``goclaw.workers.episodic``,
+``goclaw.workers.dreaming``, ``goclaw.workers.retention``) so each can be disabled or replaced.
+
+Auto-injection lives here because what it injects is episodic memory: it searches this plugin's
+summaries, reads its settings (``auto_inject_*``) and only adds memory-file hits through the
+``memory`` service when that plugin is on (docs/consolidation.md).
 """
 
 from __future__ import annotations
@@ -14,28 +17,22 @@ from typing import Any
 from pydantic import BaseModel
 
 from goclaw import hookimpl
+from goclaw.agents import find_agent
 from goclaw.contracts.records import entity_dict, episode_dict, relation_dict
 from goclaw.types import SearchHit, Tool
-from goclaw_consolidation.autoinject import MemoryContextSection
-from goclaw_consolidation.channel import ChannelMemory
-from goclaw_consolidation.common import find_agent
-from goclaw_consolidation.episodic_store import EpisodicStore
-from goclaw_consolidation.kg import KnowledgeGraph
-from goclaw_consolidation.settings import ConsolidationSettings
+from goclaw_episodic.autoinject import MemoryContextSection
+from goclaw_episodic.settings import EpisodicSettings
+from goclaw_episodic.store import EpisodicStore
 
 
 @hookimpl
 def goclaw_settings_model() -> type[BaseModel]:
-    return ConsolidationSettings
+    return EpisodicSettings
 
 
 @hookimpl
 def goclaw_services(engine: Any) -> dict[str, Any]:
-    return {
-        "kg": KnowledgeGraph(engine),
-        "episodic": EpisodicStore(engine),
-        "channel_memory": ChannelMemory(engine),
-    }
+    return {"episodic": EpisodicStore(engine)}
 
 
 @hookimpl
@@ -54,7 +51,8 @@ def goclaw_memory_search_extra(
 
 
 def memory_expand(engine: Any, id: str, agent: str, user: str | None = None) -> dict[str, Any]:
-    """Full episodic summary plus its linked KG facts (spec §17 ``memory_expand``).
+    """Full episodic summary plus its linked KG facts (spec §17 ``memory_expand``); the facts
+    come from the ``kg`` service and are empty when ``goclaw.kg`` is disabled.
 
     Scoped: the summary must belong to ``agent`` and be agent-level or ``user``'s own.
     """
@@ -66,16 +64,14 @@ def memory_expand(engine: Any, id: str, agent: str, user: str | None = None) -> 
     row = EpisodicStore(engine).get(id)
     if a is None or row is None or row.agent_id != a.id or row.user_id not in ("", user or ""):
         raise NotFoundError(f"no episodic memory {id!r} for this agent/user")
-    ents, rels = KnowledgeGraph(engine).facts_for_episode(row.id)
-    names = {e.id: e.name for e in ents}
-    if rels:
-        from sqlmodel import col, select
-
-        from goclaw.store.models import KGEntity
-
-        ids = {r.source_entity_id for r in rels} | {r.target_entity_id for r in rels}
-        with engine.db.session() as s:
-            names.update({e.id: e.name for e in s.exec(select(KGEntity).where(col(KGEntity.id).in_(ids)))})
+    ents: list[Any] = []
+    rels: list[Any] = []
+    names: dict[str, str] = {}
+    if engine.has_service("kg"):
+        ents, rels = engine.kg.facts_for_episode(row.id)
+        names = {e.id: e.name for e in ents}
+        ends = {r.source_entity_id for r in rels} | {r.target_entity_id for r in rels}
+        names.update(engine.kg.entity_names(ends - set(names)))
     return {
         "episode": episode_dict(row),
         "entities": [entity_dict(e) for e in ents],

@@ -11,6 +11,7 @@ harmless. Extraction failures fall back to the heuristic; they never lose the ev
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,13 +19,16 @@ from typing import Any
 from sqlmodel import Session
 
 from goclaw import hookimpl
+from goclaw.agents import find_agent
+from goclaw.completion import llm_complete, parse_json_object
+from goclaw.nlp.entities import typed_mentions
+from goclaw.nlp.sentences import clip, sentences
 from goclaw.redaction import redact_for
-from goclaw.store.models import EpisodicSummary
-from goclaw_consolidation import text as T
-from goclaw_consolidation.common import find_agent, llm_complete, log, parse_json_object
-from goclaw_consolidation.entities import typed_mentions
-from goclaw_consolidation.kg import KnowledgeGraph, relation_type_key
-from goclaw_consolidation.settings import agent_setting, settings_of
+from goclaw.retrieval.tokenize import STOPWORDS
+from goclaw_kg.graph import KnowledgeGraph, relation_type_key
+from goclaw_kg.settings import agent_setting, settings_of
+
+log = logging.getLogger("goclaw.kg")
 
 EXTRACT_PROMPT = (
     "Extract a knowledge graph from the text. Reply with JSON only:\n"
@@ -35,6 +39,18 @@ EXTRACT_PROMPT = (
     "Use names exactly as written. Only facts stated in the text."
 )
 MAX_CHARS = 12000
+# Words that never make a relation on their own: the retrieval stopwords plus light verbs and
+# pleasantries (one stopword list, extended here; issue 13 item 4).
+GLUE_WORDS = STOPWORDS | frozenset(
+    """
+    above after again against all also am any because been before being below between both doing
+    down during each few further get got having he hello her here hers herself hey hi him himself
+    his itself just let lets like made make may might more most must myself need nor now off ok
+    okay once one only other ours ourselves out over own please same shall should some such sure
+    thank thanks theirs themselves those through too two under until up use used very want while
+    yeah yes yours yourself yourselves
+    """.split()  # noqa: SIM905
+)
 _PREPS = frozenset(["on", "at", "for", "in", "with", "to", "from", "by", "of", "into", "about", "and", "or"])
 
 
@@ -53,10 +69,10 @@ _REL = re.compile(
 
 def heuristic_extract(text: str) -> Extraction:
     """A model-free extraction that still yields useful entities and relations (names and
-    types: :mod:`goclaw_consolidation.entities`)."""
+    types: :mod:`goclaw.nlp.entities`)."""
     out = Extraction(method="heuristic")
     index: dict[str, dict[str, Any]] = {}
-    for sentence in T.sentences(text):
+    for sentence in sentences(text):
         found = typed_mentions(sentence, text)[:10]
         for m, etype in found:
             entity = index.get(m.name.lower())
@@ -65,7 +81,7 @@ def heuristic_extract(text: str) -> Extraction:
                     "name": m.name,
                     "type": etype,
                     "confidence": 0.6,
-                    "description": T.clip(sentence, 160),
+                    "description": clip(sentence, 160),
                 }
                 index[m.name.lower()] = entity
                 out.entities.append(entity)
@@ -75,7 +91,7 @@ def heuristic_extract(text: str) -> Extraction:
             between = sentence[a.end : b.start]
             m = _REL.match(between)
             words = m.group(1).split() if m else []
-            if m and len(between) <= 40 and not all(w in T.STOPWORDS or w in _PREPS for w in words):
+            if m and len(between) <= 40 and not all(w in GLUE_WORDS or w in _PREPS for w in words):
                 rel = relation_type_key(m.group(1))
                 out.relations.append(
                     {"source": a.name, "relation": rel, "target": b.name, "confidence": 0.55}
@@ -121,8 +137,10 @@ class SemanticWorker:
 
     def handle(self, event: Any, engine: Any) -> None:
         episodic_id = str(event.payload.get("episodic_id") or "")
-        with engine.db.session() as s:
-            ep = s.get(EpisodicSummary, episodic_id)
+        if not engine.has_service("episodic"):  # the summaries are goclaw.episodic's
+            log.info("episodic memory is disabled; episodic %s not extracted", episodic_id)
+            return
+        ep = engine.episodic.get(episodic_id)
         if ep is None:
             log.info("episodic %s is gone (pruned?); nothing to extract", episodic_id)
             return

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from goclaw import hookimpl
 from goclaw.types import Tool
-from goclaw_bootstrap.store import ContextFileStore, DatabaseFileSource
+from goclaw_context_files.store import ContextFileStore, DatabaseFileSource
 
 
 class ContextFilesSettings(BaseModel):

@@ -24,6 +24,7 @@ the typed one; two different real types ("Jordan" person / place) are only propo
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -31,10 +32,11 @@ from sqlmodel import Session, col, select
 
 from goclaw import hookimpl
 from goclaw.store.models import KGDedupCandidate, KGEntity
-from goclaw_consolidation.common import log
-from goclaw_consolidation.kg import KnowledgeGraph
-from goclaw_consolidation.settings import settings_of
-from goclaw_consolidation.text import name_similarity
+from goclaw_kg.graph import KnowledgeGraph
+from goclaw_kg.settings import settings_of
+from goclaw_kg.similarity import name_similarity
+
+log = logging.getLogger("goclaw.kg")
 
 UNTYPED = frozenset({"concept", "thing"})  # what a typer says when it does not know
 

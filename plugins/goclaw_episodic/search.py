@@ -48,7 +48,7 @@ from goclaw.retrieval.index import Doc, SearchIndex
 from goclaw.retrieval.tokenize import default_tokenizer, query_terms
 from goclaw.store.types import utcnow
 
-log = logging.getLogger("goclaw.consolidation")
+log = logging.getLogger("goclaw.episodic")
 
 TEXT_WEIGHT = 0.7
 VECTOR_WEIGHT = 0.3
@@ -144,9 +144,9 @@ class EpisodicSearch:
         return [(i, s) for i, s in found if s >= min_score and s > 0]
 
     def _query_vector(self, query: str, vector_query: str | None) -> tuple[Any, Space | None]:
-        from goclaw_consolidation.common import embed
+        from goclaw.retrieval.embed import embed_texts
 
-        emb = embed(self.engine, [vector_query or query]) if query.strip() else None
+        emb = embed_texts(self.engine, [vector_query or query]) if query.strip() else None
         if emb is None:
             return None, None
         return emb.vectors[0], (emb.provider, emb.model, int(emb.dim))

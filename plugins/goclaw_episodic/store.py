@@ -3,7 +3,7 @@
 Rows are unique per ``(agent_id, user_id, source_id)``. Each stores the full summary, the L0
 abstract, key topics, an optional embedding (with provider, model and dimension, so models
 never mix), its retrieval terms (``lex``) and ``expires_at``. Search runs on the shared retrieval
-engine (:mod:`goclaw_consolidation.episodic_search`, issue 11): an in-memory index per agent on
+engine (:mod:`goclaw_episodic.search`, issue 11): an in-memory index per agent on
 SQLite, full text in the database on PostgreSQL; every candidate is scored on both channels
 and fused 0.7 (text) / 0.3 (vector), the reference's episodic weights. Vectors on PostgreSQL
 use a partial HNSW expression index per dimension, created at run time.
@@ -12,7 +12,6 @@ use a partial HNSW expression index per dimension, created at run time.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,15 +19,20 @@ from sqlalchemy import bindparam, delete
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from goclaw.agents import find_agent, in_tenant, user_scope
+from goclaw.contracts.memory import NewEpisode
+from goclaw.nlp.entities import entity_names
+from goclaw.nlp.sentences import clip
 from goclaw.redaction import redact_for
+from goclaw.retrieval.embed import embed_texts
 from goclaw.store.models import EpisodicSummary
 from goclaw.store.types import utcnow
 from goclaw.types import SearchHit
-from goclaw_consolidation import text as T
-from goclaw_consolidation.common import embed, in_tenant, user_scope
-from goclaw_consolidation.episodic_search import episode_lex, searcher
+from goclaw_episodic import text as T
+from goclaw_episodic.search import episode_lex, searcher
+from goclaw_episodic.settings import agent_setting
 
-log = logging.getLogger("goclaw.consolidation")
+log = logging.getLogger("goclaw.episodic")
 
 _HNSW_DONE: set[tuple[str, int]] = set()
 
@@ -65,20 +69,6 @@ def _hit_statement() -> Any:
     return _HITS
 
 
-@dataclass
-class NewEpisode:
-    agent_id: str
-    user_id: str
-    session_key: str
-    summary: str
-    source_id: str
-    source_type: str = "session"
-    turn_count: int = 0
-    token_count: int = 0
-    ttl_days: int = 90
-    key_topics: list[str] | None = None
-
-
 class EpisodicStore:
     """``engine.service("episodic")``: create, read, search and prune episodic summaries."""
 
@@ -89,9 +79,12 @@ class EpisodicStore:
     def build(self, new: NewEpisode, *, redact_text: bool = True) -> EpisodicSummary:
         """A ready-to-insert row: redacted summary, L0 abstract, topics, embedding, expiry."""
         summary = redact_for(self.engine, new.summary) if redact_text else new.summary
-        topics = new.key_topics if new.key_topics is not None else T.entity_names(summary)
+        topics = new.key_topics if new.key_topics is not None else entity_names(summary)
         if redact_text:
             topics = [redact_for(self.engine, t) for t in topics]
+        ttl = new.ttl_days
+        if ttl is None:
+            ttl = int(agent_setting(self.engine, find_agent(self.engine, new.agent_id), "episodic_ttl_days"))
         now = utcnow()
         row = EpisodicSummary(
             tenant_id=self.engine.settings.tenant_id,
@@ -107,10 +100,10 @@ class EpisodicStore:
             turn_count=new.turn_count,
             token_count=new.token_count,
             created_at=now,
-            expires_at=now + timedelta(days=new.ttl_days) if new.ttl_days > 0 else None,
+            expires_at=now + timedelta(days=ttl) if ttl > 0 else None,
         )
         row.lex = episode_lex(row.summary, row.l0_abstract, row.key_topics)
-        emb = embed(self.engine, [summary])
+        emb = embed_texts(self.engine, [summary])
         if emb is not None:
             row.embedding = emb.vectors[0]
             row.embedding_provider, row.embedding_model, row.embedding_dim = emb.provider, emb.model, emb.dim
@@ -234,7 +227,7 @@ class EpisodicStore:
         min_score: float = 0.0,
         vector_query: str | None = None,
     ) -> list[tuple[EpisodicSummary, float]]:
-        """Hybrid episodic search (:mod:`goclaw_consolidation.episodic_search`); ``[(row,
+        """Hybrid episodic search (:mod:`goclaw_episodic.search`); ``[(row,
         score)]`` best first. Only an agent of this engine's tenant has results (issue 12 §20);
         an agent without summaries costs one cached check."""
         found = searcher(self.engine).search(
@@ -275,7 +268,7 @@ class EpisodicStore:
                 SearchHit(
                     id=row.id,
                     score=min(1.0, score),
-                    text=row.l0_abstract or T.clip(row.summary, 500),
+                    text=row.l0_abstract or clip(row.summary, 500),
                     path=f"episodic:{row.session_key or row.source_id}",
                     scope="user" if row.user_id else "agent",
                     tier="episodic",

@@ -17,14 +17,15 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from goclaw.agents import require_agent
+from goclaw.completion import llm_complete, parse_json_object
+from goclaw.contracts.memory import NewEpisode
 from goclaw.errors import NotFoundError, ValidationError
+from goclaw.nlp.summary import extractive_summary
 from goclaw.redaction import ExcludedPatterns, redactor_of
 from goclaw.store.models import Agent, ChannelMemoryItem
 from goclaw.store.types import utcnow
-from goclaw_consolidation import text as T
-from goclaw_consolidation.common import llm_complete, parse_json_object, require_agent
-from goclaw_consolidation.episodic_store import EpisodicStore, NewEpisode
-from goclaw_consolidation.settings import agent_setting, settings_of
+from goclaw_channel_memory.settings import settings_of
 
 EXTRACT_PROMPT = (
     "From this group chat, extract durable facts, decisions and preferences worth remembering. "
@@ -123,7 +124,7 @@ class ChannelMemory:
         if data and isinstance(data.get("memories"), list):
             candidates = [str(m).strip() for m in data["memories"] if str(m).strip()][:5]
         if not candidates and not data:
-            summary = T.extractive_summary([("user", f"{who}: {body}") for who, body in lines])
+            summary = extractive_summary([("user", f"{who}: {body}") for who, body in lines])
             if summary:
                 candidates = [f"In channel {channel}: {summary}"]
         # The model saw redacted text, but its output is redacted again before storage.
@@ -163,7 +164,7 @@ class ChannelMemory:
 
     def approve(self, item_id: int) -> dict[str, Any]:
         """Approve a pending item: an episodic row (``source_type='channel'``) + ``episodic.created``."""
-        store = EpisodicStore(self.engine)
+        store = self.engine.episodic  # goclaw.episodic (FeatureUnavailableError when disabled)
         with self.engine.db.session() as s:
             item = s.get(ChannelMemoryItem, item_id)
             agent = s.get(Agent, item.agent_id) if item is not None else None
@@ -181,7 +182,6 @@ class ChannelMemory:
                 source_type="channel",
                 turn_count=1,
                 token_count=len(item.content) // 4,
-                ttl_days=int(agent_setting(self.engine, agent, "episodic_ttl_days")),
             ),
             redact_text=True,
         )

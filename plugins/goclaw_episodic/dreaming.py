@@ -16,7 +16,10 @@ On ``episodic.created`` for ``(agent, user)``:
 
 from __future__ import annotations
 
+import logging
+import os
 import re
+import tempfile
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
@@ -25,14 +28,17 @@ from typing import Any
 from sqlmodel import Session
 
 from goclaw import hookimpl
+from goclaw.agents import find_agent
+from goclaw.completion import llm_complete
 from goclaw.events import DeferEvent
+from goclaw.nlp.sentences import clip
 from goclaw.redaction import redact_for
 from goclaw.store.models import EpisodicSummary, WorkerState
 from goclaw.store.types import utcnow
-from goclaw_consolidation import text as T
-from goclaw_consolidation.common import atomic_write, find_agent, llm_complete, log
-from goclaw_consolidation.episodic_store import EpisodicStore
-from goclaw_consolidation.settings import agent_setting, settings_of
+from goclaw_episodic.settings import agent_setting, settings_of
+from goclaw_episodic.store import EpisodicStore
+
+log = logging.getLogger("goclaw.episodic")
 
 DREAM_PROMPT = (
     "You consolidate an assistant's episodic memories into long-term memory. From the session "
@@ -51,7 +57,7 @@ def dream_path(engine: Any, agent: Any, user_id: str, when: datetime) -> Path:
 
 def fallback_synthesis(rows: list[EpisodicSummary]) -> str:
     topics = Counter(t for r in rows for t in (r.key_topics or []))
-    lines = [f"- {r.l0_abstract or T.clip(r.summary, 200)}" for r in rows]
+    lines = [f"- {r.l0_abstract or clip(r.summary, 200)}" for r in rows]
     recurring = [t for t, n in topics.most_common(8) if n >= 2] or [t for t, _ in topics.most_common(5)]
     if recurring:
         lines.append(f"- Recurring topics: {', '.join(recurring)}")
@@ -145,3 +151,21 @@ class DreamingWorker:
 @hookimpl
 def goclaw_consolidation_workers() -> list[Any]:
     return [DreamingWorker()]
+
+
+def atomic_write(path: Path, content: str) -> None:
+    """Write ``content`` to ``path`` via a temp file + ``os.replace`` (never a torn file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(content)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -21,13 +21,14 @@ from typing import Any
 from sqlalchemy import or_, text
 from sqlmodel import Session, col, select
 
+from goclaw.agents import require_agent, user_scope
 from goclaw.errors import NotFoundError, ValidationError
+from goclaw.nlp.entities import normalize_name
 from goclaw.redaction import redact_for
+from goclaw.retrieval.embed import embed_texts
 from goclaw.store.models import Agent, KGDedupCandidate, KGEntity, KGRelation
 from goclaw.store.types import utcnow
-from goclaw_consolidation.common import embed, require_agent, user_scope
-from goclaw_consolidation.settings import settings_of
-from goclaw_consolidation.text import normalize_name
+from goclaw_kg.settings import settings_of
 
 
 def relation_type_key(value: str) -> str:
@@ -114,6 +115,14 @@ class KnowledgeGraph:
                 )
             )
         return ents, rels
+
+    def entity_names(self, ids: Iterable[str]) -> dict[str, str]:
+        """``{entity id: name}`` for ``ids`` (a relation's endpoints, ``memory_expand``)."""
+        wanted = set(ids)
+        if not wanted:
+            return {}
+        with self.engine.db.session() as s:
+            return {e.id: e.name for e in s.exec(select(KGEntity).where(col(KGEntity.id).in_(wanted)))}
 
     # ------------------------------------------------------------------ upserts (semantic worker)
     def current_entity(
@@ -565,7 +574,7 @@ class KnowledgeGraph:
 
     def embed_names(self, names: Iterable[str]) -> dict[str, tuple[Any, str, str, int]]:
         names = list(names)
-        emb = embed(self.engine, names)
+        emb = embed_texts(self.engine, names)
         if emb is None:
             return {}
         return {n: (emb.vectors[i], emb.provider, emb.model, emb.dim) for i, n in enumerate(names)}

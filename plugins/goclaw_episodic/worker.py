@@ -11,17 +11,22 @@ expiry; insert and publish ``episodic.created`` in one transaction. A replay fin
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from sqlmodel import col, select
 
 from goclaw import hookimpl
+from goclaw.agents import find_agent
+from goclaw.completion import llm_complete
+from goclaw.nlp.sentences import clip
+from goclaw.nlp.summary import extractive_summary
 from goclaw.store.models import Session as SessionRow
 from goclaw.store.models import SessionMessage
-from goclaw_consolidation import text as T
-from goclaw_consolidation.common import find_agent, llm_complete, log
-from goclaw_consolidation.episodic_store import EpisodicStore, NewEpisode
-from goclaw_consolidation.settings import agent_setting, settings_of
+from goclaw_episodic.settings import agent_setting, settings_of
+from goclaw_episodic.store import EpisodicStore, NewEpisode
+
+log = logging.getLogger("goclaw.episodic")
 
 SUMMARY_PROMPT = (
     "You write episodic memory for an AI assistant. Summarise the conversation below in 2-4 short "
@@ -63,7 +68,7 @@ def transcript(messages: list[tuple[str, str]]) -> str:
     parts: list[str] = []
     total = 0
     for role, content in messages:
-        line = f"{role}: {T.clip(' '.join(content.split()), MAX_MESSAGE_CHARS)}"
+        line = f"{role}: {clip(' '.join(content.split()), MAX_MESSAGE_CHARS)}"
         if total + len(line) > MAX_TRANSCRIPT_CHARS:
             parts.append("...(truncated)")
             break
@@ -85,7 +90,7 @@ def summarise(engine: Any, messages: list[tuple[str, str]]) -> tuple[str, str]:
     )
     if reply:
         return reply, "llm"
-    return T.extractive_summary(messages), "extractive"
+    return extractive_summary(messages), "extractive"
 
 
 class EpisodicWorker:

@@ -1,6 +1,7 @@
 """Model-free entity names and types (spec §18 ``extractEntityNames``; issue 12 item 6).
 
-The knowledge graph's fallback when no model is configured, and the episodic key topics.
+A kernel text mechanism (issue 13 item 4) shared by two features that never import each other:
+the episodic key topics and the knowledge graph's fallback extractor when no model is configured.
 Measured on ``tests/data/kg_entities.jsonl`` (``python -m tests.kg_eval``); the rules:
 
 * names are runs of capitalised words (and mixed-case tokens such as ``gRPC``), split at
@@ -21,9 +22,26 @@ Measured on ``tests/data/kg_entities.jsonl`` (``python -m tests.kg_eval``); the 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
-from goclaw_consolidation.text import _NOT_ENTITIES, normalize_name
+from goclaw.nlp.sentences import sentences
+
+MAX_NAMES = 20  # names kept per text (episodic key topics, spec §18)
+
+# Capitalised words that start sentences or address roles, never entities on their own.
+NOT_ENTITIES = frozenset(
+    """
+    A Actually After Also An And April Are Assistant August Be Been Before But Can Channel
+    Conversation Could December Decision Decisions Did Discussed Do Does Done February Friday Good
+    Great He Hello Her Here Hey Hi His How I If Is It Its January July June Just Key Let Lets March
+    May Maybe Monday My Next No Not Note Notes November October Ok Okay Once Or Our Perfect Please
+    Points REDACTED Redacted Saturday September Session Shall She Should So Sounds Summary Sunday
+    Sure Thank Thanks That The Their Then There These They This Those Thursday Today Tomorrow
+    Topics Tuesday User Was We Wednesday Were What When Where Which Who Why Will Would Yes
+    Yesterday You Your
+    """.split()  # noqa: SIM905
+)
 
 # Words glued inside a name ("Bank of America", "AT&T", "Procter & Gamble"); ``and``/``or``
 # are not glue: they separate names.
@@ -187,7 +205,7 @@ def mentions(sentence: str, context: str = "") -> list[Mention]:
     out: list[Mention] = []
     for match in _CAP_RUN.finditer(sentence):
         tokens = [(t.group(0), match.start() + t.start()) for t in re.finditer(r"\S+", match.group(0))]
-        while tokens and (tokens[0][0] in _NOT_ENTITIES or tokens[0][0].lower() in _GLUE):
+        while tokens and (tokens[0][0] in NOT_ENTITIES or tokens[0][0].lower() in _GLUE):
             tokens = tokens[1:]
         while tokens and (tokens[-1][0].lower() in _GLUE or tokens[-1][0].rstrip(".,;:!?") in _TRAIL):
             tokens = tokens[:-1]
@@ -204,7 +222,7 @@ def mentions(sentence: str, context: str = "") -> list[Mention]:
         words = name.split()
         if not words or len(name) < 2 or (len(name) < 3 and not _marked(name)):
             continue
-        if name in _NOT_ENTITIES or "REDACTED" in name or any(w in JARGON for w in words):
+        if name in NOT_ENTITIES or "REDACTED" in name or any(w in JARGON for w in words):
             continue
         if len(words) == 1 and _generic(name):
             continue
@@ -282,5 +300,26 @@ def typed_mentions(sentence: str, context: str = "") -> list[tuple[Mention, str]
     return list(zip(found, types, strict=True))
 
 
-def entity_key(name: str) -> str:
-    return normalize_name(name)
+def normalize_name(name: str) -> str:
+    """The entity key: lower case, accents folded, punctuation dropped, spaces collapsed."""
+    folded = unicodedata.normalize("NFKD", name)
+    folded = "".join(c for c in folded if not unicodedata.combining(c)).lower()
+    folded = re.sub(r"[^\w\s]+", " ", folded)
+    return " ".join(folded.split())
+
+
+def entity_names(text: str, limit: int = MAX_NAMES) -> list[str]:
+    """Candidate entity names (spec §18 ``extractEntityNames``) by the rules above,
+    deduplicated case-insensitively, at most ``limit``."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for sentence in sentences(text):
+        for m in mentions(sentence, text):
+            key = m.name.lower()
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(m.name)
+            if len(out) >= limit:
+                return out
+    return out

@@ -1,0 +1,23 @@
+"""``[plugins.channel_memory]``: passive channel memory (spec §18). Per-channel opt-in, exclusions
+and auto-approval live in ``agents.settings["passive_memory"]`` (``goclaw channel-memory``).
+The old ``[plugins.consolidation]`` table still works (issue 13 item 4)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class ChannelMemorySettings(BaseModel):
+    """``[plugins.channel_memory]``"""
+
+    llm_timeout_seconds: float = Field(default=30.0, gt=0)
+
+
+def settings_of(engine: Any) -> ChannelMemorySettings:
+    try:
+        cfg = engine.plugin_settings("channel_memory")
+    except Exception:
+        return ChannelMemorySettings()
+    return cfg if isinstance(cfg, ChannelMemorySettings) else ChannelMemorySettings()

@@ -1,0 +1,1 @@
+"""The temporal knowledge graph (spec §18, §20) and its semantic and dedup workers."""
