@@ -53,7 +53,7 @@ DEFAULT_COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec(
         "files",
         "Read and write context files (AGENTS.md, SOUL.md, ...).",
-        "goclaw_bootstrap.cli:files_group",
+        "goclaw_context_files.cli:files_group",
         plugin="goclaw.context_files",
     ),
     CommandSpec(
@@ -93,12 +93,12 @@ DEFAULT_COMMANDS: tuple[CommandSpec, ...] = (
         "kg",
         "The temporal knowledge graph: entities, relations, dedup review.",
         "goclaw.cli.kg:kg_group",
-        plugin="goclaw.consolidation",
+        plugin="goclaw.kg",
     ),
     CommandSpec(
         "channel-memory",
         "Passive channel memory: opt-in per channel, redacted, reviewed before it is remembered.",
         "goclaw.cli.channel_memory:channel_group",
-        plugin="goclaw.consolidation",
+        plugin="goclaw.channel_memory",
     ),
 )
