@@ -83,22 +83,49 @@ def _to_call_result(result: ToolResult) -> Any:
 
 def build_server(engine: Engine, scope: McpScope, *, max_threads: int = 8) -> Any:
     """The SDK ``Server`` serving ``engine`` for ``scope`` (run it with stdio or HTTP)."""
-    import anyio
-    import mcp_types as types
     from mcp.server import Server
 
     engine.agents.get(scope.agent)  # unknown agent: fail at start, not per call
-    limiter = anyio.CapacityLimiter(max_threads)
+    handlers = _Handlers(engine, scope, max_threads)
+    return Server(
+        "goclaw",
+        instructions=(
+            f"goclaw context engine for agent {scope.agent!r}: search and save long-term memory, "
+            "find and load skills, read and write context files."
+        ),
+        on_list_tools=handlers.list_tools,
+        on_call_tool=handlers.call_tool,
+        on_list_prompts=handlers.list_prompts,
+        on_get_prompt=handlers.get_prompt,
+        on_list_resources=handlers.list_resources,
+        on_read_resource=handlers.read_resource,
+    )
 
-    async def in_thread(fn: Any, *args: Any) -> Any:
-        return await anyio.to_thread.run_sync(fn, *args, limiter=limiter)
 
-    def _context(ctx: Any) -> ToolContext:
-        return scope.context(getattr(ctx, "request", None))
+class _Handlers:
+    """The MCP request handlers of one server: tools, the system prompt as a prompt and as a
+    resource. Each engine call runs in a worker thread (at most ``max_threads`` at once)."""
 
-    async def list_tools(ctx: Any, params: Any) -> Any:
-        tool_ctx = _context(ctx)
-        decls = await in_thread(engine.tools.mcp, tool_ctx)
+    def __init__(self, engine: Engine, scope: McpScope, max_threads: int) -> None:
+        import anyio
+
+        self.engine = engine
+        self.scope = scope
+        self.limiter = anyio.CapacityLimiter(max_threads)
+
+    async def _in_thread(self, fn: Any, *args: Any) -> Any:
+        import anyio
+
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self.limiter)
+
+    def _context(self, ctx: Any) -> ToolContext:
+        return self.scope.context(getattr(ctx, "request", None))
+
+    # ------------------------------------------------------------------ tools
+    async def list_tools(self, ctx: Any, params: Any) -> Any:
+        import mcp_types as types
+
+        decls = await self._in_thread(self.engine.tools.mcp, self._context(ctx))
         return types.ListToolsResult(
             tools=[
                 types.Tool(name=d["name"], description=d["description"], input_schema=d["inputSchema"])
@@ -106,30 +133,33 @@ def build_server(engine: Engine, scope: McpScope, *, max_threads: int = 8) -> An
             ]
         )
 
-    async def call_tool(ctx: Any, params: Any) -> Any:
+    async def call_tool(self, ctx: Any, params: Any) -> Any:
         try:
-            tool_ctx = _context(ctx)
+            tool_ctx = self._context(ctx)
         except GoclawError as exc:
             return _to_call_result(ToolResult.error(exc))
-        result = await in_thread(engine.tools.call, params.name, params.arguments or {}, tool_ctx)
+        result = await self._in_thread(self.engine.tools.call, params.name, params.arguments or {}, tool_ctx)
         return _to_call_result(result)
 
-    def _prompt_text(tool_ctx: ToolContext, mode: str | None, message: str | None) -> str:
+    # ------------------------------------------------------------------ the system prompt
+    def _prompt_text(self, tool_ctx: ToolContext, mode: str | None, message: str | None) -> str:
         from goclaw.types import PromptRequest, ToolInfo
 
-        tools = tuple(ToolInfo(t.name, t.description) for t in engine.tools.list(tool_ctx))
+        tools = tuple(ToolInfo(t.name, t.description) for t in self.engine.tools.list(tool_ctx))
         request = PromptRequest(
             agent=tool_ctx.agent, user=tool_ctx.user, mode=mode, message=message, tools=tools
         )
-        text: str = engine.prompt.build(request).prompt
+        text: str = self.engine.prompt.build(request).prompt
         return text
 
-    async def list_prompts(ctx: Any, params: Any) -> Any:
+    async def list_prompts(self, ctx: Any, params: Any) -> Any:
+        import mcp_types as types
+
         return types.ListPromptsResult(
             prompts=[
                 types.Prompt(
                     name=PROMPT_NAME,
-                    description=f"The assembled system prompt of agent {scope.agent!r}",
+                    description=f"The assembled system prompt of agent {self.scope.agent!r}",
                     arguments=[
                         types.PromptArgument(name="mode", description="full or minimal", required=False),
                         types.PromptArgument(
@@ -140,51 +170,43 @@ def build_server(engine: Engine, scope: McpScope, *, max_threads: int = 8) -> An
             ]
         )
 
-    async def get_prompt(ctx: Any, params: Any) -> Any:
+    async def get_prompt(self, ctx: Any, params: Any) -> Any:
+        import mcp_types as types
+
         if params.name != PROMPT_NAME:
             raise ValueError(f"unknown prompt {params.name!r}; available: {PROMPT_NAME}")
         args = params.arguments or {}
-        tool_ctx = _context(ctx)
-        text = await in_thread(_prompt_text, tool_ctx, args.get("mode"), args.get("message"))
+        tool_ctx = self._context(ctx)
+        text = await self._in_thread(self._prompt_text, tool_ctx, args.get("mode"), args.get("message"))
         return types.GetPromptResult(
-            description=f"system prompt of {scope.agent}",
+            description=f"system prompt of {self.scope.agent}",
             messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))],
         )
 
-    async def list_resources(ctx: Any, params: Any) -> Any:
+    async def list_resources(self, ctx: Any, params: Any) -> Any:
+        import mcp_types as types
+
         return types.ListResourcesResult(
             resources=[
                 types.Resource(
                     uri=PROMPT_URI,
                     name="system prompt",
-                    description=f"The assembled system prompt of agent {scope.agent!r}",
+                    description=f"The assembled system prompt of agent {self.scope.agent!r}",
                     mime_type="text/markdown",
                 )
             ]
         )
 
-    async def read_resource(ctx: Any, params: Any) -> Any:
+    async def read_resource(self, ctx: Any, params: Any) -> Any:
+        import mcp_types as types
+
         if str(params.uri) != PROMPT_URI:
             raise ValueError(f"unknown resource {params.uri!s}; available: {PROMPT_URI}")
-        tool_ctx = _context(ctx)
-        text = await in_thread(_prompt_text, tool_ctx, None, None)
+        tool_ctx = self._context(ctx)
+        text = await self._in_thread(self._prompt_text, tool_ctx, None, None)
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=PROMPT_URI, mime_type="text/markdown", text=text)]
         )
-
-    return Server(
-        "goclaw",
-        instructions=(
-            f"goclaw context engine for agent {scope.agent!r}: search and save long-term memory, "
-            "find and load skills, read and write context files."
-        ),
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_prompts=list_prompts,
-        on_get_prompt=get_prompt,
-        on_list_resources=list_resources,
-        on_read_resource=read_resource,
-    )
 
 
 def run_stdio(engine: Engine, scope: McpScope) -> None:

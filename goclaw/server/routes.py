@@ -5,15 +5,26 @@ then calls the same engine service as the CLI command of the same name.
 """
 
 # No `from __future__ import annotations` here: FastAPI reads the endpoints' annotations, and
-# the token dependency (`Tok`) is local to build_router.
+# the token dependency (`Tok`) is local to each route group.
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Header, Query
-from pydantic import BaseModel, Field
 
 from goclaw.contracts.tools import ToolContext, memory_hit_id
 from goclaw.errors import NotFoundError, ValidationError
+from goclaw.server.bodies import (
+    AddBody,
+    CorrectBody,
+    FileBody,
+    IndexBody,
+    MessageBody,
+    PromptBody,
+    ScopeBody,
+    SearchBody,
+    ToolCallBody,
+)
 from goclaw.server.tokens import ANY, TokenRecord
 
 if TYPE_CHECKING:
@@ -21,75 +32,6 @@ if TYPE_CHECKING:
     from goclaw.server.tokens import TokenStore
 
 ADMIN = TokenRecord(name="(no auth)", sha256="", agents=[ANY], users=[ANY])
-
-
-class PromptBody(BaseModel):
-    agent: str
-    user: str | None = None
-    mode: str | None = None
-    session_key: str | None = None
-    message: str | None = None
-    channel: str | None = None
-    tools: list[str] = Field(default_factory=list, description="tool names offered this turn")
-    extra_prompt: str | None = None
-
-
-class FileBody(BaseModel):
-    agent: str
-    user: str | None = None
-    content: str
-
-
-class SearchBody(BaseModel):
-    agent: str
-    user: str | None = None
-    query: str
-    limit: int | None = Field(default=None, ge=1, le=1000)
-    channel: str = "hybrid"
-
-
-class IndexBody(BaseModel):
-    agent: str | None = None
-    user: str | None = None
-
-
-class AddBody(BaseModel):
-    agent: str
-    user: str | None = None
-    text: str
-    tags: list[str] = Field(default_factory=list)
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    date: str | None = None
-
-
-class CorrectBody(BaseModel):
-    agent: str
-    user: str | None = None
-    text: str
-    id: str | None = None
-    path: str | None = None
-    from_line: int | None = Field(default=None, ge=1)
-    to_line: int | None = Field(default=None, ge=1)
-
-
-class MessageBody(BaseModel):
-    agent: str
-    user: str | None = None
-    role: str
-    content: str
-
-
-class ScopeBody(BaseModel):
-    agent: str
-    user: str | None = None
-
-
-class ToolCallBody(BaseModel):
-    agent: str
-    user: str | None = None
-    session: str | None = None
-    channel: str | None = None
-    arguments: dict[str, Any] = Field(default_factory=dict, description="the model's arguments")
 
 
 def _lines(path: str | None, from_line: int | None, to_line: int | None) -> tuple[int, int] | None:
@@ -111,6 +53,27 @@ def _row(obj: Any) -> dict[str, Any]:
 
 
 def build_router(engine: "Engine", tokens: "TokenStore | None") -> APIRouter:
+    """The ``/v1`` router: every endpoint group below, registered in this order (a fixed path
+    such as ``/skills/search`` before the ``/skills/{slug}`` it would otherwise match)."""
+    auth = _authenticator(tokens)
+    r = APIRouter(prefix="/v1")
+    for add in (
+        _core_routes,
+        _prompt_routes,
+        _file_routes,
+        _skill_routes,
+        _memory_read_routes,
+        _memory_write_routes,
+        _session_routes,
+        _worker_and_kg_routes,
+        _tool_routes,
+    ):
+        add(r, engine, auth)
+    return r
+
+
+def _authenticator(tokens: "TokenStore | None") -> Callable[..., TokenRecord]:
+    """The dependency that turns the ``Authorization`` header into the caller's token record."""
     from goclaw.server.http import AuthError
 
     def auth(authorization: Annotated[str | None, Header()] = None) -> TokenRecord:
@@ -123,8 +86,12 @@ def build_router(engine: "Engine", tokens: "TokenStore | None") -> APIRouter:
             raise AuthError("unknown or revoked token")
         return record
 
+    return auth
+
+
+def _core_routes(r: APIRouter, engine: "Engine", auth: Callable[..., TokenRecord]) -> None:
+    """Health (no token) and the agent list."""
     Tok = Annotated[TokenRecord, Depends(auth)]
-    r = APIRouter(prefix="/v1")
 
     @r.get("/health", tags=["server"])
     def health() -> dict[str, Any]:
@@ -135,7 +102,11 @@ def build_router(engine: "Engine", tokens: "TokenStore | None") -> APIRouter:
         tok.check(None, None)
         return [{"name": a.name, "type": a.agent_type} for a in engine.agents.list()]
 
-    # ------------------------------------------------------------------ prompt
+
+def _prompt_routes(r: APIRouter, engine: "Engine", auth: Callable[..., TokenRecord]) -> None:
+    """The assembled system prompt (``goclaw prompt``)."""
+    Tok = Annotated[TokenRecord, Depends(auth)]
+
     @r.post("/prompt", tags=["prompt"])
     def prompt(body: PromptBody, tok: Tok) -> dict[str, Any]:
         from goclaw.types import PromptRequest, ToolInfo
@@ -154,7 +125,11 @@ def build_router(engine: "Engine", tokens: "TokenStore | None") -> APIRouter:
         result: dict[str, Any] = engine.prompt.build(request).as_dict()
         return result
 
-    # ------------------------------------------------------------------ context files
+
+def _file_routes(r: APIRouter, engine: "Engine", auth: Callable[..., TokenRecord]) -> None:
+    """Context files (``goclaw files``)."""
+    Tok = Annotated[TokenRecord, Depends(auth)]
+
     @r.get("/files", tags=["files"])
     def files_list(tok: Tok, agent: str, user: str | None = None) -> list[dict[str, Any]]:
         tok.check(agent, user)
@@ -175,7 +150,11 @@ def build_router(engine: "Engine", tokens: "TokenStore | None") -> APIRouter:
         tok.check(agent, user)
         return {"name": name, "deleted": bool(engine.files.delete(agent, name, user=user))}
 
-    # ------------------------------------------------------------------ skills
+
+def _skill_routes(r: APIRouter, engine: "Engine", auth: Callable[..., TokenRecord]) -> None:
+    """Skills: list, search, show (``goclaw skills``)."""
+    Tok = Annotated[TokenRecord, Depends(auth)]
+
     @r.get("/skills", tags=["skills"])
     def skills_list(tok: Tok, agent: str, user: str | None = None) -> list[dict[str, Any]]:
         tok.check(agent, user)
@@ -194,7 +173,11 @@ def build_router(engine: "Engine", tokens: "TokenStore | None") -> APIRouter:
         data["content"] = hit.record.instructions()
         return data
 
-    # ------------------------------------------------------------------ memory
+
+def _memory_read_routes(r: APIRouter, engine: "Engine", auth: Callable[..., TokenRecord]) -> None:
+    """Memory search, read and index (``goclaw memory search|get|index``)."""
+    Tok = Annotated[TokenRecord, Depends(auth)]
+
     @r.post("/memory/search", tags=["memory"])
     def memory_search(body: SearchBody, tok: Tok) -> dict[str, Any]:
         tok.check(body.agent, body.user)
@@ -242,6 +225,11 @@ def build_router(engine: "Engine", tokens: "TokenStore | None") -> APIRouter:
         data.pop("changed_paths", None)
         return data
 
+
+def _memory_write_routes(r: APIRouter, engine: "Engine", auth: Callable[..., TokenRecord]) -> None:
+    """The memory write API (``goclaw memory add|list|correct|delete``)."""
+    Tok = Annotated[TokenRecord, Depends(auth)]
+
     @r.post("/memory", tags=["memory"], status_code=201)
     def memory_add(body: AddBody, tok: Tok) -> dict[str, Any]:
         tok.check(body.agent, body.user)
@@ -282,7 +270,11 @@ def build_router(engine: "Engine", tokens: "TokenStore | None") -> APIRouter:
         result: dict[str, Any] = engine.memory.writer.delete(agent, user, id=id, path=path, lines=lines)
         return result
 
-    # ------------------------------------------------------------------ sessions
+
+def _session_routes(r: APIRouter, engine: "Engine", auth: Callable[..., TokenRecord]) -> None:
+    """Sessions (``goclaw session``); another agent's or user's session reads as missing."""
+    Tok = Annotated[TokenRecord, Depends(auth)]
+
     def _own_session(key: str, agent: str, user: str | None, *, missing_ok: bool = False) -> None:
         """A session of another agent or user is reported as missing (never revealed)."""
         a = engine.agents.get(agent)
@@ -314,7 +306,11 @@ def build_router(engine: "Engine", tokens: "TokenStore | None") -> APIRouter:
         _own_session(key, body.agent, body.user)
         return _row(engine.sessions.end(key))
 
-    # ------------------------------------------------------------------ workers and kg
+
+def _worker_and_kg_routes(r: APIRouter, engine: "Engine", auth: Callable[..., TokenRecord]) -> None:
+    """One worker pass and the knowledge graph (``goclaw workers``, ``goclaw kg``)."""
+    Tok = Annotated[TokenRecord, Depends(auth)]
+
     @r.post("/workers/run-once", tags=["workers"])
     def workers_run_once(tok: Tok) -> dict[str, Any]:
         from goclaw.events import WorkerRunner
@@ -343,7 +339,11 @@ def build_router(engine: "Engine", tokens: "TokenStore | None") -> APIRouter:
             out.append(row)
         return out
 
-    # ------------------------------------------------------------------ tools
+
+def _tool_routes(r: APIRouter, engine: "Engine", auth: Callable[..., TokenRecord]) -> None:
+    """The runtime tools under the tool calling contract."""
+    Tok = Annotated[TokenRecord, Depends(auth)]
+
     @r.get("/tools", tags=["tools"])
     def tools_list(
         tok: Tok, agent: str, user: str | None = None, format: str = "openai"
@@ -356,5 +356,3 @@ def build_router(engine: "Engine", tokens: "TokenStore | None") -> APIRouter:
         tok.check(body.agent, body.user)
         ctx = ToolContext(agent=body.agent, user=body.user, session=body.session, channel=body.channel)
         return engine.tools.call(name, body.arguments, ctx).as_json()
-
-    return r
