@@ -22,8 +22,6 @@ from tests.helpers import run_cli
 from tests.plugin_install import on_sys_path, pip_install_target
 
 ALL = (*KERNEL_COMMANDS, *DEFAULT_COMMANDS)
-# Still in goclaw/cli/ until their packages exist (issue 13 item 4); the list only shrinks.
-NOT_MOVED_YET = {"kg", "channel-memory"}
 
 
 def _first_paragraph(command: click.Command) -> str:
@@ -39,8 +37,7 @@ def test_each_declaration_matches_its_command(spec: CommandSpec) -> None:
     assert " ".join(spec.help.split()) == _first_paragraph(command), "the --help line drifted"
     if spec.plugin:  # a feature's commands live in its plugin's package
         assert spec.plugin in DEFAULT_PLUGINS, spec.plugin
-        in_plugin = module.split(".")[0] == DEFAULT_PLUGINS[spec.plugin].split(".")[0]
-        assert in_plugin != (spec.name in NOT_MOVED_YET)
+        assert module.split(".")[0] == DEFAULT_PLUGINS[spec.plugin].split(".")[0]
     else:
         assert module.startswith("goclaw.cli.")
 
@@ -49,10 +46,11 @@ def test_feature_commands_left_the_kernel() -> None:
     owned = {s.name: s.plugin for s in DEFAULT_COMMANDS}
     assert owned["memory"] == owned["session"] == owned["eval"] == "goclaw.memory"
     assert owned["skills"] == "goclaw.skills"
+    assert owned["kg"] == "goclaw.kg" and owned["channel-memory"] == "goclaw.channel_memory"
     root = Path(importlib.import_module("goclaw.cli").__file__ or "").parent
-    assert not {"memory.py", "memory_write.py", "memory_quality.py", "session.py", "skills.py"} & {
-        p.name for p in root.iterdir()
-    }
+    moved = {"memory.py", "memory_write.py", "memory_quality.py", "session.py", "skills.py"}
+    moved |= {"files.py", "prompt.py", "kg.py", "channel_memory.py"}
+    assert not moved & {p.name for p in root.iterdir()}
 
 
 def _run_help_and_list_modules(*args: str) -> set[str]:
@@ -80,7 +78,7 @@ def test_help_imports_no_command_module_and_no_plugin() -> None:
 def test_one_command_imports_only_its_own_module() -> None:
     modules = _run_help_and_list_modules("skills")
     assert "goclaw_skills.cli" in modules
-    assert not {"goclaw_memory.cli.memory", "goclaw.cli.kg", "goclaw_prompt.cli"} & modules
+    assert not {"goclaw_memory.cli.memory", "goclaw_kg.cli", "goclaw_prompt.cli"} & modules
 
 
 # --------------------------------------------------------------------------- a disabled feature
@@ -98,6 +96,22 @@ def test_one_command_imports_only_its_own_module() -> None:
             'disable = ["goclaw.memory"]',
             ["session", "--help"],
             "error: 'goclaw session' is provided by plugin goclaw.memory, which is disabled in goclaw.toml",
+        ),
+        (
+            'disable = ["goclaw.consolidation"]',  # the old name of episodic + kg + channel memory
+            ["kg", "entities", "--agent", "ada"],
+            "error: 'goclaw kg' is provided by plugin goclaw.kg, which is disabled in goclaw.toml",
+        ),
+        (
+            'disable = ["goclaw.kg"]',
+            ["kg", "entities", "--agent", "ada"],
+            "error: 'goclaw kg' is provided by plugin goclaw.kg, which is disabled in goclaw.toml",
+        ),
+        (
+            'disable = ["goclaw.channel_memory"]',
+            ["channel-memory", "list"],
+            "error: 'goclaw channel-memory' is provided by plugin goclaw.channel_memory, "
+            "which is disabled in goclaw.toml",
         ),
         (
             'only = ["goclaw.memory"]',

@@ -33,13 +33,16 @@ def block_reason(config: PluginsConfig, plugin: str) -> str | None:
     The same rule the plugin manager applies before it imports anything; name validation is
     left to the engine, which reports an unknown name when the command opens it.
     """
-    from goclaw.plugins import ESSENTIAL_PLUGINS
+    from goclaw.plugins import ESSENTIAL_PLUGINS, RENAMED_PLUGINS
+
+    def named(names: Iterable[str]) -> set[str]:  # an old plugin name stands for its successors
+        return {n for name in names for n in (name, *RENAMED_PLUGINS.get(name, ()))}
 
     if not plugin or plugin in ESSENTIAL_PLUGINS:
         return None
-    if plugin in config.disable:
+    if plugin in named(config.disable):
         return f"which is disabled {_source('DISABLE')}"
-    if config.only is not None and plugin not in config.only:
+    if config.only is not None and plugin not in named(config.only):
         return f"which plugins.only leaves out {_source('ONLY')}"
     return None
 

@@ -92,13 +92,13 @@ DEFAULT_COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec(
         "kg",
         "The temporal knowledge graph: entities, relations, dedup review.",
-        "goclaw.cli.kg:kg_group",
+        "goclaw_kg.cli:kg_group",
         plugin="goclaw.kg",
     ),
     CommandSpec(
         "channel-memory",
         "Passive channel memory: opt-in per channel, redacted, reviewed before it is remembered.",
-        "goclaw.cli.channel_memory:channel_group",
+        "goclaw_channel_memory.cli:channel_group",
         plugin="goclaw.channel_memory",
     ),
 )
