@@ -144,6 +144,7 @@ def test_index_follows_inserts_deletes_expiry_and_old_rows(make_engine: Any, mon
     assert "src-s2" in {r.source_id for r, _ in store.search(agent.id, None, "pizza")}
     later = utcnow() + timedelta(hours=2)
     monkeypatch.setattr("goclaw_episodic.search.utcnow", lambda: later)
+    monkeypatch.setattr("goclaw_episodic.search_pg.utcnow", lambda: later)
     assert "src-s2" not in {r.source_id for r, _ in store.search(agent.id, None, "pizza")}
 
 

@@ -13,7 +13,7 @@ Every ``memory_search`` asks this tier too, so its fixed cost matters more than 
   ``created_at``, earliest ``expires_at``) and per-row fingerprints; the index is reconciled
   only when the token moves or the earliest expiry passes. Every summary is scored on both
   channels.
-* **PostgreSQL**: full text stays in the database (``tsv`` generated from ``lex``, GIN). After
+* **PostgreSQL** (:mod:`goclaw_episodic.search_pg`): full text stays in the database (``tsv`` generated from ``lex``, GIN). After
   the gate (which also reads a change token: count, newest ``created_at``), one statement
   finds the best candidates of either channel among the caller's summaries (full-text
   matches pre-ranked by the IDF of the terms they hold; nearest by cosine), reads each
@@ -29,41 +29,31 @@ other at weight 1.0.
 from __future__ import annotations
 
 import logging
-import math
 import sqlite3
 import threading
 import weakref
 import zlib
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import text
 
 from goclaw.retrieval.fusion import fuse
 from goclaw.retrieval.index import Doc, SearchIndex
-from goclaw.retrieval.tokenize import default_tokenizer, query_terms
+from goclaw.retrieval.tokenize import query_terms
 from goclaw.store.types import utcnow
+from goclaw_episodic.search_pg import search_pg
+from goclaw_episodic.terms import TEXT_WEIGHT, VECTOR_WEIGHT, Space, episode_lex, topics
 
 log = logging.getLogger("goclaw.episodic")
 
-TEXT_WEIGHT = 0.7
-VECTOR_WEIGHT = 0.3
-K1, B = 1.2, 0.75
+__all__ = ["EpisodicSearch", "episode_lex", "searcher"]
+
 LOOKUP = 500
-Space = tuple[str, str, int]
 _SEARCHERS: weakref.WeakKeyDictionary[Any, EpisodicSearch] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
-
-
-def episode_lex(summary: str, l0_abstract: str, key_topics: Sequence[str] | None) -> str:
-    """The stored terms of a summary (``episodic_summaries.lex``; migration 0004 computes the
-    same): summary, L0 abstract and key topics through the shared tokenizer."""
-    joined = "\n".join([summary or "", l0_abstract or "", " ".join(str(t) for t in key_topics or [])])
-    return " ".join(default_tokenizer().terms(joined))
 
 
 def searcher(engine: Any) -> EpisodicSearch:
@@ -207,7 +197,7 @@ class EpisodicSearch:
             ids,
         ):
             created = datetime.fromisoformat(r[8]).replace(tzinfo=UTC) if r[8] else None
-            out[r[0]] = _HitRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], _topics(r[7]), created)
+            out[r[0]] = _HitRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], topics(r[7]), created)
         return out
 
     def _search_sqlite(
@@ -258,159 +248,24 @@ class EpisodicSearch:
         for start in range(0, len(missing), LOOKUP):
             part = missing[start : start + LOOKUP]
             marks = ",".join("?" * len(part))
-            for rowid, eid, user, lex, summary, l0, topics, emb, ok in self._rows(
+            for rowid, eid, user, lex, summary, l0, key_topics, emb, ok in self._rows(
                 "SELECT rowid, id, user_id, lex, summary, l0_abstract, key_topics, embedding, "
                 "(embedding_provider = ? AND embedding_model = ? AND embedding_dim = ?) "
                 f"FROM episodic_summaries WHERE rowid IN ({marks})",
                 (provider, model, dim, *part),
             ):
                 if lex is None:  # written by an older build: tokenise now
-                    lex = episode_lex(summary, l0, _topics(topics))
+                    lex = episode_lex(summary, l0, topics(key_topics))
                 vec = np.frombuffer(emb, dtype=np.float32) if emb is not None and ok and dim else None
                 docs.append(Doc(int(rowid), user or "", lex.split(), vec, _fingerprint(str(eid))))
                 st.ids[int(rowid)] = str(eid)
         idx.upsert(docs)
         self.reconciles += 1
 
-    # ------------------------------------------------------------------ PostgreSQL
     def _search_pg(
         self, agent_id: str, scope: list[str], query: str, limit: int, vector_query: str | None
     ) -> list[tuple[str, float]]:
-        """Gate (tenant, and a change token of the agent's summaries), then one statement: the
-        best candidates of either channel among the caller's summaries (GIN full text; cosine
-        order), each with its terms and real cosine, and the query terms' document frequencies.
-        The agent's summary count and mean length are cached per change token."""
-        with self.engine.db.engine.connect() as c:
-            gate = c.execute(
-                text(
-                    "SELECT (SELECT tenant_id FROM agents WHERE id = :a), count(*), max(created_at), "
-                    "sum(length(id)) FROM episodic_summaries WHERE agent_id = :a"
-                ),
-                {"a": agent_id},
-            ).first()
-            if gate is None or gate[0] != self.tenant or not gate[1]:
-                return []
-            now = utcnow()
-            token = (int(gate[1]), gate[2], gate[3])
-            cached = self._pg_sizes.get(agent_id)
-            if cached is None or cached[0] != token or (cached[3] is not None and now >= cached[3]):
-                row = c.execute(
-                    text(
-                        "SELECT count(*), coalesce(avg(CASE WHEN coalesce(lex, '') = '' THEN 0 ELSE "
-                        "length(lex) - length(replace(lex, ' ', '')) + 1 END), 0), min(expires_at) "
-                        "FROM episodic_summaries WHERE agent_id = :a "
-                        "AND (expires_at IS NULL OR expires_at > :now)"
-                    ),
-                    {"a": agent_id, "now": now},
-                ).first()
-                assert row is not None
-                cached = (token, float(row[0]), float(row[1]), row[2])
-                self._pg_sizes[agent_id] = cached
-            n_live, avgdl = cached[1], cached[2]
-            qvec, space = self._query_vector(query, vector_query)
-            terms = query_terms(query)
-            if not terms and qvec is None:
-                return []
-            params: dict[str, Any] = {"a": agent_id, "users": scope, "now": now, "k": max(limit * 4, 20)}
-            cosine = "NULL::float8"
-            if qvec is not None and space is not None:
-                dim = int(space[2])
-                params.update(
-                    qv="[" + ",".join(f"{x:.7g}" for x in np.asarray(qvec).tolist()) + "]",
-                    p=space[0],
-                    m=space[1],
-                )
-                cosine = (
-                    f"CASE WHEN embedding_dim = {dim} AND embedding_provider = :p AND embedding_model = :m "
-                    f"THEN 1 - (embedding::vector({dim}) <=> CAST(:qv AS vector({dim}))) END"
-                )
-            live = "agent_id = :a AND (expires_at IS NULL OR expires_at > :now)"
-            params["n"] = n_live
-            channels, df, weight = [], [], []
-            if terms:
-                params["q"] = _tsquery(terms)
-                for j, t in enumerate(terms):
-                    params[f"t{j}"] = _tsquery([t])
-                    df.append(
-                        f"(SELECT count(*) FROM episodic_summaries WHERE {live} "
-                        f"AND tsv @@ CAST(:t{j} AS tsquery)) AS df{j}"
-                    )
-                    weight.append(
-                        f"(tsv @@ CAST(:t{j} AS tsquery))::int * ln(1 + (:n - df{j} + 0.5) / (df{j} + 0.5))"
-                    )
-                # Full-text candidates pre-ranked by the IDF of the query terms they hold (close
-                # to BM25, no ts_rank per row); BM25 proper is computed below.
-                channels.append(
-                    f"(SELECT id FROM episodic_summaries, stats WHERE {live} AND user_id = ANY(:users) "
-                    f"AND tsv @@ CAST(:q AS tsquery) ORDER BY {' + '.join(weight)} DESC, id LIMIT :k)"
-                )
-            if "qv" in params and space is not None:
-                dim = int(space[2])
-                channels.append(
-                    f"(SELECT id FROM episodic_summaries WHERE {live} AND user_id = ANY(:users) "
-                    f"AND embedding_dim = {dim} AND embedding_provider = :p AND embedding_model = :m "
-                    f"ORDER BY embedding::vector({dim}) <=> CAST(:qv AS vector({dim})) LIMIT :k)"
-                )
-            found = c.execute(
-                text(
-                    f"WITH stats AS MATERIALIZED (SELECT {', '.join(df) or '0 AS none'}), "
-                    f"cand AS MATERIALIZED ({' UNION '.join(channels)}) "
-                    f"SELECT e.id, e.lex, e.summary, e.l0_abstract, e.key_topics, {cosine} AS cos, s.* "
-                    "FROM episodic_summaries e JOIN cand USING (id) CROSS JOIN stats AS s"
-                ),
-                params,
-            ).all()
-        found = list({str(r[0]): r for r in found}.values())  # a row both channels found, once
-        if not found:
-            return []
-        # Every candidate of either channel has both real scores (issue 11).
-        order = [str(r[0]) for r in found]
-        lexical = None
-        if terms:
-            n = n_live
-            idf = [math.log(1.0 + (n - float(d) + 0.5) / (float(d) + 0.5)) for d in found[0][6:]]
-            docs = [
-                (r[1] if r[1] is not None else episode_lex(r[2], r[3], _topics(r[4]))).split() for r in found
-            ]
-            lexical = np.asarray([_bm25(d, terms, idf, avgdl) for d in docs], dtype=np.float32)
-        vector = None
-        if "qv" in params:
-            vector = np.asarray([0.0 if r[5] is None else float(r[5]) for r in found], dtype=np.float32)
-        scored = fuse(
-            lexical, vector, None, limit=limit, text_weight=TEXT_WEIGHT, vector_weight=VECTOR_WEIGHT
-        )
-        return [(order[s.slot], s.score) for s in scored]
-
-
-def _tsquery(terms: Sequence[str]) -> str:
-    """A ``tsquery`` literal of these exact lexemes, OR-ed (cast, never parsed)."""
-    return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
-
-
-def _topics(value: Any) -> list[str]:
-    if isinstance(value, str):
-        import json
-
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return [value]
-    return [str(t) for t in value] if isinstance(value, list) else []
-
-
-def _bm25(doc: list[str], terms: Sequence[str], idf: Sequence[float], avgdl: float) -> float:
-    """BM25 of one summary's terms × the share of the query terms it contains."""
-    if not doc or not terms:
-        return 0.0
-    tf = Counter(doc)
-    norm = K1 * (1 - B + B * len(doc) / max(avgdl, 1e-9))
-    score, covered = 0.0, 0
-    for t, w in zip(terms, idf, strict=True):
-        f = tf.get(t, 0)
-        if f:
-            covered += 1
-            score += w * f * (K1 + 1) / (f + norm)
-    return score * covered / len(terms)
+        return search_pg(self, agent_id, scope, query, limit, vector_query)
 
 
 def _covered_bm25(per_term: list[Any]) -> Any:

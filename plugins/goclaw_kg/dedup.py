@@ -85,6 +85,14 @@ class DedupWorker:
         me = session.get(KGEntity, entity_id)
         if me is None or me.valid_until is not None or me.embedding is None:
             return
+        judged = self._judge(session, me, cfg)
+        # A merge first: no candidate is recorded for an entity that is closed the next moment.
+        if not _merge_first(session, kg, me, judged):
+            _record_candidates(session, me, judged)
+
+    def _judge(self, session: Session, me: KGEntity, cfg: Any) -> list[tuple[str, float, float, KGEntity]]:
+        """``(verdict, cosine, name similarity, other)`` for the five closest current entities of
+        the same scope and embedding space (the same type, or a near-identical name)."""
         others = session.exec(
             select(KGEntity).where(
                 KGEntity.agent_id == me.agent_id,
@@ -107,53 +115,62 @@ class DedupWorker:
         same_or_near = [
             t for t in scored if t[2].entity_type == me.entity_type or t[1] >= cfg.dedup_auto_merge_name
         ]
-        judged = [
+        return [
             (self._verdict(me, other, cos, name_sim, cfg), cos, name_sim, other)
             for cos, name_sim, other in same_or_near[:5]
         ]
-        # A merge first: no candidate is recorded for an entity that is closed the next moment.
-        for verdict, cos, name_sim, other in judged:
-            if verdict == "merge_typed":
-                keep, drop = (other, me) if me.entity_type in UNTYPED else (me, other)
-                kg.merge_in_session(session, keep.id, drop.id, allow_types=True)
-                log.info(
-                    "dedup: merged %r (%s) into %r (%s)",
-                    drop.name,
-                    drop.entity_type,
-                    keep.name,
-                    keep.entity_type,
-                )
-                return
-            if verdict == "merge":
-                keep, drop = sorted((me, other), key=lambda e: (-e.confidence, e.created_at, e.id))
-                kg.merge_in_session(session, keep.id, drop.id)
-                log.info(
-                    "dedup: merged %r into %r (cos %.3f, name %.3f)", drop.name, keep.name, cos, name_sim
-                )
-                return  # ``me`` may be closed now; later events handle the rest
-        for verdict, cos, name_sim, other in judged:
-            if verdict == "candidate":
-                a, b = sorted((me.id, other.id))
-                exists = session.exec(
-                    select(KGDedupCandidate).where(
-                        KGDedupCandidate.entity_a_id == a, KGDedupCandidate.entity_b_id == b
+
+
+def _merge_first(
+    session: Session, kg: KnowledgeGraph, me: KGEntity, judged: list[tuple[str, float, float, KGEntity]]
+) -> bool:
+    """Merge the first pair judged a merge; whether one was merged (``me`` may be closed now;
+    later events handle the rest)."""
+    for verdict, cos, name_sim, other in judged:
+        if verdict == "merge_typed":
+            keep, drop = (other, me) if me.entity_type in UNTYPED else (me, other)
+            kg.merge_in_session(session, keep.id, drop.id, allow_types=True)
+            log.info(
+                "dedup: merged %r (%s) into %r (%s)", drop.name, drop.entity_type, keep.name, keep.entity_type
+            )
+            return True
+        if verdict == "merge":
+            keep, drop = sorted((me, other), key=lambda e: (-e.confidence, e.created_at, e.id))
+            kg.merge_in_session(session, keep.id, drop.id)
+            log.info("dedup: merged %r into %r (cos %.3f, name %.3f)", drop.name, keep.name, cos, name_sim)
+            return True
+    return False
+
+
+def _record_candidates(
+    session: Session, me: KGEntity, judged: list[tuple[str, float, float, KGEntity]]
+) -> None:
+    """A pending review candidate per pair judged ``candidate`` (once per pair)."""
+    for verdict, cos, name_sim, other in judged:
+        if verdict != "candidate":
+            continue
+        a, b = sorted((me.id, other.id))
+        exists = session.exec(
+            select(KGDedupCandidate).where(
+                KGDedupCandidate.entity_a_id == a, KGDedupCandidate.entity_b_id == b
+            )
+        ).first()
+        if exists is not None:
+            continue
+        try:
+            with session.begin_nested():
+                session.add(
+                    KGDedupCandidate(
+                        agent_id=me.agent_id,
+                        user_id=me.user_id,
+                        entity_a_id=a,
+                        entity_b_id=b,
+                        cosine=round(cos, 6),
+                        name_similarity=round(name_sim, 6),
                     )
-                ).first()
-                if exists is None:
-                    try:
-                        with session.begin_nested():
-                            session.add(
-                                KGDedupCandidate(
-                                    agent_id=me.agent_id,
-                                    user_id=me.user_id,
-                                    entity_a_id=a,
-                                    entity_b_id=b,
-                                    cosine=round(cos, 6),
-                                    name_similarity=round(name_sim, 6),
-                                )
-                            )
-                    except IntegrityError:
-                        pass  # recorded concurrently
+                )
+        except IntegrityError:
+            pass  # recorded concurrently
 
 
 @hookimpl

@@ -25,8 +25,9 @@ from goclaw.nlp.entities import typed_mentions
 from goclaw.nlp.sentences import clip, sentences
 from goclaw.redaction import redact_for
 from goclaw.retrieval.tokenize import STOPWORDS
-from goclaw_kg.graph import KnowledgeGraph, relation_type_key
+from goclaw_kg.graph import KnowledgeGraph
 from goclaw_kg.settings import agent_setting, settings_of
+from goclaw_kg.upserts import relation_type_key
 
 log = logging.getLogger("goclaw.kg")
 
@@ -147,78 +148,90 @@ class SemanticWorker:
         agent = find_agent(engine, ep.agent_id)
         if agent is None or not agent_setting(engine, agent, "consolidation_enabled"):
             return
-        cfg = settings_of(engine)
         source_text = ep.summary
         if ep.key_topics:
             source_text += "\n\nCandidate entities:\n" + "\n".join(f"- {t}" for t in ep.key_topics)
         extraction = llm_extract(engine, source_text) or heuristic_extract(ep.summary)
+        clean = _clean_entities(engine, extraction.entities)
         kg = KnowledgeGraph(engine)
-        clean: list[dict[str, Any]] = []
-        for e in extraction.entities:
-            name = (
-                redact_for(engine, " ".join(str(e["name"]).split()))[:512]
-                if cfg.redact
-                else " ".join(str(e["name"]).split())
-            )
-            if len(name) < 2 or "[REDACTED" in name:
-                continue
-            clean.append({**e, "name": name})
         vectors = kg.embed_names(sorted({e["name"] for e in clean}))
-        exclusive = {relation_type_key(t) for t in cfg.exclusive_relation_types}
-
-        def _do(session: Session) -> list[str]:
-            by_name: dict[str, Any] = {}
-            touched: list[str] = []
-            for e in clean:
-                desc = str(e.get("description") or "")
-                row, _created = kg.upsert_entity(
-                    session,
-                    agent_id=ep.agent_id,
-                    user_id=ep.user_id,
-                    name=e["name"],
-                    entity_type=str(e.get("type") or "concept"),
-                    description=redact_for(engine, desc)[:1000] if cfg.redact else desc[:1000],
-                    confidence=_conf(e.get("confidence"), 0.7),
-                    episodic_id=ep.id,
-                    embedding=vectors.get(e["name"]),
-                )
-                by_name[e["name"].lower()] = row
-                if row.id not in touched:
-                    touched.append(row.id)
-            for r in extraction.relations:
-                src = by_name.get(str(r.get("source", "")).lower())
-                dst = by_name.get(str(r.get("target", "")).lower())
-                if src is None or dst is None or src.id == dst.id:
-                    continue
-                rtype = relation_type_key(str(r.get("relation") or r.get("type") or "related_to"))
-                kg.upsert_relation(
-                    session,
-                    agent_id=ep.agent_id,
-                    user_id=ep.user_id,
-                    source=src,
-                    target=dst,
-                    relation_type=rtype,
-                    confidence=_conf(r.get("confidence"), 0.6),
-                    episodic_id=ep.id,
-                    exclusive=rtype in exclusive,
-                )
-            if touched and engine.has_service("events"):
-                engine.events.publish(
-                    session,
-                    "entity.upserted",
-                    {
-                        "entity_ids": touched,
-                        "episodic_id": ep.id,
-                        "agent_id": ep.agent_id,
-                        "user_id": ep.user_id,
-                    },
-                    agent_id=ep.agent_id,
-                    user_id=ep.user_id,
-                )
-            return touched
-
-        touched = engine.db.run_write(_do)
+        touched = engine.db.run_write(
+            lambda session: _store(session, engine, kg, ep, clean, extraction.relations, vectors)
+        )
         log.info("semantic: %d entities from episodic %s (%s)", len(touched), ep.id, extraction.method)
+
+
+def _clean_entities(engine: Any, entities: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Names whitespace-collapsed, redacted when ``redact`` is on, at most 512 characters; a name
+    shorter than 2 characters or holding a redaction placeholder is dropped."""
+    redact = settings_of(engine).redact
+    clean: list[dict[str, Any]] = []
+    for e in entities:
+        name = " ".join(str(e["name"]).split())
+        name = redact_for(engine, name)[:512] if redact else name
+        if len(name) < 2 or "[REDACTED" in name:
+            continue
+        clean.append({**e, "name": name})
+    return clean
+
+
+def _store(
+    session: Session,
+    engine: Any,
+    kg: KnowledgeGraph,
+    ep: Any,
+    entities: list[dict[str, Any]],
+    relations: list[dict[str, Any]],
+    vectors: dict[str, Any],
+) -> list[str]:
+    """Upsert the entities and relations of one summary and publish ``entity.upserted`` with the
+    touched ids, in the caller's transaction; the touched entity ids."""
+    cfg = settings_of(engine)
+    by_name: dict[str, Any] = {}
+    touched: list[str] = []
+    for e in entities:
+        desc = str(e.get("description") or "")
+        row, _created = kg.upsert_entity(
+            session,
+            agent_id=ep.agent_id,
+            user_id=ep.user_id,
+            name=e["name"],
+            entity_type=str(e.get("type") or "concept"),
+            description=redact_for(engine, desc)[:1000] if cfg.redact else desc[:1000],
+            confidence=_conf(e.get("confidence"), 0.7),
+            episodic_id=ep.id,
+            embedding=vectors.get(e["name"]),
+        )
+        by_name[e["name"].lower()] = row
+        if row.id not in touched:
+            touched.append(row.id)
+    exclusive = {relation_type_key(t) for t in cfg.exclusive_relation_types}
+    for r in relations:
+        src = by_name.get(str(r.get("source", "")).lower())
+        dst = by_name.get(str(r.get("target", "")).lower())
+        if src is None or dst is None or src.id == dst.id:
+            continue
+        rtype = relation_type_key(str(r.get("relation") or r.get("type") or "related_to"))
+        kg.upsert_relation(
+            session,
+            agent_id=ep.agent_id,
+            user_id=ep.user_id,
+            source=src,
+            target=dst,
+            relation_type=rtype,
+            confidence=_conf(r.get("confidence"), 0.6),
+            episodic_id=ep.id,
+            exclusive=rtype in exclusive,
+        )
+    if touched:
+        payload = {
+            "entity_ids": touched,
+            "episodic_id": ep.id,
+            "agent_id": ep.agent_id,
+            "user_id": ep.user_id,
+        }
+        engine.events.publish(session, "entity.upserted", payload, agent_id=ep.agent_id, user_id=ep.user_id)
+    return touched
 
 
 @hookimpl
