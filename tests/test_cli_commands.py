@@ -17,7 +17,7 @@ from goclaw.cli.registry import DEFAULT_COMMANDS, KERNEL_COMMANDS
 from goclaw.config import PluginsConfig
 from goclaw.contracts.commands import CommandSpec
 from goclaw.errors import FeatureUnavailableError, PluginError
-from goclaw.plugins import DEFAULT_PLUGINS
+from goclaw.plugins import DEFAULT_PLUGINS, ESSENTIAL_PLUGINS
 from tests.helpers import run_cli
 from tests.plugin_install import on_sys_path, pip_install_target
 
@@ -129,6 +129,27 @@ def test_disabled_feature_command_says_so_in_one_line(
     assert result.code == FeatureUnavailableError.exit_code
     assert result.err == message + "\n"
     assert result.out == ""
+
+
+OWNERS = sorted({s.plugin for s in DEFAULT_COMMANDS} - ESSENTIAL_PLUGINS)
+
+
+@pytest.mark.parametrize("owner", OWNERS)
+def test_disabling_a_feature_touches_only_its_own_commands(workspace: Path, owner: str) -> None:
+    """Meta-test: for every built-in that owns commands, disabled, each of its commands answers
+    in one line and every other command still loads (its --help works)."""
+    (workspace / "goclaw.toml").write_text(f'[plugins]\ndisable = ["{owner}"]\n')
+    for spec in ALL:
+        result = run_cli([spec.name, "--help"], workspace=workspace)
+        if spec.plugin == owner:
+            assert result.code == FeatureUnavailableError.exit_code, (spec.name, result)
+            assert result.err == (
+                f"error: 'goclaw {spec.name}' is provided by plugin {owner}, "
+                "which is disabled in goclaw.toml\n"
+            )
+        else:
+            assert (result.code, result.err) == (0, ""), (spec.name, result)
+            assert result.out.startswith(f"Usage: goclaw {spec.name} ")
 
 
 def test_disabled_by_environment_names_the_variable(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
