@@ -135,7 +135,7 @@ def test_the_document_threshold_is_a_setting(eng: Any) -> None:
 def test_false_injections_on_the_labelled_unanswerable_questions(workspace: Path) -> None:
     """The shipped labelled set (examples/quickstart/eval): at the default thresholds few
     unanswerable questions inject anything, and many answerable ones inject their evidence
-    (measured: 6 of 24 and 38 of 149, docs/memory.md; the bounds leave room for noise)."""
+    (measured: 6 of 24 and 38 of 149 at 0.75, docs/memory.md; the bounds leave room for noise)."""
     import shutil
 
     from goclaw.engine import Engine

@@ -59,9 +59,17 @@ class SearchQuery:
     terms: tuple[str, ...]  # goclaw.retrieval.tokenize.query_terms(text)
     vector: Any  # the query's embedding, or None (no vector channel)
     space: Space | None
-    limit: int
+    limit: int  # hits the caller will show
     channel: str = "hybrid"
     fusion: FusionSettings = field(default_factory=FusionSettings)
+    # Fused chunks to return, best first: the caller asks for more than it shows, to
+    # de-duplicate and rerank them. 0 means 3 × limit (what backends returned before).
+    candidates: int = 0
+
+    @property
+    def wanted(self) -> int:
+        """How many fused chunks a backend returns at most: ``candidates`` or 3 × ``limit``."""
+        return max(self.candidates, self.limit) if self.candidates else 3 * self.limit
 
 
 @dataclass(frozen=True)
@@ -84,9 +92,11 @@ class ChunkRow:
     start_line: int
     end_line: int
     text: str
-    # The chunk's retrieval terms in order (goclaw.retrieval.tokenize.terms), when the backend
-    # stores them: the reranker then reads them instead of tokenising the text again.
-    terms: Sequence[str] | None = None
+    # When the backend has them: the chunk's retrieval terms in order
+    # (goclaw.retrieval.tokenize.terms), or the positions of the query's terms in it
+    # ({term: [position, ...]}, terms it lacks left out). The reranker then reads them instead
+    # of tokenising the text again.
+    terms: Sequence[str] | Mapping[str, Sequence[int]] | None = None
 
 
 @dataclass

@@ -32,12 +32,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from goclaw.retrieval.forward import ForwardIndex
+
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 K1 = 1.2
 B = 0.75
-FORMAT = 1
+FORMAT = 2  # 2: the forward index (fwd_terms, fwd_ptr)
 _controller: Any = None
 
 
@@ -102,6 +104,7 @@ class SearchIndex:
         self._segments: list[tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.float32]]] = []
         self._merged: dict[int, tuple[NDArray[np.int32], NDArray[np.float32]]] = {}
         self._norm: NDArray[np.float32] | None = None
+        self.fwd = ForwardIndex()  # each slot's term ids in order (term positions)
 
     # ------------------------------------------------------------------ size
     def __len__(self) -> int:
@@ -156,6 +159,7 @@ class SearchIndex:
         if new:  # new terms get the next numbers (sorted: deterministic)
             vocab.update(zip(sorted(new), range(len(vocab), len(vocab) + len(new)), strict=True))
         flat = list(map(vocab.__getitem__, words))
+        self.fwd.append(flat, lens)
         if flat:
             tids = np.asarray(flat, dtype=np.int64)
             owner = np.repeat(slots, lens)
@@ -266,6 +270,7 @@ class SearchIndex:
         remap = np.full(max(1, self.n), -1, dtype=np.int64)
         remap[live] = np.arange(len(live))
         self._slots = remap[self._slots].astype(np.int32)
+        self.fwd.keep(live)
         for name in ("ids", "scope", "dl", "alive", "fp", "vec", "has_vec"):
             arr = getattr(self, name)
             setattr(self, name, arr[live].copy())
@@ -329,6 +334,13 @@ class SearchIndex:
             sims: NDArray[np.float32] = self.vec[: self.n] @ (q / norm)
         return sims
 
+    def positions(self, slots: Sequence[int], terms: Sequence[str]) -> list[dict[str, list[int]]]:
+        """For each slot, the positions of those of ``terms`` it contains: ``{term: [i, ...]}``
+        (what :func:`goclaw.retrieval.rerank.overlap_scores` reads for proximity)."""
+        known = {self.vocab[t]: t for t in dict.fromkeys(terms) if t in self.vocab}
+        found = self.fwd.positions(slots, list(known))
+        return [{known[tid]: pos for tid, pos in doc.items()} for doc in found]
+
     def ids_of(self, slots: NDArray[np.int64]) -> list[int]:
         return [int(i) for i in self.ids[slots]]
 
@@ -360,6 +372,8 @@ class SearchIndex:
             np.save(tmp / "indptr.npy", self._indptr)
             np.save(tmp / "slots.npy", self._slots)
             np.save(tmp / "tf.npy", self._tf)
+            for name, arr in self.fwd.arrays().items():
+                np.save(tmp / f"{name}.npy", arr)
             (tmp / "vocab.txt").write_text("\n".join(self.vocab), encoding="utf-8")
             (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")  # written last
             old = None
@@ -394,7 +408,8 @@ class SearchIndex:
         idx._indptr = _mapped(path / "indptr.npy")
         idx._slots = _mapped(path / "slots.npy")
         idx._tf = _mapped(path / "tf.npy")
-        if len(idx._indptr) != len(idx.vocab) + 1 or len(idx.ids) != idx.n:
+        idx.fwd = ForwardIndex.from_arrays(_mapped(path / "fwd_terms.npy"), _mapped(path / "fwd_ptr.npy"))
+        if len(idx._indptr) != len(idx.vocab) + 1 or len(idx.ids) != idx.n or idx.fwd.slots != idx.n:
             raise ValueError(f"{path}: inconsistent index file")
         idx.scopes = {str(k): int(v) for k, v in meta["scopes"].items()}
         idx.n_alive = int(meta["n_alive"])

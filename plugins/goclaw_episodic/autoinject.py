@@ -8,7 +8,7 @@ the episodic summaries), so a summary or a note related to the message can be in
 Trivial messages (greetings, "ok thanks") are skipped. An episodic summary is injected as its
 L0 abstract with its ``memory_expand`` id when it scores at least ``auto_inject_threshold``
 (0.3, the spec's, on the episodic scale); a memory-file chunk as ``path#La-b: text`` (clipped)
-when it scores at least ``auto_inject_document_threshold`` (0.8, on the fused scale, chosen
+when it scores at least ``auto_inject_document_threshold`` (0.75, on the fused scale, chosen
 from the labelled set's unanswerable-vs-answered score distributions, docs/memory.md). Best
 first, at most ``auto_inject_max_items`` (5); the whole section is held to
 ``auto_inject_max_tokens`` (200 tokens = 800 characters, DECISIONS.md units) — the Go code

@@ -81,7 +81,7 @@ def _knn(table: Any, vec: Any, where: str, k: int, rows: dict[int, ChunkRow]) ->
 def search_table(
     table: Any, space: Space | None, query: SearchQuery, total: int, rows: dict[int, ChunkRow]
 ) -> tuple[list[ScoredChunk], list[str]]:
-    """The best ``query.limit`` × 3 chunks of the query's scope (of ``total`` rows in the
+    """The best ``query.wanted`` chunks of the query's scope (of ``total`` rows in the
     table), and notes; ``rows`` receives the rows of the chunks it saw."""
     notes: list[str] = []
     scope = f"agent_id = {lit(query.agent_id)} AND user_id IN ({', '.join(lit(u) for u in query.users)})"
@@ -95,7 +95,7 @@ def search_table(
             vec = None
     if not want_lex and vec is None:
         return [], notes
-    limit = query.limit * 3
+    limit = query.wanted
     pool = max(50, 5 * limit)
     k = pool
     while True:

@@ -33,7 +33,7 @@ class MemoryHit:
     channels: dict[str, float] = field(default_factory=dict)
     id: str = ""  # the stable hit id memory_get / memory_expand accept (goclaw.contracts.tools)
     # The snippet's retrieval terms when the backend had them (not part of the JSON shape).
-    terms: Sequence[str] | None = field(default=None, repr=False, compare=False)
+    terms: Sequence[str] | Mapping[str, Sequence[int]] | None = field(default=None, repr=False, compare=False)
 
     def as_json(self) -> dict[str, Any]:
         head = {"id": self.id} if self.id else {}

@@ -215,7 +215,7 @@ class PostgresSearchBackend(SearchBackend):
                 lexical if want_lex else None,
                 vector,
                 None,
-                limit=query.limit * 3,
+                limit=query.wanted,
                 method=f.method,
                 text_weight=f.text_weight,
                 vector_weight=f.vector_weight,

@@ -216,6 +216,7 @@ class MemoryService:
                 limit=limit,
                 channel=channel,
                 fusion=FusionSettings(cfg.fusion, cfg.text_weight, cfg.vector_weight, cfg.user_boost),
+                candidates=max(3 * limit, cfg.rerank_candidates),
             )
             result = backend.search(request)
             notes.extend(result.notes)

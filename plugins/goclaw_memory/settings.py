@@ -82,10 +82,10 @@ class MemorySettings(BaseModel):
         "overlap (query-term coverage and proximity, no network)",
     )
     rerank_weight: float = Field(
-        default=0.3, ge=0, le=1, description="overlap reranker: share of the score it may take away"
+        default=0.4, ge=0, le=1, description="overlap reranker: share of the score it may take away"
     )
     rerank_candidates: int = Field(
-        default=20, ge=1, le=200, description="how many of the best candidates a reranker sees"
+        default=60, ge=1, le=200, description="how many of the best candidates a reranker sees"
     )
     watch: bool = Field(default=False, description="start a watcher for every agent when the engine opens")
     watch_debounce_ms: int = Field(default=1500, ge=0)

@@ -158,7 +158,8 @@ class SQLiteSearchBackend(SearchBackend):
         try:
             idx = SearchIndex.load(path)
         except Exception as exc:  # a damaged or old file: rebuild from the table
-            log.warning("memory index %s unreadable (%s); rebuilding it", path, exc)
+            level = logging.INFO if "unsupported index format" in str(exc) else logging.WARNING
+            log.log(level, "memory index %s unreadable (%s); rebuilding it", path, exc)
             return None
         saved = idx.meta.get("space")
         if idx.meta.get("tokenizer") != self.tokenizer.version or (
@@ -278,7 +279,7 @@ class SQLiteSearchBackend(SearchBackend):
                 lexical,
                 vector,
                 mask,
-                limit=query.limit * 3,
+                limit=query.wanted,
                 method=query.fusion.method,
                 text_weight=query.fusion.text_weight,
                 vector_weight=query.fusion.vector_weight,
@@ -286,24 +287,37 @@ class SQLiteSearchBackend(SearchBackend):
             )
             ids = idx.ids
             chunks = [ScoredChunk(int(ids[s.slot]), s.score, s.lexical, s.vector) for s in scored]
-        return SearchResult(chunks, notes)
+            # The query terms' positions in each result, from the forward index: the reranker
+            # reads proximity from them instead of tokenising the rows' text.
+            found = idx.positions([s.slot for s in scored], query.terms) if query.terms else None
+        ids = [c.id for c in chunks]
+        rows = self._rows(query.agent_id, ids, None if found is None else dict(zip(ids, found, strict=True)))
+        return SearchResult(chunks, notes, rows)
 
     def open(self, source: IndexSource) -> None:
         return None  # this plugin's own table is read directly (the same package)
 
     def rows(self, agent_id: str, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        return self._rows(agent_id, ids, None)
+
+    def _rows(
+        self, agent_id: str, ids: Sequence[int], positions: dict[int, dict[str, list[int]]] | None
+    ) -> dict[int, ChunkRow]:
+        """Rows by id, with their terms (``lex``) or, given them, the query terms' positions."""
         out: dict[int, ChunkRow] = {}
         ids = list(ids)
+        lex = "lex" if positions is None else "NULL"
         for start in range(0, len(ids), LOOKUP):
             part = ids[start : start + LOOKUP]
             marks = ",".join("?" * len(part))
             for r in self._query(
-                "SELECT id, user_id, path, start_line, end_line, text, lex FROM memory_chunks "
+                f"SELECT id, user_id, path, start_line, end_line, text, {lex} FROM memory_chunks "
                 f"WHERE agent_id = ? AND id IN ({marks})",
                 [agent_id, *part],
             ):
-                terms = r[6].split() if r[6] is not None else None
-                out[int(r[0])] = ChunkRow(int(r[0]), r[1], r[2], int(r[3]), int(r[4]), r[5], terms)
+                cid = int(r[0])
+                terms = positions.get(cid) if positions is not None else r[6].split() if r[6] else None
+                out[cid] = ChunkRow(cid, r[1], r[2], int(r[3]), int(r[4]), r[5], terms)
         return out
 
     def prepare_vectors(self, dim: int) -> None:

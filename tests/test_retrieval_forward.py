@@ -1,0 +1,91 @@
+"""The forward index (issue 11): each slot's term positions, kept through edits, compaction and
+a save / load, and what the memory search hands the reranker."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from goclaw.engine import Engine
+from goclaw.retrieval.index import Doc, SearchIndex
+from goclaw.retrieval.rerank import overlap_scores
+from goclaw.retrieval.tokenize import query_terms, terms
+
+
+def _expected(doc: list[str], wanted: list[str]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for i, t in enumerate(doc):
+        if t in wanted:
+            out.setdefault(t, []).append(i)
+    return out
+
+
+def _check(idx: SearchIndex, docs: dict[int, list[str]], wanted: list[str]) -> None:
+    ids = sorted(docs)
+    slots = [idx.slot_of[i] for i in ids]
+    got = idx.positions(slots, wanted)
+    assert got == [_expected(docs[i], wanted) for i in ids]
+
+
+def test_positions_survive_edits_compaction_and_reload(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    vocab = [f"w{i}" for i in range(30)]
+    docs = {i: [rng.choice(vocab) for _ in range(rng.randint(0, 40))] for i in range(1, 400)}
+    idx = SearchIndex()
+    for start in range(1, 400, 50):  # several appended parts
+        idx.upsert(Doc(i, "", docs[i]) for i in range(start, min(start + 50, 400)))
+    wanted = ["w1", "w7", "w29", "absent"]
+    _check(idx, docs, wanted)
+    for i in range(1, 400, 3):  # replace a third, drop another third: compaction runs
+        docs[i] = [rng.choice(vocab) for _ in range(rng.randint(1, 20))]
+    idx.upsert(Doc(i, "", docs[i]) for i in range(1, 400, 3))
+    idx.remove(range(2, 400, 3))
+    for i in range(2, 400, 3):
+        del docs[i]
+    _check(idx, docs, wanted)
+    idx.compact()
+    _check(idx, docs, wanted)
+    idx.save(tmp_path / "idx")
+    again = SearchIndex.load(tmp_path / "idx")
+    _check(again, docs, wanted)
+    again.upsert([Doc(1000, "", ["w1", "x", "w7"])])  # append after a load
+    docs[1000] = ["w1", "x", "w7"]
+    _check(again, docs, wanted)
+
+
+def test_reranked_search_equals_reranking_the_texts(workspace: Path) -> None:
+    """The SQLite backend hands the reranker the query terms' positions from the forward index:
+    the final scores must equal the overlap formula applied to each hit's own text."""
+    eng = Engine.open(workspace)
+    try:
+        eng.agents.create("a")
+        mem = Path(eng.agent_dir(eng.agents.get("a"))) / "memory"
+        mem.mkdir(parents=True, exist_ok=True)
+        lines = [
+            "Door code for the Vilnius warehouse is 4464#.",
+            "Silver Labs moved their warehouse from Vilnius to Accra. Later the door was painted.",
+            "The Vilnius office has a red door.",
+            "Nothing related at all here.",
+        ]
+        for n, line in enumerate(lines):
+            (mem / f"n{n}.md").write_text(f"# note {n}\n\n{line}\n", encoding="utf-8")
+        eng.memory.index("a")
+        query = "Vilnius warehouse door"
+        settings = eng.plugin_settings("memory")
+        settings.rerank = "none"
+        plain = {h.path: h.score for h in eng.memory.search(query, "a", limit=10)}
+        settings.rerank = "overlap"
+        reranked = eng.memory.search(query, "a", limit=10)
+        assert reranked and reranked[0].path == "memory/n0.md"
+        for hit in reranked:
+            want = overlap_scores(
+                query_terms(query),
+                [terms(hit.snippet), terms("door vilnius warehouse")],
+                [plain[hit.path], 1.0],
+                settings.rerank_weight,
+            )[0]
+            assert hit.score == pytest.approx(want, rel=1e-6), hit.path
+    finally:
+        eng.close()
