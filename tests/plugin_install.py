@@ -21,6 +21,7 @@ TEST_PLUGIN_MODULES = (
     "goclaw_listener",
     "goclaw_roster",
     "goclaw_minisearch",
+    "goclaw_reverie",
 )
 
 

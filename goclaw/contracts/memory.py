@@ -236,6 +236,12 @@ class EpisodicService(Protocol):
         """Summaries as ``memory_search`` hits (``tier="episodic"``)."""
         ...
 
+    def promote(self, ids: builtins.list[str], at: datetime | None = None) -> int:
+        """Mark these summaries promoted into long-term memory (what dreaming does once it has
+        written them to a memory file: ``list(..., unpromoted_only=True)`` leaves them out);
+        rows already promoted keep their time. Returns how many changed."""
+        ...
+
     def prune_expired(self, now: datetime | None = None) -> int: ...
 
 

@@ -307,3 +307,9 @@ class EpisodicStore:
             row.promoted_at = when
             session.add(row)
         return len(rows)
+
+    def promote(self, ids: list[str], at: datetime | None = None) -> int:
+        """Mark these summaries promoted into long-term memory (dreaming); rows already
+        promoted keep their time. Returns how many changed."""
+        when = at or utcnow()
+        return int(self.engine.db.run_write(lambda s: self.mark_promoted(s, list(ids), when)))
