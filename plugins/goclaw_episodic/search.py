@@ -13,12 +13,13 @@ Every ``memory_search`` asks this tier too, so its fixed cost matters more than 
   ``created_at``, earliest ``expires_at``) and per-row fingerprints; the index is reconciled
   only when the token moves or the earliest expiry passes. Every summary is scored on both
   channels.
-* **PostgreSQL** (:mod:`goclaw_episodic.search_pg`): full text stays in the database (``tsv`` generated from ``lex``, GIN). After
-  the gate (which also reads a change token: count, newest ``created_at``), one statement
-  finds the best candidates of either channel among the caller's summaries (full-text
-  matches pre-ranked by the IDF of the terms they hold; nearest by cosine), reads each
-  candidate's terms and real cosine, and the query terms' document frequencies over the
-  agent's live summaries; the summary count and mean length are cached per change token.
+* **PostgreSQL** (:mod:`goclaw_episodic.search_pg`): full text stays in the database
+  (``tsv`` generated from ``lex``, GIN). After the gate (which also reads a change token:
+  count, newest ``created_at``), one statement finds the best candidates of either channel
+  among the caller's summaries (full-text matches pre-ranked by the IDF of the terms they
+  hold; nearest by cosine), reads each candidate's terms and real cosine, and the query
+  terms' document frequencies over the agent's live summaries; the summary count and mean
+  length are cached per change token.
 
 The text score is BM25 × the share of query terms the summary contains (so one shared common
 word does not make a session relevant), fused by :func:`goclaw.retrieval.fusion.fuse` with
