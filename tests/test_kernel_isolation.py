@@ -1,10 +1,10 @@
 """Disabling a plugin changes nothing outside its feature (issue 13 item 8).
 
-For every non-essential default plugin: build a prompt under a truncation budget, search memory
-and end a session, with and without the plugin. Outside the plugin's own package, no prompt
-section may disappear, the AGENTS.md truncation may not change, ``run.completed`` is still
-published, and the memory search still finds the same top hit. The only effects allowed are
-listed in ``EXPECTED`` with the reason.
+For every non-essential default plugin: build a prompt under a truncation budget, search memory,
+end a session and run the workers once, with and without the plugin. Outside the plugin's own
+package, no prompt section may disappear, the AGENTS.md truncation may not change,
+``run.completed`` is still published, no worker delivery fails, and the memory search still
+finds the same top hit. The only effects allowed are listed in ``EXPECTED`` with the reason.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import pytest
 from sqlmodel import select
 
 from goclaw.engine import Engine
+from goclaw.events.runner import WorkerRunner
 from goclaw.plugins import DEFAULT_PLUGINS, ESSENTIAL_PLUGINS
 from goclaw.store.models import Event
 
@@ -46,6 +47,7 @@ def _observe(workspace: Path, disable: list[str]) -> dict[str, Any]:
         [agents_md] = [(f["chars"], f["truncated"]) for f in build.files if f["name"] == "AGENTS.md"]
         top = None
         events = 0
+        failures = 0
         if engine.has_service("memory"):
             folder = engine.agent_dir(agent) / "memory"
             folder.mkdir(parents=True, exist_ok=True)
@@ -59,7 +61,11 @@ def _observe(workspace: Path, disable: list[str]) -> dict[str, Any]:
             engine.sessions.end("k")
             with engine.db.session() as s:
                 events = len(list(s.exec(select(Event).where(Event.event_type == "run.completed"))))
-    return {"sections": sections, "agents_md": agents_md, "top": top, "events": events}
+            # Every worker still active copes with its neighbours disabled (issue 13 item 4: the
+            # semantic worker reads summaries through the episodic service, for one).
+            report = WorkerRunner(engine).run_once()
+            failures = report.failed + report.dead
+    return {"sections": sections, "agents_md": agents_md, "top": top, "events": events, "failures": failures}
 
 
 @cache
@@ -76,6 +82,7 @@ def test_baseline_exercises_every_check(baseline: dict[str, Any]) -> None:
     assert baseline["agents_md"][1] is True and baseline["agents_md"][0] <= 1000
     assert baseline["top"] == "memory/notes.md"
     assert baseline["events"] == 1
+    assert baseline["failures"] == 0
     assert {"skills", "memory_recall", "safety"} <= set(baseline["sections"])
 
 
@@ -95,6 +102,7 @@ def test_disabling_changes_nothing_outside_the_feature(
     assert seen["agents_md"] == baseline["agents_md"], "the truncation budget changed"
     if allowed.get("events", True):
         assert seen["events"] == 1, "run.completed was not published"
+    assert seen["failures"] == 0, "a worker failed with this plugin disabled"
     if allowed.get("search", True):
         assert seen["top"] == baseline["top"], "memory search changed"
 
