@@ -1,23 +1,27 @@
 """goclaw: the context engine for AI agents.
 
 ``goclaw.Engine`` is the facade (``Engine.open(workspace=...)``); ``goclaw.hookimpl`` is the
-marker plugin authors use. Importing ``goclaw`` is cheap: heavy modules load on first use.
+marker plugin authors use. Importing ``goclaw`` is cheap: everything, pluggy included, loads on
+first use (``goclaw --help`` needs none of it).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from goclaw.hookspecs import hookimpl
-
 if TYPE_CHECKING:
     from goclaw.aio import AsyncEngine
     from goclaw.engine import Engine
+    from goclaw.hookspecs import hookimpl
 
 __all__ = ["AsyncEngine", "Engine", "hookimpl"]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "hookimpl":
+        from goclaw.hookspecs import hookimpl
+
+        return hookimpl
     if name == "Engine":
         from goclaw.engine import Engine
 

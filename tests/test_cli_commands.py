@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 
 import click
@@ -73,6 +74,8 @@ def test_help_imports_no_command_module_and_no_plugin() -> None:
     assert not {m for m in modules if m.startswith("goclaw_")}
     heavy = {"litellm", "numpy", "sqlalchemy", "sqlmodel", "watchdog", "bm25s", "pydantic", "rich"}
     assert not modules & heavy
+    if not metadata.entry_points(group="goclaw"):  # no third-party plugin to ask for commands
+        assert "pluggy" not in modules and "goclaw.hookspecs" not in modules
 
 
 def test_one_command_imports_only_its_own_module() -> None:
