@@ -198,11 +198,12 @@ class SearchBackend(Protocol):
         return None
 
     def search(self, query: SearchQuery) -> SearchResult:
-        """The best ``query.limit`` × 3 chunks (room for the service's de-duplication), best
-        first, each scored on both channels when both run (``ScoredChunk.lexical`` 0.0, not
-        None, for a chunk without a query term). Search ``query.terms`` (not the text), use
-        ``query.vector`` only with ``query.space``, and fuse as ``query.fusion`` says. Say what
-        the caller should know in ``notes`` (e.g. no chunk has a vector of ``query.space``)."""
+        """The best ``query.wanted`` chunks (room for the service's de-duplication and
+        reranking), best first, each scored on both channels when both run
+        (``ScoredChunk.lexical`` 0.0, not None, for a chunk without a query term). Search
+        ``query.terms`` (not the text), use ``query.vector`` only with ``query.space``, and fuse
+        as ``query.fusion`` says. Say what the caller should know in ``notes`` (e.g. no chunk
+        has a vector of ``query.space``)."""
         ...
 
     def rows(self, agent_id: str, ids: Sequence[int]) -> dict[int, ChunkRow]:

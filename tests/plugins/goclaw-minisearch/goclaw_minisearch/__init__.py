@@ -190,7 +190,7 @@ class MiniSearch(SearchBackend):
             if score > 0:
                 scored.append(ScoredChunk(int(i), score, lex, cos))
         scored.sort(key=lambda c: (-c.score, c.id))
-        return SearchResult(scored[: query.limit * 3], notes)
+        return SearchResult(scored[: query.wanted], notes)
 
     def rows(self, agent_id: str, ids: Sequence[int]) -> dict[int, ChunkRow]:
         chunks = self._load(agent_id)["chunks"]
