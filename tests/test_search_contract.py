@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -91,3 +91,70 @@ def test_forget_leaves_no_saved_index_of_the_erased_user(workspace: Path) -> Non
         left = [p for p in saved.rglob("*") if p.is_file() and b"quokkazebra" in p.read_bytes()]
         assert left == []
         assert engine.memory.search("team notes", "ada")  # rebuilt from the table
+
+
+class _Recorder(SearchBackend):
+    """The least a backend implements when it subclasses the contract (the rest has defaults)."""
+
+    name = "recorder"
+    calls: ClassVar[list[str]] = []
+
+    def open(self, source: IndexSource) -> None:
+        self.calls.append(f"open:{type(source).__name__}")
+
+    def search(self, query: Any) -> Any:
+        from goclaw.contracts.search import SearchResult
+
+        self.calls.append("search")
+        return SearchResult([])
+
+    def rows(self, agent_id: str, ids: Any) -> dict[int, Any]:
+        return {}
+
+    def apply_changes(self, changes: IndexChanges) -> None:
+        self.calls.append(f"apply:{len(changes.records)}")
+
+    def invalidate(self, agent_id: str | None = None) -> None:
+        self.calls.append("invalidate")
+
+    def close(self) -> None:
+        self.calls.append("close")
+
+
+class _RecorderPlugin:
+    from goclaw import hookimpl
+
+    @hookimpl
+    def goclaw_search_backends(self) -> dict[str, Any]:
+        return {"recorder": lambda engine: _Recorder()}
+
+
+def test_the_service_drives_the_backend_lifecycle(workspace: Path) -> None:
+    """open (with the service's IndexSource) first, apply_changes per index run, close with
+    the engine; bulk_load and prepare_vectors come from the contract's defaults."""
+    _Recorder.calls = []
+    engine = Engine.open(
+        workspace, plugins={"memory": {"backend": "recorder"}}, extra_plugins=[("rec", _RecorderPlugin())]
+    )
+    agent = engine.agents.create("ada")
+    write(engine.agent_dir(agent), "MEMORY.md", "One fact.\n")
+    engine.memory.index("ada", bulk=True)
+    assert engine.memory.search("fact", "ada") == []
+    engine.memory.invalidate(agent.id)
+    engine.close()
+    assert _Recorder.calls == ["open:ChunkTableSource", "apply:1", "search", "invalidate", "close"]
+
+
+def test_no_plugin_probes_backend_methods() -> None:
+    """Every call the memory plugin makes on a backend is a contract member (issue 13 item 1):
+    no ``getattr(<backend>, ...)`` / ``hasattr(<backend>, ...)`` probing is left."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "plugins"
+    found = []
+    for path in sorted(root.glob("goclaw_*/*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            probe = isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr")
+            if probe and node.args and "backend" in ast.unparse(node.args[0]).lower():
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert found == []
