@@ -9,7 +9,7 @@ plugin-free AVAILABILITY.md check), ``--skills`` workspace skills, and a user wh
 
 Rows (medians):
   * warm build: ``engine.prompt.build(...)`` again and again on one engine (caches warm);
-  * baseline "uncached build": the same with ``[plugins.bootstrap] cache_seconds = 0`` (every
+  * baseline "uncached build": the same with ``[plugins.context_files] cache_seconds = 0`` (every
     build re-reads agent, files, links and teams from the database, as an uncached engine would);
   * SQL statements and file opens during one warm build (both should be 0: no database round
     trips and no disk rescans).
@@ -96,7 +96,7 @@ def setup(
             f"# Skill {i}\n",
             encoding="utf-8",
         )
-    plugins: dict[str, Any] = {"bootstrap": {"cache_seconds": cache_seconds}}
+    plugins: dict[str, Any] = {"context_files": {"cache_seconds": cache_seconds}}
     if only_ours:
         plugins["disable"] = others_disabled()
     eng = Engine.open(workspace, database_url, plugins=plugins)

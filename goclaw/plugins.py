@@ -87,6 +87,9 @@ DEFAULT_PLUGINS: dict[str, str] = {
 RENAMED_PLUGINS: dict[str, tuple[str, ...]] = {
     "goclaw.consolidation": ("goclaw.episodic", "goclaw.kg", "goclaw.channel_memory"),
 }
+# A setting that moved to another plugin's table: (old table, key) -> new table. The context-file
+# cache is the essential context_files plugin's, so it must not depend on goclaw.bootstrap being on.
+MOVED_SETTINGS: dict[tuple[str, str], str] = {("bootstrap", "cache_seconds"): "context_files"}
 
 # The kernel cannot serve its contract without these; disabling one is a loud error.
 ESSENTIAL_PLUGINS: frozenset[str] = frozenset({"goclaw.context_files", "goclaw.prompt"})
@@ -300,6 +303,24 @@ def route_renamed_tables(tables: dict[str, Any], models: dict[str, type[BaseMode
                 merged = dict(current) if isinstance(current, dict) else {}
                 merged.setdefault(key, value)
                 out[feature] = merged if current is None or isinstance(current, dict) else current
+    return _route_moved_settings(out)
+
+
+def _route_moved_settings(tables: dict[str, Any]) -> dict[str, Any]:
+    """Each :data:`MOVED_SETTINGS` key found in its old table moves to its new one (a value in
+    the new table wins), with a one-line deprecation warning."""
+    out = dict(tables)
+    for (old, key), new in MOVED_SETTINGS.items():
+        table = out.get(old)
+        if not isinstance(table, dict) or key not in table:
+            continue
+        log.warning(f"deprecated: [plugins.{old}] {key} is now [plugins.{new}] {key}; move it there")
+        rest = dict(table)
+        value = rest.pop(key)
+        out[old] = rest
+        target = out.get(new)
+        if target is None or isinstance(target, dict):
+            out[new] = {key: value, **(target or {})}
     return out
 
 

@@ -201,17 +201,17 @@ def test_merge_precedence_user_over_agent_base_only_survive(engine: Any) -> None
 
 
 def test_writes_invalidate_the_cache_in_process_and_across_engines(make_engine: Any) -> None:
-    eng = make_engine(plugins={"bootstrap": {"cache_seconds": 3600}})
+    eng = make_engine(plugins={"context_files": {"cache_seconds": 3600}})
     eng.agents.create("op", "open")
     eng.files.set("op", "AGENTS.md", "version one", user="u")
     assert "version one" in eng.prompt.build_for("op", "u").prompt
     eng.files.set("op", "AGENTS.md", "version two", user="u")
     assert "version two" in eng.prompt.build_for("op", "u").prompt
     # another process: a reader with caching off sees the write at once
-    other = make_engine(plugins={"bootstrap": {"cache_seconds": 0}})
+    other = make_engine(plugins={"context_files": {"cache_seconds": 0}})
     other.files.set("op", "AGENTS.md", "version three", user="u")
     assert "version three" in other.prompt.build_for("op", "u").prompt
-    reader = make_engine(plugins={"bootstrap": {"cache_seconds": 0}})
+    reader = make_engine(plugins={"context_files": {"cache_seconds": 0}})
     assert "version three" in reader.prompt.build_for("op", "u").prompt
 
 
@@ -220,7 +220,7 @@ def test_bulk_statements_also_invalidate_the_cache(make_engine: Any) -> None:
 
     from goclaw.store.models import UserContextFile
 
-    eng = make_engine(plugins={"bootstrap": {"cache_seconds": 3600}})
+    eng = make_engine(plugins={"context_files": {"cache_seconds": 3600}})
     eng.agents.create("op", "open")
     eng.files.set("op", "AGENTS.md", "before bulk", user="u")
     assert "before bulk" in eng.prompt.build_for("op", "u").prompt

@@ -100,3 +100,33 @@ def test_the_cli_prints_one_line_per_deprecation(workspace: Path) -> None:
     assert len(lines) == 2, lines
     assert "plugins.disable names 'goclaw.consolidation'" in lines[0]
     assert "[plugins.consolidation] is split into" in lines[1]
+
+
+# --------------------------------------------------------------------------- moved settings
+
+
+def test_cache_seconds_is_the_context_files_table(workspace: Path) -> None:
+    with Engine.open(workspace, plugins={"context_files": {"cache_seconds": 0}}) as engine:
+        assert engine.files.cache_seconds == 0
+    with pytest.raises(ConfigError, match=r"\[plugins.bootstrap\]: unknown key 'summon_timout'"):
+        Engine.open(workspace, plugins={"bootstrap": {"summon_timout": 1}})
+
+
+def test_the_old_cache_seconds_key_still_works_with_bootstrap_disabled(
+    workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The essential context-file cache read ``[plugins.bootstrap] cache_seconds``: with
+    goclaw.bootstrap disabled a user's ``cache_seconds = 0`` was silently replaced by 5 s."""
+    (workspace / "goclaw.toml").write_text(
+        '[plugins]\ndisable = ["goclaw.bootstrap"]\n[plugins.bootstrap]\ncache_seconds = 0\n'
+    )
+    with Engine.open(workspace) as engine:
+        assert engine.files.cache_seconds == 0
+    [message] = _warnings(caplog)
+    assert "[plugins.bootstrap] cache_seconds is now [plugins.context_files] cache_seconds" in message
+
+
+def test_the_new_cache_seconds_key_wins(workspace: Path) -> None:
+    plugins = {"bootstrap": {"cache_seconds": 0}, "context_files": {"cache_seconds": 7}}
+    with Engine.open(workspace, plugins=plugins) as engine:
+        assert engine.files.cache_seconds == 7

@@ -62,7 +62,7 @@ def context_tracker(engine: Engine) -> ChangeTracker:
 
 def cache_seconds(engine: Engine) -> float:
     """How long a prompt-side cache may trust an entry written by another process: the context-
-    file service's ``cache_seconds`` (``[plugins.bootstrap] cache_seconds``), else 5 s."""
+    file service's ``cache_seconds`` (``[plugins.context_files] cache_seconds``), else 5 s."""
     if not engine.has_service("files"):
         return DEFAULT_CACHE_SECONDS
     return float(getattr(engine.service("files"), "cache_seconds", DEFAULT_CACHE_SECONDS))

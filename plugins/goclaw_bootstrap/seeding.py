@@ -46,15 +46,9 @@ PREDEFINED_USER_FILES: tuple[str, ...] = ("USER.md", "BOOTSTRAP.md")
 
 
 class BootstrapSettings(BaseModel):
-    """``[plugins.bootstrap]``: caching and the summoner (spec §7). Truncation is the prompt's
-    (``[plugins.prompt]``)."""
+    """``[plugins.bootstrap]``: the summoner (spec §7). Truncation is the prompt's
+    (``[plugins.prompt]``), the context-file cache ``[plugins.context_files]``'s."""
 
-    cache_seconds: float = Field(
-        default=5.0,
-        ge=0,
-        description="how long a cached context file may be trusted without re-reading the database "
-        "(writes in this process invalidate at once; 0 = never cache)",
-    )
     summon_timeout: float = Field(default=60.0, gt=0, description="seconds for the summoning LLM call")
 
 

@@ -9,7 +9,7 @@ context-file store and the virtual files cache them. Two things invalidate a cac
   whenever a committed session wrote a row of a watched table (any ORM write through
   ``engine.db``, whoever made it: ``engine.files``, ``engine.agents.link``, the summoner, ...);
 * **other processes** (another CLI, another worker host): a cached entry is trusted for at most
-  ``[plugins.bootstrap] cache_seconds`` (default 5 s); ``0`` disables caching.
+  ``[plugins.context_files] cache_seconds`` (default 5 s); ``0`` disables caching.
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ def tracker(engine: Engine) -> ChangeTracker:
 
 
 def cache_seconds(engine: Engine) -> float:
-    """``[plugins.bootstrap] cache_seconds`` (5 s default; the bootstrap plugin may be disabled)."""
+    """``[plugins.context_files] cache_seconds`` (5 s default; it was ``[plugins.bootstrap]``'s,
+    which still works with a deprecation warning: :data:`goclaw.plugins.MOVED_SETTINGS`)."""
     try:
-        return float(engine.plugin_settings("bootstrap").cache_seconds)
+        return float(engine.plugin_settings("context_files").cache_seconds)
     except Exception:
         return 5.0

@@ -25,6 +25,12 @@ class ContextFilesSettings(BaseModel):
     max_file_chars: int = Field(
         default=1_000_000, ge=1, description="largest context file accepted on write (characters)"
     )
+    cache_seconds: float = Field(
+        default=5.0,
+        ge=0,
+        description="how long a cached context file may be trusted without re-reading the database "
+        "(writes in this process invalidate at once; 0 = never cache)",
+    )
 
 
 @hookimpl
