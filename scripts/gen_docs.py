@@ -84,7 +84,29 @@ def configuration_page() -> str:
         if doc and not doc[0].startswith("``"):
             out += [doc[0], ""]
         out += [*_model_table(model), ""]
-    return "\n".join(out)
+    return "\n".join([*out, *_renamed_section()])
+
+
+def _renamed_section() -> list[str]:
+    """Old names that still work (issue 13 item 4), from the kernel's own tables of them."""
+    from goclaw.plugins import MOVED_SETTINGS, RENAMED_PLUGINS
+
+    out = [
+        "## Renamed plugins and settings",
+        "",
+        "These old names still work; each use logs a one-line deprecation warning.",
+        "",
+        "| old | now |",
+        "|---|---|",
+    ]
+    for old, new in sorted(RENAMED_PLUGINS.items()):
+        out.append(f"| plugin `{old}` (`disable`/`only`) | {', '.join(f'`{n}`' for n in new)} |")
+        tables = ", ".join(f"`[plugins.{n.removeprefix('goclaw.')}]`" for n in new)
+        old_table = f"[plugins.{old.removeprefix('goclaw.')}]"
+        out.append(f"| `{old_table}` | each key in the new table(s) declaring it: {tables} |")
+    for (table, key), new_table in sorted(MOVED_SETTINGS.items()):
+        out.append(f"| `[plugins.{table}] {key}` | `[plugins.{new_table}] {key}` |")
+    return [*out, ""]
 
 
 def _command_doc(cmd: click.Command, path: str, out: list[str], level: int) -> None:
