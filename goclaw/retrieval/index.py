@@ -65,6 +65,17 @@ def _mapped(path: Path) -> Any:
     return np.load(path, mmap_mode="c").view(np.ndarray)
 
 
+def _counted(keys: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """``numpy.unique(keys, return_counts=True)`` by one sort (numpy's own was ~4x slower on
+    the millions of keys of a bulk load)."""
+    keys = np.sort(keys)
+    first = np.empty(len(keys), dtype=np.bool_)
+    first[:1] = True
+    np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    at = np.flatnonzero(first)
+    return keys[at], np.diff(np.append(at, len(keys)))
+
+
 @dataclass(frozen=True)
 class Doc:
     """One document to index: its id, scope (e.g. user id, ``""`` = shared), terms, optional
@@ -155,16 +166,15 @@ class SearchIndex:
         self.total_len += float(lens.sum())
         vocab = self.vocab
         words = list(itertools.chain.from_iterable(d.terms for d in docs))
-        new = set(words).difference(vocab)
-        if new:  # new terms get the next numbers (sorted: deterministic)
-            vocab.update(zip(sorted(new), range(len(vocab), len(vocab) + len(new)), strict=True))
-        flat = list(map(vocab.__getitem__, words))
-        self.fwd.append(flat, lens)
-        if flat:
-            tids = np.asarray(flat, dtype=np.int64)
+        new = [w for w in dict.fromkeys(words) if w not in vocab]
+        if new:  # new terms get the next numbers, in order of first sight (deterministic)
+            vocab.update(zip(new, range(len(vocab), len(vocab) + len(new)), strict=True))
+        tids = np.asarray(list(map(vocab.__getitem__, words)), dtype=np.int64)
+        self.fwd.append(tids, lens)
+        if len(tids):
             owner = np.repeat(slots, lens)
             stride = np.int64(max(end, 1))
-            pairs, tf = np.unique(tids * stride + owner, return_counts=True)  # term-major, then slot
+            pairs, tf = _counted(tids * stride + owner)  # term-major, then slot
             self._segments.append(
                 ((pairs // stride), (pairs % stride).astype(np.int32), tf.astype(np.float32))
             )
@@ -178,9 +188,13 @@ class SearchIndex:
                 if rows.ndim == 2 and rows.shape[1] == self.dim:
                     norms = np.linalg.norm(rows, axis=1)
                     ok = norms > 0
-                    at = first + np.asarray([i for i, _v in with_vec], dtype=np.int64)
-                    self.vec[at[ok]] = rows[ok] / norms[ok, None]
-                    self.has_vec[at[ok]] = True
+                    if len(with_vec) == count and ok.all():  # the bulk case: one slice, no copies
+                        np.divide(rows, norms[:, None], out=self.vec[first:end])
+                        self.has_vec[first:end] = True
+                    else:
+                        at = first + np.asarray([i for i, _v in with_vec], dtype=np.int64)
+                        self.vec[at[ok]] = rows[ok] / norms[ok, None]
+                        self.has_vec[at[ok]] = True
         self._norm = None
 
     def remove(self, ids: Iterable[int]) -> int:

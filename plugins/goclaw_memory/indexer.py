@@ -17,7 +17,6 @@ Every transaction that changes an agent's chunks also replaces the agent's index
 from __future__ import annotations
 
 import os
-import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -57,13 +56,20 @@ MAX_PATH = 1024  # memory_documents.path / memory_chunks.path are VARCHAR(1024)
 BATCH_CHUNKS = 2000  # chunks per transaction at most
 LOOKUP_CHUNK = 500  # hashes per IN (...) lookup
 
-# Same text on SQLite (>= 3.24) and PostgreSQL.
+# Same text on SQLite (>= 3.24) and PostgreSQL (``?`` becomes ``%s``: :func:`_driver_sql`).
 _SQL_UPSERT_DOC = (
     "INSERT INTO memory_documents (agent_id, user_id, path, content_hash, size, mtime, chunk_count, "
-    "indexed_at) VALUES (:a, :u, :p, :h, :s, :m, :n, :t) ON CONFLICT (agent_id, user_id, path) DO UPDATE "
+    "indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, user_id, path) DO UPDATE "
     "SET content_hash = excluded.content_hash, size = excluded.size, mtime = excluded.mtime, "
     "chunk_count = excluded.chunk_count, indexed_at = excluded.indexed_at"
 )
+_SQL_INSERT_CHUNK = (
+    "INSERT INTO memory_chunks (document_id, agent_id, user_id, path, start_line, end_line, text, lex, "
+    "chunk_hash, embedding, embedding_provider, embedding_model, embedding_dim) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_SQL_INSERT_CHUNK_ID = _SQL_INSERT_CHUNK.replace("(document_id", "(id, document_id").replace("(?", "(?, ?")
+_SQL_INSERT_CHUNK_PG = _SQL_INSERT_CHUNK.replace("?, ?, ?, ?)", "CAST(? AS vector), ?, ?, ?)")
 
 
 @dataclass
@@ -153,27 +159,31 @@ def _reason(exc: BaseException) -> str:
 
 
 def _as_float32(vec: Any) -> Any:
+    """A vector as a float32 array; on SQLite the embedding cache's vectors come as the raw
+    float32 bytes of the column."""
     import numpy as np
 
+    if isinstance(vec, bytes):
+        return np.frombuffer(vec, dtype=np.float32)
     return np.asarray(vec, dtype=np.float32).reshape(-1)
 
 
 def _vector_param(pg: bool) -> Callable[[Any], Any]:
-    """How a vector travels as a parameter in plain SQL: float32 bytes (SQLite) or a float32
-    array, which the store's connections send in pgvector's binary form (PostgreSQL)."""
+    """How a vector travels as a parameter in plain SQL: float32 bytes (SQLite; the cache's
+    bytes pass through untouched) or a float32 array, which the store's connections send in
+    pgvector's binary form (PostgreSQL)."""
     if pg:
         return lambda vec: None if vec is None else _as_float32(vec)
-    return lambda vec: None if vec is None else _as_float32(vec).tobytes()
+    return lambda vec: vec if vec is None or isinstance(vec, bytes) else _as_float32(vec).tobytes()
 
 
-_NAMED = re.compile(r"(?<![:\w]):(\w+)")
+def _driver_sql(sql: str, pg: bool) -> str:
+    """``?`` placeholders (sqlite3's qmark style) as psycopg's ``%s``."""
+    return sql.replace("?", "%s") if pg else sql
 
 
-def _executemany(conn: Any, sql: str, rows: list[dict[str, Any]], pg: bool) -> None:
-    """``executemany`` straight to the driver: SQLAlchemy's per-row parameter processing was a
-    fifth of the indexing time. ``sql`` uses ``:name`` parameters (sqlite3's named style);
-    they become ``%(name)s`` for psycopg."""
-    conn.exec_driver_sql(_NAMED.sub(r"%(\1)s", sql) if pg else sql, rows)
+def _marks(n: int) -> str:
+    return ", ".join("?" * n)
 
 
 def _insert(session: Session, table: Any) -> Any:
@@ -260,6 +270,129 @@ def _chunk_ids(conn: Any, doc_ids: Sequence[int]) -> list[tuple[int, str, str]]:
         rows = conn.execute(select(*cols).where(CHUNKS.c.document_id.in_(part)))
         out.extend((int(r[0]), r[1], r[2]) for r in rows)
     return out
+
+
+def _upsert_documents(
+    conn: Any, agent_id: str, batch: Sequence[_Pending], pg: bool
+) -> dict[tuple[str, str], int]:
+    """Insert or update the batch's ``memory_documents`` rows; their ids by (user, path)."""
+    now = utcnow()
+    stamp = now if pg else now.replace(tzinfo=None).isoformat(sep=" ")
+    rows = [
+        (agent_id, p.file.user_id, p.file.path, p.hash, p.size, p.mtime, len(p.chunks), stamp) for p in batch
+    ]
+    conn.exec_driver_sql(_driver_sql(_SQL_UPSERT_DOC, pg), rows)
+    wanted = {(p.file.user_id, p.file.path) for p in batch}
+    ids: dict[tuple[str, str], int] = {}
+    paths = sorted({p.file.path for p in batch})
+    for i in range(0, len(paths), LOOKUP_CHUNK):
+        part = paths[i : i + LOOKUP_CHUNK]
+        marks = _marks(len(part))
+        sql = f"SELECT id, user_id, path FROM memory_documents WHERE agent_id = ? AND path IN ({marks})"
+        for r in conn.exec_driver_sql(_driver_sql(sql, pg), (agent_id, *part)):
+            if (r[1], r[2]) in wanted:
+                ids[(r[1], r[2])] = int(r[0])
+    return ids
+
+
+def _insert_chunks(
+    conn: Any,
+    agent_id: str,
+    batch: Sequence[_Pending],
+    ids: dict[tuple[str, str], int],
+    terms: Sequence[Sequence[list[str]]],
+    vectors: dict[str, Any],
+    space: tuple[str, str, int] | None,
+    pg: bool,
+) -> list[int] | None:
+    """Insert the batch's chunks (text, terms, vector). On SQLite the ids are given here, the
+    ones SQLite would pick (the largest + 1, in order; the write lock is held), and returned
+    in the batch's order, so nothing needs reading back; on PostgreSQL the sequence gives them
+    (None)."""
+    vec = _vector_param(pg)
+    ep, em, ed = space if space is not None else (None, None, None)
+    rows = []
+    for p, lexes in zip(batch, terms, strict=True):
+        user, path = p.file.user_id, p.file.path
+        doc_id = ids[(user, path)]
+        for c, lex in zip(p.chunks, lexes, strict=True):
+            v = vectors.get(c.hash) if space is not None else None
+            meta = (ep, em, ed) if v is not None else (None, None, None)
+            rows.append(
+                (
+                    doc_id,
+                    agent_id,
+                    user,
+                    path,
+                    c.start_line,
+                    c.end_line,
+                    c.text,
+                    " ".join(lex),
+                    c.hash,
+                    vec(v),
+                    *meta,
+                )
+            )
+    if pg:
+        if rows:
+            conn.exec_driver_sql(_driver_sql(_SQL_INSERT_CHUNK_PG, True), rows)
+        return None
+    first = int(conn.exec_driver_sql("SELECT COALESCE(MAX(id), 0) FROM memory_chunks").scalar()) + 1
+    new_ids = list(range(first, first + len(rows)))
+    if rows:
+        conn.exec_driver_sql(_SQL_INSERT_CHUNK_ID, [(i, *r) for i, r in zip(new_ids, rows, strict=True)])
+    return new_ids
+
+
+def _written_records(
+    conn: Any,
+    batch: Sequence[_Pending],
+    doc_ids: Sequence[int],
+    terms: Sequence[Sequence[list[str]]],
+    vectors: dict[str, Any],
+    space: tuple[str, str, int] | None,
+    new_ids: list[int] | None,
+) -> list[ChunkRecord]:
+    """The batch's chunks as written, with their ids (for the backend's own index)."""
+    written = [
+        (p.file.user_id, p.file.path, c, lex)
+        for p, lexes in zip(batch, terms, strict=True)
+        for c, lex in zip(p.chunks, lexes, strict=True)
+    ]
+    if new_ids is None:
+        new_ids = _read_back_ids(conn, written, doc_ids)
+    out = []
+    for cid, (user, path, c, lex) in zip(new_ids, written, strict=True):
+        v = vectors.get(c.hash) if space is not None else None
+        vector = None if v is None else _as_float32(v)
+        rec = ChunkRecord(
+            cid,
+            user,
+            path,
+            c.start_line,
+            c.end_line,
+            c.text,
+            c.hash,
+            lex,
+            space if vector is not None else None,
+            vector,
+        )
+        out.append(rec)
+    return out
+
+
+def _read_back_ids(
+    conn: Any, written: Sequence[tuple[str, str, TextChunk, list[str]]], doc_ids: Sequence[int]
+) -> list[int]:
+    """The ids the database gave the chunks just inserted, in ``written``'s order. A chunk is
+    found by (user, path, start line, hash): the pieces of one long line share a start line."""
+    by_key: dict[tuple[str, str, int, str], list[int]] = {}
+    cols = (CHUNKS.c.id, CHUNKS.c.user_id, CHUNKS.c.path, CHUNKS.c.start_line, CHUNKS.c.chunk_hash)
+    for i in range(0, len(doc_ids), LOOKUP_CHUNK):
+        part = list(doc_ids[i : i + LOOKUP_CHUNK])
+        for r in conn.execute(select(*cols).where(CHUNKS.c.document_id.in_(part)).order_by(CHUNKS.c.id)):
+            by_key.setdefault((r[1], r[2], int(r[3]), r[4]), []).append(int(r[0]))
+    return [by_key[(user, path, c.start_line, c.hash)].pop(0) for user, path, c, _lex in written]
 
 
 class MemoryIndexer:
@@ -418,6 +551,24 @@ class MemoryIndexer:
         return found
 
     def _cache_lookup(self, hashes: Sequence[str], space: tuple[str, str, int]) -> dict[str, Any]:
+        """Cached vectors by chunk hash. On SQLite plain SQL returning the float32 bytes as
+        stored (they are written to ``memory_chunks`` as they are); on PostgreSQL arrays."""
+        if self.engine.db.backend == "postgresql":
+            return self._cache_lookup_pg(hashes, space)
+        out: dict[str, Any] = {}
+        with self.engine.db.session() as s:
+            conn = s.connection()
+            for i in range(0, len(hashes), LOOKUP_CHUNK):
+                part = hashes[i : i + LOOKUP_CHUNK]
+                sql = (
+                    "SELECT chunk_hash, embedding FROM embedding_cache WHERE provider = ? AND model = ? "
+                    f"AND dim = ? AND chunk_hash IN ({_marks(len(part))})"
+                )
+                rows = conn.exec_driver_sql(sql, (*space, *part)).all()
+                out.update({r[0]: bytes(r[1]) for r in rows if r[1] is not None})
+        return out
+
+    def _cache_lookup_pg(self, hashes: Sequence[str], space: tuple[str, str, int]) -> dict[str, Any]:
         provider, model, dim = space
         out: dict[str, Any] = {}
         with self.engine.db.session() as s:
@@ -489,110 +640,25 @@ class MemoryIndexer:
         """Replace the chunks of every document in ``batch`` in one transaction.
 
         Plain SQL with executemany (the same text on both backends): the ORM's per-statement
-        overhead was most of the indexing time for small documents.
+        overhead was most of the indexing time for small documents. Terms are computed before
+        the transaction opens.
         """
         pg = self.engine.db.backend == "postgresql"
-        now = utcnow()
-        stamp = now if pg else now.replace(tzinfo=None).isoformat(sep=" ")
-        doc_rows = [
-            {
-                "a": agent_id,
-                "u": p.file.user_id,
-                "p": p.file.path,
-                "h": p.hash,
-                "s": p.size,
-                "m": p.mtime,
-                "n": len(p.chunks),
-                "t": stamp,
-            }
-            for p in batch
-        ]
-        emb_sql = "CAST(:e AS vector)" if pg else ":e"
         tokenize = default_tokenizer().terms
-        terms = {id(p): [tokenize(c.text) for c in p.chunks] for p in batch}
+        terms = [[tokenize(c.text) for c in p.chunks] for p in batch]
+        track = self._changes is not None
 
-        def _do(session: Session) -> int:
+        def _do(session: Session) -> tuple[int, tuple[str, str], list[int], list[ChunkRecord]]:
             conn = session.connection()
-            _vec = _vector_param(pg)
-            _executemany(conn, _SQL_UPSERT_DOC, doc_rows, pg)
-            wanted = {(p.file.user_id, p.file.path) for p in batch}
-            ids: dict[tuple[str, str], int] = {}
-            paths = sorted({p.file.path for p in batch})
-            for i in range(0, len(paths), LOOKUP_CHUNK):
-                part = paths[i : i + LOOKUP_CHUNK]
-                for r in conn.execute(
-                    select(DOCS.c.id, DOCS.c.user_id, DOCS.c.path).where(
-                        DOCS.c.agent_id == agent_id, DOCS.c.path.in_(part)
-                    )
-                ):
-                    if (r[1], r[2]) in wanted:
-                        ids[(r[1], r[2])] = int(r[0])
+            ids = _upsert_documents(conn, agent_id, batch, pg)
             doc_ids = list(ids.values())
-            track = self._changes is not None
             removed = [r[0] for r in _chunk_ids(conn, doc_ids)] if track else []
             for i in range(0, len(doc_ids), LOOKUP_CHUNK):
                 conn.execute(delete(CHUNKS).where(CHUNKS.c.document_id.in_(doc_ids[i : i + LOOKUP_CHUNK])))
-            rows = []
-            for p in batch:
-                doc_id = ids[(p.file.user_id, p.file.path)]
-                for c, lex in zip(p.chunks, terms[id(p)], strict=True):
-                    vec = vectors.get(c.hash)
-                    has = vec is not None and space is not None
-                    rows.append(
-                        {
-                            "d": doc_id,
-                            "a": agent_id,
-                            "u": p.file.user_id,
-                            "p": p.file.path,
-                            "sl": c.start_line,
-                            "el": c.end_line,
-                            "x": c.text,
-                            "l": " ".join(lex),
-                            "h": c.hash,
-                            "e": _vec(vec) if has else None,
-                            "ep": space[0] if has and space else None,
-                            "em": space[1] if has and space else None,
-                            "ed": space[2] if has and space else None,
-                        }
-                    )
-            if rows:
-                _executemany(
-                    conn,
-                    "INSERT INTO memory_chunks (document_id, agent_id, user_id, path, start_line, "
-                    "end_line, text, lex, chunk_hash, embedding, embedding_provider, embedding_model, "
-                    f"embedding_dim) VALUES (:d, :a, :u, :p, :sl, :el, :x, :l, :h, {emb_sql}, :ep, :em, :ed)",
-                    rows,
-                    pg,
-                )
-            added = []
-            if track:
-                by_place = {
-                    (p.file.user_id, p.file.path, c.start_line): (c, lex)
-                    for p in batch
-                    for c, lex in zip(p.chunks, terms[id(p)], strict=True)
-                }
-                for r in conn.execute(
-                    select(CHUNKS.c.id, CHUNKS.c.user_id, CHUNKS.c.path, CHUNKS.c.start_line).where(
-                        CHUNKS.c.document_id.in_(doc_ids)
-                    )
-                ):
-                    c, lex = by_place[(r[1], r[2], int(r[3]))]
-                    vec = vectors.get(c.hash) if space is not None else None
-                    added.append(
-                        ChunkRecord(
-                            int(r[0]),
-                            r[1],
-                            r[2],
-                            c.start_line,
-                            c.end_line,
-                            c.text,
-                            c.hash,
-                            lex,
-                            space if vec is not None else None,
-                            vec,
-                        )
-                    )
-            return len(rows), bump_version(session, agent_id), removed, added
+            new_ids = _insert_chunks(conn, agent_id, batch, ids, terms, vectors, space, pg)
+            added = _written_records(conn, batch, doc_ids, terms, vectors, space, new_ids) if track else []
+            written = sum(len(p.chunks) for p in batch)
+            return written, bump_version(session, agent_id), removed, added
 
         written, tokens, removed, added = self.engine.db.run_write(_do)
         if self._changes is not None:

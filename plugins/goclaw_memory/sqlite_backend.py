@@ -25,6 +25,7 @@ import threading
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,7 +61,12 @@ def fingerprint(chunk_hash: str, user_id: str, has_vector: bool) -> int:
         h = int(chunk_hash[:14], 16)
     except ValueError:
         h = zlib.crc32(chunk_hash.encode("utf-8"))
-    return ((h ^ (zlib.crc32(user_id.encode("utf-8")) << 24)) << 1 | int(has_vector)) & ((1 << 62) - 1)
+    return ((h ^ _user_bits(user_id)) << 1 | int(has_vector)) & ((1 << 62) - 1)
+
+
+@lru_cache(maxsize=4096)
+def _user_bits(user_id: str) -> int:
+    return zlib.crc32(user_id.encode("utf-8")) << 24
 
 
 def parse_token(value: Any) -> str:
