@@ -14,15 +14,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlmodel import col, select
-
 from goclaw import hookimpl
 from goclaw.agents import find_agent
 from goclaw.completion import llm_complete
+from goclaw.errors import NotFoundError
 from goclaw.nlp.sentences import clip
 from goclaw.nlp.summary import extractive_summary
-from goclaw.store.models import Session as SessionRow
-from goclaw.store.models import SessionMessage
 from goclaw_episodic.settings import agent_setting, settings_of
 from goclaw_episodic.store import EpisodicStore, NewEpisode
 
@@ -40,18 +37,23 @@ MAX_TRANSCRIPT_CHARS = 8000
 
 def session_messages(
     engine: Any, key: str, first_seq: int | None = None, last_seq: int | None = None
-) -> tuple[SessionRow | None, list[tuple[str, str, int]]]:
-    """The session row and its ``(role, content, token_count)`` messages in order (those of
-    ``first_seq..last_seq`` when given: one run of the key)."""
-    with engine.db.session() as s:
-        row = s.get(SessionRow, key)
-        stmt = select(SessionMessage).where(SessionMessage.session_key == key)
-        if first_seq is not None:
-            stmt = stmt.where(col(SessionMessage.seq) >= first_seq)
-        if last_seq is not None:
-            stmt = stmt.where(col(SessionMessage.seq) <= last_seq)
-        msgs = s.exec(stmt.order_by(col(SessionMessage.seq))).all()
-        return row, [(m.role, m.content, m.token_count) for m in msgs]
+) -> tuple[Any | None, list[tuple[str, str, int]]]:
+    """The session and its ``(role, content, token_count)`` messages in order (those of
+    ``first_seq..last_seq`` when given: one run of the key), read through the ``sessions``
+    service (goclaw.memory's): ``(None, [])`` when it is off or the key is unknown, and the
+    event's own summary, if any, is all there is to consolidate."""
+    if not engine.has_service("sessions"):
+        return None, []
+    try:
+        row = engine.sessions.get(key)
+    except NotFoundError:
+        return None, []
+    msgs = [
+        m
+        for m in engine.sessions.messages(key, include_compacted=True)
+        if (first_seq is None or m.seq >= first_seq) and (last_seq is None or m.seq <= last_seq)
+    ]
+    return row, [(m.role, m.content, m.token_count) for m in msgs]
 
 
 def _seq(value: Any) -> int | None:
