@@ -306,3 +306,12 @@ def test_disabled_plugin_has_no_commands(hello_installed: Path, workspace: Path)
     (workspace / "goclaw.toml").write_text('[plugins]\ndisable = ["hello"]\n')
     result = run_cli(["hello"], workspace=workspace)
     assert result.code == 2 and result.err.startswith("error: No such command 'hello'")
+
+
+def test_the_guide_shows_the_tested_command_code() -> None:
+    root = Path(__file__).resolve().parents[1]
+    guide = (root / "docs" / "plugins.md").read_text(encoding="utf-8")
+    assert '--8<-- "tests/plugins/goclaw-hello/goclaw_hello/cli.py"' in guide
+    plugin = (root / "tests/plugins/goclaw-hello/goclaw_hello/__init__.py").read_text(encoding="utf-8")
+    declared = 'CommandSpec("hello", "Say hello (from the goclaw-hello plugin).", "goclaw_hello.cli:hello")'
+    assert declared in plugin and guide.count(declared) == 2  # section 1 and "Add commands"
