@@ -210,3 +210,30 @@ def test_hits_show_the_same_fields_as_the_rows(make_engine: Any) -> None:
         )
         for r, _s in rows
     ]
+
+
+@pytest.mark.postgres
+def test_the_vector_index_is_made_per_engine(pg_schema_url: str, workspace: Path) -> None:
+    """Which HNSW indexes exist was remembered per process (module-global, keyed by URL): an index
+    dropped, or a schema recreated under the same URL, was never created again in that process."""
+
+    def add(eng: Any, n: int) -> None:
+        agent = eng.agents.get("ada")
+        new = NewEpisode(agent.id, "", f"k{n}", f"Alice moved launch {n} to Friday.", f"src-{n}")
+        row = eng.episodic.build(new)
+        eng.db.run_write(lambda s: eng.episodic.add(s, row))
+
+    def exists(eng: Any, name: str) -> bool:
+        with eng.db.engine.connect() as conn:
+            return conn.execute(text("SELECT to_regclass(:n)"), {"n": name}).scalar() is not None
+
+    with Engine.open(workspace, pg_schema_url) as eng:  # the default (static) embedder
+        eng.agents.create("ada")
+        add(eng, 1)
+        name = f"ix_episodic_hnsw_{int(eng.embedder().dim)}"
+        assert exists(eng, name)
+        with eng.db.engine.begin() as conn:
+            conn.execute(text(f"DROP INDEX {name}"))
+    with Engine.open(workspace, pg_schema_url) as eng:
+        add(eng, 2)
+        assert exists(eng, name)

@@ -112,6 +112,7 @@ class EpisodicSearch:
         self._lock = threading.Lock()
         self._pg_sizes: dict[str, tuple[Any, float, float, Any]] = {}  # agent -> (token, N, avgdl, expiry)
         self.reconciles = 0  # tests read it: how often an index was brought up to date
+        self.vector_indexes: set[int] = set()  # PostgreSQL: dimensions whose HNSW index exists
         url = engine.db.engine.url
         path = url.database if engine.db.backend == "sqlite" else None
         self._db_path = path if path and path != ":memory:" and not path.startswith("file:") else None

@@ -34,9 +34,6 @@ from goclaw_episodic.settings import agent_setting
 
 log = logging.getLogger("goclaw.episodic")
 
-_HNSW_DONE: set[tuple[str, int]] = set()
-
-
 _ROWS: Any = None
 
 
@@ -167,8 +164,8 @@ class EpisodicStore:
         """PostgreSQL: a partial HNSW expression index for this dimension (spec §19)."""
         if self.engine.db.backend != "postgresql":
             return
-        key = (self.engine.db.url, dim)
-        if key in _HNSW_DONE:
+        done = searcher(self.engine).vector_indexes  # per engine, not per process (issue 13)
+        if dim in done:
             return
         stmt = (
             f"CREATE INDEX IF NOT EXISTS ix_episodic_hnsw_{int(dim)} ON episodic_summaries "
@@ -179,7 +176,7 @@ class EpisodicStore:
                 conn.exec_driver_sql(stmt)
         except Exception as exc:  # a concurrent creator won the race: fine
             log.debug("HNSW index for dim %s: %s", dim, exc)
-        _HNSW_DONE.add(key)
+        done.add(dim)
 
     # ------------------------------------------------------------------ reading
     def get(self, episodic_id: str) -> EpisodicSummary | None:
