@@ -11,6 +11,10 @@ What goes, for every agent (or the one named):
   queued events about the user (with their deliveries); the dreaming worker's state for the user;
 * across all agents only: the user's skill grants.
 
+Each plugin erases its own tables' rows (``goclaw_forget_rows``: memory, sessions, episodic,
+KG, channel memory, skill grants); the kernel erases its own (context files, events, worker
+state, agents: :mod:`goclaw.forget_kernel`) last, all in one transaction.
+
 Nothing of another user or of the agent level is touched: every delete is filtered by
 ``user_id = U`` (and the agents), and the tests count every other row before and after.
 A dry run (the default of the CLI) counts what would go; the report after says what went.

@@ -140,7 +140,9 @@ def goclaw_schema() -> list[SchemaComponent] | None:
     order, in one transaction under one lock; each component's stamp lives in its own version
     table ``goclaw_schema_version_<name>``, and a stamp newer than the chain this goclaw ships is
     refused. A disabled plugin's component is not touched (its tables appear when it is enabled).
-    Default plugins: ``goclaw.memory`` (``memory``), ``goclaw.skills`` (``skills``).
+    Default plugins: ``goclaw.memory`` (``memory``: memory index and sessions), ``goclaw.skills``
+    (``skills``), ``goclaw.episodic`` (``episodic``), ``goclaw.kg`` (``kg``),
+    ``goclaw.channel_memory`` (``channel_memory``).
     """
 
 
@@ -153,7 +155,8 @@ def goclaw_forget_rows(engine: Engine, scope: ForgetScope, connection: Any) -> l
     Returns: :class:`goclaw.contracts.schema.ForgetStep` objects, children first. Semantics: all
     collected, called once before anything is erased; the same filters count the rows (dry run)
     and delete them, in one transaction with the kernel's own tables (deleted last).
-    Default plugins: ``goclaw.memory`` (memory index, sessions), ``goclaw.skills`` (user grants).
+    Default plugins: ``goclaw.memory`` (memory index, sessions), ``goclaw.skills`` (grants),
+    ``goclaw.episodic``, ``goclaw.kg``, ``goclaw.channel_memory``.
     """
 
 

@@ -11,8 +11,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from goclaw.store.models import Session as SessionRow
-from goclaw.store.models import SessionMessage
+from goclaw_memory.tables import Session as SessionRow
+from goclaw_memory.tables import SessionMessage
 
 KNOWN = [
     ("Project Atlas", "project"),

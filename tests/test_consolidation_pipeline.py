@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
-from goclaw.store.models import EpisodicSummary, KGEntity
 from goclaw.types import PromptRequest
+from goclaw_episodic.tables import EpisodicSummary
+from goclaw_kg.tables import KGEntity
 from goclaw_memory.tables import MemoryDocument
 from tests.consolidation_helpers import end_session, mock_litellm, record_session
 from tests.helpers import run_cli

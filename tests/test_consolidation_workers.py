@@ -9,10 +9,11 @@ from sqlmodel import select
 
 from goclaw.contracts.memory import NewEpisode
 from goclaw.events import WorkerRunner
-from goclaw.store.models import EpisodicSummary, WorkerState
+from goclaw.store.models import WorkerState
 from goclaw.types import PromptContext, PromptRequest
 from goclaw_episodic.autoinject import HEADER, MemoryContextSection
 from goclaw_episodic.store import EpisodicStore
+from goclaw_episodic.tables import EpisodicSummary
 from goclaw_episodic.text import is_trivial, l0_abstract
 
 

@@ -19,6 +19,7 @@ from goclaw.store import migrate
 from goclaw.store.database import Database
 from goclaw.store.types import utcnow
 from goclaw_episodic.search import episode_lex, searcher
+from tests.legacy_schema import build_legacy
 from tests.test_skills_common import EmbedderPlugin, concept_vector
 
 SUMMARIES = [
@@ -150,7 +151,7 @@ def test_index_follows_inserts_deletes_expiry_and_old_rows(make_engine: Any, mon
 
 def test_upgrade_from_0003_backfills_terms(workspace: Path, database_url: str | None) -> None:
     db = Database.for_workspace(workspace, database_url)
-    assert migrate.upgrade(db, "0003") == "0003"
+    build_legacy(db, "0003")  # a pre-split database: the kernel's chain made episodic_summaries
     summary = "Refunds for TCK-4471 were processed"
     with db.engine.begin() as conn:
         conn.execute(

@@ -67,6 +67,21 @@ def _legacy_rows(db: Database) -> None:
                flushed_cycle=-1, summary="", created_at=T0, updated_at=T0)  # fmt: skip
         insert(conn, "session_messages", session_key="k1", seq=1, role="user", content="hello",
                token_count=1, compacted=False, created_at=T0)  # fmt: skip
+        insert(conn, "episodic_summaries", id="e1", tenant_id="default", agent_id="a1", user_id="u1",
+               session_key="k1", summary="Refunds for TCK-4471", l0_abstract="Refunds", key_topics="[]",
+               lex="refund tck-4471 tck 4471", source_type="session", source_id="k1:0", turn_count=1,
+               token_count=3, created_at=T0)  # fmt: skip
+        for eid, name in (("n1", "Alice"), ("n2", "Atlas")):
+            insert(conn, "kg_entities", id=eid, tenant_id="default", agent_id="a1", user_id="u1", name=name,
+                   normalized_name=name.lower(), entity_type="thing", description="", confidence=1.0,
+                   properties="{}", source_id="e1", valid_from=T0, created_at=T0, updated_at=T0)  # fmt: skip
+        insert(conn, "kg_relations", id="r1", tenant_id="default", agent_id="a1", user_id="u1",
+               source_entity_id="n1", target_entity_id="n2", relation_type="leads", confidence=1.0,
+               properties="{}", source_id="e1", valid_from=T0, created_at=T0)  # fmt: skip
+        insert(conn, "kg_dedup_candidates", agent_id="a1", user_id="u1", entity_a_id="n1", entity_b_id="n2",
+               cosine=0.9, name_similarity=0.5, status="pending", created_at=T0)  # fmt: skip
+        insert(conn, "channel_memory_extraction_items", agent_id="a1", channel="general", user_id="u1",
+               content="we ship Friday", status="pending", created_at=T0)  # fmt: skip
 
 
 COUNTS = {
@@ -79,6 +94,11 @@ COUNTS = {
     "skill_user_grants": 1,
     "sessions": 1,
     "session_messages": 1,
+    "episodic_summaries": 1,
+    "kg_entities": 2,
+    "kg_relations": 1,
+    "kg_dedup_candidates": 1,
+    "channel_memory_extraction_items": 1,
 }
 
 
@@ -98,7 +118,7 @@ def test_a_pre_split_database_upgrades_in_place(
 
     with Engine.open(workspace, database_url=database_url, plugins=NO_EMBED) as engine:
         assert migrate.stamps(engine.db) == _heads(engine)
-        assert {"memory", "skills"} <= set(_heads(engine))
+        assert {"memory", "skills", "episodic", "kg", "channel_memory"} <= set(_heads(engine))
         assert _counts(engine.db) == COUNTS
         assert engine.agents.get("legacy").description == "from 0004"
         if engine.db.backend == "postgresql":  # (SQLite searches an index file these raw rows lack)
@@ -106,7 +126,10 @@ def test_a_pre_split_database_upgrades_in_place(
             assert [h.path for h in hits] == ["MEMORY.md"]
             with engine.db.engine.connect() as conn:
                 tsv = conn.execute(text("SELECT tsv::text FROM memory_chunks WHERE id = 1")).scalar()
-            assert "'tck-4471'" in tsv
+                assert "'tck-4471'" in tsv
+                tsv = conn.execute(text("SELECT tsv::text FROM episodic_summaries WHERE id = 'e1'")).scalar()
+                assert "'tck-4471'" in tsv
+        assert [e.name for e in engine.kg.entities("legacy", "u1")] == ["Alice", "Atlas"]
 
     # A second open migrates nothing: Alembic is not even asked.
     import alembic.command
@@ -128,8 +151,9 @@ def test_a_fresh_database_gets_every_enabled_component(make_engine: Any) -> None
         assert set(comp.table_names) <= names, comp.name
     if engine.db.backend == "postgresql":
         with engine.db.engine.connect() as conn:
-            cols = {c["name"] for c in inspect(conn).get_columns("memory_chunks")}
-        assert {"lex", "tsv"} <= cols
+            for table in ("memory_chunks", "episodic_summaries"):
+                cols = {c["name"] for c in inspect(conn).get_columns(table)}
+                assert {"lex", "tsv"} <= cols, table
 
 
 def test_the_migrations_create_what_the_models_declare(make_engine: Any) -> None:
@@ -156,13 +180,18 @@ def test_the_migrations_create_what_the_models_declare(make_engine: Any) -> None
 
 
 def test_a_disabled_plugins_tables_wait_until_it_is_enabled(make_engine: Any) -> None:
-    off = make_engine(plugins={"disable": ["goclaw.skills"], **NO_EMBED})
-    assert "skills" not in migrate.stamps(off.db)
-    assert not {"skills", "skill_versions", "skill_agent_grants"} & _tables(off.db)
-    assert "memory_chunks" in _tables(off.db)
+    off = make_engine(plugins={"disable": ["goclaw.skills", "goclaw.kg"], **NO_EMBED})
+    assert not {"skills", "kg"} & set(migrate.stamps(off.db))
+    assert not {"skills", "skill_versions", "skill_agent_grants", "kg_entities", "kg_relations"} & _tables(
+        off.db
+    )
+    assert {"memory_chunks", "sessions", "episodic_summaries"} <= _tables(off.db)
     on = make_engine(plugins=NO_EMBED)
-    assert migrate.stamps(on.db)["skills"] == _heads(on)["skills"]
+    assert migrate.stamps(on.db) == _heads(on)
     assert {"skills", "skill_versions", "skill_agent_grants", "skill_user_grants"} <= _tables(on.db)
+    assert {"kg_entities", "kg_relations", "kg_dedup_candidates"} <= _tables(on.db)
+    on.agents.create("ada")
+    assert on.kg.entities("ada") == []
 
 
 def test_a_newer_component_is_refused_unless_disabled(make_engine: Any) -> None:
@@ -298,3 +327,26 @@ def test_two_processes_opening_a_pre_split_database_migrate_it_once(
     assert _counts(db) == COUNTS
     assert set(migrate.stamps(db)) >= {"kernel", "memory", "skills"}
     db.dispose()
+
+
+def test_the_episodic_plugin_reads_sessions_through_the_service(make_engine: Any) -> None:
+    """The session tables are the memory plugin's: auto-injection and the episodic worker read
+    them through ``engine.sessions`` (the latest user turns, one run's messages)."""
+    from goclaw_episodic.autoinject import recent_user_turns
+    from goclaw_episodic.worker import session_messages
+
+    engine = make_engine(plugins=NO_EMBED)
+    engine.agents.create("ada")
+    for i in range(6):
+        engine.sessions.append("ada", "k", "user" if i % 2 == 0 else "assistant", f"turn {i}")
+    assert recent_user_turns(engine, "k") == "turn 2 | turn 4"
+    assert recent_user_turns(engine, "unknown") == ""
+    row, msgs = session_messages(engine, "k", 3, 5)  # seq counts from 1
+    assert row.agent_id == engine.agents.get("ada").id
+    assert msgs == [
+        ("user", "turn 2", msgs[0][2]),
+        ("assistant", "turn 3", msgs[1][2]),
+        ("user", "turn 4", msgs[2][2]),
+    ]
+    off = make_engine(plugins={"disable": ["goclaw.memory"], **NO_EMBED})
+    assert recent_user_turns(off, "k") == "" and session_messages(off, "k") == (None, [])

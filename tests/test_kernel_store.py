@@ -16,7 +16,8 @@ from goclaw.engine import Engine
 from goclaw.errors import NotFoundError, StoreError, ValidationError
 from goclaw.store import migrate
 from goclaw.store.database import Database
-from goclaw.store.models import AgentContextFile, EmbeddingCache, KGEntity
+from goclaw.store.models import AgentContextFile, EmbeddingCache
+from goclaw_kg.tables import KGEntity
 
 
 def test_fresh_database_is_at_head(engine: Any) -> None:

@@ -15,9 +15,9 @@ import numpy as np
 from sqlmodel import select
 
 from goclaw.nlp.entities import entity_names
-from goclaw.store.models import KGDedupCandidate, KGEntity
 from goclaw_kg.dedup import DedupWorker
 from goclaw_kg.semantic import heuristic_extract
+from goclaw_kg.tables import KGDedupCandidate, KGEntity
 from tests import kg_eval
 
 

@@ -12,10 +12,10 @@ import pytest
 from sqlmodel import select
 
 from goclaw.errors import ValidationError
-from goclaw.store.models import KGDedupCandidate, KGEntity, KGRelation
 from goclaw_kg.dedup import DedupWorker, decide
 from goclaw_kg.settings import KGSettings
 from goclaw_kg.similarity import jaro_winkler, name_similarity
+from goclaw_kg.tables import KGDedupCandidate, KGEntity, KGRelation
 from tests.helpers import run_cli
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

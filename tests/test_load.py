@@ -22,8 +22,8 @@ from typing import Any
 
 from sqlmodel import func, select
 
-from goclaw.store.models import SessionMessage, UserContextFile
-from goclaw_memory.tables import MemoryDocument
+from goclaw.store.models import UserContextFile
+from goclaw_memory.tables import MemoryDocument, SessionMessage
 
 DURATION = 5.0
 

@@ -13,9 +13,9 @@ import pytest
 
 from goclaw.contracts.memory import NewEpisode
 from goclaw.errors import NotFoundError
-from goclaw.store.models import KGDedupCandidate
 from goclaw_episodic.plugin import memory_expand
 from goclaw_episodic.store import EpisodicStore
+from goclaw_kg.tables import KGDedupCandidate
 from tests.helpers import run_cli
 
 SECRET = "Alice keeps the launch codes in the blue binder"

@@ -64,6 +64,14 @@ class ForgetScope:
     def whole_agent(self) -> bool:
         return self.user == ""
 
+    def clause(self, table: Any) -> Any:
+        """The rows of ``table`` (with ``agent_id`` and ``user_id`` columns) in this scope."""
+        from sqlalchemy import and_
+
+        t = getattr(table, "__table__", table)
+        mine = t.c.agent_id.in_(self.agent_ids)  # SQLAlchemy renders an empty IN as false
+        return mine if self.whole_agent else and_(mine, t.c.user_id == self.user)
+
 
 @dataclass(frozen=True)
 class ForgetStep:

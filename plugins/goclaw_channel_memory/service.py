@@ -23,9 +23,10 @@ from goclaw.contracts.memory import NewEpisode
 from goclaw.errors import NotFoundError, ValidationError
 from goclaw.nlp.summary import extractive_summary
 from goclaw.redaction import ExcludedPatterns, redactor_of
-from goclaw.store.models import Agent, ChannelMemoryItem
+from goclaw.store.models import Agent
 from goclaw.store.types import utcnow
 from goclaw_channel_memory.settings import settings_of
+from goclaw_channel_memory.tables import ChannelMemoryItem
 
 EXTRACT_PROMPT = (
     "From this group chat, extract durable facts, decisions and preferences worth remembering. "

@@ -24,10 +24,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlmodel import col, select
-
 from goclaw.nlp.sentences import clip
-from goclaw.store.models import SessionMessage
 from goclaw.wrappers import neutralise
 from goclaw_episodic.settings import agent_setting, settings_of
 from goclaw_episodic.store import EpisodicStore
@@ -44,19 +41,13 @@ DOCUMENT_CHARS = 240  # a memory-file chunk is clipped to this in the section
 
 def recent_user_turns(engine: Any, session_key: str | None, limit: int = 2) -> str:
     """The last ``limit`` user messages of the session, joined by `` | `` and clipped to 300."""
-    if not session_key:
+    if not session_key or not engine.has_service("sessions"):
         return ""
-    try:
-        with engine.db.session() as s:
-            rows = s.exec(
-                select(SessionMessage.content)
-                .where(SessionMessage.session_key == session_key, SessionMessage.role == "user")
-                .order_by(col(SessionMessage.seq).desc())
-                .limit(limit)
-            ).all()
-    except Exception:  # the memory plugin may not have recorded anything: no context
+    try:  # through the sessions contract: the table is the memory plugin's
+        recent = engine.sessions.recent_messages(session_key, limit=limit, role="user")
+    except Exception:  # a failing replacement: no context
         return ""
-    joined = " | ".join(" ".join(str(r).split()) for r in reversed(rows))
+    joined = " | ".join(" ".join(str(m.content).split()) for m in recent)
     return joined[-300:]
 
 

@@ -33,10 +33,11 @@ from goclaw.completion import llm_complete
 from goclaw.events import DeferEvent
 from goclaw.nlp.sentences import clip
 from goclaw.redaction import redact_for
-from goclaw.store.models import EpisodicSummary, WorkerState
+from goclaw.store.models import WorkerState
 from goclaw.store.types import utcnow
 from goclaw_episodic.settings import agent_setting, settings_of
 from goclaw_episodic.store import EpisodicStore
+from goclaw_episodic.tables import EpisodicSummary
 
 log = logging.getLogger("goclaw.episodic")
 

@@ -1,7 +1,8 @@
 """Plugin ``goclaw.episodic``: episodic memory (spec §17-§19).
 
 Provides the ``episodic`` service (``engine.episodic``), the auto-injected "Memory Context"
-prompt section, episodic hits for ``memory_search`` and the ``memory_expand`` tool. Its workers
+prompt section, episodic hits for ``memory_search`` and the ``memory_expand`` tool; owns the
+``episodic_summaries`` table (component ``episodic``, :mod:`goclaw_episodic.tables`). Its workers
 are separate default plugins in this package (``goclaw.workers.episodic``,
 ``goclaw.workers.dreaming``, ``goclaw.workers.retention``) so each can be disabled or replaced.
 
@@ -28,6 +29,23 @@ from goclaw_episodic.store import EpisodicStore
 @hookimpl
 def goclaw_settings_model() -> type[BaseModel]:
     return EpisodicSettings
+
+
+@hookimpl
+def goclaw_schema() -> list[Any]:
+    from goclaw.contracts.schema import SchemaComponent
+    from goclaw_episodic.tables import MIGRATIONS, EpisodicSummary
+
+    return [SchemaComponent("episodic", (EpisodicSummary,), MIGRATIONS, "episodic summaries")]
+
+
+@hookimpl
+def goclaw_forget_rows(engine: Any, scope: Any, connection: Any) -> list[Any]:
+    """The scope's episodic summaries."""
+    from goclaw.contracts.schema import ForgetStep
+    from goclaw_episodic.tables import EpisodicSummary
+
+    return [ForgetStep(t, scope.clause(t)) for t in (EpisodicSummary,)]
 
 
 @hookimpl

@@ -25,12 +25,12 @@ from goclaw.nlp.entities import entity_names
 from goclaw.nlp.sentences import clip
 from goclaw.redaction import redact_for
 from goclaw.retrieval.embed import embed_texts
-from goclaw.store.models import EpisodicSummary
 from goclaw.store.types import utcnow
 from goclaw.types import SearchHit
 from goclaw_episodic import text as T
 from goclaw_episodic.search import episode_lex, searcher
 from goclaw_episodic.settings import agent_setting
+from goclaw_episodic.tables import EpisodicSummary
 
 log = logging.getLogger("goclaw.episodic")
 

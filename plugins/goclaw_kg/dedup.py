@@ -31,10 +31,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from goclaw import hookimpl
-from goclaw.store.models import KGDedupCandidate, KGEntity
 from goclaw_kg.graph import KnowledgeGraph
 from goclaw_kg.settings import settings_of
 from goclaw_kg.similarity import name_similarity
+from goclaw_kg.tables import KGDedupCandidate, KGEntity
 
 log = logging.getLogger("goclaw.kg")
 

@@ -23,9 +23,10 @@ from sqlmodel import Session, col, select
 from goclaw.agents import require_agent, user_scope
 from goclaw.errors import NotFoundError, ValidationError
 from goclaw.retrieval.embed import embed_texts
-from goclaw.store.models import Agent, KGDedupCandidate, KGEntity, KGRelation
+from goclaw.store.models import Agent
 from goclaw.store.types import utcnow
 from goclaw_kg.history import History
+from goclaw_kg.tables import KGDedupCandidate, KGEntity, KGRelation
 from goclaw_kg.upserts import Upserts, relation_type_key
 
 __all__ = ["KnowledgeGraph", "relation_type_key"]

@@ -1,6 +1,7 @@
 """Plugin ``goclaw.kg``: the temporal knowledge graph (spec §18, §20).
 
-Provides the ``kg`` service (``engine.kg``). Its workers are separate default plugins in this
+Provides the ``kg`` service (``engine.kg``) and owns the KG tables (component ``kg``,
+:mod:`goclaw_kg.tables`). Its workers are separate default plugins in this
 package (``goclaw.workers.semantic`` extracts facts from each new episodic summary,
 ``goclaw.workers.dedup`` merges duplicate entities) so each can be disabled or replaced.
 """
@@ -19,6 +20,24 @@ from goclaw_kg.settings import KGSettings
 @hookimpl
 def goclaw_settings_model() -> type[BaseModel]:
     return KGSettings
+
+
+@hookimpl
+def goclaw_schema() -> list[Any]:
+    from goclaw.contracts.schema import SchemaComponent
+    from goclaw_kg.tables import MIGRATIONS, KGDedupCandidate, KGEntity, KGRelation
+
+    tables = (KGEntity, KGRelation, KGDedupCandidate)
+    return [SchemaComponent("kg", tables, MIGRATIONS, "temporal knowledge graph")]
+
+
+@hookimpl
+def goclaw_forget_rows(engine: Any, scope: Any, connection: Any) -> list[Any]:
+    """The scope's dedup candidates, relations and entities (children first)."""
+    from goclaw.contracts.schema import ForgetStep
+    from goclaw_kg.tables import KGDedupCandidate, KGEntity, KGRelation
+
+    return [ForgetStep(t, scope.clause(t)) for t in (KGDedupCandidate, KGRelation, KGEntity)]
 
 
 @hookimpl

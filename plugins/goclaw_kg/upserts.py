@@ -10,8 +10,8 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from goclaw.nlp.entities import normalize_name
-from goclaw.store.models import KGEntity, KGRelation
 from goclaw.store.types import utcnow
+from goclaw_kg.tables import KGEntity, KGRelation
 
 
 def relation_type_key(value: str) -> str:

@@ -1,7 +1,8 @@
 """What ``goclaw forget`` erases of the memory plugin's rows (``goclaw_forget_rows``).
 
-A user of some agents (or whole agents): their chunks and documents, and the cached embeddings
-whose text only those chunks had (another scope's identical text keeps its cache row). The
+A user of some agents (or whole agents): their chunks and documents, the cached embeddings
+whose text only those chunks had (another scope's identical text keeps its cache row), and
+their sessions with the messages and the per-session worker state (scoped by session key). The
 files themselves and the search backend's caches are the kernel's ``forget`` business (it
 re-indexes through the memory service once the files are gone).
 """
@@ -10,16 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import and_, not_, select
+from sqlalchemy import not_, select
 
 from goclaw.contracts.schema import ForgetScope, ForgetStep
-from goclaw.store.models import EmbeddingCache
-from goclaw_memory.tables import MemoryChunk, MemoryDocument
+from goclaw.store.models import EmbeddingCache, WorkerState
+from goclaw_memory.tables import MemoryChunk, MemoryDocument, Session, SessionMessage
 
 
 def _mine(table: Any, scope: ForgetScope) -> Any:
-    clause = table.c.agent_id.in_(scope.agent_ids)
-    return clause if scope.whole_agent else and_(clause, table.c.user_id == scope.user)
+    return scope.clause(table)
 
 
 def _cache_hashes(connection: Any, scope: ForgetScope) -> list[str]:
@@ -41,7 +41,12 @@ def _cache_hashes(connection: Any, scope: ForgetScope) -> list[str]:
 def forget_steps(scope: ForgetScope, connection: Any) -> list[ForgetStep]:
     chunks, docs, cache = MemoryChunk.__table__, MemoryDocument.__table__, EmbeddingCache.__table__
     hashes = _cache_hashes(connection, scope)
+    s, msg, ws = Session.__table__, SessionMessage.__table__, WorkerState.__table__
+    keys = s.select().with_only_columns(s.c.key).where(scope.clause(s)).scalar_subquery()
     return [
+        ForgetStep(msg, msg.c.session_key.in_(keys)),
+        ForgetStep(ws, ws.c.scope.in_(keys)),
+        ForgetStep(s, scope.clause(s)),
         ForgetStep(chunks, _mine(chunks, scope)),
         ForgetStep(docs, _mine(docs, scope)),
         ForgetStep(cache, cache.c.chunk_hash.in_(hashes)),

@@ -18,14 +18,14 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import func, select
+from sqlmodel import col, func, select
 
 from goclaw.errors import NotFoundError, ValidationError
 from goclaw.redaction import redact_for
-from goclaw.store.models import Session, SessionMessage
 from goclaw.store.types import utcnow
 from goclaw_memory.flush import FlushResult, run_flush
 from goclaw_memory.paths import validate_user_id
+from goclaw_memory.tables import Session, SessionMessage
 
 if TYPE_CHECKING:
     from sqlmodel import Session as DbSession
@@ -174,6 +174,14 @@ class SessionService:
             if not include_compacted:
                 stmt = stmt.where(SessionMessage.compacted == False)  # noqa: E712
             return list(s.exec(stmt.order_by(SessionMessage.seq)))
+
+    def recent_messages(self, key: str, *, limit: int, role: str | None = None) -> list[SessionMessage]:
+        with self.engine.db.session() as s:
+            stmt = select(SessionMessage).where(SessionMessage.session_key == key)
+            if role is not None:
+                stmt = stmt.where(SessionMessage.role == role)
+            rows = list(s.exec(stmt.order_by(col(SessionMessage.seq).desc()).limit(limit)))
+        return rows[::-1]
 
     def tokens(self, key: str) -> int:
         """Tokens of the live history: the summary plus the messages not yet compacted."""

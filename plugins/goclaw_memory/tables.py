@@ -1,9 +1,10 @@
 """The memory plugin's tables (component ``memory``; migrations in ``migrations/``).
 
 ``memory_documents`` is one indexed memory file, ``memory_chunks`` its chunks with their
-retrieval terms and vectors. Backend-specific search structures (PostgreSQL's ``tsv`` column
-and GIN index) are made by the migrations; HNSW indexes by the PostgreSQL backend at run
-time. Never change a table here without adding a revision under ``migrations/``.
+retrieval terms and vectors; ``sessions`` and ``session_messages`` are the ``sessions``
+service's conversation records (revision ``memory_0002``). Backend-specific search structures
+(PostgreSQL's ``tsv`` column and GIN index) are made by the migrations; HNSW indexes by the
+PostgreSQL backend at run time. Never change a table here without adding a revision under ``migrations/``.
 """
 
 from __future__ import annotations
@@ -58,3 +59,34 @@ class MemoryChunk(SQLModel, table=True):
     embedding_provider: str | None = Field(default=None, max_length=128)
     embedding_model: str | None = Field(default=None, max_length=255)
     embedding_dim: int | None = Field(default=None)
+
+
+# --------------------------------------------------------------------------- sessions (spec §16-§17)
+
+
+class Session(SQLModel, table=True):
+    __tablename__ = "sessions"
+
+    key: str = Field(primary_key=True, max_length=512)
+    agent_id: str = Field(foreign_key="agents.id", max_length=64, ondelete="CASCADE")
+    user_id: str = Field(default="", max_length=255)
+    status: str = Field(default="open", max_length=16)  # open | ended
+    compaction_count: int = Field(default=0)
+    flushed_cycle: int = Field(default=-1)  # compaction cycle whose memory flush already ran
+    summary: str = text_field()  # the latest compaction summary
+    created_at: datetime = created_field()
+    updated_at: datetime = created_field()
+
+
+class SessionMessage(SQLModel, table=True):
+    __tablename__ = "session_messages"
+    __table_args__ = (UniqueConstraint("session_key", "seq", name="uq_session_messages_seq"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    session_key: str = Field(foreign_key="sessions.key", max_length=512, ondelete="CASCADE")
+    seq: int
+    role: str = Field(max_length=32)
+    content: str = text_field()
+    token_count: int = Field(default=0)
+    compacted: bool = Field(default=False)
+    created_at: datetime = created_field()

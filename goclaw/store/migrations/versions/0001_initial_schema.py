@@ -4,15 +4,14 @@ Revision ID: 0001
 Revises: 
 Create Date: 2026-12-02 12:47:44.063194
 
-The kernel's tables, plus the full-text structures each backend needs: SQLite FTS5
-external-content tables kept in sync by triggers; PostgreSQL generated ``tsvector`` columns
-with GIN indexes. HNSW indexes depend on the embedding dimension, so the PostgreSQL search
-backend creates them (one partial index per dimension) at run time.
+The kernel's tables: agents, their links, teams and context files, ``system_configs``, the
+event queue, ``worker_state`` and the embedding cache.
 
-Until issue 13 item 3 this revision created every feature's table too; databases made then
-keep them, and each plugin's own chain adopts its tables (see 0005). Since then it only
-runs on an empty database, so it creates the tables the kernel still owns; the feature
-tables come from the plugins' chains (``goclaw_schema`` hook). The original text of this
+Until issue 13 item 3 this revision created every feature's table too, with the full-text
+structures each backend needed (SQLite FTS5 tables, PostgreSQL generated ``tsvector`` columns);
+databases made then keep them, and each plugin's own chain adopts its tables (see 0005).
+Since then it only runs on an empty database, so it creates the tables the kernel still owns;
+the feature tables come from the plugins' chains (``goclaw_schema`` hook). The original text of this
 revision is kept in ``tests/legacy_schema`` to build pre-split databases in tests.
 """
 
@@ -71,20 +70,6 @@ def upgrade() -> None:
     with op.batch_alter_table('events', schema=None) as batch_op:
         batch_op.create_index('ix_events_type_created', ['event_type', 'created_at'], unique=False)
 
-    op.create_table('kg_dedup_candidates',
-    sa.Column('id', sa.Integer(), nullable=False),
-    sa.Column('agent_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('user_id', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
-    sa.Column('entity_a_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('entity_b_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('cosine', sa.Float(), nullable=False),
-    sa.Column('name_similarity', sa.Float(), nullable=False),
-    sa.Column('status', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('reviewed_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
-    sa.PrimaryKeyConstraint('id'),
-    sa.UniqueConstraint('entity_a_id', 'entity_b_id', name='uq_kg_dedup_pair')
-    )
     op.create_table('system_configs',
     sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('key', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
@@ -129,50 +114,6 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('source_agent_id', 'target_agent_id', name='uq_agent_links')
     )
-    op.create_table('channel_memory_extraction_items',
-    sa.Column('id', sa.Integer(), nullable=False),
-    sa.Column('agent_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('channel', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
-    sa.Column('user_id', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
-    sa.Column('content', sa.Text(), server_default='', nullable=False),
-    sa.Column('status', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
-    sa.Column('episodic_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('reviewed_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
-    sa.ForeignKeyConstraint(['agent_id'], ['agents.id'], ondelete='CASCADE'),
-    sa.PrimaryKeyConstraint('id')
-    )
-    with op.batch_alter_table('channel_memory_extraction_items', schema=None) as batch_op:
-        batch_op.create_index('ix_channel_memory_scope', ['agent_id', 'channel'], unique=False)
-
-    op.create_table('episodic_summaries',
-    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('agent_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('user_id', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
-    sa.Column('session_key', sa.Text(), server_default='', nullable=False),
-    sa.Column('summary', sa.Text(), server_default='', nullable=False),
-    sa.Column('l0_abstract', sa.Text(), server_default='', nullable=False),
-    sa.Column('key_topics', sa.JSON(), nullable=False),
-    sa.Column('embedding', goclaw.store.types.Vector(), nullable=True),
-    sa.Column('embedding_provider', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=True),
-    sa.Column('embedding_model', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=True),
-    sa.Column('embedding_dim', sa.Integer(), nullable=True),
-    sa.Column('source_type', sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
-    sa.Column('source_id', sqlmodel.sql.sqltypes.AutoString(length=512), nullable=False),
-    sa.Column('turn_count', sa.Integer(), nullable=False),
-    sa.Column('token_count', sa.Integer(), nullable=False),
-    sa.Column('promoted_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('expires_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
-    sa.ForeignKeyConstraint(['agent_id'], ['agents.id'], ondelete='CASCADE'),
-    sa.PrimaryKeyConstraint('id'),
-    sa.UniqueConstraint('agent_id', 'user_id', 'source_id', name='uq_episodic_source')
-    )
-    with op.batch_alter_table('episodic_summaries', schema=None) as batch_op:
-        batch_op.create_index('ix_episodic_scope', ['agent_id', 'user_id'], unique=False)
-        batch_op.create_index(batch_op.f('ix_episodic_summaries_expires_at'), ['expires_at'], unique=False)
-
     op.create_table('event_deliveries',
     sa.Column('event_id', sa.Integer(), nullable=False),
     sa.Column('worker', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=False),
@@ -189,47 +130,6 @@ def upgrade() -> None:
     with op.batch_alter_table('event_deliveries', schema=None) as batch_op:
         batch_op.create_index('ix_event_deliveries_claim', ['status', 'available_at'], unique=False)
 
-    op.create_table('kg_entities',
-    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('agent_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('user_id', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
-    sa.Column('name', sqlmodel.sql.sqltypes.AutoString(length=512), nullable=False),
-    sa.Column('normalized_name', sqlmodel.sql.sqltypes.AutoString(length=512), nullable=False),
-    sa.Column('entity_type', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('description', sa.Text(), server_default='', nullable=False),
-    sa.Column('confidence', sa.Float(), nullable=False),
-    sa.Column('properties', sa.JSON(), nullable=False),
-    sa.Column('embedding', goclaw.store.types.Vector(), nullable=True),
-    sa.Column('embedding_provider', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=True),
-    sa.Column('embedding_model', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=True),
-    sa.Column('embedding_dim', sa.Integer(), nullable=True),
-    sa.Column('source_id', sqlmodel.sql.sqltypes.AutoString(length=512), nullable=False),
-    sa.Column('merged_into', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True),
-    sa.Column('valid_from', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('valid_until', goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(['agent_id'], ['agents.id'], ondelete='CASCADE'),
-    sa.PrimaryKeyConstraint('id')
-    )
-    with op.batch_alter_table('kg_entities', schema=None) as batch_op:
-        batch_op.create_index('ix_kg_entities_scope', ['agent_id', 'user_id'], unique=False)
-        batch_op.create_index('uq_kg_entities_current', ['agent_id', 'user_id', 'normalized_name', 'entity_type'], unique=True, sqlite_where=sa.text('valid_until IS NULL'), postgresql_where=sa.text('valid_until IS NULL'))
-
-    op.create_table('sessions',
-    sa.Column('key', sqlmodel.sql.sqltypes.AutoString(length=512), nullable=False),
-    sa.Column('agent_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('user_id', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
-    sa.Column('status', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
-    sa.Column('compaction_count', sa.Integer(), nullable=False),
-    sa.Column('flushed_cycle', sa.Integer(), nullable=False),
-    sa.Column('summary', sa.Text(), server_default='', nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(['agent_id'], ['agents.id'], ondelete='CASCADE'),
-    sa.PrimaryKeyConstraint('key')
-    )
     op.create_table('team_members',
     sa.Column('team_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('agent_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
@@ -249,113 +149,22 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('agent_id', 'user_id', 'file_name', name='uq_user_context_files')
     )
-    op.create_table('kg_relations',
-    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('agent_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('user_id', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
-    sa.Column('source_entity_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('target_entity_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('relation_type', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=False),
-    sa.Column('confidence', sa.Float(), nullable=False),
-    sa.Column('properties', sa.JSON(), nullable=False),
-    sa.Column('source_id', sqlmodel.sql.sqltypes.AutoString(length=512), nullable=False),
-    sa.Column('valid_from', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('valid_until', goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(['agent_id'], ['agents.id'], ondelete='CASCADE'),
-    sa.ForeignKeyConstraint(['source_entity_id'], ['kg_entities.id'], ),
-    sa.ForeignKeyConstraint(['target_entity_id'], ['kg_entities.id'], ),
-    sa.PrimaryKeyConstraint('id')
-    )
-    with op.batch_alter_table('kg_relations', schema=None) as batch_op:
-        batch_op.create_index('ix_kg_relations_scope', ['agent_id', 'user_id'], unique=False)
-        batch_op.create_index('uq_kg_relations_current', ['agent_id', 'user_id', 'source_entity_id', 'relation_type', 'target_entity_id'], unique=True, sqlite_where=sa.text('valid_until IS NULL'), postgresql_where=sa.text('valid_until IS NULL'))
-
-    op.create_table('session_messages',
-    sa.Column('id', sa.Integer(), nullable=False),
-    sa.Column('session_key', sqlmodel.sql.sqltypes.AutoString(length=512), nullable=False),
-    sa.Column('seq', sa.Integer(), nullable=False),
-    sa.Column('role', sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
-    sa.Column('content', sa.Text(), server_default='', nullable=False),
-    sa.Column('token_count', sa.Integer(), nullable=False),
-    sa.Column('compacted', sa.Boolean(), nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(['session_key'], ['sessions.key'], ondelete='CASCADE'),
-    sa.PrimaryKeyConstraint('id'),
-    sa.UniqueConstraint('session_key', 'seq', name='uq_session_messages_seq')
-    )
     # ### end Alembic commands ###
-    _full_text_upgrade()
-
-
-SQLITE_FTS = [
-    "CREATE VIRTUAL TABLE episodic_summaries_fts USING fts5(summary, l0_abstract, "
-    "content='episodic_summaries', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2')",
-    "CREATE TRIGGER episodic_fts_ai AFTER INSERT ON episodic_summaries BEGIN "
-    "INSERT INTO episodic_summaries_fts(rowid, summary, l0_abstract) "
-    "VALUES (new.rowid, new.summary, new.l0_abstract); END",
-    "CREATE TRIGGER episodic_fts_ad AFTER DELETE ON episodic_summaries BEGIN "
-    "INSERT INTO episodic_summaries_fts(episodic_summaries_fts, rowid, summary, l0_abstract) "
-    "VALUES ('delete', old.rowid, old.summary, old.l0_abstract); END",
-    "CREATE TRIGGER episodic_fts_au AFTER UPDATE OF summary, l0_abstract ON episodic_summaries BEGIN "
-    "INSERT INTO episodic_summaries_fts(episodic_summaries_fts, rowid, summary, l0_abstract) "
-    "VALUES ('delete', old.rowid, old.summary, old.l0_abstract); "
-    "INSERT INTO episodic_summaries_fts(rowid, summary, l0_abstract) "
-    "VALUES (new.rowid, new.summary, new.l0_abstract); END",
-]
-
-POSTGRES_FTS = [
-    "ALTER TABLE episodic_summaries ADD COLUMN tsv tsvector GENERATED ALWAYS AS "
-    "(to_tsvector('simple', coalesce(summary, '') || ' ' || coalesce(l0_abstract, ''))) STORED",
-    "CREATE INDEX ix_episodic_summaries_tsv ON episodic_summaries USING GIN (tsv)",
-]
-
-
-def _full_text_upgrade() -> None:
-    statements = SQLITE_FTS if op.get_bind().dialect.name == "sqlite" else POSTGRES_FTS
-    for statement in statements:
-        op.execute(statement)
 
 
 def downgrade() -> None:
-    if op.get_bind().dialect.name == "sqlite":
-        for name in ("episodic_summaries_fts",):
-            op.execute(f"DROP TABLE IF EXISTS {name}")
     # ### commands auto generated by Alembic - please adjust! ###
-    op.drop_table('session_messages')
-    with op.batch_alter_table('kg_relations', schema=None) as batch_op:
-        batch_op.drop_index('uq_kg_relations_current', sqlite_where=sa.text('valid_until IS NULL'), postgresql_where=sa.text('valid_until IS NULL'))
-        batch_op.drop_index('ix_kg_relations_scope')
-
-    op.drop_table('kg_relations')
     op.drop_table('user_context_files')
     op.drop_table('team_members')
-    op.drop_table('sessions')
-    with op.batch_alter_table('kg_entities', schema=None) as batch_op:
-        batch_op.drop_index('uq_kg_entities_current', sqlite_where=sa.text('valid_until IS NULL'), postgresql_where=sa.text('valid_until IS NULL'))
-        batch_op.drop_index('ix_kg_entities_scope')
-
-    op.drop_table('kg_entities')
     with op.batch_alter_table('event_deliveries', schema=None) as batch_op:
         batch_op.drop_index('ix_event_deliveries_claim')
 
     op.drop_table('event_deliveries')
-    with op.batch_alter_table('episodic_summaries', schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f('ix_episodic_summaries_expires_at'))
-        batch_op.drop_index('ix_episodic_scope')
-
-    op.drop_table('episodic_summaries')
-    with op.batch_alter_table('channel_memory_extraction_items', schema=None) as batch_op:
-        batch_op.drop_index('ix_channel_memory_scope')
-
-    op.drop_table('channel_memory_extraction_items')
     op.drop_table('agent_links')
     op.drop_table('agent_context_files')
     op.drop_table('worker_state')
     op.drop_table('teams')
     op.drop_table('system_configs')
-    op.drop_table('kg_dedup_candidates')
     with op.batch_alter_table('events', schema=None) as batch_op:
         batch_op.drop_index('ix_events_type_created')
 

@@ -11,6 +11,9 @@ its L0 abstract and its key topics, space separated; existing rows are backfille
   ``lex``), like memory chunks in 0003; the FTS5 table and its triggers are dropped.
 * PostgreSQL: ``tsv`` is generated from ``lex`` verbatim, so full text stays in the database
   with the engine's stemming and whole codes.
+
+Since issue 13 item 3 this only runs where ``episodic_summaries`` exists (a database created
+before the split); the episodic plugin's own chain creates the table with ``lex`` otherwise.
 """
 
 from __future__ import annotations
@@ -84,6 +87,8 @@ def _backfill() -> None:
 
 
 def upgrade() -> None:
+    if not sa.inspect(op.get_bind()).has_table("episodic_summaries"):
+        return
     pg = op.get_bind().dialect.name == "postgresql"
     op.add_column("episodic_summaries", sa.Column("lex", sa.Text(), nullable=True))
     if pg:
