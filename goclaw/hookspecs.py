@@ -254,7 +254,10 @@ def goclaw_search_backends() -> dict[str, Factory] | None:
     Semantics: a registry; the one used is chosen by config (``[plugins.memory] backend``,
     default: the database's backend). A backend implements
     :class:`goclaw.contracts.search.SearchBackend` (writes as well as queries, so it can keep
-    an index of its own). Default plugin: ``goclaw.memory`` (``sqlite``, ``postgresql``).
+    an index of its own); the memory service calls its ``open(source)`` with an
+    :class:`~goclaw.contracts.search.IndexSource` right after the factory and its ``close()``
+    when the engine closes. Default plugins: ``goclaw.memory`` (``sqlite``, ``postgresql``),
+    ``goclaw.lancedb`` (``lancedb``, optional).
     """
 
 
