@@ -193,3 +193,31 @@ def test_dedup_worker_merges_only_same_type_near_identicals(engine: Any) -> None
     assert engine.kg.review_candidate(cand["id"], accept=False)["status"] == "rejected"
     with pytest.raises(ValidationError):
         engine.kg.merge(a, c)  # ... and a different-type merge is refused outright
+
+
+def test_facts_for_episode_finds_later_mentions_only(make_engine: Any) -> None:
+    """The summary's own entities and those a later summary mentioned again (``episodic_ids``),
+    selected in the database (it used to load every current entity of every agent: 1.3 s a call
+    at 20,000 entities) and still exact: an id that is a substring of another does not match."""
+    engine = make_engine(plugins={"embeddings": {"provider": "none"}})
+    ada, bob = engine.agents.create("ada"), engine.agents.create("bob")
+    ep1, ep2 = "a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6", "f6e5d4c3b2a1f6e5d4c3b2a1f6e5d4c3"
+
+    def _do(s: Any) -> None:
+        engine.kg.upsert_entity(
+            s, agent_id=ada.id, user_id="", name="Atlas", entity_type="project", episodic_id=ep1
+        )
+        engine.kg.upsert_entity(
+            s, agent_id=ada.id, user_id="", name="Atlas", entity_type="project", episodic_id=ep2
+        )
+        engine.kg.upsert_entity(
+            s, agent_id=ada.id, user_id="", name="Orion", entity_type="project", episodic_id=ep2
+        )
+        engine.kg.upsert_entity(
+            s, agent_id=bob.id, user_id="", name="Vega", entity_type="project", episodic_id="x_" + ep1
+        )
+
+    engine.db.run_write(_do)
+    assert sorted(e.name for e in engine.kg.facts_for_episode(ep1)[0]) == ["Atlas"]
+    assert sorted(e.name for e in engine.kg.facts_for_episode(ep2)[0]) == ["Atlas", "Orion"]
+    assert engine.kg.facts_for_episode(ep1[:8])[0] == []

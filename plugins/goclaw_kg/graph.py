@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import String, cast, or_
 from sqlmodel import Session, col, select
 
 from goclaw.agents import require_agent, user_scope
@@ -97,11 +98,21 @@ class KnowledgeGraph(Upserts, History):
         return [(r, names) for r in rels]
 
     def facts_for_episode(self, episodic_id: str) -> tuple[list[KGEntity], list[KGRelation]]:
-        """Entities and relations extracted from one episodic summary (``memory_expand``)."""
+        """Entities and relations extracted from one episodic summary (``memory_expand``).
+
+        The database narrows the entities to those whose ``source_id`` is the summary or whose
+        properties mention its id; the exact ``episodic_ids`` test runs here (it used to run on
+        every current entity of every agent: 1.4 s a call at 20,000 entities)."""
+        mentions = cast(col(KGEntity.properties), String).like(f"%{_like_escape(episodic_id)}%", escape="\\")
         with self.engine.db.session() as s:
+            found = s.exec(
+                select(KGEntity).where(
+                    col(KGEntity.valid_until).is_(None), or_(KGEntity.source_id == episodic_id, mentions)
+                )
+            )
             ents = [
                 e
-                for e in s.exec(select(KGEntity).where(col(KGEntity.valid_until).is_(None)))
+                for e in found
                 if e.source_id == episodic_id or episodic_id in (e.properties or {}).get("episodic_ids", [])
             ]
             rels = list(
@@ -185,3 +196,7 @@ class KnowledgeGraph(Upserts, History):
         if emb is None:
             return {}
         return {n: (emb.vectors[i], emb.provider, emb.model, emb.dim) for i, n in enumerate(names)}
+
+
+def _like_escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
