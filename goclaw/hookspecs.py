@@ -338,8 +338,9 @@ def goclaw_consolidation_workers() -> list[ConsolidationWorker] | None:
     :mod:`goclaw.contracts.events`). Semantics: all collected; a duplicate worker name is an
     error. Publishing an event creates one delivery per subscribed worker. The queue is the
     kernel's, so a third-party worker runs whatever built-ins are disabled.
-    Default plugins: ``goclaw.workers.episodic``, ``.semantic``, ``.dedup``, ``.dreaming`` and
-    ``.retention``.
+    Default plugins, each in the package of the feature it serves: ``goclaw.workers.episodic``,
+    ``.dreaming`` and ``.retention`` (``goclaw_episodic``), ``.semantic`` and ``.dedup``
+    (``goclaw_kg``).
     """
 
 
