@@ -88,9 +88,9 @@ def test_postgresql_refusal_skips_only_that_file(
     """Without the up-front check, PostgreSQL itself refuses the long path (a DataError); the
     per-file fallback skips that file and writes the others of its batch."""
     from goclaw.engine import Engine
-    from goclaw_memory import indexer as mod
+    from goclaw_memory import index_scan
 
-    monkeypatch.setattr(mod, "_unindexable_name", lambda path: None)
+    monkeypatch.setattr(index_scan, "unindexable_name", lambda path: None)
     eng = Engine.open(workspace, database_url=pg_schema_url)
     try:
         eng.agents.create("ada")

@@ -48,3 +48,39 @@ def test_chunks_of_one_long_line_keep_their_own_terms(make_engine: Any) -> None:
     for i in range(3):
         hits = eng.memory.search(f"marker{i}", "ada", channel="lexical")
         assert hits and f"marker{i}" in body_of[hits[0].chunk_id], i
+
+
+def test_vectors_from_the_cache_reach_the_backend_as_arrays(make_engine: Any) -> None:
+    """Switching back to a model whose vectors are in the embedding cache re-embeds from the
+    cache; the records handed to the search backend (which patches its loaded index) carry
+    float32 arrays, never the cache's raw bytes."""
+    import numpy as np
+
+    from tests.memory_helpers import EmbedderPlugin
+
+    plugin = EmbedderPlugin()
+    eng = make_engine(extra_plugins=[("testemb", plugin)])
+    eng.agents.create("ada")
+    root = Path(eng.agent_dir(eng.agents.get("ada")))
+    write(root, "memory/pets.md", "The cat sleeps on the warm windowsill.\n")
+    write(root, "memory/tea.md", "Ada prefers green tea in the afternoon.\n")
+    eng.memory.index("ada")
+    other = make_engine(extra_plugins=[("testemb", plugin)], plugins={"embeddings": {"provider": "hash"}})
+    assert other.memory.index("ada").reembedded == 2
+    assert eng.memory.search("cat windowsill", "ada")  # this engine's index catches up first
+    seen: list[Any] = []
+    backend = eng.memory.backend
+    original = backend.apply_changes
+
+    def spy(changes: Any) -> None:
+        seen.append(changes)
+        original(changes)
+
+    backend.apply_changes = spy
+    back = eng.memory.index("ada")
+    assert back.reembedded == 2 and back.chunks_embedded == 0  # from the cache
+    vectors = [rec.vector for rec in seen[-1].records.values()]
+    assert len(vectors) == 2
+    assert all(isinstance(v, np.ndarray) and v.dtype == np.float32 and v.shape == (256,) for v in vectors)
+    hits = eng.memory.search("where does the cat sleep", "ada", channel="vector")
+    assert hits and hits[0].path == "memory/pets.md"

@@ -82,7 +82,7 @@ KILLED_INDEXER = textwrap.dedent(
     """
     import sys, time
     from goclaw.engine import Engine
-    from goclaw_memory import indexer
+    from goclaw_memory import index_scan, indexer
 
     batches = 0
     original = indexer.MemoryIndexer._write_batch
@@ -95,7 +95,7 @@ KILLED_INDEXER = textwrap.dedent(
         time.sleep(0.3)  # widen the window; the parent SIGKILLs us meanwhile
 
     indexer.MemoryIndexer._write_batch = slow
-    indexer.BATCH_DOCS = 10
+    index_scan.BATCH_DOCS = 10
     eng = Engine.open(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
     eng.memory.index("ada")
     print("finished", flush=True)

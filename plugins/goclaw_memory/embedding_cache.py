@@ -1,0 +1,117 @@
+"""Vectors for chunks during indexing: from ``embedding_cache`` when the text was embedded before
+by this (provider, model, dimension), else from the embedder (and then cached), so unchanged
+text is never embedded twice (spec §14)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+
+from goclaw.store.models import EmbeddingCache
+from goclaw.store.types import utcnow
+from goclaw_memory.index_writes import LOOKUP_CHUNK, dialect_insert, marks
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from goclaw.engine import Engine
+    from goclaw.types import EmbeddingProvider
+    from goclaw_memory.chunking import TextChunk
+    from goclaw_memory.index_scan import IndexReport
+
+CACHE = EmbeddingCache.__table__
+
+
+def vectors_for(
+    engine: Engine,
+    chunks: Sequence[TextChunk],
+    embedder: EmbeddingProvider | None,
+    space: tuple[str, str, int] | None,
+    report: IndexReport,
+) -> dict[str, Any]:
+    """Vectors by chunk hash: from the cache when present, else embedded (and cached). Cached
+    vectors come as float32 bytes on SQLite, arrays on PostgreSQL; fresh ones as arrays."""
+    if embedder is None or space is None or not chunks:
+        return {}
+    texts = {c.hash: c.text for c in chunks}
+    found = cache_lookup(engine, list(texts), space)
+    report.cache_hits += sum(1 for c in chunks if c.hash in found)
+    misses = [h for h in texts if h not in found]
+    if misses:
+        try:
+            matrix = embedder.embed([texts[h] for h in misses])
+        except Exception as exc:
+            report.embedding_error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+            return found  # chunks without a vector are embedded by a later run
+        if len(matrix) != len(misses) or (len(misses) and matrix.shape[1] != space[2]):
+            report.embedding_error = (
+                f"embedder returned {getattr(matrix, 'shape', '?')} for {len(misses)} texts"
+            )
+            return found
+        fresh = {h: matrix[i] for i, h in enumerate(misses)}
+        cache_store(engine, fresh, space)
+        found.update(fresh)
+        report.chunks_embedded += len(misses)
+    return found
+
+
+def cache_lookup(engine: Engine, hashes: Sequence[str], space: tuple[str, str, int]) -> dict[str, Any]:
+    """Cached vectors by chunk hash. On SQLite plain SQL returning the float32 bytes as stored
+    (they are written to ``memory_chunks`` as they are); on PostgreSQL arrays."""
+    if engine.db.backend == "postgresql":
+        return _cache_lookup_pg(engine, hashes, space)
+    out: dict[str, Any] = {}
+    with engine.db.session() as s:
+        conn = s.connection()
+        for i in range(0, len(hashes), LOOKUP_CHUNK):
+            part = hashes[i : i + LOOKUP_CHUNK]
+            sql = (
+                "SELECT chunk_hash, embedding FROM embedding_cache WHERE provider = ? AND model = ? "
+                f"AND dim = ? AND chunk_hash IN ({marks(len(part))})"
+            )
+            rows = conn.exec_driver_sql(sql, (*space, *part)).all()
+            out.update({r[0]: bytes(r[1]) for r in rows if r[1] is not None})
+    return out
+
+
+def _cache_lookup_pg(engine: Engine, hashes: Sequence[str], space: tuple[str, str, int]) -> dict[str, Any]:
+    provider, model, dim = space
+    out: dict[str, Any] = {}
+    with engine.db.session() as s:
+        for i in range(0, len(hashes), LOOKUP_CHUNK):
+            part = hashes[i : i + LOOKUP_CHUNK]
+            rows = s.execute(
+                select(CACHE.c.chunk_hash, CACHE.c.embedding).where(
+                    CACHE.c.provider == provider,
+                    CACHE.c.model == model,
+                    CACHE.c.dim == dim,
+                    CACHE.c.chunk_hash.in_(part),
+                )
+            ).all()
+            out.update({r[0]: r[1] for r in rows if r[1] is not None})
+    return out
+
+
+def cache_store(engine: Engine, vectors: dict[str, Any], space: tuple[str, str, int]) -> None:
+    """Add fresh vectors to the cache (a hash already there is left as it is)."""
+    provider, model, dim = space
+    rows = [
+        {
+            "chunk_hash": h,
+            "provider": provider,
+            "model": model,
+            "dim": dim,
+            "embedding": v,
+            "created_at": utcnow(),
+        }
+        for h, v in vectors.items()
+    ]
+
+    def _do(session: Session) -> None:
+        for i in range(0, len(rows), LOOKUP_CHUNK):
+            stmt = dialect_insert(session, CACHE).on_conflict_do_nothing()
+            session.execute(stmt, rows[i : i + LOOKUP_CHUNK])
+
+    engine.db.run_write(_do)

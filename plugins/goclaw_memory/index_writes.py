@@ -1,0 +1,288 @@
+"""The SQL of memory indexing: rows of ``memory_documents`` / ``memory_chunks`` and the agent's
+index version token (spec §14).
+
+Plain SQL with ``executemany`` straight to the driver, the same text on SQLite and PostgreSQL
+(``?`` placeholders, :func:`driver_sql`): the ORM's per-statement and SQLAlchemy's per-row
+parameter processing were most of the indexing time. Every function runs inside the caller's
+write transaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import delete, select, text
+from sqlalchemy.dialects import postgresql, sqlite
+
+from goclaw.contracts.search import ChunkRecord
+from goclaw.store.models import WorkerState
+from goclaw.store.types import utcnow
+from goclaw_memory.sqlite_backend import VERSION_WORKER, parse_token
+from goclaw_memory.tables import MemoryChunk, MemoryDocument
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from goclaw_memory.chunking import TextChunk
+    from goclaw_memory.index_scan import Pending
+
+DOCS = MemoryDocument.__table__
+CHUNKS = MemoryChunk.__table__
+STATE = WorkerState.__table__
+
+LOOKUP_CHUNK = 500  # ids / hashes / paths per IN (...) lookup
+
+# Same text on SQLite (>= 3.24) and PostgreSQL (``?`` becomes ``%s``: :func:`driver_sql`).
+_SQL_UPSERT_DOC = (
+    "INSERT INTO memory_documents (agent_id, user_id, path, content_hash, size, mtime, chunk_count, "
+    "indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, user_id, path) DO UPDATE "
+    "SET content_hash = excluded.content_hash, size = excluded.size, mtime = excluded.mtime, "
+    "chunk_count = excluded.chunk_count, indexed_at = excluded.indexed_at"
+)
+_SQL_INSERT_CHUNK = (
+    "INSERT INTO memory_chunks (document_id, agent_id, user_id, path, start_line, end_line, text, lex, "
+    "chunk_hash, embedding, embedding_provider, embedding_model, embedding_dim) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_SQL_INSERT_CHUNK_ID = _SQL_INSERT_CHUNK.replace("(document_id", "(id, document_id").replace("(?", "(?, ?")
+_SQL_INSERT_CHUNK_PG = _SQL_INSERT_CHUNK.replace("?, ?, ?, ?)", "CAST(? AS vector), ?, ?, ?)")
+
+
+def refused(exc: BaseException) -> bool:
+    """Whether a write failed because of one file's data (skip it) rather than the database
+    itself being unusable (raise)."""
+    from sqlalchemy.exc import DataError
+
+    from goclaw.errors import StoreError
+
+    if isinstance(exc, StoreError):
+        return isinstance(exc.__cause__, DataError)
+    return isinstance(exc, (ValueError, UnicodeError))
+
+
+def reason(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:200]}"
+
+
+def as_float32(vec: Any) -> Any:
+    """A vector as a float32 array; on SQLite the embedding cache's vectors come as the raw
+    float32 bytes of the column."""
+    import numpy as np
+
+    if isinstance(vec, bytes):
+        return np.frombuffer(vec, dtype=np.float32)
+    return np.asarray(vec, dtype=np.float32).reshape(-1)
+
+
+def vector_param(pg: bool) -> Callable[[Any], Any]:
+    """How a vector travels as a parameter in plain SQL: float32 bytes (SQLite; the cache's
+    bytes pass through untouched) or a float32 array, which the store's connections send in
+    pgvector's binary form (PostgreSQL)."""
+    if pg:
+        return lambda vec: None if vec is None else as_float32(vec)
+    return lambda vec: vec if vec is None or isinstance(vec, bytes) else as_float32(vec).tobytes()
+
+
+def driver_sql(sql: str, pg: bool) -> str:
+    """``?`` placeholders (sqlite3's qmark style) as psycopg's ``%s``."""
+    return sql.replace("?", "%s") if pg else sql
+
+
+def marks(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+def dialect_insert(session: Session, table: Any) -> Any:
+    dialect = session.get_bind().dialect.name
+    return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
+
+
+def bump_version(session: Session, agent_id: str) -> tuple[str, str]:
+    """Give the agent's index a new version token (read by the vector matrix cache); returns
+    ``(previous token, new token)``. Writers are serialised, so a run whose writes chain
+    (each one's previous token is the last one's new token) saw no other writer."""
+    row = (
+        session.connection()
+        .execute(
+            text("SELECT value FROM worker_state WHERE worker = :w AND scope = :s"),
+            {"w": VERSION_WORKER, "s": agent_id},
+        )
+        .first()
+    )
+    prev = parse_token(row[0]) if row is not None else ""
+    token = uuid.uuid4().hex
+    stmt = dialect_insert(session, STATE).values(
+        worker=VERSION_WORKER, scope=agent_id, value={"token": token}, updated_at=utcnow()
+    )
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[STATE.c.worker, STATE.c.scope],
+        set_={"value": {"token": token}, "updated_at": utcnow()},
+    )
+    session.execute(stmt)
+    return prev, token
+
+
+def chunk_ids(conn: Any, doc_ids: Sequence[int]) -> list[tuple[int, str, str]]:
+    """``(id, user_id, chunk_hash)`` of the chunks of these documents."""
+    out: list[tuple[int, str, str]] = []
+    cols = (CHUNKS.c.id, CHUNKS.c.user_id, CHUNKS.c.chunk_hash)
+    for i in range(0, len(doc_ids), LOOKUP_CHUNK):
+        part = list(doc_ids[i : i + LOOKUP_CHUNK])
+        rows = conn.execute(select(*cols).where(CHUNKS.c.document_id.in_(part)))
+        out.extend((int(r[0]), r[1], r[2]) for r in rows)
+    return out
+
+
+def replace_documents(
+    session: Session,
+    agent_id: str,
+    batch: Sequence[Pending],
+    terms: Sequence[Sequence[list[str]]],
+    vectors: dict[str, Any],
+    space: tuple[str, str, int] | None,
+    track: bool,
+) -> tuple[tuple[str, str], list[int], list[ChunkRecord]]:
+    """Replace the chunks of every document in ``batch`` (one transaction, the caller's); returns
+    the version tokens (before, after) and, when ``track``, the chunk ids removed and the
+    records written."""
+    pg = session.get_bind().dialect.name == "postgresql"
+    conn = session.connection()
+    ids = upsert_documents(conn, agent_id, batch, pg)
+    doc_ids = list(ids.values())
+    removed = [r[0] for r in chunk_ids(conn, doc_ids)] if track else []
+    delete_chunks(conn, doc_ids)
+    new_ids = insert_chunks(conn, agent_id, batch, ids, terms, vectors, space, pg)
+    added = written_records(conn, batch, doc_ids, terms, vectors, space, new_ids) if track else []
+    return bump_version(session, agent_id), removed, added
+
+
+def delete_chunks(conn: Any, doc_ids: Sequence[int]) -> None:
+    """Delete the chunks of these documents."""
+    for i in range(0, len(doc_ids), LOOKUP_CHUNK):
+        conn.execute(delete(CHUNKS).where(CHUNKS.c.document_id.in_(list(doc_ids[i : i + LOOKUP_CHUNK]))))
+
+
+def upsert_documents(
+    conn: Any, agent_id: str, batch: Sequence[Pending], pg: bool
+) -> dict[tuple[str, str], int]:
+    """Insert or update the batch's ``memory_documents`` rows; their ids by (user, path)."""
+    now = utcnow()
+    stamp = now if pg else now.replace(tzinfo=None).isoformat(sep=" ")
+    rows = [
+        (agent_id, p.file.user_id, p.file.path, p.hash, p.size, p.mtime, len(p.chunks), stamp) for p in batch
+    ]
+    conn.exec_driver_sql(driver_sql(_SQL_UPSERT_DOC, pg), rows)
+    wanted = {(p.file.user_id, p.file.path) for p in batch}
+    ids: dict[tuple[str, str], int] = {}
+    paths = sorted({p.file.path for p in batch})
+    for i in range(0, len(paths), LOOKUP_CHUNK):
+        part = paths[i : i + LOOKUP_CHUNK]
+        where = f"agent_id = ? AND path IN ({marks(len(part))})"
+        sql = f"SELECT id, user_id, path FROM memory_documents WHERE {where}"
+        for r in conn.exec_driver_sql(driver_sql(sql, pg), (agent_id, *part)):
+            if (r[1], r[2]) in wanted:
+                ids[(r[1], r[2])] = int(r[0])
+    return ids
+
+
+def insert_chunks(
+    conn: Any,
+    agent_id: str,
+    batch: Sequence[Pending],
+    ids: dict[tuple[str, str], int],
+    terms: Sequence[Sequence[list[str]]],
+    vectors: dict[str, Any],
+    space: tuple[str, str, int] | None,
+    pg: bool,
+) -> list[int] | None:
+    """Insert the batch's chunks (text, terms, vector). On SQLite the ids are given here, the
+    ones SQLite would pick (the largest + 1, in order; the write lock is held), and returned
+    in the batch's order, so nothing needs reading back; on PostgreSQL the sequence gives them
+    (None)."""
+    vec = vector_param(pg)
+    ep, em, ed = space if space is not None else (None, None, None)
+    rows = []
+    for p, lexes in zip(batch, terms, strict=True):
+        user, path = p.file.user_id, p.file.path
+        doc_id = ids[(user, path)]
+        for c, lex in zip(p.chunks, lexes, strict=True):
+            v = vectors.get(c.hash) if space is not None else None
+            meta = (ep, em, ed) if v is not None else (None, None, None)
+            rows.append(
+                (
+                    doc_id,
+                    agent_id,
+                    user,
+                    path,
+                    c.start_line,
+                    c.end_line,
+                    c.text,
+                    " ".join(lex),
+                    c.hash,
+                    vec(v),
+                    *meta,
+                )
+            )
+    if pg:
+        if rows:
+            conn.exec_driver_sql(driver_sql(_SQL_INSERT_CHUNK_PG, True), rows)
+        return None
+    first = int(conn.exec_driver_sql("SELECT COALESCE(MAX(id), 0) FROM memory_chunks").scalar()) + 1
+    new_ids = list(range(first, first + len(rows)))
+    if rows:
+        conn.exec_driver_sql(_SQL_INSERT_CHUNK_ID, [(i, *r) for i, r in zip(new_ids, rows, strict=True)])
+    return new_ids
+
+
+def written_records(
+    conn: Any,
+    batch: Sequence[Pending],
+    doc_ids: Sequence[int],
+    terms: Sequence[Sequence[list[str]]],
+    vectors: dict[str, Any],
+    space: tuple[str, str, int] | None,
+    new_ids: list[int] | None,
+) -> list[ChunkRecord]:
+    """The batch's chunks as written, with their ids (for the backend's own index)."""
+    written = [
+        (p.file.user_id, p.file.path, c, lex)
+        for p, lexes in zip(batch, terms, strict=True)
+        for c, lex in zip(p.chunks, lexes, strict=True)
+    ]
+    if new_ids is None:
+        new_ids = _read_back_ids(conn, written, doc_ids)
+    out = []
+    for cid, (user, path, c, lex) in zip(new_ids, written, strict=True):
+        v = vectors.get(c.hash) if space is not None else None
+        vector = None if v is None else as_float32(v)
+        rec = ChunkRecord(
+            cid,
+            user,
+            path,
+            c.start_line,
+            c.end_line,
+            c.text,
+            c.hash,
+            lex,
+            space if vector is not None else None,
+            vector,
+        )
+        out.append(rec)
+    return out
+
+
+def _read_back_ids(
+    conn: Any, written: Sequence[tuple[str, str, TextChunk, list[str]]], doc_ids: Sequence[int]
+) -> list[int]:
+    """The ids the database gave the chunks just inserted, in ``written``'s order. A chunk is
+    found by (user, path, start line, hash): the pieces of one long line share a start line."""
+    by_key: dict[tuple[str, str, int, str], list[int]] = {}
+    cols = (CHUNKS.c.id, CHUNKS.c.user_id, CHUNKS.c.path, CHUNKS.c.start_line, CHUNKS.c.chunk_hash)
+    for i in range(0, len(doc_ids), LOOKUP_CHUNK):
+        part = list(doc_ids[i : i + LOOKUP_CHUNK])
+        for r in conn.execute(select(*cols).where(CHUNKS.c.document_id.in_(part)).order_by(CHUNKS.c.id)):
+            by_key.setdefault((r[1], r[2], int(r[3]), r[4]), []).append(int(r[0]))
+    return [by_key[(user, path, c.start_line, c.hash)].pop(0) for user, path, c, _lex in written]

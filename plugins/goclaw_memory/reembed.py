@@ -1,0 +1,126 @@
+"""Re-embedding at the end of an index run: chunks with no vector, or another model's, get one of
+the configured embedder (from the embedding cache when it holds their text), in transactions of
+:data:`BATCH_CHUNKS`, each replacing the agent's version token."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select, text
+
+from goclaw.contracts.search import ChunkRecord
+from goclaw.retrieval.tokenize import default_tokenizer
+from goclaw_memory.chunking import TextChunk
+from goclaw_memory.embedding_cache import vectors_for
+from goclaw_memory.index_scan import BATCH_CHUNKS
+from goclaw_memory.index_writes import CHUNKS, as_float32, bump_version, vector_param
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from goclaw.engine import Engine
+    from goclaw.types import EmbeddingProvider
+    from goclaw_memory.index_changes import ChangeSet
+    from goclaw_memory.index_scan import IndexReport, Progress
+
+Space = tuple[str, str, int]
+
+
+def reembed(
+    engine: Engine,
+    changes: ChangeSet | None,
+    agent_id: str,
+    scopes: Sequence[str],
+    embedder: EmbeddingProvider,
+    space: Space,
+    report: IndexReport,
+    progress: Progress | None,
+) -> None:
+    """Give vectors of ``space`` to the agent's chunks (of ``scopes``) that have none or another
+    model's; record what changed in ``changes``."""
+    stale = stale_chunks(engine, agent_id, scopes, space)
+    if not stale:
+        return
+    total = len(stale)
+    if progress:
+        progress("embed", 0, total)
+    for i in range(0, total, BATCH_CHUNKS):
+        part = stale[i : i + BATCH_CHUNKS]
+        vectors = vectors_for(engine, [TextChunk(r[2], 0, 0) for r in part], embedder, space, report)
+        found = [(int(r[0]), vectors[r[1]]) for r in part if r[1] in vectors]
+        if not found:
+            break
+        tokens = _write_vectors(engine, agent_id, space, found)
+        if changes is not None:
+            info = {int(r[0]): r for r in part}
+            changes.record(
+                tokens, (cid for cid, _ in found), (_record(info[cid], space, v) for cid, v in found)
+            )
+        report.reembedded += len(found)
+        if progress:
+            progress("embed", min(total, i + len(part)), total)
+
+
+def stale_chunks(engine: Engine, agent_id: str, scopes: Sequence[str], space: Space) -> list[Any]:
+    """``(id, chunk_hash, text, user_id, path, start_line, end_line, lex)`` of the chunks
+    without a vector of ``space``."""
+    provider, model, dim = space
+    with engine.db.session() as s:
+        return list(
+            s.execute(
+                select(
+                    CHUNKS.c.id,
+                    CHUNKS.c.chunk_hash,
+                    CHUNKS.c.text,
+                    CHUNKS.c.user_id,
+                    CHUNKS.c.path,
+                    CHUNKS.c.start_line,
+                    CHUNKS.c.end_line,
+                    CHUNKS.c.lex,
+                ).where(
+                    CHUNKS.c.agent_id == agent_id,
+                    CHUNKS.c.user_id.in_(list(scopes)),
+                    (CHUNKS.c.embedding_model.is_(None))
+                    | (CHUNKS.c.embedding_provider != provider)
+                    | (CHUNKS.c.embedding_model != model)
+                    | (CHUNKS.c.embedding_dim != dim),
+                )
+            ).all()
+        )
+
+
+def _write_vectors(
+    engine: Engine, agent_id: str, space: Space, found: list[tuple[int, Any]]
+) -> tuple[str, str]:
+    pg = engine.db.backend == "postgresql"
+    stmt = text(
+        "UPDATE memory_chunks SET embedding = "
+        + ("CAST(:emb AS vector)" if pg else ":emb")
+        + ", embedding_provider = :p, embedding_model = :m, embedding_dim = :d WHERE id = :cid"
+    )
+
+    def _do(session: Session) -> tuple[str, str]:
+        vec = vector_param(pg)
+        meta = {"p": space[0], "m": space[1], "d": space[2]}
+        session.connection().execute(stmt, [{"cid": cid, "emb": vec(v), **meta} for cid, v in found])
+        return bump_version(session, agent_id)
+
+    return engine.db.run_write(_do)
+
+
+def _record(row: Any, space: Space, vector: Any) -> ChunkRecord:
+    """The search backend's record of a re-embedded chunk (terms from its stored ``lex``)."""
+    terms = (row[7] or "").split() if row[7] is not None else default_tokenizer().terms(row[2])
+    return ChunkRecord(
+        int(row[0]),
+        row[3],
+        row[4],
+        int(row[5]),
+        int(row[6]),
+        row[2],
+        row[1],
+        terms,
+        space,
+        as_float32(vector),
+    )
