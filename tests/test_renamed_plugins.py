@@ -16,6 +16,7 @@ import pytest
 from goclaw.engine import Engine
 from goclaw.errors import ConfigError
 from goclaw.plugins import RENAMED_PLUGINS
+from tests.helpers import run_cli
 
 NEW = RENAMED_PLUGINS["goclaw.consolidation"]
 
@@ -130,3 +131,24 @@ def test_the_new_cache_seconds_key_wins(workspace: Path) -> None:
     plugins = {"bootstrap": {"cache_seconds": 0}, "context_files": {"cache_seconds": 7}}
     with Engine.open(workspace, plugins=plugins) as engine:
         assert engine.files.cache_seconds == 7
+
+
+# --------------------------------------------------------------------------- features meet through services
+
+
+def test_channel_memory_without_episodic_says_so_and_keeps_the_item(workspace: Path) -> None:
+    """Channel memory records an approved item through the episodic service (it no longer imports
+    the episodic store): with goclaw.episodic off, approving is a one-line error and the item
+    stays pending, nothing half-written."""
+    (workspace / "goclaw.toml").write_text('[plugins]\ndisable = ["goclaw.episodic"]\n')
+    with Engine.open(workspace, plugins={"embeddings": {"provider": "none"}}) as engine:
+        engine.agents.create("ada")
+        engine.channel_memory.configure("ada", "#eng", enabled=True)
+        [item] = engine.channel_memory.ingest("ada", "#eng", [{"user": "dev1", "text": "We ship on Friday."}])
+    result = run_cli(["channel-memory", "approve", str(item["id"])], workspace=workspace)
+    assert result.code != 0
+    assert result.err.strip() == "error: 'episodic' is not available: plugin goclaw.episodic is blocked", (
+        result.err
+    )
+    listed = run_cli(["channel-memory", "list", "--agent", "ada", "--json"], workspace=workspace)
+    assert [i["status"] for i in json.loads(listed.out)] == ["pending"]
