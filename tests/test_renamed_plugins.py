@@ -152,3 +152,11 @@ def test_channel_memory_without_episodic_says_so_and_keeps_the_item(workspace: P
     )
     listed = run_cli(["channel-memory", "list", "--agent", "ada", "--json"], workspace=workspace)
     assert [i["status"] for i in json.loads(listed.out)] == ["pending"]
+
+
+def test_the_old_table_from_an_environment_variable(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GOCLAW_PLUGINS__CONSOLIDATION__DREAMING_BATCH", "3")
+    monkeypatch.setenv("GOCLAW_PLUGINS__CONSOLIDATION__EXCLUSIVE_RELATION_TYPES", '["works_at"]')
+    with Engine.open(workspace) as engine:
+        assert engine.plugin_settings("episodic").dreaming_batch == 3
+        assert engine.plugin_settings("kg").exclusive_relation_types == ["works_at"]
