@@ -108,9 +108,14 @@ def test_replacement_dreaming_worker_through_the_cli(
         assert sorted(ids) == sorted(engine.memory.writer.list("ada", "u1", tag="dream")[0].metadata["of"])
 
 
+@pytest.fixture(scope="module")
+def listener_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return pip_install_target("goclaw-listener", tmp_path_factory.mktemp("listener-site"))
+
+
 @pytest.fixture
-def listener(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    with on_sys_path(pip_install_target("goclaw-listener", tmp_path_factory.mktemp("listener-site"))):
+def listener(listener_site: Path) -> Iterator[None]:
+    with on_sys_path(listener_site):
         yield
 
 
