@@ -119,13 +119,20 @@ def listener(listener_site: Path) -> Iterator[None]:
         yield
 
 
+@pytest.mark.parametrize(
+    "disabled",
+    [["goclaw.episodic", "goclaw.kg"], ["goclaw.episodic"], ["goclaw.kg"]],
+    ids=["both", "episodic", "kg"],
+)
 def test_worker_gets_run_completed_with_episodic_and_kg_disabled(
-    listener: None, workspace: Path, database_url: str | None
+    listener: None, workspace: Path, database_url: str | None, disabled: list[str]
 ) -> None:
-    (workspace / "goclaw.toml").write_text('[plugins]\ndisable = ["goclaw.episodic", "goclaw.kg"]\n')
+    """Only the features are disabled; their workers (``goclaw.workers.*``) stay enabled and
+    must find nothing to do rather than fail on the feature's missing tables."""
+    (workspace / "goclaw.toml").write_text(f"[plugins]\ndisable = {json.dumps(disabled)}\n")
     cli = lambda *args: _cli(workspace, database_url, *args)  # noqa: E731
     plugins = {p["name"]: p["status"] for p in json.loads(cli("plugins", "--all", "--json").out)}
-    assert plugins["goclaw.episodic"] == plugins["goclaw.kg"] == "blocked"
+    assert {plugins[name] for name in disabled} == {"blocked"}
     assert plugins["listener"] == "active"
     cli("agent", "create", "ada")
     for role, text in (("user", "Alice Smith leads Project Atlas in Berlin."), ("assistant", "Noted.")):
@@ -137,7 +144,10 @@ def test_worker_gets_run_completed_with_episodic_and_kg_disabled(
     event = json.loads(line)
     assert event["type"] == "run.completed" and event["payload"]["session_key"] == "k1"
     with Engine.open(workspace, database_url=database_url) as engine:
-        assert not engine.has_service("episodic") and not engine.has_service("kg")
+        assert [name for name in ("episodic", "kg") if engine.has_service(name)] == [
+            name for name in ("episodic", "kg") if f"goclaw.{name}" not in disabled
+        ]
+    assert "warning" not in cli("workers", "run", "--once").err  # the periodic jobs too
 
 
 def test_the_plugin_guide_shows_the_tested_code() -> None:

@@ -84,7 +84,7 @@ class DreamingWorker:
 
     def handle(self, event: Any, engine: Any) -> None:
         cfg = settings_of(engine)
-        if not cfg.dreaming_enabled:
+        if not cfg.dreaming_enabled or not engine.has_service("episodic"):  # goclaw.episodic off
             return
         agent_id = str(event.payload.get("agent_id") or event.agent_id)
         user_id = str(event.payload.get("user_id") or event.user_id or "")

@@ -28,6 +28,8 @@ class RetentionWorker:
         return None
 
     def tick(self, engine: Any) -> int:
+        if not engine.has_service("episodic"):  # goclaw.episodic is off: its tables may not exist
+            return 0
         pruned = EpisodicStore(engine).prune_expired()
         if pruned:
             log.info("retention: pruned %d expired episodic summaries", pruned)

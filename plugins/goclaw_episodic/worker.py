@@ -100,6 +100,8 @@ class EpisodicWorker:
     event_types = frozenset({"run.completed"})
 
     def handle(self, event: Any, engine: Any) -> None:
+        if not engine.has_service("episodic"):  # goclaw.episodic is off: its tables may not exist
+            return
         payload = dict(event.payload)
         key = str(payload.get("session_key") or "")
         if not key:

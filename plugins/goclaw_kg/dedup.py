@@ -65,6 +65,8 @@ class DedupWorker:
     event_types = frozenset({"entity.upserted"})
 
     def handle(self, event: Any, engine: Any) -> None:
+        if not engine.has_service("kg"):  # goclaw.kg is off: its tables may not exist
+            return
         ids = [str(i) for i in event.payload.get("entity_ids") or []]
         cfg = settings_of(engine)
         kg = KnowledgeGraph(engine)

@@ -141,6 +141,8 @@ class SemanticWorker:
         if not engine.has_service("episodic"):  # the summaries are goclaw.episodic's
             log.info("episodic memory is disabled; episodic %s not extracted", episodic_id)
             return
+        if not engine.has_service("kg"):  # goclaw.kg is off: its tables may not exist
+            return
         ep = engine.episodic.get(episodic_id)
         if ep is None:
             log.info("episodic %s is gone (pruned?); nothing to extract", episodic_id)
