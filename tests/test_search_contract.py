@@ -158,3 +158,13 @@ def test_no_plugin_probes_backend_methods() -> None:
             if probe and node.args and "backend" in ast.unparse(node.args[0]).lower():
                 found.append(f"{path.relative_to(root)}:{node.lineno}")
     assert found == []
+
+
+def test_lancedb_reads_the_memory_index_only_through_the_contract() -> None:
+    """The LanceDB plugin read ``worker_state`` and ``memory_chunks`` directly to catch up; it
+    now gets the version token, fingerprints and records from the ``IndexSource``."""
+    root = Path(__file__).resolve().parents[1] / "plugins" / "goclaw_lancedb"
+    for path in sorted(root.glob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        for name in ("memory_chunks", "memory_documents", "worker_state", "sqlalchemy", "execute("):
+            assert name not in source, f"{path.name} uses {name}"
