@@ -350,3 +350,35 @@ def test_the_episodic_plugin_reads_sessions_through_the_service(make_engine: Any
     ]
     off = make_engine(plugins={"disable": ["goclaw.memory"], **NO_EMBED})
     assert recent_user_turns(off, "k") == "" and session_messages(off, "k") == (None, [])
+
+
+def test_a_plugin_author_generates_the_next_revision(make_engine: Any, tmp_path: Path) -> None:
+    """``migrate.new_revision``: Alembic autogenerate on one component's tables only (no kernel or
+    other plugin table in the diff), the file lands in the chain and the next open applies it."""
+    from goclaw.store.models import Agent
+
+    chain = tmp_path / "notes_migrations"
+    chain.mkdir()
+    (chain / "notes_0001.py").write_text(textwrap.dedent(REV1))
+    first = make_engine(extra_plugins=[("notes", NotesPlugin(chain))], plugins=NO_EMBED)
+    md = sa.MetaData()
+    Agent.__table__.to_metadata(md)  # type: ignore[attr-defined]  # so the foreign key resolves
+    notes_v2 = sa.Table(
+        "notes",
+        md,
+        sa.Column("id", sa.Integer, primary_key=True),
+        sa.Column("agent_id", sa.String(64), sa.ForeignKey("agents.id", ondelete="CASCADE")),
+        sa.Column("user_id", sa.String(255), nullable=False),
+        sa.Column("pinned", sa.Boolean, nullable=False, server_default=sa.false()),
+    )
+    path = migrate.new_revision(
+        first.db, SchemaComponent("notes", (notes_v2,), chain), "pin notes", "notes_0002"
+    )
+    source = path.read_text()
+    assert "add_column" in source and "'pinned'" in source, source
+    assert "drop_table" not in source and "create_table" not in source, source  # nothing else compared
+    plugin = NotesPlugin(chain)
+    second = make_engine(extra_plugins=[("notes", plugin)], plugins=NO_EMBED)
+    assert migrate.stamps(second.db)["notes"] == "notes_0002"
+    with second.db.engine.connect() as conn:
+        assert "pinned" in {c["name"] for c in inspect(conn).get_columns("notes")}

@@ -156,6 +156,25 @@ def _refuse_newer(current: dict[str, str], wanted: Sequence[Chain]) -> None:
             )
 
 
+def new_revision(db: Database, component: SchemaComponent, message: str, rev_id: str) -> Path:
+    """Write the next revision of ``component``'s chain (a plugin author's tool): Alembic
+    autogenerate compares the component's tables with ``db``, which must be at the chain's head
+    (open it with the plugin's current release first). Returns the new file."""
+    from alembic import command
+
+    chain = Chain(component.name, Path(component.migrations))
+    tables = [getattr(t, "__table__", t) for t in component.tables]
+    before = set(chain.versions.glob("*.py"))
+    with db.engine.connect() as conn:
+        cfg = _alembic_config(conn, chain)
+        cfg.attributes["goclaw_tables"] = {t.name for t in tables}
+        cfg.attributes["goclaw_metadata"] = list({id(t.metadata): t.metadata for t in tables}.values())
+        command.revision(cfg, message, autogenerate=True, rev_id=rev_id, version_path=str(chain.versions))
+    chain_revisions.cache_clear()
+    [created] = set(chain.versions.glob("*.py")) - before
+    return created
+
+
 def upgrade(db: Database, target: str | None = None, components: Iterable[SchemaComponent] = ()) -> str:
     """Migrate the kernel's chain to its head (or ``target``), then each component's chain to its
     head; returns the kernel revision the database is at."""
