@@ -382,3 +382,22 @@ def test_a_plugin_author_generates_the_next_revision(make_engine: Any, tmp_path:
     assert migrate.stamps(second.db)["notes"] == "notes_0002"
     with second.db.engine.connect() as conn:
         assert "pinned" in {c["name"] for c in inspect(conn).get_columns("notes")}
+
+
+@pytest.mark.parametrize("off", ["goclaw.episodic", "goclaw.kg"])
+def test_a_features_workers_are_idle_while_its_tables_are_absent(make_engine: Any, off: str) -> None:
+    """The workers of a feature (its own default plugins) stay on when the feature's plugin is
+    disabled, but its tables are then not created: they skip instead of failing."""
+    from goclaw.events import WorkerRunner
+
+    engine = make_engine(plugins={"disable": [off], **NO_EMBED})
+    engine.agents.create("ada")
+    engine.sessions.append("ada", "k", "user", "Alice Smith leads Project Atlas on Postgres.")
+    engine.sessions.append("ada", "k", "assistant", "Noted: Alice Smith leads Project Atlas.")
+    engine.sessions.end("k")
+    runner = WorkerRunner(engine)
+    for _ in range(3):  # run.completed, then episodic.created, then entity.upserted
+        report = runner.run_once()
+        assert report.failed == report.dead == 0, off
+    if off == "goclaw.kg":
+        assert len(engine.episodic.list(engine.agents.get("ada").id, "")) == 1  # episodic still works

@@ -134,6 +134,21 @@ def _stamps(conn: Any, wanted: Sequence[Chain] | None = None) -> dict[str, str]:
     return found
 
 
+def _known_stamps(conn: Any, wanted: Sequence[Chain]) -> dict[str, str] | None:
+    """The steady state in one round trip: every wanted version table read by one statement;
+    ``None`` when one is missing (a new database, a newly enabled plugin) or empty."""
+    from sqlalchemy.exc import DBAPIError
+
+    sql = " UNION ALL ".join(f"SELECT '{c.name}', version_num FROM {c.version_table}" for c in wanted)
+    try:
+        rows = conn.execute(text(sql)).all()
+    except DBAPIError:
+        conn.rollback()
+        return None
+    found = {str(name): str(rev) for name, rev in rows}
+    return found if len(found) == len(wanted) else None
+
+
 def stamps(db: Database) -> dict[str, str]:
     """Every chain's stamp found in ``db`` (enabled or not): ``{"kernel": "0005", ...}``."""
     with db.engine.connect() as conn:
@@ -183,7 +198,9 @@ def upgrade(db: Database, target: str | None = None, components: Iterable[Schema
     if target is not None:
         goals[KERNEL] = target
     with db.engine.connect() as conn:
-        current = _stamps(conn, wanted)
+        current = _known_stamps(conn, wanted)
+        if current is None:
+            current = _stamps(conn, wanted)
     _refuse_newer(current, wanted)
     if all(current.get(name) == goal for name, goal in goals.items()):
         return goals[KERNEL]
