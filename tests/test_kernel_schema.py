@@ -401,3 +401,60 @@ def test_a_features_workers_are_idle_while_its_tables_are_absent(make_engine: An
         assert report.failed == report.dead == 0, off
     if off == "goclaw.kg":
         assert len(engine.episodic.list(engine.agents.get("ada").id, "")) == 1  # episodic still works
+
+
+# --------------------------------------------------------------------------- ownership guards
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_table_has_exactly_one_owner(workspace: Path) -> None:
+    """Each table is the kernel's (goclaw.store.models) or one component's, never both or none."""
+    from sqlmodel import SQLModel
+
+    with Engine.open(workspace, plugins=NO_EMBED) as engine:
+        owners: dict[str, list[str]] = {}
+        for comp in engine.hooks.schema_components():
+            for name in comp.table_names:
+                owners.setdefault(name, []).append(comp.name)
+        for table in SQLModel.metadata.sorted_tables:
+            kernel = any(
+                m.class_.__module__ == "goclaw.store.models"
+                for m in SQLModel._sa_registry.mappers  # type: ignore[attr-defined]
+                if m.local_table is table
+            )
+            if kernel:
+                owners.setdefault(table.name, []).append("kernel")
+    bad = {name: who for name, who in owners.items() if len(who) != 1}
+    assert not bad, bad
+    assert {"agents", "events", "embedding_cache"} <= {n for n, w in owners.items() if w == ["kernel"]}
+    assert owners["memory_chunks"] == ["memory"] and owners["kg_entities"] == ["kg"]
+
+
+def test_kernel_code_writes_no_plugin_table(workspace: Path) -> None:
+    """No SQL in goclaw/ (its historic migrations aside) names a plugin's table."""
+    import re
+
+    with Engine.open(workspace, plugins=NO_EMBED) as engine:
+        names = sorted({n for c in engine.hooks.schema_components() for n in c.table_names})
+    sql = re.compile(rf"\b(?:FROM|INTO|UPDATE|JOIN|TABLE)\s+({'|'.join(names)})\b", re.I)
+    found = [
+        f"{path.relative_to(ROOT)}: {m.group(0)}"
+        for path in (ROOT / "goclaw").rglob("*.py")
+        if "migrations" not in path.parts
+        for m in sql.finditer(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, found
+
+
+def test_a_chain_with_two_heads_or_a_long_revision_is_a_packaging_error(tmp_path: Path) -> None:
+    for name, body in (
+        ("a.py", 'revision = "x_0001"\ndown_revision = None\n'),
+        ("b.py", 'revision = "x_0002"\ndown_revision = None\n'),
+    ):
+        (tmp_path / name).write_text(body)
+    with pytest.raises(StoreError, match="2 heads"):
+        migrate.chain_revisions(tmp_path)
+    (tmp_path / "b.py").write_text(f'revision = "{"x" * 33}"\ndown_revision = "x_0001"\n')
+    with pytest.raises(StoreError, match="over 32 characters"):
+        migrate.chain_revisions(tmp_path)

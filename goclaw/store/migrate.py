@@ -103,6 +103,9 @@ def chain_revisions(versions: Path) -> tuple[str, frozenset[str]]:
         if rev is None or down is None:
             continue
         revisions[rev.group(1)] = down.group(1)
+    long = sorted(r for r in revisions if len(r) > 32)  # Alembic's version_num is VARCHAR(32)
+    if long:
+        raise StoreError(f"the migrations in {versions} have revision ids over 32 characters: {long[0]}")
     parents = {d for d in revisions.values() if d is not None}
     heads = [r for r in revisions if r not in parents]
     if len(heads) != 1:
