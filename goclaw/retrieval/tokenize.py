@@ -177,8 +177,15 @@ class Tokenizer:
 
     def _piece(self, piece: str) -> tuple[str, ...]:
         """The terms of one piece (its tokens' terms in order), cached."""
-        toks = _TOKEN.findall(piece)
-        out = self._token(toks[0]) if len(toks) == 1 else tuple(t for tok in toks for t in self._token(tok))
+        out: tuple[str, ...]
+        word = piece if piece.isalnum() else piece.strip("-_./:@#+")  # "end." is the token "end"
+        if word.isascii() and word.isalnum() and len(word) <= MAX_TERM_CHARS:  # one plain word
+            term = self._word(word)
+            out = () if term is None else (term,)
+        else:
+            token = self._token
+            toks = _TOKEN.findall(piece)
+            out = token(toks[0]) if len(toks) == 1 else tuple(t for tok in toks for t in token(tok))
         cache = self._cache
         if len(cache) < CACHE_SIZE:
             cache[piece] = out

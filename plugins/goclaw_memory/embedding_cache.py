@@ -64,15 +64,17 @@ def cache_lookup(engine: Engine, hashes: Sequence[str], space: tuple[str, str, i
         return _cache_lookup_pg(engine, hashes, space)
     out: dict[str, Any] = {}
     with engine.db.session() as s:
-        conn = s.connection()
-        for i in range(0, len(hashes), LOOKUP_CHUNK):
-            part = hashes[i : i + LOOKUP_CHUNK]
-            sql = (
-                "SELECT chunk_hash, embedding FROM embedding_cache WHERE provider = ? AND model = ? "
-                f"AND dim = ? AND chunk_hash IN ({marks(len(part))})"
-            )
-            rows = conn.exec_driver_sql(sql, (*space, *part)).all()
-            out.update({r[0]: bytes(r[1]) for r in rows if r[1] is not None})
+        cursor = s.connection().connection.cursor()  # the sqlite3 cursor: plain tuples
+        try:
+            for i in range(0, len(hashes), LOOKUP_CHUNK):
+                part = hashes[i : i + LOOKUP_CHUNK]
+                sql = (
+                    "SELECT chunk_hash, embedding FROM embedding_cache WHERE provider = ? AND model = ? "
+                    f"AND dim = ? AND chunk_hash IN ({marks(len(part))}) AND embedding IS NOT NULL"
+                )
+                out.update(cursor.execute(sql, (*space, *part)).fetchall())
+        finally:
+            cursor.close()
     return out
 
 

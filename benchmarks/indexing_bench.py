@@ -1,0 +1,232 @@
+"""Indexing with precomputed vectors: goclaw against LanceDB and the sqlite-vec + FTS5 recipe (issue 11).
+
+    python benchmarks/indexing_bench.py                        # 10,000 and 100,000 chunks
+    python benchmarks/indexing_bench.py --sizes 10000 --rounds 3
+    python benchmarks/indexing_bench.py --baseline /path/to/other/checkout/.venv/bin/python
+
+Needs the ``bench`` extra (LanceDB, sqlite-vec + sqlean.py). The corpus is
+``synth_memory.generate(n, n_facts=150, seed=7)``; goclaw indexes it once with its default
+embedder, which fills the embedding cache. Then, per round, on the same data:
+
+* **goclaw**: a fresh process indexes the files into a new database whose embedding cache holds
+  every vector (so nothing is embedded): reading, hashing, chunking, tokenizing, the SQLite
+  writes, the in-memory search index and its save, i.e. ``goclaw memory index`` end to end;
+* **baseline** (``--baseline PYTHON``): the same with another checkout's interpreter (its
+  editable install), e.g. the code before a change, in the same run;
+* **LanceDB**: ``create_table`` with goclaw's chunks and vectors + ``create_fts_index`` (the
+  ``retrieval_bench.py`` peer);
+* **sqlite-vec + FTS5**: FTS5 (porter) and vec0 inserts in one transaction.
+
+Wall seconds and CPU seconds (every thread of the process) per system; the medians over the
+rounds are printed, with chunks/s and the ratio peer ÷ goclaw (above 1: goclaw is faster). The
+machine's load average is printed with each size: compare within a size, not across runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+WORKER = r"""
+import json, os, shutil, sys, time, resource
+from pathlib import Path
+from goclaw.engine import Engine
+base, agent_src, ws = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+ws.mkdir(parents=True)
+eng = Engine.open(ws)
+eng.agents.create("bench")
+target = Path(eng.agent_dir(eng.agents.get("bench")))
+if target.exists():
+    shutil.rmtree(target)
+shutil.copytree(agent_src, target)
+import sqlite3
+src = sqlite3.connect(base / ".goclaw" / "goclaw.db")  # plain SQL: any goclaw version reads it
+rows = src.execute(
+    "SELECT chunk_hash, provider, model, dim, embedding, created_at FROM embedding_cache"
+).fetchall()
+src.close()
+with eng.db.engine.begin() as b:
+    b.exec_driver_sql(
+        "INSERT OR IGNORE INTO embedding_cache (chunk_hash, provider, model, dim, embedding, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        [tuple(r) for r in rows],
+    )
+cpu0 = time.process_time()
+t0 = time.perf_counter()
+report = eng.memory.index("bench")
+wall = time.perf_counter() - t0
+cpu = time.process_time() - cpu0
+eng.close()
+out = {"wall": wall, "cpu": cpu, "chunks": report.chunks_written, "embedded": report.chunks_embedded}
+print(json.dumps(out))
+"""
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _goclaw(python: str, base: Path, agent_src: Path, ws: Path) -> dict[str, Any]:
+    env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", HF_HUB_OFFLINE="1")
+    out = subprocess.run(
+        [python, "-c", WORKER, str(base), str(agent_src), str(ws)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(ws.parent),
+        check=False,
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"goclaw worker failed ({python}): {out.stderr.strip().splitlines()[-1:]}")
+    shutil.rmtree(ws, ignore_errors=True)
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    if result["embedded"]:
+        raise SystemExit(f"goclaw embedded {result['embedded']} chunks: the cache was not used")
+    return result
+
+
+def _lance(folder: Path, texts: list[str], matrix: Any) -> dict[str, float]:
+    import lancedb
+    import numpy as np
+    import pyarrow as pa
+
+    db = lancedb.connect(str(folder))
+    dim = matrix.shape[1]
+    data = pa.table(
+        {
+            "id": pa.array(np.arange(len(texts), dtype=np.int64)),
+            "text": pa.array(texts),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1), pa.float32()), dim),
+        }
+    )
+    c0, t0 = _cpu(), time.perf_counter()
+    table = db.create_table("chunks", data, mode="overwrite")
+    table.create_fts_index("text", replace=True)  # retrieval_bench.py's call (deprecated name, same index)
+    out = {"wall": time.perf_counter() - t0, "cpu": _cpu() - c0}
+    shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
+def _sqlite_vec(path: Path, texts: list[str], matrix: Any) -> dict[str, float]:
+    import numpy as np
+    import sqlean
+    import sqlite_vec
+
+    db = sqlean.connect(str(path))
+    db.enable_load_extension(True)
+    sqlite_vec.load(db)
+    db.enable_load_extension(False)
+    dim = matrix.shape[1]
+    c0, t0 = _cpu(), time.perf_counter()
+    db.execute("CREATE VIRTUAL TABLE fts USING fts5(text, tokenize='porter unicode61')")
+    db.execute(f"CREATE VIRTUAL TABLE vec USING vec0(embedding float[{dim}] distance_metric=cosine)")
+    db.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", list(enumerate(texts)))
+    db.executemany(
+        "INSERT INTO vec(rowid, embedding) VALUES (?, ?)",
+        [(i, matrix[i].astype(np.float32).tobytes()) for i in range(len(texts))],
+    )
+    db.commit()
+    out = {"wall": time.perf_counter() - t0, "cpu": _cpu() - c0}
+    db.close()
+    path.unlink()
+    return out
+
+
+def _prepare(n: int, tmp: Path) -> tuple[Path, Path, list[str], Any]:
+    """The corpus, a workspace holding every vector in its embedding cache, and the chunks."""
+    import numpy as np
+    from synth_memory import generate
+
+    from goclaw.engine import Engine
+
+    agent_src = tmp / f"src-{n}"
+    generate(agent_src, n_chunks=n, n_facts=150, seed=7)
+    base = tmp / f"base-{n}"
+    base.mkdir()
+    eng = Engine.open(base)
+    eng.agents.create("bench")
+    target = Path(eng.agent_dir(eng.agents.get("bench")))
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(agent_src, target)
+    eng.memory.index("bench")
+    with eng.db.engine.connect() as c:
+        rows = c.exec_driver_sql("SELECT text, embedding FROM memory_chunks ORDER BY id").all()
+    eng.close()
+    texts = [r[0] for r in rows]
+    matrix = np.vstack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
+    return base, agent_src, texts, matrix
+
+
+def run(sizes: list[int], rounds: int, baseline: str | None) -> list[dict[str, Any]]:
+    results = []
+    tmp = Path(tempfile.mkdtemp(prefix="goclaw-indexing-"))
+    try:
+        for n in sizes:
+            base, agent_src, texts, matrix = _prepare(n, tmp)
+            runs: dict[str, list[dict[str, float]]] = {}
+            for r in range(rounds):
+                runs.setdefault("goclaw", []).append(_goclaw(sys.executable, base, agent_src, tmp / f"g{r}"))
+                if baseline:
+                    runs.setdefault("baseline", []).append(_goclaw(baseline, base, agent_src, tmp / f"b{r}"))
+                runs.setdefault("LanceDB", []).append(_lance(tmp / f"lance{r}", texts, matrix))
+                runs.setdefault("sqlite-vec + FTS5", []).append(_sqlite_vec(tmp / f"sv{r}.db", texts, matrix))
+            ours = statistics.median(x["wall"] for x in runs["goclaw"])
+            for name, xs in runs.items():
+                wall = statistics.median(x["wall"] for x in xs)
+                cpu = statistics.median(x["cpu"] for x in xs)
+                results.append(
+                    {
+                        "chunks": len(texts),
+                        "system": name,
+                        "wall_s": round(wall, 3),
+                        "cpu_s": round(cpu, 3),
+                        "chunks_per_s": round(len(texts) / wall),
+                        "ratio": round(wall / ours, 2),  # system ÷ goclaw time: above 1, goclaw faster
+                        "load": round(os.getloadavg()[0], 1),
+                    }
+                )
+            shutil.rmtree(base, ignore_errors=True)
+            shutil.rmtree(agent_src, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return results
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="10000,100000", help="comma-separated chunk counts")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--baseline", help="another checkout's python (its editable goclaw), timed alike")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    rows = run([int(x) for x in args.sizes.split(",") if x], max(1, args.rounds), args.baseline)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        for r in rows:
+            print(
+                f"{r['chunks']:>7,} chunks  {r['system']:<18} wall {r['wall_s']:>7.2f} s  "
+                f"cpu {r['cpu_s']:>7.2f} s  {r['chunks_per_s']:>7,} chunks/s  ratio {r['ratio']:>5}  "
+                f"(load {r['load']})"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
