@@ -184,18 +184,30 @@ class SearchIndex:
         if self.dim:
             with_vec = [(i, d.vector) for i, d in enumerate(docs) if d.vector is not None]
             if with_vec:
-                rows = np.asarray([np.asarray(v, dtype=np.float32).reshape(-1) for _i, v in with_vec])
-                if rows.ndim == 2 and rows.shape[1] == self.dim:
-                    norms = np.linalg.norm(rows, axis=1)
-                    ok = norms > 0
-                    if len(with_vec) == count and ok.all():  # the bulk case: one slice, no copies
-                        np.divide(rows, norms[:, None], out=self.vec[first:end])
-                        self.has_vec[first:end] = True
-                    else:
-                        at = first + np.asarray([i for i, _v in with_vec], dtype=np.int64)
-                        self.vec[at[ok]] = rows[ok] / norms[ok, None]
-                        self.has_vec[at[ok]] = True
+                self._set_new_vectors(first, end, with_vec)
         self._norm = None
+
+    def _set_new_vectors(self, first: int, end: int, with_vec: list[tuple[int, Any]]) -> None:
+        """Normalised vectors into the new slots ``first..end`` (``with_vec``: offset, vector).
+        When every new slot has one of the right size (a bulk load) each row is copied once
+        into place and normalised there, with no temporary matrix."""
+        vecs = [np.asarray(v, dtype=np.float32).reshape(-1) for _i, v in with_vec]
+        if len(vecs) == end - first and all(len(v) == self.dim for v in vecs):
+            block = self.vec[first:end]
+            for row, v in zip(block, vecs, strict=True):
+                row[...] = v
+            norms = np.linalg.norm(block, axis=1)
+            ok = norms > 0
+            np.divide(block, np.where(ok, norms, np.float32(1))[:, None], out=block)
+            self.has_vec[first:end] = ok
+            return
+        rows = np.asarray(vecs)
+        if rows.ndim == 2 and rows.shape[1] == self.dim:
+            norms = np.linalg.norm(rows, axis=1)
+            ok = norms > 0
+            at = first + np.asarray([i for i, _v in with_vec], dtype=np.int64)
+            self.vec[at[ok]] = rows[ok] / norms[ok, None]
+            self.has_vec[at[ok]] = True
 
     def remove(self, ids: Iterable[int]) -> int:
         """Drop documents by id (unknown ids are ignored); returns how many were dropped."""
