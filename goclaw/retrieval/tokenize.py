@@ -154,13 +154,20 @@ class Tokenizer:
         self._stemmer = _make_stemmer() if stem else None
         self._stopwords = stopwords
         self._cache = _PieceCache(self._piece)
+        self._stems: dict[str, str] = {}
 
     def _word(self, word: str) -> str | None:
-        """The term of one plain word (``None``: a stopword)."""
+        """The term of one plain word (``None``: a stopword); each distinct word is stemmed
+        once (the parts of codes repeat: ``tck`` in every ``TCK-nnnn``)."""
         if word in self._stopwords:
             return None
         if self._stemmer is not None and len(word) > 2 and not word.isdigit():
-            return self._stemmer(word)
+            stem = self._stems.get(word)
+            if stem is None:
+                stem = self._stemmer(word)
+                if len(self._stems) < CACHE_SIZE:
+                    self._stems[word] = stem
+            return stem
         return word
 
     def _token(self, tok: str) -> tuple[str, ...]:
