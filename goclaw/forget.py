@@ -43,6 +43,9 @@ class ForgetReport:
     files: int = 0
     folders: list[str] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)
+    # Tables of disabled or uninstalled plugins: nobody here can say which of their rows are the
+    # user's, so they are left as they are (enable the plugin and forget again).
+    tables_not_erased: list[str] = field(default_factory=list)
 
     @property
     def total_rows(self) -> int:
@@ -57,6 +60,7 @@ class ForgetReport:
             "folders": self.folders,
             "rows": dict(sorted(self.rows.items())),
             "total_rows": self.total_rows,
+            "tables_not_erased": self.tables_not_erased,
         }
 
 
@@ -128,7 +132,24 @@ class Forgetter:
         with self.engine.db.engine.connect() as conn:
             steps = self._steps(conn)
             report.rows = self._counts(conn, steps)
+            report.tables_not_erased = self._unowned(conn)
         return report, steps
+
+    def _unowned(self, conn: Any) -> list[str]:
+        """Tables present that neither the kernel nor an enabled plugin declares."""
+        from sqlalchemy import inspect
+
+        from goclaw.store import models
+        from goclaw.store.migrate import VERSION_TABLE
+
+        kernel = {
+            str(getattr(obj, "__tablename__", ""))
+            for obj in vars(models).values()
+            if isinstance(obj, type) and obj.__module__ == models.__name__
+        }
+        declared = {name for c in self.engine.hooks.schema_components() for name in c.table_names}
+        present = set(inspect(conn).get_table_names())
+        return sorted(t for t in present - kernel - declared if not t.startswith((VERSION_TABLE, "sqlite_")))
 
     def count(self) -> ForgetReport:
         """What :meth:`erase` would remove: files and rows per table (a dry run)."""
@@ -159,6 +180,7 @@ class Forgetter:
             before.user, before.agents, dry_run=False, files=before.files, folders=before.folders
         )
         report.rows = dict(before.rows)
+        report.tables_not_erased = before.tables_not_erased
         self._check_gone()
         return report
 

@@ -423,8 +423,9 @@ def test_every_table_has_exactly_one_owner(workspace: Path) -> None:
                 for m in SQLModel._sa_registry.mappers  # type: ignore[attr-defined]
                 if m.local_table is table
             )
+            owners.setdefault(table.name, [])
             if kernel:
-                owners.setdefault(table.name, []).append("kernel")
+                owners[table.name].append("kernel")
     bad = {name: who for name, who in owners.items() if len(who) != 1}
     assert not bad, bad
     assert {"agents", "events", "embedding_cache"} <= {n for n, w in owners.items() if w == ["kernel"]}
@@ -458,3 +459,28 @@ def test_a_chain_with_two_heads_or_a_long_revision_is_a_packaging_error(tmp_path
     (tmp_path / "b.py").write_text(f'revision = "{"x" * 33}"\ndown_revision = "x_0001"\n')
     with pytest.raises(StoreError, match="over 32 characters"):
         migrate.chain_revisions(tmp_path)
+
+
+def test_forget_names_the_tables_of_a_disabled_plugin(workspace: Path, database_url: str | None) -> None:
+    """A disabled plugin's tables are not erased (nobody declares them); forget says so."""
+    from goclaw.forget import forget_user
+    from tests.helpers import run_cli
+
+    db = Database.for_workspace(workspace, database_url)
+    build_legacy(db, "0004")  # a pre-split database: the KG tables exist, with u1's rows
+    _legacy_rows(db)
+    db.dispose()
+    off = {"disable": ["goclaw.kg"], **NO_EMBED}
+    with Engine.open(workspace, database_url=database_url, plugins=off) as engine:
+        dry = forget_user(engine, "u1")
+        assert dry.tables_not_erased == ["kg_dedup_candidates", "kg_entities", "kg_relations"]
+        assert "kg_entities" not in dry.rows and dry.rows["sessions"] == 1
+    (workspace / "goclaw.toml").write_text(
+        '[plugins]\ndisable = ["goclaw.kg"]\n[plugins.embeddings]\nprovider = "none"\n'
+    )
+    res = run_cli(["forget", "--user", "u1"], workspace=workspace, database_url=database_url)
+    assert res.code == 0 and "warning: not erased: kg_dedup_candidates, kg_entities, kg_relations" in res.err
+    (workspace / "goclaw.toml").write_text('[plugins.embeddings]\nprovider = "none"\n')  # enabled again
+    with Engine.open(workspace, database_url=database_url) as engine:
+        assert forget_user(engine, "u1").tables_not_erased == []
+        assert forget_user(engine, "u1").rows["kg_entities"] == 2

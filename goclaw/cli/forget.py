@@ -25,6 +25,13 @@ def forget_cmd(user: str | None, agent: str | None, yes: bool, as_json: bool) ->
     else:
         raise ValidationError("name what to forget: --user U (optionally --agent A), or --agent A alone")
     who = f"user {user!r}" if user is not None else f"agent {agent!r}"
+    if report.tables_not_erased:
+        tables = ", ".join(report.tables_not_erased)
+        click.echo(
+            f"warning: not erased: {tables} (their plugin is disabled or not installed; "
+            "enable it and run forget again)",
+            err=True,
+        )
     if as_json:
         emit_json(report.as_json())
         return

@@ -26,9 +26,10 @@ def goclaw_settings_model() -> type[BaseModel]:
 @hookimpl
 def goclaw_schema() -> list[Any]:
     from goclaw.contracts.schema import SchemaComponent
-    from goclaw_memory.tables import MIGRATIONS, MemoryChunk, MemoryDocument
+    from goclaw_memory.tables import MIGRATIONS, MemoryChunk, MemoryDocument, Session, SessionMessage
 
-    return [SchemaComponent("memory", (MemoryDocument, MemoryChunk), MIGRATIONS, "memory file index")]
+    tables = (MemoryDocument, MemoryChunk, Session, SessionMessage)
+    return [SchemaComponent("memory", tables, MIGRATIONS, "memory file index and sessions")]
 
 
 @hookimpl
