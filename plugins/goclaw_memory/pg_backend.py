@@ -174,7 +174,7 @@ class PostgresSearchBackend(SearchBackend):
         """Three round trips on one connection: vector candidates (with their terms), full-text
         candidates (with their cosine), and the rows of the winners."""
         cfg = self.engine.plugin_settings("memory")
-        pool = max(int(cfg.min_candidates), int(cfg.candidate_factor) * query.limit)
+        pool = max(int(cfg.min_candidates), int(cfg.candidate_factor) * query.limit, query.wanted)
         notes: list[str] = []
         users = list(query.users)
         want_lex = query.channel in ("hybrid", "lexical") and bool(query.terms)
@@ -229,8 +229,8 @@ class PostgresSearchBackend(SearchBackend):
     def _lexical(
         self, c: Any, query: SearchQuery, users: list[str], stats: _PgStats, pool: int, *, with_cosine: bool
     ) -> dict[int, tuple[str, str, float | None]]:
-        """Full-text matches of the selective terms, the best ``max(4 × pool, 200)`` by
-        IDF-weighted ``ts_rank``, each with its user, its terms (for BM25) and, in a hybrid
+        """Full-text matches of the selective terms, the best ``max(4 × pool, 200)`` by the
+        IDF sum of the query terms they match (ties: shorter chunks first, as BM25 would), each with its user, its terms (for BM25) and, in a hybrid
         search, its cosine to the query: ``{id: (user, lex, cosine)}``."""
         terms = list(query.terms)
         selective, _common = split_terms(terms, stats.df, PG_RANK_BUDGET, keep_rarest=True)
@@ -254,7 +254,7 @@ class PostgresSearchBackend(SearchBackend):
         sql = (
             f"SELECT id, user_id, lex, {cosine} FROM memory_chunks WHERE agent_id = :a "
             "AND user_id = ANY(:users) AND tsv @@ CAST(:q AS tsquery) "
-            f"ORDER BY {' + '.join(ranks)} DESC LIMIT :k"
+            f"ORDER BY {' + '.join(ranks)} DESC, length(lex) LIMIT :k"
         )
         params["q"] = tsquery_literal(selective)
         found = {int(r[0]): (r[1], r[2] or "", r[3]) for r in c.execute(text(sql), params).all()}
