@@ -230,8 +230,9 @@ class PostgresSearchBackend(SearchBackend):
         self, c: Any, query: SearchQuery, users: list[str], stats: _PgStats, pool: int, *, with_cosine: bool
     ) -> dict[int, tuple[str, str, float | None]]:
         """Full-text matches of the selective terms, the best ``max(4 × pool, 200)`` by the
-        IDF sum of the query terms they match (ties: shorter chunks first, as BM25 would), each with its user, its terms (for BM25) and, in a hybrid
-        search, its cosine to the query: ``{id: (user, lex, cosine)}``."""
+        IDF sum of the query terms they match (ties: shorter chunks first, as BM25 would), each
+        with its user, its terms (for BM25) and, in a hybrid search, its cosine to the query:
+        ``{id: (user, lex, cosine)}``."""
         terms = list(query.terms)
         selective, _common = split_terms(terms, stats.df, PG_RANK_BUDGET, keep_rarest=True)
         n = max(stats.rows, 1.0)
