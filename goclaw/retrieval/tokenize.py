@@ -154,21 +154,22 @@ class Tokenizer:
         self._stemmer = _make_stemmer() if stem else None
         self._stopwords = stopwords
         self._cache = _PieceCache(self._piece)
-        self._stems: dict[str, str] = {}
+        self._words: dict[str, str | None] = {}
 
     def _word(self, word: str) -> str | None:
-        """The term of one plain word (``None``: a stopword); each distinct word is stemmed
+        """The term of one plain word (``None``: a stopword); each distinct word is looked at
         once (the parts of codes repeat: ``tck`` in every ``TCK-nnnn``)."""
+        words = self._words
+        if word in words:
+            return words[word]
+        term: str | None = word
         if word in self._stopwords:
-            return None
-        if self._stemmer is not None and len(word) > 2 and not word.isdigit():
-            stem = self._stems.get(word)
-            if stem is None:
-                stem = self._stemmer(word)
-                if len(self._stems) < CACHE_SIZE:
-                    self._stems[word] = stem
-            return stem
-        return word
+            term = None
+        elif self._stemmer is not None and len(word) > 2 and not word.isdigit():
+            term = self._stemmer(word)
+        if len(words) < CACHE_SIZE:
+            words[word] = term
+        return term
 
     def _token(self, tok: str) -> tuple[str, ...]:
         """The terms of one token: a word's term, nothing for a stopword, or for a code the

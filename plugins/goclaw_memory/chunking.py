@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 DEFAULT_MAX_CHUNK_LEN = 1000
 _NON_SPACE = re.compile(r"\S")
@@ -28,13 +29,10 @@ class TextChunk:
     start_line: int
     end_line: int
 
-    @property
+    @cached_property
     def hash(self) -> str:
-        cached: str | None = self.__dict__.get("_hash")
-        if cached is None:  # computed once: the indexer asks several times per chunk
-            cached = content_hash(self.text)
-            object.__setattr__(self, "_hash", cached)
-        return cached
+        """Computed once (the indexer asks several times per chunk), then a plain attribute."""
+        return content_hash(self.text)
 
 
 def content_hash(text: str) -> str:
