@@ -76,10 +76,12 @@ class ChunkTableSource:
             for start in range(0, len(ids), LOOKUP):
                 part = ids[start : start + LOOKUP]
                 marks = ", ".join(f":i{k}" for k in range(len(part)))
+                # ``agent_id || ''``: found by primary key, the agent only checked (a plain
+                # ``agent_id =`` lets SQLite walk the agent's whole scope index instead).
                 sql = text(
                     "SELECT id, user_id, path, start_line, end_line, text, chunk_hash, lex, "
                     "CASE WHEN embedding_provider = :p AND embedding_model = :m AND embedding_dim = :d "
-                    f"THEN {emb} END FROM memory_chunks WHERE agent_id = :a AND id IN ({marks})"
+                    f"THEN {emb} END FROM memory_chunks WHERE id IN ({marks}) AND (agent_id || '') = :a"
                 )
                 params = {f"i{k}": v for k, v in enumerate(part)} | _space_params(space) | {"a": agent_id}
                 for r in conn.execute(sql, params):

@@ -318,7 +318,10 @@ class SQLiteSearchBackend(SearchBackend):
             marks = ",".join("?" * len(part))
             for r in self._query(
                 f"SELECT id, user_id, path, start_line, end_line, text, {lex} FROM memory_chunks "
-                f"WHERE agent_id = ? AND id IN ({marks})",
+                # "+agent_id": look the ids up by primary key and only check the agent; with a
+                # plain "agent_id = ?" SQLite walks the agent's whole scope index (10k chunks:
+                # 1.2 ms instead of 0.13 ms for 60 rows; 10x that at 100k).
+                f"WHERE +agent_id = ? AND id IN ({marks})",
                 [agent_id, *part],
             ):
                 cid = int(r[0])
