@@ -172,18 +172,7 @@ def _configured_space(engine: Engine) -> tuple[tuple[str, str, int] | None, str 
 def check_vectors(
     engine: Engine, agent: Any, conn: Any, space: tuple[str, str, int] | None, space_error: str | None
 ) -> list[Check]:
-    rows = conn.execute(
-        text(
-            "SELECT embedding_provider, embedding_model, embedding_dim, COUNT(*), "
-            "SUM(CASE WHEN embedding IS NULL THEN 1 ELSE 0 END) FROM memory_chunks "
-            "WHERE agent_id = :a GROUP BY embedding_provider, embedding_model, embedding_dim"
-        ),
-        {"a": agent.id},
-    ).all()
-    spaces = [
-        {"provider": r[0], "model": r[1], "dim": r[2], "chunks": int(r[3]), "without_vector": int(r[4] or 0)}
-        for r in rows
-    ]
+    spaces = _vector_spaces(conn, agent)
     total = sum(s["chunks"] for s in spaces)
     with_vec = {
         (s["provider"], s["model"], s["dim"]): s["chunks"] - s["without_vector"]
@@ -193,9 +182,41 @@ def check_vectors(
     stored = sum(with_vec.values())
     missing = total - stored
     details = {"chunks": total, "spaces": spaces}
-    name = agent.name
+    checks = [_embeddings_check(agent.name, space, space_error, with_vec, stored, details)]
+    bad = _bad_vectors(engine, conn, agent)
+    vectors = _vectors_check(agent.name, space, bad, total, with_vec, missing)
+    if vectors is not None:
+        checks.append(vectors)
+    return checks
+
+
+def _vector_spaces(conn: Any, agent: Any) -> list[dict[str, Any]]:
+    """The agent's chunks per (provider, model, dim), with how many of them lack a vector."""
+    rows = conn.execute(
+        text(
+            "SELECT embedding_provider, embedding_model, embedding_dim, COUNT(*), "
+            "SUM(CASE WHEN embedding IS NULL THEN 1 ELSE 0 END) FROM memory_chunks "
+            "WHERE agent_id = :a GROUP BY embedding_provider, embedding_model, embedding_dim"
+        ),
+        {"a": agent.id},
+    ).all()
+    return [
+        {"provider": r[0], "model": r[1], "dim": r[2], "chunks": int(r[3]), "without_vector": int(r[4] or 0)}
+        for r in rows
+    ]
+
+
+def _embeddings_check(
+    name: str,
+    space: tuple[str, str, int] | None,
+    space_error: str | None,
+    with_vec: dict[Any, int],
+    stored: int,
+    details: dict[str, Any],
+) -> Check:
+    """Whether the configured embedder starts and matches the stored vectors' model."""
     if space_error:
-        emb = Check(
+        return Check(
             "embeddings",
             "problem",
             f"the embedding provider cannot start: {space_error}",
@@ -203,28 +224,29 @@ def check_vectors(
             name,
             details,
         )
-    elif space is None:
+    if space is None:
         msg = "no embedding provider configured: the vector channel is off"
         if stored:
             msg += f" and {stored} stored vectors are unused"
-        emb = Check("embeddings", "info", msg, None, name, details)
-    else:
-        label = f"{space[0]}/{space[1]} ({space[2]}-d)"
-        other = {k: n for k, n in with_vec.items() if k != space and n}
-        if other:
-            listed = ", ".join(f"{p}/{m} ({d}-d) x{n}" for (p, m, d), n in sorted(other.items(), key=str))
-            emb = Check(
-                "embeddings",
-                "problem",
-                f"{sum(other.values())} chunks hold vectors of another model ({listed}); the "
-                f"configured embedder is {label} and the vector channel ignores them",
-                f"{_index_cmd(name)} (re-embeds them with {space[1]})",
-                name,
-                details,
-            )
-        else:
-            emb = Check("embeddings", "ok", f"{stored} vectors, all {label}", None, name, details)
-    checks = [emb]
+        return Check("embeddings", "info", msg, None, name, details)
+    label = f"{space[0]}/{space[1]} ({space[2]}-d)"
+    other = {k: n for k, n in with_vec.items() if k != space and n}
+    if other:
+        listed = ", ".join(f"{p}/{m} ({d}-d) x{n}" for (p, m, d), n in sorted(other.items(), key=str))
+        return Check(
+            "embeddings",
+            "problem",
+            f"{sum(other.values())} chunks hold vectors of another model ({listed}); the "
+            f"configured embedder is {label} and the vector channel ignores them",
+            f"{_index_cmd(name)} (re-embeds them with {space[1]})",
+            name,
+            details,
+        )
+    return Check("embeddings", "ok", f"{stored} vectors, all {label}", None, name, details)
+
+
+def _bad_vectors(engine: Engine, conn: Any, agent: Any) -> int:
+    """How many of the agent's stored vectors do not have their recorded dimension."""
     if engine.db.backend == "postgresql":
         bad_sql = (
             "SELECT COUNT(*) FROM memory_chunks WHERE agent_id = :a AND embedding IS NOT NULL "
@@ -235,48 +257,52 @@ def check_vectors(
             "SELECT COUNT(*) FROM memory_chunks WHERE agent_id = :a AND embedding IS NOT NULL "
             "AND (embedding_dim IS NULL OR length(embedding) != embedding_dim * 4)"
         )
-    bad = int(conn.execute(text(bad_sql), {"a": agent.id}).scalar_one() or 0)
+    return int(conn.execute(text(bad_sql), {"a": agent.id}).scalar_one() or 0)
+
+
+def _vectors_check(
+    name: str,
+    space: tuple[str, str, int] | None,
+    bad: int,
+    total: int,
+    with_vec: dict[Any, int],
+    missing: int,
+) -> Check | None:
+    """Whether every chunk has a sound vector of the configured model (None: nothing to say)."""
     if bad:
-        checks.append(
-            Check(
-                "vectors",
-                "problem",
-                f"{bad} stored vectors do not have their recorded dimension",
-                f"goclaw memory doctor --agent {name} --repair, then {_index_cmd(name)}",
-                name,
-                {"bad_vectors": bad},
-            )
+        return Check(
+            "vectors",
+            "problem",
+            f"{bad} stored vectors do not have their recorded dimension",
+            f"goclaw memory doctor --agent {name} --repair, then {_index_cmd(name)}",
+            name,
+            {"bad_vectors": bad},
         )
-    elif space is not None and total:
+    if space is not None and total:
         current = with_vec.get(space, 0)
         if current < total:
-            checks.append(
-                Check(
-                    "vectors",
-                    "problem",
-                    f"{total - current} of {total} chunks have no {space[1]} vector: the "
-                    "vector channel cannot find them",
-                    _index_cmd(name),
-                    name,
-                    {"chunks": total, "vectors": current},
-                )
+            return Check(
+                "vectors",
+                "problem",
+                f"{total - current} of {total} chunks have no {space[1]} vector: the "
+                "vector channel cannot find them",
+                _index_cmd(name),
+                name,
+                {"chunks": total, "vectors": current},
             )
-        else:
-            checks.append(
-                Check(
-                    "vectors",
-                    "ok",
-                    f"{current} of {total} chunks have a vector",
-                    None,
-                    name,
-                    {"chunks": total, "vectors": current},
-                )
-            )
-    elif missing and space is None:
-        checks.append(
-            Check("vectors", "info", f"{missing} of {total} chunks have no vector (no embedder)", None, name)
+        return Check(
+            "vectors",
+            "ok",
+            f"{current} of {total} chunks have a vector",
+            None,
+            name,
+            {"chunks": total, "vectors": current},
         )
-    return checks
+    if missing and space is None:
+        return Check(
+            "vectors", "info", f"{missing} of {total} chunks have no vector (no embedder)", None, name
+        )
+    return None
 
 
 def _watchers(engine: Engine) -> list[Any]:
