@@ -115,10 +115,42 @@ def read_memory(
 
 
 def make_tools(engine: Engine) -> list[FunctionTool]:
+    return [_search_tool(engine), _get_tool(engine), _add_tool(engine)]
+
+
+def _search_tool(engine: Engine) -> FunctionTool:
     def search(args: Mapping[str, Any], context: ToolContext) -> ToolResult:
         hits, notes = search_hits(engine, str(args["query"]), context.agent, context.user, args.get("limit"))
         return ToolResult(text=_hits_text(hits, notes), data={"hits": hits, "notes": notes})
 
+    # The older keyword form (runtime scope and model arguments in one namespace).
+    def memory_search_legacy(
+        query: str, agent: Any, user: str | None = None, limit: int | None = None, channel: str = "hybrid"
+    ) -> list[dict[str, Any]]:
+        response = engine.memory.search_response(query, agent, user, limit=limit, channel=channel)
+        return [h.as_json() for h in response.hits]
+
+    return FunctionTool(
+        name="memory_search",
+        description=(
+            "Search long-term memory (MEMORY.md, memory/*.md and past-session summaries) by "
+            "meaning and keywords. Returns an id, path, line range, score and snippet per hit; "
+            "pass the id to memory_get (or memory_expand for past sessions)."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1, "description": "what to look for"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50},
+            },
+            "required": ["query"],
+        },
+        handler=search,
+        func=memory_search_legacy,
+    )
+
+
+def _get_tool(engine: Engine) -> FunctionTool:
     def get(args: Mapping[str, Any], context: ToolContext) -> ToolResult:
         return read_memory(
             engine,
@@ -129,20 +161,7 @@ def make_tools(engine: Engine) -> list[FunctionTool]:
             to_line=args.get("to_line"),
         )
 
-    def add(args: Mapping[str, Any], context: ToolContext) -> ToolResult:
-        entry = engine.memory.writer.add(
-            context.agent, str(args["text"]), context.user, tags=args.get("tags")
-        )
-        data = entry.as_json()
-        return ToolResult(text=f"saved as {entry.id} in {entry.path}", data=data)
-
     # The older keyword form (runtime scope and model arguments in one namespace).
-    def memory_search_legacy(
-        query: str, agent: Any, user: str | None = None, limit: int | None = None, channel: str = "hybrid"
-    ) -> list[dict[str, Any]]:
-        response = engine.memory.search_response(query, agent, user, limit=limit, channel=channel)
-        return [h.as_json() for h in response.hits]
-
     def memory_get_legacy(
         path: str,
         agent: Any,
@@ -153,60 +172,50 @@ def make_tools(engine: Engine) -> list[FunctionTool]:
         result: dict[str, Any] = engine.memory.get(agent, path, user, from_line=from_line, to_line=to_line)
         return result
 
-    return [
-        FunctionTool(
-            name="memory_search",
-            description=(
-                "Search long-term memory (MEMORY.md, memory/*.md and past-session summaries) by "
-                "meaning and keywords. Returns an id, path, line range, score and snippet per hit; "
-                "pass the id to memory_get (or memory_expand for past sessions)."
-            ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "minLength": 1, "description": "what to look for"},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 50},
-                },
-                "required": ["query"],
-            },
-            handler=search,
-            func=memory_search_legacy,
+    return FunctionTool(
+        name="memory_get",
+        description=(
+            "Read lines of a memory file: by the id of a memory_search hit, or by path "
+            "(as memory_search returns it) with an optional line range."
         ),
-        FunctionTool(
-            name="memory_get",
-            description=(
-                "Read lines of a memory file: by the id of a memory_search hit, or by path "
-                "(as memory_search returns it) with an optional line range."
-            ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string", "minLength": 1, "description": "a memory_search hit id"},
-                    "path": {"type": "string", "minLength": 1},
-                    "from_line": {"type": "integer", "minimum": 1},
-                    "to_line": {"type": "integer", "minimum": 1},
-                },
+        parameters={
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "minLength": 1, "description": "a memory_search hit id"},
+                "path": {"type": "string", "minLength": 1},
+                "from_line": {"type": "integer", "minimum": 1},
+                "to_line": {"type": "integer", "minimum": 1},
             },
-            handler=get,
-            func=memory_get_legacy,
+        },
+        handler=get,
+        func=memory_get_legacy,
+    )
+
+
+def _add_tool(engine: Engine) -> FunctionTool:
+    def add(args: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        entry = engine.memory.writer.add(
+            context.agent, str(args["text"]), context.user, tags=args.get("tags")
+        )
+        data = entry.as_json()
+        return ToolResult(text=f"saved as {entry.id} in {entry.path}", data=data)
+
+    return FunctionTool(
+        name="memory_add",
+        description=(
+            "Save something worth remembering (a decision, preference, fact or todo) to "
+            "long-term memory; it is searchable at once."
         ),
-        FunctionTool(
-            name="memory_add",
-            description=(
-                "Save something worth remembering (a decision, preference, fact or todo) to "
-                "long-term memory; it is searchable at once."
-            ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "text": {"type": "string", "minLength": 1, "maxLength": 20000},
-                    "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 10},
-                },
-                "required": ["text"],
+        parameters={
+            "type": "object",
+            "properties": {
+                "text": {"type": "string", "minLength": 1, "maxLength": 20000},
+                "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 10},
             },
-            handler=add,
-        ),
-    ]
+            "required": ["text"],
+        },
+        handler=add,
+    )
 
 
 @dataclass(frozen=True)
