@@ -181,10 +181,38 @@ class MemoryService:
         notes: list[str] = []
         used: list[str] = []
         backend = self.backend
-        qvec, space = None, None
         terms = tuple(query_terms(query)) if query.strip() else ()
         if channel in ("hybrid", "lexical") and terms:
             used.append("lexical")
+        qvec, space = self._query_vector(query, channel, used, notes)
+        hits: list[MemoryHit] = []
+        if used:
+            request = SearchQuery(
+                agent_id=a.id,
+                users=users,
+                text=query,
+                terms=terms,
+                vector=qvec,
+                space=space,
+                limit=limit,
+                channel=channel,
+                fusion=FusionSettings(cfg.fusion, cfg.text_weight, cfg.vector_weight, cfg.user_boost),
+                candidates=max(3 * limit, cfg.rerank_candidates),
+            )
+            hits = _backend_hits(backend, request, notes)
+        if include_extra and query.strip():
+            extra = self.engine.hooks.memory_search_extra(self.engine, query, a, user, limit)
+            if extra:  # merged before the reranker, so both tiers are reranked alike
+                hits = _merge_tiers(hits, extra, len(hits) + len(extra))
+        hits = postprocess(self.engine, cfg, query, a, user, self.engine.agent_dir(a), hits, limit)
+        return SearchResponse(hits, used, notes)
+
+    def _query_vector(
+        self, query: str, channel: str, used: list[str], notes: list[str]
+    ) -> tuple[Any, tuple[str, str, int] | None]:
+        """The query's embedding and its space, or ``(None, None)`` with a note saying why
+        (no embedder, or it failed); appends "vector" to ``used`` when there is one."""
+        qvec, space = None, None
         if channel in ("hybrid", "vector") and query.strip():
             embedder, reason = self.embedder()
             if embedder is None:
@@ -204,36 +232,7 @@ class MemoryService:
                         f"{' '.join(str(exc).split())[:200]}); "
                         + ("full-text results only" if channel == "hybrid" else "no results")
                     )
-        hits: list[MemoryHit] = []
-        if used:
-            request = SearchQuery(
-                agent_id=a.id,
-                users=users,
-                text=query,
-                terms=terms,
-                vector=qvec,
-                space=space,
-                limit=limit,
-                channel=channel,
-                fusion=FusionSettings(cfg.fusion, cfg.text_weight, cfg.vector_weight, cfg.user_boost),
-                candidates=max(3 * limit, cfg.rerank_candidates),
-            )
-            result = backend.search(request)
-            notes.extend(result.notes)
-            rows = (
-                result.rows if result.rows is not None else backend.rows(a.id, [c.id for c in result.chunks])
-            )
-            # Every de-duplicated candidate, then decay / rerank / MMR before the cut (issue 11
-            # item 6; goclaw_memory.postprocess).
-            hits = build_hits(result.chunks, rows, len(result.chunks))
-            for h in hits:
-                h.id = memory_hit_id("m", a.id, h.user_id, f"{h.path}#L{h.start_line}-L{h.end_line}")
-        if include_extra and query.strip():
-            extra = self.engine.hooks.memory_search_extra(self.engine, query, a, user, limit)
-            if extra:  # merged before the reranker, so both tiers are reranked alike
-                hits = _merge_tiers(hits, extra, len(hits) + len(extra))
-        hits = postprocess(self.engine, cfg, query, a, user, self.engine.agent_dir(a), hits, limit)
-        return SearchResponse(hits, used, notes)
+        return qvec, space
 
     def invalidate(self, agent_id: str | None = None) -> None:
         """The agent's memory rows (every agent's when None) were changed outside an indexing
@@ -317,6 +316,20 @@ class MemoryService:
             watcher.start()
         self.engine.on_close(watcher.stop)
         return watcher
+
+
+def _backend_hits(backend: SearchBackend, request: SearchQuery, notes: list[str]) -> list[MemoryHit]:
+    """The search backend's candidates as hits with their ids (notes appended to ``notes``)."""
+    result = backend.search(request)
+    notes.extend(result.notes)
+    a_id = request.agent_id
+    rows = result.rows if result.rows is not None else backend.rows(a_id, [c.id for c in result.chunks])
+    # Every de-duplicated candidate, then decay / rerank / MMR before the cut (issue 11
+    # item 6; goclaw_memory.postprocess).
+    hits = build_hits(result.chunks, rows, len(result.chunks))
+    for h in hits:
+        h.id = memory_hit_id("m", a_id, h.user_id, f"{h.path}#L{h.start_line}-L{h.end_line}")
+    return hits
 
 
 def _merge_tiers(hits: list[MemoryHit], extra: list[Any], limit: int) -> list[MemoryHit]:
