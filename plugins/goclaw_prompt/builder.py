@@ -108,21 +108,7 @@ class PromptService:
         allow = modes[mode].file_allowlist
 
         ctx = PromptContext(engine=engine, request=request, agent=agent, user=user, mode=mode)
-        merged = merge_sources(
-            [
-                hooks.guard("context-file source", source.name, lambda s=source: s.load(ctx), [])
-                for source in hooks.context_file_sources()
-            ]
-        )
-        files = [f for f in merged.values() if allow is None or f.name in allow]
-        ctx.bootstrapping = any(f.name == BOOTSTRAP_FILE and (f.content or "").strip() for f in files)
-        ctx.files = files
-        if not ctx.bootstrapping:
-            for vf in hooks.virtual_context_files(ctx):
-                if vf.name in merged or (allow is not None and vf.name not in allow):
-                    continue
-                files.append(ContextFile(vf.name, vf.content, "virtual", virtual=True))
-        files.sort(key=file_order)
+        files = self._context_files(ctx, allow)
 
         kept = build_context_files(files, self._truncate_config())
         ctx.files = [ContextFile(t.name, t.content, t.source, t.virtual) for t in kept]
@@ -139,18 +125,7 @@ class PromptService:
         ]
 
         slash = self._slash(ctx)
-        parts: list[str] = []
-        section_report: list[dict[str, Any]] = []
-        for section in hooks.prompt_sections():
-            if mode not in section.modes:
-                continue
-            # A third-party section that raises is reported and left out, not fatal.
-            text = hooks.guard("prompt section", section.name, lambda s=section: s.render(ctx), None)
-            if not text or not text.strip():
-                continue
-            text = text.strip("\n")
-            parts.append(text)
-            section_report.append({"name": section.name, "chars": len(text)})
+        parts, section_report = self._render_sections(ctx, mode)
 
         return PromptResult(
             prompt="\n\n".join(parts) + "\n",
@@ -164,6 +139,45 @@ class PromptService:
         )
 
     # ------------------------------------------------------------------ steps
+    def _context_files(self, ctx: PromptContext, allow: frozenset[str] | None) -> list[ContextFile]:
+        """Every source's files merged by name and kept by the mode's allow-list, plus the
+        virtual files unless BOOTSTRAP.md is pending, in :func:`file_order`. Sets
+        ``ctx.bootstrapping`` and ``ctx.files`` (the same list, as the virtual-file hooks see it)."""
+        hooks = self.engine.hooks
+        merged = merge_sources(
+            [
+                hooks.guard("context-file source", source.name, lambda s=source: s.load(ctx), [])
+                for source in hooks.context_file_sources()
+            ]
+        )
+        files = [f for f in merged.values() if allow is None or f.name in allow]
+        ctx.bootstrapping = any(f.name == BOOTSTRAP_FILE and (f.content or "").strip() for f in files)
+        ctx.files = files
+        if not ctx.bootstrapping:
+            for vf in hooks.virtual_context_files(ctx):
+                if vf.name in merged or (allow is not None and vf.name not in allow):
+                    continue
+                files.append(ContextFile(vf.name, vf.content, "virtual", virtual=True))
+        files.sort(key=file_order)
+        return files
+
+    def _render_sections(self, ctx: PromptContext, mode: str) -> tuple[list[str], list[dict[str, Any]]]:
+        """The mode's non-empty sections in ``(order, name)`` order, and their report."""
+        hooks = self.engine.hooks
+        parts: list[str] = []
+        section_report: list[dict[str, Any]] = []
+        for section in hooks.prompt_sections():
+            if mode not in section.modes:
+                continue
+            # A third-party section that raises is reported and left out, not fatal.
+            text = hooks.guard("prompt section", section.name, lambda s=section: s.render(ctx), None)
+            if not text or not text.strip():
+                continue
+            text = text.strip("\n")
+            parts.append(text)
+            section_report.append({"name": section.name, "chars": len(text)})
+        return parts, section_report
+
     def _agent(self, name: str) -> Agent:
         engine = self.engine
         key = ("agent", engine.settings.tenant_id, name)
