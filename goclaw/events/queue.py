@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import logging
-import os
 import random
-import socket
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -23,6 +20,9 @@ if TYPE_CHECKING:
     from goclaw.engine import Engine
     from goclaw.types import ConsolidationWorker
 
+from goclaw.events.identity import host_name as host_name  # re-exported: imported from here
+from goclaw.events.identity import new_worker_id as new_worker_id  # re-exported
+from goclaw.events.identity import pid_alive
 from goclaw.events.listen import Listener, PgListener
 
 log = logging.getLogger(__name__)
@@ -65,26 +65,6 @@ class QueueStats:
 
     def total(self, status: str) -> int:
         return sum(c.get(status, 0) for c in self.counts.values())
-
-
-def host_name() -> str:
-    return socket.gethostname()
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
-
-
-def new_worker_id() -> str:
-    """``host:pid:token``: the host and pid let a restarted process on the same host reclaim
-    the deliveries of a dead one at once instead of waiting for the lease."""
-    return f"{host_name()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 class EventQueue:
@@ -195,15 +175,7 @@ class EventQueue:
                 return []
             exhausted = [(r.event_id, r.worker) for r in rows if r.attempts >= self.max_attempts]
             if exhausted:  # died while processing too often: a poison event that kills workers
-                session.execute(
-                    update(_deliveries)
-                    .where(tuple_(_deliveries.c.event_id, _deliveries.c.worker).in_(exhausted))
-                    .values(
-                        status="dead",
-                        processed_at=now,
-                        last_error=f"worker died while processing ({self.max_attempts} attempts)",
-                    )
-                )
+                self._bury(session, exhausted, now)
             keys = [(r.event_id, r.worker) for r in rows if r.attempts < self.max_attempts]
             if not keys:
                 return []
@@ -217,30 +189,22 @@ class EventQueue:
                     attempts=_deliveries.c.attempts + 1,
                 )
             )
-            events = {
-                e.id: e
-                for e in session.execute(select(_events).where(_events.c.id.in_({k[0] for k in keys}))).all()
-            }
             attempts = {(r.event_id, r.worker): r.attempts + 1 for r in rows}
-            out: list[QueuedEvent] = []
-            for event_id, worker in keys:
-                e = events[event_id]
-                out.append(
-                    QueuedEvent(
-                        id=e.id,
-                        event_type=e.event_type,
-                        agent_id=e.agent_id,
-                        user_id=e.user_id,
-                        payload=dict(e.payload or {}),
-                        created_at=e.created_at,
-                        worker=worker,
-                        attempts=attempts[(event_id, worker)],
-                        claimed_by=worker_id,
-                    )
-                )
-            return out
+            return _claimed_events(session, keys, attempts, worker_id)
 
         return self.engine.db.run_write(_do)
+
+    def _bury(self, session: Session, keys: list[tuple[int, str]], now: datetime) -> None:
+        """Mark these deliveries dead: their workers died while processing them too often."""
+        session.execute(
+            update(_deliveries)
+            .where(tuple_(_deliveries.c.event_id, _deliveries.c.worker).in_(keys))
+            .values(
+                status="dead",
+                processed_at=now,
+                last_error=f"worker died while processing ({self.max_attempts} attempts)",
+            )
+        )
 
     def _finish(self, event: QueuedEvent, values: dict[str, Any]) -> bool:
         """Update a delivery this worker still owns; False if another worker took it over."""
@@ -315,7 +279,7 @@ class EventQueue:
                     pid = int(parts[-2])
                 except (ValueError, IndexError):
                     continue
-                if not _pid_alive(pid):
+                if not pid_alive(pid):
                     dead_keys.append((row.event_id, row.worker))
             if dead_keys:
                 session.execute(
@@ -398,3 +362,29 @@ class EventQueue:
             except Exception:  # no LISTEN (e.g. a pooler in transaction mode): poll instead
                 log.debug("LISTEN unavailable; polling", exc_info=True)
         return Listener()
+
+
+def _claimed_events(
+    session: Session, keys: list[tuple[int, str]], attempts: dict[tuple[int, str], int], worker_id: str
+) -> list[QueuedEvent]:
+    """The claimed deliveries ``(event_id, worker)`` as :class:`QueuedEvent`, in ``keys`` order."""
+    events = {
+        e.id: e for e in session.execute(select(_events).where(_events.c.id.in_({k[0] for k in keys}))).all()
+    }
+    out: list[QueuedEvent] = []
+    for event_id, worker in keys:
+        e = events[event_id]
+        out.append(
+            QueuedEvent(
+                id=e.id,
+                event_type=e.event_type,
+                agent_id=e.agent_id,
+                user_id=e.user_id,
+                payload=dict(e.payload or {}),
+                created_at=e.created_at,
+                worker=worker,
+                attempts=attempts[(event_id, worker)],
+                claimed_by=worker_id,
+            )
+        )
+    return out
