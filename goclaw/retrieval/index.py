@@ -21,10 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
-import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,13 +29,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from goclaw.retrieval.forward import ForwardIndex
+from goclaw.retrieval.persist import ARRAYS, load_index, save_index
+from goclaw.retrieval.persist import FORMAT as FORMAT  # re-exported: imported from here
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 K1 = 1.2
 B = 0.75
-FORMAT = 2  # 2: the forward index (fwd_terms, fwd_ptr)
 _controller: Any = None
 
 
@@ -57,12 +54,6 @@ def _one_blas_thread() -> Any:
     if not _controller:
         return contextlib.nullcontext()
     return _controller.limit(limits=1, user_api="blas")
-
-
-def _mapped(path: Path) -> Any:
-    """The array in ``path`` memory-mapped copy-on-write, as a plain ``ndarray`` view: the
-    ``memmap`` subclass costs Python work on every slice (≈40 slices per search)."""
-    return np.load(path, mmap_mode="c").view(np.ndarray)
 
 
 def _counted(keys: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -371,75 +362,15 @@ class SearchIndex:
         return [int(i) for i in self.ids[slots]]
 
     # ------------------------------------------------------------------ persistence
-    _ARRAYS = ("ids", "scope", "dl", "alive", "fp", "vec", "has_vec")
+    _ARRAYS = ARRAYS
 
     def save(self, path: Path) -> None:
-        """Write the whole index to the folder ``path``: ``meta.json``, ``vocab.txt`` and one
-        ``.npy`` per array (memory-mapped on load). Written to a temporary folder first and
-        renamed into place, so a reader never sees half an index; a crash between the two
-        renames leaves no index, which only costs the next start a rebuild."""
-        if self._segments:
-            self._consolidate()
-        meta = dict(self.meta)
-        meta.update(
-            format=FORMAT,
-            dim=self.dim,
-            n=self.n,
-            n_alive=self.n_alive,
-            total_len=self.total_len,
-            scopes=self.scopes,
-        )
-        n = self.n
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent))
-        try:
-            for name in self._ARRAYS:
-                np.save(tmp / f"{name}.npy", getattr(self, name)[:n])
-            np.save(tmp / "indptr.npy", self._indptr)
-            np.save(tmp / "slots.npy", self._slots)
-            np.save(tmp / "tf.npy", self._tf)
-            for name, arr in self.fwd.arrays().items():
-                np.save(tmp / f"{name}.npy", arr)
-            (tmp / "vocab.txt").write_text("\n".join(self.vocab), encoding="utf-8")
-            (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")  # written last
-            old = None
-            if path.exists():
-                old = path.with_name(f"{path.name}.{os.getpid()}.old")
-                os.replace(path, old)
-            os.replace(tmp, path)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        """Write the whole index to the folder ``path``, atomically (one ``.npy`` per array,
+        memory-mapped on load); see :func:`goclaw.retrieval.persist.save_index`."""
+        save_index(self, path)
 
     @classmethod
     def load(cls, path: Path) -> SearchIndex:
-        """Read an index written by :meth:`save` (raises ``ValueError`` if it is not one).
-        The arrays are memory-mapped copy-on-write: loading 100k chunks takes milliseconds and
-        the pages are read on first use."""
-        try:
-            meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"{path}: not a search index ({exc})") from None
-        if meta.get("format") != FORMAT:
-            raise ValueError(f"{path}: unsupported index format {meta.get('format')!r}")
-        idx = cls(int(meta["dim"]), meta=dict(meta))
-        raw = (path / "vocab.txt").read_text(encoding="utf-8")
-        words = raw.split("\n") if raw else []
-        idx.vocab = dict(zip(words, range(len(words)), strict=True))
-        idx.n = int(meta["n"])
-        for name in cls._ARRAYS:
-            setattr(idx, name, _mapped(path / f"{name}.npy"))
-        idx._indptr = _mapped(path / "indptr.npy")
-        idx._slots = _mapped(path / "slots.npy")
-        idx._tf = _mapped(path / "tf.npy")
-        idx.fwd = ForwardIndex.from_arrays(_mapped(path / "fwd_terms.npy"), _mapped(path / "fwd_ptr.npy"))
-        if len(idx._indptr) != len(idx.vocab) + 1 or len(idx.ids) != idx.n or idx.fwd.slots != idx.n:
-            raise ValueError(f"{path}: inconsistent index file")
-        idx.scopes = {str(k): int(v) for k, v in meta["scopes"].items()}
-        idx.n_alive = int(meta["n_alive"])
-        idx.total_len = float(meta["total_len"])
-        live = np.flatnonzero(idx.alive)
-        idx.slot_of = dict(zip(idx.ids[live].tolist(), live.tolist(), strict=True))
-        return idx
+        """Read an index written by :meth:`save` (raises ``ValueError`` if it is not one);
+        see :func:`goclaw.retrieval.persist.load_index`."""
+        return load_index(cls, path)
