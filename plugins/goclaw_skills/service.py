@@ -20,17 +20,10 @@ from typing import TYPE_CHECKING, Any
 from goclaw.errors import FeatureUnavailableError, GoclawError, NotFoundError, ValidationError
 from goclaw_skills import store
 from goclaw_skills.changes import DbChanges
+from goclaw_skills.lint import LintResult as LintResult  # re-exported: defined here before
+from goclaw_skills.lint import lint_results, lint_targets
 from goclaw_skills.loader import ResolvedSkill, SkillLoader, SkillView, embedding_text, resolve
-from goclaw_skills.parsing import (
-    SKILL_FILE,
-    SkillParseError,
-    SkillProblem,
-    SkillRecord,
-    discover_folder,
-    lint_skill,
-    load_skill_folder,
-    parse_skill_text,
-)
+from goclaw_skills.parsing import SkillProblem, SkillRecord, parse_skill_text
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine
@@ -53,17 +46,6 @@ class SkillHit:
 
     def as_dict(self) -> dict[str, Any]:
         return {"slug": self.slug, "name": self.name, "score": round(self.score, 6), "source": self.source}
-
-
-@dataclass
-class LintResult:
-    slug: str
-    path: str
-    source: str
-    problems: list[str]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"slug": self.slug, "path": self.path, "source": self.source, "problems": self.problems}
 
 
 class SkillsService:
@@ -292,30 +274,11 @@ class SkillsService:
         """Agent Skills checks for every skill in every tier (or in ``paths``)."""
         items: list[SkillRecord | SkillProblem] = []
         if paths:
-            limit = self.settings.max_skill_bytes
-            for p in paths:
-                p = Path(p)
-                if p.name == SKILL_FILE:
-                    p = p.parent
-                if (p / SKILL_FILE).exists():
-                    try:
-                        items.append(load_skill_folder(p, p.parent, source="path", max_bytes=limit))
-                    except SkillParseError as exc:
-                        items.append(SkillProblem(str(p / SKILL_FILE), str(exc), "path"))
-                elif p.is_dir():
-                    items.extend(discover_folder(p, source="path", max_bytes=limit))
-                else:
-                    raise NotFoundError(f"{p}: not a skill folder or a folder of skills")
+            items = lint_targets(paths, self.settings.max_skill_bytes)
         else:
             snap = self.loader.snapshot()
             items = [*snap.records, *snap.problems]
-        out: list[LintResult] = []
-        for item in items:
-            if isinstance(item, SkillProblem):
-                out.append(LintResult(Path(item.path).parent.name, item.path, item.source, [item.reason]))
-            else:
-                out.append(LintResult(item.slug, item.path, item.source, lint_skill(item)))
-        return sorted(out, key=lambda r: (r.path, r.slug))
+        return lint_results(items)
 
     # ------------------------------------------------------------------ managed store (spec §12)
     def add(
