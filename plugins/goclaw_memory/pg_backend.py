@@ -101,7 +101,7 @@ class PostgresSearchBackend(SearchBackend):
         """Three round trips on one connection: vector candidates (with their terms), full-text
         candidates (with their cosine), and the rows of the winners."""
         cfg = self.engine.plugin_settings("memory")
-        pool = max(int(cfg.min_candidates), int(cfg.candidate_factor) * query.limit, query.wanted)
+        pool = max(int(cfg.min_candidates), int(cfg.candidate_factor) * query.limit)
         notes: list[str] = []
         users = list(query.users)
         want_lex = query.channel in ("hybrid", "lexical") and bool(query.terms)

@@ -49,8 +49,7 @@ class MemorySettings(BaseModel):
     candidate_factor: int = Field(
         default=4,
         ge=1,
-        description="PostgreSQL: candidates per channel = factor × limit, or rerank_candidates if more "
-        "(SQLite scores every chunk)",
+        description="PostgreSQL: candidates per channel = factor × limit (SQLite scores every chunk)",
     )
     min_candidates: int = Field(default=40, ge=1, description="PostgreSQL: candidates per channel at least")
     hnsw_ef_search: int = Field(
