@@ -89,3 +89,39 @@ def test_reranked_search_equals_reranking_the_texts(workspace: Path) -> None:
             assert hit.score == pytest.approx(want, rel=1e-6), hit.path
     finally:
         eng.close()
+
+
+def test_an_index_saved_by_an_older_format_is_rebuilt_quietly(
+    workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Format 1 (before the forward index) on disk: the next process rebuilds from the table,
+    finds the same hits, logs no warning, and saves format 2."""
+    import json
+    import logging
+
+    eng = Engine.open(workspace)
+    try:
+        eng.agents.create("a")
+        mem = Path(eng.agent_dir(eng.agents.get("a"))) / "memory"
+        mem.mkdir(parents=True, exist_ok=True)
+        (mem / "n.md").write_text("# n\n\nThe Vilnius warehouse door code is 4464#.\n", encoding="utf-8")
+        eng.memory.index("a")
+        before = [(h.path, h.start_line) for h in eng.memory.search("vilnius door", "a")]
+        saved = eng.memory.backend.save(eng.agents.get("a").id)
+    finally:
+        eng.close()
+    assert saved is not None and before
+    meta = json.loads((saved / "meta.json").read_text(encoding="utf-8"))
+    meta["format"] = 1
+    (saved / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    caplog.set_level(logging.INFO)
+    eng = Engine.open(workspace)
+    try:
+        after = [(h.path, h.start_line) for h in eng.memory.search("vilnius door", "a")]
+        resaved = eng.memory.backend.save(eng.agents.get("a").id)
+    finally:
+        eng.close()
+    assert after == before
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    assert resaved is not None
+    assert json.loads((resaved / "meta.json").read_text(encoding="utf-8"))["format"] == 2
