@@ -7,7 +7,7 @@ results with SQLite's (compared by path and start line, reranker off and on), an
 median / p90 latency.
 
     GOCLAW_BENCH_DATABASE_URL=postgresql+psycopg://goclaw:goclaw@127.0.0.1:5432/goclaw_test \\
-      .venv/bin/python benchmarks/pg_fidelity.py --chunks 100000
+      .venv/bin/python benchmarks/pg_fidelity.py --chunks 100000 [--backend inprocess]
 
 The PostgreSQL side runs in its own schema of that database, dropped at the end.
 """
@@ -41,11 +41,12 @@ def _rank(hits: list[Any], expect: list[dict[str, Any]]) -> int | None:
     return None
 
 
-def _open(ws: Path, url: str | None, src: Path) -> Any:
+def _open(ws: Path, url: str | None, src: Path, backend: str = "auto") -> Any:
     from goclaw.engine import Engine
 
     ws.mkdir(parents=True, exist_ok=True)
     eng = Engine.open(ws, url)
+    eng.plugin_settings("memory").backend = backend
     eng.agents.create("bench")
     target = Path(eng.agent_dir(eng.agents.get("bench")))
     shutil.rmtree(target, ignore_errors=True)
@@ -54,7 +55,7 @@ def _open(ws: Path, url: str | None, src: Path) -> Any:
     return eng
 
 
-def run(n_chunks: int, url: str) -> None:
+def run(n_chunks: int, url: str, backend: str) -> None:
     from sqlalchemy import create_engine, text
 
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -70,8 +71,9 @@ def run(n_chunks: int, url: str) -> None:
             q for q in generate(tmp / "src", n_chunks=n_chunks, n_facts=150, seed=7) if q.get("expect")
         ]
         exact = _open(tmp / "sqlite", None, tmp / "src")
-        pg = _open(tmp / "pg", pg_url, tmp / "src")
-        print(f"{n_chunks:,} chunks, {len(questions)} questions")
+        pg = _open(tmp / "pg", pg_url, tmp / "src", backend)
+        name = pg.memory.backend.name
+        print(f"{n_chunks:,} chunks, {len(questions)} questions, PostgreSQL with backend {name}")
         for rerank in ("none", "overlap"):
             for eng in (exact, pg):
                 eng.plugin_settings("memory").rerank = rerank
@@ -107,12 +109,13 @@ def run(n_chunks: int, url: str) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--chunks", type=int, default=10_000)
+    ap.add_argument("--backend", default="auto", help="the PostgreSQL side's backend: auto or inprocess")
     args = ap.parse_args()
     url = os.environ.get("GOCLAW_BENCH_DATABASE_URL") or os.environ.get("GOCLAW_TEST_DATABASE_URL")
     if not url:
         print("error: set GOCLAW_BENCH_DATABASE_URL to a PostgreSQL URL with pgvector", file=sys.stderr)
         return 2
-    run(args.chunks, url)
+    run(args.chunks, url, args.backend)
     return 0
 
 

@@ -17,6 +17,12 @@ def make_sqlite_backend(engine: Engine) -> Any:
     return SQLiteSearchBackend(engine)
 
 
+def make_inprocess_backend(engine: Engine) -> Any:
+    from goclaw_memory.inprocess_backend import InProcessSearchBackend
+
+    return InProcessSearchBackend(engine)
+
+
 def make_postgres_backend(engine: Engine) -> Any:
     from goclaw_memory.pg_backend import make_postgres_backend as make
 

@@ -55,9 +55,13 @@ def goclaw_startup(engine: Any) -> None:
 
 @hookimpl
 def goclaw_search_backends() -> dict[str, Any]:
-    from goclaw_memory.backends import make_postgres_backend, make_sqlite_backend
+    from goclaw_memory.backends import make_inprocess_backend, make_postgres_backend, make_sqlite_backend
 
-    return {"sqlite": make_sqlite_backend, "postgresql": make_postgres_backend}
+    return {
+        "sqlite": make_sqlite_backend,
+        "postgresql": make_postgres_backend,
+        "inprocess": make_inprocess_backend,
+    }
 
 
 @hookimpl

@@ -31,8 +31,8 @@ class MemorySettings(BaseModel):
 
     backend: str = Field(
         default="auto",
-        description="search backend: auto (= the database), sqlite, postgresql, "
-        "lancedb (the lancedb extra) or a plugin's",
+        description="search backend: auto (= the database), sqlite, postgresql, inprocess (the "
+        "exact in-memory engine on any database), lancedb (the lancedb extra) or a plugin's",
     )
     max_chunk_len: int = Field(default=1000, ge=50, description="characters per chunk at most (spec §14)")
     max_results: int = Field(default=6, ge=1, le=1000)

@@ -103,7 +103,7 @@ class SQLiteSearchBackend(SearchBackend):
         self.loads = 0  # reconciliations that read rows (tests and benchmarks read these)
         self.patches = 0
         self.tokenizer: Tokenizer = default_tokenizer()
-        path = engine.db.engine.url.database
+        path = engine.db.engine.url.database if engine.db.backend == "sqlite" else None
         self._db_path = path if path and path != ":memory:" and not path.startswith("file:") else None
         self.snapshot_dir = Path(self._db_path + ".index") if self._db_path else None
 
@@ -176,20 +176,32 @@ class SQLiteSearchBackend(SearchBackend):
 
     def _reconcile(self, agent_id: str, st: _State) -> None:
         """Bring ``st.index`` to the table's content: drop what changed or went, add the rest."""
-        space = st.space
+        idx = st.index
+        want = self._wanted(agent_id, st.space)
+        have = {i: int(idx.fp[s]) for i, s in idx.slot_of.items()}
+        stale = [i for i, f in have.items() if want.get(i) != f]
+        missing = [i for i, f in want.items() if have.get(i) != f]
+        if stale:
+            idx.remove(stale)
+        docs = self._docs(agent_id, missing, st.space)
+        idx.upsert(docs)
+        if stale or docs:
+            self.loads += 1
+            st.unsaved += len(stale) + len(docs)
+
+    def _wanted(self, agent_id: str, space: Space | None) -> dict[int, int]:
+        """Every chunk of the agent with the fingerprint the index must hold for it."""
         provider, model, dim = space if space else ("", "", 0)
         rows = self._query(
             "SELECT id, chunk_hash, user_id, (embedding IS NOT NULL AND embedding_provider = ? AND "
             "embedding_model = ? AND embedding_dim = ?) FROM memory_chunks WHERE agent_id = ?",
             (provider, model, dim, agent_id),
         )
-        idx = st.index
-        want = {int(r[0]): fingerprint(r[1] or "", r[2] or "", bool(r[3])) for r in rows}
-        have = {i: int(idx.fp[s]) for i, s in idx.slot_of.items()}
-        stale = [i for i, f in have.items() if want.get(i) != f]
-        missing = [i for i, f in want.items() if have.get(i) != f]
-        if stale:
-            idx.remove(stale)
+        return {int(r[0]): fingerprint(r[1] or "", r[2] or "", bool(r[3])) for r in rows}
+
+    def _docs(self, agent_id: str, missing: Sequence[int], space: Space | None) -> list[Doc]:
+        """The index documents of these chunks (terms, vector of ``space``, fingerprint)."""
+        provider, model, dim = space if space else ("", "", 0)
         docs: list[Doc] = []
         for start in range(0, len(missing), LOOKUP):
             part = missing[start : start + LOOKUP]
@@ -210,10 +222,7 @@ class SQLiteSearchBackend(SearchBackend):
                         fingerprint(chash or "", user or "", vec is not None),
                     )
                 )
-        idx.upsert(docs)
-        if stale or docs:
-            self.loads += 1
-            st.unsaved += len(stale) + len(docs)
+        return docs
 
     def _fresh_state(self, agent_id: str, changes: IndexChanges) -> _State:
         space = changes.space

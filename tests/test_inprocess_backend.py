@@ -1,0 +1,101 @@
+"""``backend = "inprocess"`` (issue 11): the kernel engine kept in step through the search
+contract's IndexSource, on SQLite and PostgreSQL. It passes the same backend suite as the
+built-in backends (every test of tests/test_memory_search.py), and on PostgreSQL its results
+equal the SQLite backend's exact ones on the same files."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import test_memory_search as suite
+from tests.test_memory_search import plugin  # noqa: F401 - fixtures used by the suite
+
+SQLITE_ONLY = {"test_sqlite_vector_cache_is_patched_in_process_and_matches_a_reload"}
+
+for _name in dir(suite):
+    if _name.startswith("test_") and _name not in SQLITE_ONLY:
+        globals()[_name] = getattr(suite, _name)
+
+
+@pytest.fixture(autouse=True)
+def inprocess_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("GOCLAW_PLUGINS__MEMORY__BACKEND", "inprocess")
+    yield
+
+
+@pytest.fixture
+def eng(make_engine: Any, plugin: Any) -> Any:  # noqa: F811 - the suite's fixture, checked
+    e = make_engine(extra_plugins=[("testemb", plugin)])
+    e.agents.create("ada")
+    assert e.memory.backend.name == "inprocess"
+    return e
+
+
+def test_same_results_as_the_exact_sqlite_backend(
+    make_engine: Any,
+    plugin: Any,  # noqa: F811 - the suite's fixture
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The database in use (SQLite or PostgreSQL) with ``inprocess`` against a second, SQLite
+    workspace with the default backend: the same hits and scores for every query."""
+    from goclaw.engine import Engine
+
+    lines = [
+        f"Note {i}: the {w} warehouse in {c} moved its door code."
+        for i, (w, c) in enumerate(
+            (w, c) for w in ("north", "south", "river", "harbor") for c in ("Vilnius", "Accra", "Porto")
+        )
+    ]
+    eng = make_engine(extra_plugins=[("testemb", plugin)])
+    eng.agents.create("ada")
+    mem = Path(eng.agent_dir(eng.agents.get("ada"))) / "memory"
+    mem.mkdir(parents=True, exist_ok=True)
+    for i, line in enumerate(lines):
+        (mem / f"n{i}.md").write_text(f"# n{i}\n\n{line}\n", encoding="utf-8")
+    eng.memory.index("ada")
+    monkeypatch.delenv("GOCLAW_PLUGINS__MEMORY__BACKEND")
+    ws = tmp_path / "reference"
+    ws.mkdir()
+    ref = Engine.open(ws, extra_plugins=[("testemb", plugin)])
+    ref.agents.create("ada")
+    rmem = Path(ref.agent_dir(ref.agents.get("ada"))) / "memory"
+    rmem.mkdir(parents=True, exist_ok=True)
+    for i, line in enumerate(lines):
+        (rmem / f"n{i}.md").write_text(f"# n{i}\n\n{line}\n", encoding="utf-8")
+    ref.memory.index("ada")
+    assert ref.memory.backend.name == "sqlite"
+    try:
+        for q in ("Vilnius door", "river warehouse Porto", "harbor", "code moved"):
+            got = [(h.path, round(h.score, 5)) for h in eng.memory.search(q, "ada", limit=6)]
+            want = [(h.path, round(h.score, 5)) for h in ref.memory.search(q, "ada", limit=6)]
+            assert got and got == want, q
+    finally:
+        ref.close()
+
+
+def test_the_first_build_is_saved_in_the_workspace_and_loaded_next_time(
+    make_engine: Any,
+    plugin: Any,  # noqa: F811 - the suite's fixture
+    workspace: Path,
+) -> None:
+    eng = make_engine(extra_plugins=[("testemb", plugin)])
+    eng.agents.create("ada")
+    mem = Path(eng.agent_dir(eng.agents.get("ada"))) / "memory"
+    mem.mkdir(parents=True, exist_ok=True)
+    for i in range(5):
+        (mem / f"n{i}.md").write_text(f"# n{i}\n\nfact number {i} about the harbor\n", encoding="utf-8")
+    eng.memory.index("ada")
+    eng.memory.backend.invalidate("ada")  # as if another process: nothing loaded, nothing saved
+    first = [(h.path, h.score) for h in eng.memory.search("harbor fact", "ada")]
+    saved = eng.memory.backend._snapshot(eng.agents.get("ada").id)
+    assert saved is not None and saved.exists()
+    if eng.db.backend != "sqlite":
+        assert (workspace / ".goclaw" / "memory-index") in saved.parents
+    again = make_engine(extra_plugins=[("testemb", plugin)])
+    assert [(h.path, h.score) for h in again.memory.search("harbor fact", "ada")] == first
+    assert again.memory.backend.loads == 0  # loaded from the saved index, nothing re-read
