@@ -213,15 +213,8 @@ class SQLiteSearchBackend(SearchBackend):
             ):
                 terms = lex.split() if lex is not None else self.tokenizer.terms(body or "")
                 vec = np.frombuffer(emb, dtype=np.float32) if emb is not None and ok else None
-                docs.append(
-                    Doc(
-                        int(cid),
-                        user or "",
-                        terms,
-                        vec,
-                        fingerprint(chash or "", user or "", vec is not None),
-                    )
-                )
+                fp = fingerprint(chash or "", user or "", vec is not None)
+                docs.append(Doc(int(cid), user or "", terms, vec, fp))
         return docs
 
     def _fresh_state(self, agent_id: str, changes: IndexChanges) -> _State:
