@@ -52,8 +52,9 @@ class ForwardIndex:
         """Keep only the slots ``live`` (sorted), renumbered 0..len(live)-1."""
         self._join()
         lens = np.diff(self.ptr)
-        mask = np.repeat(np.isin(np.arange(len(lens)), live), lens)
-        self.terms = self.terms[mask]
+        kept = np.zeros(len(lens), dtype=np.bool_)
+        kept[live] = True
+        self.terms = self.terms[np.repeat(kept, lens)]
         self.ptr = np.zeros(len(live) + 1, dtype=np.int64)
         np.cumsum(lens[live], out=self.ptr[1:])
 

@@ -17,13 +17,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
 from sqlalchemy import bindparam, text
 
 from goclaw.contracts.search import ChunkRow, IndexSource, Space
 from goclaw.errors import StoreError
 from goclaw.retrieval.index import Doc
-from goclaw_memory.sqlite_backend import SAVE_DELTA, SQLiteSearchBackend, _State, fingerprint
+from goclaw_memory.sqlite_backend import (
+    SAVE_DELTA,
+    SQLiteSearchBackend,
+    _State,
+    chunk_row,
+    doc_of,
+    fingerprint,
+)
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine
@@ -75,12 +81,7 @@ class InProcessSearchBackend(SQLiteSearchBackend):
         }
 
     def _docs(self, agent_id: str, missing: Sequence[int], space: Space | None) -> list[Doc]:
-        docs = []
-        for rec in self._src().records(agent_id, missing, space):
-            vec = None if rec.vector is None else np.asarray(rec.vector, dtype=np.float32)
-            fp = fingerprint(rec.chunk_hash, rec.user_id, vec is not None)
-            docs.append(Doc(rec.id, rec.user_id, rec.terms, vec, fp))
-        return docs
+        return [doc_of(rec, space) for rec in self._src().records(agent_id, missing, space)]
 
     def _rows(
         self, agent_id: str, ids: Sequence[int], positions: dict[int, dict[str, list[int]]] | None
@@ -89,9 +90,4 @@ class InProcessSearchBackend(SQLiteSearchBackend):
             return {}
         with self.engine.db.engine.connect() as conn:
             result = conn.execute(_ROWS, {"ids": [int(i) for i in ids], "a": agent_id}).all()
-        out: dict[int, ChunkRow] = {}
-        for r in result:
-            cid = int(r[0])
-            terms = positions.get(cid) if positions is not None else r[6].split() if r[6] else None
-            out[cid] = ChunkRow(cid, r[1], r[2], int(r[3]), int(r[4]), r[5], terms)
-        return out
+        return {int(r[0]): chunk_row(r, positions) for r in result}

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from goclaw.contracts.search import (
+    ChunkRecord,
     ChunkRow,
     IndexChanges,
     IndexSource,
@@ -67,6 +68,20 @@ def fingerprint(chunk_hash: str, user_id: str, has_vector: bool) -> int:
 @lru_cache(maxsize=4096)
 def _user_bits(user_id: str) -> int:
     return zlib.crc32(user_id.encode("utf-8")) << 24
+
+
+def doc_of(rec: ChunkRecord, space: Space | None) -> Doc:
+    """The index document of a chunk record; its vector only when it is of ``space``."""
+    vec = rec.vector if space is not None and rec.space == space else None
+    return Doc(rec.id, rec.user_id, rec.terms, vec, fingerprint(rec.chunk_hash, rec.user_id, vec is not None))
+
+
+def chunk_row(r: Sequence[Any], positions: dict[int, dict[str, list[int]]] | None) -> ChunkRow:
+    """A ``(id, user_id, path, start_line, end_line, text, lex)`` row as a :class:`ChunkRow`,
+    its terms the query terms' positions when given, else the stored ``lex``."""
+    cid = int(r[0])
+    terms = positions.get(cid) if positions is not None else r[6].split() if r[6] else None
+    return ChunkRow(cid, r[1], r[2], int(r[3]), int(r[4]), r[5], terms)
 
 
 def parse_token(value: Any) -> str:
@@ -220,18 +235,7 @@ class SQLiteSearchBackend(SearchBackend):
     def _fresh_state(self, agent_id: str, changes: IndexChanges) -> _State:
         space = changes.space
         st = _State(SearchIndex(space[2] if space else 0), changes.version_after, space)
-        docs = []
-        for rec in changes.records.values():
-            vec = rec.vector if space is not None and rec.space == space else None
-            docs.append(
-                Doc(
-                    rec.id,
-                    rec.user_id,
-                    rec.terms,
-                    vec,
-                    fingerprint(rec.chunk_hash, rec.user_id, vec is not None),
-                )
-            )
+        docs = [doc_of(rec, space) for rec in changes.records.values()]
         st.index.upsert(docs)
         st.unsaved = len(docs)
         with self._lock:
@@ -326,9 +330,7 @@ class SQLiteSearchBackend(SearchBackend):
                 f"WHERE +agent_id = ? AND id IN ({marks})",
                 [agent_id, *part],
             ):
-                cid = int(r[0])
-                terms = positions.get(cid) if positions is not None else r[6].split() if r[6] else None
-                out[cid] = ChunkRow(cid, r[1], r[2], int(r[3]), int(r[4]), r[5], terms)
+                out[int(r[0])] = chunk_row(r, positions)
         return out
 
     def prepare_vectors(self, dim: int) -> None:
@@ -365,11 +367,7 @@ class SQLiteSearchBackend(SearchBackend):
         if st is not None and changes.complete and st.token == first and last:
             with st.lock:
                 st.index.remove(changes.removed)
-                docs = []
-                for rec in changes.records.values():
-                    vec = rec.vector if rec.space is not None and rec.space == st.space else None
-                    fp = fingerprint(rec.chunk_hash, rec.user_id, vec is not None)
-                    docs.append(Doc(rec.id, rec.user_id, rec.terms, vec, fp))
+                docs = [doc_of(rec, st.space) for rec in changes.records.values()]
                 st.index.upsert(docs)
                 st.token = last
                 st.unsaved += len(changes.removed) + len(docs)
