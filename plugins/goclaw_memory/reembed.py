@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select, text
 
-from goclaw.contracts.search import ChunkRecord
+from goclaw.contracts.search import ChunkRecord, Space
 from goclaw.retrieval.tokenize import default_tokenizer
 from goclaw_memory.chunking import TextChunk
 from goclaw_memory.embedding_cache import vectors_for
@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from goclaw.types import EmbeddingProvider
     from goclaw_memory.index_changes import ChangeSet
     from goclaw_memory.index_scan import IndexReport, Progress
-
-Space = tuple[str, str, int]
 
 
 def reembed(
@@ -111,7 +109,7 @@ def _write_vectors(
 
 def _record(row: Any, space: Space, vector: Any) -> ChunkRecord:
     """The search backend's record of a re-embedded chunk (terms from its stored ``lex``)."""
-    terms = (row[7] or "").split() if row[7] is not None else default_tokenizer().terms(row[2])
+    terms = row[7].split() if row[7] is not None else default_tokenizer().terms(row[2])
     return ChunkRecord(
         int(row[0]),
         row[3],
