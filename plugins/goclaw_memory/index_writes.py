@@ -9,6 +9,7 @@ write transaction.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -68,12 +69,18 @@ def reason(exc: BaseException) -> str:
 
 
 def as_float32(vec: Any) -> Any:
-    """A vector as a float32 array; on SQLite the embedding cache's vectors come as the raw
-    float32 bytes of the column."""
+    """A vector as a float32 array: the raw float32 bytes of a SQLite column (the embedding
+    cache's, the chunks'), pgvector's text form (``embedding::text``), an array or a list."""
     import numpy as np
 
-    if isinstance(vec, bytes):
-        return np.frombuffer(vec, dtype=np.float32)
+    if vec is None:
+        return None
+    if isinstance(vec, (bytes, bytearray, memoryview)):
+        return np.frombuffer(bytes(vec), dtype=np.float32)
+    if isinstance(vec, str):
+        return np.asarray(json.loads(vec), dtype=np.float32)
+    if hasattr(vec, "to_numpy"):
+        vec = vec.to_numpy()
     return np.asarray(vec, dtype=np.float32).reshape(-1)
 
 

@@ -6,7 +6,6 @@ catches up through the contract instead of reading this plugin's tables (issue 1
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +13,7 @@ from sqlalchemy import text
 
 from goclaw.contracts.search import ChunkFingerprint, ChunkRecord, Space
 from goclaw.retrieval.tokenize import default_tokenizer
+from goclaw_memory.index_writes import as_float32
 from goclaw_memory.sqlite_backend import VERSION_WORKER, parse_token
 
 if TYPE_CHECKING:
@@ -22,21 +22,6 @@ if TYPE_CHECKING:
 LOOKUP = 500
 
 _TOKEN = text("SELECT value FROM worker_state WHERE worker = :w AND scope = :s")
-
-
-def as_vector(value: Any) -> Any:
-    """A stored embedding (SQLite: float32 bytes; PostgreSQL: pgvector's text) as float32."""
-    import numpy as np
-
-    if value is None:
-        return None
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return np.frombuffer(bytes(value), dtype=np.float32)
-    if isinstance(value, str):
-        return np.asarray(json.loads(value), dtype=np.float32)
-    if hasattr(value, "to_numpy"):
-        value = value.to_numpy()
-    return np.asarray(value, dtype=np.float32).reshape(-1)
 
 
 def _space_params(space: Space | None) -> dict[str, Any]:
@@ -85,7 +70,7 @@ class ChunkTableSource:
                 )
                 params = {f"i{k}": v for k, v in enumerate(part)} | _space_params(space) | {"a": agent_id}
                 for r in conn.execute(sql, params):
-                    vec = as_vector(r[8]) if space is not None else None
+                    vec = as_float32(r[8]) if space is not None else None
                     yield ChunkRecord(
                         int(r[0]),
                         r[1] or "",
