@@ -23,7 +23,7 @@ A dry run (the default of the CLI) counts what would go; the report after says w
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -176,13 +176,8 @@ class Forgetter:
 
         self.engine.db.run_write(_do)
         self._invalidate()
-        report = ForgetReport(
-            before.user, before.agents, dry_run=False, files=before.files, folders=before.folders
-        )
-        report.rows = dict(before.rows)
-        report.tables_not_erased = before.tables_not_erased
         self._check_gone()
-        return report
+        return replace(before, dry_run=False)
 
     def _check_gone(self) -> None:
         left = self.count()
