@@ -35,6 +35,17 @@ def eng(make_engine: Any, plugin: Any) -> Any:  # noqa: F811 - the suite's fixtu
     return e
 
 
+def _indexed(eng: Any, lines: list[str]) -> Any:
+    """``eng`` with agent "ada" whose memory holds one note per line, indexed."""
+    eng.agents.create("ada")
+    mem = Path(eng.agent_dir(eng.agents.get("ada"))) / "memory"
+    mem.mkdir(parents=True, exist_ok=True)
+    for i, line in enumerate(lines):
+        (mem / f"n{i}.md").write_text(f"# n{i}\n\n{line}\n", encoding="utf-8")
+    eng.memory.index("ada")
+    return eng
+
+
 def test_same_results_as_the_exact_sqlite_backend(
     make_engine: Any,
     plugin: Any,  # noqa: F811 - the suite's fixture
@@ -51,23 +62,11 @@ def test_same_results_as_the_exact_sqlite_backend(
             (w, c) for w in ("north", "south", "river", "harbor") for c in ("Vilnius", "Accra", "Porto")
         )
     ]
-    eng = make_engine(extra_plugins=[("testemb", plugin)])
-    eng.agents.create("ada")
-    mem = Path(eng.agent_dir(eng.agents.get("ada"))) / "memory"
-    mem.mkdir(parents=True, exist_ok=True)
-    for i, line in enumerate(lines):
-        (mem / f"n{i}.md").write_text(f"# n{i}\n\n{line}\n", encoding="utf-8")
-    eng.memory.index("ada")
+    eng = _indexed(make_engine(extra_plugins=[("testemb", plugin)]), lines)
     monkeypatch.delenv("GOCLAW_PLUGINS__MEMORY__BACKEND")
     ws = tmp_path / "reference"
     ws.mkdir()
-    ref = Engine.open(ws, extra_plugins=[("testemb", plugin)])
-    ref.agents.create("ada")
-    rmem = Path(ref.agent_dir(ref.agents.get("ada"))) / "memory"
-    rmem.mkdir(parents=True, exist_ok=True)
-    for i, line in enumerate(lines):
-        (rmem / f"n{i}.md").write_text(f"# n{i}\n\n{line}\n", encoding="utf-8")
-    ref.memory.index("ada")
+    ref = _indexed(Engine.open(ws, extra_plugins=[("testemb", plugin)]), lines)
     assert ref.memory.backend.name == "sqlite"
     try:
         for q in ("Vilnius door", "river warehouse Porto", "harbor", "code moved"):
@@ -83,13 +82,10 @@ def test_the_first_build_is_saved_in_the_workspace_and_loaded_next_time(
     plugin: Any,  # noqa: F811 - the suite's fixture
     workspace: Path,
 ) -> None:
-    eng = make_engine(extra_plugins=[("testemb", plugin)])
-    eng.agents.create("ada")
-    mem = Path(eng.agent_dir(eng.agents.get("ada"))) / "memory"
-    mem.mkdir(parents=True, exist_ok=True)
-    for i in range(5):
-        (mem / f"n{i}.md").write_text(f"# n{i}\n\nfact number {i} about the harbor\n", encoding="utf-8")
-    eng.memory.index("ada")
+    eng = _indexed(
+        make_engine(extra_plugins=[("testemb", plugin)]),
+        [f"fact number {i} about the harbor" for i in range(5)],
+    )
     eng.memory.backend.invalidate("ada")  # as if another process: nothing loaded, nothing saved
     first = [(h.path, h.score) for h in eng.memory.search("harbor fact", "ada")]
     saved = eng.memory.backend._snapshot(eng.agents.get("ada").id)
