@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
+from goclaw.contracts.search import Space
 from goclaw.store.models import EmbeddingCache
 from goclaw.store.types import utcnow
 from goclaw_memory.index_writes import LOOKUP_CHUNK, dialect_insert, marks
@@ -28,7 +29,7 @@ def vectors_for(
     engine: Engine,
     chunks: Sequence[TextChunk],
     embedder: EmbeddingProvider | None,
-    space: tuple[str, str, int] | None,
+    space: Space | None,
     report: IndexReport,
 ) -> dict[str, Any]:
     """Vectors by chunk hash: from the cache when present, else embedded (and cached). Cached
@@ -57,7 +58,7 @@ def vectors_for(
     return found
 
 
-def cache_lookup(engine: Engine, hashes: Sequence[str], space: tuple[str, str, int]) -> dict[str, Any]:
+def cache_lookup(engine: Engine, hashes: Sequence[str], space: Space) -> dict[str, Any]:
     """Cached vectors by chunk hash. On SQLite plain SQL returning the float32 bytes as stored
     (they are written to ``memory_chunks`` as they are); on PostgreSQL arrays."""
     if engine.db.backend == "postgresql":
@@ -78,7 +79,7 @@ def cache_lookup(engine: Engine, hashes: Sequence[str], space: tuple[str, str, i
     return out
 
 
-def _cache_lookup_pg(engine: Engine, hashes: Sequence[str], space: tuple[str, str, int]) -> dict[str, Any]:
+def _cache_lookup_pg(engine: Engine, hashes: Sequence[str], space: Space) -> dict[str, Any]:
     provider, model, dim = space
     out: dict[str, Any] = {}
     with engine.db.session() as s:
@@ -96,7 +97,7 @@ def _cache_lookup_pg(engine: Engine, hashes: Sequence[str], space: tuple[str, st
     return out
 
 
-def cache_store(engine: Engine, vectors: dict[str, Any], space: tuple[str, str, int]) -> None:
+def cache_store(engine: Engine, vectors: dict[str, Any], space: Space) -> None:
     """Add fresh vectors to the cache (a hash already there is left as it is)."""
     provider, model, dim = space
     rows = [

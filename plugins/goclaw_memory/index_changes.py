@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from goclaw.contracts.search import ChunkRecord, IndexChanges
+from goclaw.contracts.search import ChunkRecord, IndexChanges, Space
 
 
 @dataclass
@@ -14,7 +14,7 @@ class ChangeSet:
     for a backend that keeps an index of its own and patches it instead of reloading."""
 
     agent_id: str
-    space: tuple[str, str, int] | None = None
+    space: Space | None = None
     first: str | None = None  # index version token before the run's first write
     last: str | None = None  # ... and after its last one
     chained: bool = True  # False: another process wrote in between
