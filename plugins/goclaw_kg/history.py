@@ -19,7 +19,7 @@ from goclaw.redaction import redact_for
 from goclaw.store.types import utcnow
 from goclaw_kg.settings import settings_of
 from goclaw_kg.tables import KGDedupCandidate, KGEntity, KGRelation
-from goclaw_kg.upserts import relation_type_key
+from goclaw_kg.upserts import relation_type_key, with_episodes
 
 
 class History:
@@ -252,11 +252,7 @@ def _absorb(keep: KGEntity, drop: KGEntity, at: datetime) -> None:
         if alias != keep.name and alias not in aliases:
             aliases.append(alias)
     props["aliases"] = aliases
-    eps = list(props.get("episodic_ids", []))
-    for ep in (drop.properties or {}).get("episodic_ids", []):
-        if ep not in eps:
-            eps.append(ep)
-    props["episodic_ids"] = eps[-50:]
+    props["episodic_ids"] = with_episodes(props, (drop.properties or {}).get("episodic_ids", []))
     keep.properties = props
     keep.confidence = max(keep.confidence, drop.confidence)
     if not keep.description and drop.description:

@@ -13,10 +13,22 @@ from goclaw.nlp.entities import normalize_name
 from goclaw.store.types import utcnow
 from goclaw_kg.tables import KGEntity, KGRelation
 
+MAX_EPISODE_LINKS = 50  # an entity remembers its latest episodes only
+
 
 def relation_type_key(value: str) -> str:
     key = normalize_name(value).replace(" ", "_")
     return key[:128] or "related_to"
+
+
+def with_episodes(properties: dict[str, Any] | None, episodic_ids: list[str]) -> list[str]:
+    """The entity's ``episodic_ids`` with ``episodic_ids`` appended (no repeats), latest
+    :data:`MAX_EPISODE_LINKS` kept (an upsert, a merge)."""
+    eps = list((properties or {}).get("episodic_ids", []))
+    for ep in episodic_ids:
+        if ep not in eps:
+            eps.append(ep)
+    return eps[-MAX_EPISODE_LINKS:]
 
 
 class Upserts:
@@ -86,10 +98,7 @@ class Upserts:
                 row.description = description
             props = dict(row.properties or {})
             if episodic_id:
-                eps = list(props.get("episodic_ids", []))
-                if episodic_id not in eps:
-                    eps.append(episodic_id)
-                props["episodic_ids"] = eps[-50:]
+                props["episodic_ids"] = with_episodes(props, [episodic_id])
             row.properties = props
             row.updated_at = now
             session.add(row)
