@@ -94,7 +94,7 @@ class KnowledgeGraph(Upserts, History):
         with self.engine.db.session() as s:
             rels = list(s.exec(stmt))
             ids = {r.source_entity_id for r in rels} | {r.target_entity_id for r in rels}
-            names = {e.id: e.name for e in s.exec(select(KGEntity).where(col(KGEntity.id).in_(ids)))}
+            names = _names(s, ids)
         return [(r, names) for r in rels]
 
     def facts_for_episode(self, episodic_id: str) -> tuple[list[KGEntity], list[KGRelation]]:
@@ -130,7 +130,7 @@ class KnowledgeGraph(Upserts, History):
         if not wanted:
             return {}
         with self.engine.db.session() as s:
-            return {e.id: e.name for e in s.exec(select(KGEntity).where(col(KGEntity.id).in_(wanted)))}
+            return _names(s, wanted)
 
     # ------------------------------------------------------------------ candidates (review)
     def candidates(self, agent: str | None = None, status: str | None = "pending") -> list[dict[str, Any]]:
@@ -145,7 +145,7 @@ class KnowledgeGraph(Upserts, History):
         with self.engine.db.session() as s:
             rows = list(s.exec(stmt.order_by(col(KGDedupCandidate.id))))
             ids = {r.entity_a_id for r in rows} | {r.entity_b_id for r in rows}
-            names = {e.id: e.name for e in s.exec(select(KGEntity).where(col(KGEntity.id).in_(ids)))}
+            names = _names(s, ids)
         return [
             {
                 "id": r.id,
@@ -196,6 +196,13 @@ class KnowledgeGraph(Upserts, History):
         if emb is None:
             return {}
         return {n: (emb.vectors[i], emb.provider, emb.model, emb.dim) for i, n in enumerate(names)}
+
+
+def _names(session: Session, ids: set[str]) -> dict[str, str]:
+    """``{entity id: name}`` for ``ids`` in one query (none when there are no ids)."""
+    if not ids:
+        return {}
+    return {e.id: e.name for e in session.exec(select(KGEntity).where(col(KGEntity.id).in_(ids)))}
 
 
 def _like_escape(value: str) -> str:
