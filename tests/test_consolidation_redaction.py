@@ -199,3 +199,39 @@ def test_channel_memory_with_mocked_llm_redacts_before_and_after(
     for secret in SECRETS.values():
         if secret != SECRETS["excluded"]:
             assert secret not in stored
+
+
+def test_channel_memory_review_is_once_per_item(engine: Any) -> None:
+    """Approve and reject share one check: an unknown item is "unknown", a reviewed one
+    cannot be reviewed again (either way), and a rejected item never reaches episodic memory."""
+    from goclaw.errors import NotFoundError, ValidationError
+
+    engine.agents.create("ada")
+    channel = engine.service("channel_memory")
+    channel.configure("ada", "#eng", enabled=True)
+    first, second = (channel.ingest("ada", "#eng", [{"user": "bob", "text": t}])[0] for t in _TWO_FACTS)
+    with pytest.raises(NotFoundError, match="unknown channel memory item 999999"):
+        channel.reject(999999)
+    with pytest.raises(NotFoundError, match="unknown channel memory item 999999"):
+        channel.approve(999999)
+    rejected = channel.reject(first["id"])
+    assert rejected["status"] == "rejected" and rejected["episodic_id"] is None
+    approved = channel.approve(second["id"])
+    assert approved["status"] == "approved" and approved["episodic_id"]
+    for review, item, status in (
+        (channel.approve, first, "rejected"),
+        (channel.reject, first, "rejected"),
+        (channel.approve, second, "approved"),
+        (channel.reject, second, "approved"),
+    ):
+        with pytest.raises(ValidationError, match=f"item {item['id']} is already {status}"):
+            review(item["id"])
+    assert [e.source_id for e in engine.service("episodic").list(engine.agents.get("ada").id)] == [
+        f"channel:#eng:{second['id']}"
+    ]
+
+
+_TWO_FACTS = (
+    "We decided the Atlas launch moves to the first week of June.",
+    "Carol prefers design reviews on Thursday mornings.",
+)

@@ -163,16 +163,21 @@ class ChannelMemory:
         with self.engine.db.session() as s:
             return [item_dict(i) for i in s.exec(stmt.order_by(col(ChannelMemoryItem.id)))]
 
+    def _pending_item(self, session: Session, item_id: int) -> ChannelMemoryItem:
+        """Item ``item_id`` of this tenant, still pending (else a one-line error)."""
+        item = session.get(ChannelMemoryItem, item_id)
+        agent = session.get(Agent, item.agent_id) if item is not None else None
+        if item is None or agent is None or agent.tenant_id != self.engine.settings.tenant_id:
+            raise NotFoundError(f"unknown channel memory item {item_id}")
+        if item.status != "pending":
+            raise ValidationError(f"item {item_id} is already {item.status}")
+        return item
+
     def approve(self, item_id: int) -> dict[str, Any]:
         """Approve a pending item: an episodic row (``source_type='channel'``) + ``episodic.created``."""
         store = self.engine.episodic  # goclaw.episodic (FeatureUnavailableError when disabled)
         with self.engine.db.session() as s:
-            item = s.get(ChannelMemoryItem, item_id)
-            agent = s.get(Agent, item.agent_id) if item is not None else None
-            if item is None or agent is None or agent.tenant_id != self.engine.settings.tenant_id:
-                raise NotFoundError(f"unknown channel memory item {item_id}")
-            if item.status != "pending":
-                raise ValidationError(f"item {item_id} is already {item.status}")
+            item = self._pending_item(s, item_id)
         row = store.build(
             NewEpisode(
                 agent_id=item.agent_id,
@@ -188,10 +193,7 @@ class ChannelMemory:
         )
 
         def _do(session: Session) -> dict[str, Any]:
-            current = session.get(ChannelMemoryItem, item_id)
-            assert current is not None
-            if current.status != "pending":
-                raise ValidationError(f"item {item_id} is already {current.status}")
+            current = self._pending_item(session, item_id)  # still pending (a racing review)
             stored, _new = store.add(session, row)
             current.status, current.reviewed_at = "approved", utcnow()
             current.episodic_id = stored.id
@@ -202,12 +204,7 @@ class ChannelMemory:
 
     def reject(self, item_id: int) -> dict[str, Any]:
         def _do(session: Session) -> dict[str, Any]:
-            item = session.get(ChannelMemoryItem, item_id)
-            agent = session.get(Agent, item.agent_id) if item is not None else None
-            if item is None or agent is None or agent.tenant_id != self.engine.settings.tenant_id:
-                raise NotFoundError(f"unknown channel memory item {item_id}")
-            if item.status != "pending":
-                raise ValidationError(f"item {item_id} is already {item.status}")
+            item = self._pending_item(session, item_id)
             item.status, item.reviewed_at = "rejected", utcnow()
             session.add(item)
             return item_dict(item)
