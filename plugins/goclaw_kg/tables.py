@@ -28,20 +28,18 @@ from goclaw.store.columns import (
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
+def _unique_while_current(name: str, *columns: str) -> Index:
+    """Uniqueness among current rows only (DECISIONS.md, KG validity): a partial unique index."""
+    current = text("valid_until IS NULL")
+    return Index(name, *columns, unique=True, sqlite_where=current, postgresql_where=current)
+
+
 class KGEntity(SQLModel, table=True):
     __tablename__ = "kg_entities"
     __table_args__ = (
         Index("ix_kg_entities_scope", "agent_id", "user_id"),
-        # Uniqueness holds among current rows only (DECISIONS.md, KG validity).
-        Index(
-            "uq_kg_entities_current",
-            "agent_id",
-            "user_id",
-            "normalized_name",
-            "entity_type",
-            unique=True,
-            sqlite_where=text("valid_until IS NULL"),
-            postgresql_where=text("valid_until IS NULL"),
+        _unique_while_current(
+            "uq_kg_entities_current", "agent_id", "user_id", "normalized_name", "entity_type"
         ),
     )
 
@@ -71,16 +69,13 @@ class KGRelation(SQLModel, table=True):
     __tablename__ = "kg_relations"
     __table_args__ = (
         Index("ix_kg_relations_scope", "agent_id", "user_id"),
-        Index(
+        _unique_while_current(
             "uq_kg_relations_current",
             "agent_id",
             "user_id",
             "source_entity_id",
             "relation_type",
             "target_entity_id",
-            unique=True,
-            sqlite_where=text("valid_until IS NULL"),
-            postgresql_where=text("valid_until IS NULL"),
         ),
     )
 
