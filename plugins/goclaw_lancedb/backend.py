@@ -41,7 +41,7 @@ from goclaw.contracts.search import (
 )
 from goclaw.retrieval.tokenize import default_tokenizer
 from goclaw_lancedb.search import search_table
-from goclaw_lancedb.store import BATCH, AgentTable, file_lock, id_list, table_name
+from goclaw_lancedb.store import BATCH, AgentTable, file_lock, id_list, meta_file, table_name
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine
@@ -269,7 +269,7 @@ class LanceDBSearchBackend(SearchBackend):
         try:
             import json
 
-            data = json.loads((self.folder / "_goclaw" / f"{name}.json").read_text(encoding="utf-8"))
+            data = json.loads(meta_file(self.folder, name).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         agent = data.get("agent_id") if isinstance(data, dict) else None

@@ -54,6 +54,11 @@ def table_name(agent_id: str) -> str:
     return f"chunks_{safe}"
 
 
+def meta_file(folder: Path, name: str) -> Path:
+    """Where the meta file of table ``name`` lives in the LanceDB ``folder``."""
+    return folder / "_goclaw" / f"{name}.json"
+
+
 @contextmanager
 def file_lock(path: Path) -> Iterator[None]:
     """An exclusive inter-process lock (``flock``; a no-op where it does not exist)."""
@@ -140,7 +145,7 @@ class AgentTable:
         self.db = db
         self.agent_id = agent_id
         self.name = table_name(agent_id)
-        self.meta_path = folder / "_goclaw" / f"{self.name}.json"
+        self.meta_path = meta_file(folder, self.name)
         self.tokenizer_version = tokenizer_version
 
     # ------------------------------------------------------------------ meta
