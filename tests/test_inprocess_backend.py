@@ -86,7 +86,8 @@ def test_the_first_build_is_saved_in_the_workspace_and_loaded_next_time(
         make_engine(extra_plugins=[("testemb", plugin)]),
         [f"fact number {i} about the harbor" for i in range(5)],
     )
-    eng.memory.backend.invalidate("ada")  # as if another process: nothing loaded, nothing saved
+    # As if another process: nothing loaded, nothing saved.
+    eng.memory.backend.invalidate(eng.agents.get("ada").id)
     first = [(h.path, h.score) for h in eng.memory.search("harbor fact", "ada")]
     saved = eng.memory.backend._snapshot(eng.agents.get("ada").id)
     assert saved is not None and saved.exists()
@@ -95,3 +96,20 @@ def test_the_first_build_is_saved_in_the_workspace_and_loaded_next_time(
     again = make_engine(extra_plugins=[("testemb", plugin)])
     assert [(h.path, h.score) for h in again.memory.search("harbor fact", "ada")] == first
     assert again.memory.backend.loads == 0  # loaded from the saved index, nothing re-read
+
+
+def test_a_catch_up_in_several_batches_builds_the_same_index(
+    make_engine: Any,
+    plugin: Any,  # noqa: F811 - the suite's fixture
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import goclaw_memory.sqlite_backend as sb
+
+    eng = _indexed(make_engine(extra_plugins=[("testemb", plugin)]), [f"harbor fact {i}" for i in range(7)])
+    first = [(h.path, h.score) for h in eng.memory.search("harbor fact 3", "ada")]
+    eng.memory.backend.invalidate(eng.agents.get("ada").id)
+    monkeypatch.setattr(sb, "UPSERT_BATCH", 2)  # 7 chunks -> 4 batches
+    loads = eng.memory.backend.loads
+    assert [(h.path, h.score) for h in eng.memory.search("harbor fact 3", "ada")] == first
+    assert eng.memory.backend.loads == loads + 1  # rebuilt from the table, not loaded
+    assert len(eng.memory.backend._states[eng.agents.get("ada").id].index) == 7

@@ -54,6 +54,9 @@ log = logging.getLogger(__name__)
 VERSION_WORKER = "goclaw.memory.index"
 SAVE_DELTA = 2_000  # changes since the last save that make an index run save the index
 LOOKUP = 500
+# Chunks read and added to the index at a time when catching up: a first build of 100k chunks
+# holds one batch's term strings, not all of them (they are the bulk of its peak memory).
+UPSERT_BATCH = 10_000
 
 
 def fingerprint(chunk_hash: str, user_id: str, has_vector: bool) -> int:
@@ -198,11 +201,14 @@ class SQLiteSearchBackend(SearchBackend):
         missing = [i for i, f in want.items() if have.get(i) != f]
         if stale:
             idx.remove(stale)
-        docs = self._docs(agent_id, missing, st.space)
-        idx.upsert(docs)
-        if stale or docs:
+        added = 0
+        for start in range(0, len(missing), UPSERT_BATCH):  # bounded memory on a first build
+            docs = self._docs(agent_id, missing[start : start + UPSERT_BATCH], st.space)
+            idx.upsert(docs)
+            added += len(docs)
+        if stale or added:
             self.loads += 1
-            st.unsaved += len(stale) + len(docs)
+            st.unsaved += len(stale) + added
 
     def _wanted(self, agent_id: str, space: Space | None) -> dict[int, int]:
         """Every chunk of the agent with the fingerprint the index must hold for it."""
