@@ -315,7 +315,7 @@ def goclaw_memory_rerank(
     """Rerank the best candidates of a memory search (issue 11 item 6).
 
     Called once per search, after fusion and temporal decay and before MMR and the cut to the
-    limit, with the best ``[plugins.memory] rerank_candidates`` (20) de-duplicated hits, best
+    limit, with the best ``[plugins.memory] rerank_candidates`` (60) de-duplicated hits, best
     first. A hit has ``path``, ``start_line``, ``end_line``, ``score``, ``scope``, ``snippet``
     and ``tier``; a reranker may set ``score``.
 

@@ -125,3 +125,34 @@ def test_an_index_saved_by_an_older_format_is_rebuilt_quietly(
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
     assert resaved is not None
     assert json.loads((resaved / "meta.json").read_text(encoding="utf-8"))["format"] == 2
+
+
+def test_batched_window_features_equal_the_sliding_window() -> None:
+    """``SearchIndex.positions`` computes every candidate's matched-term count and shortest
+    window in numpy at once; the reranker's scores from them must equal the per-document
+    sliding window over plain position maps, and the mappings must read like those maps."""
+    from goclaw.retrieval.rerank import TermMatches, _proximity
+
+    rng = random.Random(11)
+    vocab = [f"w{i}" for i in range(12)]
+    docs = {i: [rng.choice(vocab) for _ in range(rng.randint(0, 60))] for i in range(1, 300)}
+    idx = SearchIndex()
+    idx.upsert(Doc(i, "", d) for i, d in docs.items())
+    for _ in range(40):
+        wanted = rng.sample([*vocab, "absent"], rng.randint(1, 6))
+        ids = rng.sample(sorted(docs), 60)
+        got = idx.positions([idx.slot_of[i] for i in ids], wanted)
+        plain = [_expected(docs[i], wanted) for i in ids]
+        assert all(isinstance(g, TermMatches) for g in got)
+        assert [dict(g.items()) for g in got] == plain
+        for g, p in zip(got, plain, strict=True):
+            present = set(p)
+            assert g.matched == len(present)
+            want = _proximity(p, present) if len(present) > 1 else float(len(present))
+            assert g.proximity(frozenset(wanted)) == pytest.approx(want)
+            assert g.proximity(frozenset([*wanted, "other"])) is None  # computed for other terms
+        scores = [rng.random() for _ in ids]
+        assert overlap_scores(wanted, got, scores) == pytest.approx(overlap_scores(wanted, plain, scores))
+        # asked with other terms, the mappings are read as mappings
+        again = overlap_scores(wanted[:1], plain, scores)
+        assert overlap_scores(wanted[:1], got, scores) == pytest.approx(again)

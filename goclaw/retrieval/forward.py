@@ -60,23 +60,39 @@ class ForwardIndex:
 
     def positions(self, slots: Sequence[int], term_ids: Sequence[int]) -> list[dict[int, list[int]]]:
         """For each slot, ``{term id: [positions]}`` of the given terms that occur in it."""
-        self._join()
         out: list[dict[int, list[int]]] = [{} for _ in slots]
+        owner, code, offset = self.occurrences(slots, term_ids)
+        ids = [int(t) for t in term_ids]
+        for o, c, p in zip(owner.tolist(), code.tolist(), offset.tolist(), strict=True):
+            out[o].setdefault(ids[c], []).append(p)
+        return out
+
+    def occurrences(
+        self, slots: Sequence[int], term_ids: Sequence[int]
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+        """Every occurrence of the given (distinct) terms in the given slots, as three arrays:
+        the index in ``slots`` of its slot (ascending), the index in ``term_ids`` of its term,
+        its position (ascending per slot)."""
+        self._join()
+        none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
         if not len(slots) or not len(term_ids):
-            return out
+            return none
         at = np.asarray(slots, dtype=np.int64)
         starts, ends = self.ptr[at], self.ptr[at + 1]
         lens = ends - starts
         total = int(lens.sum())
         if not total:
-            return out
+            return none
         owner = np.repeat(np.arange(len(at)), lens)
         offset = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
         seq = self.terms[starts[owner] + offset]
-        hit = np.flatnonzero(np.isin(seq, np.asarray(term_ids, dtype=np.int32)))
-        for o, t, p in zip(owner[hit].tolist(), seq[hit].tolist(), offset[hit].tolist(), strict=True):
-            out[o].setdefault(t, []).append(p)
-        return out
+        ids = np.asarray(term_ids, dtype=np.int32)
+        hit = np.flatnonzero(np.isin(seq, ids))
+        seq = seq[hit]
+        code = np.zeros(len(hit), dtype=np.int64)
+        for c in range(1, len(ids)):  # the index of each occurrence's term (a few terms)
+            code[seq == ids[c]] = c
+        return owner[hit], code, offset[hit]
 
     def arrays(self) -> dict[str, Any]:
         """What :meth:`from_arrays` reads back (for saving)."""

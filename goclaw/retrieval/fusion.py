@@ -48,11 +48,16 @@ class Scored:
 def top_slots(scores: NDArray[np.float32], mask: NDArray[np.bool_] | None, k: int) -> NDArray[np.int64]:
     """The ``k`` best slots by score among ``mask`` (ties: lower slot first), best first,
     leaving out slots scoring 0 or less."""
-    cand = np.flatnonzero(scores > 0) if mask is None else np.flatnonzero((scores > 0) & mask)
-    if cand.size > k:
-        vals = scores[cand]
-        kth = vals[np.argpartition(-vals, k - 1)[k - 1]]
-        cand = cand[vals >= kth]  # every slot tied with the k-th stays, so ties resolve by slot
+    if mask is not None:
+        scores = np.where(mask, scores, np.float32(0.0))
+    if len(scores) > k:
+        part = np.argpartition(-scores, k - 1)
+        kth = scores[part[k - 1]]
+        # every slot tied with the k-th stays, so ties resolve by slot
+        cand = part[:k] if scores[part[k:]].max(initial=-np.inf) < kth else np.flatnonzero(scores >= kth)
+    else:
+        cand = np.arange(len(scores))
+    cand = cand[scores[cand] > 0]
     order = np.lexsort((cand, -scores[cand]))[:k]
     return cand[order].astype(np.int64)
 
@@ -109,8 +114,7 @@ def _best(scores: NDArray[np.float32] | None, mask: NDArray[np.bool_] | None) ->
     """The highest score among ``mask`` (0 when none is positive or nothing is in scope)."""
     if scores is None or not len(scores):
         return 0.0
-    inside = scores if mask is None else scores[mask]
-    return max(0.0, float(inside.max())) if inside.size else 0.0
+    return max(0.0, float(np.max(scores, where=True if mask is None else mask, initial=0.0)))
 
 
 def _weighted(
@@ -131,16 +135,22 @@ def _weighted(
     if not has_lex and not has_vec:
         return []
     tw, vw = (text_weight, vector_weight) if has_lex and has_vec else ((1.0, 0.0) if has_lex else (0.0, 1.0))
-    n = len(lexical) if lexical is not None else len(vector)  # type: ignore[arg-type]
-    fused = np.zeros(n, dtype=np.float32)
+    fused: NDArray[np.float32] | None = None
     if has_lex and lexical is not None:
-        fused += np.float32(tw / best_lex) * lexical
+        fused = lexical * np.float32(tw / best_lex)
     if has_vec and vec_pos is not None:
-        fused += np.float32(vw) * vec_pos
+        part = vec_pos * np.float32(vw)
+        fused = part if fused is None else np.add(fused, part, out=part)
+    assert fused is not None
     if boost is not None:
         fused *= boost
     slots = top_slots(fused, mask, limit)
-    return [_scored(int(s), float(fused[s]), lexical, vector, best_lex) for s in slots]
+    lex = (lexical[slots] / np.float32(best_lex)).tolist() if lexical is not None and best_lex > 0 else None
+    vec = np.maximum(vector[slots], 0.0).tolist() if vector is not None else None
+    return [
+        Scored(s, f, None if lex is None else lex[i], None if vec is None else vec[i])
+        for i, (s, f) in enumerate(zip(slots.tolist(), fused[slots].tolist(), strict=True))
+    ]
 
 
 def _scored(

@@ -31,6 +31,7 @@ import numpy as np
 from goclaw.retrieval.forward import ForwardIndex
 from goclaw.retrieval.persist import ARRAYS, load_index, save_index
 from goclaw.retrieval.persist import FORMAT as FORMAT  # re-exported: imported from here
+from goclaw.retrieval.rerank import TermMatches, match_batch
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -40,10 +41,26 @@ B = 0.75
 _controller: Any = None
 
 
-def _one_blas_thread() -> Any:
-    """A matrix-vector product is memory-bound: BLAS threads only contend (on 2 busy cores,
-    one thread was 2.6x faster at 10k x 256). Limits BLAS to one thread for the call."""
+def _machine_idle() -> bool:
+    """Whether nothing but this process is runnable right now (Linux ``/proc/loadavg``'s
+    instantaneous runnable count; ``False`` where it cannot be read)."""
+    try:
+        with open("/proc/loadavg", "rb") as f:
+            running = f.read().split()[3]
+        return int(running.split(b"/")[0]) <= 1
+    except (OSError, IndexError, ValueError):
+        return False
+
+
+def _blas_threads() -> Any:
+    """BLAS threads for one matrix-vector product: all of them when the machine is otherwise
+    idle (two threads halve a 10k x 256 product, 0.38 -> 0.18 ms), one as soon as anything else
+    is runnable: a product memory-bound on busy cores turns BLAS's spinning threads into a
+    ~10 ms tail (p90 at 10k x 256 with one busy process on 2 cores: 12 ms with two threads,
+    0.44 ms with one; benchmarks/README.md)."""
     global _controller
+    if _machine_idle():
+        return contextlib.nullcontext()
     if _controller is None:
         try:
             from threadpoolctl import ThreadpoolController
@@ -347,16 +364,18 @@ class SearchIndex:
         norm = float(np.linalg.norm(q))
         if q.shape[0] != self.dim or norm == 0.0:
             return None
-        with _one_blas_thread():
+        with _blas_threads():
             sims: NDArray[np.float32] = self.vec[: self.n] @ (q / norm)
         return sims
 
-    def positions(self, slots: Sequence[int], terms: Sequence[str]) -> list[dict[str, list[int]]]:
-        """For each slot, the positions of those of ``terms`` it contains: ``{term: [i, ...]}``
-        (what :func:`goclaw.retrieval.rerank.overlap_scores` reads for proximity)."""
-        known = {self.vocab[t]: t for t in dict.fromkeys(terms) if t in self.vocab}
-        found = self.fwd.positions(slots, list(known))
-        return [{known[tid]: pos for tid, pos in doc.items()} for doc in found]
+    def positions(self, slots: Sequence[int], terms: Sequence[str]) -> list[TermMatches]:
+        """For each slot, the occurrences of those of ``terms`` it contains, a mapping
+        ``{term: [i, ...]}`` that also carries the overlap reranker's features, computed for
+        all the slots at once (:class:`goclaw.retrieval.rerank.TermMatches`)."""
+        asked = list(dict.fromkeys(terms))
+        known = [t for t in asked if t in self.vocab]
+        owner, codes, pos = self.fwd.occurrences(slots, [self.vocab[t] for t in known])
+        return match_batch(asked, known, len(slots), owner, codes, pos)
 
     def ids_of(self, slots: NDArray[np.int64]) -> list[int]:
         return [int(i) for i in self.ids[slots]]

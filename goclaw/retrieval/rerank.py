@@ -25,22 +25,27 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from datetime import date
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 if TYPE_CHECKING:
-    import numpy as np
+    from collections.abc import Iterator
+
     from numpy.typing import NDArray
 
 __all__ = [
+    "TermMatches",
     "age_days",
     "cosine_matrix",
     "date_from_path",
     "decay_factor",
     "is_evergreen",
     "jaccard",
+    "match_batch",
     "mmr_order",
     "overlap_scores",
     "word_set",
@@ -183,6 +188,93 @@ def term_positions(terms: Sequence[str]) -> dict[str, list[int]]:
     return out
 
 
+class _Batch:
+    """The query-term occurrences of a set of documents, from one forward-index read."""
+
+    __slots__ = ("asked", "codes", "pos", "terms")
+
+    def __init__(self, asked: frozenset[str], terms: Sequence[str], codes: Any, pos: Any) -> None:
+        self.asked = asked  # every query term looked for (known to the index or not)
+        self.terms = terms  # term of each code
+        self.codes, self.pos = codes, pos
+
+
+class TermMatches(Mapping[str, Sequence[int]]):
+    """One document's occurrences of the query terms, ``{term: [positions]}``, with what
+    :func:`overlap_scores` reads already computed for the whole batch in numpy: ``matched``
+    (distinct query terms present) and ``window`` (the shortest window holding them all)."""
+
+    __slots__ = ("_batch", "_dict", "_end", "_start", "matched", "window")
+
+    def __init__(self, batch: _Batch, start: int, end: int, matched: int, window: int) -> None:
+        self._batch, self._start, self._end = batch, start, end
+        self._dict: dict[str, list[int]] | None = None
+        self.matched, self.window = matched, window
+
+    def _positions(self) -> dict[str, list[int]]:
+        if self._dict is None:
+            b = self._batch
+            out: dict[str, list[int]] = {}
+            codes = b.codes[self._start : self._end].tolist()
+            for c, p in zip(codes, b.pos[self._start : self._end].tolist(), strict=True):
+                out.setdefault(b.terms[c], []).append(p)
+            self._dict = out
+        return self._dict
+
+    def __getitem__(self, term: str) -> Sequence[int]:
+        return self._positions()[term]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._positions())
+
+    def __len__(self) -> int:
+        return self.matched
+
+    def proximity(self, asked: frozenset[str]) -> float | None:
+        """``matched / window`` (``matched`` when fewer than two terms match), or ``None``
+        when these matches were computed for another set of query terms."""
+        if asked != self._batch.asked:
+            return None
+        return self.matched / self.window if self.matched > 1 else float(self.matched)
+
+
+def match_batch(
+    asked: Sequence[str], terms: Sequence[str], n_docs: int, owner: Any, codes: Any, pos: Any
+) -> list[TermMatches]:
+    """:class:`TermMatches` of ``n_docs`` documents from their query-term occurrences: for
+    each occurrence its document (``owner``, ascending), the index of its term in ``terms`` and
+    its position (ascending within a document). The shortest windows are computed for all
+    documents at once: for each occurrence taken as a window's right end, the left end is the
+    earliest of the latest occurrence so far of each of the document's terms."""
+    owner = np.asarray(owner, dtype=np.int64)
+    codes, pos = np.asarray(codes, dtype=np.int64), np.asarray(pos, dtype=np.int64)
+    batch = _Batch(frozenset(asked), list(terms), codes, pos)
+    bounds = np.searchsorted(owner, np.arange(n_docs + 1))
+    if not len(owner):
+        return [TermMatches(batch, 0, 0, 0, 0) for _ in range(n_docs)]
+    present = np.zeros((n_docs, max(1, len(terms))), dtype=np.bool_)
+    present[owner, codes] = True
+    matched = present.sum(axis=1)
+    span = int(pos.max()) + 2
+    key = owner * span + pos  # strictly increasing
+    floor = owner * span  # a key below this belongs to an earlier document
+    left = key.copy()
+    complete = np.ones(len(key), dtype=np.bool_)
+    for c in range(len(terms)):
+        needed = present[owner, c]
+        if not needed.any():
+            continue
+        last = np.maximum.accumulate(np.where(codes == c, key, -1))
+        complete &= ~needed | (last >= floor)
+        np.minimum(left, np.where(needed, last, left), out=left)
+    width = np.where(complete, key - left + 1, np.iinfo(np.int64).max)
+    starts = bounds[:-1][matched > 0]
+    best = np.zeros(n_docs, dtype=np.int64)
+    best[matched > 0] = np.minimum.reduceat(width, starts)
+    b, m, w = bounds.tolist(), matched.tolist(), best.tolist()
+    return [TermMatches(batch, b[i], b[i + 1], m[i], w[i]) for i in range(n_docs)]
+
+
 def overlap_scores(
     query_terms: Sequence[str],
     docs_terms: Sequence[Sequence[str] | Mapping[str, Sequence[int]]],
@@ -198,21 +290,32 @@ def overlap_scores(
     the fused scale (a score threshold still means the same); when no document has any query
     term, nothing changes. A document is its term sequence or its :func:`term_positions`;
     terms are the retrieval tokenizer's (:func:`goclaw.retrieval.tokenize.terms`)."""
-    wanted = set(query_terms)
-    present_in = [wanted.intersection(d.keys() if isinstance(d, Mapping) else d) for d in docs_terms]
-    if not wanted or not any(present_in):
+    wanted = frozenset(query_terms)
+    if not wanted:
+        return list(scores)
+    features = [_features(d, wanted) for d in docs_terms]
+    if not any(matched for matched, _p in features):
         # Nothing to tell the candidates apart by (a match in meaning only): leave the scores
         # alone rather than scale them all down.
         return list(scores)
-    out: list[float] = []
-    for doc, present, score in zip(docs_terms, present_in, scores, strict=True):
-        coverage = len(present) / len(wanted)
-        proximity = _proximity(doc, present) if len(present) > 1 else float(len(present))
-        out.append(score * (1.0 - weight + weight * (coverage + proximity) / 2.0))
-    return out
+    n = len(wanted)
+    return [
+        score * (1.0 - weight + weight * (matched / n + proximity) / 2.0)
+        for (matched, proximity), score in zip(features, scores, strict=True)
+    ]
 
 
-def _proximity(doc: Sequence[str] | Mapping[str, Sequence[int]], present: set[str]) -> float:
+def _features(doc: Sequence[str] | Mapping[str, Sequence[int]], wanted: frozenset[str]) -> tuple[int, float]:
+    """(distinct query terms in ``doc``, their proximity)."""
+    if isinstance(doc, TermMatches):
+        proximity = doc.proximity(wanted)
+        if proximity is not None:
+            return doc.matched, proximity
+    present = wanted.intersection(doc.keys() if isinstance(doc, Mapping) else doc)
+    return len(present), _proximity(doc, present) if len(present) > 1 else float(len(present))
+
+
+def _proximity(doc: Sequence[str] | Mapping[str, Sequence[int]], present: Set[str]) -> float:
     """``len(present) / w``, ``w`` the shortest window holding every term of ``present`` (a
     sliding window over the matched positions only)."""
     if isinstance(doc, Mapping):

@@ -13,7 +13,7 @@ ever rebuilds it from the table (100k chunks: ~12 s); later ones load it and cat
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -84,7 +84,7 @@ class InProcessSearchBackend(SQLiteSearchBackend):
         return [doc_of(rec, space) for rec in self._src().records(agent_id, missing, space)]
 
     def _rows(
-        self, agent_id: str, ids: Sequence[int], positions: dict[int, dict[str, list[int]]] | None
+        self, agent_id: str, ids: Sequence[int], positions: Mapping[int, Mapping[str, Sequence[int]]] | None
     ) -> dict[int, ChunkRow]:
         if not ids:
             return {}

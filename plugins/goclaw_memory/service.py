@@ -205,6 +205,9 @@ class MemoryService:
             if extra:  # merged before the reranker, so both tiers are reranked alike
                 hits = _merge_tiers(hits, extra, len(hits) + len(extra))
         hits = postprocess(self.engine, cfg, query, a, user, self.engine.agent_dir(a), hits, limit)
+        for h in hits:  # the stable ids, for the hits returned only
+            if h.chunk_id is not None and not h.id:
+                h.id = memory_hit_id("m", a.id, h.user_id, f"{h.path}#L{h.start_line}-L{h.end_line}")
         return SearchResponse(hits, used, notes)
 
     def _query_vector(
@@ -326,10 +329,7 @@ def _backend_hits(backend: SearchBackend, request: SearchQuery, notes: list[str]
     rows = result.rows if result.rows is not None else backend.rows(a_id, [c.id for c in result.chunks])
     # Every de-duplicated candidate, then decay / rerank / MMR before the cut (issue 11
     # item 6; goclaw_memory.postprocess).
-    hits = build_hits(result.chunks, rows, len(result.chunks))
-    for h in hits:
-        h.id = memory_hit_id("m", a_id, h.user_id, f"{h.path}#L{h.start_line}-L{h.end_line}")
-    return hits
+    return build_hits(result.chunks, rows, len(result.chunks))
 
 
 def _merge_tiers(hits: list[MemoryHit], extra: list[Any], limit: int) -> list[MemoryHit]:

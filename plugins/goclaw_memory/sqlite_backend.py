@@ -23,7 +23,7 @@ import shutil
 import sqlite3
 import threading
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -79,7 +79,7 @@ def doc_of(rec: ChunkRecord, space: Space | None) -> Doc:
     return Doc(rec.id, rec.user_id, rec.terms, vec, fingerprint(rec.chunk_hash, rec.user_id, vec is not None))
 
 
-def chunk_row(r: Sequence[Any], positions: dict[int, dict[str, list[int]]] | None) -> ChunkRow:
+def chunk_row(r: Sequence[Any], positions: Mapping[int, Mapping[str, Sequence[int]]] | None) -> ChunkRow:
     """A ``(id, user_id, path, start_line, end_line, text, lex)`` row as a :class:`ChunkRow`,
     its terms the query terms' positions when given, else the stored ``lex``."""
     cid = int(r[0])
@@ -135,6 +135,9 @@ class SQLiteSearchBackend(SearchBackend):
             conn = sqlite3.connect(self._db_path, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA busy_timeout=5000")
             conn.execute("PRAGMA query_only=1")
+            # Read the candidates' rows through a memory map, not the small page cache (60 rows
+            # by primary key at 10k chunks: 0.14 -> 0.11 ms); read-only, so nothing to corrupt.
+            conn.execute("PRAGMA mmap_size=268435456")
             self._local.conn = conn
             with self._lock:
                 self._conns.append(conn)
@@ -319,7 +322,7 @@ class SQLiteSearchBackend(SearchBackend):
         return self._rows(agent_id, ids, None)
 
     def _rows(
-        self, agent_id: str, ids: Sequence[int], positions: dict[int, dict[str, list[int]]] | None
+        self, agent_id: str, ids: Sequence[int], positions: Mapping[int, Mapping[str, Sequence[int]]] | None
     ) -> dict[int, ChunkRow]:
         """Rows by id, with their terms (``lex``) or, given them, the query terms' positions."""
         out: dict[int, ChunkRow] = {}
