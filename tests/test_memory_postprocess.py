@@ -158,3 +158,33 @@ def test_builtin_overlap_reranker(make_engine: Any) -> None:
     assert scores["memory/near.md"] == pytest.approx(before["memory/near.md"])  # full coverage, adjacent
     assert scores["memory/far.md"] < before["memory/far.md"]
     assert scores["memory/other.md"] < before["memory/other.md"] * 0.9  # one term of three
+
+
+def test_the_candidate_pool_is_only_asked_for_when_something_reads_it(make_engine: Any) -> None:
+    """With no reranker (built-in off, none installed) and no MMR, the backend is asked for
+    3 x limit candidates, not the reranker's pool; the pool is asked for as soon as the built-in
+    reranker, MMR or another plugin's reranker will read it."""
+
+    def asked(eng: Any) -> int:
+        seen: list[int] = []
+        backend = eng.memory.backend
+        real = backend.search
+
+        def spy(query: Any) -> Any:
+            seen.append(query.candidates)
+            return real(query)
+
+        backend.search = spy
+        eng.memory.search("Kestrel gateway", "ada", limit=4)
+        return seen[-1]
+
+    eng, root = _engine(make_engine, rerank_candidates=50)
+    _three_notes(root)
+    eng.memory.index("ada")
+    assert asked(eng) == 12
+    pool = {"rerank_candidates": 50}
+    assert asked(make_engine(plugins={"memory": {"rerank": "overlap", **pool}})) == 50
+    assert asked(make_engine(plugins={"memory": {"rerank": "none", "mmr": True, **pool}})) == 50
+    plugins = {"memory": {"rerank": "none", **pool}}
+    other = make_engine(extra_plugins=[("reverser", Reverser())], plugins=plugins)
+    assert asked(other) == 50

@@ -197,7 +197,7 @@ class MemoryService:
                 limit=limit,
                 channel=channel,
                 fusion=FusionSettings(cfg.fusion, cfg.text_weight, cfg.vector_weight, cfg.user_boost),
-                candidates=max(3 * limit, cfg.rerank_candidates),
+                candidates=max(3 * limit, cfg.rerank_candidates) if self._reranks() else 3 * limit,
             )
             hits = _backend_hits(backend, request, notes)
         if include_extra and query.strip():
@@ -209,6 +209,14 @@ class MemoryService:
             if h.chunk_id is not None and not h.id:
                 h.id = memory_hit_id("m", a.id, h.user_id, f"{h.path}#L{h.start_line}-L{h.end_line}")
         return SearchResponse(hits, used, notes)
+
+    def _reranks(self) -> bool:
+        """Whether anything will read a reranker's pool of candidates: the built-in reranker,
+        MMR, or another plugin's ``goclaw_memory_rerank`` (this plugin's own is one of them)."""
+        cfg = self.settings
+        if cfg.rerank != "none" or cfg.mmr:
+            return True
+        return len(self.engine.hooks.manager.pm.hook.goclaw_memory_rerank.get_hookimpls()) > 1
 
     def _query_vector(
         self, query: str, channel: str, used: list[str], notes: list[str]
