@@ -58,24 +58,30 @@ def build_hits(chunks: Sequence[ScoredChunk], rows: Mapping[int, ChunkRow], limi
         row = rows.get(c.id)
         if row is None or c.score <= 0:  # deleted between the search and the row fetch
             continue
+        channels = {}
+        if c.lexical is not None:
+            channels["lexical"] = c.lexical
+        if c.vector is not None:
+            channels["vector"] = c.vector
+        user = row.user_id
         hit = MemoryHit(
             path=row.path,
             start_line=row.start_line,
             end_line=row.end_line,
             score=c.score,
-            scope="user" if row.user_id else "agent",
+            scope="user" if user else "agent",
             snippet=row.text,
-            user_id=row.user_id,
+            user_id=user,
             chunk_id=c.id,
-            channels={k: v for k, v in (("lexical", c.lexical), ("vector", c.vector)) if v is not None},
+            channels=channels,
             terms=row.terms,
         )
-        key = (row.path[len(scope_prefix(row.user_id)) :], row.start_line)
+        key = (row.path[len(scope_prefix(user)) :] if user else row.path, row.start_line)
         current = best.get(key)
         if current is None:
             order.append(key)
             best[key] = hit
-        elif hit.user_id and not current.user_id:
+        elif user and not current.user_id:
             best[key] = hit
     ranked = sorted((best[k] for k in order), key=lambda h: (-h.score, h.path, h.start_line))
     return ranked[: max(0, limit)]

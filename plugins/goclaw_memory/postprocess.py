@@ -107,13 +107,11 @@ def apply_rerank(
     result = engine.hooks.memory_rerank(engine, query, agent, user, list(top))
     if result is None:
         return hits
-    allowed = {id(h) for h in top}
-    seen: set[int] = set()
-    ordered = []
-    for h in result:
-        if id(h) in allowed and id(h) not in seen:
-            seen.add(id(h))
-            ordered.append(h)
+    allowed = set(map(id, top))
+    ordered = [h for h in result if id(h) in allowed]
+    if len(set(map(id, ordered))) != len(ordered):  # a hit returned twice: keep its first place
+        seen: set[int] = set()
+        ordered = [h for h in ordered if not (id(h) in seen or seen.add(id(h)))]  # type: ignore[func-returns-value]
     if len(ordered) != len(result):
         log.warning("goclaw_memory_rerank returned hits that were not among its candidates; ignored")
     return ordered + rest
