@@ -8,17 +8,23 @@ Needs the ``bench`` extra (LanceDB, sqlite-vec + sqlean.py). The corpus is
 ``synth_memory.generate(n, n_facts=150, seed=7)``; goclaw indexes it once with its default
 embedder, which fills the embedding cache. Then, per round, on the same data:
 
-* **goclaw**: a fresh process indexes the files into a new database whose embedding cache holds
-  every vector (so nothing is embedded): reading, hashing, chunking, tokenizing, the SQLite
-  writes, the in-memory search index and its save, i.e. ``goclaw memory index`` end to end;
-* **baseline** (``--baseline PYTHON``): the same with another checkout's interpreter (its
+* **goclaw** (end to end): a fresh process indexes the files into a new database whose
+  embedding cache holds every vector (so nothing is embedded): reading, hashing, chunking,
+  looking the vectors up, tokenizing, the SQLite writes, the in-memory search index and its
+  save, i.e. ``goclaw memory index`` end to end;
+* **goclaw write path** (like for like with LanceDB, which is handed the chunks and vectors):
+  in a fresh process the files are read, chunked and their vectors looked up first, untimed;
+  timed: tokenizing, the SQLite rows (documents and chunks, one durable transaction per batch
+  as in a real run) and the in-memory search index with its save;
+* **baseline** (``--baseline PYTHON``): both, with another checkout's interpreter (its
   editable install), e.g. the code before a change, in the same run;
 * **LanceDB**: ``create_table`` with goclaw's chunks and vectors + ``create_fts_index`` (the
   ``retrieval_bench.py`` peer);
 * **sqlite-vec + FTS5**: FTS5 (porter) and vec0 inserts in one transaction.
 
 Wall seconds and CPU seconds (every thread of the process) per system; the medians over the
-rounds are printed, with chunks/s and the ratio peer ÷ goclaw (above 1: goclaw is faster). The
+rounds are printed, with chunks/s and the ratios system ÷ goclaw end to end and system ÷
+goclaw's write path (above 1: goclaw is faster). The
 machine's load average is printed with each size: compare within a size, not across runs.
 """
 
@@ -44,7 +50,7 @@ WORKER = r"""
 import json, os, shutil, sys, time, resource
 from pathlib import Path
 from goclaw.engine import Engine
-base, agent_src, ws = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+base, agent_src, ws, mode = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
 ws.mkdir(parents=True)
 eng = Engine.open(ws)
 eng.agents.create("bench")
@@ -64,13 +70,43 @@ with eng.db.engine.begin() as b:
         "VALUES (?, ?, ?, ?, ?, ?)",
         [tuple(r) for r in rows],
     )
-cpu0 = time.process_time()
-t0 = time.perf_counter()
-report = eng.memory.index("bench")
-wall = time.perf_counter() - t0
-cpu = time.process_time() - cpu0
+if mode == "end-to-end":
+    cpu0 = time.process_time()
+    t0 = time.perf_counter()
+    report = eng.memory.index("bench")
+    wall = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
+    written, embedded = report.chunks_written, report.chunks_embedded
+else:  # "write": the chunks and their vectors are ready; time what LanceDB is timed for
+    from goclaw_memory.chunking import chunk_text
+    from goclaw_memory.embedding_cache import vectors_for
+    from goclaw_memory.index_changes import ChangeSet
+    from goclaw_memory.index_scan import IndexReport, batches, scan
+    from goclaw_memory.indexer import MemoryIndexer
+
+    svc = eng.memory
+    agent = eng.agents.get("bench")
+    indexer = MemoryIndexer(eng, svc.backend, max_chunk_len=svc.settings.max_chunk_len)
+    indexer._changes = ChangeSet(agent.id)
+    report = IndexReport(agent="bench")
+    embedder, space = indexer._space(svc.embedder()[0], report)
+    pending, _seen = scan(target, [""], {}, report)
+    prepared = []
+    for batch in batches(pending):
+        for p in batch:
+            p.chunks = chunk_text(p.text, indexer.max_chunk_len)
+        chunks = [c for p in batch for c in p.chunks]
+        prepared.append((batch, vectors_for(eng, chunks, embedder, space, report)))
+    cpu0 = time.process_time()
+    t0 = time.perf_counter()
+    for batch, vectors in prepared:  # tokenizing, the SQLite rows (one transaction a batch)
+        indexer._write_each(agent.id, batch, vectors, space, report)
+    svc.backend.apply_changes(indexer._changes.freeze())  # the search index and its save
+    wall = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
+    written, embedded = report.chunks_written, report.chunks_embedded
 eng.close()
-out = {"wall": wall, "cpu": cpu, "chunks": report.chunks_written, "embedded": report.chunks_embedded}
+out = {"wall": wall, "cpu": cpu, "chunks": written, "embedded": embedded}
 print(json.dumps(out))
 """
 
@@ -80,10 +116,10 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _goclaw(python: str, base: Path, agent_src: Path, ws: Path) -> dict[str, Any]:
+def _goclaw(python: str, base: Path, agent_src: Path, ws: Path, mode: str) -> dict[str, Any]:
     env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", HF_HUB_OFFLINE="1")
     out = subprocess.run(
-        [python, "-c", WORKER, str(base), str(agent_src), str(ws)],
+        [python, "-c", WORKER, str(base), str(agent_src), str(ws), mode],
         capture_output=True,
         text=True,
         env=env,
@@ -180,12 +216,18 @@ def run(sizes: list[int], rounds: int, baseline: str | None) -> list[dict[str, A
             base, agent_src, texts, matrix = _prepare(n, tmp)
             runs: dict[str, list[dict[str, float]]] = {}
             for r in range(rounds):
-                runs.setdefault("goclaw", []).append(_goclaw(sys.executable, base, agent_src, tmp / f"g{r}"))
-                if baseline:
-                    runs.setdefault("baseline", []).append(_goclaw(baseline, base, agent_src, tmp / f"b{r}"))
+                for mode, name in (("end-to-end", "goclaw"), ("write", "goclaw write path")):
+                    runs.setdefault(name, []).append(
+                        _goclaw(sys.executable, base, agent_src, tmp / f"g{r}", mode)
+                    )
+                    if baseline:
+                        runs.setdefault(name.replace("goclaw", "baseline", 1), []).append(
+                            _goclaw(baseline, base, agent_src, tmp / f"b{r}", mode)
+                        )
                 runs.setdefault("LanceDB", []).append(_lance(tmp / f"lance{r}", texts, matrix))
                 runs.setdefault("sqlite-vec + FTS5", []).append(_sqlite_vec(tmp / f"sv{r}.db", texts, matrix))
             ours = statistics.median(x["wall"] for x in runs["goclaw"])
+            ours_write = statistics.median(x["wall"] for x in runs["goclaw write path"])
             for name, xs in runs.items():
                 wall = statistics.median(x["wall"] for x in xs)
                 cpu = statistics.median(x["cpu"] for x in xs)
@@ -196,7 +238,9 @@ def run(sizes: list[int], rounds: int, baseline: str | None) -> list[dict[str, A
                         "wall_s": round(wall, 3),
                         "cpu_s": round(cpu, 3),
                         "chunks_per_s": round(len(texts) / wall),
-                        "ratio": round(wall / ours, 2),  # system ÷ goclaw time: above 1, goclaw faster
+                        # system ÷ goclaw time: above 1, goclaw is faster
+                        "ratio": round(wall / ours, 2),
+                        "ratio_write": round(wall / ours_write, 2),
                         "load": round(os.getloadavg()[0], 1),
                     }
                 )
@@ -221,9 +265,9 @@ def main() -> int:
     else:
         for r in rows:
             print(
-                f"{r['chunks']:>7,} chunks  {r['system']:<18} wall {r['wall_s']:>7.2f} s  "
-                f"cpu {r['cpu_s']:>7.2f} s  {r['chunks_per_s']:>7,} chunks/s  ratio {r['ratio']:>5}  "
-                f"(load {r['load']})"
+                f"{r['chunks']:>7,} chunks  {r['system']:<24} wall {r['wall_s']:>7.2f} s  "
+                f"cpu {r['cpu_s']:>7.2f} s  {r['chunks_per_s']:>7,} chunks/s  "
+                f"÷ end-to-end {r['ratio']:>5}  ÷ write path {r['ratio_write']:>5}  (load {r['load']})"
             )
     return 0
 

@@ -74,14 +74,41 @@ def _blas_threads() -> Any:
 
 
 def _counted(keys: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """``numpy.unique(keys, return_counts=True)`` by one sort (numpy's own was ~4x slower on
-    the millions of keys of a bulk load)."""
-    keys = np.sort(keys)
+    """``numpy.unique(keys, return_counts=True)`` by one sort, in place (``keys`` is the
+    caller's temporary; numpy's own was ~4x slower on the millions of keys of a bulk load)."""
+    keys.sort()
     first = np.empty(len(keys), dtype=np.bool_)
     first[:1] = True
     np.not_equal(keys[1:], keys[:-1], out=first[1:])
     at = np.flatnonzero(first)
-    return keys[at], np.diff(np.append(at, len(keys)))
+    counts = np.empty(len(at), dtype=np.int64)
+    np.subtract(at[1:], at[:-1], out=counts[:-1])
+    counts[-1:] = len(keys) - at[-1:]
+    return keys[at], counts
+
+
+class Vocab(dict[str, int]):
+    """Term -> term id. Reading a term that is not there with ``[]`` numbers it (the next id),
+    so one pass over a bulk load's term occurrences maps them to ids and numbers the new terms
+    in order of first sight (ids are the insertion order: ``list(vocab)[tid]`` is the term).
+    Look-ups that must not add a term use ``get`` or ``in``."""
+
+    def __missing__(self, term: str) -> int:
+        tid = self[term] = len(self)
+        return tid
+
+
+def _normalise_rows(block: NDArray[np.float32], step: int = 4096) -> NDArray[np.bool_]:
+    """Divide each row of ``block`` by its norm in place (rows of norm 0 stay 0); returns which
+    rows had a norm. ``numpy.linalg.norm`` per band of rows: the same arithmetic per row as
+    over the whole block, without two block-sized temporaries."""
+    ok = np.empty(len(block), dtype=np.bool_)
+    for lo in range(0, len(block), step):
+        band = block[lo : lo + step]
+        norms = np.linalg.norm(band, axis=1)
+        ok[lo : lo + step] = norms > 0
+        np.divide(band, np.where(norms > 0, norms, np.float32(1))[:, None], out=band)
+    return ok
 
 
 @dataclass(frozen=True)
@@ -102,7 +129,7 @@ class SearchIndex:
     def __init__(self, dim: int | None = None, *, meta: dict[str, Any] | None = None) -> None:
         self.dim = int(dim) if dim else 0
         self.meta: dict[str, Any] = dict(meta or {})
-        self.vocab: dict[str, int] = {}
+        self.vocab: Vocab = Vocab()
         self.scopes: dict[str, int] = {}
         self.slot_of: dict[int, int] = {}
         self.n = 0  # slots used (live and dead)
@@ -172,20 +199,19 @@ class SearchIndex:
         self.n = end
         self.n_alive += count
         self.total_len += float(lens.sum())
-        vocab = self.vocab
-        words = list(itertools.chain.from_iterable(d.terms for d in docs))
-        new = [w for w in dict.fromkeys(words) if w not in vocab]
-        if new:  # new terms get the next numbers, in order of first sight (deterministic)
-            vocab.update(zip(new, range(len(vocab), len(vocab) + len(new)), strict=True))
-        tids = np.asarray(list(map(vocab.__getitem__, words)), dtype=np.int64)
+        # One pass: each occurrence to its term id, new terms numbered as first seen.
+        tids = np.fromiter(
+            map(self.vocab.__getitem__, itertools.chain.from_iterable(d.terms for d in docs)),
+            dtype=np.int64,
+            count=int(lens.sum()),
+        )
         self.fwd.append(tids, lens)
         if len(tids):
             owner = np.repeat(slots, lens)
             stride = np.int64(max(end, 1))
             pairs, tf = _counted(tids * stride + owner)  # term-major, then slot
-            self._segments.append(
-                ((pairs // stride), (pairs % stride).astype(np.int32), tf.astype(np.float32))
-            )
+            terms, slots_of = np.divmod(pairs, stride)
+            self._segments.append((terms, slots_of.astype(np.int32), tf.astype(np.float32)))
             self._merged.clear()
             if len(self._segments) > 8:
                 self._consolidate()
@@ -199,16 +225,17 @@ class SearchIndex:
         """Normalised vectors into the new slots ``first..end`` (``with_vec``: offset, vector).
         When every new slot has one of the right size (a bulk load) each row is copied once
         into place and normalised there, with no temporary matrix."""
-        vecs = [np.asarray(v, dtype=np.float32).reshape(-1) for _i, v in with_vec]
-        if len(vecs) == end - first and all(len(v) == self.dim for v in vecs):
+        given = [v for _i, v in with_vec]
+        if len(given) == end - first and all(map(self.dim.__eq__, map(len, given))):
             block = self.vec[first:end]
-            for row, v in zip(block, vecs, strict=True):
-                row[...] = v
-            norms = np.linalg.norm(block, axis=1)
-            ok = norms > 0
-            np.divide(block, np.where(ok, norms, np.float32(1))[:, None], out=block)
-            self.has_vec[first:end] = ok
-            return
+            try:  # one C loop copies every row into place
+                np.concatenate(given, out=block.reshape(-1), casting="unsafe")
+            except ValueError:
+                block[...] = 0.0  # not all flat vectors: the general path below
+            else:
+                self.has_vec[first:end] = _normalise_rows(block)
+                return
+        vecs = [np.asarray(v, dtype=np.float32).reshape(-1) for _i, v in with_vec]
         rows = np.asarray(vecs)
         if rows.ndim == 2 and rows.shape[1] == self.dim:
             norms = np.linalg.norm(rows, axis=1)
@@ -281,6 +308,14 @@ class SearchIndex:
     def _consolidate(self) -> None:
         """Merge the segments into the base CSR, dropping dead slots."""
         n_terms = len(self.vocab)
+        if not len(self._slots) and len(self._segments) == 1 and self.alive[: self.n].all():
+            # A first bulk load: its one segment is already term-major with slots ascending.
+            terms, self._slots, self._tf = self._segments[0]
+            self._indptr = np.zeros(n_terms + 1, dtype=np.int64)
+            np.cumsum(np.bincount(terms, minlength=n_terms), out=self._indptr[1:])
+            self._segments.clear()
+            self._merged.clear()
+            return
         base_terms = np.repeat(np.arange(len(self._indptr) - 1, dtype=np.int64), np.diff(self._indptr))
         all_terms = np.concatenate([base_terms, *(t for t, _s, _f in self._segments)])
         all_slots = np.concatenate(

@@ -81,7 +81,7 @@ def load_index(cls: type[SearchIndex], path: Path) -> SearchIndex:
     idx = cls(int(meta["dim"]), meta=dict(meta))
     raw = (path / "vocab.txt").read_text(encoding="utf-8")
     words = raw.split("\n") if raw else []
-    idx.vocab = dict(zip(words, range(len(words)), strict=True))
+    idx.vocab.update(zip(words, range(len(words)), strict=True))  # the index's own Vocab type
     idx.n = int(meta["n"])
     for name in cls._ARRAYS:
         setattr(idx, name, _mapped(path / f"{name}.npy"))
