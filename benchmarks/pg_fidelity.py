@@ -1,13 +1,18 @@
-"""PostgreSQL memory search against the exact result (issue 11): quality, fidelity, latency.
+"""PostgreSQL memory search against the exact result (issue 11): quality, fidelity, latency,
+start-up.
 
-The SQLite backend scores every chunk (exact by construction); the PostgreSQL backend scores
-candidate pools drawn from the database. This indexes the same synthetic corpus into both and
-reports, per channel: hit@10 / MRR on the planted facts, the top-10 overlap of PostgreSQL's
-results with SQLite's (compared by path and start line, reranker off and on), and PostgreSQL's
-median / p90 latency.
+The SQLite backend scores every chunk (exact by construction). On PostgreSQL the default
+backend (``auto`` = ``inprocess``) runs the same engine in memory; ``postgresql`` scores
+candidate pools drawn from the database. This indexes the same synthetic corpus into SQLite and
+PostgreSQL and reports, per channel: hit@10 / MRR on the planted facts, the top-10 overlap of
+PostgreSQL's results with SQLite's (compared by path and start line, reranker off and on), and
+PostgreSQL's median / p90 latency. Then the costs a new process pays, each in a fresh child
+process on the same database: the first search with no saved index (``inprocess``: the build
+from the table), the first search with the saved index (the load), peak and resident memory
+after 20 searches, and the per-search version-token read.
 
     GOCLAW_BENCH_DATABASE_URL=postgresql+psycopg://goclaw:goclaw@127.0.0.1:5432/goclaw_test \\
-      .venv/bin/python benchmarks/pg_fidelity.py --chunks 100000 [--backend inprocess]
+      .venv/bin/python benchmarks/pg_fidelity.py --chunks 100000 [--backend postgresql]
 
 The PostgreSQL side runs in its own schema of that database, dropped at the end.
 """
@@ -15,9 +20,12 @@ The PostgreSQL side runs in its own schema of that database, dropped at the end.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -99,6 +107,7 @@ def run(n_chunks: int, url: str, backend: str) -> None:
                 )
         exact.close()
         pg.close()
+        _startup(tmp / "cold", pg_url, backend, questions)
     finally:
         with admin.begin() as c:
             c.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
@@ -106,10 +115,90 @@ def run(n_chunks: int, url: str, backend: str) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _startup(ws: Path, url: str, backend: str, questions: list[dict[str, Any]]) -> None:
+    """A new process's costs, twice on one fresh workspace: with no saved index, then with the
+    one the first left behind."""
+    ws.mkdir(parents=True, exist_ok=True)
+    texts = [q["question"] for q in questions[:20]]
+    for label in ("no saved index", "saved index"):
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", str(ws), url, backend, json.dumps(texts)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        r = json.loads(done.stdout.strip().splitlines()[-1])
+        print(
+            f"  new process, {label:14s}: Engine.open {r['open']:.2f} s, first search "
+            f"{r['first']:.2f} s, then median {r['median'] * 1000:.1f} ms; peak RSS "
+            f"{r['peak_mb']:.0f} MB, resident after 20 searches {r['anon_mb']:.0f} MB anonymous + "
+            f"{r['file_mb']:.0f} MB file-backed (anonymous before the first search "
+            f"{r['base_mb']:.0f} MB); version-token read median {r['token_ms']:.3f} ms"
+        )
+
+
+def _status_mb(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _child(ws: str, url: str, backend: str, texts: list[str]) -> None:
+    """One new process: open, search once (timed), then 20 more; print the figures as JSON."""
+    from goclaw.engine import Engine
+
+    t0 = time.perf_counter()
+    eng = Engine.open(Path(ws), url)
+    eng.plugin_settings("memory").backend = backend
+    if not any(a.name == "bench" for a in eng.agents.list()):
+        raise SystemExit("no agent 'bench' in this database")
+    opened = time.perf_counter() - t0
+    embedder = eng.embedder()
+    if embedder is not None:
+        embedder.embed(["warm up the embedder"])  # its own start-up is not the index's
+    base = _status_mb("RssAnon")
+    t1 = time.perf_counter()
+    eng.memory.search(texts[0], "bench", limit=K)
+    first = time.perf_counter() - t1
+    times = []
+    for q in texts:
+        t = time.perf_counter()
+        eng.memory.search(q, "bench", limit=K)
+        times.append(time.perf_counter() - t)
+    from goclaw_memory.source import ChunkTableSource
+
+    source, agent = ChunkTableSource(eng), eng.agents.get("bench").id
+    tokens = []
+    for _ in range(200):
+        t = time.perf_counter()
+        source.version(agent)
+        tokens.append(time.perf_counter() - t)
+    out = {
+        "open": opened,
+        "first": first,
+        "median": statistics.median(times),
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "anon_mb": _status_mb("RssAnon"),
+        "file_mb": _status_mb("RssFile"),
+        "base_mb": base,
+        "token_ms": statistics.median(tokens) * 1000,
+    }
+    eng.close()
+    print(json.dumps(out))
+
+
 def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        _child(sys.argv[2], sys.argv[3], sys.argv[4], json.loads(sys.argv[5]))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--chunks", type=int, default=10_000)
-    ap.add_argument("--backend", default="auto", help="the PostgreSQL side's backend: auto or inprocess")
+    ap.add_argument(
+        "--backend",
+        default="auto",
+        help="the PostgreSQL side's backend: auto (= inprocess), inprocess or postgresql",
+    )
     args = ap.parse_args()
     url = os.environ.get("GOCLAW_BENCH_DATABASE_URL") or os.environ.get("GOCLAW_TEST_DATABASE_URL")
     if not url:

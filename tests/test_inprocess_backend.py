@@ -1,11 +1,13 @@
 """``backend = "inprocess"`` (issue 11): the kernel engine kept in step through the search
 contract's IndexSource, on SQLite and PostgreSQL. It passes the same backend suite as the
-built-in backends (every test of tests/test_memory_search.py), and on PostgreSQL its results
-equal the SQLite backend's exact ones on the same files."""
+built-in backends (every test of tests/test_memory_search.py: here on SQLite; on PostgreSQL
+``auto`` selects it, so test_memory_search.py runs the suite with it there), and on PostgreSQL
+its results equal the SQLite backend's exact ones on the same files."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +18,20 @@ from tests.test_memory_search import plugin  # noqa: F401 - fixtures used by the
 
 SQLITE_ONLY = {"test_sqlite_vector_cache_is_patched_in_process_and_matches_a_reload"}
 
+
+def _on_sqlite(test: Callable[..., Any]) -> Any:
+    """A copy of a suite test parametrized on SQLite only (the original keeps its marks)."""
+
+    @functools.wraps(test)
+    def copy(*args: Any, **kwargs: Any) -> Any:
+        return test(*args, **kwargs)
+
+    return pytest.mark.parametrize("backend", ["sqlite"], indirect=True)(copy)
+
+
 for _name in dir(suite):
     if _name.startswith("test_") and _name not in SQLITE_ONLY:
-        globals()[_name] = getattr(suite, _name)
+        globals()[_name] = _on_sqlite(getattr(suite, _name))
 
 
 @pytest.fixture(autouse=True)

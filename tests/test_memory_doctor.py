@@ -49,10 +49,17 @@ def test_a_healthy_index_has_no_problem(make_engine: Any, workspace: Path, datab
     assert _by(report, "embeddings").details["spaces"][0]["chunks"] == 4
     assert _by(report, "full-text").status == "ok"
     if eng.db.backend == "postgresql":
-        assert [c.status for c in report.checks if c.name == "hnsw"] == ["ok"]
+        # The default backend (inprocess) does not search with HNSW and builds none.
+        assert [c.status for c in report.checks if c.name == "hnsw"] == ["info"]
+        assert _by(report, "saved-index").message == "saved index current (4 chunks)"
     result = run_cli(["memory", "doctor", "--json"], workspace=workspace, database_url=database_url)
     assert result.code == 0, result.err
     assert json.loads(result.out)["ok"] is True
+    result = run_cli(["memory", "doctor"], workspace=workspace, database_url=database_url)
+    name = {"sqlite": "sqlite", "postgresql": "inprocess"}[eng.db.backend]
+    assert f"[info] backend: memory search backend {name} (backend = 'auto' on {eng.db.backend})" in (
+        result.out
+    )
 
 
 def test_files_changed_new_and_deleted_since_indexing(
@@ -144,6 +151,7 @@ def test_missing_and_stale_full_text_terms_are_found_and_recomputed(
     _sql(eng, "UPDATE memory_chunks SET lex = NULL WHERE path = 'MEMORY.md'")
     _sql(eng, "UPDATE memory_chunks SET lex = 'zzz' WHERE path = 'memory/2026-10-01.md'")
     shutil.rmtree(workspace / ".goclaw" / "goclaw.db.index", ignore_errors=True)  # SQLite's saved index
+    shutil.rmtree(workspace / ".goclaw" / "memory-index", ignore_errors=True)  # inprocess's (PostgreSQL)
     broken = make_engine()  # builds its index from the stored terms: the note is lost to full text
     hits = broken.memory.search("quarterly Thursdays", "helper", channel="lexical")
     assert "memory/2026-10-01.md" not in [h.path for h in hits]
@@ -170,7 +178,7 @@ def test_missing_and_stale_full_text_terms_are_found_and_recomputed(
 def test_postgres_full_text_and_hnsw_indexes(make_engine: Any, workspace: Path, backend: str) -> None:
     if backend != "postgresql":
         pytest.skip("PostgreSQL indexes")
-    eng = _setup(make_engine, workspace)
+    eng = _setup(make_engine, workspace, plugins={"memory": {"backend": "postgresql"}})
     _sql(eng, "DROP INDEX ix_memory_chunks_tsv")
     _sql(eng, "DROP INDEX ix_memory_chunks_hnsw_256")
     report = run_doctor(eng)
@@ -189,6 +197,48 @@ def test_postgres_full_text_and_hnsw_indexes(make_engine: Any, workspace: Path, 
     _sql(eng, "ALTER TABLE memory_chunks DROP COLUMN tsv")
     fts = _by(run_doctor(eng), "full-text")
     assert fts.status == "problem" and fts.message.startswith("memory_chunks has no tsv column")
+
+
+def test_hnsw_is_neither_required_nor_built_for_the_default_backend(
+    make_engine: Any, workspace: Path, backend: str
+) -> None:
+    """On PostgreSQL ``auto`` is ``inprocess``, which searches in memory: no HNSW index is built
+    while indexing or repairing (~30 s per 100k chunks, and slower writes), and its absence is
+    not a problem; switching to ``postgresql`` builds it at the next index run."""
+    if backend != "postgresql":
+        pytest.skip("PostgreSQL indexes")
+    eng = _setup(make_engine, workspace)
+    (hnsw,) = [c for c in run_doctor(eng).checks if c.name == "hnsw"]
+    assert hnsw.status == "info" and "none built" in hnsw.message
+    report = run_doctor(eng, repair=True)
+    assert report.repaired == [] and report.problems == []
+    pg = make_engine(plugins={"memory": {"backend": "postgresql"}})
+    (hnsw,) = [c for c in run_doctor(pg).checks if c.name == "hnsw"]
+    assert hnsw.status == "problem"
+    pg.memory.index("helper")  # nothing changed, but the postgresql backend builds its index
+    assert [c.status for c in run_doctor(pg).checks if c.name == "hnsw"] == ["ok"]
+    (hnsw,) = [c for c in run_doctor(eng).checks if c.name == "hnsw"]
+    assert hnsw.status == "info" and "present for 256-d" in hnsw.message
+
+
+def test_saved_index_missing_behind_and_current(
+    make_engine: Any, workspace: Path, backend: str, database_url: str | None
+) -> None:
+    if backend != "postgresql":
+        pytest.skip("the inprocess backend's saved index (the default on PostgreSQL)")
+    eng = _setup(make_engine, workspace)
+    shutil.rmtree(workspace / ".goclaw" / "memory-index")
+    check = _by(run_doctor(eng), "saved-index")
+    assert check.status == "warning" and check.message.startswith("no saved index for 4 chunks")
+    assert check.fix == "goclaw memory index --agent helper (saves the index)"
+    result = run_cli(["memory", "index", "--agent", "helper"], workspace=workspace, database_url=database_url)
+    assert result.code == 0, result.err
+    assert _by(run_doctor(eng), "saved-index").status == "ok"
+    # Another process indexes a small change: not saved (a reader catches up cheaply).
+    write(workspace, "agents/helper/memory/2026-10-05.md", "# 2026-10-05\n\nThe lift is fixed.\n")
+    make_engine().memory.index("helper")
+    check = _by(run_doctor(eng), "saved-index")
+    assert check.status == "info" and "(4 chunks) is behind the database (5 chunks)" in check.message
 
 
 def test_watcher_status(make_engine: Any, workspace: Path, backend: str) -> None:

@@ -1,8 +1,11 @@
-"""PostgreSQL-specific memory search behaviour: common terms, the deferred HNSW build and
-binary vectors (the backend-independent behaviour is in test_memory_search.py)."""
+"""The ``postgresql`` search backend (tsvector + HNSW in the database), selected explicitly:
+``auto`` picks ``inprocess`` on PostgreSQL. The shared backend suite (every test of
+test_memory_search.py) runs here with it, then its own behaviour: common terms, the deferred
+HNSW build and binary vectors."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +13,37 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
+from tests import test_memory_search as suite
 from tests.memory_helpers import write
+from tests.test_memory_search import plugin  # noqa: F401 - fixtures used by the suite
 
 pytestmark = pytest.mark.postgres
+
+SQLITE_ONLY = {"test_sqlite_vector_cache_is_patched_in_process_and_matches_a_reload"}
+
+for _name in dir(suite):
+    if _name.startswith("test_") and _name not in SQLITE_ONLY:
+        globals()[_name] = getattr(suite, _name)
+
+
+@pytest.fixture(params=["postgresql"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """The suite's engines on PostgreSQL only (this backend needs it)."""
+    return str(request.param)
+
+
+@pytest.fixture(autouse=True)
+def postgresql_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("GOCLAW_PLUGINS__MEMORY__BACKEND", "postgresql")
+    yield
+
+
+@pytest.fixture
+def eng(make_engine: Any, plugin: Any) -> Any:  # noqa: F811 - the suite's fixture, checked
+    e = make_engine(extra_plugins=[("testemb", plugin)])
+    e.agents.create("ada")
+    assert e.memory.backend.name == "postgresql"
+    return e
 
 
 @pytest.fixture

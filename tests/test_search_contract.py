@@ -24,10 +24,15 @@ def _check(backend: Any) -> None:
             assert _shape(getattr(type(backend), member)) == _shape(declared), (backend.name, member)
 
 
-def test_builtin_backends_implement_the_contract(engine: Engine) -> None:
+def test_builtin_backends_implement_the_contract(engine: Engine, make_engine: Any) -> None:
     backend = engine.memory.backend
-    assert backend.name == engine.db.backend
+    # auto: the exact in-process engine on both databases (docs/decisions.md).
+    assert backend.name == {"sqlite": "sqlite", "postgresql": "inprocess"}[engine.db.backend]
     _check(backend)
+    for name in ("inprocess", "postgresql") if engine.db.backend == "postgresql" else ("inprocess",):
+        chosen = make_engine(plugins={"memory": {"backend": name}}).memory.backend
+        assert chosen.name == name
+        _check(chosen)
 
 
 def test_lancedb_backend_implements_the_contract(workspace: Path) -> None:

@@ -12,7 +12,9 @@ Checks, read straight from the tables with plain SQL (no ORM, nothing cached):
 * **full-text**: the retrieval engine's terms (``memory_chunks.lex``) are present and a random
   sample matches the current tokenizer; PostgreSQL: the ``tsv`` column and its GIN index;
 * **hnsw** (PostgreSQL): an HNSW index for every dimension that has vectors (pgvector indexes up
-  to 2,000 dimensions), and that it is valid;
+  to 2,000 dimensions), and that it is valid; a problem only with ``backend = "postgresql"``;
+* **backend** and **saved-index** (``inprocess``, per agent): which search backend runs, and
+  whether its saved index exists and is current (:mod:`goclaw_memory.doctor_indexes`);
 * **watcher**: the memory watchers running in this process, if any.
 
 Each check is ``ok``, ``info``, ``warning`` or ``problem`` and carries the command that fixes it.
@@ -366,20 +368,25 @@ def check_watcher(engine: Engine) -> Check:
 def run_doctor(engine: Engine, agent: str | None = None, *, repair: bool = False) -> DoctorReport:
     """Run every check (for one agent or all); with ``repair`` fix what can be fixed, then check
     again."""
-    from goclaw_memory.doctor_indexes import check_full_text, check_hnsw
+    from goclaw_memory.doctor_indexes import check_backend, check_full_text, check_hnsw, check_saved_index
+    from goclaw_memory.inprocess_backend import InProcessSearchBackend
 
     repaired = _repair(engine, agent) if repair else []
     agents = [engine.agents.get(agent)] if agent else engine.agents.list()
     space, space_error = _configured_space(engine)
-    checks: list[Check] = []
+    backend_check, backend, backend_name = check_backend(engine)
+    checks: list[Check] = [backend_check]
+    saves = backend if isinstance(backend, InProcessSearchBackend) else None
     with engine.db.engine.connect() as conn:
         for a in agents:
             checks.append(check_freshness(engine, a, conn))
             checks.append(check_consistency(a, conn))
             checks.extend(check_vectors(engine, a, conn, space, space_error))
+            if saves is not None and (path := saves.saved_index(a.id)) is not None:
+                checks.append(check_saved_index(engine, a, conn, path, space))
         checks.append(check_full_text(engine, conn))
         if engine.db.backend == "postgresql":
-            checks.extend(check_hnsw(conn))
+            checks.extend(check_hnsw(conn, used=backend_name == "postgresql"))
     checks.append(check_watcher(engine))
     return DoctorReport(checks, repaired)
 

@@ -1,15 +1,23 @@
-"""The database-wide checks of ``goclaw memory doctor``: full-text and HNSW indexes (issue 11).
+"""The index checks of ``goclaw memory doctor`` (issue 11): the search backend in use, its saved
+index, the full-text terms, and PostgreSQL's full-text and HNSW indexes.
 
-Full text (both backends): the retrieval engine's terms stored in ``memory_chunks.lex`` are
-present, and a random sample of them is what the current tokenizer produces (a tokenizer
-upgrade leaves old terms behind: the SQLite index is rebuilt from them, PostgreSQL's ``tsv`` is
-generated from them). PostgreSQL also: the ``tsv`` column and its GIN index, and an HNSW index
-for every vector dimension that has vectors (pgvector indexes up to 2,000 dimensions).
+Backend: which one ``[plugins.memory] backend`` selects (``auto``: ``sqlite`` on SQLite,
+``inprocess`` on PostgreSQL). Saved index (``inprocess``, per agent): present, readable, of the
+current tokenizer and embedding space, and at the database's version (else the next process's
+first search builds it from the table or catches up). Full text (every backend): the retrieval
+engine's terms stored in ``memory_chunks.lex`` are present, and a random sample of them is what
+the current tokenizer produces (a tokenizer upgrade leaves old terms behind: the in-memory
+indexes are built from them, PostgreSQL's ``tsv`` is generated from them). PostgreSQL also:
+the ``tsv`` column and its GIN index, and an HNSW index for every vector dimension that has
+vectors (pgvector indexes up to 2,000 dimensions), a problem when missing only where the
+``postgresql`` backend searches with it.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
@@ -129,7 +137,100 @@ def pg_indexes(conn: Any, using: str) -> list[tuple[str, str, bool]]:
     return [(r[0], r[1], bool(r[2])) for r in rows if using.lower() in r[1].lower()]
 
 
-def check_hnsw(conn: Any) -> list[Check]:
+def check_backend(engine: Engine) -> tuple[Check, Any, str]:
+    """Which search backend the settings select: the check, the backend (None when it cannot
+    start) and its name."""
+    from goclaw.errors import GoclawError
+    from goclaw_memory.settings import resolve_backend
+
+    configured = engine.plugin_settings("memory").backend
+    name = resolve_backend(configured, engine.db.backend)
+    how = f" (backend = {configured!r} on {engine.db.backend})" if configured == "auto" else ""
+    try:
+        memory: Any = engine.memory  # this plugin's service (the contract has no backend)
+        backend = memory.backend
+    except GoclawError as exc:
+        fix = "set [plugins.memory] backend to a registered one (docs/memory.md, Backends)"
+        return Check("backend", "problem", str(exc), fix), None, name
+    what = {
+        "sqlite": "exact, in memory, index saved beside the database",
+        "inprocess": "exact, in memory, index saved in the workspace",
+        "postgresql": "tsvector + HNSW candidate pools in the database, nothing held in memory",
+    }.get(name, "a plugin's")
+    return Check("backend", "info", f"memory search backend {name}{how}: {what}"), backend, name
+
+
+def check_saved_index(engine: Engine, agent: Any, conn: Any, path: Path, space: Any) -> Check:
+    """The ``inprocess`` backend's saved index of ``agent``: there, readable, current."""
+    from goclaw.retrieval.tokenize import default_tokenizer
+    from goclaw_memory.inprocess_backend import NO_TOKEN
+    from goclaw_memory.sqlite_backend import VERSION_WORKER, parse_token
+
+    chunks = int(
+        conn.execute(
+            text("SELECT COUNT(*) FROM memory_chunks WHERE agent_id = :a"), {"a": agent.id}
+        ).scalar_one()
+    )
+    row = conn.execute(
+        text("SELECT value FROM worker_state WHERE worker = :w AND scope = :s"),
+        {"w": VERSION_WORKER, "s": agent.id},
+    ).first()
+    token = (parse_token(row[0]) if row else "") or NO_TOKEN
+    fix = f"goclaw memory index --agent {agent.name} (saves the index)"
+    details = {"path": str(path), "chunks": chunks}
+    if not (path / "meta.json").exists():
+        if not chunks:
+            return Check("saved-index", "ok", "nothing indexed yet", agent=agent.name, details=details)
+        return Check(
+            "saved-index",
+            "warning",
+            f"no saved index for {chunks} chunks: the next process's first search builds it "
+            "from the table (seconds at 100k chunks)",
+            fix,
+            agent.name,
+            details,
+        )
+    try:
+        meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return Check(
+            "saved-index", "warning", f"saved index unreadable ({exc}): rebuilt", fix, agent.name, details
+        )
+    saved_space = tuple(meta["space"]) if meta.get("space") else None
+    stale = []
+    if meta.get("tokenizer") != default_tokenizer().version:
+        stale.append("another tokenizer")
+    if space is not None and saved_space != tuple(space):
+        stale.append("another embedding model")
+    if stale:
+        return Check(
+            "saved-index",
+            "warning",
+            f"the saved index was built with {' and '.join(stale)}: the next search rebuilds it "
+            "from the table",
+            fix,
+            agent.name,
+            details,
+        )
+    details["indexed"] = int(meta.get("n_alive", 0))
+    if str(meta.get("token", "")) != token:
+        return Check(
+            "saved-index",
+            "info",
+            f"the saved index ({details['indexed']} chunks) is behind the database ({chunks} chunks): "
+            "a new process's first search catches up on what changed",
+            fix,
+            agent.name,
+            details,
+        )
+    return Check(
+        "saved-index", "ok", f"saved index current ({chunks} chunks)", agent=agent.name, details=details
+    )
+
+
+def check_hnsw(conn: Any, used: bool = True) -> list[Check]:
+    """HNSW indexes per vector dimension; ``used``: the ``postgresql`` backend searches with
+    them (else one line says what is there: ``inprocess`` does not need them)."""
     dims = [
         (int(r[0]), int(r[1]))
         for r in conn.execute(
@@ -188,4 +289,16 @@ def check_hnsw(conn: Any) -> list[Check]:
             )
     if not dims:
         checks.append(Check("hnsw", "info", "no vectors stored yet"))
+    if not used and dims:
+        have = [f"{d}-d" for d, _n in dims if d in indexes]
+        return [
+            Check(
+                "hnsw",
+                "info",
+                "not used by this backend (only backend = 'postgresql' searches with HNSW); "
+                + (f"present for {', '.join(have)}" if have else "none built")
+                + ": switching to postgresql builds the missing ones at its first goclaw memory index",
+                details={"dims": [d for d, _n in dims], "indexed": [d for d, _n in dims if d in indexes]},
+            )
+        ]
     return checks

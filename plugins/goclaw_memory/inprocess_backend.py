@@ -1,13 +1,16 @@
-"""``backend = "inprocess"``: the kernel retrieval engine over any database (issue 11).
+"""``backend = "inprocess"``: the kernel retrieval engine over any database (issue 11); what
+``auto`` selects on PostgreSQL.
 
 The SQLite backend's exact search (every chunk scored on both channels, the forward index for
 the reranker) kept in step through the search contract's :class:`IndexSource` (version token,
 fingerprints, records) instead of SQLite-specific SQL, so it runs on PostgreSQL too. There it
 trades the database-side search (``backend = "postgresql"``: tsvector + HNSW candidate pools,
 nothing held in memory, approximate at 100k chunks) for exactness and speed, at the cost of
-memory per process (about 1.5 KB per chunk with the default 256-dimension embedder). The index
-is saved in the workspace (``.goclaw/memory-index/<database>/``), so only the first process
-ever rebuilds it from the table (100k chunks: ~12 s); later ones load it and catch up.
+memory per process (docs/decisions.md has the figures). The index is saved in the workspace
+(``.goclaw/memory-index/<database>/``), so only the first process ever rebuilds it from the
+table; later ones load it (memory-mapped) and catch up by fingerprints. ``goclaw memory
+index`` leaves a saved index behind even when nothing changed. A workspace where it cannot be
+saved (read-only) costs one warning, then every process keeps its index in memory only.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import bindparam, text
 
-from goclaw.contracts.search import ChunkRow, IndexSource, Space
+from goclaw.contracts.search import ChunkRow, IndexChanges, IndexSource, Space
 from goclaw.errors import StoreError
 from goclaw.retrieval.index import Doc
 from goclaw_memory.sqlite_backend import (
@@ -34,6 +37,11 @@ from goclaw_memory.sqlite_backend import (
 if TYPE_CHECKING:
     from goclaw.engine import Engine
 
+NO_TOKEN = "(none)"  # the version token of an agent whose rows carry none
+_PG_ROWS = (
+    "SELECT id, user_id, path, start_line, end_line, text, {lex} FROM memory_chunks "
+    "WHERE id = ANY(%s) AND agent_id = %s"
+)
 _ROWS = text(
     "SELECT id, user_id, path, start_line, end_line, text, lex FROM memory_chunks "
     "WHERE id IN :ids AND (agent_id || '') = :a"
@@ -48,6 +56,7 @@ class InProcessSearchBackend(SQLiteSearchBackend):
     def __init__(self, engine: Engine) -> None:
         super().__init__(engine)
         self._source: IndexSource | None = None
+        self._unsaveable = False  # a save failed: keep indexes in memory only, warned once
         if self.snapshot_dir is None:
             # Not SQLite: save the index in the workspace, one folder per database (the URL
             # without its password, hashed). A saved index is only a head start: each search
@@ -65,7 +74,10 @@ class InProcessSearchBackend(SQLiteSearchBackend):
         return self._source
 
     def _token(self, agent_id: str) -> str:
-        return self._src().version(agent_id)
+        # Chunks without a version token (rows written before tokens existed, e.g. a database
+        # upgraded from an old schema) must still be read once: "" would equal the empty
+        # index's own token and the search would find nothing until the next index run.
+        return self._src().version(agent_id) or NO_TOKEN
 
     def _reconcile(self, agent_id: str, st: _State) -> None:
         """Catch up, and save a large catch-up (a first build) so the next process loads it."""
@@ -73,6 +85,32 @@ class InProcessSearchBackend(SQLiteSearchBackend):
         path = self._snapshot(agent_id)
         if path is not None and st.unsaved and (st.unsaved >= SAVE_DELTA or not path.exists()):
             self.save(agent_id)
+
+    def save(self, agent_id: str) -> Path | None:
+        """Save the agent's index; after a first failure (a read-only workspace) stop trying:
+        the search goes on from memory and only the next process pays a rebuild."""
+        if self._unsaveable:
+            return None
+        if agent_id not in self._states:
+            return None
+        path = super().save(agent_id)
+        if path is None and self._snapshot(agent_id) is not None:
+            self._unsaveable = True
+        return path
+
+    def apply_changes(self, changes: IndexChanges) -> None:
+        """Patch and save as the SQLite backend does; also when the run changed nothing but no
+        saved index exists yet (an agent indexed by another backend or workspace), so that the
+        next process's first search loads the index instead of building it from the table."""
+        super().apply_changes(changes)
+        path = self._snapshot(changes.agent_id)
+        if path is not None and not self._unsaveable and not path.exists():
+            self._state(changes.agent_id, changes.space)
+            self.save(changes.agent_id)
+
+    def saved_index(self, agent_id: str) -> Path | None:
+        """Where the agent's index is saved (``None``: this backend saves none)."""
+        return self._snapshot(agent_id)
 
     def _wanted(self, agent_id: str, space: Space | None) -> dict[int, int]:
         return {
@@ -88,6 +126,12 @@ class InProcessSearchBackend(SQLiteSearchBackend):
     ) -> dict[int, ChunkRow]:
         if not ids:
             return {}
+        if self.engine.db.backend == "postgresql":
+            from goclaw_memory.pg_direct import direct
+
+            sql = _PG_ROWS.format(lex="lex" if positions is None else "NULL")
+            found = direct(self.engine).query(sql, ([int(i) for i in ids], agent_id))
+            return {int(r[0]): chunk_row(r, positions) for r in found}
         with self.engine.db.engine.connect() as conn:
             result = conn.execute(_ROWS, {"ids": [int(i) for i in ids], "a": agent_id}).all()
         return {int(r[0]): chunk_row(r, positions) for r in result}

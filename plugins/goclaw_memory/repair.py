@@ -122,6 +122,7 @@ def _repair_terms(engine: Engine) -> list[str]:
 
 def _repair_pg_indexes(engine: Engine) -> list[str]:
     from goclaw_memory.doctor_indexes import HNSW_MAX_DIM, pg_indexes
+    from goclaw_memory.settings import resolve_backend
 
     done: list[str] = []
     with engine.db.engine.connect() as conn:
@@ -157,7 +158,9 @@ def _repair_pg_indexes(engine: Engine) -> list[str]:
     from goclaw_memory.pg_backend import PostgresSearchBackend
 
     backend = PostgresSearchBackend(engine)
-    missing = [d for d in dims if d <= HNSW_MAX_DIM and d not in indexed]
+    # HNSW serves only the postgresql backend: not built for another (inprocess, the default).
+    uses_hnsw = resolve_backend(engine.plugin_settings("memory").backend, "postgresql") == "postgresql"
+    missing = [d for d in dims if d <= HNSW_MAX_DIM and d not in indexed] if uses_hnsw else []
     if missing:
         for dim in missing:
             backend.prepare_vectors(dim)

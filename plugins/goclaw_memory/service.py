@@ -67,9 +67,9 @@ class MemoryService:
         if self._backend is None:
             with self._lock:
                 if self._backend is None:
-                    name = self.settings.backend
-                    if name == "auto":
-                        name = self.engine.db.backend
+                    from goclaw_memory.settings import resolve_backend
+
+                    name = resolve_backend(self.settings.backend, self.engine.db.backend)
                     registry = self.engine.hooks.search_backends()
                     if name not in registry:
                         raise ConfigError(

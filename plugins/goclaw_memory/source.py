@@ -6,7 +6,7 @@ catches up through the contract instead of reading this plugin's tables (issue 1
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
@@ -20,8 +20,10 @@ if TYPE_CHECKING:
     from goclaw.engine import Engine
 
 LOOKUP = 500
+PG_BATCH = 5_000  # ids per query on PostgreSQL
 
 _TOKEN = text("SELECT value FROM worker_state WHERE worker = :w AND scope = :s")
+_PG_TOKEN = "SELECT value FROM worker_state WHERE worker = %s AND scope = %s"
 
 
 def _space_params(space: Space | None) -> dict[str, Any]:
@@ -36,6 +38,11 @@ class ChunkTableSource:
         self.engine = engine
 
     def version(self, agent_id: str) -> str:
+        if self.engine.db.backend == "postgresql":  # per search: one round trip, not three
+            from goclaw_memory.pg_direct import direct
+
+            rows = direct(self.engine).query(_PG_TOKEN, (VERSION_WORKER, agent_id))
+            return parse_token(rows[0][0]) if rows else ""
         with self.engine.db.engine.connect() as conn:
             row = conn.execute(_TOKEN, {"w": VERSION_WORKER, "s": agent_id}).first()
         return "" if row is None else parse_token(row[0])
@@ -54,9 +61,11 @@ class ChunkTableSource:
         }
 
     def records(self, agent_id: str, ids: Sequence[int], space: Space | None) -> Iterator[ChunkRecord]:
-        emb = "embedding::text" if self.engine.db.backend == "postgresql" else "embedding"
-        tokenize = default_tokenizer().terms
         ids = [int(i) for i in ids]
+        if self.engine.db.backend == "postgresql":
+            yield from self._pg_records(agent_id, ids, space)
+            return
+        tokenize = default_tokenizer().terms
         with self.engine.db.engine.connect() as conn:
             for start in range(0, len(ids), LOOKUP):
                 part = ids[start : start + LOOKUP]
@@ -66,20 +75,69 @@ class ChunkTableSource:
                 sql = text(
                     "SELECT id, user_id, path, start_line, end_line, text, chunk_hash, lex, "
                     "CASE WHEN embedding_provider = :p AND embedding_model = :m AND embedding_dim = :d "
-                    f"THEN {emb} END FROM memory_chunks WHERE id IN ({marks}) AND (agent_id || '') = :a"
+                    f"THEN embedding END FROM memory_chunks WHERE id IN ({marks}) AND (agent_id || '') = :a"
                 )
                 params = {f"i{k}": v for k, v in enumerate(part)} | _space_params(space) | {"a": agent_id}
                 for r in conn.execute(sql, params):
-                    vec = as_float32(r[8]) if space is not None else None
-                    yield ChunkRecord(
-                        int(r[0]),
-                        r[1] or "",
-                        r[2] or "",
-                        int(r[3]),
-                        int(r[4]),
-                        r[5] or "",
-                        r[6] or "",
-                        r[7].split() if r[7] is not None else tokenize(r[5] or ""),
-                        space if vec is not None else None,
-                        vec,
-                    )
+                    yield _record(r, space, tokenize)
+
+    def _pg_records(self, agent_id: str, ids: list[int], space: Space | None) -> Iterator[ChunkRecord]:
+        """PostgreSQL: one query per :data:`PG_BATCH` ids (``id = ANY(array)``) on a binary
+        cursor, vectors decoded straight from pgvector's binary form. A first build of 100k
+        chunks read ``embedding::text`` and parsed it as JSON: 8.2 s of its 12 s."""
+        tokenize = default_tokenizer().terms
+        sql = (
+            "SELECT id, user_id, path, start_line, end_line, text, chunk_hash, lex, "
+            "CASE WHEN embedding_provider = %(p)s AND embedding_model = %(m)s "
+            "AND embedding_dim = %(d)s THEN embedding END "
+            "FROM memory_chunks WHERE id = ANY(%(ids)s) AND agent_id = %(a)s"
+        )
+        with self.engine.db.engine.connect() as conn:
+            raw = conn.connection.driver_connection
+            assert raw is not None
+            with raw.cursor(binary=True) as cur:
+                _binary_vectors(cur)
+                for start in range(0, len(ids), PG_BATCH):
+                    params = {"ids": ids[start : start + PG_BATCH], "a": agent_id} | _space_params(space)
+                    cur.execute(sql, params)
+                    for r in cur:
+                        yield _record(r, space, tokenize)
+            raw.rollback()
+
+
+def _record(r: Sequence[Any], space: Space | None, tokenize: Callable[[str], list[str]]) -> ChunkRecord:
+    vec = as_float32(r[8]) if space is not None else None
+    return ChunkRecord(
+        int(r[0]),
+        r[1] or "",
+        r[2] or "",
+        int(r[3]),
+        int(r[4]),
+        r[5] or "",
+        r[6] or "",
+        r[7].split() if r[7] is not None else tokenize(r[5] or ""),
+        space if vec is not None else None,
+        vec,
+    )
+
+
+def _binary_vectors(cur: Any) -> None:
+    """Load pgvector's binary form (uint16 dim, uint16 unused, dim big-endian float32) on
+    ``cur`` as a native float32 array, without building a pgvector ``Vector`` first."""
+    import numpy as np
+    from psycopg.adapt import Loader
+    from psycopg.pq import Format
+
+    info = cur.adapters.types.get("vector")
+    if info is None:  # the store registers pgvector's adapters on every connection
+        return
+
+    big_endian = np.dtype(">f4")
+
+    class _Float32Loader(Loader):
+        format = Format.BINARY
+
+        def load(self, data: Any) -> Any:
+            return np.frombuffer(data, dtype=big_endian, offset=4).astype(np.float32)
+
+    cur.adapters.register_loader(info.oid, _Float32Loader)
