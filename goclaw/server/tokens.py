@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 import secrets
 import threading
 from dataclasses import asdict, dataclass, field
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from goclaw.errors import NotFoundError, PermissionDeniedError, ValidationError
+from goclaw.fsutil import atomic_write_text
 
 TOKEN_PREFIX = "gck_"
 ANY = "*"
@@ -84,14 +84,8 @@ class TokenStore:
             raise ValidationError(f"{self.path} is not a valid token file ({exc})") from None
 
     def _save(self, records: list[TokenRecord]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"tokens": [asdict(r) for r in records]}, fh, indent=2)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
+        body = json.dumps({"tokens": [asdict(r) for r in records]}, indent=2)
+        atomic_write_text(self.path, body, mode=0o600)  # secrets: owner only
 
     def records(self) -> list[TokenRecord]:
         return self._load()

@@ -17,9 +17,7 @@ On ``episodic.created`` for ``(agent, user)``:
 from __future__ import annotations
 
 import logging
-import os
 import re
-import tempfile
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
@@ -31,6 +29,7 @@ from goclaw import hookimpl
 from goclaw.agents import find_agent
 from goclaw.completion import llm_complete
 from goclaw.events import DeferEvent
+from goclaw.fsutil import atomic_write_text
 from goclaw.nlp.sentences import clip
 from goclaw.redaction import redact_for
 from goclaw.store.models import WorkerState
@@ -155,18 +154,5 @@ def goclaw_consolidation_workers() -> list[Any]:
 
 
 def atomic_write(path: Path, content: str) -> None:
-    """Write ``content`` to ``path`` via a temp file + ``os.replace`` (never a torn file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(content)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Write ``content`` to ``path`` atomically (:func:`goclaw.fsutil.atomic_write_text`)."""
+    atomic_write_text(path, content)

@@ -17,9 +17,7 @@ resync (the table's writes are idempotent).
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 import warnings
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
@@ -31,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from goclaw.contracts.search import ChunkRecord, Space
+from goclaw.fsutil import atomic_write_text
 
 SCHEMA_VERSION = 1
 BATCH = 1000  # ids per delete / lookup expression
@@ -177,17 +176,7 @@ class AgentTable:
             "token": token,
             "space": list(space) if space else None,
         }
-        self.meta_path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.meta_path.parent, prefix=".meta-")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.meta_path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_text(self.meta_path, json.dumps(data))
 
     def forget_meta(self) -> None:
         self.meta_path.unlink(missing_ok=True)

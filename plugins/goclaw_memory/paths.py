@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from goclaw.errors import NotFoundError, PermissionDeniedError, ValidationError
+from goclaw.fsutil import atomic_write_text
 
 EXCLUDED_DIRS = frozenset({".git", "node_modules", "__pycache__"})
 USERS_DIR = "users"
@@ -255,11 +256,5 @@ def writable_memory_path(agent_dir: Path, user_id: str, path: str) -> tuple[str,
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temp file in the same folder + ``os.replace``)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    """Write ``text`` to ``path`` atomically (:func:`goclaw.fsutil.atomic_write_text`)."""
+    atomic_write_text(path, text)
