@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from goclaw.config import settings_or_defaults
+
 
 class ChannelMemorySettings(BaseModel):
     """``[plugins.channel_memory]``"""
@@ -16,8 +18,5 @@ class ChannelMemorySettings(BaseModel):
 
 
 def settings_of(engine: Any) -> ChannelMemorySettings:
-    try:
-        cfg = engine.plugin_settings("channel_memory")
-    except Exception:
-        return ChannelMemorySettings()
-    return cfg if isinstance(cfg, ChannelMemorySettings) else ChannelMemorySettings()
+    """The table; defaults when ``goclaw.channel_memory`` is disabled but one of its workers is not."""
+    return settings_or_defaults(engine, "channel_memory", ChannelMemorySettings)

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from goclaw.agents import agent_override
+from goclaw.config import settings_or_defaults
 
 
 class EpisodicSettings(BaseModel):
@@ -43,11 +44,7 @@ class EpisodicSettings(BaseModel):
 
 def settings_of(engine: Any) -> EpisodicSettings:
     """The table; defaults when ``goclaw.episodic`` is disabled but one of its workers is not."""
-    try:
-        cfg = engine.plugin_settings("episodic")
-    except Exception:
-        return EpisodicSettings()
-    return cfg if isinstance(cfg, EpisodicSettings) else EpisodicSettings()
+    return settings_or_defaults(engine, "episodic", EpisodicSettings)
 
 
 def agent_setting(engine: Any, agent: Any, key: str) -> Any:

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from goclaw.agents import agent_override
+from goclaw.config import settings_or_defaults
 
 
 class KGSettings(BaseModel):
@@ -31,11 +32,7 @@ class KGSettings(BaseModel):
 
 def settings_of(engine: Any) -> KGSettings:
     """The table; defaults when ``goclaw.kg`` is disabled but one of its workers is not."""
-    try:
-        cfg = engine.plugin_settings("kg")
-    except Exception:
-        return KGSettings()
-    return cfg if isinstance(cfg, KGSettings) else KGSettings()
+    return settings_or_defaults(engine, "kg", KGSettings)
 
 
 def agent_setting(engine: Any, agent: Any, key: str) -> Any:
