@@ -24,7 +24,7 @@ def test_concurrent_writers_leave_one_whole_file_and_no_temp_files(tmp_path: Pat
         try:
             for _ in range(25):
                 atomic_write_text(target, text)
-        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+        except BaseException as exc:  # collected for the assertion
             errors.append(exc)
 
     threads = [threading.Thread(target=write, args=(t,)) for t in texts]
