@@ -94,6 +94,7 @@ def test_the_first_build_is_saved_in_the_workspace_and_loaded_next_time(
     make_engine: Any,
     plugin: Any,  # noqa: F811 - the suite's fixture
     workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     eng = _indexed(
         make_engine(extra_plugins=[("testemb", plugin)]),
@@ -106,9 +107,20 @@ def test_the_first_build_is_saved_in_the_workspace_and_loaded_next_time(
     assert saved is not None and saved.exists()
     if eng.db.backend != "sqlite":
         assert (workspace / ".goclaw" / "memory-index") in saved.parents
+    from goclaw_memory.source import ChunkTableSource
+
+    read: list[str] = []
+    original = ChunkTableSource.fingerprints
+
+    def counting(self: Any, agent_id: str, space: Any) -> Any:
+        read.append(agent_id)
+        return original(self, agent_id, space)
+
+    monkeypatch.setattr(ChunkTableSource, "fingerprints", counting)
     again = make_engine(extra_plugins=[("testemb", plugin)])
     assert [(h.path, h.score) for h in again.memory.search("harbor fact", "ada")] == first
     assert again.memory.backend.loads == 0  # loaded from the saved index, nothing re-read
+    assert read == []  # saved with the database's token: not even the fingerprints are read
 
 
 def test_a_catch_up_in_several_batches_builds_the_same_index(
@@ -126,3 +138,28 @@ def test_a_catch_up_in_several_batches_builds_the_same_index(
     assert [(h.path, h.score) for h in eng.memory.search("harbor fact 3", "ada")] == first
     assert eng.memory.backend.loads == loads + 1  # rebuilt from the table, not loaded
     assert len(eng.memory.backend._states[eng.agents.get("ada").id].index) == 7
+
+
+def test_a_large_build_then_searches_the_saved_memory_mapped_copy(
+    make_engine: Any,
+    plugin: Any,  # noqa: F811 - the suite's fixture
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a large first build is saved, the search runs on the saved copy (memory-mapped:
+    the heap the build used goes back to the system), with the same results."""
+    import numpy as np
+
+    import goclaw_memory.inprocess_backend as ib
+
+    eng = _indexed(make_engine(extra_plugins=[("testemb", plugin)]), [f"harbor fact {i}" for i in range(7)])
+    agent = eng.agents.get("ada").id
+    first = [(h.path, h.score) for h in eng.memory.search("harbor fact 3", "ada")]
+    eng.memory.backend.invalidate(agent)
+    monkeypatch.setattr(ib, "SAVE_DELTA", 5)  # 7 chunks count as a large build
+    assert [(h.path, h.score) for h in eng.memory.search("harbor fact 3", "ada")] == first
+    index = eng.memory.backend._states[agent].index
+    assert isinstance(index.vec.base, np.memmap) and isinstance(index.ids.base, np.memmap)
+    eng.memory.index("ada")  # and it keeps taking patches
+    (Path(eng.agent_dir(eng.agents.get("ada"))) / "memory" / "n9.md").write_text("# n9\n\nharbor fact 9\n")
+    eng.memory.index("ada")
+    assert eng.memory.search("harbor fact 9", "ada")[0].path == "memory/n9.md"

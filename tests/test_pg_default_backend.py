@@ -213,3 +213,23 @@ def test_chunks_without_a_version_token_are_found(pg: Any, pg_schema_url: str, w
         assert fresh.memory.search("ferry noon", "ada")[0].path == "memory/ferry.md"
     finally:
         fresh.close()
+
+
+def test_pg_vectors_decodes_pgvector_binary_form() -> None:
+    """A batch of equal lengths is decoded as rows of one array; mixed lengths (a damaged row)
+    and missing vectors one by one, each exact."""
+    import struct
+
+    from goclaw_memory.source import pg_vectors
+
+    def binary(values: list[float]) -> bytes:
+        return struct.pack(f">HH{len(values)}f", len(values), 0, *values)
+
+    a, b, c = [0.5, -1.25, 3.0], [1e-3, 2.0, -0.0], [7.0, 8.0]
+    same = pg_vectors([binary(a), None, binary(b)])
+    assert same[1] is None and same[0].dtype == np.float32
+    np.testing.assert_array_equal(same[0], np.asarray(a, dtype=np.float32))
+    np.testing.assert_array_equal(same[2], np.asarray(b, dtype=np.float32))
+    mixed = pg_vectors([binary(a), binary(c)])
+    np.testing.assert_array_equal(mixed[1], np.asarray(c, dtype=np.float32))
+    assert pg_vectors([None, None]) == [None, None] and pg_vectors([]) == []

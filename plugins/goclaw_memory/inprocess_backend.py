@@ -24,7 +24,7 @@ from sqlalchemy import bindparam, text
 
 from goclaw.contracts.search import ChunkRow, IndexChanges, IndexSource, Space
 from goclaw.errors import StoreError
-from goclaw.retrieval.index import Doc
+from goclaw.retrieval.index import Doc, SearchIndex
 from goclaw_memory.sqlite_backend import (
     SAVE_DELTA,
     SQLiteSearchBackend,
@@ -81,10 +81,17 @@ class InProcessSearchBackend(SQLiteSearchBackend):
 
     def _reconcile(self, agent_id: str, st: _State) -> None:
         """Catch up, and save a large catch-up (a first build) so the next process loads it."""
+        # The token read before the catch-up is one the caught-up index holds at least: it is
+        # saved with it. (The caller sets ``st.token`` only after this returns; saving the
+        # old one made every later process re-read all fingerprints: 0.7 s at 100k chunks.)
+        token = self._token(agent_id)
         super()._reconcile(agent_id, st)
         path = self._snapshot(agent_id)
         if path is not None and st.unsaved and (st.unsaved >= SAVE_DELTA or not path.exists()):
-            self.save(agent_id)
+            large = st.unsaved >= SAVE_DELTA
+            st.token = token
+            if self.save(agent_id) is not None and large:
+                _swap_for_saved(st, path)
 
     def save(self, agent_id: str) -> Path | None:
         """Save the agent's index; after a first failure (a read-only workspace) stop trying:
@@ -135,3 +142,20 @@ class InProcessSearchBackend(SQLiteSearchBackend):
         with self.engine.db.engine.connect() as conn:
             result = conn.execute(_ROWS, {"ids": [int(i) for i in ids], "a": agent_id}).all()
         return {int(r[0]): chunk_row(r, positions) for r in result}
+
+
+def _swap_for_saved(st: _State, path: Path) -> None:
+    """After a large build, search the saved copy (memory-mapped, pages shared with every
+    process of the workspace and reclaimable) instead of the one built on the heap, and hand
+    the freed heap back to the system: at 100k chunks the building process then holds ~400 MB
+    instead of ~800 MB (the build's peak is unchanged)."""
+    try:
+        st.index = SearchIndex.load(path)
+    except Exception:  # pragma: no cover - just written; keep the built copy
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)  # glibc keeps freed arenas otherwise
+    except (OSError, AttributeError):  # not glibc: the memory is reused, not returned
+        pass
