@@ -210,12 +210,36 @@ def test_fast_terms_equal_the_frozen_implementation(stem: bool) -> None:
         assert new.query(text) == ref.query(text), repr(text)
 
 
+def test_fast_terms_equal_on_ascii_text() -> None:
+    """ASCII text takes the bytes path (one translate + split): every ASCII character, controls
+    and separators included, in random mixes with codes, paths and stopwords."""
+    rng = random.Random(21)
+    ascii_words = [w for w in WORDS if w.isascii()] + ["A.B", "x--y", ".hidden", "end.", "a_b_c", "Q3"]
+    texts = []
+    for _ in range(1500):
+        parts = []
+        for _ in range(rng.randint(0, 40)):
+            if rng.random() < 0.5:
+                parts.append(rng.choice(ascii_words))
+            else:
+                parts.append("".join(chr(rng.randrange(128)) for _ in range(rng.randint(1, 12))))
+            parts.append(rng.choice([" ", "\n", ", ", ". ", "-", "/", "", "\t", "\x1f", "\x0b"]))
+        texts.append("".join(parts))
+    texts += ["x" * 250 + " tail", "A" * 201, "TCK-4471." + "9" * 300]  # over-long pieces
+    ref, new = FrozenTokenizer(), Tokenizer()
+    for text in texts:
+        assert text.isascii()
+        assert new.terms(text) == ref.terms(text), repr(text)
+        assert new.terms(text) == ref.terms(text), repr(text)  # again, from the cache
+    assert new._ascii  # the bytes cache served them
+
+
 def test_fast_terms_equal_when_the_cache_is_full(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fast, "CACHE_SIZE", 5)
     ref, new = FrozenTokenizer(), Tokenizer()
-    for text in FIXED + _random_texts(12, 200):
+    for text in FIXED + _random_texts(12, 200) + ["plain ascii words, TCK-4471 and src/app.py"] * 2:
         assert new.terms(text) == ref.terms(text), repr(text)
-    assert len(new._cache) == 5
+    assert len(new._cache) == 5 and len(new._ascii) == 5
 
 
 def test_custom_stopwords() -> None:
