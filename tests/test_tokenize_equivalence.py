@@ -214,7 +214,22 @@ def test_fast_terms_equal_on_ascii_text() -> None:
     """ASCII text takes the bytes path (one translate + split): every ASCII character, controls
     and separators included, in random mixes with codes, paths and stopwords."""
     rng = random.Random(21)
-    ascii_words = [w for w in WORDS if w.isascii()] + ["A.B", "x--y", ".hidden", "end.", "a_b_c", "Q3"]
+    ascii_words = [w for w in WORDS if w.isascii()] + [
+        "A.B",
+        "x--y",
+        ".hidden",
+        "end.",
+        "a_b_c",
+        "Q3",
+        "a-.b",
+        "-x-",
+        "--",
+        "a@b.c",
+        "v1.2.3.",
+        "+",
+        "The-end",
+        "and/or",
+    ]
     texts = []
     for _ in range(1500):
         parts = []

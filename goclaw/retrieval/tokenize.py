@@ -117,6 +117,7 @@ _ASCII_PIECES = str.maketrans(
 _ASCII_BYTES = bytes(
     ord(" ") if not (chr(c).isalnum() or chr(c) in "-_./:@#+") else ord(chr(c).lower()) for c in range(128)
 ) + bytes(range(128, 256))
+_CONNECTORS_TO_SPACE = str.maketrans("-_./:@#+", " " * 8)
 _NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
 _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff"
 _CJK = re.compile(f"[{_CJK_CHARS}]")
@@ -212,11 +213,19 @@ class Tokenizer:
         """:meth:`_piece` of an ASCII piece (bytes from :meth:`terms`' fast path), cached."""
         text = piece.decode("ascii")
         out: tuple[str, ...]
-        if text.isalnum() and len(text) <= MAX_TERM_CHARS:  # one plain word: most new pieces
-            term = self._word(text)
-            out = () if term is None else (term,)
-        else:
+        tok = text if text.isalnum() else text.strip("-_./:@#+")  # "end." is the token "end"
+        if len(tok) > MAX_TERM_CHARS:
             out = self._cache[text]
+        elif tok.isalnum():  # one plain word
+            term = self._word(tok)
+            out = () if term is None else (term,)
+        else:  # a code (TCK-4471, src/app.py) when its connectors are single: whole + parts
+            parts = tok.translate(_CONNECTORS_TO_SPACE).split()
+            if len(parts) - 1 == len(tok) - sum(map(len, parts)):
+                words, word = self._words, self._word  # parts repeat: mostly a dict hit
+                out = (tok, *[t for p in parts if (t := words[p] if p in words else word(p)) is not None])
+            else:  # "a--b", or nothing but connectors: the general rules
+                out = self._cache[text]
         if len(self._ascii) < CACHE_SIZE:
             self._ascii[piece] = out
         return out
