@@ -22,9 +22,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -111,10 +110,10 @@ def _normalise_rows(block: NDArray[np.float32], step: int = 4096) -> NDArray[np.
     return ok
 
 
-@dataclass(frozen=True)
-class Doc:
+class Doc(NamedTuple):
     """One document to index: its id, scope (e.g. user id, ``""`` = shared), terms, optional
-    vector and a fingerprint (anything that changes when the document does)."""
+    vector and a fingerprint (anything that changes when the document does). A named tuple:
+    a bulk load makes one per chunk (4x cheaper than a frozen dataclass)."""
 
     id: int
     scope: str

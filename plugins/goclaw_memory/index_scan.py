@@ -21,8 +21,12 @@ if TYPE_CHECKING:
 Progress = Callable[[str, int, int], None]
 
 MAX_PATH = 1024  # memory_documents.path / memory_chunks.path are VARCHAR(1024)
-BATCH_DOCS = 200  # documents per transaction at most
-BATCH_CHUNKS = 2000  # chunks per transaction at most
+# Documents / chunks per transaction at most. Each SQLite commit of a bulk load passes the WAL's
+# auto-checkpoint size (1,000 pages), so fewer, larger transactions mean fewer checkpoints and
+# fixed costs (10,000 synthetic chunks: 9 transactions took 0.59-0.66 s, 2 took 0.34-0.39 s);
+# a transaction of 5,000 chunks holds the write lock for a fraction of a second.
+BATCH_DOCS = 1000
+BATCH_CHUNKS = 5000
 
 
 @dataclass

@@ -84,6 +84,24 @@ def as_float32(vec: Any) -> Any:
     return np.asarray(vec, dtype=np.float32).reshape(-1)
 
 
+def float32_rows(vectors: Sequence[Any]) -> list[Any]:
+    """:func:`as_float32` of each vector (None stays None). The float32 bytes of a SQLite
+    column, all of one size, are viewed as rows of one array: one conversion, not one a row."""
+    import numpy as np
+
+    raw = [v for v in vectors if v is not None]
+    if (
+        raw
+        and all(isinstance(v, bytes) for v in raw)
+        and len({len(v) for v in raw}) == 1
+        and len(raw[0]) % 4 == 0
+    ):
+        matrix = np.frombuffer(b"".join(raw), dtype=np.float32).reshape(len(raw), -1)
+        rows = iter(matrix)
+        return [None if v is None else next(rows) for v in vectors]
+    return [None if v is None else as_float32(v) for v in vectors]
+
+
 def vector_param(pg: bool) -> Callable[[Any], Any]:
     """How a vector travels as a parameter in plain SQL: float32 bytes (SQLite; the cache's
     bytes pass through untouched) or a float32 array, which the store's connections send in
@@ -261,10 +279,9 @@ def written_records(
     ]
     if new_ids is None:
         new_ids = _read_back_ids(conn, written, doc_ids)
+    found = [vectors.get(c.hash) for _u, _p, c, _l in written] if space is not None else [None] * len(written)
     out = []
-    for cid, (user, path, c, lex) in zip(new_ids, written, strict=True):
-        v = vectors.get(c.hash) if space is not None else None
-        vector = None if v is None else as_float32(v)
+    for cid, (user, path, c, lex), vector in zip(new_ids, written, float32_rows(found), strict=True):
         rec = ChunkRecord(
             cid,
             user,
