@@ -15,7 +15,8 @@ embedder, which fills the embedding cache. Then, per round, on the same data:
 * **goclaw write path** (like for like with LanceDB, which is handed the chunks and vectors):
   in a fresh process the files are read, chunked and their vectors looked up first, untimed;
   timed: tokenizing, the SQLite rows (documents and chunks, one durable transaction per batch
-  as in a real run) and the in-memory search index with its save;
+  as in a real run) and the in-memory search index with its save, with the garbage collector
+  paused as ``MemoryIndexer.index`` pauses it;
 * **baseline** (``--baseline PYTHON``): both, with another checkout's interpreter (its
   editable install), e.g. the code before a change, in the same run;
 * **LanceDB**: ``create_table`` with goclaw's chunks and vectors + ``create_fts_index`` (the
@@ -97,11 +98,16 @@ else:  # "write": the chunks and their vectors are ready; time what LanceDB is t
             p.chunks = chunk_text(p.text, indexer.max_chunk_len)
         chunks = [c for p in batch for c in p.chunks]
         prepared.append((batch, vectors_for(eng, chunks, embedder, space, report)))
+    try:  # as MemoryIndexer.index runs it (older checkouts have no pause)
+        from goclaw_memory.indexer import paused_gc
+    except ImportError:
+        from contextlib import nullcontext as paused_gc
     cpu0 = time.process_time()
     t0 = time.perf_counter()
-    for batch, vectors in prepared:  # tokenizing, the SQLite rows (one transaction a batch)
-        indexer._write_each(agent.id, batch, vectors, space, report)
-    svc.backend.apply_changes(indexer._changes.freeze())  # the search index and its save
+    with paused_gc():
+        for batch, vectors in prepared:  # tokenizing, the SQLite rows (one transaction a batch)
+            indexer._write_each(agent.id, batch, vectors, space, report)
+        svc.backend.apply_changes(indexer._changes.freeze())  # the search index and its save
     wall = time.perf_counter() - t0
     cpu = time.process_time() - cpu0
     written, embedded = report.chunks_written, report.chunks_embedded
