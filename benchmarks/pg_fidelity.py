@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -193,7 +192,8 @@ def _child(ws: str, url: str, backend: str, texts: list[str]) -> None:
         "open": opened,
         "first": first,
         "median": statistics.median(times),
-        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        # VmHWM, not ru_maxrss: the latter starts at the forking parent's size on Linux.
+        "peak_mb": _status_mb("VmHWM"),
         "anon_mb": _status_mb("RssAnon"),
         "file_mb": _status_mb("RssFile"),
         "base_mb": base,
