@@ -25,6 +25,7 @@ from sqlalchemy import bindparam, text
 from goclaw.contracts.search import ChunkRow, IndexChanges, IndexSource, Space
 from goclaw.errors import StoreError
 from goclaw.retrieval.index import Doc, SearchIndex
+from goclaw_memory.indexer import paused_gc
 from goclaw_memory.sqlite_backend import (
     SAVE_DELTA,
     SQLiteSearchBackend,
@@ -85,7 +86,8 @@ class InProcessSearchBackend(SQLiteSearchBackend):
         # saved with it. (The caller sets ``st.token`` only after this returns; saving the
         # old one made every later process re-read all fingerprints: 0.7 s at 100k chunks.)
         token = self._token(agent_id)
-        super()._reconcile(agent_id, st)
+        with paused_gc():  # as an index run: a build makes ~100 long-lived objects per chunk
+            super()._reconcile(agent_id, st)
         path = self._snapshot(agent_id)
         if path is not None and st.unsaved and (st.unsaved >= SAVE_DELTA or not path.exists()):
             large = st.unsaved >= SAVE_DELTA
