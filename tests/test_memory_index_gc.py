@@ -68,3 +68,27 @@ def test_a_failing_run_still_restores(gc_enabled: None) -> None:
     with pytest.raises(RuntimeError), paused_gc():
         raise RuntimeError("boom")
     assert gc.isenabled()
+
+
+def test_young_generations_collected_after_batches_that_embedded(
+    make_engine: Any, gc_enabled: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    eng = make_engine()
+    eng.agents.create("ada")
+    root = Path(eng.agent_dir(eng.agents.get("ada")))
+    calls: list[int] = []
+    real_collect = gc.collect
+
+    def counted(generation: int = 2) -> int:
+        calls.append(generation)
+        return real_collect(generation)
+
+    monkeypatch.setattr(gc, "collect", counted)
+    note = "Rollout of TCK-4471 is blocked on the printer outage.\n"
+    write(root, "memory/a.md", note)
+    first = eng.memory.index("ada")
+    assert first.chunks_embedded == 1 and calls == [1]  # the embedder ran: one young collection
+    write(root, "memory/b.md", note)  # the same text: its vector comes from the cache
+    calls.clear()
+    second = eng.memory.index("ada")
+    assert second.rechunked == 1 and second.chunks_embedded == 0 and calls == []

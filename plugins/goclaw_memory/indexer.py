@@ -73,8 +73,8 @@ def paused_gc() -> Iterator[None]:
     alike; the last one out restores it as it was). A bulk load allocates hundreds of thousands
     of long-lived containers (terms, records, the tokenizer's cache), and each full collection
     walks them all: 12-18 % of a 100,000-chunk run's CPU. Reference counting still frees
-    everything the run drops, and each batch ends with a collection of the young generations
-    (cheap), so cycles made by an embedder's calls do not pile up."""
+    everything the run drops, and a batch that called the embedder ends with a collection of
+    the young generations, so cycles made by its calls (HTTP clients) do not pile up."""
     global _gc_pauses, _gc_was_enabled
     with _gc_lock:
         if _gc_pauses == 0:
@@ -179,9 +179,11 @@ class MemoryIndexer:
         for batch in batches(pending):
             for p in batch:
                 p.chunks = chunk_text(p.text, self.max_chunk_len)
+            embedded = report.chunks_embedded
             vectors = vectors_for(self.engine, [c for p in batch for c in p.chunks], embedder, space, report)
             self._write_each(agent_id, batch, vectors, space, report)
-            gc.collect(1)  # the young generations only (cheap): cycles of this batch, if any
+            if report.chunks_embedded != embedded:  # an embedder's calls may leave cycles behind:
+                gc.collect(1)  # collect the young generations (the batch's objects; ~10 ms)
             done += len(batch)
             if progress:
                 progress("index", done, total)
