@@ -159,6 +159,15 @@ def test_an_unwritable_index_folder_costs_one_warning_and_search_goes_on(
         # One per backend: this engine's (not one per catch-up) and the three indexing engines'.
         assert len(warnings) == 4, [r.getMessage() for r in warnings]
         assert not (workspace / ".goclaw" / "memory-index").is_dir()
+        # The folder becomes writable; once RETRY_SAVE has passed the next catch-up saves.
+        (workspace / ".goclaw" / "memory-index").unlink()
+        eng.memory.backend._no_save_until = 0.0  # as if RETRY_SAVE (10 minutes) had passed
+        write(root, "memory/extra9.md", "Extra note 9: the ferry ticket costs 9 euros.\n")
+        other = _open(workspace, pg_schema_url)
+        other.memory.index("ada")  # a small change: the indexing process does not save it
+        other.close()
+        assert eng.memory.search("ferry ticket costs 9 euros", "ada")[0].path == "memory/extra9.md"
+        assert (_saved(eng) / "meta.json").is_file()
     finally:
         eng.close()
 
