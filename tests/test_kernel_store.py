@@ -31,6 +31,26 @@ def test_sqlite_is_in_the_workspace_in_wal_mode(workspace: Path) -> None:
         assert (workspace / ".goclaw" / "goclaw.db").exists()
         with engine.db.engine.connect() as conn:
             assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert conn.exec_driver_sql("PRAGMA page_size").scalar() == 8192  # a new database
+
+
+def test_an_existing_database_keeps_its_page_size(tmp_path: Path) -> None:
+    """8 KB pages are for new databases only: one made with 4 KB pages opens, migrates and
+    writes with 4 KB pages (changing it would need a VACUUM, which goclaw never runs behind
+    the user's back)."""
+    import sqlite3
+
+    ws = tmp_path / "ws"
+    (ws / ".goclaw").mkdir(parents=True)
+    old = sqlite3.connect(ws / ".goclaw" / "goclaw.db")
+    old.execute("PRAGMA page_size=4096")
+    old.execute("PRAGMA journal_mode=WAL")  # writes the header: the page size is now fixed
+    old.close()
+    with Engine.open(ws) as engine:
+        engine.agents.create("ada")
+        with engine.db.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA page_size").scalar() == 4096
+        assert engine.agents.get("ada").name == "ada"
 
 
 def test_reopen_is_a_noop(make_engine: Callable[..., Any]) -> None:

@@ -6,6 +6,7 @@ import random
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from goclaw.retrieval.index import Doc, SearchIndex
 
@@ -81,3 +82,16 @@ def test_bulk_vectors_of_every_form_are_normalised_in_place() -> None:
     )
     assert odd.has_vec[: odd.n].tolist() == [True, True, False]
     np.testing.assert_allclose(odd.vec[: odd.n], [[1, 0, 0], [0, 1, 0], [0, 0, 0]], rtol=1e-6)
+
+
+def test_reading_an_unknown_term_never_grows_the_vocabulary() -> None:
+    """The bulk load numbers new terms through ``Vocab.__missing__``; outside it, ``vocab[t]``
+    for an unknown term is a plain ``KeyError`` (a read must not add a term)."""
+    idx = SearchIndex()
+    idx.upsert([Doc(1, "", ["alpha", "beta", "alpha"]), Doc(2, "", ["gamma"])])
+    assert list(idx.vocab) == ["alpha", "beta", "gamma"]
+    with pytest.raises(KeyError):
+        idx.vocab["delta"]
+    assert "delta" not in idx.vocab and len(idx.vocab) == 3
+    idx.upsert([Doc(3, "", ["delta", "alpha"])])
+    assert idx.vocab["delta"] == 3

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -87,14 +87,30 @@ def _counted(keys: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int
 
 
 class Vocab(dict[str, int]):
-    """Term -> term id. Reading a term that is not there with ``[]`` numbers it (the next id),
-    so one pass over a bulk load's term occurrences maps them to ids and numbers the new terms
-    in order of first sight (ids are the insertion order: ``list(vocab)[tid]`` is the term).
-    Look-ups that must not add a term use ``get`` or ``in``."""
+    """Term -> term id (ids are the insertion order: ``list(vocab)[tid]`` is the term).
+
+    Inside :meth:`numbering`, reading a term that is not there with ``[]`` numbers it (the next
+    id), so one C-speed pass over a bulk load's term occurrences maps them to ids and numbers the
+    new terms in order of first sight. Outside it an unknown term raises ``KeyError`` like any
+    dict: a read can never grow the vocabulary by accident."""
+
+    _numbering = False
 
     def __missing__(self, term: str) -> int:
+        if not self._numbering:
+            raise KeyError(term)
         tid = self[term] = len(self)
         return tid
+
+    @contextlib.contextmanager
+    def numbering(self) -> Iterator[None]:
+        """Unknown terms read with ``[]`` are added while this is open (one writer at a time:
+        the index's own lock)."""
+        self._numbering = True
+        try:
+            yield
+        finally:
+            self._numbering = False
 
 
 def _normalise_rows(block: NDArray[np.float32], step: int = 4096) -> NDArray[np.bool_]:
@@ -199,11 +215,12 @@ class SearchIndex:
         self.n_alive += count
         self.total_len += float(lens.sum())
         # One pass: each occurrence to its term id, new terms numbered as first seen.
-        tids = np.fromiter(
-            map(self.vocab.__getitem__, itertools.chain.from_iterable(d.terms for d in docs)),
-            dtype=np.int64,
-            count=int(lens.sum()),
-        )
+        with self.vocab.numbering():
+            tids = np.fromiter(
+                map(self.vocab.__getitem__, itertools.chain.from_iterable(d.terms for d in docs)),
+                dtype=np.int64,
+                count=int(lens.sum()),
+            )
         self.fwd.append(tids, lens)
         if len(tids):
             owner = np.repeat(slots, lens)

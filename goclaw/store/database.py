@@ -103,6 +103,11 @@ class Database:
                 # for SAVEPOINT and for BEGIN IMMEDIATE), then set the pragmas.
                 dbapi_conn.isolation_level = None
                 cur = dbapi_conn.cursor()
+                # 8 KB pages for a new database (a no-op on an existing one): a memory chunk row
+                # (text, terms, vector) is ~2.2 KB, so a 4 KB page holds one; at 100k chunks the
+                # table is 259 MB instead of 395 MB and indexing spends less time writing pages.
+                # Must come before WAL mode, which writes the header.
+                cur.execute("PRAGMA page_size=8192")
                 try:
                     cur.execute("PRAGMA journal_mode=WAL")
                 except Exception:  # read-only media: keep going, reads still work
