@@ -188,3 +188,17 @@ def test_the_candidate_pool_is_only_asked_for_when_something_reads_it(make_engin
     plugins = {"memory": {"rerank": "none", **pool}}
     other = make_engine(extra_plugins=[("reverser", Reverser())], plugins=plugins)
     assert asked(other) == 50
+
+
+def test_decay_reads_the_whole_candidate_pool(make_engine: Any) -> None:
+    """Decay re-sorts the candidates before the cut, so it reads the reranker's pool like a
+    reranker or MMR: a recent note that fusion ranks below 3 x limit still rises to the top
+    (with a 3 x limit pool it was never a candidate)."""
+    eng, root = _engine(make_engine, decay=True, rerank_candidates=20)
+    for day in range(1, 6):  # five old notes that match the query better than the new one
+        body = f"Note {day}\n\nKestrel gateway rollback, Kestrel gateway.\n"
+        write(root, f"memory/2020-01-0{day}.md", body)
+    write(root, "memory/2026-01-10.md", "Recent\n\nThe Kestrel proxy was moved to another rack today.\n")
+    eng.memory.index("ada")
+    hits = eng.memory.search("Kestrel gateway rollback", "ada", limit=1)
+    assert _paths(hits) == ["memory/2026-01-10.md"]

@@ -211,10 +211,11 @@ class MemoryService:
         return SearchResponse(hits, used, notes)
 
     def _reranks(self) -> bool:
-        """Whether anything will read a reranker's pool of candidates: the built-in reranker,
-        MMR, or another plugin's ``goclaw_memory_rerank`` (this plugin's own is one of them)."""
+        """Whether anything will read a reranker's pool of candidates: temporal decay (it
+        re-sorts them all before the cut), the built-in reranker, MMR, or another plugin's
+        ``goclaw_memory_rerank`` (this plugin's own is one of them)."""
         cfg = self.settings
-        if cfg.rerank != "none" or cfg.mmr:
+        if cfg.rerank != "none" or cfg.mmr or cfg.decay:
             return True
         return len(self.engine.hooks.manager.pm.hook.goclaw_memory_rerank.get_hookimpls()) > 1
 
