@@ -66,3 +66,24 @@ def test_newlines_are_written_as_given(tmp_path: Path) -> None:
     target = tmp_path / "a.md"
     atomic_write_text(target, "one\r\ntwo\n")
     assert target.read_bytes() == b"one\r\ntwo\n"
+
+
+def test_a_failure_before_writing_closes_the_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Setting the temp file's permissions can fail (a file system without them): the error
+    reaches the caller, and neither the temp file nor its descriptor is left behind."""
+    target = tmp_path / "MEMORY.md"
+    target.write_text("old\n", encoding="utf-8")
+
+    def refuse(fd: int, mode: int) -> None:
+        raise PermissionError("operation not permitted")
+
+    monkeypatch.setattr(os, "fchmod", refuse)
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(5):
+        with pytest.raises(PermissionError):
+            atomic_write_text(target, "new\n")
+    assert len(os.listdir("/proc/self/fd")) == before
+    assert target.read_text(encoding="utf-8") == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["MEMORY.md"]
