@@ -145,3 +145,29 @@ def test_top_slots_ties_at_the_cut_resolve_by_slot() -> None:
         expected = sorted((i for i in range(200) if scores[i] > 0), key=lambda i: (-scores[i], i))[:5]
         assert top_slots(scores, None, 5).tolist() == expected
         assert [s.slot for s in fuse(scores, None, None, limit=5)] == expected
+
+
+def test_overlapping_one_thread_limits_restore_blas_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two searches in different threads overlapping on a busy machine (each limits BLAS to one
+    thread for its product): once both are done BLAS has its threads back. With a limit per
+    search, the second saved "one thread" as the original and restored it last, so BLAS kept
+    one thread for the process's life, idle machine or not."""
+    from threadpoolctl import threadpool_info
+
+    from goclaw.retrieval import index
+
+    def blas() -> list[int]:
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    original = blas()
+    if not original or max(original) < 2:
+        pytest.skip("BLAS runs one thread here: nothing to restore")
+    monkeypatch.setattr(index, "_machine_idle", lambda: False)
+    first, second = index._blas_threads(), index._blas_threads()
+    first.__enter__()
+    second.__enter__()
+    assert max(blas()) == 1
+    first.__exit__(None, None, None)  # the first search ends while the second still runs
+    assert max(blas()) == 1  # ... and keeps its one thread
+    second.__exit__(None, None, None)
+    assert blas() == original

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -69,7 +70,31 @@ def _blas_threads() -> Any:
             _controller = False
     if not _controller:
         return contextlib.nullcontext()
-    return _controller.limit(limits=1, user_api="blas")
+    return _one_blas_thread()
+
+
+_blas_lock = threading.Lock()
+_blas_users = 0  # products under way with BLAS limited to one thread
+_blas_limit: Any = None
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """BLAS limited to one thread while any search's product needs it (the limit is process-wide:
+    the first in sets it, the last out restores the original)."""
+    global _blas_users, _blas_limit
+    with _blas_lock:
+        if not _blas_users:
+            _blas_limit = _controller.limit(limits=1, user_api="blas")
+        _blas_users += 1
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_users -= 1
+            if not _blas_users:
+                _blas_limit.restore_original_limits()
+                _blas_limit = None
 
 
 def _counted(keys: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
