@@ -171,3 +171,13 @@ def test_overlapping_one_thread_limits_restore_blas_threads(monkeypatch: pytest.
     assert max(blas()) == 1  # ... and keeps its one thread
     second.__exit__(None, None, None)
     assert blas() == original
+
+
+def test_scope_mask_with_a_repeated_scope_keeps_other_scopes_out() -> None:
+    """Scopes asked for twice (``("", "")``) count once: with as many codes as the index has
+    scopes the mask took them for "every scope" and let another user's private chunks in."""
+    idx = SearchIndex(0)
+    idx.upsert([Doc(1, "", ["kestrel"], None, 1), Doc(2, "alice", ["kestrel"], None, 2)])
+    mask = idx.scope_mask(("", ""))
+    assert mask is not None and mask.tolist() == [True, False]
+    assert idx.scope_mask(("alice", "", "alice")).tolist() == [True, True]  # type: ignore[union-attr]

@@ -394,7 +394,7 @@ class SearchIndex:
         alive = self.alive[: self.n]
         if scopes is None:
             return alive
-        codes = [self.scopes[s] for s in scopes if s in self.scopes]
+        codes = list({self.scopes[s] for s in scopes if s in self.scopes})  # a repeat counts once
         if not codes:
             return np.zeros(self.n, dtype=np.bool_)
         if len(codes) == len(self.scopes):
