@@ -242,3 +242,24 @@ def test_pg_vectors_decodes_pgvector_binary_form() -> None:
     mixed = pg_vectors([binary(a), binary(c)])
     np.testing.assert_array_equal(mixed[1], np.asarray(c, dtype=np.float32))
     assert pg_vectors([None, None]) == [None, None] and pg_vectors([]) == []
+
+
+def test_the_direct_connection_does_not_keep_an_unclosed_engine_alive(
+    pg_schema_url: str, workspace: Path
+) -> None:
+    """An engine dropped without ``close()`` after a direct read is freed, its connection closed: the
+    direct connection, a value of a dictionary weakly keyed by its engine, held the engine
+    strongly, so the entry (engine, pool, connection) lived as long as the process."""
+    import gc
+    import weakref
+
+    from goclaw_memory import pg_direct
+
+    eng = _open(workspace, pg_schema_url)
+    assert pg_direct.direct(eng).query("SELECT 1", ()) == [(1,)]
+    conn = pg_direct.direct(eng)._conn
+    gone = weakref.ref(eng)
+    del eng
+    gc.collect()
+    assert gone() is None
+    assert conn.closed

@@ -29,14 +29,19 @@ class DirectConnection:
     """An autocommit connection to the engine's PostgreSQL database (see the module docstring)."""
 
     def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+        # Weakly: this is the value of a dictionary weakly keyed by the engine, and a strong
+        # reference would keep an engine dropped without close() (and its pool) alive for good.
+        self._engine = weakref.ref(engine)
         self._conn: Any = None
         self._lock = threading.Lock()
 
     def _connect(self) -> Any:
         import psycopg
 
-        sa = self.engine.db.engine
+        engine = self._engine()
+        if engine is None:
+            raise StoreError("the engine of this connection was closed")
+        sa = engine.db.engine
         cargs, cparams = sa.dialect.create_connect_args(sa.url)
         return psycopg.connect(*cargs, **cparams, autocommit=True)
 
@@ -67,9 +72,10 @@ class DirectConnection:
                 pass
 
     def close(self) -> None:
+        engine = self._engine()
         with _LOCK:
-            if _DIRECT.get(self.engine) is self:
-                del _DIRECT[self.engine]
+            if engine is not None and _DIRECT.get(engine) is self:
+                del _DIRECT[engine]
         with self._lock:
             self._drop()
 
@@ -81,4 +87,5 @@ def direct(engine: Engine) -> DirectConnection:
         if conn is None:
             conn = _DIRECT[engine] = DirectConnection(engine)
             engine.on_close(conn.close)
+            weakref.finalize(engine, conn.close)  # dropped without close(): close it anyway
         return conn
