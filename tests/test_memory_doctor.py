@@ -241,6 +241,24 @@ def test_saved_index_missing_behind_and_current(
     assert check.status == "info" and "(4 chunks) is behind the database (5 chunks)" in check.message
 
 
+@pytest.mark.parametrize("meta", ["[]", '{"space": 7}', "n_alive"])
+def test_a_saved_index_with_a_damaged_meta_is_reported_not_a_traceback(
+    make_engine: Any, workspace: Path, backend: str, meta: str
+) -> None:
+    """meta.json that is JSON but not the index's (a list, a number where a list goes): the
+    check says the saved index is unreadable; it raised AttributeError / TypeError / ValueError."""
+    if backend != "postgresql":
+        pytest.skip("the inprocess backend's saved index (the default on PostgreSQL)")
+    eng = _setup(make_engine, workspace)
+    (folder,) = (workspace / ".goclaw" / "memory-index").glob("*/*.idx")
+    if meta == "n_alive":  # the real meta, one count damaged
+        real = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+        meta = json.dumps(real | {"n_alive": "many"})
+    (folder / "meta.json").write_text(meta, encoding="utf-8")
+    check = _by(run_doctor(eng), "saved-index")
+    assert check.status == "warning" and check.message.startswith("saved index unreadable")
+
+
 def test_watcher_status(make_engine: Any, workspace: Path, backend: str) -> None:
     if backend != "sqlite":
         pytest.skip("same on both databases")

@@ -192,11 +192,12 @@ def check_saved_index(engine: Engine, agent: Any, conn: Any, path: Path, space: 
         )
     try:
         meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        saved_space = tuple(meta["space"]) if meta.get("space") else None
+        indexed = int(meta.get("n_alive", 0))
+    except (OSError, ValueError, TypeError, AttributeError) as exc:  # AttributeError: not an object
         return Check(
             "saved-index", "warning", f"saved index unreadable ({exc}): rebuilt", fix, agent.name, details
         )
-    saved_space = tuple(meta["space"]) if meta.get("space") else None
     stale = []
     if meta.get("tokenizer") != default_tokenizer().version:
         stale.append("another tokenizer")
@@ -212,7 +213,7 @@ def check_saved_index(engine: Engine, agent: Any, conn: Any, path: Path, space: 
             agent.name,
             details,
         )
-    details["indexed"] = int(meta.get("n_alive", 0))
+    details["indexed"] = indexed
     if str(meta.get("token", "")) != token:
         return Check(
             "saved-index",
