@@ -165,6 +165,8 @@ def test_the_candidate_pool_is_only_asked_for_when_something_reads_it(make_engin
     3 x limit candidates, not the reranker's pool; the pool is asked for as soon as the built-in
     reranker, MMR or another plugin's reranker will read it."""
 
+    terms: list[Any] = []
+
     def asked(eng: Any) -> int:
         seen: list[int] = []
         backend = eng.memory.backend
@@ -172,7 +174,9 @@ def test_the_candidate_pool_is_only_asked_for_when_something_reads_it(make_engin
 
         def spy(query: Any) -> Any:
             seen.append(query.candidates)
-            return real(query)
+            result = real(query)
+            terms.append((query.rerank_terms, [r.terms for r in (result.rows or {}).values()]))
+            return result
 
         backend.search = spy
         eng.memory.search("Kestrel gateway", "ada", limit=4)
@@ -182,8 +186,11 @@ def test_the_candidate_pool_is_only_asked_for_when_something_reads_it(make_engin
     _three_notes(root)
     eng.memory.index("ada")
     assert asked(eng) == 12
+    # nothing reranks: no terms asked for, and the SQLite backend looks none up
+    assert terms[-1][0] is False and terms[-1][1] and all(t is None for t in terms[-1][1])
     pool = {"rerank_candidates": 50}
     assert asked(make_engine(plugins={"memory": {"rerank": "overlap", **pool}})) == 50
+    assert terms[-1][0] is True and any(t for t in terms[-1][1])  # the reranker reads them
     assert asked(make_engine(plugins={"memory": {"rerank": "none", "mmr": True, **pool}})) == 50
     plugins = {"memory": {"rerank": "none", **pool}}
     other = make_engine(extra_plugins=[("reverser", Reverser())], plugins=plugins)

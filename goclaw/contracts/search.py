@@ -65,6 +65,9 @@ class SearchQuery:
     # Fused chunks to return, best first: the caller asks for more than it shows, to
     # de-duplicate and rerank them. 0 means 3 × limit (what backends returned before).
     candidates: int = 0
+    # Whether a reranker will read the results' terms (``ChunkRow.terms``): when False a
+    # backend may leave them out (``None``) and skip the work of finding them.
+    rerank_terms: bool = True
 
     @property
     def wanted(self) -> int:

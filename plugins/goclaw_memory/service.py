@@ -187,6 +187,7 @@ class MemoryService:
         qvec, space = self._query_vector(query, channel, used, notes)
         hits: list[MemoryHit] = []
         if used:
+            reranks = self._reranks()
             request = SearchQuery(
                 agent_id=a.id,
                 users=users,
@@ -197,7 +198,8 @@ class MemoryService:
                 limit=limit,
                 channel=channel,
                 fusion=FusionSettings(cfg.fusion, cfg.text_weight, cfg.vector_weight, cfg.user_boost),
-                candidates=max(3 * limit, cfg.rerank_candidates) if self._reranks() else 3 * limit,
+                candidates=max(3 * limit, cfg.rerank_candidates) if reranks else 3 * limit,
+                rerank_terms=reranks,
             )
             hits = _backend_hits(backend, request, notes)
         if include_extra and query.strip():

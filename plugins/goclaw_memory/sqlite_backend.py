@@ -310,9 +310,15 @@ class SQLiteSearchBackend(SearchBackend):
             chunks = [ScoredChunk(int(ids[s.slot]), s.score, s.lexical, s.vector) for s in scored]
             # The query terms' positions in each result, from the forward index: the reranker
             # reads proximity from them instead of tokenising the rows' text.
-            found = idx.positions([s.slot for s in scored], query.terms) if query.terms else None
+            found = (
+                idx.positions([s.slot for s in scored], query.terms)
+                if query.terms and query.rerank_terms
+                else None
+            )
         ids = [c.id for c in chunks]
-        rows = self._rows(query.agent_id, ids, None if found is None else dict(zip(ids, found, strict=True)))
+        # Positions when found; none at all ({}: no "lex" read) when no reranker wants terms.
+        positions = dict(zip(ids, found, strict=True)) if found is not None else None
+        rows = self._rows(query.agent_id, ids, {} if not query.rerank_terms else positions)
         return SearchResult(chunks, notes, rows)
 
     def open(self, source: IndexSource) -> None:
