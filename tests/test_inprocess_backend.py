@@ -189,3 +189,40 @@ def test_a_catch_up_pauses_the_cyclic_garbage_collector(
     assert gc.isenabled()
     assert eng.memory.search("harbor fact 1", "ada")
     assert seen == [False] and gc.isenabled()
+
+
+def test_a_saved_copy_replaced_by_another_process_is_not_searched(
+    make_engine: Any,
+    plugin: Any,  # noqa: F811 - the suite's fixture
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Between this process's save and its switch to the saved copy, another process may
+    replace the saved index with one of another version (its content older or newer than
+    what was built here): the built copy stays, or the search would answer from that content
+    while trusting this process's version token (an older copy: chunks missing until the
+    next write)."""
+    import json
+
+    import numpy as np
+
+    import goclaw_memory.inprocess_backend as ib
+    from goclaw_memory.sqlite_backend import SQLiteSearchBackend
+
+    eng = _indexed(make_engine(extra_plugins=[("testemb", plugin)]), [f"harbor fact {i}" for i in range(7)])
+    agent = eng.agents.get("ada").id
+    eng.memory.backend.invalidate(agent)
+    monkeypatch.setattr(ib, "SAVE_DELTA", 5)  # 7 chunks count as a large build
+    real_save = SQLiteSearchBackend.save
+
+    def save_then_replaced(self: Any, agent_id: str) -> Any:
+        path = real_save(self, agent_id)
+        if path is not None:  # another process's save lands right after this one
+            meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+            (path / "meta.json").write_text(json.dumps(meta | {"token": "another"}), encoding="utf-8")
+        return path
+
+    monkeypatch.setattr(SQLiteSearchBackend, "save", save_then_replaced)
+    assert eng.memory.search("harbor fact 3", "ada")[0].path == "memory/n3.md"
+    index = eng.memory.backend._states[agent].index
+    assert not isinstance(index.vec.base, np.memmap)  # the copy built here
+    assert index.meta["token"] != "another"
