@@ -7,7 +7,7 @@ its results equal the SQLite backend's exact ones on the same files."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,18 +34,7 @@ for _name in dir(suite):
         globals()[_name] = _on_sqlite(getattr(suite, _name))
 
 
-@pytest.fixture(autouse=True)
-def inprocess_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("GOCLAW_PLUGINS__MEMORY__BACKEND", "inprocess")
-    yield
-
-
-@pytest.fixture
-def eng(make_engine: Any, plugin: Any) -> Any:  # noqa: F811 - the suite's fixture, checked
-    e = make_engine(extra_plugins=[("testemb", plugin)])
-    e.agents.create("ada")
-    assert e.memory.backend.name == "inprocess"
-    return e
+select_backend, eng = suite.backend_fixtures("inprocess")
 
 
 def _indexed(eng: Any, lines: list[str]) -> Any:

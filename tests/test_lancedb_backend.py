@@ -7,8 +7,6 @@ workspace database. Only the test of the SQLite backend's own in-memory index is
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 pytest.importorskip("lancedb")
@@ -23,14 +21,4 @@ for _name in dir(suite):
         globals()[_name] = getattr(suite, _name)
 
 
-@pytest.fixture(autouse=True)
-def lancedb_backend(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GOCLAW_PLUGINS__MEMORY__BACKEND", "lancedb")
-
-
-@pytest.fixture
-def eng(make_engine: Any, plugin: Any) -> Any:  # noqa: F811 - the suite's fixture, checked
-    e = make_engine(extra_plugins=[("testemb", plugin)])
-    e.agents.create("ada")
-    assert e.memory.backend.name == "lancedb"
-    return e
+select_backend, eng = suite.backend_fixtures("lancedb")

@@ -5,7 +5,6 @@ HNSW build and binary vectors."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,18 +31,7 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.fixture(autouse=True)
-def postgresql_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("GOCLAW_PLUGINS__MEMORY__BACKEND", "postgresql")
-    yield
-
-
-@pytest.fixture
-def eng(make_engine: Any, plugin: Any) -> Any:  # noqa: F811 - the suite's fixture, checked
-    e = make_engine(extra_plugins=[("testemb", plugin)])
-    e.agents.create("ada")
-    assert e.memory.backend.name == "postgresql"
-    return e
+select_backend, eng = suite.backend_fixtures("postgresql")
 
 
 @pytest.fixture

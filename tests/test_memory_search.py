@@ -26,6 +26,26 @@ FILLER = [
 ]
 
 
+def backend_fixtures(name: str) -> tuple[Any, Any]:
+    """For a module that runs this suite with another search backend: an autouse fixture that
+    selects ``[plugins.memory] backend = name`` (through the environment, so the CLI tests
+    select it too) and the suite's ``eng`` fixture, checked to use that backend.
+    ``select_backend, eng = backend_fixtures("lancedb")`` at module level."""
+
+    @pytest.fixture(autouse=True, name=f"{name}_backend")
+    def select_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("GOCLAW_PLUGINS__MEMORY__BACKEND", name)
+
+    @pytest.fixture(name="eng")
+    def eng(make_engine: Any, plugin: Any) -> Any:
+        e = make_engine(extra_plugins=[("testemb", plugin)])
+        e.agents.create("ada")
+        assert e.memory.backend.name == name
+        return e
+
+    return select_backend, eng
+
+
 @pytest.fixture
 def plugin() -> EmbedderPlugin:
     return EmbedderPlugin()
