@@ -58,15 +58,6 @@ class ForwardIndex:
         self.ptr = np.zeros(len(live) + 1, dtype=np.int64)
         np.cumsum(lens[live], out=self.ptr[1:])
 
-    def positions(self, slots: Sequence[int], term_ids: Sequence[int]) -> list[dict[int, list[int]]]:
-        """For each slot, ``{term id: [positions]}`` of the given terms that occur in it."""
-        out: list[dict[int, list[int]]] = [{} for _ in slots]
-        owner, code, offset = self.occurrences(slots, term_ids)
-        ids = [int(t) for t in term_ids]
-        for o, c, p in zip(owner.tolist(), code.tolist(), offset.tolist(), strict=True):
-            out[o].setdefault(ids[c], []).append(p)
-        return out
-
     def occurrences(
         self, slots: Sequence[int], term_ids: Sequence[int]
     ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
