@@ -7,11 +7,22 @@ rollback on return): 0.21 ms for the version token and 1.1 ms for 60 rows at 100
 against 0.03 ms and 0.19 ms here. One connection per engine, shared by threads under a lock
 (each read is well under a millisecond), opened on first use, reopened once if the server
 dropped it, and closed with the engine.
+
+Never waits forever on a hung server: opening the connection gives up after
+``pg_connect_timeout`` seconds, and a read after ``pg_statement_timeout`` (``[plugins.memory]``):
+first the server's own ``statement_timeout`` (a lock held by another transaction, an overloaded
+server), then, a little later, the client stops waiting (a server or network that no longer
+answers at all) and drops the connection. Either way the search fails with a
+:class:`~goclaw.errors.StoreError` that says so, and a thread queued behind the lock gives up
+within the same time instead of waiting for the one in front.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import threading
+import time
 import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -21,6 +32,10 @@ from goclaw.errors import StoreError
 if TYPE_CHECKING:
     from goclaw.engine import Engine
 
+CONNECT_TIMEOUT = 10.0  # seconds; the defaults of [plugins.memory] pg_connect_timeout / ...
+STATEMENT_TIMEOUT = 10.0  # ... pg_statement_timeout
+GRACE = 2.0  # the client waits this much longer than the server's statement_timeout
+
 _DIRECT: weakref.WeakKeyDictionary[Any, DirectConnection] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
@@ -28,7 +43,15 @@ _LOCK = threading.Lock()
 class DirectConnection:
     """An autocommit connection to the engine's PostgreSQL database (see the module docstring)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        statement_timeout: float = STATEMENT_TIMEOUT,
+    ) -> None:
+        self.connect_timeout = connect_timeout
+        self.statement_timeout = statement_timeout
         # Weakly: this is the value of a dictionary weakly keyed by the engine, and a strong
         # reference would keep an engine dropped without close() (and its pool) alive for good.
         self._engine = weakref.ref(engine)
@@ -36,32 +59,62 @@ class DirectConnection:
         self._lock = threading.Lock()
 
     def _connect(self) -> Any:
-        import psycopg
-
         engine = self._engine()
         if engine is None:
             raise StoreError("the engine of this connection was closed")
         sa = engine.db.engine
         cargs, cparams = sa.dialect.create_connect_args(sa.url)
-        return psycopg.connect(*cargs, **cparams, autocommit=True)
+        # libpq counts whole seconds, at least 2; psycopg enforces it on the whole connect.
+        cparams["connect_timeout"] = max(2, math.ceil(self.connect_timeout))
+        conn = _connection_class().connect(*cargs, **cparams, autocommit=True)
+        try:
+            conn.deadline = time.monotonic() + self.statement_timeout + GRACE
+            # set_config, not the URL's "options": those may carry the search_path already.
+            ms = str(max(1, round(self.statement_timeout * 1000)))
+            conn.execute("SELECT set_config('statement_timeout', %s, false)", (ms,))
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     def query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         """Run one read-only statement (``%s`` placeholders) and return its rows."""
         import psycopg
 
-        with self._lock:
+        budget = self.statement_timeout + GRACE
+        if not self._lock.acquire(timeout=budget):  # the read in front of this one is stuck
+            raise self._timed_out()
+        try:
             for attempt in (1, 2):
                 try:
                     if self._conn is None or self._conn.closed:
                         self._conn = self._connect()
+                    self._conn.deadline = time.monotonic() + budget
                     rows: list[tuple[Any, ...]] = self._conn.execute(sql, params).fetchall()
                     return rows
-                except psycopg.OperationalError as exc:  # a dropped connection: reopen once
+                except psycopg.errors.QueryCanceled:  # the server's statement_timeout
+                    raise self._timed_out() from None
+                except psycopg.errors.ConnectionTimeout as exc:
                     self._drop()
-                    if attempt == 2:
-                        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-                        raise StoreError(f"database unreachable: {first}") from None
-        raise AssertionError("unreachable")  # pragma: no cover
+                    raise StoreError(
+                        f"database unreachable: no connection within {self.connect_timeout:g} s "
+                        f"(plugins.memory.pg_connect_timeout): {_first_line(exc)}"
+                    ) from None
+                except psycopg.OperationalError as exc:
+                    self._drop()
+                    if _client_timeout(exc):  # no answer at all: the connection is unusable
+                        raise self._timed_out() from None
+                    if attempt == 2:  # a dropped connection: reopened once above
+                        raise StoreError(f"database unreachable: {_first_line(exc)}") from None
+            raise AssertionError("unreachable")  # pragma: no cover
+        finally:
+            self._lock.release()
+
+    def _timed_out(self) -> StoreError:
+        return StoreError(
+            f"the database did not answer a memory search read within {self.statement_timeout:g} s "
+            "(plugins.memory.pg_statement_timeout)"
+        )
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
@@ -80,12 +133,54 @@ class DirectConnection:
             self._drop()
 
 
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _client_timeout(exc: BaseException) -> bool:
+    import psycopg
+
+    waited = getattr(psycopg.errors, "_WaitTimeout", None)  # what Connection.wait raises
+    return waited is not None and isinstance(exc, waited)
+
+
+@functools.cache
+def _connection_class() -> Any:
+    """A psycopg connection whose every wait for the server ends at ``deadline``: psycopg
+    passes ``timeout`` to :meth:`psycopg.Connection.wait` only for its own waits, so a read
+    would otherwise wait on the socket for as long as the server stays silent."""
+    import inspect
+
+    import psycopg
+
+    class DeadlineConnection(psycopg.Connection[Any]):
+        deadline: float | None = None
+
+        def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
+            if timeout is None and self.deadline is not None:
+                timeout = max(self.deadline - time.monotonic(), 0.001)
+            return super().wait(gen, interval, timeout)
+
+    class ServerTimeoutOnly(psycopg.Connection[Any]):  # a psycopg whose wait() has no timeout
+        deadline: float | None = None
+
+    takes_timeout = "timeout" in inspect.signature(psycopg.Connection.wait).parameters
+    return DeadlineConnection if takes_timeout else ServerTimeoutOnly
+
+
 def direct(engine: Engine) -> DirectConnection:
-    """The engine's :class:`DirectConnection` (created on first use, closed with the engine)."""
+    """The engine's :class:`DirectConnection` (created on first use, closed with the engine),
+    with the timeouts of ``[plugins.memory]``."""
     with _LOCK:
         conn = _DIRECT.get(engine)
         if conn is None:
-            conn = _DIRECT[engine] = DirectConnection(engine)
+            from goclaw.config import settings_or_defaults
+            from goclaw_memory.settings import MemorySettings
+
+            cfg = settings_or_defaults(engine, "memory", MemorySettings)
+            conn = _DIRECT[engine] = DirectConnection(
+                engine, connect_timeout=cfg.pg_connect_timeout, statement_timeout=cfg.pg_statement_timeout
+            )
             engine.on_close(conn.close)
             weakref.finalize(engine, conn.close)  # dropped without close(): close it anyway
         return conn

@@ -76,6 +76,18 @@ class MemorySettings(BaseModel):
         description="backend postgresql: HNSW candidate list per vector search (0 = 4 x candidates, "
         "at least 40); higher finds more of the exact nearest chunks, slower",
     )
+    pg_connect_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        description="backend inprocess on PostgreSQL: seconds to open the connection the searches "
+        "read from (whole seconds, at least 2)",
+    )
+    pg_statement_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        description="backend inprocess on PostgreSQL: seconds a search's read may wait for the "
+        "server (a lock, a hung server); then the search fails with an error instead of waiting",
+    )
     # Post-processing of the fused candidates (issue 11 item 6); defaults chosen by the
     # measurements in docs/memory.md "Diversity, recency and reranking".
     mmr: bool = Field(
