@@ -87,3 +87,56 @@ def test_a_failure_before_writing_closes_the_temp_file(
     assert len(os.listdir("/proc/self/fd")) == before
     assert target.read_text(encoding="utf-8") == "old\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["MEMORY.md"]
+
+
+def test_the_umask_is_read_without_setting_it_and_a_later_change_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading the umask by setting it (os.umask is process-wide) gives a file that another
+    thread creates at that instant the wrong mode; on Linux it is read from /proc instead, never
+    set, and read when the file is written, so a umask the program sets after import counts."""
+    import importlib
+
+    import goclaw.fsutil as fsutil
+
+    calls: list[int] = []
+    real_umask = os.umask
+
+    def spy(mask: int) -> int:
+        calls.append(mask)
+        return real_umask(mask)
+
+    if not Path("/proc/self/status").read_text(encoding="ascii", errors="replace").count("Umask:"):
+        pytest.skip("this kernel reports no Umask in /proc/self/status")
+    previous = real_umask(0o027)
+    try:
+        monkeypatch.setattr(os, "umask", spy)
+        fresh = importlib.reload(fsutil)
+        fresh.atomic_write_text(tmp_path / "new.md", "x")
+        assert calls == []  # neither at import nor at the write
+    finally:
+        real_umask(previous)
+        monkeypatch.undo()
+        importlib.reload(fsutil)
+    assert stat.S_IMODE((tmp_path / "new.md").stat().st_mode) == 0o640
+    # Set after import: the mode follows the umask of the moment.
+    previous = real_umask(0o077)
+    try:
+        atomic_write_text(tmp_path / "later.md", "x")
+    finally:
+        real_umask(previous)
+    assert stat.S_IMODE((tmp_path / "later.md").stat().st_mode) == 0o600
+
+
+def test_without_proc_the_umask_is_still_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the kernel reports no umask (macOS, BSD, old Linux) it falls back to os.umask."""
+    import goclaw.fsutil as fsutil
+
+    monkeypatch.setattr(fsutil, "_STATUS", "/nonexistent/status")
+    assert fsutil._proc_umask() is None
+    previous = os.umask(0o027)
+    try:
+        assert fsutil.current_umask() == 0o027
+        assert os.umask(0o027) == 0o027  # left as it was
+    finally:
+        os.umask(previous)
