@@ -16,7 +16,6 @@ saved (read-only) costs one warning, then every process keeps its index in memor
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,7 +38,6 @@ from goclaw_memory.sqlite_backend import (
 if TYPE_CHECKING:
     from goclaw.engine import Engine
 
-RETRY_SAVE = 600.0  # seconds without save attempts after one failed
 NO_TOKEN = "(none)"  # the version token of an agent whose rows carry none
 _PG_ROWS = (
     "SELECT id, user_id, path, start_line, end_line, text, {lex} FROM memory_chunks "
@@ -59,7 +57,6 @@ class InProcessSearchBackend(SQLiteSearchBackend):
     def __init__(self, engine: Engine) -> None:
         super().__init__(engine)
         self._source: IndexSource | None = None
-        self._no_save_until = 0.0  # a save failed: in memory only until then (one warning)
         if self.snapshot_dir is None:
             # Not SQLite: save the index in the workspace, one folder per database (the URL
             # without its password, hashed). A saved index is only a head start: each search
@@ -96,24 +93,6 @@ class InProcessSearchBackend(SQLiteSearchBackend):
             st.token = token
             if self.save(agent_id) is not None and large:
                 _swap_for_saved(st, path)
-
-    @property
-    def _unsaveable(self) -> bool:
-        return time.monotonic() < self._no_save_until
-
-    def save(self, agent_id: str) -> Path | None:
-        """Save the agent's index; after a failure (a read-only workspace; rarely, another
-        process replacing the same index at that instant) do not try again for
-        :data:`RETRY_SAVE` seconds: the search goes on from memory, each attempt would cost a
-        full write and a warning, and only the next process pays a rebuild."""
-        if self._unsaveable:
-            return None
-        if agent_id not in self._states:
-            return None
-        path = super().save(agent_id)
-        if path is None and self._snapshot(agent_id) is not None:
-            self._no_save_until = time.monotonic() + RETRY_SAVE
-        return path
 
     def apply_changes(self, changes: IndexChanges) -> None:
         """Patch and save as the SQLite backend does; also when the run changed nothing but no

@@ -22,6 +22,7 @@ import logging
 import shutil
 import sqlite3
 import threading
+import time
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ log = logging.getLogger(__name__)
 
 VERSION_WORKER = "goclaw.memory.index"
 SAVE_DELTA = 2_000  # changes since the last save that make an index run save the index
+RETRY_SAVE = 600.0  # seconds without save attempts after one failed
 LOOKUP = 500
 # Chunks read and added to the index at a time when catching up: a first build of 100k chunks
 # holds one batch's term strings, not all of them (they are the bulk of its peak memory).
@@ -124,6 +126,8 @@ class SQLiteSearchBackend(SearchBackend):
         path = engine.db.engine.url.database if engine.db.backend == "sqlite" else None
         self._db_path = path if path and path != ":memory:" and not path.startswith("file:") else None
         self.snapshot_dir = Path(self._db_path + ".index") if self._db_path else None
+        self._no_save_until = 0.0  # a save failed: in memory only until then
+        self._save_failed = False  # warned once; later failures are logged at info
 
     # ------------------------------------------------------------------ connections
     def _conn(self) -> Any:
@@ -257,11 +261,19 @@ class SQLiteSearchBackend(SearchBackend):
         if path is not None and path.exists():
             shutil.rmtree(path, ignore_errors=True)
 
+    @property
+    def _unsaveable(self) -> bool:
+        return time.monotonic() < self._no_save_until
+
     def save(self, agent_id: str) -> Path | None:
-        """Persist the agent's index (when loaded) next to the database."""
+        """Persist the agent's index (when loaded) next to the database. After a failure (a
+        read-only folder; rarely, another process replacing the same index at that instant) do
+        not try again for :data:`RETRY_SAVE` seconds: search goes on from memory, each attempt
+        would cost a full write, and only the next process pays a rebuild. The first failure is
+        a warning, later ones are logged at info."""
         st = self._states.get(agent_id)
         path = self._snapshot(agent_id)
-        if st is None or path is None:
+        if st is None or path is None or self._unsaveable:
             return None
         with st.lock:
             st.index.meta.update(token=st.token, space=list(st.space) if st.space else None)
@@ -269,7 +281,17 @@ class SQLiteSearchBackend(SearchBackend):
             try:
                 st.index.save(path)
             except OSError as exc:  # a read-only folder only costs the next start-up time
-                log.warning("could not save the memory index to %s: %s", path, exc)
+                self._no_save_until = time.monotonic() + RETRY_SAVE
+                level = logging.INFO if self._save_failed else logging.WARNING
+                self._save_failed = True
+                log.log(
+                    level,
+                    "could not save the memory index to %s: %s (searching from memory; next try "
+                    "in %d minutes)",
+                    path,
+                    exc,
+                    RETRY_SAVE // 60,
+                )
                 return None
             st.unsaved = 0
         return path
@@ -395,6 +417,8 @@ class SQLiteSearchBackend(SearchBackend):
             return
         if st is None and path.exists() and len(changes.removed) + len(changes.records) < SAVE_DELTA:
             return  # a reader reconciles this small change cheaply
+        if self._unsaveable:
+            return  # the last save failed: not again before RETRY_SAVE
         if st is None or st.unsaved >= SAVE_DELTA or not path.exists():
             space = changes.space or (st.space if st else None)
             self._state(agent_id, space)
