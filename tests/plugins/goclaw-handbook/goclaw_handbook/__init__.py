@@ -6,7 +6,7 @@ It gives every agent of a team three things, configured in ``[plugins.handbook]`
 2. a skill tier, ``handbook``, that serves the team's shared skills folder (``skills_dir``)
    between the project tier (2) and the personal tier (3);
 3. a memory search backend, ``synonyms``, that expands the team's jargon (``synonyms``)
-   before delegating to the built-in backend of the database in use.
+   before delegating to the default backend of the database in use.
 """
 
 from __future__ import annotations
@@ -88,8 +88,9 @@ class SynonymBackend:
     name = "synonyms"
 
     def __init__(self, engine: Any) -> None:
-        builtin = engine.hooks.search_backends()[engine.db.backend]
-        self.base = builtin(engine)
+        # Wrap what backend = "auto" selects: "sqlite" on SQLite, "inprocess" on PostgreSQL.
+        default = "sqlite" if engine.db.backend == "sqlite" else "inprocess"
+        self.base = engine.hooks.search_backends()[default](engine)
         table = engine.plugin_settings("handbook").synonyms
         self.synonyms = {k.lower(): v for k, v in table.items()}
 
