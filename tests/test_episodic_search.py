@@ -4,7 +4,6 @@ no summary, exact hybrid scores when it has some, the index follows the table, a
 
 from __future__ import annotations
 
-import math
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -47,32 +46,23 @@ def _add(eng: Any, agent: Any, rows: list[tuple[str, str, str]]) -> None:
 
 
 def brute_force(rows: list[Any], user: str | None, query: str, limit: int) -> list[tuple[str, float]]:
-    """The fused score of every summary, written out here: BM25 (k1 1.2, b 0.75, Lucene IDF)
-    over all of the agent's summaries × the share of query terms a summary holds, divided by
-    the best in the caller's scope, × 0.7 + cosine × 0.3 (one channel empty: the other × 1)."""
-    docs = [terms("\n".join([r.summary, r.l0_abstract, " ".join(r.key_topics)])) for r in rows]
-    n, avgdl = len(docs), sum(len(d) for d in docs) / len(docs)
-    q = query_terms(query)
+    """The score of every summary, written out here: the share of the query's distinct terms a
+    summary holds × 0.7 + cosine × 0.3 (a channel with nothing positive in the caller's scope:
+    the other × 1). Not normalised by the best match: absolute."""
+    docs = [set(terms("\n".join([r.summary, r.l0_abstract, " ".join(r.key_topics)]))) for r in rows]
+    q = list(dict.fromkeys(query_terms(query)))
     qv = concept_vector(query)
     scope = {"", user or ""}
     lex, cos = {}, {}
     for r, d in zip(rows, docs, strict=True):
         if r.user_id not in scope:
             continue
-        s, covered = 0.0, 0
-        for t in q:
-            tf = d.count(t)
-            if tf:
-                covered += 1
-                df = sum(1 for other in docs if t in other)
-                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-                s += idf * tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * len(d) / avgdl))
-        lex[r.id] = s * covered / len(q) if q else 0.0
+        lex[r.id] = sum(t in d for t in q) / len(q) if q else 0.0
         cos[r.id] = max(0.0, sum(a * b for a, b in zip(qv, r.embedding.tolist(), strict=True)))
-    best = max(lex.values(), default=0.0)
+    has_lex = any(v > 0 for v in lex.values())
     has_vec = any(v > 0 for v in cos.values())
-    tw, vw = (0.7, 0.3) if best > 0 and has_vec else ((1.0, 0.0) if best > 0 else (0.0, 1.0))
-    fused = {i: (tw * lex[i] / best if best > 0 else 0.0) + vw * cos[i] for i in lex}
+    tw, vw = (0.7, 0.3) if has_lex and has_vec else ((1.0, 0.0) if has_lex else (0.0, 1.0))
+    fused = {i: tw * lex[i] + vw * cos[i] for i in lex}
     ranked = sorted(((i, s) for i, s in fused.items() if s > 0), key=lambda x: -x[1])
     return ranked[:limit]
 
@@ -120,7 +110,9 @@ def test_without_embedder_full_text_alone(make_engine: Any) -> None:
     agent = eng.agents.create("epi")
     _add(eng, agent, SUMMARIES)
     got = eng.service("episodic").search(agent.id, "u1", "refunds for invoices")  # stems match
-    assert [r.source_id for r, _s in got][:2] == ["src-s4", "src-s3"] and got[0][1] == pytest.approx(1.0)
+    # Both hold both terms: text alone (weight 1), all of the query found, whatever the frequency.
+    assert {r.source_id for r, _s in got[:2]} == {"src-s3", "src-s4"}
+    assert [s for _r, s in got[:2]] == pytest.approx([1.0, 1.0]) and all(s < 1.0 for _r, s in got[2:])
     assert eng.service("episodic").search(agent.id, "u1", "vehicle") == []
 
 

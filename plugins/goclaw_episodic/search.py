@@ -14,17 +14,14 @@ Every ``memory_search`` asks this tier too, so its fixed cost matters more than 
   only when the token moves or the earliest expiry passes. Every summary is scored on both
   channels.
 * **PostgreSQL** (:mod:`goclaw_episodic.search_pg`): full text stays in the database
-  (``tsv`` generated from ``lex``, GIN). After the gate (which also reads a change token:
-  count, newest ``created_at``), one statement finds the best candidates of either channel
-  among the caller's summaries (full-text matches pre-ranked by the IDF of the terms they
-  hold; nearest by cosine), reads each candidate's terms and real cosine, and the query
-  terms' document frequencies over the agent's live summaries; the summary count and mean
-  length are cached per change token.
+  (``tsv`` generated from ``lex``, GIN). After the gate, one statement finds the best
+  candidates of either channel among the caller's summaries (full-text matches ranked by how
+  many query terms they hold; nearest by cosine) and reads each candidate's terms and real
+  cosine.
 
-The text score is BM25 × the share of query terms the summary contains (so one shared common
-word does not make a session relevant), fused by :func:`goclaw.retrieval.fusion.fuse` with
-the reference's episodic weights 0.7 (text) / 0.3 (vector); a channel with no hit leaves the
-other at weight 1.0.
+The score is absolute (:mod:`goclaw_episodic.terms`): 0.7 × the share of the query's terms a
+summary holds + 0.3 × its cosine, the reference's episodic weights; a channel with no hit
+leaves the other at weight 1.0.
 """
 
 from __future__ import annotations
@@ -41,12 +38,11 @@ from typing import Any
 
 import numpy as np
 
-from goclaw.retrieval.fusion import fuse
 from goclaw.retrieval.index import Doc, SearchIndex
 from goclaw.retrieval.tokenize import query_terms
 from goclaw.store.types import utcnow
 from goclaw_episodic.search_pg import search_pg
-from goclaw_episodic.terms import TEXT_WEIGHT, VECTOR_WEIGHT, Space, episode_lex, topics
+from goclaw_episodic.terms import Space, coverage, episode_lex, fuse_scores, topics
 
 log = logging.getLogger("goclaw.episodic")
 
@@ -110,7 +106,6 @@ class EpisodicSearch:
         self._states: dict[tuple[str, Space | None], _State] = {}
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._pg_sizes: dict[str, tuple[Any, float, float, Any]] = {}  # agent -> (token, N, avgdl, expiry)
         self.reconciles = 0  # tests read it: how often an index was brought up to date
         self.vector_indexes: set[int] = set()  # PostgreSQL: dimensions whose HNSW index exists
         url = engine.db.engine.url
@@ -222,12 +217,11 @@ class EpisodicSearch:
             if not idx.n_alive:
                 return []
             mask = idx.scope_mask(scope)
-            lexical = _covered_bm25([idx.bm25([t]) for t in query_terms(query)])
+            terms = list(dict.fromkeys(query_terms(query)))
+            lexical = coverage([idx.bm25([t]) > 0 for t in terms])  # dead slots score 0
             vector = idx.cosine(qvec) if qvec is not None and idx.has_vec[: idx.n].any() else None
-            scored = fuse(
-                lexical, vector, mask, limit=limit, text_weight=TEXT_WEIGHT, vector_weight=VECTOR_WEIGHT
-            )
-            return [(st.ids[int(idx.ids[s.slot])], s.score) for s in scored]
+            scored = fuse_scores(lexical, vector, mask, limit)
+            return [(st.ids[int(idx.ids[slot])], score) for slot, score in scored]
 
     def _reconcile(self, agent_id: str, st: _State, now: str) -> None:
         """Bring the agent's index to its unexpired rows: drop what went, add what is new."""
@@ -268,12 +262,3 @@ class EpisodicSearch:
         self, agent_id: str, scope: list[str], query: str, limit: int, vector_query: str | None
     ) -> list[tuple[str, float]]:
         return search_pg(self, agent_id, scope, query, limit, vector_query)
-
-
-def _covered_bm25(per_term: list[Any]) -> Any:
-    """Dense BM25 (the sum of per-term scores) × the share of query terms each slot contains."""
-    if not per_term:
-        return None
-    total = np.sum(per_term, axis=0, dtype=np.float32)
-    covered = np.sum([p > 0 for p in per_term], axis=0, dtype=np.float32)
-    return total * (covered / np.float32(len(per_term)))

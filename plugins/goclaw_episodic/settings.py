@@ -28,7 +28,9 @@ class EpisodicSettings(BaseModel):
     retention_interval_seconds: float = Field(default=6 * 3600.0, gt=0)
     # auto-injection (spec §17)
     auto_inject_enabled: bool = True
-    auto_inject_threshold: float = Field(default=0.3, ge=0, le=1)
+    auto_inject_threshold: float = Field(
+        default=0.6, ge=0, le=1, description="episodic summaries: score needed (docs/consolidation.md)"
+    )
     auto_inject_max_tokens: int = Field(default=200, ge=0)
     auto_inject_max_items: int = Field(default=5, ge=1)
     auto_inject_document_threshold: float = Field(
