@@ -134,7 +134,8 @@ def test_the_document_threshold_is_a_setting(eng: Any) -> None:
 def test_false_injections_on_the_labelled_unanswerable_questions(workspace: Path) -> None:
     """The shipped labelled set (examples/quickstart/eval): at the default thresholds few
     unanswerable questions inject anything, and many answerable ones inject their evidence
-    (measured: 6 of 24 and 38 of 149 at 0.75, docs/memory.md; the bounds leave room for noise)."""
+    (measured: 5 of 24 and 61 of 149, docs/memory.md; the bounds leave room for noise). Gated
+    by the fused score instead (its best threshold, 0.75): 6 of 24 and 38 of 149."""
     import shutil
 
     from goclaw.engine import Engine
@@ -159,8 +160,8 @@ def test_false_injections_on_the_labelled_unanswerable_questions(workspace: Path
                 f"- {a.path}#L" in text for e in q.expect for a in (e.any_of or (e,)) if a.path
             ):
                 right += 1
-    assert false <= 8, false
-    assert right >= 30, right
+    assert false <= 7, false
+    assert right >= 50, right
 
 
 def test_episodic_false_injections_on_the_labelled_questions(make_engine: Any) -> None:

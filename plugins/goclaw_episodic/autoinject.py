@@ -5,11 +5,17 @@ retrieval as ``memory_search`` (issue 11 item 6): the memory service's hybrid se
 memory files (``engine.memory.search_response``, full text + vectors, with its decay, reranker
 and MMR settings) plus the extra tiers the service merges in (``goclaw_memory_search_extra``:
 the episodic summaries), so a summary or a note related to the message can be injected.
-Trivial messages (greetings, "ok thanks") are skipped. An episodic summary is injected as its
-L0 abstract with its ``memory_expand`` id when it scores at least ``auto_inject_threshold``
-(0.3, the spec's, on the episodic scale); a memory-file chunk as ``path#La-b: text`` (clipped)
-when it scores at least ``auto_inject_document_threshold`` (0.75, on the fused scale, chosen
-from the labelled set's unanswerable-vs-answered score distributions, docs/memory.md). Best
+Trivial messages (greetings, "ok thanks") are skipped.
+
+Whether a hit is injected is decided on one absolute scale for both tiers
+(:mod:`goclaw_episodic.terms`): 0.7 × the share of the message's terms the hit holds + 0.3 × its
+cosine (the cosine alone when no hit holds any of its terms, so a match in meaning only can be
+injected). The search's own scores rank, but do not say whether anything answers: the memory
+fusion divides BM25 by the query's best match, so the best hit of any message sharing a word
+scores high. An episodic summary is injected as its L0 abstract with its ``memory_expand`` id
+when it scores at least ``auto_inject_threshold`` (0.6); a memory-file chunk as
+``path#La-b: text`` (clipped) when it scores at least ``auto_inject_document_threshold`` (0.6);
+both chosen on the labelled quick-start set (docs/memory.md, docs/consolidation.md). Best
 first, at most ``auto_inject_max_items`` (5); the whole section is held to
 ``auto_inject_max_tokens`` (200 tokens = 800 characters, DECISIONS.md units) — the Go code
 declares but never enforces that cap; we do. Per agent (``agents.settings``) with the plugin
@@ -22,12 +28,17 @@ directly, with the last user turns as context for its vector query.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from goclaw.nlp.sentences import clip
+from goclaw.retrieval.tokenize import query_terms, terms
 from goclaw.wrappers import neutralise
 from goclaw_episodic.settings import agent_setting, settings_of
 from goclaw_episodic.store import EpisodicStore
+from goclaw_episodic.terms import coverage, fuse_scores
 from goclaw_episodic.text import is_trivial
 
 log = logging.getLogger("goclaw.episodic")
@@ -105,18 +116,46 @@ def recalled(
     docs = engine.memory.search_response(message, agent, user or None, limit=limit, include_extra=False).hits
     extra = engine.hooks.memory_search_extra(engine, message, agent, user or None, limit)
     scored: list[tuple[float, int, str, str]] = []
-    for i, hit in enumerate(docs):
-        if float(hit.score) >= doc_threshold:
+    for i, (hit, score) in enumerate(zip(docs, answer_scores(message, docs), strict=True)):
+        if score >= doc_threshold:
             snippet = clip(" ".join(str(hit.snippet or "").split()), DOCUMENT_CHARS)
-            scored.append(
-                (float(hit.score), i, f"{hit.path}#L{hit.start_line}-{hit.end_line}: {snippet}", "")
-            )
+            scored.append((score, i, f"{hit.path}#L{hit.start_line}-{hit.end_line}: {snippet}", ""))
     for i, xhit in enumerate(extra):
         if float(xhit.score) >= threshold:
             suffix = _expand(xhit.id) if xhit.tier == "episodic" else ""
             scored.append((float(xhit.score), len(docs) + i, clip(str(xhit.text or ""), 500), suffix))
     scored.sort(key=lambda s: (-s[0], s[1]))
     return [(body, suffix) for _score, _i, body, suffix in scored]
+
+
+def answer_scores(message: str, hits: Sequence[Any]) -> list[float]:
+    """Each memory-file hit's score on the episodic tier's absolute scale: 0.7 × the share of
+    the message's distinct terms it holds + 0.3 × its cosine (``channels["vector"]``); the
+    cosine alone when no hit holds any of the terms, the share alone without vectors."""
+    if not hits:
+        return []
+    wanted = list(dict.fromkeys(query_terms(message)))
+    held = [_hit_terms(h) for h in hits]
+    lexical = coverage([[t in h for h in held] for t in wanted])
+    cosines = [(getattr(h, "channels", None) or {}).get("vector") for h in hits]
+    vector = None
+    if any(c is not None for c in cosines):
+        vector = np.asarray([c or 0.0 for c in cosines], dtype=np.float32)
+    out = [0.0] * len(hits)
+    for slot, score in fuse_scores(lexical, vector, None, len(hits)):
+        out[slot] = score
+    return out
+
+
+def _hit_terms(hit: Any) -> set[str] | Mapping[str, Any]:
+    """The retrieval terms a hit holds: its backend's (the query terms' positions, or all of
+    its terms), else its snippet's, tokenised."""
+    found = getattr(hit, "terms", None)
+    if isinstance(found, Mapping):
+        return found
+    if found is not None:
+        return set(found)
+    return set(terms(str(getattr(hit, "snippet", "") or "")))
 
 
 def _expand(episodic_id: Any) -> str:

@@ -34,7 +34,7 @@ class EpisodicSettings(BaseModel):
     auto_inject_max_tokens: int = Field(default=200, ge=0)
     auto_inject_max_items: int = Field(default=5, ge=1)
     auto_inject_document_threshold: float = Field(
-        default=0.75, ge=0, description="memory-file hits: fused score needed (docs/memory.md)"
+        default=0.6, ge=0, le=1, description="memory-file hits: score needed (docs/memory.md)"
     )
     # dreaming (DECISIONS.md)
     dreaming_enabled: bool = True
