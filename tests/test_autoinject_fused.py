@@ -201,3 +201,28 @@ def test_episodic_false_injections_on_the_labelled_questions(make_engine: Any) -
     assert answerable > 90
     assert false <= 6, false
     assert right >= 35, right
+
+
+def test_memory_files_keep_the_search_order_and_tiers_interleave(eng: Any, monkeypatch: Any) -> None:
+    """A memory-file hit is gated by its absolute score but placed by the search's ranking (the
+    better ranker: BM25, proximity); an episodic hit goes in by its score against the next
+    memory-file hit's."""
+    from types import SimpleNamespace
+
+    from goclaw.retrieval.tokenize import query_terms
+    from goclaw_episodic import autoinject
+    from goclaw_memory.hybrid import MemoryHit
+
+    def hit(path: str, score: float, cosine: float) -> MemoryHit:
+        return MemoryHit(path, 1, 2, score, "agent", f"text of {path}", channels={"vector": cosine})
+
+    message = "Which Acme invoice was sent twice?"
+    held = {t: [0] for t in query_terms(message)}
+    first, second = hit("memory/a.md", 0.9, 0.5), hit("memory/b.md", 0.8, 0.9)
+    first.terms = second.terms = held  # both hold every term: absolute 0.85 and 0.97
+    found = SimpleNamespace(hits=[first, second], used=[], notes=[])
+    monkeypatch.setattr(eng.memory, "search_response", lambda *a, **k: found)
+    episode = SimpleNamespace(score=0.9, text="an episode", tier="episodic", id="e1")
+    monkeypatch.setattr(eng.hooks, "memory_search_extra", lambda *a, **k: [episode])
+    got = autoinject.recalled(eng, eng.agents.get("ada"), "", message, None, 5)
+    assert [body.split(":")[0] for body, _s in got] == ["an episode", "memory/a.md#L1-2", "memory/b.md#L1-2"]

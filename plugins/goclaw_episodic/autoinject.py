@@ -15,8 +15,9 @@ fusion divides BM25 by the query's best match, so the best hit of any message sh
 scores high. An episodic summary is injected as its L0 abstract with its ``memory_expand`` id
 when it scores at least ``auto_inject_threshold`` (0.6); a memory-file chunk as
 ``path#La-b: text`` (clipped) when it scores at least ``auto_inject_document_threshold`` (0.6);
-both chosen on the labelled quick-start set (docs/memory.md, docs/consolidation.md). Best
-first, at most ``auto_inject_max_items`` (5); the whole section is held to
+both chosen on the labelled quick-start set (docs/memory.md, docs/consolidation.md). Memory
+files keep the search's order (it ranks better than the absolute score), episodic summaries
+theirs, and the two are interleaved by the absolute score of each one's next hit; at most ``auto_inject_max_items`` (5); the whole section is held to
 ``auto_inject_max_tokens`` (200 tokens = 800 characters, DECISIONS.md units) — the Go code
 declares but never enforces that cap; we do. Per agent (``agents.settings``) with the plugin
 defaults.
@@ -115,17 +116,40 @@ def recalled(
     limit = max_items * 2
     docs = engine.memory.search_response(message, agent, user or None, limit=limit, include_extra=False).hits
     extra = engine.hooks.memory_search_extra(engine, message, agent, user or None, limit)
-    scored: list[tuple[float, int, str, str]] = []
-    for i, (hit, score) in enumerate(zip(docs, answer_scores(message, docs), strict=True)):
-        if score >= doc_threshold:
-            snippet = clip(" ".join(str(hit.snippet or "").split()), DOCUMENT_CHARS)
-            scored.append((score, i, f"{hit.path}#L{hit.start_line}-{hit.end_line}: {snippet}", ""))
-    for i, xhit in enumerate(extra):
-        if float(xhit.score) >= threshold:
-            suffix = _expand(xhit.id) if xhit.tier == "episodic" else ""
-            scored.append((float(xhit.score), len(docs) + i, clip(str(xhit.text or ""), 500), suffix))
-    scored.sort(key=lambda s: (-s[0], s[1]))
-    return [(body, suffix) for _score, _i, body, suffix in scored]
+    # Each tier keeps its own order (the memory search ranks its hits better than the absolute
+    # score does); the two are interleaved by the absolute score of the next hit of each.
+    documents = [
+        (
+            score,
+            f"{hit.path}#L{hit.start_line}-{hit.end_line}: "
+            + clip(" ".join(str(hit.snippet or "").split()), DOCUMENT_CHARS),
+            "",
+        )
+        for hit, score in zip(docs, answer_scores(message, docs), strict=True)
+        if score >= doc_threshold
+    ]
+    others = [
+        (float(x.score), clip(str(x.text or ""), 500), _expand(x.id) if x.tier == "episodic" else "")
+        for x in extra
+        if float(x.score) >= threshold
+    ]
+    return [(body, suffix) for _score, body, suffix in _interleave(documents, others)]
+
+
+def _interleave(
+    first: list[tuple[float, str, str]], second: list[tuple[float, str, str]]
+) -> list[tuple[float, str, str]]:
+    """Both lists, each in its own order, merged by the score of their next items (ties: ``first``)."""
+    out: list[tuple[float, str, str]] = []
+    i = j = 0
+    while i < len(first) or j < len(second):
+        if j >= len(second) or (i < len(first) and first[i][0] >= second[j][0]):
+            out.append(first[i])
+            i += 1
+        else:
+            out.append(second[j])
+            j += 1
+    return out
 
 
 def answer_scores(message: str, hits: Sequence[Any]) -> list[float]:
