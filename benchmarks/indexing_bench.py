@@ -105,8 +105,12 @@ else:  # "write": the chunks and their vectors are ready; time what LanceDB is t
     cpu0 = time.process_time()
     t0 = time.perf_counter()
     with paused_gc():
-        for batch, vectors in prepared:  # tokenizing, the SQLite rows (one transaction a batch)
-            indexer._write_each(agent.id, batch, vectors, space, report)
+        if hasattr(indexer, "_write_batches"):  # tokenizing batch N+1 while batch N is written
+            ready = (indexer._ready(batch, vectors) for batch, vectors in prepared)
+            indexer._write_batches(agent.id, ready, space, report, None, len(pending))
+        else:  # older checkouts: tokenizing, the SQLite rows (one transaction a batch)
+            for batch, vectors in prepared:
+                indexer._write_each(agent.id, batch, vectors, space, report)
         svc.backend.apply_changes(indexer._changes.freeze())  # the search index and its save
     wall = time.perf_counter() - t0
     cpu = time.process_time() - cpu0

@@ -23,7 +23,7 @@ from __future__ import annotations
 import gc
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +47,7 @@ from goclaw_memory.index_writes import (
 )
 from goclaw_memory.paths import user_ids
 from goclaw_memory.reembed import reembed
+from goclaw_memory.write_behind import WriteBehind
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
 __all__ = ["IndexReport", "MemoryIndexer", "Progress", "bump_version", "printable_path"]
 
 Space = tuple[str, str, int]
+Batch = tuple[list[Pending], dict[str, Any], list[list[list[str]]]]  # files, vectors, terms
 
 _gc_lock = threading.Lock()
 _gc_pauses = 0  # index runs under way that paused the cyclic garbage collector
@@ -172,21 +174,64 @@ class MemoryIndexer:
         progress: Progress | None,
     ) -> None:
         """Chunk, embed and write the changed files, a transaction per batch."""
-        total = len(pending)
+        vectors = self._vectors
+        ready = (self._ready(b, vectors(b, embedder, space, report)) for b in batches(pending))
+        self._write_batches(agent_id, ready, space, report, progress, len(pending))
+
+    def _vectors(
+        self,
+        batch: list[Pending],
+        embedder: EmbeddingProvider | None,
+        space: Space | None,
+        report: IndexReport,
+    ) -> dict[str, Any]:
+        """Chunk the batch's files; their chunks' vectors (from the cache or the embedder)."""
+        for p in batch:
+            p.chunks = chunk_text(p.text, self.max_chunk_len)
+        embedded = report.chunks_embedded
+        vectors = vectors_for(self.engine, [c for p in batch for c in p.chunks], embedder, space, report)
+        if report.chunks_embedded != embedded:  # an embedder's calls may leave cycles behind:
+            gc.collect(1)  # collect the young generations (the batch's objects; ~10 ms)
+        return vectors
+
+    @staticmethod
+    def _ready(batch: list[Pending], vectors: dict[str, Any]) -> Batch:
+        """A chunked batch ready to write: its files, their chunks' vectors and terms."""
+        tokenize = default_tokenizer().terms
+        return batch, vectors, [[tokenize(c.text) for c in p.chunks] for p in batch]
+
+    def _write_batches(
+        self,
+        agent_id: str,
+        ready: Iterable[Batch],
+        space: Space | None,
+        report: IndexReport,
+        progress: Progress | None,
+        total: int,
+    ) -> None:
+        """Write each batch of ``ready`` in its transaction. Batch N is written on a background
+        thread while ``ready`` makes batch N+1 (:class:`goclaw_memory.write_behind.WriteBehind`:
+        the same transactions, in order, one thread writing): the database's work and the
+        disk's hide behind the chunking and tokenizing."""
         if progress:
             progress("index", 0, total)
         done = 0
-        for batch in batches(pending):
-            for p in batch:
-                p.chunks = chunk_text(p.text, self.max_chunk_len)
-            embedded = report.chunks_embedded
-            vectors = vectors_for(self.engine, [c for p in batch for c in p.chunks], embedder, space, report)
-            self._write_each(agent_id, batch, vectors, space, report)
-            if report.chunks_embedded != embedded:  # an embedder's calls may leave cycles behind:
-                gc.collect(1)  # collect the young generations (the batch's objects; ~10 ms)
-            done += len(batch)
-            if progress:
-                progress("index", done, total)
+
+        def write(item: Batch) -> int:
+            batch, vectors, terms = item
+            self._write_each(agent_id, batch, vectors, space, report, terms)
+            return len(batch)
+
+        with WriteBehind(write) as writer:
+            for item in ready:
+                for n in writer.submit(item):
+                    done += n
+                    if progress:
+                        progress("index", done, total)
+            for n in writer.finish():
+                done += n
+                if progress:
+                    progress("index", done, total)
 
     def _analyze_after_load(self, report: IndexReport) -> None:
         if self.engine.db.backend == "postgresql" and report.chunks_written + report.reembedded >= 500:
@@ -219,11 +264,13 @@ class MemoryIndexer:
         vectors: dict[str, Any],
         space: Space | None,
         report: IndexReport,
+        terms: Sequence[list[list[str]]] | None = None,
     ) -> None:
         """Write a batch; when the database refuses it, write its files one by one and skip
-        (and report) the ones it refuses, so one bad file never stops the rest (issue 12)."""
+        (and report) the ones it refuses, so one bad file never stops the rest (issue 12).
+        ``terms``: each file's chunks' terms, when already computed."""
         try:
-            self._write_batch(agent_id, batch, vectors, space, report)
+            self._write_batch(agent_id, batch, vectors, space, report, terms=terms)
             return
         except Exception as exc:
             if not refused(exc):
@@ -231,8 +278,8 @@ class MemoryIndexer:
             if len(batch) == 1:
                 report.skip(batch[0].file.path, reason(exc))
                 return
-        for p in batch:
-            self._write_each(agent_id, [p], vectors, space, report)
+        for i, p in enumerate(batch):
+            self._write_each(agent_id, [p], vectors, space, report, None if terms is None else [terms[i]])
 
     def _write_batch(
         self,
@@ -241,11 +288,14 @@ class MemoryIndexer:
         vectors: dict[str, Any],
         space: Space | None,
         report: IndexReport,
+        *,
+        terms: Sequence[list[list[str]]] | None = None,
     ) -> None:
         """Replace the chunks of every document in ``batch`` in one transaction; the terms are
-        computed before it opens."""
-        tokenize = default_tokenizer().terms
-        terms = [[tokenize(c.text) for c in p.chunks] for p in batch]
+        computed before it opens (unless given)."""
+        if terms is None:
+            tokenize = default_tokenizer().terms
+            terms = [[tokenize(c.text) for c in p.chunks] for p in batch]
         track = self._changes is not None
 
         def _do(session: Session) -> tuple[tuple[str, str], list[int], list[Any]]:

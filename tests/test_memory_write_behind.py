@@ -1,0 +1,134 @@
+"""An index run writes batch N on a background thread while batch N+1 is prepared (issue 11,
+indexing speed): same transactions in the same order, and an interruption leaves every
+document whole and the next run finishing the job."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from goclaw_memory import index_scan
+from goclaw_memory import indexer as mod
+from goclaw_memory.write_behind import WriteBehind
+from tests.memory_helpers import write
+
+
+def test_writes_run_in_order_on_another_thread() -> None:
+    seen: list[tuple[int, str]] = []
+    with WriteBehind(lambda i: seen.append((i, threading.current_thread().name)) or i) as w:
+        done = [n for i in range(1, 6) for n in w.submit(i)]
+        done += w.finish()
+    assert [i for i, _t in seen] == [1, 2, 3, 4, 5] and done == [1, 2, 3, 4, 5]
+    assert {t for _i, t in seen} == {"goclaw-index-writer"}
+
+
+def test_a_failed_write_reaches_the_caller_and_stops_the_rest() -> None:
+    written: list[int] = []
+
+    def write_one(i: int) -> int:
+        if i == 2:
+            raise ValueError("disk full")
+        written.append(i)
+        return 1
+
+    with pytest.raises(ValueError, match="disk full"), WriteBehind(write_one) as w:
+        for i in range(1, 8):
+            w.submit(i)
+            time.sleep(0.01)
+        w.finish()
+    assert written == [1]
+
+
+def test_a_caller_stopping_lets_the_write_under_way_finish_and_drops_the_queue() -> None:
+    started, release = threading.Event(), threading.Event()
+    finished: list[int] = []
+
+    def slow(i: int) -> int:
+        started.set()
+        release.wait(5)
+        finished.append(i)
+        return 1
+
+    with pytest.raises(KeyboardInterrupt), WriteBehind(slow) as w:
+        w.submit(1)
+        w.submit(2)  # queued behind the first
+        assert started.wait(5)
+        threading.Timer(0.2, release.set).start()
+        raise KeyboardInterrupt
+    assert finished == [1]  # the first completed (its transaction whole), the queued one dropped
+
+
+def _notes(root: Path, n: int, word: str) -> None:
+    for i in range(n):
+        write(root, f"memory/doc-{i:03d}.md", f"Version {word} of document {i}: {word.upper()}.\n")
+
+
+def test_the_next_batch_is_prepared_while_one_is_written(
+    engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch's write waits until the next batch is being prepared: a run that wrote and then
+    prepared in turn would never get there (the write would time out)."""
+    engine.agents.create("ada")
+    _notes(Path(engine.agent_dir(engine.agents.get("ada"))), 30, "one")
+    monkeypatch.setattr(index_scan, "BATCH_DOCS", 10)
+    prepared: list[int] = []
+    next_prepared = threading.Event()
+    overlapped: list[bool] = []
+    real_ready, real_write = mod.MemoryIndexer._ready, mod.MemoryIndexer._write_batch
+
+    def ready(batch: Any, vectors: Any) -> Any:
+        prepared.append(len(batch))
+        if len(prepared) == 2:
+            next_prepared.set()
+        return real_ready(batch, vectors)
+
+    def write_batch(self: Any, *a: Any, **kw: Any) -> None:
+        if not overlapped:
+            overlapped.append(next_prepared.wait(10))
+        real_write(self, *a, **kw)
+
+    monkeypatch.setattr(mod.MemoryIndexer, "_ready", staticmethod(ready))
+    monkeypatch.setattr(mod.MemoryIndexer, "_write_batch", write_batch)
+    report = engine.memory.index("ada")
+    assert overlapped == [True]
+    assert report.rechunked == 30 and prepared == [10, 10, 10]
+    assert len(engine.memory.search("ONE", "ada", channel="lexical", limit=100)) == 30
+
+
+def test_an_interrupt_while_preparing_leaves_whole_documents(
+    engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while batch 3 is prepared: the batches handed to the writer are written whole or
+    not at all, the rest keep their old version, and the next run completes the job."""
+    engine.agents.create("ada")
+    root = Path(engine.agent_dir(engine.agents.get("ada")))
+    _notes(root, 50, "one")
+    engine.memory.index("ada")
+    _notes(root, 50, "two")
+    monkeypatch.setattr(index_scan, "BATCH_DOCS", 10)
+    calls: list[int] = []
+    real_ready = mod.MemoryIndexer._ready
+
+    def ready(batch: Any, vectors: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real_ready(batch, vectors)
+
+    monkeypatch.setattr(mod.MemoryIndexer, "_ready", staticmethod(ready))
+    with pytest.raises(KeyboardInterrupt):
+        engine.memory.index("ada")
+    assert not [t for t in threading.enumerate() if t.name == "goclaw-index-writer"]
+    monkeypatch.setattr(mod.MemoryIndexer, "_ready", staticmethod(real_ready))
+    new = engine.memory.search("TWO", "ada", channel="lexical", limit=100)
+    old = engine.memory.search("ONE", "ada", channel="lexical", limit=100)
+    # The batch being written when the interrupt came is whole; one still queued was dropped.
+    assert len(new) in (10, 20) and len(new) + len(old) == 50
+    report = engine.memory.index("ada")
+    assert report.rechunked == 50 - len(new) and report.skipped_unchanged == len(new)
+    assert len(engine.memory.search("TWO", "ada", channel="lexical", limit=100)) == 50
+    assert engine.memory.search("ONE", "ada", channel="lexical", limit=100) == []
