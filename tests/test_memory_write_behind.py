@@ -132,3 +132,39 @@ def test_an_interrupt_while_preparing_leaves_whole_documents(
     assert report.rechunked == 50 - len(new) and report.skipped_unchanged == len(new)
     assert len(engine.memory.search("TWO", "ada", channel="lexical", limit=100)) == 50
     assert engine.memory.search("ONE", "ada", channel="lexical", limit=100) == []
+
+
+def test_insert_many_writes_the_rows_of_executemany_in_few_statements() -> None:
+    """Multi-row INSERTs (the writer thread waits for the GIL once a statement, not once a row)
+    store exactly what executemany stores, upserts included."""
+    from sqlalchemy import create_engine
+
+    from goclaw_memory.index_writes import _rows_per_statement, insert_many
+
+    rows = [(i, f"path-{i % 4100}", "x" * (i % 7), None if i % 5 else b"\x00\x01") for i in range(5_000)]
+    sql = (
+        "INSERT INTO t (n, path, body, blob) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (path) DO UPDATE SET n = excluded.n, body = excluded.body"
+    )
+    tables = []
+    for many in (False, True):
+        with create_engine("sqlite://").connect() as conn:
+            conn.exec_driver_sql(
+                "CREATE TABLE t (id INTEGER PRIMARY KEY, n INT, path TEXT UNIQUE, body, blob)"
+            )
+            statements: list[str] = []
+            conn.connection.driver_connection.set_trace_callback(statements.append)  # type: ignore[union-attr]
+            if many:
+                insert_many(conn, sql, rows)
+            else:
+                conn.exec_driver_sql(sql, rows)
+            conn.connection.driver_connection.set_trace_callback(None)  # type: ignore[union-attr]
+            tables.append(conn.exec_driver_sql("SELECT * FROM t ORDER BY id").all())
+        statements = [x for x in statements if x.startswith("INSERT")]
+        if many:
+            assert len(statements) == -(-len(rows) // _rows_per_statement(4)) <= 5
+        else:
+            assert len(statements) == len(rows)
+    assert tables[0] == tables[1] and len(tables[0]) == 4_100
+    with create_engine("sqlite://").connect() as conn, pytest.raises(ValueError, match="VALUES"):
+        insert_many(conn, "INSERT INTO t SELECT ?", [(1,)])

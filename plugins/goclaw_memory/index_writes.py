@@ -10,8 +10,10 @@ write transaction.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Callable, Sequence
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, select, text
@@ -34,6 +36,7 @@ CHUNKS = MemoryChunk.__table__
 STATE = WorkerState.__table__
 
 LOOKUP_CHUNK = 500  # ids / hashes / paths per IN (...) lookup
+_VALUES = re.compile(r"VALUES (\((?:\?, )*\?\))")
 
 # Same text on SQLite (>= 3.24) and PostgreSQL (``?`` becomes ``%s``: :func:`driver_sql`).
 _SQL_UPSERT_DOC = (
@@ -199,7 +202,10 @@ def upsert_documents(
     rows = [
         (agent_id, p.file.user_id, p.file.path, p.hash, p.size, p.mtime, len(p.chunks), stamp) for p in batch
     ]
-    conn.exec_driver_sql(driver_sql(_SQL_UPSERT_DOC, pg), rows)
+    if pg:
+        conn.exec_driver_sql(driver_sql(_SQL_UPSERT_DOC, pg), rows)
+    else:
+        insert_many(conn, _SQL_UPSERT_DOC, rows)
     wanted = {(p.file.user_id, p.file.path) for p in batch}
     ids: dict[tuple[str, str], int] = {}
     paths = sorted({p.file.path for p in batch})
@@ -257,9 +263,36 @@ def insert_chunks(
         return None
     first = int(conn.exec_driver_sql("SELECT COALESCE(MAX(id), 0) FROM memory_chunks").scalar()) + 1
     new_ids = list(range(first, first + len(rows)))
-    if rows:
-        conn.exec_driver_sql(_SQL_INSERT_CHUNK_ID, [(i, *r) for i, r in zip(new_ids, rows, strict=True)])
+    insert_many(conn, _SQL_INSERT_CHUNK_ID, [(i, *r) for i, r in zip(new_ids, rows, strict=True)])
     return new_ids
+
+
+def _rows_per_statement(width: int) -> int:
+    """Rows of ``width`` parameters per multi-row ``INSERT`` (SQLite allows 32,766 parameters
+    a statement since 3.32, 999 before)."""
+    import sqlite3
+
+    limit = 32_766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999
+    return max(1, min(2_000, limit // width))
+
+
+def insert_many(conn: Any, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    """``executemany(sql, rows)`` on SQLite as multi-row ``INSERT ... VALUES (...), (...)``
+    statements (``sql`` has one ``VALUES (?, ...)`` group), each up to
+    :func:`_rows_per_statement` rows: the same rows in the same order. sqlite3 releases the
+    GIL for each step of a statement and takes it back for the next row's parameters, so with
+    ``executemany`` a writer thread waits for the GIL once a row (up to the interpreter's 5 ms
+    switch interval while another thread computes); a statement of 2,000 rows waits once."""
+    if not rows:
+        return
+    group = _VALUES.search(sql)
+    if group is None:
+        raise ValueError(f"no VALUES (?, ...) group in {sql!r}")
+    step = _rows_per_statement(len(rows[0]))
+    for lo in range(0, len(rows), step):
+        part = rows[lo : lo + step]
+        statement = sql[: group.start(1)] + ", ".join([group.group(1)] * len(part)) + sql[group.end(1) :]
+        conn.exec_driver_sql(statement, tuple(chain.from_iterable(part)))
 
 
 def written_records(
