@@ -10,6 +10,7 @@ import or register is recorded as ``failed`` and skipped, unless ``plugins.stric
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import os
@@ -328,6 +329,7 @@ def _feature(plugin_name: str) -> str:
     return plugin_name.removeprefix("goclaw.")
 
 
+@functools.cache  # read for every built-in plugin of every engine: 2 ms a call
 def _version() -> str:
     try:
         return metadata.version("goclaw")

@@ -242,3 +242,26 @@ def test_embeds_without_any_network_access() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"
+
+
+def test_embedders_of_one_process_share_the_loaded_model(tmp_path: Path) -> None:
+    """Every engine has its own embedder; the files are read once per process (~0.18 s and
+    30 MB each otherwise), read-only, and read again when they change."""
+    import shutil
+
+    a, b = StaticEmbedder(), StaticEmbedder()
+    a.load()
+    b.load()
+    assert a._matrix is b._matrix and a._tokenizer is b._tokenizer
+    assert a._matrix is not None and not a._matrix.flags.writeable
+    copy = tmp_path / "model"
+    shutil.copytree(DEFAULT_MODEL_DIR, copy)
+    before = StaticEmbedder(copy)
+    before.load()
+    assert before._matrix is not a._matrix  # another folder: its own files
+    raw = np.load(copy / "embeddings.npy")
+    np.save(copy / "embeddings.npy", -raw)  # the same folder, changed
+    after = StaticEmbedder(copy)
+    np.testing.assert_allclose(
+        after.embed(["reset my password"]), -before.embed(["reset my password"]), atol=1e-6
+    )
