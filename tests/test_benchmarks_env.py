@@ -5,6 +5,7 @@ install that extra before its first command."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 import tomllib
@@ -38,10 +39,15 @@ def _imported_modules() -> set[str]:
     return {m for m in found if m not in sys.stdlib_module_names and m not in local} - ours
 
 
+@functools.cache
+def _packages_distributions() -> dict[str, list[str]]:
+    return dict(metadata.packages_distributions())  # scans every installed distribution: once
+
+
 def _distribution(module: str) -> str:
     if module in ALIASES:
         return ALIASES[module]
-    dists = metadata.packages_distributions().get(module)
+    dists = _packages_distributions().get(module)
     return _norm(dists[0]) if dists else _norm(module)
 
 
