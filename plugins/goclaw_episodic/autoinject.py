@@ -17,8 +17,9 @@ when it scores at least ``auto_inject_threshold`` (0.6); a memory-file chunk as
 ``path#La-b: text`` (clipped) when it scores at least ``auto_inject_document_threshold`` (0.6);
 both chosen on the labelled quick-start set (docs/memory.md, docs/consolidation.md). Memory
 files keep the search's order (it ranks better than the absolute score), episodic summaries
-theirs, and the two are interleaved by the absolute score of each one's next hit; at most ``auto_inject_max_items`` (5); the whole section is held to
-``auto_inject_max_tokens`` (200 tokens = 800 characters, DECISIONS.md units) — the Go code
+theirs, and the two are interleaved by the absolute score of each one's next hit; at most
+``auto_inject_max_items`` (5); the whole section is held to ``auto_inject_max_tokens`` (200
+tokens = 800 characters, DECISIONS.md units) — the Go code
 declares but never enforces that cap; we do. Per agent (``agents.settings``) with the plugin
 defaults.
 
