@@ -160,6 +160,68 @@ def test_builtin_overlap_reranker(make_engine: Any) -> None:
     assert scores["memory/other.md"] < before["memory/other.md"] * 0.9  # one term of three
 
 
+# Two chunks of a support team's notes (from benchmarks/synth_memory.py, seed 7): the answer to
+# PASSAGE_Q is one bullet of the second, said in other words; both name the company.
+PASSAGE_NOTES = {
+    "memory/a.md": "- Invoice INV-723387 for Kite Ceramics paid, $3,521; no action for support.\n"
+    "- Decision: pickups tickets go to Wren Mendes until Friday.\n"
+    "- Kite Coffee escalation call moved to Wednesday 08:45 UTC by Hannah Duarte.\n"
+    "- Order ORD-1831718 from Blue Ceramics stuck at customs in Madison; carrier trace requested.\n"
+    "- Path /srv/invoices/exports/4814.csv was regenerated for the monthly report.\n"
+    "- Refund request for Lumen Foods ($3,160) sent to finance with ticket TCK-56451.\n"
+    "- TCK-33393: Hazel Coffee asked why refunds looked slow; Wren Okafor replied with the status "
+    "page link.\n",
+    "memory/b.md": "## Queue: Kite Ceramics\n"
+    "- INC-9949: imports degraded for 7 minutes, Pedro Berg on call, post-mortem pending.\n"
+    "- Nimbus Tea wants a call about onboarding on Tuesday at 14:00 UTC.\n"
+    "- Training: Quentin Murphy shadowed Pedro Dubois on webhooks tickets.\n"
+    "- The exports API key of Kite Ceramics was rotated after a leak reported in TCK-25436.\n"
+    "- Path /srv/rates/exports/4927.csv was regenerated for the monthly report.\n"
+    "- Dune Tea moved their warehouse from Kochi to Aarhus; addresses updated.\n"
+    "- Niko Dubois closed 42 tickets; CSAT 83% this week.\n"
+    "- Release v6.1.8 moved the returns settings page; macro updated by Aiko Harper.\n",
+}
+PASSAGE_Q = "Why did Kite Ceramics have to replace its secret credential?"
+
+
+def test_the_reranker_measures_meaning_on_the_best_passage(make_engine: Any) -> None:
+    """The chunk's mean vector blurs its one relevant bullet among seven others; the passage
+    step (on by default with the static embedder) scores that bullet's meaning and ranks its
+    chunk first. Scores only rise, and only the hybrid channel's."""
+    eng, root = _engine(make_engine, rerank="overlap", rerank_passages=0)
+    for rel, text in PASSAGE_NOTES.items():
+        write(root, rel, text)
+    eng.memory.index("ada")
+    before = {h.path: h.score for h in eng.memory.search(PASSAGE_Q, "ada")}
+    assert list(before) == ["memory/a.md", "memory/b.md"]
+    eng.plugin_settings("memory").rerank_passages = 10
+    after = eng.memory.search(PASSAGE_Q, "ada")
+    assert [h.path for h in after] == ["memory/b.md", "memory/a.md"]
+    assert all(h.score >= before[h.path] for h in after)
+    lexical = [(h.path, h.score) for h in eng.memory.search(PASSAGE_Q, "ada", channel="lexical")]
+    eng.plugin_settings("memory").rerank_passages = 0
+    assert [(h.path, h.score) for h in eng.memory.search(PASSAGE_Q, "ada", channel="lexical")] == lexical
+
+
+def test_the_passage_step_is_off_without_an_embedder_that_offers_it(make_engine: Any) -> None:
+    """A provider without passage_similarity (here the static model under another name and
+    class) is never asked to embed passages; the order is the overlap reranker's."""
+    from tests.memory_helpers import EmbedderPlugin
+
+    plugin = EmbedderPlugin()
+    eng = make_engine(
+        extra_plugins=[("testemb", plugin)],
+        plugins={"memory": {"rerank": "overlap"}, "embeddings": {"provider": "counting"}},
+    )
+    root = Path(eng.agent_dir(eng.agents.create("ada")))
+    for rel, text in PASSAGE_NOTES.items():
+        write(root, rel, text)
+    eng.memory.index("ada")
+    embedded = len(plugin.counting.texts)
+    assert [h.path for h in eng.memory.search(PASSAGE_Q, "ada")] == ["memory/a.md", "memory/b.md"]
+    assert plugin.counting.texts[embedded:] == [PASSAGE_Q]  # the query only
+
+
 def test_the_candidate_pool_is_only_asked_for_when_something_reads_it(make_engine: Any) -> None:
     """With no reranker (built-in off, none installed) and no MMR, the backend is asked for
     3 x limit candidates, not the reranker's pool; the pool is asked for as soon as the built-in

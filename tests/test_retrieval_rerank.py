@@ -8,6 +8,7 @@ from datetime import date
 import numpy as np
 import pytest
 
+from goclaw.retrieval.passages import best_passage_cosine, passage_scores, passages
 from goclaw.retrieval.rerank import (
     age_days,
     cosine_matrix,
@@ -131,3 +132,55 @@ def test_overlap_scores_match_a_brute_force_window_in_both_document_forms() -> N
         got_seq = overlap_scores(query, [doc, other], [0.5, 0.5])[0]
         got_pos = overlap_scores(query, [term_positions(doc), term_positions(other)], [0.5, 0.5])[0]
         assert got_seq == pytest.approx(want) and got_pos == pytest.approx(want)
+
+
+# --------------------------------------------------------------------------- passages
+def test_passages_are_list_items_and_paragraphs_under_their_headings() -> None:
+    chunk = (
+        "# 2026-11-12 (Thu)\n\n## TCK-4471 approved\n"
+        "- Mei approved the refund\n  on the card on file.\n"
+        "* Dana informed by email.\n"
+        "1. first step\n\n"
+        "A paragraph\nthat wraps.\n\n"
+        "## Other\n### Deeper\n- under deeper\n"
+        "## Last\n- under last\n"
+    )
+    assert passages(chunk) == [
+        "# 2026-11-12 (Thu)\n## TCK-4471 approved\n- Mei approved the refund\n  on the card on file.",
+        "# 2026-11-12 (Thu)\n## TCK-4471 approved\n* Dana informed by email.",
+        "# 2026-11-12 (Thu)\n## TCK-4471 approved\n1. first step",
+        "# 2026-11-12 (Thu)\n## TCK-4471 approved\nA paragraph\nthat wraps.",
+        "# 2026-11-12 (Thu)\n## Other\n### Deeper\n- under deeper",
+        "# 2026-11-12 (Thu)\n## Last\n- under last",  # a sibling heading closes the deeper ones
+    ]
+
+
+def test_passages_of_text_without_structure_or_with_headings_only() -> None:
+    assert passages("one line") == ["one line"]
+    assert passages("## A\n\n## B\n") == ["## A", "## B"]
+    assert passages("") == []
+    assert passages("  \n\n") == []
+
+
+def test_passage_scores_re_measure_only_the_vector_share() -> None:
+    channels = [
+        {"lexical": 1.0, "vector": 0.2},  # its best line is much closer than the chunk
+        {"lexical": 0.5, "vector": 0.6},  # its best line is further than the chunk: kept
+        {"lexical": 0.8},  # one channel only: unchanged
+        {"lexical": 0.0, "vector": 0.0},  # no fused share: unchanged
+    ]
+    scores = [0.9 * 1.2, 0.5, 0.7, 0.1]  # the first carries a reranker factor and a user boost
+    out = passage_scores(scores, channels, [0.8, 0.3, 0.9, 0.9], 0.7, 0.3)
+    assert out[0] == pytest.approx(0.9 * 1.2 * (0.7 + 0.3 * 0.8) / (0.7 + 0.3 * 0.2))
+    assert out[1:] == [0.5, 0.7, 0.1]
+
+
+def test_best_passage_cosine_takes_each_texts_best_passage() -> None:
+    def embed(texts: list[str]) -> np.ndarray:
+        # the query is "x": a passage's cosine is the share of "x" among its characters
+        rows = np.array([[t.count("x"), t.count("y")] for t in texts], dtype=np.float32)
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        return rows / np.where(norms > 0, norms, 1)
+
+    best = best_passage_cosine(embed, "x", ["- yyy\n- xxy\n- yyx", "- y", "", "- x"])
+    assert best.tolist() == pytest.approx([2 / 5**0.5, 0.0, 0.0, 1.0])

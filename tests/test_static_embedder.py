@@ -265,3 +265,47 @@ def test_embedders_of_one_process_share_the_loaded_model(tmp_path: Path) -> None
     np.testing.assert_allclose(
         after.embed(["reset my password"]), -before.embed(["reset my password"]), atol=1e-6
     )
+
+
+# --------------------------------------------------------------------------- passages
+NOTES = [
+    "# 2026-11-12 (Thu)\n\n## TCK-4471 approved\n- Mei Lin approved at 10:05 UTC: refund $349\n"
+    "  (duplicate Scale fee on INV-20931) to the card on file.\n- Dana Whitfield informed by email.",
+    "## Queue: Kite Ceramics\n- The exports API key of Kite Ceramics was rotated after a leak (TCK-25436).\n"
+    "- Dune Tea moved their warehouse from Kochi to Aarhus; addresses updated.",
+    "Café crème, naïve résumé — 東京 ünïcödé\ttabs\u00a0and\u2003odd spaces.",
+    "",
+    "   \n\n",
+]
+
+
+@pytest.mark.parametrize(
+    "query", ["Why did Kite Ceramics replace its secret credential?", "Mei refund", "résumé in Tokyo"]
+)
+def test_passage_similarity_equals_embedding_each_passage(query: str) -> None:
+    """The fast path (tokens remembered per whitespace piece and per text) gives what embedding
+    every passage with embed() gives, also on a second, cached call."""
+    from goclaw.retrieval.passages import best_passage_cosine
+
+    emb = StaticEmbedder()
+    want = best_passage_cosine(emb.embed, query, NOTES)
+    np.testing.assert_allclose(emb.passage_similarity(query, NOTES), want, atol=1e-5)
+    np.testing.assert_allclose(emb.passage_similarity(query, NOTES), want, atol=1e-5)
+    assert want[0] > 0 and want[3] == want[4] == 0.0
+
+
+def test_passage_similarity_when_its_caches_overflow(monkeypatch: pytest.MonkeyPatch) -> None:
+    import goclaw_embeddings.static_model as sm
+    from goclaw.retrieval.passages import best_passage_cosine
+
+    monkeypatch.setattr(sm, "_PIECES_MAX", 5)
+    monkeypatch.setattr(sm, "_CHUNKS_MAX", 1)
+    emb = StaticEmbedder()
+    for query in ("Kite Ceramics key", "warehouse Aarhus"):
+        want = best_passage_cosine(emb.embed, query, NOTES)
+        np.testing.assert_allclose(emb.passage_similarity(query, NOTES), want, atol=1e-5)
+    assert len(emb._chunks) <= 1
+
+
+def test_passage_similarity_of_a_query_that_does_not_embed() -> None:
+    assert StaticEmbedder().passage_similarity("", NOTES[:2]).tolist() == [0.0, 0.0]

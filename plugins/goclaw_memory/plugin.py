@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from goclaw import hookimpl
+from goclaw.errors import GoclawError
 
 
 @hookimpl
@@ -85,4 +86,21 @@ def goclaw_memory_rerank(engine: Any, query: str, agent: Any, user: str | None, 
         return None
     from goclaw_memory.postprocess import overlap_rerank
 
-    return overlap_rerank(query, hits, settings.rerank_weight)
+    passages = None
+    if settings.rerank_passages and settings.fusion == "weighted":
+        try:
+            embedder = engine.embedder()
+        except GoclawError:  # the search already said so; no passage step
+            embedder = None
+        # An embedder that scores passages locally and cheaply offers passage_similarity (the
+        # bundled static model does); a hosted one is never called per passage.
+        passages = getattr(embedder, "passage_similarity", None)
+    return overlap_rerank(
+        query,
+        hits,
+        settings.rerank_weight,
+        passages=passages,
+        top=settings.rerank_passages,
+        text_weight=settings.text_weight,
+        vector_weight=settings.vector_weight,
+    )

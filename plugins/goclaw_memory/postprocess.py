@@ -16,6 +16,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from goclaw.retrieval.passages import passage_scores
 from goclaw.retrieval.rerank import (
     age_days,
     decay_factor,
@@ -30,6 +31,8 @@ from goclaw.retrieval.tokenize import query_terms, terms
 from goclaw_memory.paths import scope_prefix
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from goclaw.store.models import Agent
     from goclaw_memory.hybrid import MemoryHit
     from goclaw_memory.settings import MemorySettings
@@ -85,15 +88,40 @@ def _snippet_words(text: str) -> frozenset[str]:
     return found
 
 
-def overlap_rerank(query: str, hits: list[Any], weight: float = 0.3) -> list[Any]:
+def overlap_rerank(
+    query: str,
+    hits: list[Any],
+    weight: float = 0.3,
+    *,
+    passages: Callable[[str, list[str]], Sequence[float]] | None = None,
+    top: int = 0,
+    text_weight: float = 0.7,
+    vector_weight: float = 0.3,
+) -> list[Any]:
     """The built-in no-network reranker: scores × query-term coverage and proximity
-    (:func:`goclaw.retrieval.rerank.overlap_scores`), best first."""
+    (:func:`goclaw.retrieval.rerank.overlap_scores`), best first. Then, given ``passages``
+    (``(query, texts) -> best passage cosine of each text``, e.g. the static embedder's
+    ``passage_similarity``), the best ``top`` hits of both channels get the vector share of
+    their weighted fusion re-measured on their best passage
+    (:func:`goclaw.retrieval.passages.passage_scores`), and all are sorted again."""
     wanted = query_terms(query)
     docs = [t if (t := getattr(h, "terms", None)) is not None else _snippet_terms(h.snippet) for h in hits]
     new = overlap_scores(wanted, docs, [h.score for h in hits], weight)
     for hit, score in zip(hits, new, strict=True):
         hit.score = score
-    return sorted(hits, key=lambda h: (-h.score, h.path, h.start_line))
+    ranked = sorted(hits, key=lambda h: (-h.score, h.path, h.start_line))
+    if passages is None or top <= 0:
+        return ranked
+    best = [h for h in ranked[:top] if "lexical" in h.channels and "vector" in h.channels]
+    if not best:
+        return ranked
+    sims = passages(query, [h.snippet for h in best])
+    rescored = passage_scores(
+        [h.score for h in best], [h.channels for h in best], sims, text_weight, vector_weight
+    )
+    for hit, score in zip(best, rescored, strict=True):
+        hit.score = score
+    return sorted(ranked, key=lambda h: (-h.score, h.path, h.start_line))
 
 
 def apply_rerank(

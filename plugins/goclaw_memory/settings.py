@@ -116,6 +116,14 @@ class MemorySettings(BaseModel):
     rerank_candidates: int = Field(
         default=60, ge=1, le=200, description="how many of the best candidates a reranker sees"
     )
+    rerank_passages: int = Field(
+        default=10,
+        ge=0,
+        le=200,
+        description="overlap reranker, weighted fusion: how many of its best hits get the vector "
+        "share of their score re-measured on their best passage (a list item or paragraph with its "
+        "headings; 0 = off); only with an embedder that scores passages locally (the bundled static model)",
+    )
     watch: bool = Field(default=False, description="start a watcher for every agent when the engine opens")
     watch_debounce_ms: int = Field(default=1500, ge=0)
     context_window: int = Field(default=200_000, ge=1, description="tokens (sessions)")
