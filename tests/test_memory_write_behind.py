@@ -11,19 +11,57 @@ from typing import Any
 
 import pytest
 
-from goclaw_memory import index_scan
+from goclaw_memory import index_scan, write_behind
 from goclaw_memory import indexer as mod
 from goclaw_memory.write_behind import WriteBehind
 from tests.memory_helpers import write
 
 
+def always(*_own: int) -> bool:
+    return True
+
+
+@pytest.fixture
+def spare_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Index runs write behind whatever the machine's load."""
+    monkeypatch.setattr(write_behind, "spare_core", always)
+
+
 def test_writes_run_in_order_on_another_thread() -> None:
     seen: list[tuple[int, str]] = []
-    with WriteBehind(lambda i: seen.append((i, threading.current_thread().name)) or i) as w:
+    with WriteBehind(lambda i: seen.append((i, threading.current_thread().name)) or i, overlap=always) as w:
         done = [n for i in range(1, 6) for n in w.submit(i)]
         done += w.finish()
     assert [i for i, _t in seen] == [1, 2, 3, 4, 5] and done == [1, 2, 3, 4, 5]
     assert {t for _i, t in seen} == {"goclaw-index-writer"}
+
+
+def test_without_a_spare_core_writes_happen_in_the_callers_thread_in_order() -> None:
+    """A busy machine: the batch is written by the caller, after the ones already queued."""
+    seen: list[tuple[int, str]] = []
+    spare = iter([True, True, False, True, False])
+
+    def slow(i: int) -> int:
+        time.sleep(0.05)
+        seen.append((i, threading.current_thread().name))
+        return i
+
+    with WriteBehind(slow, depth=2, overlap=lambda: next(spare)) as w:
+        done = [n for i in range(1, 6) for n in w.submit(i)]
+        done += w.finish()
+    me = threading.current_thread().name
+    assert seen == [
+        (1, "goclaw-index-writer"),
+        (2, "goclaw-index-writer"),
+        (3, me),
+        (4, "goclaw-index-writer"),
+        (5, me),
+    ]
+    assert done == [1, 2, 3, 4, 5]
+
+
+def test_spare_core_reads_the_runnable_count() -> None:
+    assert isinstance(write_behind.spare_core(), bool)
 
 
 def test_a_failed_write_reaches_the_caller_and_stops_the_rest() -> None:
@@ -35,7 +73,7 @@ def test_a_failed_write_reaches_the_caller_and_stops_the_rest() -> None:
         written.append(i)
         return 1
 
-    with pytest.raises(ValueError, match="disk full"), WriteBehind(write_one) as w:
+    with pytest.raises(ValueError, match="disk full"), WriteBehind(write_one, overlap=always) as w:
         for i in range(1, 8):
             w.submit(i)
             time.sleep(0.01)
@@ -53,7 +91,7 @@ def test_a_caller_stopping_lets_the_write_under_way_finish_and_drops_the_queue()
         finished.append(i)
         return 1
 
-    with pytest.raises(KeyboardInterrupt), WriteBehind(slow) as w:
+    with pytest.raises(KeyboardInterrupt), WriteBehind(slow, overlap=always) as w:
         w.submit(1)
         w.submit(2)  # queued behind the first
         assert started.wait(5)
@@ -68,7 +106,7 @@ def _notes(root: Path, n: int, word: str) -> None:
 
 
 def test_the_next_batch_is_prepared_while_one_is_written(
-    engine: Any, monkeypatch: pytest.MonkeyPatch
+    engine: Any, monkeypatch: pytest.MonkeyPatch, spare_core: None
 ) -> None:
     """A batch's write waits until the next batch is being prepared: a run that wrote and then
     prepared in turn would never get there (the write would time out)."""
@@ -99,11 +137,13 @@ def test_the_next_batch_is_prepared_while_one_is_written(
     assert len(engine.memory.search("ONE", "ada", channel="lexical", limit=100)) == 30
 
 
+@pytest.mark.parametrize("spare", [True, False])
 def test_an_interrupt_while_preparing_leaves_whole_documents(
-    engine: Any, monkeypatch: pytest.MonkeyPatch
+    engine: Any, monkeypatch: pytest.MonkeyPatch, spare: bool
 ) -> None:
     """Ctrl-C while batch 3 is prepared: the batches handed to the writer are written whole or
     not at all, the rest keep their old version, and the next run completes the job."""
+    monkeypatch.setattr(write_behind, "spare_core", lambda *_own: spare)
     engine.agents.create("ada")
     root = Path(engine.agent_dir(engine.agents.get("ada")))
     _notes(root, 50, "one")
@@ -155,7 +195,7 @@ def test_insert_many_writes_the_rows_of_executemany_in_few_statements() -> None:
             statements: list[str] = []
             conn.connection.driver_connection.set_trace_callback(statements.append)  # type: ignore[union-attr]
             if many:
-                insert_many(conn, sql, rows)
+                insert_many(conn, sql, rows, multi_row=True)
             else:
                 conn.exec_driver_sql(sql, rows)
             conn.connection.driver_connection.set_trace_callback(None)  # type: ignore[union-attr]
@@ -167,4 +207,4 @@ def test_insert_many_writes_the_rows_of_executemany_in_few_statements() -> None:
             assert len(statements) == len(rows)
     assert tables[0] == tables[1] and len(tables[0]) == 4_100
     with create_engine("sqlite://").connect() as conn, pytest.raises(ValueError, match="VALUES"):
-        insert_many(conn, "INSERT INTO t SELECT ?", [(1,)])
+        insert_many(conn, "INSERT INTO t SELECT ?", [(1,)], multi_row=True)

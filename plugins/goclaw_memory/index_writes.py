@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import uuid
 from collections.abc import Callable, Sequence
 from itertools import chain
@@ -24,6 +25,7 @@ from goclaw.store.models import WorkerState
 from goclaw.store.types import utcnow
 from goclaw_memory.sqlite_backend import VERSION_WORKER, parse_token
 from goclaw_memory.tables import MemoryChunk, MemoryDocument
+from goclaw_memory.write_behind import WRITER_THREAD
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -276,13 +278,23 @@ def _rows_per_statement(width: int) -> int:
     return max(1, min(2_000, limit // width))
 
 
-def insert_many(conn: Any, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
-    """``executemany(sql, rows)`` on SQLite as multi-row ``INSERT ... VALUES (...), (...)``
-    statements (``sql`` has one ``VALUES (?, ...)`` group), each up to
-    :func:`_rows_per_statement` rows: the same rows in the same order. sqlite3 releases the
-    GIL for each step of a statement and takes it back for the next row's parameters, so with
-    ``executemany`` a writer thread waits for the GIL once a row (up to the interpreter's 5 ms
-    switch interval while another thread computes); a statement of 2,000 rows waits once."""
+def insert_many(
+    conn: Any, sql: str, rows: Sequence[tuple[Any, ...]], *, multi_row: bool | None = None
+) -> None:
+    """``executemany(sql, rows)`` on SQLite, on the index writer thread as multi-row
+    ``INSERT ... VALUES (...), (...)`` statements (``sql`` has one ``VALUES (?, ...)`` group),
+    each up to :func:`_rows_per_statement` rows: the same rows in the same order. sqlite3
+    releases the GIL for each step of a statement and takes it back for the next row's
+    parameters, so with ``executemany`` a writer thread waits for the GIL once a row (up to the
+    interpreter's 5 ms switch interval while the other thread tokenizes); a statement of 2,000
+    rows waits once. In the caller's own thread ``executemany`` stays (compiling the long
+    statements costs ~25 % more CPU than reusing one). ``multi_row`` forces either."""
+    if multi_row is None:
+        multi_row = threading.current_thread().name == WRITER_THREAD
+    if not multi_row:
+        if rows:
+            conn.exec_driver_sql(sql, rows)
+        return
     if not rows:
         return
     group = _VALUES.search(sql)
