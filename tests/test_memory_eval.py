@@ -94,6 +94,37 @@ def test_report_averages_a_tiny_case_computed_by_hand() -> None:
     assert report["channels"]["vector"]["notes"] == ["a note"]
 
 
+def test_injection_estimate_computed_by_hand() -> None:
+    """Per threshold: unanswerable questions with a top-5 hit scoring at least it (absolute
+    score: 0.7 x share of the question's terms + 0.3 x cosine), answerable ones with a matching
+    hit doing so. An episodic hit's own score counts as it is."""
+    qs = [
+        Question("a", "invoice refund", "support", "exact-code", None, (Expect("a.md", (1, 2)),)),
+        Question("u", "wifi password", "support", "unanswerable"),
+    ]
+    answers = {
+        # "invoice refund": the evidence holds both terms (coverage 1) with cosine 0.5 -> 0.85;
+        # the other hit holds one term (0.5) with cosine 0.2 -> 0.41
+        "a": [
+            {**hit("b.md", 1, 2, "refund only", 0.9), "channels": {"vector": 0.2}},
+            {**hit("a.md", 1, 2, "invoice and refund", 0.8), "channels": {"vector": 0.5}},
+        ],
+        # "wifi password": one of two terms (0.5) with cosine 0.3 -> 0.44; an episodic hit at 0.62
+        "u": [
+            {**hit("c.md", 1, 1, "the password", 0.99), "channels": {"vector": 0.3}},
+            {**hit("episodic:x", 0, 0, "", 0.62), "tier": "episodic"},
+        ],
+    }
+
+    def search(q: Question, channel: str, limit: int) -> tuple[Sequence[Any], Sequence[str]]:
+        return answers[q.id], []
+
+    inj = evaluate(None, qs, channels=["hybrid"], search=search).as_json()["channels"]["hybrid"]["injection"]
+    assert (inj["top"], inj["unanswerable"], inj["answerable"]) == (5, 1, 1)
+    got = {t: (v["false"], v["evidence"]) for t, v in inj["thresholds"].items()}
+    assert got == {"0.5": (1, 1), "0.55": (1, 1), "0.6": (1, 1), "0.65": (0, 1), "0.7": (0, 1)}
+
+
 def test_oracle_scores_one_and_empty_scores_zero() -> None:
     qs = _questions()
 
@@ -179,6 +210,7 @@ def test_cli_eval_on_a_real_workspace(workspace: Path) -> None:
     assert lexical["context_chars@1"] > 0
     human = run_cli(["eval", str(qs)], workspace=workspace)
     assert human.code == 0 and "hybrid" in human.out and "recall@10" in human.out
+    assert "auto-injection (hybrid, top 5, absolute score)" in human.out and "0.6: " in human.out
 
 
 def test_cli_eval_errors_are_one_line(workspace: Path) -> None:

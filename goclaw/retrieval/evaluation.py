@@ -26,7 +26,15 @@ k hits of that list. Metrics, averaged over the answerable questions:
 
 ``context_chars@k`` is the mean number of snippet characters the top k return (every
 question). For unanswerable questions the distribution of the top hit's score is reported
-beside the same for answerable ones, so a threshold against false injections can be chosen.
+beside the same for answerable ones.
+
+``injection`` estimates auto-injection (the Memory Context section) per threshold of its
+absolute score (:mod:`goclaw.retrieval.answer`; ``auto_inject_document_threshold`` and
+``auto_inject_threshold``): how many unanswerable questions have a hit among the top
+:data:`INJECT_TOP` scoring at least the threshold (a false injection), and how many answerable
+ones have a hit matching their evidence there. Memory-file hits are scored from their terms and
+cosine; an episodic hit's own score is already on that scale. The section itself also holds to
+a character budget, so it injects fewer hits than this counts.
 
 Plain module: no click and no pluggy; :func:`evaluate` works on an open engine or on any
 ``search`` callable (which is how the harness itself is tested).
@@ -41,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from goclaw.errors import ValidationError
+from goclaw.retrieval.answer import answer_scores
 from goclaw.retrieval.questions import KINDS, Expect, Question
 
 # Re-exported: the question-file readers lived here before they moved to questions.py.
@@ -52,6 +61,8 @@ from goclaw.retrieval.questions import parse_questions as parse_questions
 CHANNELS = ("lexical", "vector", "hybrid")
 KS = (1, 5, 10)
 NDCG_K = 10
+INJECT_TOP = 5  # hits the Memory Context section considers (auto_inject_max_items)
+INJECT_THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7)
 
 # search(question, channel, limit) -> (hits, notes); hits are objects or dicts with path,
 # start_line, end_line, score and snippet.
@@ -155,6 +166,8 @@ class QuestionResult:
     top_score: float
     context_chars: dict[int, int]
     hits: list[dict[str, Any]] = field(default_factory=list)
+    # (absolute answer score, matches an expect item) of each of the top INJECT_TOP hits
+    answers: list[tuple[float, bool]] = field(default_factory=list)
 
 
 @dataclass
@@ -192,6 +205,7 @@ class EvalReport:
             "by_kind": by_kind,
             "unanswerable_top_score": score_distribution(unanswerable),
             "answerable_top_score_when_right": score_distribution(answered),
+            "injection": injection(rows),
             "ms_per_query": round(1000 * self.seconds.get(channel, 0.0) / queries, 2) if queries else 0.0,
             "notes": self.notes.get(channel, []),
         }
@@ -218,6 +232,38 @@ class EvalReport:
                 for r in self.results
             ]
         return out
+
+
+def injection(rows: Sequence[QuestionResult]) -> dict[str, Any]:
+    """Per threshold: false injections (unanswerable questions with a top hit at or above it)
+    and evidence injections (answerable questions with a matching top hit at or above it)."""
+    unanswerable = [r for r in rows if r.question.kind == "unanswerable"]
+    answerable = [r for r in rows if r.question.kind != "unanswerable"]
+    return {
+        "top": INJECT_TOP,
+        "unanswerable": len(unanswerable),
+        "answerable": len(answerable),
+        "thresholds": {
+            f"{t:g}": {
+                "false": sum(1 for r in unanswerable if any(a >= t for a, _ok in r.answers)),
+                "evidence": sum(1 for r in answerable if any(a >= t and ok for a, ok in r.answers)),
+            }
+            for t in INJECT_THRESHOLDS
+        },
+    }
+
+
+def _answers(question: Question, hits: Sequence[Any]) -> list[tuple[float, bool]]:
+    """(absolute answer score, matches evidence) of the top hits: memory-file hits scored from
+    their terms and cosine together, an episodic hit by its own (already absolute) score."""
+    top = list(hits[:INJECT_TOP])
+    documents = [h for h in top if (_field(h, "tier", "document") or "document") == "document"]
+    scored = dict(zip(map(id, documents), answer_scores(question.question, documents), strict=True))
+    out = []
+    for h in top:
+        score = scored[id(h)] if id(h) in scored else float(_field(h, "score", 0.0) or 0.0)
+        out.append((score, any(matches(h, e) for e in question.expect)))
+    return out
 
 
 def engine_search(engine: Any) -> SearchFn:
@@ -287,7 +333,7 @@ def evaluate(
                 if keep_hits
                 else []
             )
-            results.append(QuestionResult(q, channel, metrics, top, sizes, kept))
+            results.append(QuestionResult(q, channel, metrics, top, sizes, kept, _answers(q, hits)))
         seconds[channel] = time.perf_counter() - started
         notes[channel] = seen_notes
     return EvalReport(list(channels), ks_t, results, notes, seconds)

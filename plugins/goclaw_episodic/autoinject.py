@@ -8,7 +8,7 @@ the episodic summaries), so a summary or a note related to the message can be in
 Trivial messages (greetings, "ok thanks") are skipped.
 
 Whether a hit is injected is decided on one absolute scale for both tiers
-(:mod:`goclaw_episodic.terms`): 0.7 × the share of the message's terms the hit holds + 0.3 × its
+(:mod:`goclaw.retrieval.answer`): 0.7 × the share of the message's terms the hit holds + 0.3 × its
 cosine (the cosine alone when no hit holds any of its terms, so a match in meaning only can be
 injected). The search's own scores rank, but do not say whether anything answers: the memory
 fusion divides BM25 by the query's best match, so the best hit of any message sharing a word
@@ -30,17 +30,13 @@ directly, with the last user turns as context for its vector query.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from goclaw.nlp.sentences import clip
-from goclaw.retrieval.tokenize import query_terms, terms
+from goclaw.retrieval.answer import answer_scores
 from goclaw.wrappers import neutralise
 from goclaw_episodic.settings import agent_setting, settings_of
 from goclaw_episodic.store import EpisodicStore
-from goclaw_episodic.terms import coverage, fuse_scores
 from goclaw_episodic.text import is_trivial
 
 log = logging.getLogger("goclaw.episodic")
@@ -151,36 +147,6 @@ def _interleave(
             out.append(second[j])
             j += 1
     return out
-
-
-def answer_scores(message: str, hits: Sequence[Any]) -> list[float]:
-    """Each memory-file hit's score on the episodic tier's absolute scale: 0.7 × the share of
-    the message's distinct terms it holds + 0.3 × its cosine (``channels["vector"]``); the
-    cosine alone when no hit holds any of the terms, the share alone without vectors."""
-    if not hits:
-        return []
-    wanted = list(dict.fromkeys(query_terms(message)))
-    held = [_hit_terms(h) for h in hits]
-    lexical = coverage([[t in h for h in held] for t in wanted])
-    cosines = [(getattr(h, "channels", None) or {}).get("vector") for h in hits]
-    vector = None
-    if any(c is not None for c in cosines):
-        vector = np.asarray([c or 0.0 for c in cosines], dtype=np.float32)
-    out = [0.0] * len(hits)
-    for slot, score in fuse_scores(lexical, vector, None, len(hits)):
-        out[slot] = score
-    return out
-
-
-def _hit_terms(hit: Any) -> set[str] | Mapping[str, Any]:
-    """The retrieval terms a hit holds: its backend's (the query terms' positions, or all of
-    its terms), else its snippet's, tokenised."""
-    found = getattr(hit, "terms", None)
-    if isinstance(found, Mapping):
-        return found
-    if found is not None:
-        return set(found)
-    return set(terms(str(getattr(hit, "snippet", "") or "")))
 
 
 def _expand(episodic_id: Any) -> str:

@@ -19,7 +19,7 @@ Every ``memory_search`` asks this tier too, so its fixed cost matters more than 
   many query terms they hold; nearest by cosine) and reads each candidate's terms and real
   cosine.
 
-The score is absolute (:mod:`goclaw_episodic.terms`): 0.7 × the share of the query's terms a
+The score is absolute (:mod:`goclaw.retrieval.answer`): 0.7 × the share of the query's terms a
 summary holds + 0.3 × its cosine, the reference's episodic weights; a channel with no hit
 leaves the other at weight 1.0.
 """
@@ -38,11 +38,12 @@ from typing import Any
 
 import numpy as np
 
+from goclaw.retrieval.answer import coverage, fuse_absolute
 from goclaw.retrieval.index import Doc, SearchIndex
 from goclaw.retrieval.tokenize import query_terms
 from goclaw.store.types import utcnow
 from goclaw_episodic.search_pg import search_pg
-from goclaw_episodic.terms import Space, coverage, episode_lex, fuse_scores, topics
+from goclaw_episodic.terms import Space, episode_lex, topics
 
 log = logging.getLogger("goclaw.episodic")
 
@@ -220,7 +221,7 @@ class EpisodicSearch:
             terms = list(dict.fromkeys(query_terms(query)))
             lexical = coverage([idx.bm25([t]) > 0 for t in terms])  # dead slots score 0
             vector = idx.cosine(qvec) if qvec is not None and idx.has_vec[: idx.n].any() else None
-            scored = fuse_scores(lexical, vector, mask, limit)
+            scored = fuse_absolute(lexical, vector, mask, limit)
             return [(st.ids[int(idx.ids[slot])], score) for slot, score in scored]
 
     def _reconcile(self, agent_id: str, st: _State, now: str) -> None:

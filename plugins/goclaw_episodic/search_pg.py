@@ -4,7 +4,7 @@ Full text stays in the database (``tsv`` generated from ``lex``, GIN). A gate ch
 tenant and that it has summaries; then one statement finds the best candidates of either
 channel among the caller's summaries (full-text matches ranked by how many query terms they
 hold, which is the text score; nearest by cosine), with each candidate's terms and real cosine;
-the scores (:mod:`goclaw_episodic.terms`) are computed here.
+the scores (:mod:`goclaw.retrieval.answer`) are computed here.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 from sqlalchemy import text
 
+from goclaw.retrieval.answer import coverage, fuse_absolute
 from goclaw.retrieval.tokenize import query_terms
 from goclaw.store.types import utcnow
-from goclaw_episodic.terms import Space, coverage, episode_lex, fuse_scores, topics
+from goclaw_episodic.terms import Space, episode_lex, topics
 
 _LIVE = "agent_id = :a AND (expires_at IS NULL OR expires_at > :now)"
 
@@ -89,7 +90,7 @@ def _statement(terms: Sequence[str], qvec: Any, space: Space | None, params: dic
 
 def _score(found: list[Any], terms: Sequence[str], has_vector: bool, limit: int) -> list[tuple[str, float]]:
     """Every candidate of either channel has both real scores (issue 11): the share of the
-    query terms it holds and the cosine, fused 0.7 / 0.3 (:mod:`goclaw_episodic.terms`)."""
+    query terms it holds and the cosine, fused 0.7 / 0.3 (:mod:`goclaw.retrieval.answer`)."""
     order = [str(r[0]) for r in found]
     lexical = None
     if terms:
@@ -99,7 +100,7 @@ def _score(found: list[Any], terms: Sequence[str], has_vector: bool, limit: int)
     vector = None
     if has_vector:
         vector = np.asarray([0.0 if r[5] is None else float(r[5]) for r in found], dtype=np.float32)
-    return [(order[slot], score) for slot, score in fuse_scores(lexical, vector, None, limit)]
+    return [(order[slot], score) for slot, score in fuse_absolute(lexical, vector, None, limit)]
 
 
 def _tsquery(terms: Sequence[str]) -> str:

@@ -47,6 +47,15 @@ def _print_report(data: dict[str, Any]) -> None:
             f"  {channel:<8} unanswerable {u['median']:.3f} / {u['p90']:.3f} / {u['max']:.3f}   "
             f"answerable {a['median']:.3f} / {a['p90']:.3f} / {a['max']:.3f}"
         )
+    if "hybrid" in data["channels"]:
+        inj = data["channels"]["hybrid"]["injection"]
+        click.echo("")
+        click.echo(
+            f"auto-injection (hybrid, top {inj['top']}, absolute score): false injections of "
+            f"{inj['unanswerable']} unanswerable / evidence injected of {inj['answerable']} answerable"
+        )
+        cells = [f"{t}: {v['false']} / {v['evidence']}" for t, v in inj["thresholds"].items()]
+        click.echo("  " + "   ".join(cells))
     for channel, summary in data["channels"].items():
         for note in summary["notes"]:
             click.echo(f"note: {channel}: {note}", err=True)
