@@ -155,6 +155,17 @@ def test_passages_are_list_items_and_paragraphs_under_their_headings() -> None:
     ]
 
 
+def test_a_fenced_code_block_is_one_passage_and_its_comments_are_not_headings() -> None:
+    chunk = "## Deploy\n- run it:\n```bash\n# not a heading\n\nmake deploy\n```\n- then check\n"
+    assert passages(chunk) == [
+        "## Deploy\n- run it:",
+        "## Deploy\n```bash\n# not a heading\n\nmake deploy\n```",
+        "## Deploy\n- then check",
+    ]
+    # a chunk cut inside a fence keeps the rest as one passage
+    assert passages("```\n# a\n- b") == ["```\n# a\n- b"]
+
+
 def test_passages_of_text_without_structure_or_with_headings_only() -> None:
     assert passages("one line") == ["one line"]
     assert passages("## A\n\n## B\n") == ["## A", "## B"]

@@ -23,19 +23,21 @@ if TYPE_CHECKING:
 
 __all__ = ["best_passage_cosine", "passage_scores", "passages"]
 
-# Markdown structure: a heading, and the start of a list item.
+# Markdown structure: a heading, the start of a list item, a code fence.
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s")
 _ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,9}[.)])\s")
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 
 
 def passages(text: str) -> list[str]:
-    """The passages of a Markdown chunk: each list item (with its continuation lines) and each
-    paragraph, preceded by the headings above it within the chunk (``# day`` then ``## topic``),
-    so a line keeps the context that says what it is about. A chunk of headings only gives
-    its headings."""
+    """The passages of a Markdown chunk: each list item (with its continuation lines), each
+    paragraph and each fenced code block, preceded by the headings above it within the chunk
+    (``# day`` then ``## topic``), so a line keeps the context that says what it is about. A
+    chunk of headings only gives its headings."""
     out: list[str] = []
     heads: list[tuple[int, str]] = []  # the open headings, outermost first
     block: list[str] = []
+    fence = ""  # the open code fence's marker: its lines (a "# comment" too) are plain text
 
     def close() -> None:
         if block:
@@ -44,6 +46,18 @@ def passages(text: str) -> list[str]:
 
     headings: list[str] = []
     for line in text.splitlines():
+        f = _FENCE.match(line)
+        if fence:
+            block.append(line)
+            if f and f.group(1) == fence:
+                fence = ""
+                close()
+            continue
+        if f:
+            close()
+            fence = f.group(1)
+            block.append(line)
+            continue
         if not line.strip():
             close()
             continue
