@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from goclaw.retrieval import tokenize
 from goclaw.retrieval.forward import ForwardIndex
 from goclaw.retrieval.persist import ARRAYS, load_index, save_index
 from goclaw.retrieval.persist import FORMAT as FORMAT  # re-exported: imported from here
@@ -241,11 +242,15 @@ class SearchIndex:
         self.total_len += float(lens.sum())
         # One pass: each occurrence to its term id, new terms numbered as first seen.
         with self.vocab.numbering():
-            tids = np.fromiter(
-                map(self.vocab.__getitem__, itertools.chain.from_iterable(d.terms for d in docs)),
-                dtype=np.int64,
-                count=int(lens.sum()),
-            )
+            if tokenize.accel is not None:  # the same pass in C (goclaw/retrieval/_accel.c)
+                raw = tokenize.accel.term_ids(self.vocab, [d.terms for d in docs], int(lens.sum()))
+                tids = np.frombuffer(raw, dtype=np.int64)
+            else:
+                tids = np.fromiter(
+                    map(self.vocab.__getitem__, itertools.chain.from_iterable(d.terms for d in docs)),
+                    dtype=np.int64,
+                    count=int(lens.sum()),
+                )
         self.fwd.append(tids, lens)
         if len(tids):
             owner = np.repeat(slots, lens)

@@ -28,7 +28,12 @@ from functools import lru_cache
 from itertools import chain
 from typing import Any
 
-__all__ = ["STOPWORDS", "Tokenizer", "default_tokenizer", "query_terms", "terms"]
+__all__ = ["STOPWORDS", "Tokenizer", "accel", "default_tokenizer", "query_terms", "terms"]
+
+try:  # the optional C accelerator (hatch_build.py); the pure-Python path gives the same terms
+    from goclaw.retrieval import _accel as accel
+except ImportError:  # pragma: no cover - built wherever a C compiler is present
+    accel = None  # type: ignore[assignment]
 
 STOPWORDS = frozenset(
     [
@@ -159,7 +164,10 @@ class Tokenizer:
 
     version = "goclaw-1"  # stored with persisted indexes: a change forces a rebuild
 
-    def __init__(self, *, stem: bool = True, stopwords: frozenset[str] = STOPWORDS) -> None:
+    def __init__(
+        self, *, stem: bool = True, stopwords: frozenset[str] = STOPWORDS, compiled: bool = True
+    ) -> None:
+        self._fast = accel.ascii_terms if compiled and accel is not None else None
         self._stemmer = _make_stemmer() if stem else None
         self._stopwords = stopwords
         self._cache = _PieceCache(self._piece)
@@ -250,6 +258,8 @@ class Tokenizer:
         if keep_stopwords:
             return self._terms_keeping_stopwords(text)
         if text.isascii():
+            if self._fast is not None:  # the same steps in C, terms from the same cache
+                return self._fast(text, _ASCII_BYTES, self._ascii, self._ascii.__missing__)
             pieces = text.encode("ascii").translate(_ASCII_BYTES).split()
             return list(chain.from_iterable(map(self._ascii.__getitem__, pieces)))
         return list(chain.from_iterable(map(self._cache.__getitem__, self.pieces(text))))
