@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from goclaw.tokenizer import CharsTokenizer
 from goclaw.types import PromptContext, PromptRequest, SlashResult
 from goclaw_skills.slash import DEFAULT_MESSAGE
+from tests.conftest import BACKENDS
 from tests.test_skills_common import no_builtin, write_skill
 
 
@@ -121,8 +123,7 @@ def test_allow_list_narrows_the_section(eng, workspace: Path) -> None:  # type: 
 # --------------------------------------------------------------------------- slash commands
 
 
-@pytest.fixture
-def slash_eng(eng, workspace: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
+def _slash_skills(eng: Any, workspace: Path, tmp_path: Path) -> Any:
     root = workspace / "skills"
     write_skill(
         root, "frontend-design", "Design web UIs", name="Frontend Design", body="Use {baseDir}/tokens.css\n"
@@ -135,6 +136,36 @@ def slash_eng(eng, workspace: Path, tmp_path: Path):  # type: ignore[no-untyped-
     write_skill(tmp_path / "m", "hidden-gem", "internal only")
     eng.skills.add(tmp_path / "m" / "hidden-gem", visibility="internal")
     return eng
+
+
+@pytest.fixture
+def slash_eng(eng, workspace: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
+    return _slash_skills(eng, workspace, tmp_path)
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def probe_eng(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """``slash_eng`` built once per database for the parametrized probes that only ask the slash
+    commands and render the section (~90 fresh engines otherwise); tests that change settings,
+    grants or skills use ``slash_eng``."""
+    from goclaw.engine import Engine
+    from tests.surfaces_helpers import module_database
+
+    base = tmp_path_factory.mktemp("slash-probes")
+    (base / "home").mkdir()
+    (base / "ws").mkdir()
+    with pytest.MonkeyPatch.context() as mp, module_database(request.param) as url:
+        mp.setenv("HOME", str(base / "home"))  # tiers 3-4 read ~: never the real one
+        eng = Engine.open(
+            base / "ws",
+            database_url=url,
+            plugins=no_builtin(embeddings={"provider": "none"}, skills={"watch": False}),
+        )
+        try:
+            eng.agents.create("bot")
+            yield _slash_skills(eng, base / "ws", base)
+        finally:
+            eng.close()
 
 
 def test_direct_slug_activation_injects_full_skill_md(slash_eng, workspace: Path) -> None:  # type: ignore[no-untyped-def]
@@ -165,9 +196,9 @@ def test_direct_slug_activation_injects_full_skill_md(slash_eng, workspace: Path
         ("/Front Office greet the guest", "front-office", "greet the guest"),
     ],
 )
-def test_use_and_name_matching(slash_eng, text: str, skill: str, message: str) -> None:  # type: ignore[no-untyped-def]
-    ctx = _ctx(slash_eng)
-    res = _slash(slash_eng, ctx, text)
+def test_use_and_name_matching(probe_eng, text: str, skill: str, message: str) -> None:  # type: ignore[no-untyped-def]
+    ctx = _ctx(probe_eng)
+    res = _slash(probe_eng, ctx, text)
     assert res is not None and (res.skill, res.message) == (skill, message)
 
 
@@ -185,8 +216,8 @@ def test_use_and_name_matching(slash_eng, text: str, skill: str, message: str) -
         "/help",
     ],
 )
-def test_not_commands_pass_through(slash_eng, text: str) -> None:  # type: ignore[no-untyped-def]
-    assert _slash(slash_eng, _ctx(slash_eng), text) is None
+def test_not_commands_pass_through(probe_eng, text: str) -> None:  # type: ignore[no-untyped-def]
+    assert _slash(probe_eng, _ctx(probe_eng), text) is None
 
 
 def test_list_skills_and_help(slash_eng) -> None:  # type: ignore[no-untyped-def]
@@ -227,10 +258,10 @@ def test_unknown_with_and_without_suggestions(slash_eng) -> None:  # type: ignor
         "/help me",
     ],
 )
-def test_prose_after_the_prefix_reaches_the_model(slash_eng, text: str) -> None:  # type: ignore[no-untyped-def]
+def test_prose_after_the_prefix_reaches_the_model(probe_eng, text: str) -> None:  # type: ignore[no-untyped-def]
     # Issue 12: every short word is within 3 edits of a short slug ("ok" → "pdf"), so short
     # prose was answered with "No skill matches `ok`. Did you mean ..." instead of the model.
-    assert _slash(slash_eng, _ctx(slash_eng), text) is None
+    assert _slash(probe_eng, _ctx(probe_eng), text) is None
 
 
 @pytest.mark.parametrize(
@@ -246,8 +277,8 @@ def test_prose_after_the_prefix_reaches_the_model(slash_eng, text: str) -> None:
         ("/help Frontend Desing", ["frontend-design"]),
     ],
 )
-def test_real_typos_still_get_suggestions(slash_eng, text: str, expected: list[str]) -> None:  # type: ignore[no-untyped-def]
-    res = _slash(slash_eng, _ctx(slash_eng), text)
+def test_real_typos_still_get_suggestions(probe_eng, text: str, expected: list[str]) -> None:  # type: ignore[no-untyped-def]
+    res = _slash(probe_eng, _ctx(probe_eng), text)
     assert res is not None and res.skill is None and res.suggestions == expected
 
 
@@ -292,15 +323,15 @@ LEAK_PROBES = [
 
 
 @pytest.mark.parametrize("text", LEAK_PROBES)
-def test_no_leaks_through_slash_commands(slash_eng, text: str) -> None:  # type: ignore[no-untyped-def]
-    ctx = _ctx(slash_eng)
-    res = _slash(slash_eng, ctx, text)
+def test_no_leaks_through_slash_commands(probe_eng, text: str) -> None:  # type: ignore[no-untyped-def]
+    ctx = _ctx(probe_eng)
+    res = _slash(probe_eng, ctx, text)
     for hidden in ("secret-plan", "Top secret", "hidden-gem", "internal only"):
         if res is not None:
             assert hidden not in (res.reply or "") or hidden in text
             assert res.skill not in ("secret-plan", "hidden-gem")
             assert hidden not in res.suggestions
-    _section(slash_eng).render(ctx)
+    _section(probe_eng).render(ctx)
     assert ctx.state["activated_skill"] not in ("secret-plan", "hidden-gem")
 
 
