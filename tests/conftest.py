@@ -8,6 +8,7 @@ Without the variable the PostgreSQL half of each parametrized test is skipped, u
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -109,6 +110,26 @@ def make_engine(workspace: Path, database_url: str | None) -> Iterator[Callable[
     yield _make
     for eng in opened:
         eng.close()
+
+
+@contextlib.contextmanager
+def module_engine(backend: str, base: Path, **kwargs: Any) -> Iterator[Any]:
+    """An engine for a module-scoped fixture: its own HOME, workspace (``base``/ws) and database
+    (SQLite in the workspace or a fresh PostgreSQL schema), closed and dropped afterwards. For
+    tests that only probe it (parametrized refusals, queries): one engine per database instead of
+    one per case; a test that changes it uses the function-scoped ``engine``."""
+    from goclaw.engine import Engine
+    from tests.surfaces_helpers import module_database
+
+    (base / "home").mkdir()
+    (base / "ws").mkdir()
+    with pytest.MonkeyPatch.context() as mp, module_database(backend) as url:
+        mp.setenv("HOME", str(base / "home"))  # tiers 3-4 read ~: never the real one
+        eng = Engine.open(base / "ws", database_url=url, **kwargs)
+        try:
+            yield eng
+        finally:
+            eng.close()
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ and, where a database is involved, on both SQLite and PostgreSQL.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 
 from goclaw.errors import GoclawError, NotFoundError, PermissionDeniedError, ValidationError
 from goclaw.types import PromptRequest
+from tests.conftest import BACKENDS, module_engine
 from tests.helpers import run_cli
 
 ESCAPES = [
@@ -33,23 +35,45 @@ def tool(engine: Any, name: str) -> Any:
     return next(t for t in engine.hooks.tools(engine) if t.name == name).func
 
 
+@pytest.fixture(scope="module", params=BACKENDS)
+def probed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One engine per database for the parametrized refusal and query probes below (~100 fresh
+    engines otherwise), set up as each test used to set up its own: agents "sec", "sk", "mem"
+    (its notes, another user's notes, a goclaw.toml in the workspace) and "q" (one indexed note
+    to find after every nasty query). The probes must change nothing; each checks it."""
+    base = tmp_path_factory.mktemp("security-probes")
+    with module_engine(request.param, base) as engine:
+        engine.agents.create("sec")
+        engine.agents.create("sk")
+        folder = engine.agent_dir(engine.agents.create("mem"))
+        (folder / "memory").mkdir(parents=True)
+        (folder / "memory" / "notes.md").write_text("agent notes\n")
+        (folder / "users" / "other" / "memory").mkdir(parents=True)
+        (folder / "users" / "other" / "MEMORY.md").write_text("other's secret\n")
+        (folder / "users" / "other" / "memory" / "notes.md").write_text("other's notes\n")
+        (base / "ws" / "goclaw.toml").write_text("# config\n")
+        folder = engine.agent_dir(engine.agents.create("q"))
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "MEMORY.md").write_text("The staging database is called kestrel.\n")
+        engine.memory.index("q")
+        yield engine
+
+
 # --------------------------------------------------------------------------- names and paths
 
 
 @pytest.mark.parametrize("name", ESCAPES)
-def test_context_file_names_cannot_escape(engine: Any, name: str) -> None:
-    engine.agents.create("sec")
+def test_context_file_names_cannot_escape(probed: Any, name: str) -> None:
     with pytest.raises(ValidationError):
-        engine.files.set("sec", name, "x")
+        probed.files.set("sec", name, "x")
     with pytest.raises(ValidationError):
-        engine.files.get("sec", name)
+        probed.files.get("sec", name)
 
 
 @pytest.mark.parametrize("name", ESCAPES)
-def test_context_file_tools_refuse_escapes(engine: Any, name: str) -> None:
-    engine.agents.create("sec")
+def test_context_file_tools_refuse_escapes(probed: Any, name: str) -> None:
     with pytest.raises(GoclawError):
-        tool(engine, "write_context_file")(agent="sec", user="u1", name=name, content="x")
+        tool(probed, "write_context_file")(agent="sec", user="u1", name=name, content="x")
 
 
 MEMORY_ESCAPES = [
@@ -66,19 +90,12 @@ MEMORY_ESCAPES = [
 
 
 @pytest.mark.parametrize("path", MEMORY_ESCAPES)
-def test_memory_get_is_confined(engine: Any, workspace: Path, path: str) -> None:
-    agent = engine.agents.create("mem")
-    folder = engine.agent_dir(agent)
-    (folder / "memory").mkdir(parents=True)
-    (folder / "memory" / "notes.md").write_text("agent notes\n")
-    (folder / "users" / "other" / "memory").mkdir(parents=True)
-    (folder / "users" / "other" / "MEMORY.md").write_text("other's secret\n")
-    (folder / "users" / "other" / "memory" / "notes.md").write_text("other's notes\n")
-    (workspace / "goclaw.toml").write_text("# config\n")
+def test_memory_get_is_confined(probed: Any, path: str) -> None:
+    assert probed.memory.get("mem", "memory/notes.md", user="me")  # the set-up is reachable
     with pytest.raises((PermissionDeniedError, ValidationError, NotFoundError)):
-        engine.memory.get("mem", path, user="me")
+        probed.memory.get("mem", path, user="me")
     with pytest.raises((PermissionDeniedError, ValidationError, NotFoundError)):
-        tool(engine, "memory_get")(agent="mem", user="me", path=path)
+        tool(probed, "memory_get")(agent="mem", user="me", path=path)
 
 
 def test_memory_get_refuses_symlink_escape(engine: Any, tmp_path: Path) -> None:
@@ -93,12 +110,11 @@ def test_memory_get_refuses_symlink_escape(engine: Any, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("slug", ["../escape", "/etc", "..", "a/../../b", "x\x00y", "C:\\skills\\x"])
-def test_skill_slugs_cannot_escape(engine: Any, slug: str) -> None:
-    engine.agents.create("sk")
+def test_skill_slugs_cannot_escape(probed: Any, slug: str) -> None:
     with pytest.raises(GoclawError):
-        engine.skills.use(slug, "sk")
+        probed.skills.use(slug, "sk")
     with pytest.raises(GoclawError):
-        engine.skills.show(slug, "sk")
+        probed.skills.show(slug, "sk")
 
 
 def test_skill_symlink_escaping_its_root_is_skipped(engine: Any, workspace: Path, tmp_path: Path) -> None:
@@ -133,17 +149,12 @@ NASTY_QUERIES = [
 
 
 @pytest.mark.parametrize("query", NASTY_QUERIES)
-def test_search_input_is_data_on_every_backend(engine: Any, query: str) -> None:
-    agent = engine.agents.create("q")
-    folder = engine.agent_dir(agent)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "MEMORY.md").write_text("The staging database is called kestrel.\n")
-    engine.memory.index("q")
+def test_search_input_is_data_on_every_backend(probed: Any, query: str) -> None:
     for channel in ("hybrid", "lexical", "vector"):
-        engine.memory.search(query, "q", channel=channel)
-    engine.skills.search(query, "q")
+        probed.memory.search(query, "q", channel=channel)
+    probed.skills.search(query, "q")
     # The tables are intact afterwards: the injection did nothing.
-    hits = engine.memory.search("kestrel", "q", channel="lexical")
+    hits = probed.memory.search("kestrel", "q", channel="lexical")
     assert hits and "kestrel" in hits[0].snippet
 
 

@@ -12,7 +12,7 @@ import pytest
 from goclaw.tokenizer import CharsTokenizer
 from goclaw.types import PromptContext, PromptRequest, SlashResult
 from goclaw_skills.slash import DEFAULT_MESSAGE
-from tests.conftest import BACKENDS
+from tests.conftest import BACKENDS, module_engine
 from tests.test_skills_common import no_builtin, write_skill
 
 
@@ -148,24 +148,11 @@ def probe_eng(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     """``slash_eng`` built once per database for the parametrized probes that only ask the slash
     commands and render the section (~90 fresh engines otherwise); tests that change settings,
     grants or skills use ``slash_eng``."""
-    from goclaw.engine import Engine
-    from tests.surfaces_helpers import module_database
-
     base = tmp_path_factory.mktemp("slash-probes")
-    (base / "home").mkdir()
-    (base / "ws").mkdir()
-    with pytest.MonkeyPatch.context() as mp, module_database(request.param) as url:
-        mp.setenv("HOME", str(base / "home"))  # tiers 3-4 read ~: never the real one
-        eng = Engine.open(
-            base / "ws",
-            database_url=url,
-            plugins=no_builtin(embeddings={"provider": "none"}, skills={"watch": False}),
-        )
-        try:
-            eng.agents.create("bot")
-            yield _slash_skills(eng, base / "ws", base)
-        finally:
-            eng.close()
+    plugins = no_builtin(embeddings={"provider": "none"}, skills={"watch": False})
+    with module_engine(request.param, base, plugins=plugins) as eng:
+        eng.agents.create("bot")
+        yield _slash_skills(eng, base / "ws", base)
 
 
 def test_direct_slug_activation_injects_full_skill_md(slash_eng, workspace: Path) -> None:  # type: ignore[no-untyped-def]
