@@ -222,6 +222,41 @@ def test_the_passage_step_is_off_without_an_embedder_that_offers_it(make_engine:
     assert plugin.counting.texts[embedded:] == [PASSAGE_Q]  # the query only
 
 
+@pytest.mark.parametrize("memory", [{"fusion": "rrf"}, {"rerank_passages": 0}, {"rerank": "none"}])
+def test_the_passage_step_runs_only_with_the_weighted_fusion_and_the_overlap_reranker(
+    make_engine: Any, monkeypatch: pytest.MonkeyPatch, memory: dict[str, Any]
+) -> None:
+    """Its formula re-measures the vector share of the weighted sum; other fusions' scores are
+    not made of one, and the step belongs to the built-in reranker."""
+    from goclaw_embeddings.static_model import StaticEmbedder
+
+    calls: list[Any] = []
+    monkeypatch.setattr(StaticEmbedder, "passage_similarity", lambda *args: calls.append(args))
+    eng, root = _engine(make_engine, **{"rerank": "overlap", **memory})
+    for rel, text in PASSAGE_NOTES.items():
+        write(root, rel, text)
+    eng.memory.index("ada")
+    assert len(eng.memory.search(PASSAGE_Q, "ada")) == 2
+    assert calls == []
+
+
+def test_a_failing_passage_step_keeps_the_overlap_order(
+    make_engine: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from goclaw_embeddings.static_model import StaticEmbedder
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("boom")
+
+    eng, root = _engine(make_engine, rerank="overlap")
+    for rel, text in PASSAGE_NOTES.items():
+        write(root, rel, text)
+    eng.memory.index("ada")
+    monkeypatch.setattr(StaticEmbedder, "passage_similarity", broken)
+    assert [h.path for h in eng.memory.search(PASSAGE_Q, "ada")] == ["memory/a.md", "memory/b.md"]
+    assert "passage step failed" in caplog.text
+
+
 def test_the_candidate_pool_is_only_asked_for_when_something_reads_it(make_engine: Any) -> None:
     """With no reranker (built-in off, none installed) and no MMR, the backend is asked for
     3 x limit candidates, not the reranker's pool; the pool is asked for as soon as the built-in

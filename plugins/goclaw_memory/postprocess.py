@@ -115,7 +115,11 @@ def overlap_rerank(
     best = [h for h in ranked[:top] if "lexical" in h.channels and "vector" in h.channels]
     if not best:
         return ranked
-    sims = passages(query, [h.snippet for h in best])
+    try:
+        sims = passages(query, [h.snippet for h in best])
+    except Exception:  # the step refines an order that is already good: never lose the search
+        log.warning("the reranker's passage step failed; hits keep the overlap order", exc_info=True)
+        return ranked
     rescored = passage_scores(
         [h.score for h in best], [h.channels for h in best], sims, text_weight, vector_weight
     )
