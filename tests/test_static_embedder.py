@@ -310,3 +310,22 @@ def test_passage_similarity_when_its_caches_overflow(monkeypatch: pytest.MonkeyP
 
 def test_passage_similarity_of_a_query_that_does_not_embed() -> None:
     assert StaticEmbedder().passage_similarity("", NOTES[:2]).tolist() == [0.0, 0.0]
+
+
+def test_passage_similarity_is_a_cosine_with_a_model_that_does_not_normalize(tmp_path: Path) -> None:
+    """A model whose config says ``"normalize": false`` embeds queries of norm other than 1;
+    the passage step compares its result with the search's cosine, so it must be a cosine too
+    (it was the cosine times the query's norm: 0.64 instead of 0.49 here)."""
+    import shutil
+
+    copy = tmp_path / "model"
+    shutil.copytree(DEFAULT_MODEL_DIR, copy)
+    conf = json.loads((copy / "config.json").read_text(encoding="utf-8"))
+    conf["normalize"] = False
+    (copy / "config.json").write_text(json.dumps(conf), encoding="utf-8")
+    raw = StaticEmbedder(copy)
+    query = "Why did Kite Ceramics replace its secret credential?"
+    assert abs(float(np.linalg.norm(raw.embed([query])[0])) - 1.0) > 0.05  # not a unit vector
+    np.testing.assert_allclose(
+        raw.passage_similarity(query, NOTES), StaticEmbedder().passage_similarity(query, NOTES), atol=5e-4
+    )

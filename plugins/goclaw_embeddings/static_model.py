@@ -177,8 +177,10 @@ class StaticEmbedder:
 
         best = np.zeros(len(texts), dtype=np.float32)
         query_vec = self.embed([query])[0]
-        if not float(np.abs(query_vec).sum()) or not len(texts):
+        norm = float(np.linalg.norm(query_vec))  # a model may not normalize ("normalize": false)
+        if not norm or not len(texts):
             return best
+        query_vec = query_vec / np.float32(norm)
         blocks = [self._passage_vectors(text) for text in texts]
         counts = [len(b) for b in blocks]
         if not sum(counts):
