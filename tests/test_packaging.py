@@ -167,3 +167,21 @@ def test_editable_install_imports_the_checkout(tmp_path: Path) -> None:
     kernel_file, template_chars = probe.stdout.split()
     assert kernel_file.startswith(str(ROOT))
     assert int(template_chars) > 100
+
+
+def test_the_psycopg_pin_has_the_client_side_read_deadline() -> None:
+    """pg_direct stops waiting for a server that no longer answers through
+    ``Connection.wait(timeout=...)`` and ``psycopg.errors._WaitTimeout``, both new in psycopg
+    3.3.6; with an older psycopg (``>=3.2`` allowed 3.2.0-3.3.5) a memory search read waited
+    forever, silently (the fallback connection class keeps the server's timeout only)."""
+    import inspect
+    import tomllib
+
+    import psycopg
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    pin = next(Requirement(r) for r in project["dependencies"] if Requirement(r).name == "psycopg")
+    assert not pin.specifier.contains("3.3.5") and pin.specifier.contains("3.3.6")
+    assert "timeout" in inspect.signature(psycopg.Connection.wait).parameters
+    assert hasattr(psycopg.errors, "_WaitTimeout")
