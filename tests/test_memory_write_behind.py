@@ -208,3 +208,30 @@ def test_insert_many_writes_the_rows_of_executemany_in_few_statements() -> None:
     assert tables[0] == tables[1] and len(tables[0]) == 4_100
     with create_engine("sqlite://").connect() as conn, pytest.raises(ValueError, match="VALUES"):
         insert_many(conn, "INSERT INTO t SELECT ?", [(1,)], multi_row=True)
+
+
+def test_a_second_ctrl_c_while_stopping_leaves_no_writer_behind() -> None:
+    """Ctrl-C, then Ctrl-C again while the stop waits for the write under way (a user who
+    presses it twice): the writer still finishes that write and ends, so the process can exit
+    (it waited forever for a next item before: a non-daemon thread keeps the interpreter)."""
+    import _thread
+
+    started, release = threading.Event(), threading.Event()
+    finished: list[int] = []
+
+    def slow(i: int) -> int:
+        started.set()
+        release.wait(5)
+        finished.append(i)
+        return 1
+
+    w = WriteBehind(slow, overlap=always)
+    with pytest.raises(KeyboardInterrupt), w:  # the second interrupt lands in w's __exit__
+        w.submit(1)
+        w.submit(2)  # queued: the stop's hand-over waited behind it
+        assert started.wait(5)
+        threading.Timer(0.2, _thread.interrupt_main).start()  # the second Ctrl-C
+        threading.Timer(0.6, release.set).start()
+        raise KeyboardInterrupt
+    w._thread.join(3)
+    assert not w._thread.is_alive() and finished == [1]

@@ -77,7 +77,16 @@ class WriteBehind(Generic[T]):
     ) -> None:
         if exc_type is not None:
             self._stop.set()  # drop what is queued; the write under way completes
+            self._drop_queued()  # so handing over the end never waits (a 2nd Ctrl-C cannot strand it)
         self._close()
+
+    def _drop_queued(self) -> None:
+        while True:
+            try:
+                self._todo.get_nowait()
+            except queue.Empty:
+                return
+            self._todo.task_done()
 
     def _run(self) -> None:
         while True:
