@@ -121,8 +121,8 @@ def module_engine(backend: str, base: Path, **kwargs: Any) -> Iterator[Any]:
     from goclaw.engine import Engine
     from tests.surfaces_helpers import module_database
 
-    (base / "home").mkdir()
-    (base / "ws").mkdir()
+    (base / "home").mkdir(exist_ok=True)
+    (base / "ws").mkdir(exist_ok=True)  # the caller may have written files in it already
     with pytest.MonkeyPatch.context() as mp, module_database(backend) as url:
         mp.setenv("HOME", str(base / "home"))  # tiers 3-4 read ~: never the real one
         eng = Engine.open(base / "ws", database_url=url, **kwargs)

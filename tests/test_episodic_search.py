@@ -4,6 +4,7 @@ no summary, exact hybrid scores when it has some, the index follows the table, a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from goclaw.store import migrate
 from goclaw.store.database import Database
 from goclaw.store.types import utcnow
 from goclaw_episodic.search import episode_lex, searcher
+from tests.conftest import BACKENDS, module_engine
 from tests.legacy_schema import build_legacy
 from tests.test_skills_common import EmbedderPlugin, concept_vector
 
@@ -77,6 +79,22 @@ def test_no_summaries_costs_no_embedding_and_no_index(make_engine: Any) -> None:
     assert searcher(eng).reconciles == 0
 
 
+@pytest.fixture(scope="module", params=BACKENDS)
+def summarised(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Agent "epi" holding SUMMARIES, one engine per database for the queries below (they only
+    search)."""
+    plugin = EmbedderPlugin()
+    with module_engine(
+        request.param,
+        tmp_path_factory.mktemp("episodic"),
+        plugins={"embeddings": {"provider": "test"}},
+        extra_plugins=[("emb", plugin)],
+    ) as eng:
+        agent = eng.agents.create("epi")
+        _add(eng, agent, SUMMARIES)
+        yield eng, agent
+
+
 @pytest.mark.parametrize(
     "user,query",
     [
@@ -88,9 +106,8 @@ def test_no_summaries_costs_no_embedding_and_no_index(make_engine: Any) -> None:
         ("u1", "vehicle"),  # no shared word: the vector channel alone
     ],
 )
-def test_hybrid_scores_match_brute_force(make_engine: Any, user: str | None, query: str) -> None:
-    eng, agent, _plugin = _engine(make_engine)
-    _add(eng, agent, SUMMARIES)
+def test_hybrid_scores_match_brute_force(summarised: tuple[Any, Any], user: str | None, query: str) -> None:
+    eng, agent = summarised
     rows = eng.service("episodic").list(agent.id, "u1", limit=100) + [
         r for r in eng.service("episodic").list(agent.id, "u2", limit=100, exact_user=True)
     ]

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from goclaw.retrieval.tokenize import query_terms, terms
+from tests.conftest import BACKENDS, module_engine
 from tests.helpers import run_cli
 from tests.test_skills_common import EmbedderPlugin, concept_vector, no_builtin, write_skill
 
@@ -59,13 +62,21 @@ def _write_corpus(root: Path) -> None:
         write_skill(root, slug, desc, name=name)
 
 
+@pytest.fixture(scope="module", params=BACKENDS)
+def corpus_eng(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The corpus in a workspace, one engine per database for the queries below (they only search)."""
+    base = tmp_path_factory.mktemp("skills-corpus")
+    _write_corpus(base / "ws" / "skills")
+    with module_engine(request.param, base, plugins=no_builtin(embeddings={"provider": "none"})) as eng:
+        yield eng
+
+
 @pytest.mark.parametrize(
     "query",
     ["merge pdf", "pdf", "merge tables", "review sql query plans", "text text", "nothing-here", "TCK-4471"],
 )
-def test_lexical_search_matches_brute_force_bm25(make_engine, workspace: Path, query: str) -> None:  # type: ignore[no-untyped-def]
-    _write_corpus(workspace / "skills")
-    eng = make_engine(plugins=no_builtin(embeddings={"provider": "none"}))
+def test_lexical_search_matches_brute_force_bm25(corpus_eng: Any, query: str) -> None:
+    eng = corpus_eng
     hits = eng.skills.search(query, channel="lexical")
     assert [(h.slug, round(h.score, 5)) for h in hits] == [(s, round(v, 5)) for s, v in _expected(query)]
     assert [h.slug for h in eng.skills.search(query)] == [h.slug for h in hits]  # no embedder: BM25
