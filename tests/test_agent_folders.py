@@ -4,6 +4,7 @@ symlink, so no agent or user reads another's memory through the file system."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from goclaw.errors import NotFoundError, PermissionDeniedError, ValidationError
 from goclaw_memory.paths import user_ids, writable_memory_path
+from tests.conftest import BACKENDS, module_engine
 from tests.helpers import run_cli
 
 BOB_SECRET = "Bob's locker combination is 4-8-15"
@@ -24,14 +26,22 @@ def _bob(engine: Any) -> Path:
     return root
 
 
+@pytest.fixture(scope="module", params=BACKENDS)
+def with_bob(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Agent "bob" with his memory, one engine per database for the refusals below (each checks
+    that nothing was created)."""
+    with module_engine(request.param, tmp_path_factory.mktemp("bob")) as engine:
+        _bob(engine)
+        yield engine
+
+
 @pytest.mark.parametrize(
     "bad", ["agents/bob", "./agents/bob/", "agents/bob/users/x", "../x", "/etc", "agents", "."]
 )
-def test_agent_dir_outside_the_area_or_owned_is_refused(engine: Any, workspace: Path, bad: str) -> None:
-    _bob(engine)
+def test_agent_dir_outside_the_area_or_owned_is_refused(with_bob: Any, bad: str) -> None:
     with pytest.raises(ValidationError):
-        engine.agents.create("mallory", workspace_dir=bad)
-    assert [a.name for a in engine.agents.list()] == ["bob"]
+        with_bob.agents.create("mallory", workspace_dir=bad)
+    assert [a.name for a in with_bob.agents.list()] == ["bob"]
 
 
 def test_agent_dir_cli_refusal_is_one_line(
