@@ -74,6 +74,7 @@ def test_reranked_search_equals_reranking_the_texts(workspace: Path) -> None:
         eng.memory.index("a")
         query = "Vilnius warehouse door"
         settings = eng.plugin_settings("memory")
+        settings.rerank_passages = 0  # the overlap reranker alone (the passage step has its own tests)
         settings.rerank = "none"
         plain = {h.path: h.score for h in eng.memory.search(query, "a", limit=10)}
         settings.rerank = "overlap"
