@@ -194,7 +194,8 @@ def test_the_reranker_measures_meaning_on_the_best_passage(make_engine: Any) -> 
     eng.memory.index("ada")
     before = {h.path: h.score for h in eng.memory.search(PASSAGE_Q, "ada")}
     assert list(before) == ["memory/a.md", "memory/b.md"]
-    eng.plugin_settings("memory").rerank_passages = 10
+    settings = eng.plugin_settings("memory")
+    settings.rerank_passages = type(settings).model_fields["rerank_passages"].default  # 20
     after = eng.memory.search(PASSAGE_Q, "ada")
     assert [h.path for h in after] == ["memory/b.md", "memory/a.md"]
     assert all(h.score >= before[h.path] for h in after)

@@ -283,15 +283,14 @@ NOTES = [
     "query", ["Why did Kite Ceramics replace its secret credential?", "Mei refund", "résumé in Tokyo"]
 )
 def test_passage_similarity_equals_embedding_each_passage(query: str) -> None:
-    """The fast path (tokens remembered per whitespace piece, passage vectors per text, in
-    float16) gives what embedding every passage with embed() gives, also on a second, cached
-    call."""
+    """The fast path (tokens remembered per whitespace piece, passage vectors per text) gives
+    what embedding every passage with embed() gives, also on a second, cached call."""
     from goclaw.retrieval.passages import best_passage_cosine
 
     emb = StaticEmbedder()
     want = best_passage_cosine(emb.embed, query, NOTES)
-    np.testing.assert_allclose(emb.passage_similarity(query, NOTES), want, atol=5e-4)
-    np.testing.assert_allclose(emb.passage_similarity(query, NOTES), want, atol=5e-4)
+    np.testing.assert_allclose(emb.passage_similarity(query, NOTES), want, atol=1e-5)
+    np.testing.assert_allclose(emb.passage_similarity(query, NOTES), want, atol=1e-5)
     assert want[0] > 0 and want[3] == want[4] == 0.0
 
 
@@ -304,7 +303,7 @@ def test_passage_similarity_when_its_caches_overflow(monkeypatch: pytest.MonkeyP
     emb = StaticEmbedder()
     for query in ("Kite Ceramics key", "warehouse Aarhus"):
         want = best_passage_cosine(emb.embed, query, NOTES)
-        np.testing.assert_allclose(emb.passage_similarity(query, NOTES), want, atol=5e-4)
+        np.testing.assert_allclose(emb.passage_similarity(query, NOTES), want, atol=1e-5)
     assert len(emb._chunks) <= 1
 
 

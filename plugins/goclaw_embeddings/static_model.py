@@ -32,7 +32,7 @@ DEFAULT_MODEL_DIR: Path = Path(__file__).resolve().parent / "model"
 
 _BATCH = 512  # texts tokenised and pooled at a time (bounds the temporary token-vector buffer)
 _PIECES_MAX = 50_000  # whitespace-separated pieces whose tokens passage_similarity remembers
-_CHUNKS_MAX = 2_048  # texts whose passage vectors it remembers (~4 KB each: 8 x 256 float16)
+_CHUNKS_MAX = 1_024  # texts whose passage vectors it remembers (~8 KB each: 8 x 256 float32)
 
 # Loaded models shared by every embedder of the process (each engine has its own): loading the
 # bundled one costs ~0.18 s and 30 MB per engine otherwise. Keyed by the files and their
@@ -58,7 +58,7 @@ class StaticEmbedder:
         self._tokenizer: Tokenizer | None = None
         self._matrix: NDArray[np.float32] | None = None
         self._pieces: dict[str, list[int]] = {}  # piece of text -> its token ids (passages)
-        self._chunks: dict[str, NDArray[np.float16]] = {}  # text -> its passages' unit vectors
+        self._chunks: dict[str, NDArray[np.float32]] = {}  # text -> its passages' unit vectors
 
     # -- identity -------------------------------------------------------------------------------
 
@@ -164,8 +164,8 @@ class StaticEmbedder:
     def passage_similarity(self, query: str, texts: Sequence[str]) -> NDArray[np.float32]:
         """For each text, the best cosine between ``query`` and one of its passages (list items
         and paragraphs with the headings above them: :func:`goclaw.retrieval.passages.passages`),
-        each embedded as :meth:`embed` would (without its cut at ``max_tokens``; kept in float16,
-        cosines within ~1e-4); 0 when none is positive. The memory reranker re-measures its best
+        each embedded as :meth:`embed` would (without its cut at ``max_tokens``); 0 when none is
+        positive. The memory reranker re-measures its best
         hits with it (docs/memory.md), as it would not with a hosted model.
 
         Fast path: a passage's tokens are those of its whitespace-separated pieces (the
@@ -185,13 +185,13 @@ class StaticEmbedder:
         counts = [len(b) for b in blocks]
         if not sum(counts):
             return best
-        sims = np.concatenate(blocks).astype(np.float32) @ query_vec
+        sims = np.concatenate(blocks) @ query_vec
         owners = np.repeat(np.arange(len(texts)), counts)
         np.maximum.at(best, owners, sims)
         return best
 
-    def _passage_vectors(self, text: str) -> NDArray[np.float16]:
-        """A text's passages embedded (unit rows, float16; passages without a known token left
+    def _passage_vectors(self, text: str) -> NDArray[np.float32]:
+        """A text's passages embedded (unit rows; passages without a known token left
         out), remembered per text; each whitespace piece's tokens are remembered too."""
         import numpy as np
 
@@ -223,7 +223,7 @@ class StaticEmbedder:
         for row, token_ids in enumerate(kept):
             np.add.reduce(matrix.take(token_ids, axis=0), axis=0, out=sums[row])
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
-        found = (sums / np.where(norms > 0, norms, np.float32(1.0))).astype(np.float16)
+        found = sums / np.where(norms > 0, norms, np.float32(1.0))
         if len(self._chunks) >= _CHUNKS_MAX:
             self._chunks.clear()
         self._chunks[text] = found

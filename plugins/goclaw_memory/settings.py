@@ -117,7 +117,7 @@ class MemorySettings(BaseModel):
         default=60, ge=1, le=200, description="how many of the best candidates a reranker sees"
     )
     rerank_passages: int = Field(
-        default=10,
+        default=20,
         ge=0,
         le=200,
         description="overlap reranker, weighted fusion: how many of its best hits get the vector "
