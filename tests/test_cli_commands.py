@@ -297,6 +297,18 @@ def test_plugin_command_is_listed_without_being_imported(hello_installed: Path, 
     assert "goclaw_hello.cli" in sys.modules
 
 
+def test_an_unloaded_command_module_is_imported_again(hello_installed: Path, workspace: Path) -> None:
+    """The CLI group lives for the process; a command it loaded before its module was unloaded
+    (a plugin reinstalled in a long-lived process, or another test's install) is imported
+    again rather than run from the stale module (this made the test above fail when it ran
+    after test_kernel_plugins in one process)."""
+    assert run_cli(["hello", "ada"], workspace=workspace).code == 0
+    del sys.modules["goclaw_hello.cli"]
+    result = run_cli(["hello", "bo"], workspace=workspace)
+    assert (result.code, result.out) == (0, "hello, bo\n"), result.err
+    assert "goclaw_hello.cli" in sys.modules
+
+
 def test_eager_plugin_command_runs(hello_installed: Path, workspace: Path) -> None:
     result = run_cli(["wave"], workspace=workspace)
     assert (result.code, result.out) == (0, "*waves*\n"), result.err

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -64,7 +65,7 @@ class LazyGroup(click.Group):
             self.builtin_specs[spec.name] = spec
         self.plugin_specs: dict[str, CommandSpec] = {}
         self.conflicts: dict[str, str] = {}
-        self._loaded: dict[str, click.Command] = {}
+        self._loaded: dict[str, tuple[Any, click.Command]] = {}  # key -> (its module, command)
 
     # ------------------------------------------------------------------ declarations
     def spec(self, name: str) -> CommandSpec | None:
@@ -122,11 +123,13 @@ class LazyGroup(click.Group):
         return self.load(spec)
 
     def load(self, spec: CommandSpec) -> click.Command:
-        """Import the declared command (once per declaration)."""
+        """Import the declared command (once per declaration, and again if its module was
+        unloaded or replaced since, e.g. a plugin reinstalled in a long-lived process)."""
         key = f"{spec.plugin}|{spec.target}"
-        if key in self._loaded:
-            return self._loaded[key]
         module_name, _, attribute = spec.target.partition(":")
+        cached = self._loaded.get(key)
+        if cached is not None and sys.modules.get(module_name) is cached[0]:
+            return cached[1]
         builtin = self.builtin_specs.get(spec.name) == spec
         try:
             command = getattr(importlib.import_module(module_name), attribute)
@@ -142,7 +145,7 @@ class LazyGroup(click.Group):
                 f"command 'goclaw {spec.name}' of plugin {spec.plugin or 'goclaw'!r}: "
                 f"{spec.target} is a {type(command).__name__}, not a click command"
             )
-        self._loaded[key] = command
+        self._loaded[key] = (sys.modules.get(module_name), command)
         return command
 
     def all_commands(self) -> dict[str, click.Command]:
