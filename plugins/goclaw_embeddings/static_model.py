@@ -165,8 +165,8 @@ class StaticEmbedder:
         """For each text, the best cosine between ``query`` and one of its passages (list items
         and paragraphs with the headings above them: :func:`goclaw.retrieval.passages.passages`),
         each embedded as :meth:`embed` would (without its cut at ``max_tokens``); 0 when none is
-        positive. The memory reranker re-measures its best
-        hits with it (docs/memory.md), as it would not with a hosted model.
+        positive. The memory reranker re-measures its best hits with it (docs/memory.md), as it
+        would not with a hosted model.
 
         Fast path: a passage's tokens are those of its whitespace-separated pieces (the
         tokenizer never joins across whitespace), so each piece is tokenised once and
