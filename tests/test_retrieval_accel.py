@@ -115,3 +115,21 @@ def test_the_build_hook_falls_back_without_a_compiler(
     monkeypatch.setenv("CC", "false")  # a compiler that fails
     assert hook._compile(source, tmp_path / "_accel.so") is False
     assert not list(tmp_path.glob("_accel.so*"))
+
+
+def test_an_accelerator_of_another_abi_is_ignored() -> None:
+    """An editable install keeps the module its last build made: one built from an older
+    checkout (another ABI, or none) must not be called with this checkout's arguments."""
+    import types
+
+    module = types.ModuleType("goclaw.retrieval._accel")
+    assert not tokenize._usable(module)  # no ABI: built before the ABI existed
+    module.ABI = tokenize.ACCEL_ABI + 1  # type: ignore[attr-defined]
+    assert not tokenize._usable(module)
+    module.ABI = tokenize.ACCEL_ABI  # type: ignore[attr-defined]
+    assert tokenize._usable(module)
+
+
+@needs_accel
+def test_the_built_accelerator_has_this_checkouts_abi() -> None:
+    assert tokenize.accel is not None and tokenize.accel.ABI == tokenize.ACCEL_ABI

@@ -192,5 +192,12 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_accel", NULL, -1, m
 PyMODINIT_FUNC
 PyInit__accel(void)
 {
-    return PyModule_Create(&module);
+    /* ABI: what tokenize.py expects (ACCEL_ABI). Bump both whenever a function's arguments or
+       results change, so a module built from an older checkout is ignored, not called. */
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "ABI", 1) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

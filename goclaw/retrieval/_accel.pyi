@@ -2,6 +2,8 @@
 
 from collections.abc import Callable, Iterable, Sequence
 
+ABI: int
+
 def ascii_terms(
     text: str, table: bytes, cache: dict[bytes, tuple[str, ...]], miss: Callable[[bytes], tuple[str, ...]]
 ) -> list[str]: ...

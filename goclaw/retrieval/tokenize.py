@@ -30,9 +30,20 @@ from typing import Any
 
 __all__ = ["STOPWORDS", "Tokenizer", "accel", "default_tokenizer", "query_terms", "terms"]
 
+ACCEL_ABI = 1  # the ABI of goclaw/retrieval/_accel.c this module calls (its ABI constant)
+
+
+def _usable(module: Any) -> bool:
+    """Whether a built accelerator is of this module's ABI (an editable install keeps the module
+    its last ``pip install -e`` built: one from an older checkout must not be called)."""
+    return getattr(module, "ABI", None) == ACCEL_ABI
+
+
 try:  # the optional C accelerator (hatch_build.py); the pure-Python path gives the same terms
     from goclaw.retrieval import _accel as accel
 except ImportError:  # pragma: no cover - built wherever a C compiler is present
+    accel = None  # type: ignore[assignment]
+if accel is not None and not _usable(accel):  # pragma: no cover - a stale build
     accel = None  # type: ignore[assignment]
 
 STOPWORDS = frozenset(
