@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -307,3 +308,47 @@ def test_decay_reads_the_whole_candidate_pool(make_engine: Any) -> None:
     eng.memory.index("ada")
     hits = eng.memory.search("Kestrel gateway rollback", "ada", limit=1)
     assert _paths(hits) == ["memory/2026-01-10.md"]
+
+
+def test_a_third_party_embedder_offers_the_passage_step_through_the_contract(make_engine: Any) -> None:
+    """goclaw.contracts.providers.PassageScoringEmbedder: any provider with passage_similarity
+    gets the step, here one written from scratch (embed() per passage, no fast path)."""
+    import numpy as np
+
+    from goclaw.contracts.providers import PassageScoringEmbedder
+    from goclaw.retrieval.passages import passages
+    from tests.memory_helpers import CountingEmbedder
+
+    class PassageEmbedder(CountingEmbedder):
+        provider = "test-passages"
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.asked: list[int] = []
+
+        def passage_similarity(self, query: str, texts: Sequence[str]) -> Any:
+            self.asked.append(len(texts))
+            q = self.embed([query])[0]
+            return np.asarray(
+                [max(0.0, float(np.max(self.embed(passages(t)) @ q))) if passages(t) else 0.0 for t in texts],
+                dtype=np.float32,
+            )
+
+    embedder = PassageEmbedder()
+    assert isinstance(embedder, PassageScoringEmbedder)
+
+    class Plugin:
+        @hookimpl
+        def goclaw_embedding_providers(self) -> dict[str, Any]:
+            return {"passages": lambda engine: embedder}
+
+    eng = make_engine(
+        extra_plugins=[("passemb", Plugin())],
+        plugins={"memory": {"rerank": "overlap"}, "embeddings": {"provider": "passages"}},
+    )
+    root = Path(eng.agent_dir(eng.agents.create("ada")))
+    for rel, text in PASSAGE_NOTES.items():
+        write(root, rel, text)
+    eng.memory.index("ada")
+    assert [h.path for h in eng.memory.search(PASSAGE_Q, "ada")] == ["memory/b.md", "memory/a.md"]
+    assert embedder.asked == [2]

@@ -5,7 +5,8 @@ selected by config. An LLM provider must :meth:`~LLMProvider.complete`; one that
 also implements :meth:`~ToolCallingLLMProvider.chat` (messages + tool schemas in, a
 :class:`ChatMessage` with :class:`ToolCall` s out), so a tool loop such as the memory flush runs
 through any provider. :func:`chat` gives every provider that shape: a provider without ``chat``
-answers with plain text and no tool calls.
+answers with plain text and no tool calls. An embedding provider may also offer
+:class:`PassageScoringEmbedder` (the memory reranker's passage step).
 """
 
 from __future__ import annotations
@@ -27,6 +28,24 @@ class EmbeddingProvider(Protocol):
 
     def embed(self, texts: Sequence[str]) -> Any:
         """Return a float32 ``numpy.ndarray`` of shape ``(len(texts), dim)``."""
+        ...
+
+
+@runtime_checkable
+class PassageScoringEmbedder(Protocol):
+    """An embedding provider that can also score passages locally and cheaply (optional).
+
+    The memory reranker's passage step (docs/memory.md, ``rerank_passages``) re-measures its
+    best hits' vector share on their best passage (a list item or paragraph with the headings
+    above it: :func:`goclaw.retrieval.passages.passages`). It runs only with a provider that
+    offers this, because it embeds every passage of up to 20 chunks per search: the bundled
+    static model does, in well under a millisecond; a hosted or transformer model should not.
+    """
+
+    def passage_similarity(self, query: str, texts: Sequence[str]) -> Any:
+        """For each text, the best cosine between ``query`` and one of its passages, each
+        embedded as :meth:`EmbeddingProvider.embed` would; 0 when none is positive (a float32
+        ``numpy.ndarray`` of ``len(texts)``)."""
         ...
 
 

@@ -92,9 +92,13 @@ def goclaw_memory_rerank(engine: Any, query: str, agent: Any, user: str | None, 
             embedder = engine.embedder()
         except GoclawError:  # the search already said so; no passage step
             embedder = None
-        # An embedder that scores passages locally and cheaply offers passage_similarity (the
-        # bundled static model does); a hosted one is never called per passage.
-        passages = getattr(embedder, "passage_similarity", None)
+        # An embedder that scores passages locally and cheaply offers passage_similarity
+        # (goclaw.contracts.providers.PassageScoringEmbedder; the bundled static model does); a
+        # hosted one is never called per passage.
+        from goclaw.contracts.providers import PassageScoringEmbedder
+
+        if isinstance(embedder, PassageScoringEmbedder):
+            passages = embedder.passage_similarity
     return overlap_rerank(
         query,
         hits,
