@@ -235,3 +235,25 @@ def test_a_second_ctrl_c_while_stopping_leaves_no_writer_behind() -> None:
         raise KeyboardInterrupt
     w._thread.join(3)
     assert not w._thread.is_alive() and finished == [1]
+
+
+def test_insert_many_keeps_to_the_connections_own_parameter_limit() -> None:
+    """SQLite's parameter limit is a build option (999 before 3.32 and wherever a build keeps
+    the old value; 32,766 is only the default since): the statements are sized by the
+    connection's own limit, not guessed from the version (a 999 build refused every batch:
+    "too many SQL variables", and the index run failed)."""
+    import sqlite3
+
+    from sqlalchemy import create_engine
+
+    from goclaw_memory.index_writes import insert_many
+
+    rows = [(i, f"path-{i}", "x" * (i % 7)) for i in range(1_000)]
+    sql = "INSERT INTO t (n, path, body) VALUES (?, ?, ?)"
+    with create_engine("sqlite://").connect() as conn:
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        raw.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+        conn.exec_driver_sql("CREATE TABLE t (id INTEGER PRIMARY KEY, n INT, path TEXT UNIQUE, body)")
+        insert_many(conn, sql, rows, multi_row=True)
+        assert conn.exec_driver_sql("SELECT n, path, body FROM t ORDER BY id").all() == rows

@@ -269,12 +269,16 @@ def insert_chunks(
     return new_ids
 
 
-def _rows_per_statement(width: int) -> int:
-    """Rows of ``width`` parameters per multi-row ``INSERT`` (SQLite allows 32,766 parameters
-    a statement since 3.32, 999 before)."""
+def _rows_per_statement(width: int, conn: Any = None) -> int:
+    """Rows of ``width`` parameters per multi-row ``INSERT``: within the connection's own
+    parameter limit (a build option: 32,766 by default since SQLite 3.32, 999 before and in
+    builds that keep it); from the version when the connection cannot say."""
     import sqlite3
 
     limit = 32_766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999
+    raw = getattr(getattr(conn, "connection", None), "driver_connection", None)
+    if isinstance(raw, sqlite3.Connection):
+        limit = raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
     return max(1, min(2_000, limit // width))
 
 
@@ -300,7 +304,7 @@ def insert_many(
     group = _VALUES.search(sql)
     if group is None:
         raise ValueError(f"no VALUES (?, ...) group in {sql!r}")
-    step = _rows_per_statement(len(rows[0]))
+    step = _rows_per_statement(len(rows[0]), conn)
     for lo in range(0, len(rows), step):
         part = rows[lo : lo + step]
         statement = sql[: group.start(1)] + ", ".join([group.group(1)] * len(part)) + sql[group.end(1) :]
