@@ -328,3 +328,16 @@ def test_passage_similarity_is_a_cosine_with_a_model_that_does_not_normalize(tmp
     np.testing.assert_allclose(
         raw.passage_similarity(query, NOTES), StaticEmbedder().passage_similarity(query, NOTES), atol=5e-4
     )
+
+
+def test_the_passage_vector_cache_is_bounded_by_its_rows() -> None:
+    """A chunk of short list items (ticket ids, names) has dozens of passages, not the ~8 the
+    cache was sized by: it is bounded by the passage vectors it holds, not only by the chunks
+    (1,024 such chunks held 94 MB before; the bound is ~8 MB)."""
+    emb = StaticEmbedder()
+    texts = ["\n".join(f"- TCK-{i * 1000 + j}" for j in range(90)) for i in range(120)]
+    for k in range(0, len(texts), 20):
+        emb.passage_similarity("ticket TCK-5", texts[k : k + 20])
+    held = sum(v.nbytes for v in emb._chunks.values())
+    assert 0 < held <= 10 * 2**20  # 120 x 90 passages held 11 MB before
+    assert emb.passage_similarity("ticket TCK-5", texts[-1:])[0] > 0  # the last one is still there

@@ -33,6 +33,9 @@ DEFAULT_MODEL_DIR: Path = Path(__file__).resolve().parent / "model"
 _BATCH = 512  # texts tokenised and pooled at a time (bounds the temporary token-vector buffer)
 _PIECES_MAX = 50_000  # whitespace-separated pieces whose tokens passage_similarity remembers
 _CHUNKS_MAX = 1_024  # texts whose passage vectors it remembers (~8 KB each: 8 x 256 float32)
+# ... and the passage vectors it holds at most (8 MB at 256-d): a chunk of short list items has
+# dozens of passages, so 1,024 such chunks alone held ~94 MB.
+_PASSAGE_ROWS_MAX = 8_192
 
 # Loaded models shared by every embedder of the process (each engine has its own): loading the
 # bundled one costs ~0.18 s and 30 MB per engine otherwise. Keyed by the files and their
@@ -59,6 +62,7 @@ class StaticEmbedder:
         self._matrix: NDArray[np.float32] | None = None
         self._pieces: dict[str, list[int]] = {}  # piece of text -> its token ids (passages)
         self._chunks: dict[str, NDArray[np.float32]] = {}  # text -> its passages' unit vectors
+        self._chunk_rows = 0  # passage vectors in _chunks (approximate under concurrent searches)
 
     # -- identity -------------------------------------------------------------------------------
 
@@ -224,9 +228,11 @@ class StaticEmbedder:
             np.add.reduce(matrix.take(token_ids, axis=0), axis=0, out=sums[row])
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         found = sums / np.where(norms > 0, norms, np.float32(1.0))
-        if len(self._chunks) >= _CHUNKS_MAX:
+        if len(self._chunks) >= _CHUNKS_MAX or self._chunk_rows + len(found) > _PASSAGE_ROWS_MAX:
             self._chunks.clear()
+            self._chunk_rows = 0
         self._chunks[text] = found
+        self._chunk_rows += len(found)
         return found
 
     def _piece_ids(self, words: list[str]) -> list[list[int]]:
