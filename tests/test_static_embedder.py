@@ -341,3 +341,20 @@ def test_the_passage_vector_cache_is_bounded_by_its_rows() -> None:
     held = sum(v.nbytes for v in emb._chunks.values())
     assert 0 < held <= 10 * 2**20  # 120 x 90 passages held 11 MB before
     assert emb.passage_similarity("ticket TCK-5", texts[-1:])[0] > 0  # the last one is still there
+
+
+def test_the_piece_cache_is_bounded_by_its_tokens() -> None:
+    """Whitespace pieces are remembered with their token ids: 50,000 words are a few MB, but
+    50,000 commit hashes or UUIDs (~28 tokens each) held ~60 MB; the cache is also bounded by
+    the token ids it holds (200,000, ~8 MB)."""
+    import secrets
+
+    emb = StaticEmbedder()
+    hashes = [secrets.token_hex(20) for _ in range(2 * 14 * 500)]  # ~26 tokens each
+    texts = [
+        "\n".join(f"- deploy {hashes[2 * j]} by {hashes[2 * j + 1]}" for j in range(14 * i, 14 * i + 14))
+        for i in range(500)
+    ]
+    for k in range(0, len(texts), 20):
+        emb.passage_similarity("deploy commit", texts[k : k + 20])
+    assert sum(len(v) for v in emb._pieces.values()) <= 200_000  # ~360,000 before

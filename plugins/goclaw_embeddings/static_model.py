@@ -32,6 +32,7 @@ DEFAULT_MODEL_DIR: Path = Path(__file__).resolve().parent / "model"
 
 _BATCH = 512  # texts tokenised and pooled at a time (bounds the temporary token-vector buffer)
 _PIECES_MAX = 50_000  # whitespace-separated pieces whose tokens passage_similarity remembers
+_PIECE_TOKENS_MAX = 200_000  # ... and their token ids at most (~8 MB; 50,000 hashes held ~60 MB)
 _CHUNKS_MAX = 1_024  # texts whose passage vectors it remembers (~8 KB each: 8 x 256 float32)
 # ... and the passage vectors it holds at most (8 MB at 256-d): a chunk of short list items has
 # dozens of passages, so 1,024 such chunks alone held ~94 MB.
@@ -63,6 +64,7 @@ class StaticEmbedder:
         self._pieces: dict[str, list[int]] = {}  # piece of text -> its token ids (passages)
         self._chunks: dict[str, NDArray[np.float32]] = {}  # text -> its passages' unit vectors
         self._chunk_rows = 0  # passage vectors in _chunks (approximate under concurrent searches)
+        self._piece_tokens = 0  # token ids in _pieces (likewise)
 
     # -- identity -------------------------------------------------------------------------------
 
@@ -210,13 +212,20 @@ class StaticEmbedder:
         new = list({w for ws in words for w in ws if w not in pieces})
         if len(pieces) + len(new) > _PIECES_MAX:
             pieces.clear()
+            self._piece_tokens = 0
             new = list({w for ws in words for w in ws})
         if new:
-            pieces.update(zip(new, self._piece_ids(new), strict=True))
+            ids = self._piece_ids(new)
+            added = sum(map(len, ids))
+            if self._piece_tokens + added > _PIECE_TOKENS_MAX:  # (its known pieces go too: below)
+                pieces.clear()
+                self._piece_tokens = 0
+            pieces.update(zip(new, ids, strict=True))
+            self._piece_tokens += added
         lookup = pieces
         try:
             per = [list(chain.from_iterable(map(lookup.__getitem__, ws))) for ws in words]
-        except KeyError:  # forgotten meanwhile (another search cleared the cache): tokenise them here
+        except KeyError:  # forgotten meanwhile (the cache was cleared, here or by another search)
             every = list({w for ws in words for w in ws})
             lookup = dict(zip(every, self._piece_ids(every), strict=True))
             per = [list(chain.from_iterable(map(lookup.__getitem__, ws))) for ws in words]
