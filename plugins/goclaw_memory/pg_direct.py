@@ -148,9 +148,8 @@ def _client_timeout(exc: BaseException) -> bool:
 def _connection_class() -> Any:
     """A psycopg connection whose every wait for the server ends at ``deadline``: psycopg
     passes ``timeout`` to :meth:`psycopg.Connection.wait` only for its own waits, so a read
-    would otherwise wait on the socket for as long as the server stays silent."""
-    import inspect
-
+    would otherwise wait on the socket for as long as the server stays silent (``wait`` takes
+    ``timeout`` since psycopg 3.3.6, the pinned minimum)."""
     import psycopg
 
     class DeadlineConnection(psycopg.Connection[Any]):
@@ -161,11 +160,7 @@ def _connection_class() -> Any:
                 timeout = max(self.deadline - time.monotonic(), 0.001)
             return super().wait(gen, interval, timeout)
 
-    class ServerTimeoutOnly(psycopg.Connection[Any]):  # a psycopg whose wait() has no timeout
-        deadline: float | None = None
-
-    takes_timeout = "timeout" in inspect.signature(psycopg.Connection.wait).parameters
-    return DeadlineConnection if takes_timeout else ServerTimeoutOnly
+    return DeadlineConnection
 
 
 def direct(engine: Engine) -> DirectConnection:
