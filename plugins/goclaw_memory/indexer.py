@@ -264,11 +264,11 @@ class MemoryIndexer:
         vectors: dict[str, Any],
         space: Space | None,
         report: IndexReport,
-        terms: Sequence[list[list[str]]] | None = None,
+        terms: Sequence[list[list[str]]],
     ) -> None:
         """Write a batch; when the database refuses it, write its files one by one and skip
         (and report) the ones it refuses, so one bad file never stops the rest (issue 12).
-        ``terms``: each file's chunks' terms, when already computed."""
+        ``terms``: each file's chunks' terms (computed before any transaction opens)."""
         try:
             self._write_batch(agent_id, batch, vectors, space, report, terms=terms)
             return
@@ -279,7 +279,7 @@ class MemoryIndexer:
                 report.skip(batch[0].file.path, reason(exc))
                 return
         for i, p in enumerate(batch):
-            self._write_each(agent_id, [p], vectors, space, report, None if terms is None else [terms[i]])
+            self._write_each(agent_id, [p], vectors, space, report, [terms[i]])
 
     def _write_batch(
         self,
@@ -289,13 +289,10 @@ class MemoryIndexer:
         space: Space | None,
         report: IndexReport,
         *,
-        terms: Sequence[list[list[str]]] | None = None,
+        terms: Sequence[list[list[str]]],
     ) -> None:
-        """Replace the chunks of every document in ``batch`` in one transaction; the terms are
-        computed before it opens (unless given)."""
-        if terms is None:
-            tokenize = default_tokenizer().terms
-            terms = [[tokenize(c.text) for c in p.chunks] for p in batch]
+        """Replace the chunks of every document in ``batch`` in one transaction (``terms``:
+        each file's chunks' terms, computed before it opens)."""
         track = self._changes is not None
 
         def _do(session: Session) -> tuple[tuple[str, str], list[int], list[Any]]:
