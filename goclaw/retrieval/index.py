@@ -33,6 +33,7 @@ from goclaw.retrieval.forward import ForwardIndex
 from goclaw.retrieval.persist import ARRAYS, load_index, save_index
 from goclaw.retrieval.persist import FORMAT as FORMAT  # re-exported: imported from here
 from goclaw.retrieval.rerank import TermMatches, match_batch
+from goclaw.sysload import runnable
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -43,14 +44,10 @@ _controller: Any = None
 
 
 def _machine_idle() -> bool:
-    """Whether nothing but this process is runnable right now (Linux ``/proc/loadavg``'s
-    instantaneous runnable count; ``False`` where it cannot be read)."""
-    try:
-        with open("/proc/loadavg", "rb") as f:
-            running = f.read().split()[3]
-        return int(running.split(b"/")[0]) <= 1
-    except (OSError, IndexError, ValueError):
-        return False
+    """Whether nothing but this process is runnable right now (``False`` where that cannot be
+    read: :func:`goclaw.sysload.runnable`)."""
+    running = runnable()
+    return running is not None and running <= 1
 
 
 def _blas_threads() -> Any:

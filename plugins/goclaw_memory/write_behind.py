@@ -21,12 +21,13 @@ call and nothing after it is written.
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from collections.abc import Callable
 from types import TracebackType
 from typing import Generic, TypeVar
+
+from goclaw.sysload import cpus, runnable
 
 T = TypeVar("T")
 
@@ -36,16 +37,10 @@ WRITER_THREAD = "goclaw-index-writer"
 
 def spare_core(own: int = 1) -> bool:
     """Whether a core is free for a second thread of this process: no runnable thread on the
-    machine but this process's ``own`` running ones, fewer than the cores (Linux
-    ``/proc/loadavg``'s instantaneous count). ``False`` where it cannot be read or with one
-    core."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    try:
-        with open("/proc/loadavg", "rb") as f:
-            running = int(f.read().split()[3].split(b"/")[0])
-    except (OSError, IndexError, ValueError):
-        return False
-    return cpus > 1 and running - own < cpus - 1
+    machine but this process's ``own`` running ones, fewer than the cores
+    (:func:`goclaw.sysload.runnable`). ``False`` where it cannot be read or with one core."""
+    running, cores = runnable(), cpus()
+    return running is not None and cores > 1 and running - own < cores - 1
 
 
 class WriteBehind(Generic[T]):
