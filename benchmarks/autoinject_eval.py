@@ -23,31 +23,19 @@ import argparse
 import json
 import random
 import re
-import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from postprocess_eval import _quickstart  # noqa: E402
+
 DOCUMENT_THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7)
 EPISODIC_THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7)
 SUBSETS = ((None, 0), (10, 1), (10, 2), (4, 3))  # (summaries kept or all, random seed)
-
-
-def _workspace(tmp: Path) -> Path:
-    ws = tmp / "quickstart"
-    ws.mkdir()
-    shutil.copytree(ROOT / "examples" / "quickstart" / "agents", ws / "agents")
-    (ws / "goclaw.toml").write_text('[plugins.embeddings]\nprovider = "static"\n', encoding="utf-8")
-    for agent in ("support", "scratchpad"):
-        subprocess.run(
-            [str(Path(sys.executable).with_name("goclaw")), "--workspace", str(ws), "agent", "create", agent],
-            check=True,
-            capture_output=True,
-        )
-    return ws
 
 
 def _paths(q: Any) -> list[str]:
@@ -127,7 +115,7 @@ def main() -> None:
 
     questions = load_questions(ROOT / "examples" / "quickstart" / "eval" / "questions.jsonl")
     with tempfile.TemporaryDirectory() as tmp:
-        ws = _workspace(Path(tmp))
+        ws = _quickstart(Path(tmp))  # postprocess_eval's: the quick-start agents, static embedder
         with Engine.open(ws) as engine:
             for name in ("support", "scratchpad"):
                 engine.memory.index(name)
