@@ -154,7 +154,6 @@ def test_index_follows_inserts_deletes_expiry_and_old_rows(make_engine: Any, mon
     assert "src-s2" in {r.source_id for r, _ in store.search(agent.id, None, "pizza")}
     later = utcnow() + timedelta(hours=2)
     monkeypatch.setattr("goclaw_episodic.search.utcnow", lambda: later)
-    monkeypatch.setattr("goclaw_episodic.search_pg.utcnow", lambda: later)
     assert "src-s2" not in {r.source_id for r, _ in store.search(agent.id, None, "pizza")}
 
 
@@ -223,27 +222,37 @@ def test_hits_show_the_same_fields_as_the_rows(make_engine: Any) -> None:
 
 
 @pytest.mark.postgres
-def test_the_vector_index_is_made_per_engine(pg_schema_url: str, workspace: Path) -> None:
-    """Which HNSW indexes exist was remembered per process (module-global, keyed by URL): an index
-    dropped, or a schema recreated under the same URL, was never created again in that process."""
-
-    def add(eng: Any, n: int) -> None:
-        agent = eng.agents.get("ada")
-        new = NewEpisode(agent.id, "", f"k{n}", f"Alice moved launch {n} to Friday.", f"src-{n}")
-        row = eng.episodic.build(new)
-        eng.db.run_write(lambda s: eng.episodic.add(s, row))
-
-    def exists(eng: Any, name: str) -> bool:
-        with eng.db.engine.connect() as conn:
-            return conn.execute(text("SELECT to_regclass(:n)"), {"n": name}).scalar() is not None
-
-    with Engine.open(workspace, pg_schema_url) as eng:  # the default (static) embedder
-        eng.agents.create("ada")
-        add(eng, 1)
-        name = f"ix_episodic_hnsw_{int(eng.embedder().dim)}"
-        assert exists(eng, name)
-        with eng.db.engine.begin() as conn:
-            conn.execute(text(f"DROP INDEX {name}"))
-    with Engine.open(workspace, pg_schema_url) as eng:
-        add(eng, 2)
-        assert exists(eng, name)
+def test_postgres_index_follows_other_writers_through_the_change_counter(
+    pg_schema_url: str, workspace: Path
+) -> None:
+    """PostgreSQL keeps the index in memory too: it is brought up to date when the agent's
+    counter (moved by a trigger) changes, whoever wrote, and only then. An UPDATE in place of a
+    searched column is seen (the fingerprint covers the row version); one of ``promoted_at``
+    moves nothing."""
+    opts = {"plugins": {"embeddings": {"provider": "none"}}}
+    with (
+        Engine.open(workspace, pg_schema_url, **opts) as eng,
+        Engine.open(workspace, pg_schema_url, **opts) as other,
+    ):
+        agent = eng.agents.create("epi")
+        store, writer = eng.service("episodic"), other.service("episodic")
+        _add(other, agent, SUMMARIES[:2])
+        assert [r.source_id for r, _ in store.search(agent.id, None, "pasta", limit=1)] == ["src-s2"]
+        done = searcher(eng).reconciles
+        for _ in range(3):
+            store.search(agent.id, None, "pasta oven")
+        assert searcher(eng).reconciles == done  # nothing changed: not even a pass over the rows
+        _add(other, agent, [("", "s8", "Lasagne night: the recipe for the kitchen party.")])
+        assert "src-s8" in {r.source_id for r, _ in store.search(agent.id, None, "lasagne")}
+        writer.promote([r.id for r in writer.list(agent.id, None)])
+        store.search(agent.id, None, "lasagne")
+        assert searcher(eng).reconciles == done + 1  # promoted_at is not searched
+        with other.db.engine.begin() as c:  # rewritten in place: same id, new words
+            c.execute(
+                text("UPDATE episodic_summaries SET lex = 'risotto mushroom' WHERE source_id = 'src-s8'")
+            )
+        assert [r.source_id for r, _ in store.search(agent.id, None, "risotto")] == ["src-s8"]
+        assert store.search(agent.id, None, "lasagne") == []
+        with other.db.engine.begin() as c:
+            c.execute(text("DELETE FROM episodic_summaries WHERE source_id = 'src-s8'"))
+        assert store.search(agent.id, None, "risotto") == []

@@ -34,18 +34,24 @@ def goclaw_settings_model() -> type[BaseModel]:
 @hookimpl
 def goclaw_schema() -> list[Any]:
     from goclaw.contracts.schema import SchemaComponent
-    from goclaw_episodic.tables import MIGRATIONS, EpisodicSummary
+    from goclaw_episodic.tables import MIGRATIONS, EpisodicSummary, EpisodicVersion
 
-    return [SchemaComponent("episodic", (EpisodicSummary,), MIGRATIONS, "episodic summaries")]
+    return [SchemaComponent("episodic", (EpisodicSummary, EpisodicVersion), MIGRATIONS, "episodic summaries")]
 
 
 @hookimpl
 def goclaw_forget_rows(engine: Any, scope: Any, connection: Any) -> list[Any]:
-    """The scope's episodic summaries."""
-    from goclaw.contracts.schema import ForgetStep
-    from goclaw_episodic.tables import EpisodicSummary
+    """The scope's episodic summaries; a whole agent's change counter after them (deleting its
+    summaries moves it)."""
+    from sqlmodel import col
 
-    return [ForgetStep(t, scope.clause(t)) for t in (EpisodicSummary,)]
+    from goclaw.contracts.schema import ForgetStep
+    from goclaw_episodic.tables import EpisodicSummary, EpisodicVersion
+
+    steps = [ForgetStep(EpisodicSummary, scope.clause(EpisodicSummary))]
+    if scope.whole_agent:
+        steps.append(ForgetStep(EpisodicVersion, col(EpisodicVersion.agent_id).in_(scope.agent_ids)))
+    return steps
 
 
 @hookimpl

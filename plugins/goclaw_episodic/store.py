@@ -3,10 +3,9 @@
 Rows are unique per ``(agent_id, user_id, source_id)``. Each stores the full summary, the L0
 abstract, key topics, an optional embedding (with provider, model and dimension, so models
 never mix), its retrieval terms (``lex``) and ``expires_at``. Search runs on the shared retrieval
-engine (:mod:`goclaw_episodic.search`, issue 11): an in-memory index per agent on
-SQLite, full text in the database on PostgreSQL; every candidate is scored on both channels
-and fused 0.7 (text) / 0.3 (vector), the reference's episodic weights. Vectors on PostgreSQL
-use a partial HNSW expression index per dimension, created at run time.
+engine (:mod:`goclaw_episodic.search`, issue 11): an in-memory index per agent on either
+backend; every summary is scored on both channels and fused 0.7 (text) / 0.3 (vector), the
+reference's episodic weights.
 """
 
 from __future__ import annotations
@@ -104,7 +103,6 @@ class EpisodicStore:
         if emb is not None:
             row.embedding = emb.vectors[0]
             row.embedding_provider, row.embedding_model, row.embedding_dim = emb.provider, emb.model, emb.dim
-            self.ensure_vector_index(emb.dim)
         return row
 
     def exists(self, session: Session, agent_id: str, user_id: str, source_id: str) -> EpisodicSummary | None:
@@ -159,24 +157,6 @@ class EpisodicStore:
                 user_id=row.user_id,
             )
         return row, True
-
-    def ensure_vector_index(self, dim: int) -> None:
-        """PostgreSQL: a partial HNSW expression index for this dimension (spec §19)."""
-        if self.engine.db.backend != "postgresql":
-            return
-        done = searcher(self.engine).vector_indexes  # per engine, not per process (issue 13)
-        if dim in done:
-            return
-        stmt = (
-            f"CREATE INDEX IF NOT EXISTS ix_episodic_hnsw_{int(dim)} ON episodic_summaries "
-            f"USING hnsw ((embedding::vector({int(dim)})) vector_cosine_ops) WHERE embedding_dim = {int(dim)}"
-        )
-        try:
-            with self.engine.db.engine.begin() as conn:
-                conn.exec_driver_sql(stmt)
-        except Exception as exc:  # a concurrent creator won the race: fine
-            log.debug("HNSW index for dim %s: %s", dim, exc)
-        done.add(dim)
 
     # ------------------------------------------------------------------ reading
     def get(self, episodic_id: str) -> EpisodicSummary | None:

@@ -2,7 +2,9 @@
 
 ``episodic_summaries``: one summary per finished session run (spec §17 L1) with its retrieval
 terms (``lex``) and vector. PostgreSQL's ``tsv`` column and GIN index are made by the migration.
-Never change the table here without adding a revision under ``migrations/``.
+``episodic_versions``: a change counter per agent, moved by triggers (migration episodic_0002) on
+every change of an agent's summaries that search can see; search reads it to know whether its
+in-memory index is current. Never change the table here without adding a revision under ``migrations/``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Index, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from goclaw.store.columns import (
@@ -54,3 +56,13 @@ class EpisodicSummary(SQLModel, table=True):
     promoted_at: datetime | None = ts_field(nullable=True)
     created_at: datetime = created_field()
     expires_at: datetime | None = ts_field(nullable=True, index=True)
+
+
+class EpisodicVersion(SQLModel, table=True):
+    """An agent's change counter (no foreign key: the triggers run while an agent's rows are
+    deleted with it, and a counter left behind is harmless)."""
+
+    __tablename__ = "episodic_versions"
+
+    agent_id: str = Field(primary_key=True, max_length=64)
+    version: int = Field(default=0, sa_type=BigInteger)
