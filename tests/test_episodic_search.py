@@ -197,7 +197,7 @@ def test_upgrade_from_0003_backfills_terms(workspace: Path, database_url: str | 
 
 
 def test_hits_show_the_same_fields_as_the_rows(make_engine: Any) -> None:
-    """``hits`` (the memory_search tier) reads its columns raw on SQLite: same values as the ORM."""
+    """``hits`` (the memory_search tier) shows what the index keeps of each row: the ORM's values."""
     eng, agent, _plugin = _engine(make_engine)
     _add(eng, agent, SUMMARIES)
     store = eng.service("episodic")

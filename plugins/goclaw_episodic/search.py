@@ -15,7 +15,7 @@ Every ``memory_search`` asks this tier too, so its fixed cost matters more than 
 * **The change token**: the agent's counter in ``episodic_versions``, which triggers move on
   every change a search can see, whoever writes (migration ``episodic_0002``): one indexed read
   instead of a pass over the agent's rows. PostgreSQL once searched in the database (``tsv`` +
-  GIN, HNSW): 7 ms at 1,000 summaries and 30 ms at 2,000, as the terms held had to be counted
+  GIN, HNSW): 7-15 ms at 1,000 summaries and 30 ms at 2,000, as the terms held had to be counted
   over every full-text match (docs/consolidation.md has the figures).
 
 The score is absolute (:mod:`goclaw.retrieval.answer`): 0.7 × the share of the query's terms a
@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import text
 
+from goclaw.nlp.sentences import clip
 from goclaw.retrieval.answer import coverage, fuse_absolute
 from goclaw.retrieval.index import Doc, SearchIndex
 from goclaw.retrieval.tokenize import query_terms
@@ -74,15 +75,16 @@ def _fingerprint(episode_id: str) -> int:
 
 @dataclass(frozen=True)
 class _HitRow:
-    """The columns of an episodic summary that a ``memory_search`` hit shows."""
+    """What a ``memory_search`` hit shows of an episodic summary, kept in the index's state
+    (read with its terms and vector, so a search reads no row afterwards); ``text`` is the L0
+    abstract, else the summary's first 500 characters."""
 
     id: str
     user_id: str
     session_key: str
     source_id: str
     source_type: str
-    l0_abstract: str
-    summary: str
+    text: str
     key_topics: list[str]
     created_at: datetime | None
 
@@ -92,8 +94,8 @@ class _State:
     index: SearchIndex
     space: Space | None
     token: Any = None
-    next_expiry: str | None = None  # the earliest expires_at in the index (SQLite text)
-    ids: dict[int, str] = field(default_factory=dict)  # rowid -> episodic id
+    next_expiry: Any = None  # the earliest expires_at in the index (SQLite: its stored text)
+    rows: dict[int, _HitRow] = field(default_factory=dict)  # index key -> what a hit shows
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -108,6 +110,21 @@ def _vector(value: Any) -> Any:
 def _key(episode_id: str) -> int:
     """PostgreSQL: an index key for a summary id (63 bits of its hash; SQLite uses the rowid)."""
     return int.from_bytes(hashlib.blake2b(episode_id.encode("utf-8"), digest_size=8).digest(), "big") >> 1
+
+
+# The columns an index is built from, after the key: id, scope, terms, vector, then what a hit shows.
+_DOC_COLUMNS = (
+    "id, user_id, lex, summary, l0_abstract, key_topics, embedding, session_key, source_id, "
+    "source_type, created_at"
+)
+
+
+def _when(value: Any) -> datetime | None:
+    """A ``created_at`` as an aware UTC datetime (SQLite gives its stored text)."""
+    if value is None or value == "":
+        return None
+    when = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 _TOKEN = (
@@ -160,9 +177,9 @@ class _SQLiteRows(_Rows):
         ]
 
     def docs(self, keys: list[Any], space: Space) -> list[Any]:
-        """``(key, id, user_id, lex, summary, l0_abstract, key_topics, embedding, in space)``."""
+        """``(key, *_DOC_COLUMNS, in space)`` per row."""
         return self._rows(
-            "SELECT rowid, id, user_id, lex, summary, l0_abstract, key_topics, embedding, "
+            f"SELECT rowid, {_DOC_COLUMNS}, "
             "(embedding_provider = ? AND embedding_model = ? AND embedding_dim = ?) "
             f"FROM episodic_summaries WHERE rowid IN ({','.join('?' * len(keys))})",
             (*space, *keys),
@@ -190,7 +207,7 @@ class _PgRows(_Rows):
 
     def docs(self, ids: list[Any], space: Space) -> list[Any]:
         rows = self._rows(
-            "SELECT id, user_id, lex, summary, l0_abstract, key_topics, embedding, "
+            f"SELECT {_DOC_COLUMNS}, "
             "(embedding_provider = :p AND embedding_model = :m AND embedding_dim = :d) "
             "FROM episodic_summaries WHERE id = ANY(:ids)",
             {"p": space[0], "m": space[1], "d": space[2], "ids": ids},
@@ -227,6 +244,22 @@ class EpisodicSearch:
         vector_query: str | None = None,
     ) -> list[tuple[str, float]]:
         """``[(episodic id, score)]`` best first, at most ``limit``, each ≥ ``min_score``."""
+        found = self.search_rows(
+            agent_id, scope, query, limit=limit, min_score=min_score, vector_query=vector_query
+        )
+        return [(row.id, score) for row, score in found]
+
+    def search_rows(
+        self,
+        agent_id: str,
+        scope: list[str],
+        query: str,
+        *,
+        limit: int,
+        min_score: float = 0.0,
+        vector_query: str | None = None,
+    ) -> list[tuple[_HitRow, float]]:
+        """As :meth:`search`, with what each hit shows instead of its id."""
         token = self._token(agent_id)
         if token is None:
             return []
@@ -248,7 +281,7 @@ class EpisodicSearch:
             lexical = coverage([idx.bm25([t]) > 0 for t in terms])  # dead slots score 0
             vector = idx.cosine(qvec) if qvec is not None and idx.has_vec[: idx.n].any() else None
             found = fuse_absolute(lexical, vector, mask, limit)
-            return [(st.ids[int(idx.ids[slot])], s) for slot, s in found if s >= min_score]
+            return [(st.rows[int(idx.ids[slot])], s) for slot, s in found if s >= min_score]
 
     def _query_vector(self, query: str, vector_query: str | None) -> tuple[Any, Space | None]:
         from goclaw.retrieval.embed import embed_texts
@@ -298,35 +331,30 @@ class EpisodicSearch:
         stale = [i for i, slot in idx.slot_of.items() if want.get(i) != int(idx.fp[slot])]
         idx.remove(stale)
         for i in stale:
-            st.ids.pop(i, None)
+            st.rows.pop(i, None)
         missing = [i for i in want if i not in idx.slot_of]
         provider, model, dim = st.space or ("", "", 0)
         docs: list[Doc] = []
         for start in range(0, len(missing), LOOKUP):
-            for key, eid, user, lex, summary, l0, key_topics, emb, ok in self._rows_of.docs(
+            for r in self._rows_of.docs(
                 [refs[k] for k in missing[start : start + LOOKUP]], (provider, model, dim)
             ):
+                key, eid, user, lex, summary, l0, key_topics, emb, session, source, kind, created, ok = r
+                listed = topics(key_topics)
                 if lex is None:  # written by an older build: tokenise now
-                    lex = episode_lex(summary, l0, topics(key_topics))
+                    lex = episode_lex(summary, l0, listed)
                 vec = _vector(emb) if emb is not None and ok and dim else None
                 docs.append(Doc(key, user or "", lex.split(), vec, want[key]))
-                st.ids[key] = str(eid)
+                text = l0 or clip(summary or "", 500)
+                st.rows[key] = _HitRow(
+                    str(eid),
+                    user or "",
+                    session or "",
+                    source or "",
+                    kind or "",
+                    text,
+                    listed,
+                    _when(created),
+                )
         idx.upsert(docs)
         self.reconciles += 1
-
-    def hit_rows(self, ids: list[str]) -> dict[str, Any] | None:
-        """SQLite: the columns a search hit shows, by id, read raw on the private connection
-        (types as the ORM gives them); ``None`` elsewhere (the caller reads them itself)."""
-        conn = self._conn() if self.engine.db.backend == "sqlite" else None
-        if conn is None:
-            return None
-        marks = ",".join("?" * len(ids))
-        out: dict[str, Any] = {}
-        for r in conn.execute(
-            "SELECT id, user_id, session_key, source_id, source_type, l0_abstract, summary, key_topics, "
-            f"created_at FROM episodic_summaries WHERE id IN ({marks})",
-            ids,
-        ):
-            created = datetime.fromisoformat(r[8]).replace(tzinfo=UTC) if r[8] else None
-            out[r[0]] = _HitRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], topics(r[7]), created)
-        return out

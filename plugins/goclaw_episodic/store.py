@@ -21,7 +21,6 @@ from sqlmodel import Session, col, select
 from goclaw.agents import find_agent, in_tenant, user_scope
 from goclaw.contracts.memory import NewEpisode
 from goclaw.nlp.entities import entity_names
-from goclaw.nlp.sentences import clip
 from goclaw.redaction import redact_for
 from goclaw.retrieval.embed import embed_texts
 from goclaw.store.types import utcnow
@@ -41,28 +40,6 @@ def _rows_statement() -> Any:
     if _ROWS is None:
         _ROWS = select(EpisodicSummary).where(col(EpisodicSummary.id).in_(bindparam("ids", expanding=True)))
     return _ROWS
-
-
-_HITS: Any = None
-
-
-def _hit_statement() -> Any:
-    """The columns of a search hit by id (a Core statement built once: typed, no ORM)."""
-    global _HITS
-    if _HITS is None:
-        e = EpisodicSummary
-        _HITS = select(  # type: ignore[call-overload]
-            e.id,
-            e.user_id,
-            e.session_key,
-            e.source_id,
-            e.source_type,
-            e.l0_abstract,
-            e.summary,
-            e.key_topics,
-            e.created_at,
-        ).where(col(e.id).in_(bindparam("ids", expanding=True)))
-    return _HITS
 
 
 class EpisodicStore:
@@ -225,27 +202,17 @@ class EpisodicStore:
         self, agent_id: str, user: str | None, query: str, limit: int, min_score: float = 0.0
     ) -> list[SearchHit]:
         """Search results as :class:`~goclaw.types.SearchHit` with ``tier="episodic"`` (the
-        ``memory_search`` tier: only the columns a hit shows are read, no ORM objects)."""
-        found = searcher(self.engine).search(
+        ``memory_search`` tier: what a hit shows is kept with the search index, no row is read)."""
+        found = searcher(self.engine).search_rows(
             agent_id, user_scope(user), query, limit=limit, min_score=min_score
         )
-        if not found:
-            return []
-        ids = [i for i, _s in found]
-        rows = searcher(self.engine).hit_rows(ids)
-        if rows is None:  # not on a private SQLite connection: one typed Core statement
-            with self.engine.db.engine.connect() as c:
-                rows = {r.id: r for r in c.execute(_hit_statement(), {"ids": ids})}
         out: list[SearchHit] = []
-        for rid, score in found:
-            row = rows.get(rid)
-            if row is None:  # deleted since the search
-                continue
+        for row, score in found:
             out.append(
                 SearchHit(
                     id=row.id,
                     score=min(1.0, score),
-                    text=row.l0_abstract or clip(row.summary, 500),
+                    text=row.text,
                     path=f"episodic:{row.session_key or row.source_id}",
                     scope="user" if row.user_id else "agent",
                     tier="episodic",
