@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 
 K1 = 1.2
 B = 0.75
+# BM25 contributions remembered per index (postings across terms): ~12 bytes each at most
+CONTRIB_CACHE = 2_000_000
 _controller: Any = None
 
 
@@ -188,6 +190,13 @@ class SearchIndex:
         self._segments: list[tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.float32]]] = []
         self._merged: dict[int, tuple[NDArray[np.int32], NDArray[np.float32]]] = {}
         self._norm: NDArray[np.float32] | None = None
+        # Each query term's postings and BM25 contributions, for the ``_norm`` they were
+        # computed with (a write replaces ``_norm``, so a stale entry is never read).
+        self._contrib: tuple[Any, dict[int, tuple[NDArray[np.int32], NDArray[np.float32]]], list[int]] = (
+            None,
+            {},
+            [0],
+        )
         self.fwd = ForwardIndex()  # each slot's term ids in order (term positions)
 
     # ------------------------------------------------------------------ size
@@ -405,33 +414,65 @@ class SearchIndex:
         allowed[codes] = True
         return alive & allowed[self.scope[: self.n]]
 
+    def scope_filter(self, scopes: Sequence[str] | None) -> NDArray[np.bool_] | None:
+        """:meth:`scope_mask`, or ``None`` when it would hold every slot (no dead slot, every
+        scope asked for): nothing to filter, and a search skips the masking passes."""
+        if self.n_alive == self.n and (
+            scopes is None or len(self.scopes.keys() & set(scopes)) == len(self.scopes)
+        ):
+            return None
+        return self.scope_mask(scopes)
+
     def bm25(self, terms: Sequence[str]) -> NDArray[np.float32]:
         """BM25 of every slot for these query terms (0 where none matches; dead slots 0)."""
         scores = np.zeros(self.n, dtype=np.float32)
         if not self.n_alive:
             return scores
-        if self._norm is None:
-            avgdl = self.total_len / max(1, self.n_alive)
-            self._norm = (K1 * (1 - B + B * self.dl[: self.n] / max(avgdl, 1e-9))).astype(np.float32)
         norm = self._norm
-        n_docs = float(self.n_alive)
+        if norm is None:
+            avgdl = self.total_len / max(1, self.n_alive)
+            norm = self._norm = (K1 * (1 - B + B * self.dl[: self.n] / max(avgdl, 1e-9))).astype(np.float32)
+        cache = self._contrib
+        if cache[0] is not norm:  # the index changed since (every write drops ``_norm``)
+            cache = self._contrib = (norm, {}, [0])
+        known, size = cache[1], cache[2]
         for term in dict.fromkeys(terms):
             tid = self.vocab.get(term)
             if tid is None:
                 continue
-            slots, tf = self._postings(tid)
-            if not len(slots):
-                continue
+            found = known.get(tid)
+            if found is None:
+                found = known[tid] = self._term_contrib(tid, norm)
+                size[0] += len(found[0])
+                if size[0] > CONTRIB_CACHE:  # bounded: forget them all, keep this one
+                    cache = self._contrib = (norm, {tid: found}, [len(found[0])])
+                    known, size = cache[1], cache[2]
+            slots, contrib = found
+            if len(slots):
+                scores[slots] += contrib
+        return scores
+
+    def _term_contrib(
+        self, tid: int, norm: NDArray[np.float32]
+    ) -> tuple[NDArray[np.int32], NDArray[np.float32]]:
+        """A term's postings and what each adds to its slot's BM25 (0 for dead slots), for the
+        index as it is now (:meth:`bm25` forgets them at the next write)."""
+        slots, tf = self._postings(tid)
+        if not len(slots):
+            return slots, tf
+        if self.n_alive == self.n:  # no dead slot: every posting counts
+            live = None
+            df = len(slots)
+        else:
             live = self.alive[slots]
             df = int(np.count_nonzero(live))
             if not df:
-                continue
-            idf = np.float32(np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)))
-            contrib = idf * tf * np.float32(K1 + 1) / (tf + norm[slots])
-            if df != len(slots):
-                contrib *= live
-            scores[slots] += contrib
-        return scores
+                return slots[:0], tf[:0]
+        idf = np.float32(np.log(1.0 + (float(self.n_alive) - df + 0.5) / (df + 0.5)))
+        contrib = idf * tf * np.float32(K1 + 1) / (tf + norm[slots])
+        if live is not None and df != len(slots):
+            contrib *= live
+        return slots, contrib
 
     def cosine(self, query_vector: Any) -> NDArray[np.float32] | None:
         """Cosine similarity of every slot to the query (0 for slots without a vector);

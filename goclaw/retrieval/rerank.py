@@ -254,21 +254,19 @@ def match_batch(
     bounds = np.searchsorted(owner, np.arange(n_docs + 1))
     if not len(owner):
         return [TermMatches(batch, 0, 0, 0, 0) for _ in range(n_docs)]
-    present = np.zeros((n_docs, max(1, len(terms))), dtype=np.bool_)
+    n_terms = max(1, len(terms))
+    present = np.zeros((n_docs, n_terms), dtype=np.bool_)
     present[owner, codes] = True
     matched = present.sum(axis=1)
     span = int(pos.max()) + 2
     key = owner * span + pos  # strictly increasing
     floor = owner * span  # a key below this belongs to an earlier document
-    left = key.copy()
-    complete = np.ones(len(key), dtype=np.bool_)
-    for c in range(len(terms)):
-        needed = present[owner, c]
-        if not needed.any():
-            continue
-        last = np.maximum.accumulate(np.where(codes == c, key, -1))
-        complete &= ~needed | (last >= floor)
-        np.minimum(left, np.where(needed, last, left), out=left)
+    # All terms at once, one row each: the latest occurrence of the term up to each occurrence.
+    last = np.where(codes == np.arange(n_terms)[:, None], key, -1)
+    np.maximum.accumulate(last, axis=1, out=last)
+    needed = present[owner].T  # whether the occurrence's document holds the term
+    complete = (~needed | (last >= floor)).all(axis=0)
+    left = np.where(needed, last, key).min(axis=0)
     width = np.where(complete, key - left + 1, np.iinfo(np.int64).max)
     starts = bounds[:-1][matched > 0]
     best = np.zeros(n_docs, dtype=np.int64)

@@ -169,12 +169,15 @@ def postprocess(
     query: str,
     agent: Agent,
     user: str | None,
-    agent_dir: Path,
+    agent_dir: Path | None,
     hits: list[MemoryHit],
     limit: int,
 ) -> list[MemoryHit]:
-    """Decay, rerank and MMR as configured, then the first ``limit`` hits."""
+    """Decay, rerank and MMR as configured, then the first ``limit`` hits (``agent_dir`` is
+    read by the decay only)."""
     if cfg.decay:
+        if agent_dir is None:
+            raise ValueError("temporal decay needs the agent's folder")
         hits = apply_decay(hits, agent_dir, cfg)
     hits = apply_rerank(engine, query, agent, user, hits, cfg.rerank_candidates)
     if cfg.mmr:

@@ -186,8 +186,8 @@ class MemoryService:
             used.append("lexical")
         qvec, space = self._query_vector(query, channel, used, notes)
         hits: list[MemoryHit] = []
+        reranks = self._reranks()
         if used:
-            reranks = self._reranks()
             request = SearchQuery(
                 agent_id=a.id,
                 users=users,
@@ -206,7 +206,11 @@ class MemoryService:
             extra = self.engine.hooks.memory_search_extra(self.engine, query, a, user, limit)
             if extra:  # merged before the reranker, so both tiers are reranked alike
                 hits = _merge_tiers(hits, extra, len(hits) + len(extra))
-        hits = postprocess(self.engine, cfg, query, a, user, self.engine.agent_dir(a), hits, limit)
+        if reranks:
+            agent_dir = self.engine.agent_dir(a) if cfg.decay else None
+            hits = postprocess(self.engine, cfg, query, a, user, agent_dir, hits, limit)
+        else:  # nothing reads the candidates (no decay, reranker or MMR): the first ``limit``
+            hits = hits[:limit]
         for h in hits:  # the stable ids, for the hits returned only
             if h.chunk_id is not None and not h.id:
                 h.id = memory_hit_id("m", a.id, h.user_id, f"{h.path}#L{h.start_line}-L{h.end_line}")
@@ -337,10 +341,20 @@ def _backend_hits(backend: SearchBackend, request: SearchQuery, notes: list[str]
     result = backend.search(request)
     notes.extend(result.notes)
     a_id = request.agent_id
-    rows = result.rows if result.rows is not None else backend.rows(a_id, [c.id for c in result.chunks])
+    chunks = result.chunks
+    rows = result.rows if result.rows is not None else backend.rows(a_id, [c.id for c in chunks])
     # Every de-duplicated candidate, then decay / rerank / MMR before the cut (issue 11
     # item 6; goclaw_memory.postprocess).
-    return build_hits(result.chunks, rows, len(result.chunks))
+    hits = build_hits(chunks, rows, len(chunks))
+    if len(hits) < request.limit and len(rows) < len(chunks):
+        # A backend may leave out the rows it knows cannot be shown (the SQLite backend
+        # without a reranker: goclaw_memory.sqlite_backend.shown); de-duplication left too
+        # few, so the others are needed after all (or were deleted meanwhile: none come).
+        missing = [c.id for c in chunks if c.id not in rows]
+        more = backend.rows(a_id, missing)
+        if more:
+            hits = build_hits(chunks, {**rows, **more}, len(chunks))
+    return hits
 
 
 def _merge_tiers(hits: list[MemoryHit], extra: list[Any], limit: int) -> list[MemoryHit]:

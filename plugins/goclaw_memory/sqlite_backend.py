@@ -43,7 +43,7 @@ from goclaw.contracts.search import (
     SearchResult,
     Space,
 )
-from goclaw.retrieval.fusion import fuse
+from goclaw.retrieval.fusion import Fused, fuse_lists
 from goclaw.retrieval.index import Doc, SearchIndex
 from goclaw.retrieval.tokenize import Tokenizer, default_tokenizer
 
@@ -87,6 +87,30 @@ def chunk_row(r: Sequence[Any], positions: Mapping[int, Mapping[str, Sequence[in
     cid = int(r[0])
     terms = positions.get(cid) if positions is not None else r[6].split() if r[6] else None
     return ChunkRow(cid, r[1], r[2], int(r[3]), int(r[4]), r[5], terms)
+
+
+def scored_chunks(ids: Sequence[int], fused: Fused) -> list[ScoredChunk]:
+    """The fused results as the search contract's chunks, best first."""
+    lex, vec = fused.lexical, fused.vector
+    if lex is not None and vec is not None:
+        return list(map(ScoredChunk, ids, fused.scores, lex, vec))
+    none = [None] * len(ids)
+    return list(
+        map(ScoredChunk, ids, fused.scores, none if lex is None else lex, none if vec is None else vec)
+    )
+
+
+def shown(ids: list[int], scores: Sequence[float], limit: int, one_scope: bool) -> list[int]:
+    """The results whose rows a search without a reranker can show: with one scope among
+    them only same-line pieces of one long line can collapse in de-duplication, so the first
+    ``limit`` and any tied with the last of them (ties are ordered by path afterwards); the
+    memory service fetches the others only when de-duplication leaves fewer than ``limit``."""
+    if not one_scope or limit < 1 or len(ids) <= limit:
+        return ids
+    end = limit
+    while end < len(ids) and scores[end] == scores[limit - 1]:
+        end += 1
+    return ids[:end]
 
 
 def parse_token(value: Any) -> str:
@@ -304,12 +328,14 @@ class SQLiteSearchBackend(SearchBackend):
             idx = st.index
             if not idx.n:
                 return SearchResult([], notes)
-            mask = idx.scope_mask(query.users)
+            # None when every slot is live and in scope: no masking passes over the arrays.
+            mask = idx.scope_filter(query.users)
             lexical = idx.bm25(query.terms) if query.channel in ("hybrid", "lexical") else None
             vector = None
             if query.channel in ("hybrid", "vector") and query.vector is not None:
                 vector = idx.cosine(query.vector)
-                if vector is not None and not idx.has_vec[: idx.n][mask].any():
+                has_vec = idx.has_vec[: idx.n]
+                if vector is not None and not (has_vec.any() if mask is None else np.any(has_vec & mask)):
                     vector = None
                     notes.append(_no_vectors_note(query.space))
             boost = None
@@ -318,7 +344,7 @@ class SQLiteSearchBackend(SearchBackend):
                 per_scope = np.ones(len(idx.scopes), dtype=np.float32)
                 per_scope[user_codes] = query.fusion.user_boost
                 boost = per_scope[idx.scope[: idx.n]]
-            scored = fuse(
+            fused = fuse_lists(
                 lexical,
                 vector,
                 mask,
@@ -328,19 +354,17 @@ class SQLiteSearchBackend(SearchBackend):
                 vector_weight=query.fusion.vector_weight,
                 boost=boost,
             )
-            ids = idx.ids
-            chunks = [ScoredChunk(int(ids[s.slot]), s.score, s.lexical, s.vector) for s in scored]
+            slots = fused.slots
+            ids: list[int] = idx.ids[slots].tolist()
+            one_scope = len(set(query.users)) == 1 or len(set(idx.scope[slots].tolist())) <= 1
             # The query terms' positions in each result, from the forward index: the reranker
             # reads proximity from them instead of tokenising the rows' text.
-            found = (
-                idx.positions([s.slot for s in scored], query.terms)
-                if query.terms and query.rerank_terms
-                else None
-            )
-        ids = [c.id for c in chunks]
+            found = idx.positions(slots, query.terms) if query.terms and query.rerank_terms else None
+        chunks = scored_chunks(ids, fused)
         # Positions when found; none at all ({}: no "lex" read) when no reranker wants terms.
         positions = dict(zip(ids, found, strict=True)) if found is not None else None
-        rows = self._rows(query.agent_id, ids, {} if not query.rerank_terms else positions)
+        wanted = ids if query.rerank_terms else shown(ids, fused.scores, query.limit, one_scope)
+        rows = self._rows(query.agent_id, wanted, {} if not query.rerank_terms else positions)
         return SearchResult(chunks, notes, rows)
 
     def open(self, source: IndexSource) -> None:
