@@ -1,6 +1,7 @@
 """The optional C accelerator (goclaw/retrieval/_accel.c, issue 11: indexing speed) gives exactly
-the pure-Python path's terms and term ids; its build hook falls back to pure Python without a
-compiler."""
+the pure-Python path's terms, stored terms (``lex``) and indexes, byte for byte, on random text
+(Unicode, CJK, codes, control characters, lone surrogates, huge texts); its build hook falls back
+to pure Python without a compiler."""
 
 from __future__ import annotations
 
@@ -22,7 +23,12 @@ needs_accel = pytest.mark.skipif(tokenize.accel is None, reason="the C accelerat
 
 WORDS = ["the", "Running", "runs", "TCK-4471", "src/app.py", "user_id", "v1.2.3", "ops@example.com",
          "a--b", "end.", "...", "-x-", "C++", "#42", "x" * 230, "42", "I", "tck", "4471", "app"]  # fmt: skip
-UNICODE = ["naïve", "café", "東京タワー", "Ünïcödé"]
+UNICODE = ["naïve", "café", "東京タワー", "Ünïcödé", "TCK-４４７１", "ﬁle", "Straße", "İstanbul", "한국어",
+           "ㄱㄴ", "Σίσυφος", "naïve-café.py", "東京-tower", "½", "Ⅻ", "\u3000", "—", "…"]  # fmt: skip
+# Characters whose normalisation joins them to their neighbours or changes their class: the
+# C path cuts a non-ASCII text at ASCII separators, which must never change its terms.
+ODD = ["<\u0338", "=\u0338x", "e\u0301", " \u0301", "\u0301abc", "\x00", "\ud800", "a\udfffb", "x\u200by",
+       "\u0b47\u0b3e", "\u1100\u1161", "Ａｂｃ－１２"]  # fmt: skip
 SEPARATORS = [" ", "  ", "\n", "\t", "\r\n", "\x0b", "\x0c", ", ", "; ", "(", ")", "'", '"', "!?", "-", "/"]
 
 
@@ -31,10 +37,13 @@ def _texts(seed: int, n: int) -> list[str]:
     out = []
     for _ in range(n):
         parts = []
-        words = WORDS + UNICODE if rng.random() < 0.3 else WORDS
+        words = WORDS + UNICODE + ODD if rng.random() < 0.4 else WORDS
         for _ in range(rng.randint(0, 60)):
-            if rng.random() < 0.15:  # random ASCII noise: any byte 0-127
+            r = rng.random()
+            if r < 0.12:  # random ASCII noise: any byte 0-127
                 parts.append("".join(chr(rng.randint(0, 127)) for _ in range(rng.randint(1, 12))))
+            elif r < 0.15 and words is not WORDS:  # any code point, surrogates and astral included
+                parts.append("".join(chr(rng.randint(128, 0x2FFFF)) for _ in range(rng.randint(1, 4))))
             else:
                 w = rng.choice(words)
                 parts.append(w.upper() if rng.random() < 0.1 else w)
@@ -43,48 +52,113 @@ def _texts(seed: int, n: int) -> list[str]:
     return out
 
 
-@needs_accel
-def test_compiled_and_pure_tokenizers_give_the_same_terms() -> None:
-    texts = _texts(7, 3_000)
-    assert sum(t.isascii() for t in texts) > 1_000  # the compiled path runs on ASCII text
+def _tokenizers() -> tuple[Tokenizer, Tokenizer]:
     pure, fast = Tokenizer(compiled=False), Tokenizer()
     assert pure._fast is None and fast._fast is not None
-    for _ in range(2):  # cold, then every piece from the cache
-        for text in texts:
-            assert fast.terms(text) == pure.terms(text), text
-    assert fast._ascii == pure._ascii  # the same piece cache was filled
+    return pure, fast
 
 
 @needs_accel
-def test_compiled_and_pure_bulk_loads_build_the_same_index(monkeypatch: pytest.MonkeyPatch) -> None:
-    tok = Tokenizer(compiled=False)
-    docs = [Doc(i, "", tok.terms(t)) for i, t in enumerate(_texts(11, 2_000))]
-    built = []
-    for compiled in (True, False):
-        if not compiled:
-            monkeypatch.setattr(tokenize, "accel", None)
-        idx = SearchIndex()
-        idx.upsert(docs[:1_500])
-        idx.upsert(docs[1_200:])  # a second load: known and new terms, replaced documents
-        built.append(idx)
-    a, b = built
-    assert list(a.vocab.items()) == list(b.vocab.items())
-    a._consolidate(), b._consolidate()
-    for name in ("_indptr", "_slots", "_tf"):
-        assert np.array_equal(getattr(a, name), getattr(b, name)), name
-    assert np.array_equal(a.fwd.arrays()["fwd_terms"], b.fwd.arrays()["fwd_terms"])
+def test_compiled_and_pure_tokenizers_give_the_same_terms() -> None:
+    texts = _texts(7, 20_000)
+    assert sum(t.isascii() for t in texts) > 5_000 and sum(not t.isascii() for t in texts) > 5_000
+    pure, fast = _tokenizers()
+    for _ in range(2):  # cold, then every piece from the cache
+        for text, got in zip(texts, fast.batch(texts), strict=True):
+            want = pure.terms(text)
+            assert fast.terms(text) == want, repr(text)
+            assert list(got) == want and got.lex == " ".join(want), repr(text)
+    cached_pieces, cached_words = fast._table.cached  # type: ignore[attr-defined]
+    assert cached_pieces > 1_000 and cached_words > 100
+
+
+def _index(docs: list[Doc]) -> SearchIndex:
+    idx = SearchIndex()
+    idx.upsert(docs[:1_500])
+    idx.upsert(docs[1_200:])  # a second load: known and new terms, replaced documents
+    return idx
+
+
+def _saved(idx: SearchIndex, path: Path) -> dict[str, bytes]:
+    idx.save(path)
+    return {f.name: f.read_bytes() for f in sorted(path.iterdir())}
+
+
+@needs_accel
+def test_term_ids_and_strings_build_byte_identical_indexes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A bulk load from the tokenizer's term ids (C table or pure-Python table) and one from
+    term strings (C or Python numbering) give the same vocabulary, postings, forward index and
+    saved files, byte for byte."""
+    texts = _texts(11, 2_000)
+    pure, fast = _tokenizers()
+    fast.batch(_texts(5, 300))  # the table already numbers other terms: global ids != the index's
+    forms = {
+        "C ids": fast.batch(texts),
+        "Python ids": pure.batch(texts),
+        "strings": [pure.terms(t) for t in texts],
+    }
+    assert all(type(t) is tokenize.TermIds for t in forms["C ids"] + forms["Python ids"])
+    saved = {}
+    for name, terms in forms.items():
+        saved[name] = _saved(_index([Doc(i, "", t) for i, t in enumerate(terms)]), tmp_path / name)
+    with monkeypatch.context() as m:
+        m.setattr(tokenize, "accel", None)  # the pure-Python numbering of both forms
+        saved["ids, no C"] = _saved(
+            _index([Doc(i, "", t) for i, t in enumerate(forms["Python ids"])]), tmp_path / "a"
+        )
+        saved["strings, no C"] = _saved(
+            _index([Doc(i, "", t) for i, t in enumerate(forms["strings"])]), tmp_path / "b"
+        )
+    first = saved.pop("strings")
+    assert first["vocab.txt"] and len(first) > 10
+    for name, files in saved.items():
+        assert files == first, name
     assert index_mod.tokenize is tokenize
+
+
+@needs_accel
+def test_term_ids_of_batches_and_tables_mix(tmp_path: Path) -> None:
+    """Documents from several batches, from another table, and plain strings in one load."""
+    texts = _texts(12, 600)
+    pure, fast = _tokenizers()
+    other = Tokenizer()
+    mixed: list[Any] = fast.batch(texts[:200]) + other.batch(texts[200:400]) + fast.batch(texts[400:])
+    mixed[300] = pure.terms(texts[300])
+    a, b = SearchIndex(), SearchIndex()
+    a.upsert([Doc(i, "", t) for i, t in enumerate(mixed)])
+    b.upsert([Doc(i, "", pure.terms(t)) for i, t in enumerate(texts)])
+    assert _saved(a, tmp_path / "a") == _saved(b, tmp_path / "b")
+    c, d = SearchIndex(), SearchIndex()  # one table, batch after batch: the id map grows
+    for lo in range(0, 600, 150):
+        c.upsert([Doc(i, "", t) for i, t in enumerate(fast.batch(texts[lo : lo + 150]), lo)])
+        d.upsert([Doc(i, "", pure.terms(t)) for i, t in enumerate(texts[lo : lo + 150], lo)])
+    assert _saved(c, tmp_path / "c") == _saved(d, tmp_path / "d")
+
+
+@needs_accel
+def test_weird_and_huge_texts() -> None:
+    pure, fast = _tokenizers()
+    texts = [
+        "",
+        "\x00" * 1000,
+        "a\x00b TCK-4471\x00x",
+        "\ud800\udc00\udfff",
+        "x" * 5_000_000,  # one 5 MB piece: a blob (its parts only, never cached)
+        "TCK-4471 " * 300_000,
+        ("naïve 東京 e\u0301 <\u0338 " * 50_000),
+        "a-" * 200_000,
+    ]
+    for text, got in zip(texts, fast.batch(texts), strict=True):
+        want = pure.terms(text)
+        assert list(got) == want and got.lex == " ".join(want)
+        assert fast.terms(text) == want
 
 
 @needs_accel
 def test_the_compiled_functions_refuse_bad_arguments() -> None:
     accel: Any = tokenize.accel
-    with pytest.raises(TypeError):
-        accel.ascii_terms("café", tokenize._ASCII_BYTES, {}, lambda p: ())
-    with pytest.raises(TypeError):
-        accel.ascii_terms("a b", tokenize._ASCII_BYTES, {}, lambda p: ["a"])  # not a tuple
-    with pytest.raises(ZeroDivisionError):
-        accel.ascii_terms("a b", tokenize._ASCII_BYTES, {}, lambda p: 1 / 0)
     with pytest.raises(ValueError, match="more terms"):
         accel.term_ids({}, [["a", "b"]], 1)
     with pytest.raises(ValueError, match="fewer terms"):
@@ -92,6 +166,36 @@ def test_the_compiled_functions_refuse_bad_arguments() -> None:
     vocab: dict[str, int] = {"b": 0}
     ids = np.frombuffer(accel.term_ids(vocab, [["a", "b"], ("a", "c")], 4), dtype=np.int64)
     assert ids.tolist() == [1, 0, 1, 2] and vocab == {"b": 0, "a": 1, "c": 2}
+
+    def word(w: str) -> Any:
+        return {"bad": 1, "boom": 1 / 0 if w == "boom" else None}.get(w, w)
+
+    table = accel.TermTable(word, lambda p: ("x",), lambda t: ["u"], 100)
+    with pytest.raises(TypeError):
+        table.batch(("a b",))  # not a list
+    with pytest.raises(TypeError):
+        table.batch(["a", b"b"])
+    with pytest.raises(TypeError, match="must be a str"):
+        table.batch(["bad"])  # the word rule gave no str
+    with pytest.raises(ZeroDivisionError):
+        table.terms_of("boom")
+    _gids, counts, lex = table.batch(["ok a--b, é", ""])  # a word, a piece, a non-ASCII segment
+    assert np.frombuffer(counts, dtype=np.int64).tolist() == [3, 0] and lex == ["ok x u", ""]
+    table.terms.clear()  # its list changed behind its back: an error, never a crash
+    with pytest.raises(RuntimeError):
+        table.batch(["newword"])
+    with pytest.raises(RuntimeError):
+        table.terms_of("ok")
+    with pytest.raises(TypeError):
+        accel.TermTable(1, 2, 3, 4)
+    with pytest.raises(RuntimeError):
+        accel.TermTable.__new__(accel.TermTable).batch(["a"])  # never initialised
+    known = np.full(4, -1, dtype=np.int64)
+    assert accel.first_seen(np.array([2, 0, 2, 3], dtype=np.int32), known) == [2, 0, 3]
+    with pytest.raises(IndexError):
+        accel.first_seen(np.array([9], dtype=np.int32), known)
+    with pytest.raises(ValueError):
+        accel.first_seen(np.zeros(3, dtype=np.int8), known)
 
 
 def _hook() -> Any:
@@ -133,3 +237,45 @@ def test_an_accelerator_of_another_abi_is_ignored() -> None:
 @needs_accel
 def test_the_built_accelerator_has_this_checkouts_abi() -> None:
     assert tokenize.accel is not None and tokenize.accel.ABI == tokenize.ACCEL_ABI
+
+
+@needs_accel
+def test_memory_indexing_with_and_without_the_accelerator(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``goclaw memory index`` end to end: the rows written (``lex`` included) and the saved
+    search index are the same, byte for byte, whether the C accelerator is used or not."""
+    from goclaw.engine import Engine
+
+    # Files hold no surrogates, and a NUL makes a file binary (skipped).
+    texts = [t.encode("utf-8", "replace").decode("utf-8").replace("\x00", " ") for t in _texts(13, 240)]
+    notes = ["\n\n".join(texts[i : i + 8]) for i in range(0, len(texts), 8)]
+    out = {}
+    for compiled in (True, False):
+        with monkeypatch.context() as m:
+            if not compiled:
+                m.setattr(tokenize, "accel", None)
+            tokenize.default_tokenizer.cache_clear()  # made again, with or without the accelerator
+            eng = Engine.open(tmp_path / f"ws{compiled}")
+            try:
+                assert (tokenize.default_tokenizer()._fast is not None) is compiled
+                eng.agents.create("ada")
+                root = Path(eng.agent_dir(eng.agents.get("ada")))
+                for i, note in enumerate(notes):
+                    (root / "memory").mkdir(parents=True, exist_ok=True)
+                    (root / "memory" / f"n{i:02}.md").write_text(note, encoding="utf-8")
+                report = eng.memory.index("ada")
+                assert not report.skipped_files, report.skipped_files
+                with eng.db.engine.connect() as c:
+                    rows = c.exec_driver_sql(
+                        "SELECT id, path, text, lex FROM memory_chunks ORDER BY id"
+                    ).all()
+                saved = eng.memory.backend.save(eng.agents.get("ada").id)
+                assert saved is not None
+                files = {f.name: f.read_bytes() for f in sorted(saved.iterdir()) if f.name != "meta.json"}
+                out[compiled] = ([tuple(r) for r in rows], files)
+            finally:
+                eng.close()
+                tokenize.default_tokenizer.cache_clear()
+    assert len(out[True][0]) > 100
+    assert out[True] == out[False]

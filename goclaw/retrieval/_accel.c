@@ -1,50 +1,396 @@
-/* Optional accelerator for goclaw's retrieval engine (issue 11, indexing speed): the two
-   per-term loops of a bulk load, in C with the CPython API. Built by hatch_build.py when a C
-   compiler and the Python headers are there; without it goclaw/retrieval/tokenize.py and
-   index.py run their pure-Python equivalents, which give identical results
-   (tests/test_retrieval_accel.py compares both on random text). */
+/* Optional accelerator for goclaw's retrieval engine (issue 11, indexing speed), in C with the
+   CPython API. Built by hatch_build.py when a C compiler and the Python headers are there;
+   without it goclaw/retrieval/tokenize.py and index.py run their pure-Python equivalents,
+   which give identical results (tests/test_retrieval_accel.py compares both on random text).
+
+   TermTable: the tokenizer's term numbering and its ASCII fast path. Every term the table has
+   seen has a *global term id* (gid): ``terms[gid]`` is its string, ``ids[term]`` its gid. An
+   ASCII text is lower-cased and split into pieces here (the rules of tokenize.py's
+   ``_ascii_piece``), each piece looked up in a C hash map of piece -> gids, so indexing a text
+   makes no Python object per piece or per term: a batch of texts comes back as one int32
+   array of gids, one int64 array of counts and one ``lex`` string per text (its terms joined
+   by spaces, the stored form). What a piece's terms are stays in Python: an unseen plain word
+   is handed to ``word(str) -> str | None`` (stopwords, stemming), a piece outside the code rule
+   to ``piece(str) -> tuple[str, ...]``, a non-ASCII text to ``text(str) -> list[str]``. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
+#include <string.h>
 
-/* ascii_terms(text: str (ASCII), table: bytes[256], cache: dict, miss: callable) -> list[str]
-   text.encode().translate(table).split(): each piece looked up in cache (bytes -> tuple of
-   terms), miss(piece) on a miss; the terms concatenated. */
-static PyObject *
-ascii_terms(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+#define ABI 2
+#define MAX_TERM_CHARS 200 /* tokenize.MAX_TERM_CHARS */
+#define MAX_KEY 256        /* longer pieces are not cached (blobs: computed each time) */
+
+static unsigned char LOWER[256]; /* ASCII letter/digit -> lower case, connector -> itself, else ' ' */
+
+static int
+is_connector(unsigned char c)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "ascii_terms(text, table, cache, miss)");
-        return NULL;
+    return c == '-' || c == '_' || c == '.' || c == '/' || c == ':' || c == '@' || c == '#' || c == '+';
+}
+
+/* ------------------------------------------------------------------ a bytes -> int32 span map */
+typedef struct {
+    uint64_t hash;    /* 0: empty slot */
+    size_t key;       /* offset of the key in keys */
+    uint32_t key_len;
+    uint32_t n;       /* values */
+    size_t val;       /* offset of the values in vals */
+} Entry;
+
+typedef struct {
+    Entry *slots;
+    size_t cap, used;
+    char *keys;
+    size_t keys_len, keys_cap;
+    int32_t *vals;
+    size_t vals_len, vals_cap;
+} Map;
+
+static uint64_t
+hash_bytes(const unsigned char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) {
+        h ^= s[i];
+        h *= 1099511628211ULL;
     }
-    PyObject *text = args[0], *table = args[1], *cache = args[2], *miss = args[3];
-    if (!PyUnicode_Check(text) || !PyUnicode_IS_ASCII(text) || !PyBytes_Check(table) ||
-        PyBytes_GET_SIZE(table) != 256 || !PyDict_Check(cache)) {
-        PyErr_SetString(PyExc_TypeError, "ascii_terms: an ASCII str, a 256-byte table and a dict");
+    h ^= h >> 29;
+    return h ? h : 1;
+}
+
+static void
+map_free(Map *m)
+{
+    PyMem_Free(m->slots);
+    PyMem_Free(m->keys);
+    PyMem_Free(m->vals);
+    memset(m, 0, sizeof(*m));
+}
+
+static Entry *
+map_find(Map *m, const unsigned char *key, size_t n, uint64_t h)
+{
+    if (!m->cap)
         return NULL;
+    size_t mask = m->cap - 1;
+    for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+        Entry *e = &m->slots[i];
+        if (!e->hash)
+            return NULL;
+        if (e->hash == h && e->key_len == n && memcmp(m->keys + e->key, key, n) == 0)
+            return e;
     }
+}
+
+static int
+grow(void **buf, size_t *cap, size_t need, size_t item)
+{
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap : 1024;
+    while (ncap < need)
+        ncap *= 2;
+    void *nbuf = PyMem_Realloc(*buf, ncap * item);
+    if (nbuf == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *buf = nbuf;
+    *cap = ncap;
+    return 0;
+}
+
+static int
+map_rehash(Map *m, size_t ncap)
+{
+    Entry *slots = PyMem_Calloc(ncap, sizeof(Entry));
+    if (slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        Entry *e = &m->slots[i];
+        if (!e->hash)
+            continue;
+        size_t j = (size_t)e->hash & (ncap - 1);
+        while (slots[j].hash)
+            j = (j + 1) & (ncap - 1);
+        slots[j] = *e;
+    }
+    PyMem_Free(m->slots);
+    m->slots = slots;
+    m->cap = ncap;
+    return 0;
+}
+
+static int
+map_put(Map *m, const unsigned char *key, size_t n, uint64_t h, const int32_t *vals, size_t k)
+{
+    if ((m->used + 1) * 2 > m->cap && map_rehash(m, m->cap ? m->cap * 2 : 4096) < 0)
+        return -1;
+    if (grow((void **)&m->keys, &m->keys_cap, m->keys_len + n, 1) < 0 ||
+        grow((void **)&m->vals, &m->vals_cap, m->vals_len + k, sizeof(int32_t)) < 0)
+        return -1;
+    size_t mask = m->cap - 1, i = (size_t)h & mask;
+    while (m->slots[i].hash)
+        i = (i + 1) & mask;
+    Entry *e = &m->slots[i];
+    e->hash = h;
+    e->key = m->keys_len;
+    e->key_len = (uint32_t)n;
+    e->val = m->vals_len;
+    e->n = (uint32_t)k;
+    memcpy(m->keys + m->keys_len, key, n);
+    m->keys_len += n;
+    if (k)
+        memcpy(m->vals + m->vals_len, vals, k * sizeof(int32_t));
+    m->vals_len += k;
+    m->used++;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ growable int32 buffer */
+typedef struct {
+    int32_t *v;
+    size_t n, cap;
+} Ids;
+
+static int
+ids_push(Ids *b, int32_t x)
+{
+    if (b->n == b->cap && grow((void **)&b->v, &b->cap, b->n + 1, sizeof(int32_t)) < 0)
+        return -1;
+    b->v[b->n++] = x;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the table */
+typedef struct {
+    PyObject_HEAD
+    PyObject *terms; /* list: gid -> str */
+    PyObject *ids;   /* dict: str -> gid */
+    PyObject *word, *piece, *text; /* the Python rules */
+    Py_ssize_t limit;              /* pieces / words cached at most */
+    Map pieces, words;
+    /* each gid's term as UTF-8, side by side (lex strings are copied from here) */
+    char *tb;
+    size_t tb_len, tb_cap;
+    size_t *toff;       /* gid -> offset in tb */
+    uint32_t *tlen;     /* gid -> bytes */
+    unsigned char *tkind; /* gid -> 0 ASCII, 1 other UTF-8, 2 none (not encodable) */
+    size_t tn, tcap;
+} TermTable;
+
+/* The gid of a term (a str), numbering it when new. -1 on error. */
+static int32_t
+gid_of(TermTable *t, PyObject *term)
+{
+    if (!PyUnicode_Check(term)) {
+        PyErr_SetString(PyExc_TypeError, "TermTable: a term must be a str");
+        return -1;
+    }
+    PyObject *num = PyDict_GetItemWithError(t->ids, term);
+    if (num != NULL)
+        return (int32_t)PyLong_AsLong(num);
+    if (PyErr_Occurred())
+        return -1;
+    Py_ssize_t g = PyList_GET_SIZE(t->terms);
+    if (g >= INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "TermTable: too many terms");
+        return -1;
+    }
+    if ((size_t)g != t->tn) {
+        PyErr_SetString(PyExc_RuntimeError, "TermTable: its terms list was changed");
+        return -1;
+    }
+    Py_ssize_t m = 0;
+    unsigned char kind = PyUnicode_IS_ASCII(term) ? 0 : 1;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(term, &m);
+    if (utf8 == NULL) { /* a lone surrogate: joined with PyUnicode_Join instead */
+        PyErr_Clear();
+        kind = 2;
+        m = 0;
+    }
+    if (grow((void **)&t->tb, &t->tb_cap, t->tb_len + (size_t)m, 1) < 0)
+        return -1;
+    if (t->tn == t->tcap) {
+        size_t cap = t->tcap;
+        if (grow((void **)&t->toff, &cap, t->tn + 1, sizeof(size_t)) < 0)
+            return -1;
+        cap = t->tcap;
+        if (grow((void **)&t->tlen, &cap, t->tn + 1, sizeof(uint32_t)) < 0)
+            return -1;
+        cap = t->tcap;
+        if (grow((void **)&t->tkind, &cap, t->tn + 1, 1) < 0)
+            return -1;
+        t->tcap = cap;
+    }
+    num = PyLong_FromSsize_t(g);
+    if (num == NULL)
+        return -1;
+    int rc = PyDict_SetItem(t->ids, term, num);
+    Py_DECREF(num);
+    if (rc < 0)
+        return -1;
+    if (PyList_Append(t->terms, term) < 0) {
+        PyDict_DelItem(t->ids, term);
+        return -1;
+    }
+    if (m)
+        memcpy(t->tb + t->tb_len, utf8, (size_t)m);
+    t->toff[t->tn] = t->tb_len;
+    t->tlen[t->tn] = (uint32_t)m;
+    t->tkind[t->tn] = kind;
+    t->tb_len += (size_t)m;
+    t->tn++;
+    return (int32_t)g;
+}
+
+/* Append the gids of a Python sequence of terms. */
+static int
+push_terms(TermTable *t, PyObject *seq, Ids *out)
+{
+    PyObject *fast = PySequence_Fast(seq, "TermTable: terms must be a sequence");
+    if (fast == NULL)
+        return -1;
+    Py_ssize_t k = PySequence_Fast_GET_SIZE(fast);
+    PyObject **items = PySequence_Fast_ITEMS(fast);
+    for (Py_ssize_t j = 0; j < k; j++) {
+        int32_t g = gid_of(t, items[j]);
+        if (g < 0 || ids_push(out, g) < 0) {
+            Py_DECREF(fast);
+            return -1;
+        }
+    }
+    Py_DECREF(fast);
+    return 0;
+}
+
+/* The gid of a plain word (lower-case ASCII letters/digits), -2 for none (a stopword). */
+static int32_t
+word_gid(TermTable *t, const unsigned char *w, size_t n)
+{
+    uint64_t h = hash_bytes(w, n);
+    Entry *e = map_find(&t->words, w, n, h);
+    if (e != NULL)
+        return e->n ? t->words.vals[e->val] : -2;
+    PyObject *s = PyUnicode_FromStringAndSize((const char *)w, (Py_ssize_t)n);
+    if (s == NULL)
+        return -1;
+    PyObject *term = PyObject_CallOneArg(t->word, s);
+    Py_DECREF(s);
+    if (term == NULL)
+        return -1;
+    int32_t g = -2;
+    if (term != Py_None)
+        g = gid_of(t, term);
+    Py_DECREF(term);
+    if (g == -1)
+        return -1;
+    if ((Py_ssize_t)t->words.used < t->limit && map_put(&t->words, w, n, h, &g, g >= 0 ? 1 : 0) < 0)
+        return -1;
+    return g;
+}
+
+/* Append the gids of one ASCII piece (lower-cased: letters, digits and connectors). */
+static int
+piece_gids(TermTable *t, const unsigned char *p, size_t n, Ids *out)
+{
+    uint64_t h = hash_bytes(p, n);
+    Entry *e = map_find(&t->pieces, p, n, h);
+    if (e != NULL) {
+        if (!e->n)
+            return 0;
+        if (out->n + e->n > out->cap && grow((void **)&out->v, &out->cap, out->n + e->n, sizeof(int32_t)) < 0)
+            return -1;
+        memcpy(out->v + out->n, t->pieces.vals + e->val, e->n * sizeof(int32_t));
+        out->n += e->n;
+        return 0;
+    }
+    size_t start = out->n;
+    size_t a = 0, b = n;
+    while (a < b && is_connector(p[a]))
+        a++;
+    while (b > a && is_connector(p[b - 1]))
+        b--;
+    size_t len = b - a, connectors = 0;
+    int doubled = 0;
+    for (size_t i = a; i < b; i++) {
+        if (is_connector(p[i])) {
+            connectors++;
+            if (is_connector(p[i - 1]))
+                doubled = 1;
+        }
+    }
+    if (len > 0 && len <= MAX_TERM_CHARS && connectors == 0) { /* one plain word */
+        int32_t g = word_gid(t, p + a, len);
+        if (g == -1 || (g >= 0 && ids_push(out, g) < 0))
+            return -1;
+    }
+    else if (len > 0 && len <= MAX_TERM_CHARS && !doubled) { /* a code: whole, then its parts */
+        PyObject *s = PyUnicode_FromStringAndSize((const char *)p + a, (Py_ssize_t)len);
+        if (s == NULL)
+            return -1;
+        int32_t g = gid_of(t, s);
+        Py_DECREF(s);
+        if (g < 0 || ids_push(out, g) < 0)
+            return -1;
+        size_t i = a;
+        while (i < b) {
+            size_t j = i;
+            while (j < b && !is_connector(p[j]))
+                j++;
+            int32_t w = word_gid(t, p + i, j - i);
+            if (w == -1 || (w >= 0 && ids_push(out, w) < 0))
+                return -1;
+            i = j + 1;
+        }
+    }
+    else { /* "a--b", nothing but connectors, a blob: the general rules */
+        PyObject *s = PyUnicode_FromStringAndSize((const char *)p, (Py_ssize_t)n);
+        if (s == NULL)
+            return -1;
+        PyObject *terms = PyObject_CallOneArg(t->piece, s);
+        Py_DECREF(s);
+        if (terms == NULL)
+            return -1;
+        int rc = push_terms(t, terms, out);
+        Py_DECREF(terms);
+        if (rc < 0)
+            return -1;
+    }
+    if (n <= MAX_KEY && (Py_ssize_t)t->pieces.used < t->limit &&
+        map_put(&t->pieces, p, n, h, out->v + start, out->n - start) < 0)
+        return -1;
+    return 0;
+}
+
+/* Append the gids of an ASCII text. */
+static int
+ascii_gids(TermTable *t, PyObject *text, Ids *out)
+{
     const unsigned char *s = PyUnicode_1BYTE_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    const unsigned char *tab = (const unsigned char *)PyBytes_AS_STRING(table);
-    PyObject *out = PyList_New(0);
-    if (out == NULL)
-        return NULL;
-    char small[512];
-    char *buf = small;
-    Py_ssize_t cap = sizeof(small);
+    unsigned char small[MAX_KEY];
+    unsigned char *buf = small;
+    size_t cap = sizeof(small);
     Py_ssize_t i = 0;
+    int rc = 0;
     while (i < n) {
-        while (i < n && tab[s[i]] == ' ')
+        while (i < n && LOWER[s[i]] == ' ')
             i++;
         if (i >= n)
             break;
-        Py_ssize_t len = 0;
-        while (i < n && tab[s[i]] != ' ') {
+        size_t len = 0;
+        while (i < n && LOWER[s[i]] != ' ') {
             if (len == cap) {
-                Py_ssize_t ncap = cap * 2;
-                char *nbuf = PyMem_Malloc(ncap);
+                size_t ncap = cap * 2;
+                unsigned char *nbuf = PyMem_Malloc(ncap);
                 if (nbuf == NULL) {
                     PyErr_NoMemory();
-                    goto fail;
+                    rc = -1;
+                    goto done;
                 }
                 memcpy(nbuf, buf, len);
                 if (buf != small)
@@ -52,50 +398,418 @@ ascii_terms(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 buf = nbuf;
                 cap = ncap;
             }
-            buf[len++] = (char)tab[s[i++]];
+            buf[len++] = LOWER[s[i++]];
         }
-        PyObject *key = PyBytes_FromStringAndSize(buf, len);
-        if (key == NULL)
-            goto fail;
-        PyObject *terms = PyDict_GetItemWithError(cache, key); /* borrowed */
-        if (terms != NULL) {
-            Py_INCREF(terms);
+        if (piece_gids(t, buf, len, out) < 0) {
+            rc = -1;
+            goto done;
         }
-        else if (PyErr_Occurred()) {
-            Py_DECREF(key);
-            goto fail;
-        }
-        else {
-            terms = PyObject_CallOneArg(miss, key);
-            if (terms == NULL) {
-                Py_DECREF(key);
-                goto fail;
-            }
-        }
-        Py_DECREF(key);
-        if (!PyTuple_Check(terms)) {
-            Py_DECREF(terms);
-            PyErr_SetString(PyExc_TypeError, "ascii_terms: a piece's terms must be a tuple");
-            goto fail;
-        }
-        Py_ssize_t k = PyTuple_GET_SIZE(terms);
-        for (Py_ssize_t j = 0; j < k; j++) {
-            if (PyList_Append(out, PyTuple_GET_ITEM(terms, j)) < 0) {
-                Py_DECREF(terms);
-                goto fail;
-            }
-        }
-        Py_DECREF(terms);
     }
+done:
     if (buf != small)
         PyMem_Free(buf);
-    return out;
-fail:
-    if (buf != small)
-        PyMem_Free(buf);
-    Py_DECREF(out);
-    return NULL;
+    return rc;
 }
+
+/* Append the gids of a segment of text holding a non-ASCII character: the Python rules
+   (``text``), cached by the segment's UTF-8 (never equal to an ASCII piece's key). */
+static int
+segment_gids(TermTable *t, PyObject *seg, Ids *out)
+{
+    Py_ssize_t n = 0;
+    const char *key = PyUnicode_AsUTF8AndSize(seg, &n);
+    uint64_t h = 0;
+    if (key == NULL)
+        PyErr_Clear(); /* a lone surrogate: not cached */
+    else {
+        h = hash_bytes((const unsigned char *)key, (size_t)n);
+        Entry *e = map_find(&t->pieces, (const unsigned char *)key, (size_t)n, h);
+        if (e != NULL) {
+            if (!e->n)
+                return 0;
+            if (out->n + e->n > out->cap &&
+                grow((void **)&out->v, &out->cap, out->n + e->n, sizeof(int32_t)) < 0)
+                return -1;
+            memcpy(out->v + out->n, t->pieces.vals + e->val, e->n * sizeof(int32_t));
+            out->n += e->n;
+            return 0;
+        }
+    }
+    size_t start = out->n;
+    PyObject *terms = PyObject_CallOneArg(t->text, seg);
+    if (terms == NULL)
+        return -1;
+    int rc = push_terms(t, terms, out);
+    Py_DECREF(terms);
+    if (rc < 0)
+        return -1;
+    if (key != NULL && n <= 4 * MAX_KEY && (Py_ssize_t)t->pieces.used < t->limit &&
+        map_put(&t->pieces, (const unsigned char *)key, (size_t)n, h, out->v + start, out->n - start) < 0)
+        return -1;
+    return 0;
+}
+
+/* Append the gids of a text holding non-ASCII characters. The text is cut at each ASCII
+   separator followed by an ASCII character (or the end): no term crosses one, and text
+   normalisation (NFKC, case folding, accents) never joins characters across one, so each
+   segment's terms are its part of the whole text's. An all-ASCII segment is one ASCII piece;
+   one holding a non-ASCII character goes to the Python rules. */
+static int
+mixed_gids(TermTable *t, PyObject *text, Ids *out)
+{
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    unsigned char small[MAX_KEY];
+    unsigned char *buf = small;
+    size_t cap = sizeof(small);
+    Py_ssize_t i = 0;
+    int rc = 0;
+#define CUT(j)                                                                                    \
+    (PyUnicode_READ(kind, data, j) < 128 && LOWER[PyUnicode_READ(kind, data, j)] == ' ' &&        \
+     ((j) + 1 == n || PyUnicode_READ(kind, data, (j) + 1) < 128))
+    while (i < n) {
+        if (CUT(i)) {
+            i++;
+            continue;
+        }
+        Py_ssize_t start = i;
+        int other = 0;
+        while (i < n && !CUT(i)) {
+            if (PyUnicode_READ(kind, data, i) >= 128)
+                other = 1;
+            i++;
+        }
+        if (other) {
+            PyObject *seg = PyUnicode_Substring(text, start, i);
+            if (seg == NULL) {
+                rc = -1;
+                break;
+            }
+            rc = segment_gids(t, seg, out);
+            Py_DECREF(seg);
+            if (rc < 0)
+                break;
+            continue;
+        }
+        size_t len = (size_t)(i - start);
+        if (len > cap) {
+            unsigned char *nbuf = PyMem_Malloc(len);
+            if (nbuf == NULL) {
+                PyErr_NoMemory();
+                rc = -1;
+                break;
+            }
+            if (buf != small)
+                PyMem_Free(buf);
+            buf = nbuf;
+            cap = len;
+        }
+        for (size_t j = 0; j < len; j++)
+            buf[j] = LOWER[PyUnicode_READ(kind, data, start + (Py_ssize_t)j)];
+        rc = piece_gids(t, buf, len, out);
+        if (rc < 0)
+            break;
+    }
+#undef CUT
+    if (buf != small)
+        PyMem_Free(buf);
+    return rc;
+}
+
+/* Append the gids of any text: ASCII here, other text through the Python rules. */
+static int
+text_gids(TermTable *t, PyObject *text, Ids *out)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "TermTable: a text must be a str");
+        return -1;
+    }
+    if (PyUnicode_IS_ASCII(text))
+        return ascii_gids(t, text, out);
+    return mixed_gids(t, text, out);
+}
+
+/* The terms of gids[0..k) joined by single spaces (the stored ``lex``). */
+static PyObject *
+joined(TermTable *t, const int32_t *g, size_t k)
+{
+    size_t total = k ? k - 1 : 0;
+    unsigned char kind = 0;
+    for (size_t j = 0; j < k; j++) {
+        if (g[j] < 0 || (size_t)g[j] >= t->tn) {
+            PyErr_SetString(PyExc_RuntimeError, "TermTable: a term id out of range");
+            return NULL;
+        }
+        total += t->tlen[g[j]];
+        if (t->tkind[g[j]] > kind)
+            kind = t->tkind[g[j]];
+    }
+    if (kind == 2) { /* a term with no UTF-8 form */
+        PyObject *list = PyList_New((Py_ssize_t)k);
+        if (list == NULL)
+            return NULL;
+        for (size_t j = 0; j < k; j++) {
+            if ((size_t)g[j] >= (size_t)PyList_GET_SIZE(t->terms)) {
+                Py_DECREF(list);
+                PyErr_SetString(PyExc_RuntimeError, "TermTable: its terms list was changed");
+                return NULL;
+            }
+            PyObject *s = PyList_GET_ITEM(t->terms, g[j]);
+            Py_INCREF(s);
+            PyList_SET_ITEM(list, (Py_ssize_t)j, s);
+        }
+        PyObject *sep = PyUnicode_FromString(" ");
+        PyObject *res = sep == NULL ? NULL : PyUnicode_Join(sep, list);
+        Py_XDECREF(sep);
+        Py_DECREF(list);
+        return res;
+    }
+    char *d, *tmp = NULL;
+    PyObject *res = NULL;
+    if (kind == 0) {
+        res = PyUnicode_New((Py_ssize_t)total, 127);
+        if (res == NULL)
+            return NULL;
+        d = (char *)PyUnicode_1BYTE_DATA(res);
+    }
+    else {
+        tmp = PyMem_Malloc(total ? total : 1);
+        if (tmp == NULL)
+            return PyErr_NoMemory();
+        d = tmp;
+    }
+    for (size_t j = 0; j < k; j++) {
+        uint32_t m = t->tlen[g[j]];
+        if (j)
+            *d++ = ' ';
+        memcpy(d, t->tb + t->toff[g[j]], m);
+        d += m;
+    }
+    if (tmp != NULL) {
+        res = PyUnicode_DecodeUTF8(tmp, (Py_ssize_t)total, "strict");
+        PyMem_Free(tmp);
+    }
+    return res;
+}
+
+/* batch(texts: list[str]) -> (gids: bytes (int32), counts: bytes (int64), lex: list[str]) */
+static PyObject *
+table_batch(TermTable *t, PyObject *texts)
+{
+    if (!PyList_Check(texts)) {
+        PyErr_SetString(PyExc_TypeError, "TermTable.batch: a list of str");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(texts);
+    Ids out = {NULL, 0, 0};
+    PyObject *counts = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    PyObject *lex = PyList_New(n);
+    PyObject *gids = NULL, *res = NULL;
+    if (counts == NULL || lex == NULL)
+        goto done;
+    int64_t *cnt = (int64_t *)PyBytes_AS_STRING(counts);
+    for (Py_ssize_t i = 0; i < n && i < PyList_GET_SIZE(texts); i++) {
+        PyObject *text = PyList_GET_ITEM(texts, i);
+        Py_INCREF(text); /* the callbacks run Python code: hold it */
+        size_t start = out.n;
+        int rc = text_gids(t, text, &out);
+        Py_DECREF(text);
+        if (rc < 0)
+            goto done;
+        cnt[i] = (int64_t)(out.n - start);
+        PyObject *s = joined(t, out.v + start, out.n - start);
+        if (s == NULL)
+            goto done;
+        PyList_SET_ITEM(lex, i, s);
+    }
+    if (PyList_GET_SIZE(texts) != n) {
+        PyErr_SetString(PyExc_RuntimeError, "TermTable.batch: the list changed size");
+        goto done;
+    }
+    gids = PyBytes_FromStringAndSize(out.v ? (const char *)out.v : "", (Py_ssize_t)(out.n * sizeof(int32_t)));
+    if (gids != NULL)
+        res = PyTuple_Pack(3, gids, counts, lex);
+done:
+    PyMem_Free(out.v);
+    Py_XDECREF(gids);
+    Py_XDECREF(counts);
+    Py_XDECREF(lex);
+    return res;
+}
+
+/* terms_of(text: str) -> list[str]: the terms of one text (the query path). */
+static PyObject *
+table_terms(TermTable *t, PyObject *text)
+{
+    Ids out = {NULL, 0, 0};
+    if (text_gids(t, text, &out) < 0) {
+        PyMem_Free(out.v);
+        return NULL;
+    }
+    for (size_t j = 0; j < out.n; j++) {
+        if (out.v[j] < 0 || out.v[j] >= PyList_GET_SIZE(t->terms)) {
+            PyErr_SetString(PyExc_RuntimeError, "TermTable: its terms list was changed");
+            PyMem_Free(out.v);
+            return NULL;
+        }
+    }
+    PyObject *list = PyList_New((Py_ssize_t)out.n);
+    if (list != NULL) {
+        for (size_t j = 0; j < out.n; j++) {
+            PyObject *s = PyList_GET_ITEM(t->terms, out.v[j]);
+            Py_INCREF(s);
+            PyList_SET_ITEM(list, (Py_ssize_t)j, s);
+        }
+    }
+    PyMem_Free(out.v);
+    return list;
+}
+
+static int
+table_init(TermTable *t, PyObject *args, PyObject *kwds)
+{
+    static char *kw[] = {"word", "piece", "text", "limit", NULL};
+    PyObject *word, *piece, *text;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOn", kw, &word, &piece, &text, &limit))
+        return -1;
+    if (!PyCallable_Check(word) || !PyCallable_Check(piece) || !PyCallable_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "TermTable(word, piece, text, limit): callables");
+        return -1;
+    }
+    if (t->terms != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "TermTable: already initialised");
+        return -1;
+    }
+    t->terms = PyList_New(0);
+    t->ids = PyDict_New();
+    if (t->terms == NULL || t->ids == NULL)
+        return -1;
+    Py_INCREF(word);
+    Py_INCREF(piece);
+    Py_INCREF(text);
+    t->word = word;
+    t->piece = piece;
+    t->text = text;
+    t->limit = limit;
+    return 0;
+}
+
+static int
+table_traverse(TermTable *t, visitproc visit, void *arg)
+{
+    Py_VISIT(t->terms);
+    Py_VISIT(t->ids);
+    Py_VISIT(t->word);
+    Py_VISIT(t->piece);
+    Py_VISIT(t->text);
+    return 0;
+}
+
+static int
+table_clear(TermTable *t)
+{
+    Py_CLEAR(t->terms);
+    Py_CLEAR(t->ids);
+    Py_CLEAR(t->word);
+    Py_CLEAR(t->piece);
+    Py_CLEAR(t->text);
+    return 0;
+}
+
+static void
+table_dealloc(TermTable *t)
+{
+    PyObject_GC_UnTrack(t);
+    table_clear(t);
+    map_free(&t->pieces);
+    map_free(&t->words);
+    PyMem_Free(t->tb);
+    PyMem_Free(t->toff);
+    PyMem_Free(t->tlen);
+    PyMem_Free(t->tkind);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+static PyObject *
+table_get_terms(TermTable *t, void *closure)
+{
+    if (t->terms == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "TermTable: not initialised");
+        return NULL;
+    }
+    Py_INCREF(t->terms);
+    return t->terms;
+}
+
+static PyObject *
+table_get_ids(TermTable *t, void *closure)
+{
+    if (t->ids == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "TermTable: not initialised");
+        return NULL;
+    }
+    Py_INCREF(t->ids);
+    return t->ids;
+}
+
+static PyObject *
+table_get_cached(TermTable *t, void *closure)
+{
+    return Py_BuildValue("(nn)", (Py_ssize_t)t->pieces.used, (Py_ssize_t)t->words.used);
+}
+
+static PyObject *
+checked_batch(TermTable *t, PyObject *texts)
+{
+    if (t->terms == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "TermTable: not initialised");
+        return NULL;
+    }
+    return table_batch(t, texts);
+}
+
+static PyObject *
+checked_terms(TermTable *t, PyObject *text)
+{
+    if (t->terms == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "TermTable: not initialised");
+        return NULL;
+    }
+    return table_terms(t, text);
+}
+
+static PyMethodDef table_methods[] = {
+    {"batch", (PyCFunction)checked_batch, METH_O,
+     "batch(texts) -> (int32 gids bytes, int64 counts bytes, list of lex strings)"},
+    {"terms_of", (PyCFunction)checked_terms, METH_O, "terms_of(text) -> list of terms"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef table_getset[] = {
+    {"terms", (getter)table_get_terms, NULL, "gid -> term (a list, only appended to)", NULL},
+    {"ids", (getter)table_get_ids, NULL, "term -> gid", NULL},
+    {"cached", (getter)table_get_cached, NULL, "(pieces, words) cached", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject TermTableType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "goclaw.retrieval._accel.TermTable",
+    .tp_basicsize = sizeof(TermTable),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Global term ids and the ASCII fast path of the tokenizer.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)table_init,
+    .tp_dealloc = (destructor)table_dealloc,
+    .tp_traverse = (traverseproc)table_traverse,
+    .tp_clear = (inquiry)table_clear,
+    .tp_methods = table_methods,
+    .tp_getset = table_getset,
+};
+
+/* ------------------------------------------------------------------ module functions */
 
 /* term_ids(vocab: dict, seqs: iterable of sequences of str, count: int) -> bytes (int64 ids)
    Each term's id in vocab; an unknown term gets the next id (len(vocab)), in order of first
@@ -179,11 +893,63 @@ fail:
     return NULL;
 }
 
+/* first_seen(gids: buffer of int32, known: writable buffer of int64) -> list[int]
+   The gids g with known[g] < 0, each once, in order of first sight (known[g] is set to -2 for
+   them; the caller then writes their ids). Raises IndexError for a gid outside known. */
+static PyObject *
+first_seen(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "first_seen(gids, known)");
+        return NULL;
+    }
+    Py_buffer g, k;
+    if (PyObject_GetBuffer(args[0], &g, PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[1], &k, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&g);
+        return NULL;
+    }
+    PyObject *out = NULL;
+    if (g.len % (Py_ssize_t)sizeof(int32_t) || k.len % (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "first_seen: int32 gids and int64 known");
+        goto done;
+    }
+    out = PyList_New(0);
+    if (out == NULL)
+        goto done;
+    const int32_t *gv = (const int32_t *)g.buf;
+    int64_t *kv = (int64_t *)k.buf;
+    Py_ssize_t n = g.len / (Py_ssize_t)sizeof(int32_t), m = k.len / (Py_ssize_t)sizeof(int64_t);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t x = gv[i];
+        if (x < 0 || x >= m) {
+            PyErr_SetString(PyExc_IndexError, "first_seen: a gid outside known");
+            Py_CLEAR(out);
+            goto done;
+        }
+        if (kv[x] == -1) {
+            kv[x] = -2;
+            PyObject *num = PyLong_FromLong(x);
+            if (num == NULL || PyList_Append(out, num) < 0) {
+                Py_XDECREF(num);
+                Py_CLEAR(out);
+                goto done;
+            }
+            Py_DECREF(num);
+        }
+    }
+done:
+    PyBuffer_Release(&g);
+    PyBuffer_Release(&k);
+    return out;
+}
+
 static PyMethodDef methods[] = {
-    {"ascii_terms", (PyCFunction)(void (*)(void))ascii_terms, METH_FASTCALL,
-     "The terms of an ASCII text through the piece cache."},
     {"term_ids", (PyCFunction)(void (*)(void))term_ids, METH_FASTCALL,
      "Term ids of every term of every sequence (int64 bytes), numbering unknown terms."},
+    {"first_seen", (PyCFunction)(void (*)(void))first_seen, METH_FASTCALL,
+     "The unknown gids in order of first sight."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -192,10 +958,22 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_accel", NULL, -1, m
 PyMODINIT_FUNC
 PyInit__accel(void)
 {
+    for (int c = 0; c < 256; c++) {
+        int keep = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+        LOWER[c] = keep ? (unsigned char)((c >= 'A' && c <= 'Z') ? c + 32 : c)
+                        : (is_connector((unsigned char)c) ? (unsigned char)c : ' ');
+    }
+    if (PyType_Ready(&TermTableType) < 0)
+        return NULL;
     /* ABI: what tokenize.py expects (ACCEL_ABI). Bump both whenever a function's arguments or
        results change, so a module built from an older checkout is ignored, not called. */
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && PyModule_AddIntConstant(m, "ABI", 1) < 0) {
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&TermTableType);
+    if (PyModule_AddIntConstant(m, "ABI", ABI) < 0 ||
+        PyModule_AddObject(m, "TermTable", (PyObject *)&TermTableType) < 0) {
+        Py_DECREF(&TermTableType);
         Py_DECREF(m);
         return NULL;
     }

@@ -151,6 +151,28 @@ def _normalise_rows(block: NDArray[np.float32], step: int = 4096) -> NDArray[np.
     return ok
 
 
+def _global_ids(seqs: Sequence[Sequence[str]]) -> tuple[NDArray[np.int32], list[str]] | None:
+    """The global term ids of every sequence, in order, when all are :class:`tokenize.TermIds`
+    of one table (else ``None``): consecutive ones of one batch are one slice of its array."""
+    if not seqs or type(seqs[0]) is not tokenize.TermIds:
+        return None
+    table = seqs[0].table
+    parts: list[NDArray[np.int32]] = []
+    base: Any = None
+    lo = hi = 0
+    for s in seqs:
+        if type(s) is not tokenize.TermIds or s.table is not table:
+            return None
+        if s.base is base and s.lo == hi:
+            hi = s.hi
+            continue
+        if base is not None:
+            parts.append(base[lo:hi])
+        base, lo, hi = s.base, s.lo, s.hi
+    parts.append(base[lo:hi])
+    return (parts[0] if len(parts) == 1 else np.concatenate(parts)), table
+
+
 class Doc(NamedTuple):
     """One document to index: its id, scope (e.g. user id, ``""`` = shared), terms, optional
     vector and a fingerprint (anything that changes when the document does). A named tuple:
@@ -198,6 +220,8 @@ class SearchIndex:
             [0],
         )
         self.fwd = ForwardIndex()  # each slot's term ids in order (term positions)
+        self._gtable: list[str] | None = None  # a tokenizer table's terms (:meth:`_local_ids`)
+        self._gmap = np.full(0, -1, dtype=np.int64)
 
     # ------------------------------------------------------------------ size
     def __len__(self) -> int:
@@ -247,16 +271,20 @@ class SearchIndex:
         self.n_alive += count
         self.total_len += float(lens.sum())
         # One pass: each occurrence to its term id, new terms numbered as first seen.
-        with self.vocab.numbering():
-            if tokenize.accel is not None:  # the same pass in C (goclaw/retrieval/_accel.c)
-                raw = tokenize.accel.term_ids(self.vocab, [d.terms for d in docs], int(lens.sum()))
-                tids = np.frombuffer(raw, dtype=np.int64)
-            else:
-                tids = np.fromiter(
-                    map(self.vocab.__getitem__, itertools.chain.from_iterable(d.terms for d in docs)),
-                    dtype=np.int64,
-                    count=int(lens.sum()),
-                )
+        given = _global_ids([d.terms for d in docs])
+        if given is not None:  # the tokenizer's ids (Tokenizer.batch): no string per occurrence
+            tids = self._local_ids(*given)
+        else:
+            with self.vocab.numbering():
+                if tokenize.accel is not None:  # the same pass in C (goclaw/retrieval/_accel.c)
+                    raw = tokenize.accel.term_ids(self.vocab, [d.terms for d in docs], int(lens.sum()))
+                    tids = np.frombuffer(raw, dtype=np.int64)
+                else:
+                    tids = np.fromiter(
+                        map(self.vocab.__getitem__, itertools.chain.from_iterable(d.terms for d in docs)),
+                        dtype=np.int64,
+                        count=int(lens.sum()),
+                    )
         self.fwd.append(tids, lens)
         if len(tids):
             owner = np.repeat(slots, lens)
@@ -272,6 +300,38 @@ class SearchIndex:
             if with_vec:
                 self._set_new_vectors(first, end, with_vec)
         self._norm = None
+
+    def _local_ids(self, gids: NDArray[np.int32], table: list[str]) -> NDArray[np.int64]:
+        """This index's term ids of a tokenizer table's global ids (:class:`tokenize.TermIds`),
+        terms new to the index numbered in order of first sight, as for strings: the same
+        vocabulary, whichever form the terms came in. ``_gmap`` remembers global -> own id for
+        one table (a term's own id never changes)."""
+        if self._gtable is not table:
+            self._gtable, self._gmap = table, np.full(0, -1, dtype=np.int64)
+        if len(self._gmap) < len(table):
+            grown = np.full(len(table) + len(table) // 4, -1, dtype=np.int64)
+            grown[: len(self._gmap)] = self._gmap
+            self._gmap = grown
+        gmap = self._gmap
+        if tokenize.accel is not None:
+            new = tokenize.accel.first_seen(gids, gmap)
+        else:
+            unknown = gids[gmap[gids] < 0]
+            uniq, first = np.unique(unknown, return_index=True)
+            new = uniq[np.argsort(first, kind="stable")].tolist()
+        vocab = self.vocab
+        try:
+            for g in new:
+                term = table[g]
+                tid = vocab.get(term)
+                if tid is None:
+                    tid = vocab[term] = len(vocab)
+                gmap[g] = tid
+        except BaseException:  # interrupted: first_seen's marks must not stay
+            self._gtable = None
+            raise
+        out: NDArray[np.int64] = gmap[gids]
+        return out
 
     def _set_new_vectors(self, first: int, end: int, with_vec: list[tuple[int, Any]]) -> None:
         """Normalised vectors into the new slots ``first..end`` (``with_vec``: offset, vector).

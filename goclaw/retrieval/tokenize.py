@@ -16,21 +16,36 @@ Rules, in order:
 
 Pure Python + PyStemmer (a C extension). Speed comes from caching each distinct *piece* of
 text (a run of word characters and connectors) with its terms: indexing costs a split and a
-dictionary look-up per piece (see :class:`Tokenizer`).
+dictionary look-up per piece (see :class:`Tokenizer`). With the optional C accelerator
+(``_accel.c``) an ASCII text is split and looked up in C, and :meth:`Tokenizer.batch` hands a
+bulk load its terms as integer ids (:class:`TermIds`) without a Python object per term.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
-__all__ = ["STOPWORDS", "Tokenizer", "accel", "default_tokenizer", "query_terms", "terms"]
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
-ACCEL_ABI = 1  # the ABI of goclaw/retrieval/_accel.c this module calls (its ABI constant)
+__all__ = [
+    "STOPWORDS",
+    "TermIds",
+    "Tokenizer",
+    "accel",
+    "default_tokenizer",
+    "lex_of",
+    "query_terms",
+    "terms",
+]
+
+ACCEL_ABI = 2  # the ABI of goclaw/retrieval/_accel.c this module calls (its ABI constant)
 
 
 def _usable(module: Any) -> bool:
@@ -141,6 +156,7 @@ _CJK_RUN = re.compile(f"[{_CJK_CHARS}]+|[^{_CJK_CHARS}]+")
 MAX_QUERY_TERMS = 48
 MAX_TERM_CHARS = 200
 CACHE_SIZE = 500_000  # pieces whose terms are cached (a bound, not a target)
+TABLE_TERMS = 4_000_000  # distinct terms a term table numbers before the tokenizer starts a new one
 
 
 def _drop_marks(match: re.Match[str]) -> str:
@@ -178,12 +194,21 @@ class Tokenizer:
     def __init__(
         self, *, stem: bool = True, stopwords: frozenset[str] = STOPWORDS, compiled: bool = True
     ) -> None:
-        self._fast = accel.ascii_terms if compiled and accel is not None else None
+        self._compiled = compiled and accel is not None
         self._stemmer = _make_stemmer() if stem else None
         self._stopwords = stopwords
         self._cache = _PieceCache(self._piece)
         self._ascii = _PieceCache(self._ascii_piece)  # the same, keyed by ASCII bytes
         self._words: dict[str, str | None] = {}
+        self._table = self._new_table()
+        self._fast = self._table.terms_of if self._compiled else None
+
+    def _new_table(self) -> _Table:
+        """The term table: global term ids, and in C the ASCII fast path (its rules are
+        :meth:`_ascii_piece`'s; what a word or an odd piece becomes is asked of this object)."""
+        if self._compiled:
+            return accel.TermTable(self._word, self._cache.__getitem__, self._unicode_terms, CACHE_SIZE)
+        return _PyTermTable(self.terms)
 
     def _word(self, word: str) -> str | None:
         """The term of one plain word (``None``: a stopword); each distinct word is looked at
@@ -269,11 +294,35 @@ class Tokenizer:
         if keep_stopwords:
             return self._terms_keeping_stopwords(text)
         if text.isascii():
-            if self._fast is not None:  # the same steps in C, terms from the same cache
-                return self._fast(text, _ASCII_BYTES, self._ascii, self._ascii.__missing__)
+            if self._fast is not None:  # the same steps in C (the term table's piece cache)
+                return self._fast(text)
             pieces = text.encode("ascii").translate(_ASCII_BYTES).split()
             return list(chain.from_iterable(map(self._ascii.__getitem__, pieces)))
+        return self._unicode_terms(text)
+
+    def _unicode_terms(self, text: str) -> list[str]:
         return list(chain.from_iterable(map(self._cache.__getitem__, self.pieces(text))))
+
+    def batch(self, texts: Sequence[str]) -> list[TermIds]:
+        """:meth:`terms` of each text, for indexing: as global term ids of this tokenizer's term
+        table (:class:`TermIds`, a sequence of the same terms), with the stored form (``lex``)
+        made alongside. In C (the accelerator) no Python object is made per term."""
+        import numpy as np
+
+        if len(self._table.terms) > TABLE_TERMS:  # a bound on the table's memory
+            self._table = self._new_table()
+            self._fast = self._table.terms_of if self._compiled else None
+        table = self._table
+        raw, counts, lex = table.batch(list(texts))
+        ids = np.frombuffer(raw, dtype=np.int32)
+        ends = np.cumsum(np.frombuffer(counts, dtype=np.int64)).tolist()
+        words = table.terms
+        out = []
+        lo = 0
+        for hi, joined in zip(ends, lex, strict=True):
+            out.append(TermIds(ids, lo, hi, joined, words))
+            lo = hi
+        return out
 
     def _terms_keeping_stopwords(self, text: str) -> list[str]:
         """:meth:`terms`, where a token with no term (a stopword) stands for itself."""
@@ -290,6 +339,92 @@ class Tokenizer:
         if not terms:
             terms = list(dict.fromkeys(self.terms(text, keep_stopwords=True)))
         return terms[:MAX_QUERY_TERMS]
+
+
+class _Table(Protocol):
+    """A term table (``_accel.TermTable`` or :class:`_PyTermTable`)."""
+
+    @property
+    def terms(self) -> list[str]: ...
+    def batch(self, texts: list[str]) -> tuple[bytes, bytes, list[str]]: ...
+    def terms_of(self, text: str) -> list[str]: ...
+
+
+class _PyTermTable:
+    """The pure-Python term table: what ``_accel.TermTable`` gives, from :meth:`Tokenizer.terms`."""
+
+    def __init__(self, terms_of: Callable[[str], list[str]]) -> None:
+        self.terms: list[str] = []  # gid -> term
+        self.ids: dict[str, int] = {}  # term -> gid
+        self.terms_of = terms_of
+
+    def _gid(self, term: str) -> int:
+        gid = self.ids.get(term)
+        if gid is None:
+            gid = self.ids[term] = len(self.terms)
+            self.terms.append(term)
+        return gid
+
+    def batch(self, texts: list[str]) -> tuple[bytes, bytes, list[str]]:
+        from array import array
+
+        gids, counts, lex = array("i"), array("q"), []
+        for text in texts:
+            found = self.terms_of(text)
+            gids.extend(map(self._gid, found))
+            counts.append(len(found))
+            lex.append(" ".join(found))
+        return gids.tobytes(), counts.tobytes(), lex
+
+
+class TermIds(Sequence[str]):
+    """The terms of one text as global term ids (:meth:`Tokenizer.batch`): a sequence of the
+    terms (``table[gid]`` for each id), ``lex`` the terms joined by spaces (the form
+    ``memory_chunks.lex`` stores). Ids live in ``base[lo:hi]``, one array for a whole batch of
+    texts, so :meth:`goclaw.retrieval.index.SearchIndex.upsert` takes a batch's ids at once."""
+
+    __slots__ = ("base", "hi", "lex", "lo", "table")
+
+    def __init__(self, base: NDArray[np.int32], lo: int, hi: int, lex: str, table: list[str]) -> None:
+        self.base = base
+        self.lo = lo
+        self.hi = hi
+        self.lex = lex
+        self.table = table
+
+    @property
+    def ids(self) -> NDArray[np.int32]:
+        return self.base[self.lo : self.hi]
+
+    def __len__(self) -> int:
+        return self.hi - self.lo
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self.table[g] for g in self.ids[i].tolist()]
+        return self.table[int(self.base[self.lo + range(len(self))[i]])]
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self.table.__getitem__, self.ids.tolist())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, TermIds)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"TermIds({list(self)!r})"
+
+
+def lex_of(terms: Sequence[str]) -> str:
+    """The stored form of a text's terms (``memory_chunks.lex``): joined by single spaces."""
+    return terms.lex if type(terms) is TermIds else " ".join(terms)
 
 
 class _PieceCache(dict[Any, tuple[str, ...]]):

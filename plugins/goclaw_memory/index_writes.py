@@ -21,6 +21,7 @@ from sqlalchemy import delete, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
 from goclaw.contracts.search import ChunkRecord
+from goclaw.retrieval.tokenize import lex_of
 from goclaw.store.models import WorkerState
 from goclaw.store.types import utcnow
 from goclaw_memory.sqlite_backend import VERSION_WORKER, parse_token
@@ -170,7 +171,7 @@ def replace_documents(
     session: Session,
     agent_id: str,
     batch: Sequence[Pending],
-    terms: Sequence[Sequence[list[str]]],
+    terms: Sequence[Sequence[Sequence[str]]],
     vectors: dict[str, Any],
     space: tuple[str, str, int] | None,
     track: bool,
@@ -226,7 +227,7 @@ def insert_chunks(
     agent_id: str,
     batch: Sequence[Pending],
     ids: dict[tuple[str, str], int],
-    terms: Sequence[Sequence[list[str]]],
+    terms: Sequence[Sequence[Sequence[str]]],
     vectors: dict[str, Any],
     space: tuple[str, str, int] | None,
     pg: bool,
@@ -253,7 +254,7 @@ def insert_chunks(
                     c.start_line,
                     c.end_line,
                     c.text,
-                    " ".join(lex),
+                    lex_of(lex),
                     c.hash,
                     vec(v),
                     *meta,
@@ -315,7 +316,7 @@ def written_records(
     conn: Any,
     batch: Sequence[Pending],
     doc_ids: Sequence[int],
-    terms: Sequence[Sequence[list[str]]],
+    terms: Sequence[Sequence[Sequence[str]]],
     vectors: dict[str, Any],
     space: tuple[str, str, int] | None,
     new_ids: list[int] | None,
@@ -348,7 +349,7 @@ def written_records(
 
 
 def _read_back_ids(
-    conn: Any, written: Sequence[tuple[str, str, TextChunk, list[str]]], doc_ids: Sequence[int]
+    conn: Any, written: Sequence[tuple[str, str, TextChunk, Sequence[str]]], doc_ids: Sequence[int]
 ) -> list[int]:
     """The ids the database gave the chunks just inserted, in ``written``'s order. A chunk is
     found by (user, path, start line, hash): the pieces of one long line share a start line."""

@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 __all__ = ["IndexReport", "MemoryIndexer", "Progress", "bump_version", "printable_path"]
 
 Space = tuple[str, str, int]
-Batch = tuple[list[Pending], dict[str, Any], list[list[list[str]]]]  # files, vectors, terms
+Batch = tuple[list[Pending], dict[str, Any], list[list[Sequence[str]]]]  # files, vectors, terms
 
 _gc_lock = threading.Lock()
 _gc_pauses = 0  # index runs under way that paused the cyclic garbage collector
@@ -196,9 +196,15 @@ class MemoryIndexer:
 
     @staticmethod
     def _ready(batch: list[Pending], vectors: dict[str, Any]) -> Batch:
-        """A chunked batch ready to write: its files, their chunks' vectors and terms."""
-        tokenize = default_tokenizer().terms
-        return batch, vectors, [[tokenize(c.text) for c in p.chunks] for p in batch]
+        """A chunked batch ready to write: its files, their chunks' vectors and terms (the
+        tokenizer's term ids, :class:`goclaw.retrieval.tokenize.TermIds`, one batch at once)."""
+        found = default_tokenizer().batch([c.text for p in batch for c in p.chunks])
+        terms: list[list[Sequence[str]]] = []
+        at = 0
+        for p in batch:
+            terms.append(found[at : at + len(p.chunks)])
+            at += len(p.chunks)
+        return batch, vectors, terms
 
     def _write_batches(
         self,
@@ -264,7 +270,7 @@ class MemoryIndexer:
         vectors: dict[str, Any],
         space: Space | None,
         report: IndexReport,
-        terms: Sequence[list[list[str]]],
+        terms: Sequence[list[Sequence[str]]],
     ) -> None:
         """Write a batch; when the database refuses it, write its files one by one and skip
         (and report) the ones it refuses, so one bad file never stops the rest (issue 12).
@@ -289,7 +295,7 @@ class MemoryIndexer:
         space: Space | None,
         report: IndexReport,
         *,
-        terms: Sequence[list[list[str]]],
+        terms: Sequence[list[Sequence[str]]],
     ) -> None:
         """Replace the chunks of every document in ``batch`` in one transaction (``terms``:
         each file's chunks' terms, computed before it opens)."""
