@@ -893,16 +893,17 @@ fail:
     return NULL;
 }
 
-/* first_seen(gids: buffer of int32, known: writable buffer of int64) -> list[int]
-   The gids g with known[g] < 0, each once, in order of first sight (known[g] is set to -2 for
-   them; the caller then writes their ids). Raises IndexError for a gid outside known. */
+/* number_new(gids: buffer of int32, known: writable buffer of int64, vocab: dict, table: list)
+   For each gid g with known[g] < 0, in order of first sight: its term table[g] gets its id in
+   vocab, numbered len(vocab) when new; known[g] = that id. Returns how many were numbered. */
 static PyObject *
-first_seen(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+number_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "first_seen(gids, known)");
+    if (nargs != 4 || !PyDict_Check(args[2]) || !PyList_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "number_new(gids, known, vocab: dict, table: list)");
         return NULL;
     }
+    PyObject *vocab = args[2], *table = args[3];
     Py_buffer g, k;
     if (PyObject_GetBuffer(args[0], &g, PyBUF_C_CONTIGUOUS) < 0)
         return NULL;
@@ -910,46 +911,182 @@ first_seen(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyBuffer_Release(&g);
         return NULL;
     }
-    PyObject *out = NULL;
+    PyObject *res = NULL;
+    Py_ssize_t numbered = 0;
     if (g.len % (Py_ssize_t)sizeof(int32_t) || k.len % (Py_ssize_t)sizeof(int64_t)) {
-        PyErr_SetString(PyExc_ValueError, "first_seen: int32 gids and int64 known");
+        PyErr_SetString(PyExc_ValueError, "number_new: int32 gids and int64 known");
         goto done;
     }
-    out = PyList_New(0);
-    if (out == NULL)
-        goto done;
     const int32_t *gv = (const int32_t *)g.buf;
     int64_t *kv = (int64_t *)k.buf;
     Py_ssize_t n = g.len / (Py_ssize_t)sizeof(int32_t), m = k.len / (Py_ssize_t)sizeof(int64_t);
     for (Py_ssize_t i = 0; i < n; i++) {
         int32_t x = gv[i];
-        if (x < 0 || x >= m) {
-            PyErr_SetString(PyExc_IndexError, "first_seen: a gid outside known");
-            Py_CLEAR(out);
+        if (x < 0 || x >= m || x >= PyList_GET_SIZE(table)) {
+            PyErr_SetString(PyExc_IndexError, "number_new: a gid outside known or the table");
             goto done;
         }
-        if (kv[x] == -1) {
-            kv[x] = -2;
-            PyObject *num = PyLong_FromLong(x);
-            if (num == NULL || PyList_Append(out, num) < 0) {
+        if (kv[x] >= 0)
+            continue;
+        PyObject *term = PyList_GET_ITEM(table, x);
+        Py_INCREF(term);
+        PyObject *tid = PyDict_GetItemWithError(vocab, term);
+        long long v;
+        if (tid != NULL) {
+            v = PyLong_AsLongLong(tid);
+            if (v == -1 && PyErr_Occurred()) {
+                Py_DECREF(term);
+                goto done;
+            }
+        }
+        else if (PyErr_Occurred()) {
+            Py_DECREF(term);
+            goto done;
+        }
+        else {
+            v = (long long)PyDict_GET_SIZE(vocab);
+            PyObject *num = PyLong_FromLongLong(v);
+            if (num == NULL || PyDict_SetItem(vocab, term, num) < 0) {
                 Py_XDECREF(num);
-                Py_CLEAR(out);
+                Py_DECREF(term);
                 goto done;
             }
             Py_DECREF(num);
+            numbered++;
         }
+        Py_DECREF(term);
+        kv[x] = v;
     }
+    res = PyLong_FromSsize_t(numbered);
 done:
     PyBuffer_Release(&g);
     PyBuffer_Release(&k);
-    return out;
+    return res;
+}
+
+/* postings(tids: buffer of int64, lens: buffer of int64, first: int, n_terms: int)
+   -> (terms, slots, tf): bytearrays of int64, int32 and float32, one entry per distinct
+   (term, document), term-major and slots ascending within a term; document d (its terms
+   tids[sum(lens[:d]):][:lens[d]]) is slot first + d and tf the term's count in it. A counting
+   sort in two passes: what numpy.unique over term * stride + slot gives, without the sort. */
+static PyObject *
+postings(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "postings(tids, lens, first, n_terms)");
+        return NULL;
+    }
+    Py_ssize_t first = PyLong_AsSsize_t(args[2]), nt = PyLong_AsSsize_t(args[3]);
+    if ((first == -1 || nt == -1) && PyErr_Occurred())
+        return NULL;
+    if (first < 0 || nt < 0 || first > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "postings: first and n_terms must be >= 0");
+        return NULL;
+    }
+    Py_buffer tb, lb;
+    if (PyObject_GetBuffer(args[0], &tb, PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[1], &lb, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&tb);
+        return NULL;
+    }
+    PyObject *res = NULL, *terms = NULL, *slots = NULL, *tf = NULL;
+    int64_t *mark = NULL, *at = NULL;
+    if (tb.len % 8 || lb.len % 8) {
+        PyErr_SetString(PyExc_ValueError, "postings: int64 tids and lens");
+        goto done;
+    }
+    const int64_t *tv = (const int64_t *)tb.buf, *lv = (const int64_t *)lb.buf;
+    Py_ssize_t n = tb.len / 8, docs = lb.len / 8;
+    if (first + docs > (Py_ssize_t)INT32_MAX + 1) {
+        PyErr_SetString(PyExc_ValueError, "postings: slots beyond int32");
+        goto done;
+    }
+    Py_ssize_t total = 0;
+    for (Py_ssize_t d = 0; d < docs; d++) {
+        if (lv[d] < 0 || lv[d] > n - total) {
+            PyErr_SetString(PyExc_ValueError, "postings: lens do not add up to the tids");
+            goto done;
+        }
+        total += lv[d];
+    }
+    if (total != n) {
+        PyErr_SetString(PyExc_ValueError, "postings: lens do not add up to the tids");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (tv[i] < 0 || tv[i] >= nt) {
+            PyErr_SetString(PyExc_IndexError, "postings: a term id outside n_terms");
+            goto done;
+        }
+    }
+    mark = PyMem_Malloc((size_t)(nt ? nt : 1) * sizeof(int64_t));
+    at = PyMem_Calloc((size_t)(nt ? nt : 1) + 1, sizeof(int64_t)); /* df, then each term's cursor */
+    if (mark == NULL || at == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t t = 0; t < nt; t++)
+        mark[t] = -1;
+    Py_ssize_t pairs = 0, i = 0;
+    for (Py_ssize_t d = 0; d < docs; d++) { /* pass 1: documents per term */
+        for (int64_t j = 0; j < lv[d]; j++, i++) {
+            int64_t t = tv[i];
+            if (mark[t] != d) {
+                mark[t] = d;
+                at[t + 1]++;
+                pairs++;
+            }
+        }
+    }
+    terms = PyByteArray_FromStringAndSize(NULL, pairs * 8);
+    slots = PyByteArray_FromStringAndSize(NULL, pairs * 4);
+    tf = PyByteArray_FromStringAndSize(NULL, pairs * 4);
+    if (terms == NULL || slots == NULL || tf == NULL)
+        goto done;
+    int64_t *to = (int64_t *)PyByteArray_AS_STRING(terms);
+    int32_t *so = (int32_t *)PyByteArray_AS_STRING(slots);
+    float *fo = (float *)PyByteArray_AS_STRING(tf);
+    for (Py_ssize_t t = 0; t < nt; t++) { /* each term's first place; its entries' term */
+        int64_t df = at[t + 1];
+        at[t + 1] = at[t] + df;
+        for (int64_t j = at[t]; j < at[t + 1]; j++)
+            to[j] = t;
+        mark[t] = -1;
+    }
+    i = 0;
+    for (Py_ssize_t d = 0; d < docs; d++) { /* pass 2: place each (term, document) once */
+        int32_t slot = (int32_t)(first + d);
+        for (int64_t j = 0; j < lv[d]; j++, i++) {
+            int64_t t = tv[i];
+            if (mark[t] < 0 || so[mark[t]] != slot) {
+                mark[t] = at[t]++;
+                so[mark[t]] = slot;
+                fo[mark[t]] = 1.0f;
+            }
+            else
+                fo[mark[t]] += 1.0f;
+        }
+    }
+    res = PyTuple_Pack(3, terms, slots, tf);
+done:
+    PyMem_Free(mark);
+    PyMem_Free(at);
+    Py_XDECREF(terms);
+    Py_XDECREF(slots);
+    Py_XDECREF(tf);
+    PyBuffer_Release(&tb);
+    PyBuffer_Release(&lb);
+    return res;
 }
 
 static PyMethodDef methods[] = {
     {"term_ids", (PyCFunction)(void (*)(void))term_ids, METH_FASTCALL,
      "Term ids of every term of every sequence (int64 bytes), numbering unknown terms."},
-    {"first_seen", (PyCFunction)(void (*)(void))first_seen, METH_FASTCALL,
-     "The unknown gids in order of first sight."},
+    {"number_new", (PyCFunction)(void (*)(void))number_new, METH_FASTCALL,
+     "Number the terms of the unknown gids in order of first sight."},
+    {"postings", (PyCFunction)(void (*)(void))postings, METH_FASTCALL,
+     "Term-major postings (term, slot, tf) of documents' term ids, by a counting sort."},
     {NULL, NULL, 0, NULL},
 };
 

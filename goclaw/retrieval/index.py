@@ -111,6 +111,25 @@ def _counted(keys: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int
     return keys[at], counts
 
 
+def _postings(
+    tids: NDArray[np.int64], lens: NDArray[np.int64], first: int, n_terms: int
+) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.float32]]:
+    """The postings of documents ``first``, ``first + 1``, ... (``lens``: their term counts,
+    ``tids``: their terms in order): ``(term, slot, tf)`` arrays term-major, slots ascending."""
+    if tokenize.accel is not None:  # a counting sort in C: the same arrays
+        raw = tokenize.accel.postings(np.ascontiguousarray(tids, dtype=np.int64), lens, first, n_terms)
+        return (
+            np.frombuffer(raw[0], dtype=np.int64),
+            np.frombuffer(raw[1], dtype=np.int32),
+            np.frombuffer(raw[2], dtype=np.float32),
+        )
+    owner = np.repeat(np.arange(first, first + len(lens), dtype=np.int64), lens)
+    stride = np.int64(max(first + len(lens), 1))
+    pairs, tf = _counted(tids * stride + owner)  # term-major, then slot
+    terms, slots_of = np.divmod(pairs, stride)
+    return terms, slots_of.astype(np.int32), tf.astype(np.float32)
+
+
 class Vocab(dict[str, int]):
     """Term -> term id (ids are the insertion order: ``list(vocab)[tid]`` is the term).
 
@@ -258,7 +277,6 @@ class SearchIndex:
         count = len(docs)
         self._grow(first + count)
         end = first + count
-        slots = np.arange(first, end, dtype=np.int64)
         self.ids[first:end] = [d.id for d in docs]
         scopes = self.scopes
         self.scope[first:end] = [scopes.setdefault(d.scope, len(scopes)) for d in docs]
@@ -287,11 +305,7 @@ class SearchIndex:
                     )
         self.fwd.append(tids, lens)
         if len(tids):
-            owner = np.repeat(slots, lens)
-            stride = np.int64(max(end, 1))
-            pairs, tf = _counted(tids * stride + owner)  # term-major, then slot
-            terms, slots_of = np.divmod(pairs, stride)
-            self._segments.append((terms, slots_of.astype(np.int32), tf.astype(np.float32)))
+            self._segments.append(_postings(tids, lens, first, len(self.vocab)))
             self._merged.clear()
             if len(self._segments) > 8:
                 self._consolidate()
@@ -312,24 +326,18 @@ class SearchIndex:
             grown = np.full(len(table) + len(table) // 4, -1, dtype=np.int64)
             grown[: len(self._gmap)] = self._gmap
             self._gmap = grown
-        gmap = self._gmap
-        if tokenize.accel is not None:
-            new = tokenize.accel.first_seen(gids, gmap)
+        gmap, vocab = self._gmap, self.vocab
+        if tokenize.accel is not None:  # the same loop in C
+            tokenize.accel.number_new(gids, gmap, vocab, table)
         else:
             unknown = gids[gmap[gids] < 0]
             uniq, first = np.unique(unknown, return_index=True)
-            new = uniq[np.argsort(first, kind="stable")].tolist()
-        vocab = self.vocab
-        try:
-            for g in new:
+            for g in uniq[np.argsort(first, kind="stable")].tolist():
                 term = table[g]
                 tid = vocab.get(term)
                 if tid is None:
                     tid = vocab[term] = len(vocab)
                 gmap[g] = tid
-        except BaseException:  # interrupted: first_seen's marks must not stay
-            self._gtable = None
-            raise
         out: NDArray[np.int64] = gmap[gids]
         return out
 
