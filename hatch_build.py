@@ -40,11 +40,21 @@ class AccelBuildHook(BuildHookInterface):  # type: ignore[type-arg]
             build_data["infer_tag"] = True
 
 
+def _link_flags(platform: str | None = None) -> list[str]:
+    """How an extension module is linked: on macOS a bundle whose Python symbols are resolved
+    when the interpreter loads it (``-undefined dynamic_lookup``: the linker refuses undefined
+    symbols otherwise, and linking libpython would tie the module to one Python build); a
+    shared object elsewhere."""
+    if (platform or sys.platform) == "darwin":
+        return ["-bundle", "-undefined", "dynamic_lookup"]
+    return ["-shared"]
+
+
 def _compile(source: Path, target: Path) -> bool:
     cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
     include = sysconfig.get_paths()["include"]
     tmp = target.with_name(target.name + ".tmp")
-    cmd = [*cc, "-O2", "-fPIC", "-shared", f"-I{include}", str(source), "-o", str(tmp)]
+    cmd = [*cc, "-O2", "-fPIC", *_link_flags(), f"-I{include}", str(source), "-o", str(tmp)]
     try:
         result = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     except (OSError, subprocess.SubprocessError) as exc:

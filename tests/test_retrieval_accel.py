@@ -301,3 +301,32 @@ def test_memory_indexing_with_and_without_the_accelerator(
                 tokenize.default_tokenizer.cache_clear()
     assert len(out[True][0]) > 100
     assert out[True] == out[False]
+
+
+def test_the_build_hook_links_for_the_platform(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """macOS's linker refuses a module whose Python symbols are undefined unless told to look
+    them up at load time; elsewhere a plain shared object."""
+    hook = _hook()
+    assert hook._link_flags("darwin") == ["-bundle", "-undefined", "dynamic_lookup"]
+    assert hook._link_flags("linux") == ["-shared"]
+    args = tmp_path / "args"
+    cc = tmp_path / "cc"
+    cc.write_text(f'#!/bin/sh\necho "$@" > {args}\nfor a; do last=$a; done\ntouch "$last"\n')
+    cc.chmod(0o755)
+    monkeypatch.setenv("CC", str(cc))
+    monkeypatch.setattr(hook.sys, "platform", "darwin")
+    assert hook._compile(tmp_path / "_accel.c", tmp_path / "_accel.so") is True
+    assert "-bundle -undefined dynamic_lookup" in args.read_text()
+    assert (tmp_path / "_accel.so").exists()
+
+
+@needs_accel
+def test_a_number_among_the_stopwords_is_dropped() -> None:
+    """The C path takes a number as its own term without asking the word rule, unless a
+    stopword is a number."""
+    stop = frozenset({"the", "42"})
+    pure, fast = Tokenizer(compiled=False, stopwords=stop), Tokenizer(stopwords=stop)
+    texts = ["the 42 answers 42x TCK-42 420", "42", "x-42-y 0042"]
+    for text, got in zip(texts, fast.batch(texts), strict=True):
+        assert fast.terms(text) == pure.terms(text) == list(got)
+    assert "42" not in fast.terms("the 42 answers") and "42" in Tokenizer().terms("the 42 answers")

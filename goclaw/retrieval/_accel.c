@@ -30,12 +30,21 @@ is_connector(unsigned char c)
 }
 
 /* ------------------------------------------------------------------ a bytes -> int32 span map */
+#define INLINE_KEY 16 /* keys and values this short live in the entry: one cache line a look-up */
+#define INLINE_VALS 4
+
 typedef struct {
-    uint64_t hash;    /* 0: empty slot */
-    size_t key;       /* offset of the key in keys */
+    uint64_t hash; /* 0: empty slot */
     uint32_t key_len;
-    uint32_t n;       /* values */
-    size_t val;       /* offset of the values in vals */
+    uint32_t n; /* values */
+    union {
+        unsigned char b[INLINE_KEY];
+        size_t off; /* in keys */
+    } key;
+    union {
+        int32_t v[INLINE_VALS];
+        size_t off; /* in vals */
+    } val;
 } Entry;
 
 typedef struct {
@@ -47,15 +56,27 @@ typedef struct {
     size_t vals_len, vals_cap;
 } Map;
 
+#define KEY_OF(m, e) ((e)->key_len <= INLINE_KEY ? (const char *)(e)->key.b : (m)->keys + (e)->key.off)
+#define VALS_OF(m, e) ((e)->n <= INLINE_VALS ? (e)->val.v : (m)->vals + (e)->val.off)
+
 static uint64_t
 hash_bytes(const unsigned char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) {
-        h ^= s[i];
-        h *= 1099511628211ULL;
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n, w;
+    while (n >= 8) {
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+        s += 8;
+        n -= 8;
     }
+    w = 0;
+    for (size_t i = 0; i < n; i++) /* not memcpy: a library call for a variable length */
+        w |= (uint64_t)s[i] << (8 * i);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
     h ^= h >> 29;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 32;
     return h ? h : 1;
 }
 
@@ -78,7 +99,7 @@ map_find(Map *m, const unsigned char *key, size_t n, uint64_t h)
         Entry *e = &m->slots[i];
         if (!e->hash)
             return NULL;
-        if (e->hash == h && e->key_len == n && memcmp(m->keys + e->key, key, n) == 0)
+        if (e->hash == h && e->key_len == n && memcmp(KEY_OF(m, e), key, n) == 0)
             return e;
     }
 }
@@ -129,23 +150,32 @@ map_put(Map *m, const unsigned char *key, size_t n, uint64_t h, const int32_t *v
 {
     if ((m->used + 1) * 2 > m->cap && map_rehash(m, m->cap ? m->cap * 2 : 4096) < 0)
         return -1;
-    if (grow((void **)&m->keys, &m->keys_cap, m->keys_len + n, 1) < 0 ||
-        grow((void **)&m->vals, &m->vals_cap, m->vals_len + k, sizeof(int32_t)) < 0)
+    if ((n > INLINE_KEY && grow((void **)&m->keys, &m->keys_cap, m->keys_len + n, 1) < 0) ||
+        (k > INLINE_VALS && grow((void **)&m->vals, &m->vals_cap, m->vals_len + k, sizeof(int32_t)) < 0))
         return -1;
     size_t mask = m->cap - 1, i = (size_t)h & mask;
     while (m->slots[i].hash)
         i = (i + 1) & mask;
     Entry *e = &m->slots[i];
     e->hash = h;
-    e->key = m->keys_len;
     e->key_len = (uint32_t)n;
-    e->val = m->vals_len;
     e->n = (uint32_t)k;
-    memcpy(m->keys + m->keys_len, key, n);
-    m->keys_len += n;
-    if (k)
+    if (n <= INLINE_KEY)
+        memcpy(e->key.b, key, n);
+    else {
+        e->key.off = m->keys_len;
+        memcpy(m->keys + m->keys_len, key, n);
+        m->keys_len += n;
+    }
+    if (k <= INLINE_VALS) {
+        if (k)
+            memcpy(e->val.v, vals, k * sizeof(int32_t));
+    }
+    else {
+        e->val.off = m->vals_len;
         memcpy(m->vals + m->vals_len, vals, k * sizeof(int32_t));
-    m->vals_len += k;
+        m->vals_len += k;
+    }
     m->used++;
     return 0;
 }
@@ -167,18 +197,23 @@ ids_push(Ids *b, int32_t x)
 
 /* ------------------------------------------------------------------ the table */
 typedef struct {
+    size_t off;   /* in tb */
+    uint32_t len; /* bytes */
+    uint32_t kind; /* 0 ASCII, 1 other UTF-8, 2 none (not encodable) */
+} TermInfo;
+
+typedef struct {
     PyObject_HEAD
     PyObject *terms; /* list: gid -> str */
     PyObject *ids;   /* dict: str -> gid */
     PyObject *word, *piece, *text; /* the Python rules */
     Py_ssize_t limit;              /* pieces / words cached at most */
+    int plain_digits;              /* a word of ASCII digits is its own term */
     Map pieces, words;
     /* each gid's term as UTF-8, side by side (lex strings are copied from here) */
     char *tb;
     size_t tb_len, tb_cap;
-    size_t *toff;       /* gid -> offset in tb */
-    uint32_t *tlen;     /* gid -> bytes */
-    unsigned char *tkind; /* gid -> 0 ASCII, 1 other UTF-8, 2 none (not encodable) */
+    TermInfo *info; /* gid -> where its UTF-8 is */
     size_t tn, tcap;
 } TermTable;
 
@@ -214,18 +249,8 @@ gid_of(TermTable *t, PyObject *term)
     }
     if (grow((void **)&t->tb, &t->tb_cap, t->tb_len + (size_t)m, 1) < 0)
         return -1;
-    if (t->tn == t->tcap) {
-        size_t cap = t->tcap;
-        if (grow((void **)&t->toff, &cap, t->tn + 1, sizeof(size_t)) < 0)
-            return -1;
-        cap = t->tcap;
-        if (grow((void **)&t->tlen, &cap, t->tn + 1, sizeof(uint32_t)) < 0)
-            return -1;
-        cap = t->tcap;
-        if (grow((void **)&t->tkind, &cap, t->tn + 1, 1) < 0)
-            return -1;
-        t->tcap = cap;
-    }
+    if (t->tn == t->tcap && grow((void **)&t->info, &t->tcap, t->tn + 1, sizeof(TermInfo)) < 0)
+        return -1;
     num = PyLong_FromSsize_t(g);
     if (num == NULL)
         return -1;
@@ -239,9 +264,9 @@ gid_of(TermTable *t, PyObject *term)
     }
     if (m)
         memcpy(t->tb + t->tb_len, utf8, (size_t)m);
-    t->toff[t->tn] = t->tb_len;
-    t->tlen[t->tn] = (uint32_t)m;
-    t->tkind[t->tn] = kind;
+    t->info[t->tn].off = t->tb_len;
+    t->info[t->tn].len = (uint32_t)m;
+    t->info[t->tn].kind = kind;
     t->tb_len += (size_t)m;
     t->tn++;
     return (int32_t)g;
@@ -274,14 +299,22 @@ word_gid(TermTable *t, const unsigned char *w, size_t n)
     uint64_t h = hash_bytes(w, n);
     Entry *e = map_find(&t->words, w, n, h);
     if (e != NULL)
-        return e->n ? t->words.vals[e->val] : -2;
+        return e->n ? VALS_OF(&t->words, e)[0] : -2;
     PyObject *s = PyUnicode_FromStringAndSize((const char *)w, (Py_ssize_t)n);
     if (s == NULL)
         return -1;
-    PyObject *term = PyObject_CallOneArg(t->word, s);
-    Py_DECREF(s);
-    if (term == NULL)
-        return -1;
+    int digits = t->plain_digits;
+    for (size_t i = 0; digits && i < n; i++)
+        digits = w[i] >= '0' && w[i] <= '9';
+    PyObject *term;
+    if (digits) /* a number is its own term (no stopword is one): no call */
+        term = s;
+    else {
+        term = PyObject_CallOneArg(t->word, s);
+        Py_DECREF(s);
+        if (term == NULL)
+            return -1;
+    }
     int32_t g = -2;
     if (term != Py_None)
         g = gid_of(t, term);
@@ -304,7 +337,7 @@ piece_gids(TermTable *t, const unsigned char *p, size_t n, Ids *out)
             return 0;
         if (out->n + e->n > out->cap && grow((void **)&out->v, &out->cap, out->n + e->n, sizeof(int32_t)) < 0)
             return -1;
-        memcpy(out->v + out->n, t->pieces.vals + e->val, e->n * sizeof(int32_t));
+        memcpy(out->v + out->n, VALS_OF(&t->pieces, e), e->n * sizeof(int32_t));
         out->n += e->n;
         return 0;
     }
@@ -430,7 +463,7 @@ segment_gids(TermTable *t, PyObject *seg, Ids *out)
             if (out->n + e->n > out->cap &&
                 grow((void **)&out->v, &out->cap, out->n + e->n, sizeof(int32_t)) < 0)
                 return -1;
-            memcpy(out->v + out->n, t->pieces.vals + e->val, e->n * sizeof(int32_t));
+            memcpy(out->v + out->n, VALS_OF(&t->pieces, e), e->n * sizeof(int32_t));
             out->n += e->n;
             return 0;
         }
@@ -541,9 +574,10 @@ joined(TermTable *t, const int32_t *g, size_t k)
             PyErr_SetString(PyExc_RuntimeError, "TermTable: a term id out of range");
             return NULL;
         }
-        total += t->tlen[g[j]];
-        if (t->tkind[g[j]] > kind)
-            kind = t->tkind[g[j]];
+        const TermInfo *ti = &t->info[g[j]];
+        total += ti->len;
+        if (ti->kind > kind)
+            kind = (unsigned char)ti->kind;
     }
     if (kind == 2) { /* a term with no UTF-8 form */
         PyObject *list = PyList_New((Py_ssize_t)k);
@@ -580,11 +614,11 @@ joined(TermTable *t, const int32_t *g, size_t k)
         d = tmp;
     }
     for (size_t j = 0; j < k; j++) {
-        uint32_t m = t->tlen[g[j]];
+        const TermInfo *ti = &t->info[g[j]];
         if (j)
             *d++ = ' ';
-        memcpy(d, t->tb + t->toff[g[j]], m);
-        d += m;
+        memcpy(d, t->tb + ti->off, ti->len);
+        d += ti->len;
     }
     if (tmp != NULL) {
         res = PyUnicode_DecodeUTF8(tmp, (Py_ssize_t)total, "strict");
@@ -669,10 +703,11 @@ table_terms(TermTable *t, PyObject *text)
 static int
 table_init(TermTable *t, PyObject *args, PyObject *kwds)
 {
-    static char *kw[] = {"word", "piece", "text", "limit", NULL};
+    static char *kw[] = {"word", "piece", "text", "limit", "plain_digits", NULL};
     PyObject *word, *piece, *text;
     Py_ssize_t limit;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOn", kw, &word, &piece, &text, &limit))
+    int plain_digits = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOn|p", kw, &word, &piece, &text, &limit, &plain_digits))
         return -1;
     if (!PyCallable_Check(word) || !PyCallable_Check(piece) || !PyCallable_Check(text)) {
         PyErr_SetString(PyExc_TypeError, "TermTable(word, piece, text, limit): callables");
@@ -693,6 +728,7 @@ table_init(TermTable *t, PyObject *args, PyObject *kwds)
     t->piece = piece;
     t->text = text;
     t->limit = limit;
+    t->plain_digits = plain_digits;
     return 0;
 }
 
@@ -726,9 +762,7 @@ table_dealloc(TermTable *t)
     map_free(&t->pieces);
     map_free(&t->words);
     PyMem_Free(t->tb);
-    PyMem_Free(t->toff);
-    PyMem_Free(t->tlen);
-    PyMem_Free(t->tkind);
+    PyMem_Free(t->info);
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 

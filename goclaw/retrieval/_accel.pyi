@@ -13,6 +13,7 @@ class TermTable:
         piece: Callable[[str], Sequence[str]],
         text: Callable[[str], Sequence[str]],
         limit: int,
+        plain_digits: bool = False,
     ) -> None: ...
     @property
     def terms(self) -> list[str]: ...

@@ -207,7 +207,11 @@ class Tokenizer:
         """The term table: global term ids, and in C the ASCII fast path (its rules are
         :meth:`_ascii_piece`'s; what a word or an odd piece becomes is asked of this object)."""
         if self._compiled:
-            return accel.TermTable(self._word, self._cache.__getitem__, self._unicode_terms, CACHE_SIZE)
+            # A number is its own term (:meth:`_word`) unless a stopword is one: then it is asked.
+            digits = not any(w.isascii() and w.isdigit() for w in self._stopwords)
+            return accel.TermTable(
+                self._word, self._cache.__getitem__, self._unicode_terms, CACHE_SIZE, plain_digits=digits
+            )
         return _PyTermTable(self.terms)
 
     def _word(self, word: str) -> str | None:
