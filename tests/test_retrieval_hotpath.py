@@ -167,3 +167,37 @@ def test_search_without_reranker_fetches_more_rows_when_pieces_of_one_line_colla
         (h.chunk_id, h.path, h.start_line, h.score) for h in every
     ]
     assert got[0].path == "memory/long.md" and {h.path for h in got[1:]} != {"memory/long.md"}
+
+
+def test_rows_and_chunks_made_without_init_equal_the_dataclasses() -> None:
+    """The SQLite backend fills the frozen contract dataclasses' ``__dict__`` directly; they
+    must be the same values (equal, same hash, still frozen), and a class that runs code on
+    creation must be made through its ``__init__``."""
+    import dataclasses
+
+    from goclaw.contracts.search import ChunkRow, ScoredChunk
+    from goclaw_memory.sqlite_backend import _FAST_ROW, _FAST_SCORED, _plain, make_row, make_scored
+
+    assert _FAST_ROW and _FAST_SCORED
+    row = make_row(7, "ada", "users/ada/MEMORY.md", 3, 9, "text", {"kestrel": [1]})
+    plain = ChunkRow(7, "ada", "users/ada/MEMORY.md", 3, 9, "text", {"kestrel": [1]})
+    assert row == plain and repr(row) == repr(plain)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        row.path = "x"  # type: ignore[misc]
+    assert dataclasses.replace(row, terms=None) == dataclasses.replace(plain, terms=None)
+    chunk = make_scored(7, 0.5, None, 0.25)
+    assert chunk == ScoredChunk(7, 0.5, None, 0.25) and hash(chunk) == hash(ScoredChunk(7, 0.5, None, 0.25))
+
+    @dataclasses.dataclass(frozen=True)
+    class Checked:
+        id: int
+
+        def __post_init__(self) -> None:
+            raise ValueError
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Slotted:
+        id: int
+
+    assert not _plain(Checked, ("id",)) and not _plain(Slotted, ("id",))
+    assert not _plain(ScoredChunk, ("id", "score", "lexical"))  # a field added: the real __init__

@@ -17,6 +17,7 @@ of a second and reconciles what changed since.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
@@ -86,17 +87,63 @@ def chunk_row(r: Sequence[Any], positions: Mapping[int, Mapping[str, Sequence[in
     its terms the query terms' positions when given, else the stored ``lex``."""
     cid = int(r[0])
     terms = positions.get(cid) if positions is not None else r[6].split() if r[6] else None
-    return ChunkRow(cid, r[1], r[2], int(r[3]), int(r[4]), r[5], terms)
+    return make_row(cid, r[1], r[2], int(r[3]), int(r[4]), r[5], terms)
+
+
+def _plain(cls: type, names: tuple[str, ...]) -> bool:
+    """Whether ``cls`` is a dataclass of exactly these fields with nothing run on creation
+    (no slots, no ``__post_init__``): then :func:`make_row` / :func:`make_scored` may fill its
+    ``__dict__`` at once instead of calling its frozen ``__init__``, which sets each field
+    through ``object.__setattr__`` (0.9 -> 0.4 us a row; 60 rows and chunks a search)."""
+    return (
+        dataclasses.is_dataclass(cls)
+        and tuple(f.name for f in dataclasses.fields(cls)) == names
+        and not hasattr(cls, "__slots__")
+        and not hasattr(cls, "__post_init__")
+    )
+
+
+_new, _set = object.__new__, object.__setattr__
+_FAST_ROW = _plain(ChunkRow, ("id", "user_id", "path", "start_line", "end_line", "text", "terms"))
+_FAST_SCORED = _plain(ScoredChunk, ("id", "score", "lexical", "vector"))
+
+
+def make_row(cid: int, user: str, path: str, start: int, end: int, text: str, terms: Any) -> ChunkRow:
+    """``ChunkRow(cid, user, path, start, end, text, terms)``, made faster (see :func:`_plain`)."""
+    if not _FAST_ROW:
+        return ChunkRow(cid, user, path, start, end, text, terms)
+    row: ChunkRow = _new(ChunkRow)
+    _set(
+        row,
+        "__dict__",
+        {
+            "id": cid,
+            "user_id": user,
+            "path": path,
+            "start_line": start,
+            "end_line": end,
+            "text": text,
+            "terms": terms,
+        },
+    )
+    return row
+
+
+def make_scored(cid: int, score: float, lexical: float | None, vector: float | None) -> ScoredChunk:
+    """``ScoredChunk(cid, score, lexical, vector)``, made faster (see :func:`_plain`)."""
+    if not _FAST_SCORED:
+        return ScoredChunk(cid, score, lexical, vector)
+    chunk: ScoredChunk = _new(ScoredChunk)
+    _set(chunk, "__dict__", {"id": cid, "score": score, "lexical": lexical, "vector": vector})
+    return chunk
 
 
 def scored_chunks(ids: Sequence[int], fused: Fused) -> list[ScoredChunk]:
     """The fused results as the search contract's chunks, best first."""
     lex, vec = fused.lexical, fused.vector
-    if lex is not None and vec is not None:
-        return list(map(ScoredChunk, ids, fused.scores, lex, vec))
     none = [None] * len(ids)
     return list(
-        map(ScoredChunk, ids, fused.scores, none if lex is None else lex, none if vec is None else vec)
+        map(make_scored, ids, fused.scores, none if lex is None else lex, none if vec is None else vec)
     )
 
 
@@ -380,10 +427,10 @@ class SQLiteSearchBackend(SearchBackend):
         out: dict[int, ChunkRow] = {}
         ids = list(ids)
         lex = "lex" if positions is None else "NULL"
-        for start in range(0, len(ids), LOOKUP):
-            part = ids[start : start + LOOKUP]
+        for at in range(0, len(ids), LOOKUP):
+            part = ids[at : at + LOOKUP]
             marks = ",".join("?" * len(part))
-            for r in self._query(
+            for cid, user, path, start, end, body, lex_terms in self._query(
                 f"SELECT id, user_id, path, start_line, end_line, text, {lex} FROM memory_chunks "
                 # "+agent_id": look the ids up by primary key and only check the agent; with a
                 # plain "agent_id = ?" SQLite walks the agent's whole scope index (10k chunks:
@@ -391,7 +438,10 @@ class SQLiteSearchBackend(SearchBackend):
                 f"WHERE +agent_id = ? AND id IN ({marks})",
                 [agent_id, *part],
             ):
-                out[int(r[0])] = chunk_row(r, positions)
+                terms = (
+                    positions.get(cid) if positions is not None else lex_terms.split() if lex_terms else None
+                )
+                out[cid] = make_row(cid, user, path, start, end, body, terms)
         return out
 
     def prepare_vectors(self, dim: int) -> None:
