@@ -193,22 +193,23 @@ def test_the_compiled_functions_refuse_bad_arguments() -> None:
     known = np.full(4, -1, dtype=np.int64)
     known[1] = 0
     vocab2 = {"b": 0, "c": 7}
-    assert (
-        accel.number_new(np.array([2, 0, 2, 3, 1], dtype=np.int32), known, vocab2, ["a", "b", "c", "d"]) == 2
-    )
+    ids = accel.number_new(np.array([2, 0, 2, 3, 1], dtype=np.int32), known, vocab2, ["a", "b", "c", "d"])
+    assert np.frombuffer(ids, dtype=np.int32).tolist() == [7, 2, 7, 3, 0]
     assert known.tolist() == [2, 0, 7, 3]  # a new term: the next id, len(vocab)
     assert vocab2 == {"b": 0, "c": 7, "a": 2, "d": 3}
     with pytest.raises(IndexError):
         accel.number_new(np.array([9], dtype=np.int32), known, {}, ["a"])
     with pytest.raises(ValueError):
         accel.number_new(np.zeros(3, dtype=np.int8), known, {}, ["a"])
+    with pytest.raises(ValueError):
+        accel.number_new(np.zeros(3, dtype=np.int32), known.astype(np.int32), {}, ["a"])
     with pytest.raises(TypeError):
         accel.number_new(np.zeros(1, dtype=np.int32), known, [], ["a"])
     with pytest.raises(ValueError, match="contiguous"):
         accel.number_new(np.zeros(1, dtype=np.int32), known[::2], {}, ["a"])
     with pytest.raises(BufferError):  # read-only
         accel.number_new(np.zeros(1, dtype=np.int32), bytes(32), {}, ["a"])
-    tids, lens = np.array([3, 1, 3, 0, 1], dtype=np.int64), np.array([3, 0, 2], dtype=np.int64)
+    tids, lens = np.array([3, 1, 3, 0, 1], dtype=np.int32), np.array([3, 0, 2], dtype=np.int64)
     terms, slots, tf = (np.frombuffer(b, dtype=d) for b, d in zip(
         accel.postings(tids, lens, 10, 4), (np.int64, np.int32, np.float32), strict=True))  # fmt: skip
     assert (terms.tolist(), slots.tolist(), tf.tolist()) == ([0, 1, 1, 3], [12, 10, 12, 10], [1, 1, 1, 2])
@@ -218,6 +219,8 @@ def test_the_compiled_functions_refuse_bad_arguments() -> None:
         accel.postings(tids, lens, 0, 3)  # term 3 outside 3 terms
     with pytest.raises(ValueError):
         accel.postings(tids, lens, -1, 4)
+    with pytest.raises(ValueError, match="int32 tids"):
+        accel.postings(tids.astype(np.int64), lens, 0, 4)
 
 
 def _hook() -> Any:

@@ -928,8 +928,9 @@ fail:
 }
 
 /* number_new(gids: buffer of int32, known: writable buffer of int64, vocab: dict, table: list)
-   For each gid g with known[g] < 0, in order of first sight: its term table[g] gets its id in
-   vocab, numbered len(vocab) when new; known[g] = that id. Returns how many were numbered. */
+   -> bytearray of int32: each gid's id in vocab. A gid g with known[g] < 0 is looked up once,
+   in order of first sight: its term table[g] gets its id in vocab, numbered len(vocab) when new,
+   and known[g] = that id. */
 static PyObject *
 number_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -939,66 +940,65 @@ number_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     PyObject *vocab = args[2], *table = args[3];
     Py_buffer g, k;
-    if (PyObject_GetBuffer(args[0], &g, PyBUF_C_CONTIGUOUS) < 0)
+    if (PyObject_GetBuffer(args[0], &g, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return NULL;
-    if (PyObject_GetBuffer(args[1], &k, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+    if (PyObject_GetBuffer(args[1], &k, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) < 0) {
         PyBuffer_Release(&g);
         return NULL;
     }
     PyObject *res = NULL;
-    Py_ssize_t numbered = 0;
-    if (g.len % (Py_ssize_t)sizeof(int32_t) || k.len % (Py_ssize_t)sizeof(int64_t)) {
+    if (g.itemsize != 4 || k.itemsize != 8) {
         PyErr_SetString(PyExc_ValueError, "number_new: int32 gids and int64 known");
         goto done;
     }
     const int32_t *gv = (const int32_t *)g.buf;
     int64_t *kv = (int64_t *)k.buf;
     Py_ssize_t n = g.len / (Py_ssize_t)sizeof(int32_t), m = k.len / (Py_ssize_t)sizeof(int64_t);
+    res = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
+    if (res == NULL)
+        goto done;
+    int32_t *ov = (int32_t *)PyByteArray_AS_STRING(res);
     for (Py_ssize_t i = 0; i < n; i++) {
         int32_t x = gv[i];
         if (x < 0 || x >= m || x >= PyList_GET_SIZE(table)) {
             PyErr_SetString(PyExc_IndexError, "number_new: a gid outside known or the table");
+            Py_CLEAR(res);
             goto done;
         }
-        if (kv[x] >= 0)
-            continue;
-        PyObject *term = PyList_GET_ITEM(table, x);
-        Py_INCREF(term);
-        PyObject *tid = PyDict_GetItemWithError(vocab, term);
-        long long v;
-        if (tid != NULL) {
-            v = PyLong_AsLongLong(tid);
-            if (v == -1 && PyErr_Occurred()) {
-                Py_DECREF(term);
-                goto done;
-            }
-        }
-        else if (PyErr_Occurred()) {
-            Py_DECREF(term);
-            goto done;
-        }
-        else {
-            v = (long long)PyDict_GET_SIZE(vocab);
-            PyObject *num = PyLong_FromLongLong(v);
-            if (num == NULL || PyDict_SetItem(vocab, term, num) < 0) {
+        if (kv[x] < 0) {
+            PyObject *term = PyList_GET_ITEM(table, x);
+            Py_INCREF(term);
+            PyObject *tid = PyDict_GetItemWithError(vocab, term);
+            long long v;
+            if (tid != NULL)
+                v = PyLong_AsLongLong(tid);
+            else if (PyErr_Occurred())
+                v = -1;
+            else {
+                v = (long long)PyDict_GET_SIZE(vocab);
+                PyObject *num = PyLong_FromLongLong(v);
+                if (num == NULL || PyDict_SetItem(vocab, term, num) < 0)
+                    v = -1;
                 Py_XDECREF(num);
-                Py_DECREF(term);
+            }
+            Py_DECREF(term);
+            if (v < 0 || v > INT32_MAX) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_ValueError, "number_new: a term id outside int32");
+                Py_CLEAR(res);
                 goto done;
             }
-            Py_DECREF(num);
-            numbered++;
+            kv[x] = v;
         }
-        Py_DECREF(term);
-        kv[x] = v;
+        ov[i] = (int32_t)kv[x];
     }
-    res = PyLong_FromSsize_t(numbered);
 done:
     PyBuffer_Release(&g);
     PyBuffer_Release(&k);
     return res;
 }
 
-/* postings(tids: buffer of int64, lens: buffer of int64, first: int, n_terms: int)
+/* postings(tids: buffer of int32, lens: buffer of int64, first: int, n_terms: int)
    -> (terms, slots, tf): bytearrays of int64, int32 and float32, one entry per distinct
    (term, document), term-major and slots ascending within a term; document d (its terms
    tids[sum(lens[:d]):][:lens[d]]) is slot first + d and tf the term's count in it. A counting
@@ -1018,21 +1018,23 @@ postings(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     Py_buffer tb, lb;
-    if (PyObject_GetBuffer(args[0], &tb, PyBUF_C_CONTIGUOUS) < 0)
+    if (PyObject_GetBuffer(args[0], &tb, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return NULL;
-    if (PyObject_GetBuffer(args[1], &lb, PyBUF_C_CONTIGUOUS) < 0) {
+    if (PyObject_GetBuffer(args[1], &lb, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
         PyBuffer_Release(&tb);
         return NULL;
     }
     PyObject *res = NULL, *terms = NULL, *slots = NULL, *tf = NULL;
-    int64_t *mark = NULL, *at = NULL;
-    if (tb.len % 8 || lb.len % 8) {
-        PyErr_SetString(PyExc_ValueError, "postings: int64 tids and lens");
+    int64_t *at = NULL, *pos = NULL;
+    int32_t *last = NULL;
+    if (tb.itemsize != 4 || lb.itemsize != 8) {
+        PyErr_SetString(PyExc_ValueError, "postings: int32 tids and int64 lens");
         goto done;
     }
-    const int64_t *tv = (const int64_t *)tb.buf, *lv = (const int64_t *)lb.buf;
-    Py_ssize_t n = tb.len / 8, docs = lb.len / 8;
-    if (first + docs > (Py_ssize_t)INT32_MAX + 1) {
+    const int32_t *tv = (const int32_t *)tb.buf;
+    const int64_t *lv = (const int64_t *)lb.buf;
+    Py_ssize_t n = tb.len / 4, docs = lb.len / 8;
+    if (first + docs > (Py_ssize_t)INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "postings: slots beyond int32");
         goto done;
     }
@@ -1054,20 +1056,21 @@ postings(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto done;
         }
     }
-    mark = PyMem_Malloc((size_t)(nt ? nt : 1) * sizeof(int64_t));
-    at = PyMem_Calloc((size_t)(nt ? nt : 1) + 1, sizeof(int64_t)); /* df, then each term's cursor */
-    if (mark == NULL || at == NULL) {
+    size_t cells = (size_t)(nt ? nt : 1);
+    last = PyMem_Malloc(cells * sizeof(int32_t)); /* the last document holding the term */
+    at = PyMem_Calloc(cells + 1, sizeof(int64_t)); /* df, then each term's next place */
+    pos = PyMem_Malloc(cells * sizeof(int64_t));   /* the term's place for the current document */
+    if (last == NULL || at == NULL || pos == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t t = 0; t < nt; t++)
-        mark[t] = -1;
+    memset(last, 0xff, cells * sizeof(int32_t)); /* -1 */
     Py_ssize_t pairs = 0, i = 0;
     for (Py_ssize_t d = 0; d < docs; d++) { /* pass 1: documents per term */
         for (int64_t j = 0; j < lv[d]; j++, i++) {
-            int64_t t = tv[i];
-            if (mark[t] != d) {
-                mark[t] = d;
+            int32_t t = tv[i];
+            if (last[t] != (int32_t)d) {
+                last[t] = (int32_t)d;
                 at[t + 1]++;
                 pairs++;
             }
@@ -1086,26 +1089,29 @@ postings(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         at[t + 1] = at[t] + df;
         for (int64_t j = at[t]; j < at[t + 1]; j++)
             to[j] = t;
-        mark[t] = -1;
     }
+    memset(last, 0xff, cells * sizeof(int32_t));
     i = 0;
     for (Py_ssize_t d = 0; d < docs; d++) { /* pass 2: place each (term, document) once */
         int32_t slot = (int32_t)(first + d);
         for (int64_t j = 0; j < lv[d]; j++, i++) {
-            int64_t t = tv[i];
-            if (mark[t] < 0 || so[mark[t]] != slot) {
-                mark[t] = at[t]++;
-                so[mark[t]] = slot;
-                fo[mark[t]] = 1.0f;
+            int32_t t = tv[i];
+            if (last[t] != (int32_t)d) {
+                last[t] = (int32_t)d;
+                int64_t p = at[t]++;
+                pos[t] = p;
+                so[p] = slot;
+                fo[p] = 1.0f;
             }
             else
-                fo[mark[t]] += 1.0f;
+                fo[pos[t]] += 1.0f;
         }
     }
     res = PyTuple_Pack(3, terms, slots, tf);
 done:
-    PyMem_Free(mark);
+    PyMem_Free(last);
     PyMem_Free(at);
+    PyMem_Free(pos);
     Py_XDECREF(terms);
     Py_XDECREF(slots);
     Py_XDECREF(tf);

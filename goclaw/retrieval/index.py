@@ -112,12 +112,12 @@ def _counted(keys: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int
 
 
 def _postings(
-    tids: NDArray[np.int64], lens: NDArray[np.int64], first: int, n_terms: int
+    tids: NDArray[np.int32] | NDArray[np.int64], lens: NDArray[np.int64], first: int, n_terms: int
 ) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.float32]]:
     """The postings of documents ``first``, ``first + 1``, ... (``lens``: their term counts,
     ``tids``: their terms in order): ``(term, slot, tf)`` arrays term-major, slots ascending."""
     if tokenize.accel is not None:  # a counting sort in C: the same arrays
-        raw = tokenize.accel.postings(np.ascontiguousarray(tids, dtype=np.int64), lens, first, n_terms)
+        raw = tokenize.accel.postings(np.ascontiguousarray(tids, dtype=np.int32), lens, first, n_terms)
         return (
             np.frombuffer(raw[0], dtype=np.int64),
             np.frombuffer(raw[1], dtype=np.int32),
@@ -125,7 +125,7 @@ def _postings(
         )
     owner = np.repeat(np.arange(first, first + len(lens), dtype=np.int64), lens)
     stride = np.int64(max(first + len(lens), 1))
-    pairs, tf = _counted(tids * stride + owner)  # term-major, then slot
+    pairs, tf = _counted(tids.astype(np.int64) * stride + owner)  # term-major, then slot
     terms, slots_of = np.divmod(pairs, stride)
     return terms, slots_of.astype(np.int32), tf.astype(np.float32)
 
@@ -315,7 +315,7 @@ class SearchIndex:
                 self._set_new_vectors(first, end, with_vec)
         self._norm = None
 
-    def _local_ids(self, gids: NDArray[np.int32], table: list[str]) -> NDArray[np.int64]:
+    def _local_ids(self, gids: NDArray[np.int32], table: list[str]) -> NDArray[Any]:
         """This index's term ids of a tokenizer table's global ids (:class:`tokenize.TermIds`),
         terms new to the index numbered in order of first sight, as for strings: the same
         vocabulary, whichever form the terms came in. ``_gmap`` remembers global -> own id for
@@ -327,8 +327,8 @@ class SearchIndex:
             grown[: len(self._gmap)] = self._gmap
             self._gmap = grown
         gmap, vocab = self._gmap, self.vocab
-        if tokenize.accel is not None:  # the same loop in C
-            tokenize.accel.number_new(gids, gmap, vocab, table)
+        if tokenize.accel is not None:  # the same loop in C, and the ids as int32
+            return np.frombuffer(tokenize.accel.number_new(gids, gmap, vocab, table), dtype=np.int32)
         else:
             unknown = gids[gmap[gids] < 0]
             uniq, first = np.unique(unknown, return_index=True)

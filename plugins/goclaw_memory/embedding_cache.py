@@ -37,7 +37,7 @@ def vectors_for(
     if embedder is None or space is None or not chunks:
         return {}
     texts = {c.hash: c.text for c in chunks}
-    found = cache_lookup(engine, list(texts), space)
+    found = cache_lookup(engine, sorted(texts), space)  # in key order: neighbouring index pages
     report.cache_hits += sum(1 for c in chunks if c.hash in found)
     misses = [h for h in texts if h not in found]
     if misses:
