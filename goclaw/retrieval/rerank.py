@@ -265,9 +265,10 @@ def match_batch(
     last = np.where(codes == np.arange(n_terms)[:, None], key, -1)
     np.maximum.accumulate(last, axis=1, out=last)
     needed = present[owner].T  # whether the occurrence's document holds the term
-    complete = (~needed | (last >= floor)).all(axis=0)
     left = np.where(needed, last, key).min(axis=0)
-    width = np.where(complete, key - left + 1, np.iinfo(np.int64).max)
+    # A window is complete when every term of its document occurs in it: a term not seen yet
+    # in this document has its latest occurrence before the document (or none: -1).
+    width = np.where(left >= floor, key - left + 1, np.iinfo(np.int64).max)
     starts = bounds[:-1][matched > 0]
     best = np.zeros(n_docs, dtype=np.int64)
     best[matched > 0] = np.minimum.reduceat(width, starts)
@@ -293,7 +294,9 @@ def overlap_scores(
     wanted = frozenset(query_terms)
     if not wanted:
         return list(scores)
-    features = [_features(d, wanted) for d in docs_terms]
+    features = _batch_features(docs_terms, wanted)
+    if features is None:
+        features = [_features(d, wanted) for d in docs_terms]
     if not any(matched for matched, _p in features):
         # Nothing to tell the candidates apart by (a match in meaning only): leave the scores
         # alone rather than scale them all down.
@@ -303,6 +306,23 @@ def overlap_scores(
         score * (1.0 - weight + weight * (matched / n + proximity) / 2.0)
         for (matched, proximity), score in zip(features, scores, strict=True)
     ]
+
+
+def _batch_features(
+    docs: Sequence[Sequence[str] | Mapping[str, Sequence[int]]], wanted: frozenset[str]
+) -> list[tuple[int, float]] | None:
+    """The features of documents that are all :class:`TermMatches` of one batch computed for
+    ``wanted`` (a memory search's candidates), read without a call per document; else None."""
+    batch = None
+    matches: list[TermMatches] = []
+    for d in docs:
+        if type(d) is not TermMatches or (batch is not None and d._batch is not batch):
+            return None
+        batch = d._batch
+        matches.append(d)
+    if batch is None or batch.asked != wanted:
+        return None
+    return [(d.matched, d.matched / d.window if d.matched > 1 else float(d.matched)) for d in matches]
 
 
 def _features(doc: Sequence[str] | Mapping[str, Sequence[int]], wanted: frozenset[str]) -> tuple[int, float]:

@@ -52,13 +52,17 @@ class MemoryHit:
 def build_hits(chunks: Sequence[ScoredChunk], rows: Mapping[int, ChunkRow], limit: int) -> list[MemoryHit]:
     """Hits from a backend's fused chunks (best first): de-duplicated by (path within its
     scope, start line), a user's copy winning over the agent-level one; at most ``limit``."""
-    best: dict[tuple[str, int], MemoryHit] = {}
-    order: list[tuple[str, int]] = []
+    best: dict[tuple[str, int], MemoryHit] = {}  # in order of first appearance
     get = rows.get
     for c in chunks:
         row = get(c.id)
         if row is None or c.score <= 0:  # deleted between the search and the row fetch
             continue
+        user, path, start = row.user_id, row.path, row.start_line
+        key = (path[len(scope_prefix(user)) :] if user else path, start)
+        current = best.get(key)
+        if current is not None and (current.user_id or not user):
+            continue  # only a user's copy replaces an agent-level one (in its place)
         lexical, vector = c.lexical, c.vector
         if lexical is not None and vector is not None:
             channels = {"lexical": lexical, "vector": vector}
@@ -66,9 +70,8 @@ def build_hits(chunks: Sequence[ScoredChunk], rows: Mapping[int, ChunkRow], limi
             channels = {"lexical": lexical}
         else:
             channels = {} if vector is None else {"vector": vector}
-        user, path, start = row.user_id, row.path, row.start_line
         # Positional: a dataclass's keyword call costs twice as much (60 hits per search).
-        hit = MemoryHit(
+        best[key] = MemoryHit(
             path,
             start,
             row.end_line,
@@ -82,14 +85,7 @@ def build_hits(chunks: Sequence[ScoredChunk], rows: Mapping[int, ChunkRow], limi
             "",
             row.terms,
         )
-        key = (path[len(scope_prefix(user)) :] if user else path, start)
-        current = best.get(key)
-        if current is None:
-            order.append(key)
-            best[key] = hit
-        elif user and not current.user_id:
-            best[key] = hit
-    ranked = sorted((best[k] for k in order), key=_rank)
+    ranked = sorted(best.values(), key=_rank)
     return ranked[: max(0, limit)]
 
 
