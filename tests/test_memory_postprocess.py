@@ -255,6 +255,7 @@ def test_a_failing_passage_step_keeps_the_overlap_order(
         write(root, rel, text)
     eng.memory.index("ada")
     monkeypatch.setattr(StaticEmbedder, "passage_similarity", broken)
+    monkeypatch.setattr(StaticEmbedder, "token_similarity", broken)  # the chunks' sketches' path
     assert [h.path for h in eng.memory.search(PASSAGE_Q, "ada")] == ["memory/a.md", "memory/b.md"]
     assert "passage step failed" in caplog.text
 

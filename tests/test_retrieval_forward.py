@@ -96,7 +96,7 @@ def test_an_index_saved_by_an_older_format_is_rebuilt_quietly(
     workspace: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Format 1 (before the forward index) on disk: the next process rebuilds from the table,
-    finds the same hits, logs no warning, and saves format 2."""
+    finds the same hits, logs no warning, and saves the current format."""
     import json
     import logging
 
@@ -125,7 +125,9 @@ def test_an_index_saved_by_an_older_format_is_rebuilt_quietly(
     assert after == before
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
     assert resaved is not None
-    assert json.loads((resaved / "meta.json").read_text(encoding="utf-8"))["format"] == 2
+    from goclaw.retrieval.persist import FORMAT
+
+    assert json.loads((resaved / "meta.json").read_text(encoding="utf-8"))["format"] == FORMAT == 3
 
 
 def test_batched_window_features_equal_the_sliding_window() -> None:

@@ -304,7 +304,7 @@ def test_passage_similarity_when_its_caches_overflow(monkeypatch: pytest.MonkeyP
     for query in ("Kite Ceramics key", "warehouse Aarhus"):
         want = best_passage_cosine(emb.embed, query, NOTES)
         np.testing.assert_allclose(emb.passage_similarity(query, NOTES), want, atol=1e-5)
-    assert len(emb._chunks) <= 1
+    assert len(emb._sketches) <= 1
 
 
 def test_passage_similarity_of_a_query_that_does_not_embed() -> None:
@@ -330,16 +330,19 @@ def test_passage_similarity_is_a_cosine_with_a_model_that_does_not_normalize(tmp
     )
 
 
-def test_the_passage_vector_cache_is_bounded_by_its_rows() -> None:
+def test_the_passage_sketch_cache_is_bounded_by_its_tokens() -> None:
     """A chunk of short list items (ticket ids, names) has dozens of passages, not the ~8 the
-    cache was sized by: it is bounded by the passage vectors it holds, not only by the chunks
-    (1,024 such chunks held 94 MB before; the bound is ~8 MB)."""
+    cache was sized by: the texts' sketches it remembers are bounded by the token ids they hold
+    (400,000, ~1 MB), not only by the number of texts."""
+    import goclaw_embeddings.static_model as sm
+
     emb = StaticEmbedder()
-    texts = ["\n".join(f"- TCK-{i * 1000 + j}" for j in range(90)) for i in range(120)]
+    texts = ["\n".join(f"- TCK-{i * 1000 + j} escalated to tier two" for j in range(90)) for i in range(600)]
     for k in range(0, len(texts), 20):
         emb.passage_similarity("ticket TCK-5", texts[k : k + 20])
-    held = sum(v.nbytes for v in emb._chunks.values())
-    assert 0 < held <= 10 * 2**20  # 120 x 90 passages held 11 MB before
+    held = sum(len(sk.tokens) for sk in emb._sketches.values())
+    assert 0 < held <= sm._SKETCH_TOKENS_MAX  # ~430,000 tokens for the 600 texts
+    assert len(emb._sketches) < 600
     assert emb.passage_similarity("ticket TCK-5", texts[-1:])[0] > 0  # the last one is still there
 
 

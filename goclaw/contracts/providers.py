@@ -6,7 +6,8 @@ also implements :meth:`~ToolCallingLLMProvider.chat` (messages + tool schemas in
 :class:`ChatMessage` with :class:`ToolCall` s out), so a tool loop such as the memory flush runs
 through any provider. :func:`chat` gives every provider that shape: a provider without ``chat``
 answers with plain text and no tool calls. An embedding provider may also offer
-:class:`PassageScoringEmbedder` (the memory reranker's passage step).
+:class:`PassageScoringEmbedder` (the memory reranker's passage step) and, to make that step
+nearly free, :class:`PassageSketchingEmbedder`.
 """
 
 from __future__ import annotations
@@ -46,6 +47,38 @@ class PassageScoringEmbedder(Protocol):
         """For each text, the best cosine between ``query`` and one of its passages, each
         embedded as :meth:`EmbeddingProvider.embed` would; 0 when none is positive (a float32
         ``numpy.ndarray`` of ``len(texts)``)."""
+        ...
+
+
+@runtime_checkable
+class PassageSketchingEmbedder(Protocol):
+    """A passage-scoring provider whose embedding is additive over tokens (optional).
+
+    For a static model (a text embeds to the normalised sum of its tokens' rows ``E_t``) a
+    passage's cosine with a unit query ``q`` is ``(Σ_t E_t·q) / ‖Σ_t E_t‖``. Such a provider
+    sketches each chunk once when it is indexed (:meth:`passage_sketches`, kept in the memory
+    index beside its vector), and a search scores the sketches of its best hits with one
+    :meth:`token_similarity` call (:func:`goclaw.retrieval.passage_sketches.sketch_cosines`)
+    instead of re-reading their text: the same figures as :meth:`passage_similarity`.
+    """
+
+    provider: str
+    model: str
+    dim: int
+
+    def passage_similarity(self, query: str, texts: Sequence[str]) -> Any:
+        """As :meth:`PassageScoringEmbedder.passage_similarity` (for text without a sketch)."""
+        ...
+
+    def passage_sketches(self, texts: Sequence[str]) -> list[Any]:
+        """Each text's :class:`goclaw.retrieval.passage_sketches.PassageSketch` (its segments'
+        token ids, which segments make each passage of
+        :func:`goclaw.retrieval.passages.passage_layout`, each passage's norm ``‖Σ_t E_t‖``)."""
+        ...
+
+    def token_similarity(self, query: str, token_ids: Any) -> Any:
+        """For each token id, ``E_t·q`` with ``q`` the query's unit embedding (a float32
+        ``numpy.ndarray`` of ``len(token_ids)``; all 0 when the query embeds to nothing)."""
         ...
 
 

@@ -235,6 +235,13 @@ class SearchBackend(Protocol):
         answers from the :class:`IndexSource` as it is now; rebuild now or on that search."""
         ...
 
+    def chunk_sketches(self, agent_id: str, ids: Sequence[int], space: Space) -> Any:
+        """Optional: the passage sketches of these chunks, as the backend keeps them from the
+        embedder of ``space`` (a :class:`goclaw.retrieval.passage_sketches.SketchBatch`; an
+        id it has none of, ``-1`` included, has none), for the memory reranker's passage step
+        (docs/memory.md, "Passages"). Default None: the step reads the hits' text."""
+        return None
+
     def close(self) -> None:
         """The engine is closing: release connections, files and threads; no call follows."""
         return None

@@ -30,6 +30,7 @@ import numpy as np
 
 from goclaw.retrieval import tokenize
 from goclaw.retrieval.forward import ForwardIndex
+from goclaw.retrieval.passage_sketches import PassageSketches
 from goclaw.retrieval.persist import ARRAYS, load_index, save_index
 from goclaw.retrieval.persist import FORMAT as FORMAT  # re-exported: imported from here
 from goclaw.retrieval.rerank import TermMatches, match_batch
@@ -194,14 +195,16 @@ def _global_ids(seqs: Sequence[Sequence[str]]) -> tuple[NDArray[np.int32], list[
 
 class Doc(NamedTuple):
     """One document to index: its id, scope (e.g. user id, ``""`` = shared), terms, optional
-    vector and a fingerprint (anything that changes when the document does). A named tuple:
-    a bulk load makes one per chunk (4x cheaper than a frozen dataclass)."""
+    vector, a fingerprint (anything that changes when the document does) and an optional
+    passage sketch (:mod:`goclaw.retrieval.passage_sketches`). A named tuple: a bulk load
+    makes one per chunk (4x cheaper than a frozen dataclass)."""
 
     id: int
     scope: str
     terms: Sequence[str]
     vector: Any = None
     fingerprint: int = 0
+    sketch: Any = None
 
 
 class SearchIndex:
@@ -241,6 +244,7 @@ class SearchIndex:
         self.fwd = ForwardIndex()  # each slot's term ids in order (term positions)
         self._gtable: list[str] | None = None  # a tokenizer table's terms (:meth:`_local_ids`)
         self._gmap = np.full(0, -1, dtype=np.int64)
+        self.psk = PassageSketches()  # each slot's passage sketch, if any (the passage step)
 
     # ------------------------------------------------------------------ size
     def __len__(self) -> int:
@@ -304,6 +308,7 @@ class SearchIndex:
                         count=int(lens.sum()),
                     )
         self.fwd.append(tids, lens)
+        self.psk.append([d.sketch for d in docs])
         if len(tids):
             self._segments.append(_postings(tids, lens, first, len(self.vocab)))
             self._merged.clear()
@@ -460,6 +465,7 @@ class SearchIndex:
         remap[live] = np.arange(len(live))
         self._slots = remap[self._slots].astype(np.int32)
         self.fwd.keep(live)
+        self.psk.keep(live)
         for name in ("ids", "scope", "dl", "alive", "fp", "vec", "has_vec"):
             arr = getattr(self, name)
             setattr(self, name, arr[live].copy())

@@ -21,7 +21,7 @@ import numpy as np
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["best_passage_cosine", "passage_scores", "passages"]
+__all__ = ["best_passage_cosine", "passage_layout", "passage_scores", "passages"]
 
 # Markdown structure: a heading, the start of a list item, a code fence.
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s")
@@ -34,17 +34,28 @@ def passages(text: str) -> list[str]:
     paragraph and each fenced code block, preceded by the headings above it within the chunk
     (``# day`` then ``## topic``), so a line keeps the context that says what it is about. A
     chunk of headings only gives its headings."""
-    out: list[str] = []
-    heads: list[tuple[int, str]] = []  # the open headings, outermost first
+    segments, layout = passage_layout(text)
+    return ["\n".join([segments[i] for i in p]) for p in layout]
+
+
+def passage_layout(text: str) -> tuple[list[str], list[tuple[int, ...]]]:
+    """:func:`passages` as *segments* (each heading line, stripped, and each block of lines)
+    and, per passage, the indices of the segments it joins with newlines (its headings, then
+    its block): a heading above several passages is one segment, which the passage sketches
+    (:mod:`goclaw.retrieval.passage_sketches`) keep once."""
+    segments: list[str] = []
+    out: list[tuple[int, ...]] = []
+    heads: list[tuple[int, int]] = []  # the open headings (level, segment), outermost first
     block: list[str] = []
     fence = ""  # the open code fence's marker: its lines (a "# comment" too) are plain text
 
     def close() -> None:
         if block:
-            out.append("\n".join([h for _level, h in heads] + block))
+            segments.append("\n".join(block))
             block.clear()
+            out.append((*(i for _level, i in heads), len(segments) - 1))
 
-    headings: list[str] = []
+    headings: list[int] = []
     for line in text.splitlines():
         f = _FENCE.match(line)
         if fence:
@@ -65,16 +76,17 @@ def passages(text: str) -> list[str]:
         if m:
             close()
             level = len(m.group(1))
-            heads = [(lv, h) for lv, h in heads if lv < level]
-            heads.append((level, line.strip()))
-            headings.append(line.strip())
+            heads = [(lv, i) for lv, i in heads if lv < level]
+            segments.append(line.strip())
+            heads.append((level, len(segments) - 1))
+            headings.append(len(segments) - 1)
         elif _ITEM.match(line):
             close()
             block.append(line)
         else:
             block.append(line)
     close()
-    return out or headings
+    return segments, out or [(i,) for i in headings]
 
 
 def best_passage_cosine(

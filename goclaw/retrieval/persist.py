@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from goclaw.retrieval.forward import ForwardIndex
+from goclaw.retrieval.passage_sketches import PassageSketches
 
 if TYPE_CHECKING:
     from goclaw.retrieval.index import SearchIndex
 
-FORMAT = 2  # 2: the forward index (fwd_terms, fwd_ptr)
+FORMAT = 3  # 2: the forward index (fwd_terms, fwd_ptr); 3: the passage sketches (psk_*)
 ARRAYS = ("ids", "scope", "dl", "alive", "fp", "vec", "has_vec")  # per-slot arrays
 
 
@@ -52,7 +53,7 @@ def save_index(index: SearchIndex, path: Path) -> None:
         np.save(tmp / "indptr.npy", index._indptr)
         np.save(tmp / "slots.npy", index._slots)
         np.save(tmp / "tf.npy", index._tf)
-        for name, arr in index.fwd.arrays().items():
+        for name, arr in (*index.fwd.arrays().items(), *index.psk.arrays().items()):
             np.save(tmp / f"{name}.npy", arr)
         (tmp / "vocab.txt").write_text("\n".join(index.vocab), encoding="utf-8")
         (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")  # written last
@@ -89,7 +90,13 @@ def load_index(cls: type[SearchIndex], path: Path) -> SearchIndex:
     idx._slots = _mapped(path / "slots.npy")
     idx._tf = _mapped(path / "tf.npy")
     idx.fwd = ForwardIndex.from_arrays(_mapped(path / "fwd_terms.npy"), _mapped(path / "fwd_ptr.npy"))
-    if len(idx._indptr) != len(idx.vocab) + 1 or len(idx.ids) != idx.n or idx.fwd.slots != idx.n:
+    idx.psk = PassageSketches.from_arrays({k: _mapped(path / f"{k}.npy") for k in PassageSketches().arrays()})
+    if (
+        len(idx._indptr) != len(idx.vocab) + 1
+        or len(idx.ids) != idx.n
+        or idx.fwd.slots != idx.n
+        or idx.psk.slots != idx.n
+    ):
         raise ValueError(f"{path}: inconsistent index file")
     idx.scopes = {str(k): int(v) for k, v in meta["scopes"].items()}
     idx.n_alive = int(meta["n_alive"])

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from tokenizers import Tokenizer
 
+    from goclaw.retrieval.passage_sketches import PassageSketch
+
 __all__ = ["DEFAULT_MODEL_DIR", "StaticEmbedder"]
 
 #: The model directory bundled with goclaw.
@@ -33,10 +35,10 @@ DEFAULT_MODEL_DIR: Path = Path(__file__).resolve().parent / "model"
 _BATCH = 512  # texts tokenised and pooled at a time (bounds the temporary token-vector buffer)
 _PIECES_MAX = 50_000  # whitespace-separated pieces whose tokens passage_similarity remembers
 _PIECE_TOKENS_MAX = 200_000  # ... and their token ids at most (~8 MB; 50,000 hashes held ~60 MB)
-_CHUNKS_MAX = 1_024  # texts whose passage vectors it remembers (~8 KB each: 8 x 256 float32)
-# ... and the passage vectors it holds at most (8 MB at 256-d): a chunk of short list items has
-# dozens of passages, so 1,024 such chunks alone held ~94 MB.
-_PASSAGE_ROWS_MAX = 8_192
+_LOCAL_PIECES_MAX = 100_000  # pieces one passage_sketches call remembers (~20 MB while it runs)
+_CHUNKS_MAX = 1_024  # texts whose passage sketches it remembers (~0.5 KB each)
+# ... and their token ids at most (~1 MB; a chunk of short list items has dozens of passages)
+_SKETCH_TOKENS_MAX = 400_000
 
 # Loaded models shared by every embedder of the process (each engine has its own): loading the
 # bundled one costs ~0.18 s and 30 MB per engine otherwise. Keyed by the files and their
@@ -52,7 +54,7 @@ class StaticEmbedder:
 
     Thread-safe: loading is guarded by a lock and ``embed`` keeps no per-call state on ``self``;
     ``passage_similarity``'s caches are dictionaries filled and cleared whole (a text or piece
-    missing after a concurrent clear is tokenised again).
+    missing after a concurrent clear is sketched or tokenised again).
     """
 
     def __init__(self, model_dir: Path | None = None) -> None:
@@ -62,9 +64,10 @@ class StaticEmbedder:
         self._tokenizer: Tokenizer | None = None
         self._matrix: NDArray[np.float32] | None = None
         self._pieces: dict[str, list[int]] = {}  # piece of text -> its token ids (passages)
-        self._chunks: dict[str, NDArray[np.float32]] = {}  # text -> its passages' unit vectors
-        self._chunk_rows = 0  # passage vectors in _chunks (approximate under concurrent searches)
+        self._sketches: dict[str, PassageSketch] = {}  # text -> its passage sketch
+        self._sketch_tokens = 0  # token ids in _sketches (approximate under concurrent searches)
         self._piece_tokens = 0  # token ids in _pieces (likewise)
+        self._queries: dict[str, NDArray[np.float32]] = {}  # the last queries' unit embeddings
 
     # -- identity -------------------------------------------------------------------------------
 
@@ -165,6 +168,8 @@ class StaticEmbedder:
         for start in range(0, len(texts), _BATCH):
             batch = texts[start : start + _BATCH]
             out[start : start + len(batch)] = self._embed_batch(batch)
+        if len(texts) == 1:  # a search's query: its passage step scores with it next
+            self._remember_query(texts[0], out[0])
         return out
 
     def passage_similarity(self, query: str, texts: Sequence[str]) -> NDArray[np.float32]:
@@ -174,74 +179,93 @@ class StaticEmbedder:
         positive. The memory reranker re-measures its best hits with it (docs/memory.md), as it
         would not with a hosted model.
 
-        Fast path: a passage's tokens are those of its whitespace-separated pieces (the
-        tokenizer never joins across whitespace), so each piece is tokenised once and
-        remembered, and so are each text's passage vectors; a search then costs one small
-        product (~0.1 ms for ten chunks seen before, ~0.8 ms for ten new ones) instead of running
-        the tokenizer over every passage (~2 ms)."""
+        Each text's passage sketch (:meth:`passage_sketches`) is remembered (a few hundred
+        bytes); the memory index keeps its chunks' sketches itself, so a search passes them to
+        :func:`goclaw.retrieval.passage_sketches.sketch_cosines` and this runs only for text
+        the index has no sketch of."""
+        from goclaw.retrieval.passage_sketches import SketchBatch, sketch_cosines
+
+        known = self._sketches
+        found = {t: sk for t in texts if (sk := known.get(t)) is not None}
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        made = dict(zip(missing, self.passage_sketches(missing), strict=True))
+        found.update(made)
+        batch = SketchBatch.of([found[t] for t in texts])
+        tokens = sum(len(sk.tokens) for sk in made.values())
+        if len(known) + len(made) > _CHUNKS_MAX or self._sketch_tokens + tokens > _SKETCH_TOKENS_MAX:
+            known.clear()
+            self._sketch_tokens = 0
+        known.update(made)
+        self._sketch_tokens += tokens
+        return sketch_cosines(batch, self.token_similarity(query, batch.tokens))
+
+    def passage_sketches(self, texts: Sequence[str]) -> list[PassageSketch]:
+        """Each text's passage sketch (:class:`goclaw.retrieval.passage_sketches.PassageSketch`:
+        its segments' token ids, which segments make each passage, each passage's norm), what
+        :meth:`token_similarity` scores a query against (``PassageSketchingEmbedder``)."""
+        from goclaw_embeddings.static_passages import sketches
+
+        return sketches(self, texts)
+
+    def token_similarity(self, query: str, token_ids: Any) -> NDArray[np.float32]:
+        """For each token id, its row's dot product with the query's unit embedding (0 for all
+        when the query embeds to nothing): a passage's cosine is the sum over its tokens
+        divided by its sketch's norm."""
+        from goclaw_embeddings.static_passages import token_scores
+
+        return token_scores(self, query, token_ids)
+
+    def _unit_query(self, query: str) -> NDArray[np.float32] | None:
+        """The query's embedding scaled to norm 1 (a model may not normalize); None if it is 0.
+        The last few texts embedded alone are remembered: a search embeds its query alone just
+        before its passage step (saves ~0.1 ms of tokenizing per search)."""
         import numpy as np
 
-        best = np.zeros(len(texts), dtype=np.float32)
-        query_vec = self.embed([query])[0]
-        norm = float(np.linalg.norm(query_vec))  # a model may not normalize ("normalize": false)
-        if not norm or not len(texts):
-            return best
-        query_vec = query_vec / np.float32(norm)
-        blocks = [self._passage_vectors(text) for text in texts]
-        counts = [len(b) for b in blocks]
-        if not sum(counts):
-            return best
-        sims = np.concatenate(blocks) @ query_vec
-        owners = np.repeat(np.arange(len(texts)), counts)
-        np.maximum.at(best, owners, sims)
-        return best
+        found = self._queries.get(query)
+        if found is None:
+            vec = self.embed([query])[0]
+            norm = float(np.linalg.norm(vec))
+            found = vec / np.float32(norm) if norm else vec
+        return found if found.any() else None
 
-    def _passage_vectors(self, text: str) -> NDArray[np.float32]:
-        """A text's passages embedded (unit rows; passages without a known token left
-        out), remembered per text; each whitespace piece's tokens are remembered too."""
+    def _remember_query(self, text: str, vector: NDArray[np.float32]) -> None:
         import numpy as np
 
-        from goclaw.retrieval.passages import passages
+        norm = float(np.linalg.norm(vector))
+        if len(self._queries) >= 8:
+            self._queries.clear()
+        self._queries[text] = vector / np.float32(norm) if norm else vector.copy()
 
-        found = self._chunks.get(text)
-        if found is not None:
-            return found
-        assert self._matrix is not None
+    def _piece_lookup(
+        self, words: set[str], local: dict[str, list[int]] | None = None
+    ) -> dict[str, list[int]]:
+        """The token ids of each of these whitespace pieces: from ``local`` (a bulk call's own
+        memory of its pieces, when given) or the piece cache; the others tokenised in one call
+        and remembered in both, the cache within its bounds, ``local`` within
+        ``_LOCAL_PIECES_MAX`` (a bulk load's pieces outgrow the cache, which then cleared itself
+        every few batches and tokenised them again)."""
+        seen = local if local is not None else {}
+        found = {w: seen[w] for w in words & seen.keys()}
         pieces = self._pieces
-        words = [p.split() for p in passages(text)]
-        new = list({w for ws in words for w in ws if w not in pieces})
-        if len(pieces) + len(new) > _PIECES_MAX:
-            pieces.clear()
-            self._piece_tokens = 0
-            new = list({w for ws in words for w in ws})
+        for w in words - found.keys():
+            ids = pieces.get(w)
+            if ids is not None:
+                found[w] = ids
+        new = list(words - found.keys())
         if new:
             ids = self._piece_ids(new)
             added = sum(map(len, ids))
-            if self._piece_tokens + added > _PIECE_TOKENS_MAX:  # (its known pieces go too: below)
+            if len(pieces) + len(new) > _PIECES_MAX or self._piece_tokens + added > _PIECE_TOKENS_MAX:
                 pieces.clear()
                 self._piece_tokens = 0
-            pieces.update(zip(new, ids, strict=True))
-            self._piece_tokens += added
-        lookup = pieces
-        try:
-            per = [list(chain.from_iterable(map(lookup.__getitem__, ws))) for ws in words]
-        except KeyError:  # forgotten meanwhile (the cache was cleared, here or by another search)
-            every = list({w for ws in words for w in ws})
-            lookup = dict(zip(every, self._piece_ids(every), strict=True))
-            per = [list(chain.from_iterable(map(lookup.__getitem__, ws))) for ws in words]
-        kept = [p for p in per if p]
-        matrix = self._matrix
-        sums = np.empty((len(kept), matrix.shape[1]), dtype=np.float32)
-        # One small gather and sum per passage (numpy's reduceat over gathered rows is ~6x slower).
-        for row, token_ids in enumerate(kept):
-            np.add.reduce(matrix.take(token_ids, axis=0), axis=0, out=sums[row])
-        norms = np.linalg.norm(sums, axis=1, keepdims=True)
-        found = sums / np.where(norms > 0, norms, np.float32(1.0))
-        if len(self._chunks) >= _CHUNKS_MAX or self._chunk_rows + len(found) > _PASSAGE_ROWS_MAX:
-            self._chunks.clear()
-            self._chunk_rows = 0
-        self._chunks[text] = found
-        self._chunk_rows += len(found)
+            if len(new) <= _PIECES_MAX and added <= _PIECE_TOKENS_MAX:
+                pieces.update(zip(new, ids, strict=True))
+                self._piece_tokens += added
+            found.update(zip(new, ids, strict=True))
+        if local is not None:
+            if len(local) + len(found) > _LOCAL_PIECES_MAX:
+                local.clear()
+            local.update(found)
         return found
 
     def _piece_ids(self, words: list[str]) -> list[list[int]]:

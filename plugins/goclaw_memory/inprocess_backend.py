@@ -115,7 +115,8 @@ class InProcessSearchBackend(SQLiteSearchBackend):
         }
 
     def _docs(self, agent_id: str, missing: Sequence[int], space: Space | None) -> list[Doc]:
-        return [doc_of(rec, space) for rec in self._src().records(agent_id, missing, space)]
+        records = list(self._src().records(agent_id, missing, space))
+        return self._sketched([doc_of(rec, space) for rec in records], [rec.text for rec in records], space)
 
     def _rows(
         self, agent_id: str, ids: Sequence[int], positions: Mapping[int, Mapping[str, Sequence[int]]] | None

@@ -95,9 +95,14 @@ def goclaw_memory_rerank(engine: Any, query: str, agent: Any, user: str | None, 
         # An embedder that scores passages locally and cheaply offers passage_similarity
         # (goclaw.contracts.providers.PassageScoringEmbedder; the bundled static model does); a
         # hosted one is never called per passage.
-        from goclaw.contracts.providers import PassageScoringEmbedder
+        kind = _passage_kind(embedder)
+        if kind == "sketching":
+            # ... and one that sketches them has its chunks' sketches in the memory index: a
+            # search reads its hits' passages from there (goclaw_memory.passage_sketch).
+            from goclaw_memory.passage_sketch import sketched_scorer
 
-        if isinstance(embedder, PassageScoringEmbedder):
+            passages = sketched_scorer(engine, agent.id, hits, embedder)
+        elif kind == "scoring":
             passages = embedder.passage_similarity
     return overlap_rerank(
         query,
@@ -108,3 +113,28 @@ def goclaw_memory_rerank(engine: Any, query: str, agent: Any, user: str | None, 
         text_weight=settings.text_weight,
         vector_weight=settings.vector_weight,
     )
+
+
+_KINDS: dict[type, str] = {}
+
+
+def _passage_kind(embedder: Any) -> str:
+    """``"sketching"``, ``"scoring"`` or ``""``: which passage contract (if any) the embedder's
+    class offers (goclaw.contracts.providers); remembered per class, as a protocol
+    ``isinstance`` costs ~15 us per search."""
+    if embedder is None:
+        return ""
+    kind = _KINDS.get(type(embedder))
+    if kind is None:
+        from goclaw.contracts.providers import PassageScoringEmbedder, PassageSketchingEmbedder
+
+        kind = (
+            "sketching"
+            if isinstance(embedder, PassageSketchingEmbedder)
+            else "scoring"
+            if isinstance(embedder, PassageScoringEmbedder)
+            else ""
+        )
+        if len(_KINDS) < 64:
+            _KINDS[type(embedder)] = kind
+    return kind

@@ -302,6 +302,7 @@ class SQLiteSearchBackend(SearchBackend):
         """The index documents of these chunks (terms, vector of ``space``, fingerprint)."""
         provider, model, dim = space if space else ("", "", 0)
         docs: list[Doc] = []
+        texts: list[str] = []
         for start in range(0, len(missing), LOOKUP):
             part = missing[start : start + LOOKUP]
             marks = ",".join("?" * len(part))
@@ -314,12 +315,32 @@ class SQLiteSearchBackend(SearchBackend):
                 vec = np.frombuffer(emb, dtype=np.float32) if emb is not None and ok else None
                 fp = fingerprint(chash or "", user or "", vec is not None)
                 docs.append(Doc(int(cid), user or "", terms, vec, fp))
-        return docs
+                texts.append(body or "")
+        return self._sketched(docs, texts, space)
+
+    def _sketched(self, docs: list[Doc], texts: Sequence[str], space: Space | None) -> list[Doc]:
+        """``docs`` with their passage sketches, if the passage step wants them
+        (:func:`goclaw_memory.passage_sketch.with_sketches`)."""
+        from goclaw_memory.passage_sketch import with_sketches
+
+        return with_sketches(self.engine, docs, texts, space)
+
+    def chunk_sketches(self, agent_id: str, ids: Sequence[int], space: Space) -> Any:
+        """The passage sketches of these chunks in the agent's loaded index of ``space``
+        (:class:`goclaw.retrieval.passage_sketches.SketchBatch`; an id it does not hold, ``-1``
+        included, has none), or None when no such index is loaded."""
+        st = self._states.get(agent_id)
+        if st is None or st.space is None or tuple(st.space) != tuple(space):
+            return None
+        with st.lock:
+            idx = st.index
+            return idx.psk.select([idx.slot_of.get(int(i), -1) for i in ids])
 
     def _fresh_state(self, agent_id: str, changes: IndexChanges) -> _State:
         space = changes.space
         st = _State(SearchIndex(space[2] if space else 0), changes.version_after, space)
-        docs = [doc_of(rec, space) for rec in changes.records.values()]
+        records = list(changes.records.values())
+        docs = self._sketched([doc_of(rec, space) for rec in records], [rec.text for rec in records], space)
         st.index.upsert(docs)
         st.unsaved = len(docs)
         with self._lock:
@@ -478,8 +499,9 @@ class SQLiteSearchBackend(SearchBackend):
         if st is not None and changes.complete and st.token == first and last:
             with st.lock:
                 st.index.remove(changes.removed)
-                docs = [doc_of(rec, st.space) for rec in changes.records.values()]
-                st.index.upsert(docs)
+                records = list(changes.records.values())
+                docs = [doc_of(rec, st.space) for rec in records]
+                st.index.upsert(self._sketched(docs, [rec.text for rec in records], st.space))
                 st.token = last
                 st.unsaved += len(changes.removed) + len(docs)
                 self.patches += 1

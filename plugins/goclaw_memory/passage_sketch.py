@@ -1,0 +1,118 @@
+"""The reranker's passage step from sketches kept in the memory index (issue 11; docs/memory.md
+"Passages").
+
+When the configured embedder can sketch passages
+(:class:`goclaw.contracts.providers.PassageSketchingEmbedder`, the bundled static model does)
+and the passage step is on, the SQLite and inprocess backends sketch each embedded chunk as
+they add it to the index (:func:`with_sketches`), whether its vector was computed or came from
+the embedding cache, and keep the sketch with the index (saved and loaded with it). A search's
+passage step then scores its best hits from their sketches (:func:`sketched_scorer`): one
+small gather and two sums instead of splitting, tokenising and embedding their passages. Text
+without a sketch (another tier, a backend without sketches, an index built with the step off)
+goes through ``passage_similarity`` as before; the figures are the same.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from goclaw.contracts.providers import PassageSketchingEmbedder
+from goclaw.errors import GoclawError
+
+if TYPE_CHECKING:
+    from goclaw.contracts.search import Space
+    from goclaw.engine import Engine
+    from goclaw.retrieval.index import Doc
+
+log = logging.getLogger(__name__)
+
+
+def sketcher(engine: Engine, space: Space | None) -> Callable[[Sequence[str]], list[Any]] | None:
+    """The embedder's ``passage_sketches`` when chunks of ``space`` should be sketched: the
+    passage step is on (overlap reranker, weighted fusion) and the configured embedder is of
+    that space and sketches; else None."""
+    if space is None:
+        return None
+    settings = engine.plugin_settings("memory")
+    if settings.rerank != "overlap" or settings.rerank_passages <= 0 or settings.fusion != "weighted":
+        return None
+    try:
+        embedder = engine.embedder()
+    except GoclawError:
+        return None
+    if not isinstance(embedder, PassageSketchingEmbedder):
+        return None
+    if (embedder.provider, embedder.model, int(embedder.dim)) != tuple(space):
+        return None
+    return embedder.passage_sketches
+
+
+def with_sketches(engine: Engine, docs: list[Doc], texts: Sequence[str], space: Space | None) -> list[Doc]:
+    """``docs`` (of the chunks ``texts``) with the passage sketches of those that have a vector
+    (only they can be hits of both channels, the passage step's), when :func:`sketcher` gives
+    one. A failing sketcher costs the step's speed, never the indexing."""
+    make = sketcher(engine, space)
+    if make is None:
+        return docs
+    at = [i for i, d in enumerate(docs) if d.vector is not None]
+    if not at:
+        return docs
+    try:
+        made = make([texts[i] for i in at])
+    except Exception:
+        log.warning("passage sketches failed; the passage step reads these chunks' text", exc_info=True)
+        return docs
+    out = list(docs)
+    for i, sketch in zip(at, made, strict=True):
+        out[i] = out[i]._replace(sketch=sketch)
+    return out
+
+
+def sketched_scorer(
+    engine: Engine, agent_id: str, hits: Sequence[Any], embedder: PassageSketchingEmbedder
+) -> Callable[[str, list[str]], Any]:
+    """A ``passages(query, texts)`` for :func:`goclaw_memory.postprocess.overlap_rerank`: the
+    texts it is given are the snippets of some of ``hits``; those that are document chunks with
+    a sketch in the agent's loaded index are scored from it, the rest by
+    ``embedder.passage_similarity``."""
+    import numpy as np
+
+    from goclaw.retrieval.passage_sketches import sketch_cosines
+
+    space = (embedder.provider, embedder.model, int(embedder.dim))
+
+    def score(query: str, texts: list[str]) -> Any:
+        backend = engine.memory.backend
+        if not _keeps_sketches(backend):  # written to the contract before chunk_sketches
+            return embedder.passage_similarity(query, texts)
+        # The texts are the hits' own snippet objects: found by identity, not by hashing them.
+        by_text = {id(h.snippet): h for h in hits if h.tier == "document" and h.chunk_id is not None}
+        ids = [h.chunk_id if (h := by_text.get(id(t))) is not None and h.snippet is t else -1 for t in texts]
+        batch = backend.chunk_sketches(agent_id, ids, space)
+        if batch is None:
+            return embedder.passage_similarity(query, texts)
+        best = sketch_cosines(batch, embedder.token_similarity(query, batch.tokens))
+        if not batch.has.all():
+            rest = np.flatnonzero(~batch.has)
+            best[rest] = embedder.passage_similarity(query, [texts[i] for i in rest])
+        return best
+
+    return score
+
+
+_CONTRACT: dict[type, bool] = {}
+
+
+def _keeps_sketches(backend: Any) -> bool:
+    """Whether the backend has the whole search contract, ``chunk_sketches`` included (a
+    protocol ``isinstance``, remembered per class: ~20 us)."""
+    found = _CONTRACT.get(type(backend))
+    if found is None:
+        from goclaw.contracts.search import SearchBackend
+
+        found = isinstance(backend, SearchBackend)
+        if len(_CONTRACT) < 64:
+            _CONTRACT[type(backend)] = found
+    return found
