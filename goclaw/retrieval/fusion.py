@@ -153,9 +153,9 @@ def fuse_lists(
     """:func:`fuse`, its results as parallel lists (:class:`Fused`)."""
     if method not in METHODS:
         raise ValueError(f"unknown fusion method {method!r}; use one of {', '.join(METHODS)}")
-    vec_pos = None if vector is None else np.maximum(vector, np.float32(0.0))
     if method == "weighted":
-        return _weighted(lexical, vector, vec_pos, mask, limit, text_weight, vector_weight, boost)
+        return _weighted(lexical, vector, mask, limit, text_weight, vector_weight, boost)
+    vec_pos = None if vector is None else np.maximum(vector, np.float32(0.0))
     pool = pool or max(50, 5 * limit)
     lex_top = top_slots(lexical, mask, pool) if lexical is not None else np.zeros(0, dtype=np.int64)
     vec_top = top_slots(vec_pos, mask, pool) if vec_pos is not None else np.zeros(0, dtype=np.int64)
@@ -202,7 +202,6 @@ def _best(scores: NDArray[np.float32] | None, mask: NDArray[np.bool_] | None) ->
 def _weighted(
     lexical: NDArray[np.float32] | None,
     vector: NDArray[np.float32] | None,
-    vec_pos: NDArray[np.float32] | None,
     mask: NDArray[np.bool_] | None,
     limit: int,
     text_weight: float,
@@ -211,18 +210,20 @@ def _weighted(
 ) -> Fused:
     """Exact weighted sum over every slot in scope: full text as BM25 / best BM25, the vector
     channel as the clipped cosine; a channel with no positive score in scope gives its weight to
-    the other. Only the fused array is ranked (no per-channel candidate pools)."""
+    the other. Only the fused array is ranked (no per-channel candidate pools). Two temporaries
+    the size of the collection, no more (at 100k slots each new one costs its page faults)."""
     best_lex = _best(lexical, mask)
+    vec_pos = None if vector is None else np.maximum(vector, np.float32(0.0))
     has_lex, has_vec = best_lex > 0, _best(vec_pos, mask) > 0
     if not has_lex and not has_vec:
         return _NOTHING
     tw, vw = (text_weight, vector_weight) if has_lex and has_vec else ((1.0, 0.0) if has_lex else (0.0, 1.0))
     fused: NDArray[np.float32] | None = None
-    if has_lex and lexical is not None:
-        fused = lexical * np.float32(tw / best_lex)
     if has_vec and vec_pos is not None:
-        part = vec_pos * np.float32(vw)
-        fused = part if fused is None else np.add(fused, part, out=part)
+        fused = np.multiply(vec_pos, np.float32(vw), out=vec_pos)
+    if has_lex and lexical is not None:
+        part = lexical * np.float32(tw / best_lex)
+        fused = part if fused is None else np.add(part, fused, out=fused)
     assert fused is not None
     if boost is not None:
         fused *= boost
@@ -231,7 +232,7 @@ def _weighted(
         slots.tolist(),
         fused[slots].tolist(),
         (lexical[slots] / np.float32(best_lex)).tolist() if lexical is not None and best_lex > 0 else None,
-        vec_pos[slots].tolist() if vector is not None and vec_pos is not None else None,
+        np.maximum(vector[slots], np.float32(0.0)).tolist() if vector is not None else None,
     )
 
 
