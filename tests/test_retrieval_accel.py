@@ -333,3 +333,31 @@ def test_a_number_among_the_stopwords_is_dropped() -> None:
     for text, got in zip(texts, fast.batch(texts), strict=True):
         assert fast.terms(text) == pure.terms(text) == list(got)
     assert "42" not in fast.terms("the 42 answers") and "42" in Tokenizer().terms("the 42 answers")
+
+
+CHUNK_PIECES = ["word", "TCK-4471", "  ", "\t", "\r", "\n", "\n\n", "\r\n", " \n", "\u3000", "\xa0",
+                "\u2028", "\x0b", "\x0c", "\x1c", "\x85", "é", "東京", "\U0001f600", "\ud800",
+                "x" * 50, "y " * 40, "z" * 300]  # fmt: skip
+
+
+@needs_accel
+def test_compiled_and_pure_chunkers_give_the_same_chunks() -> None:
+    """The C chunker (goclaw_memory.chunking.chunk_text's rules in one pass) on random text:
+    CR, whitespace-only lines, Unicode spaces and line separators, long lines, astral and
+    surrogate characters, any maximum."""
+    from goclaw_memory.chunking import chunk_text
+
+    rng = random.Random(17)
+    for _ in range(4_000):
+        text = "".join(rng.choice(CHUNK_PIECES) for _ in range(rng.randint(0, 200)))
+        max_len = rng.choice([0, -1, 1, 2, 3, 10, 40, 100, 1000])
+        assert chunk_text(text, max_len) == chunk_text(text, max_len, compiled=False), (text, max_len)
+    accel: Any = tokenize.accel
+    with pytest.raises(ValueError):
+        accel.chunks("a", 0, list)
+    with pytest.raises(TypeError):
+        accel.chunks(b"a", 10, list)
+    with pytest.raises(TypeError, match="sequence"):
+        accel.chunks("x" * 20, 10, lambda line: 1)
+    with pytest.raises(ZeroDivisionError):
+        accel.chunks("x" * 20, 10, lambda line: 1 / 0)

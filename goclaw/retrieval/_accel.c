@@ -1120,11 +1120,184 @@ done:
     return res;
 }
 
+/* ------------------------------------------------------------------ chunking */
+typedef struct {
+    Py_ssize_t ls, le; /* the line's characters (a trailing \r dropped); le == ls for a blank entry */
+    int blank;         /* a blank line kept inside a chunk (stored as "") */
+    int raw;           /* the entry is exactly the source text (no \r dropped, a blank one empty) */
+} Line;
+
+typedef struct {
+    Line *v;
+    size_t n, cap;
+} Lines;
+
+/* The body of a chunk: its lines joined by "\n", right-stripped (the last content line's
+   trailing whitespace and any blank entries after it go). */
+static PyObject *
+chunk_body(PyObject *text, int kind, const void *data, const Line *b, size_t k)
+{
+    size_t last = k;
+    while (last > 0 && b[last - 1].blank)
+        last--;
+    if (last == 0)
+        return PyUnicode_New(0, 0);
+    Py_ssize_t end = b[last - 1].le;
+    while (end > b[last - 1].ls && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, end - 1)))
+        end--;
+    int raw = 1;
+    for (size_t j = 0; j < last; j++)
+        raw &= b[j].raw;
+    if (raw) /* one piece of the text as it is */
+        return PyUnicode_Substring(text, b[0].ls, end);
+    PyObject *parts = PyList_New((Py_ssize_t)last);
+    if (parts == NULL)
+        return NULL;
+    for (size_t j = 0; j < last; j++) {
+        Py_ssize_t hi = j + 1 == last ? end : b[j].le;
+        PyObject *s = b[j].blank ? PyUnicode_New(0, 0) : PyUnicode_Substring(text, b[j].ls, hi);
+        if (s == NULL) {
+            Py_DECREF(parts);
+            return NULL;
+        }
+        PyList_SET_ITEM(parts, (Py_ssize_t)j, s);
+    }
+    PyObject *sep = PyUnicode_FromString("\n");
+    PyObject *res = sep == NULL ? NULL : PyUnicode_Join(sep, parts);
+    Py_XDECREF(sep);
+    Py_DECREF(parts);
+    return res;
+}
+
+static int
+chunk_add(PyObject *out, PyObject *body, Py_ssize_t start, Py_ssize_t end)
+{
+    if (body == NULL)
+        return -1;
+    PyObject *item = Py_BuildValue("(Nnn)", body, start, end);
+    if (item == NULL)
+        return -1;
+    int rc = PyList_Append(out, item);
+    Py_DECREF(item);
+    return rc;
+}
+
+/* chunks(text: str, max_len: int (> 0), split: callable) -> list of (body, start_line, end_line)
+   goclaw_memory/chunking.py's chunk_text rules in one pass over the text; a line longer than
+   max_len is cut by split(line) -> list[str] (chunking.split_long_line). */
+static PyObject *
+chunks(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyUnicode_Check(args[0]) || !PyCallable_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "chunks(text: str, max_len: int, split: callable)");
+        return NULL;
+    }
+    PyObject *text = args[0], *split = args[2];
+    Py_ssize_t max_len = PyLong_AsSsize_t(args[1]);
+    if (max_len == -1 && PyErr_Occurred())
+        return NULL;
+    if (max_len <= 0) {
+        PyErr_SetString(PyExc_ValueError, "chunks: max_len must be > 0");
+        return NULL;
+    }
+    Py_ssize_t half = max_len / 2;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    Lines buf = {NULL, 0, 0};
+    Py_ssize_t buf_len = 0, start = 0, last_content = 0, number = 0, pos = 0;
+#define FLUSH()                                                                                   \
+    do {                                                                                          \
+        if (buf.n && chunk_add(out, chunk_body(text, kind, data, buf.v, buf.n), start, last_content) < 0) \
+            goto fail;                                                                            \
+        buf.n = 0;                                                                                \
+        buf_len = start = last_content = 0;                                                       \
+    } while (0)
+    while (pos <= n) {
+        number++;
+        Py_ssize_t ls = pos, le = pos;
+        while (le < n && PyUnicode_READ(kind, data, le) != '\n')
+            le++;
+        pos = le + 1; /* past the "\n" (or past the end: the last line) */
+        int cr = le > ls && PyUnicode_READ(kind, data, le - 1) == '\r';
+        if (cr)
+            le--;
+        int blank = 1;
+        for (Py_ssize_t i = ls; i < le && blank; i++)
+            blank = Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i));
+        Py_ssize_t len = le - ls;
+        if (blank) {
+            if (!buf.n)
+                continue; /* leading blank lines do not start a chunk */
+            if (buf_len >= half || buf_len + 1 > max_len) {
+                FLUSH(); /* paragraph break once the chunk is at least half full */
+                continue;
+            }
+            if (buf.n == buf.cap && grow((void **)&buf.v, &buf.cap, buf.n + 1, sizeof(Line)) < 0)
+                goto fail;
+            buf.v[buf.n++] = (Line){ls, ls, 1, !cr && len == 0};
+            buf_len += 1;
+            continue;
+        }
+        if (len > max_len) {
+            FLUSH();
+            PyObject *line = PyUnicode_Substring(text, ls, le);
+            if (line == NULL)
+                goto fail;
+            PyObject *pieces = PyObject_CallOneArg(split, line);
+            Py_DECREF(line);
+            if (pieces == NULL)
+                goto fail;
+            PyObject *fast = PySequence_Fast(pieces, "chunks: split must return a sequence");
+            Py_DECREF(pieces);
+            if (fast == NULL)
+                goto fail;
+            for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(fast); j++) {
+                PyObject *piece = PySequence_Fast_GET_ITEM(fast, j);
+                Py_INCREF(piece);
+                if (chunk_add(out, piece, number, number) < 0) {
+                    Py_DECREF(fast);
+                    goto fail;
+                }
+            }
+            Py_DECREF(fast);
+            continue;
+        }
+        Py_ssize_t added = len + (buf.n ? 1 : 0);
+        if (buf.n && buf_len + added > max_len) {
+            FLUSH();
+            added = len;
+        }
+        if (!buf.n)
+            start = number;
+        if (buf.n == buf.cap && grow((void **)&buf.v, &buf.cap, buf.n + 1, sizeof(Line)) < 0)
+            goto fail;
+        buf.v[buf.n++] = (Line){ls, le, 0, !cr};
+        buf_len += added;
+        last_content = number;
+        if (buf_len >= max_len)
+            FLUSH();
+    }
+    FLUSH();
+#undef FLUSH
+    PyMem_Free(buf.v);
+    return out;
+fail:
+    PyMem_Free(buf.v);
+    Py_DECREF(out);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"term_ids", (PyCFunction)(void (*)(void))term_ids, METH_FASTCALL,
      "Term ids of every term of every sequence (int64 bytes), numbering unknown terms."},
     {"number_new", (PyCFunction)(void (*)(void))number_new, METH_FASTCALL,
      "Number the terms of the unknown gids in order of first sight."},
+    {"chunks", (PyCFunction)(void (*)(void))chunks, METH_FASTCALL,
+     "Chunks of a text: (body, start_line, end_line) by chunk_text's rules."},
     {"postings", (PyCFunction)(void (*)(void))postings, METH_FASTCALL,
      "Term-major postings (term, slot, tf) of documents' term ids, by a counting sort."},
     {NULL, NULL, 0, NULL},
