@@ -159,7 +159,8 @@ class PassageSketches:
         self.has: NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
         self.ptr: NDArray[np.int64] = np.zeros((1, 2), dtype=np.int64)
         self._parts: list[list[PassageSketch | None]] = []
-        self._views: tuple[memoryview, memoryview] | None = None
+        # Memoryviews of tokens and layout, and the has flags as bytes (cheap to index).
+        self._views: tuple[memoryview, memoryview, bytes] | None = None
 
     @property
     def slots(self) -> int:
@@ -205,15 +206,15 @@ class PassageSketches:
     def select(self, slots: Sequence[int]) -> SketchBatch:
         """The sketches of these slots side by side (a slot ``< 0`` or beyond: none)."""
         self._join()
-        n = len(self.has)
-        has = [0 <= s < n and bool(self.has[s]) for s in slots]
+        if self._views is None:
+            views: Any = (np.ascontiguousarray(self.tokens), np.ascontiguousarray(self.layout))
+            self._views = (memoryview(views[0]), memoryview(views[1]), self.has.tobytes())
+        tok_view, word_view, flags = self._views
+        n = len(flags)
+        has = [0 <= s < n and flags[s] != 0 for s in slots]
         at = [s for s, h in zip(slots, has, strict=True) if h]
         if not at or len(at) > 4096:
             return SketchBatch.of([None] * len(has) if not at else [self._one(s) for s in slots])
-        if self._views is None:
-            views: Any = (np.ascontiguousarray(self.tokens), np.ascontiguousarray(self.layout))
-            self._views = (memoryview(views[0]), memoryview(views[1]))
-        tok_view, word_view = self._views
         lo, hi = self.ptr[at].T.tolist(), self.ptr[np.add(at, 1)].T.tolist()
         # A search's few hits: slices of a memoryview joined are the cheapest gather.
         tokens = np.frombuffer(

@@ -123,12 +123,13 @@ def passage_scores(
     reranker's, a user boost) is kept. A hit without both channels, or whose fused share is not
     positive, keeps its score."""
     out: list[float] = []
-    for score, ch, best in zip(scores, channels, passage, strict=True):
+    bests = passage.tolist() if isinstance(passage, np.ndarray) else passage  # no numpy scalars
+    for score, ch, best in zip(scores, channels, bests, strict=True):
         lexical, vector = ch.get("lexical"), ch.get("vector")
         if lexical is None or vector is None:
             out.append(score)
             continue
         before = text_weight * lexical + vector_weight * vector
-        after = text_weight * lexical + vector_weight * max(vector, float(best))
+        after = text_weight * lexical + vector_weight * max(vector, best)
         out.append(score * after / before if before > 0 else score)
     return out

@@ -150,7 +150,7 @@ _EMPTY = PassageSketch(
 def token_scores(emb: StaticEmbedder, query: str, token_ids: Any) -> NDArray[np.float32]:
     """``E_t·q`` for each token id, ``q`` the query's unit embedding (all 0 when the query
     embeds to nothing): each distinct row is read once."""
-    ids = np.asarray(token_ids).astype(np.intp, copy=False).reshape(-1)
+    ids = np.asarray(token_ids).reshape(-1)  # uint16 ids index as they are
     q = emb._unit_query(query)
     matrix = emb._matrix
     if q is None or matrix is None or not len(ids):
