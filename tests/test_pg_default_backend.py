@@ -263,3 +263,38 @@ def test_the_direct_connection_does_not_keep_an_unclosed_engine_alive(
     gc.collect()
     assert gone() is None
     assert conn.closed
+
+
+def test_a_search_reads_its_rows_and_the_version_token_in_one_round_trip(
+    pg: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the index loaded, a search runs on it and checks the version token with its rows:
+    one round trip to the server, not two; a write by another engine still shows at once
+    (the token read with the rows has moved: the search catches up and runs again)."""
+    from goclaw_memory.pg_direct import DirectConnection
+
+    assert pg.memory.search("bicycle shed", "ada")  # loads the index
+    trips: list[int] = []
+    real = DirectConnection.queries
+
+    def counted(self: Any, statements: Any) -> Any:
+        trips.append(len(statements))
+        return real(self, statements)
+
+    monkeypatch.setattr(DirectConnection, "queries", counted)
+    assert pg.memory.search("bicycle shed", "ada")[0].path == "memory/bike.md"
+    assert trips == [2]  # the token and the rows together
+    other = _open(pg.workspace, str(pg.db.engine.url.render_as_string(hide_password=False)))
+    try:
+        write(
+            Path(other.agent_dir(other.agents.get("ada"))),
+            "memory/kite.md",
+            "The red kite nests by the mill.\n",
+        )
+        other.memory.index("ada")
+    finally:
+        other.close()
+    trips.clear()
+    hits = pg.memory.search("red kite mill", "ada")
+    assert hits and hits[0].path == "memory/kite.md"
+    assert trips[0] == 2 and len(trips) > 1  # the stale try, then the catch-up and the search

@@ -176,7 +176,7 @@ def test_rows_and_chunks_made_without_init_equal_the_dataclasses() -> None:
     import dataclasses
 
     from goclaw.contracts.search import ChunkRow, ScoredChunk
-    from goclaw_memory.sqlite_backend import _FAST_ROW, _FAST_SCORED, _plain, make_row, make_scored
+    from goclaw_memory.search_rows import _FAST_ROW, _FAST_SCORED, _plain, make_row, make_scored
 
     assert _FAST_ROW and _FAST_SCORED
     row = make_row(7, "ada", "users/ada/MEMORY.md", 3, 9, "text", {"kestrel": [1]})

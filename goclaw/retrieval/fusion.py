@@ -59,7 +59,7 @@ def top_slots(scores: NDArray[np.float32], mask: NDArray[np.bool_] | None, k: in
     return cand[order].astype(np.int64)
 
 
-SAMPLE_FROM = 32_768  # above this many slots, guess the cut from a sample first
+SAMPLE_FROM = 8_192  # above this many slots, guess the cut from a sample first
 
 
 def _at_least_kth(scores: NDArray[np.float32], k: int) -> NDArray[np.int64]:

@@ -26,13 +26,15 @@ from goclaw.contracts.search import ChunkRow, IndexChanges, IndexSource, Space
 from goclaw.errors import StoreError
 from goclaw.retrieval.index import Doc, SearchIndex
 from goclaw_memory.indexer import paused_gc
+from goclaw_memory.search_rows import chunk_row
 from goclaw_memory.sqlite_backend import (
     SAVE_DELTA,
+    VERSION_WORKER,
     SQLiteSearchBackend,
     _State,
-    chunk_row,
     doc_of,
     fingerprint,
+    parse_token,
 )
 
 if TYPE_CHECKING:
@@ -43,6 +45,7 @@ _PG_ROWS = (
     "SELECT id, user_id, path, start_line, end_line, text, {lex} FROM memory_chunks "
     "WHERE id = ANY(%s) AND agent_id = %s"
 )
+_PG_TOKEN = "SELECT value FROM worker_state WHERE worker = %s AND scope = %s"  # as ChunkTableSource
 _ROWS = text(
     "SELECT id, user_id, path, start_line, end_line, text, lex FROM memory_chunks "
     "WHERE id IN :ids AND (agent_id || '') = :a"
@@ -67,6 +70,11 @@ class InProcessSearchBackend(SQLiteSearchBackend):
 
     def open(self, source: IndexSource) -> None:
         self._source = source
+        from goclaw_memory.source import ChunkTableSource
+
+        # On PostgreSQL a search's reads are round trips: the version token travels with the
+        # rows (one trip, not two) when the token is this plugin's own table's.
+        self._token_with_rows = self.engine.db.backend == "postgresql" and type(source) is ChunkTableSource
 
     def _src(self) -> IndexSource:
         if self._source is None:
@@ -117,6 +125,22 @@ class InProcessSearchBackend(SQLiteSearchBackend):
     def _docs(self, agent_id: str, missing: Sequence[int], space: Space | None) -> list[Doc]:
         records = list(self._src().records(agent_id, missing, space))
         return self._sketched([doc_of(rec, space) for rec in records], [rec.text for rec in records], space)
+
+    def _rows_and_token(
+        self, agent_id: str, ids: Sequence[int], positions: Mapping[int, Mapping[str, Sequence[int]]] | None
+    ) -> tuple[dict[int, ChunkRow], str]:
+        if not self._token_with_rows:
+            return super()._rows_and_token(agent_id, ids, positions)
+        from goclaw_memory.pg_direct import direct
+
+        statements: list[tuple[str, Sequence[object]]] = [(_PG_TOKEN, (VERSION_WORKER, agent_id))]
+        if ids:
+            sql = _PG_ROWS.format(lex="lex" if positions is None else "NULL")
+            statements.append((sql, ([int(i) for i in ids], agent_id)))
+        found = direct(self.engine).queries(statements)
+        token = (parse_token(found[0][0][0]) if found[0] else "") or NO_TOKEN
+        rows = {int(r[0]): chunk_row(r, positions) for r in found[1]} if ids else {}
+        return rows, token
 
     def _rows(
         self, agent_id: str, ids: Sequence[int], positions: Mapping[int, Mapping[str, Sequence[int]]] | None

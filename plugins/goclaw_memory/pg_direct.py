@@ -79,6 +79,11 @@ class DirectConnection:
 
     def query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         """Run one read-only statement (``%s`` placeholders) and return its rows."""
+        return self.queries([(sql, params)])[0]
+
+    def queries(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple[Any, ...]]]:
+        """Run read-only statements in one round trip (psycopg's pipeline mode; one statement
+        is sent plainly) and return each one's rows."""
         import psycopg
 
         budget = self.statement_timeout + GRACE
@@ -89,9 +94,14 @@ class DirectConnection:
                 try:
                     if self._conn is None or self._conn.closed:
                         self._conn = self._connect()
-                    self._conn.deadline = time.monotonic() + budget
-                    rows: list[tuple[Any, ...]] = self._conn.execute(sql, params).fetchall()
-                    return rows
+                    conn = self._conn
+                    conn.deadline = time.monotonic() + budget
+                    if len(statements) == 1:
+                        sql, params = statements[0]
+                        return [conn.execute(sql, params).fetchall()]
+                    with conn.pipeline():
+                        cursors = [conn.execute(sql, params) for sql, params in statements]
+                        return [cur.fetchall() for cur in cursors]
                 except psycopg.errors.QueryCanceled:  # the server's statement_timeout
                     raise self._timed_out() from None
                 except psycopg.errors.ConnectionTimeout as exc:

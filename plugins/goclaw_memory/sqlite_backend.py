@@ -17,7 +17,6 @@ of a second and reconciles what changed since.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import shutil
@@ -38,15 +37,15 @@ from goclaw.contracts.search import (
     ChunkRow,
     IndexChanges,
     IndexSource,
-    ScoredChunk,
     SearchBackend,
     SearchQuery,
     SearchResult,
     Space,
 )
-from goclaw.retrieval.fusion import Fused, fuse_lists
+from goclaw.retrieval.fusion import fuse_lists
 from goclaw.retrieval.index import Doc, SearchIndex
 from goclaw.retrieval.tokenize import Tokenizer, default_tokenizer
+from goclaw_memory.search_rows import make_row, scored_chunks, shown
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine
@@ -80,84 +79,6 @@ def doc_of(rec: ChunkRecord, space: Space | None) -> Doc:
     """The index document of a chunk record; its vector only when it is of ``space``."""
     vec = rec.vector if space is not None and rec.space == space else None
     return Doc(rec.id, rec.user_id, rec.terms, vec, fingerprint(rec.chunk_hash, rec.user_id, vec is not None))
-
-
-def chunk_row(r: Sequence[Any], positions: Mapping[int, Mapping[str, Sequence[int]]] | None) -> ChunkRow:
-    """A ``(id, user_id, path, start_line, end_line, text, lex)`` row as a :class:`ChunkRow`,
-    its terms the query terms' positions when given, else the stored ``lex``."""
-    cid = int(r[0])
-    terms = positions.get(cid) if positions is not None else r[6].split() if r[6] else None
-    return make_row(cid, r[1], r[2], int(r[3]), int(r[4]), r[5], terms)
-
-
-def _plain(cls: type, names: tuple[str, ...]) -> bool:
-    """Whether ``cls`` is a dataclass of exactly these fields with nothing run on creation
-    (no slots, no ``__post_init__``): then :func:`make_row` / :func:`make_scored` may fill its
-    ``__dict__`` at once instead of calling its frozen ``__init__``, which sets each field
-    through ``object.__setattr__`` (0.9 -> 0.4 us a row; 60 rows and chunks a search)."""
-    return (
-        dataclasses.is_dataclass(cls)
-        and tuple(f.name for f in dataclasses.fields(cls)) == names
-        and not hasattr(cls, "__slots__")
-        and not hasattr(cls, "__post_init__")
-    )
-
-
-_new, _set = object.__new__, object.__setattr__
-_FAST_ROW = _plain(ChunkRow, ("id", "user_id", "path", "start_line", "end_line", "text", "terms"))
-_FAST_SCORED = _plain(ScoredChunk, ("id", "score", "lexical", "vector"))
-
-
-def make_row(cid: int, user: str, path: str, start: int, end: int, text: str, terms: Any) -> ChunkRow:
-    """``ChunkRow(cid, user, path, start, end, text, terms)``, made faster (see :func:`_plain`)."""
-    if not _FAST_ROW:
-        return ChunkRow(cid, user, path, start, end, text, terms)
-    row: ChunkRow = _new(ChunkRow)
-    _set(
-        row,
-        "__dict__",
-        {
-            "id": cid,
-            "user_id": user,
-            "path": path,
-            "start_line": start,
-            "end_line": end,
-            "text": text,
-            "terms": terms,
-        },
-    )
-    return row
-
-
-def make_scored(cid: int, score: float, lexical: float | None, vector: float | None) -> ScoredChunk:
-    """``ScoredChunk(cid, score, lexical, vector)``, made faster (see :func:`_plain`)."""
-    if not _FAST_SCORED:
-        return ScoredChunk(cid, score, lexical, vector)
-    chunk: ScoredChunk = _new(ScoredChunk)
-    _set(chunk, "__dict__", {"id": cid, "score": score, "lexical": lexical, "vector": vector})
-    return chunk
-
-
-def scored_chunks(ids: Sequence[int], fused: Fused) -> list[ScoredChunk]:
-    """The fused results as the search contract's chunks, best first."""
-    lex, vec = fused.lexical, fused.vector
-    none = [None] * len(ids)
-    return list(
-        map(make_scored, ids, fused.scores, none if lex is None else lex, none if vec is None else vec)
-    )
-
-
-def shown(ids: list[int], scores: Sequence[float], limit: int, one_scope: bool) -> list[int]:
-    """The results whose rows a search without a reranker can show: with one scope among
-    them only same-line pieces of one long line can collapse in de-duplication, so the first
-    ``limit`` and any tied with the last of them (ties are ordered by path afterwards); the
-    memory service fetches the others only when de-duplication leaves fewer than ``limit``."""
-    if not one_scope or limit < 1 or len(ids) <= limit:
-        return ids
-    end = limit
-    while end < len(ids) and scores[end] == scores[limit - 1]:
-        end += 1
-    return ids[:end]
 
 
 def parse_token(value: Any) -> str:
@@ -389,13 +310,29 @@ class SQLiteSearchBackend(SearchBackend):
         return path
 
     # ------------------------------------------------------------------ contract
+    # Whether :meth:`_rows_and_token` reads a search's rows and the version token in one round
+    # trip: then a search runs on the loaded index first and checks the token with its rows.
+    _token_with_rows = False
+
     def search(self, query: SearchQuery) -> SearchResult:
-        st = self._state(query.agent_id, query.space)
+        st = self._states.get(query.agent_id)
+        if st is not None and self._token_with_rows and (query.space is None or st.space == query.space):
+            found = self._search(st, query, checked=False)
+            if found is not None:
+                return found  # the index was current: no round trip of its own for the token
+        result = self._search(self._state(query.agent_id, query.space), query, checked=True)
+        assert result is not None
+        return result
+
+    def _search(self, st: _State, query: SearchQuery, *, checked: bool) -> SearchResult | None:
+        """The search on ``st``; ``checked``: ``st`` is current (else its token is compared
+        with the one read with the rows, and ``None`` returned when it is not current)."""
         notes: list[str] = []
         with st.lock:
+            token = st.token
             idx = st.index
             if not idx.n:
-                return SearchResult([], notes)
+                return SearchResult([], notes) if checked else None
             # None when every slot is live and in scope: no masking passes over the arrays.
             mask = idx.scope_filter(query.users)
             lexical = idx.bm25(query.terms) if query.channel in ("hybrid", "lexical") else None
@@ -432,8 +369,21 @@ class SQLiteSearchBackend(SearchBackend):
         # Positions when found; none at all ({}: no "lex" read) when no reranker wants terms.
         positions = dict(zip(ids, found, strict=True)) if found is not None else None
         wanted = ids if query.rerank_terms else shown(ids, fused.scores, query.limit, one_scope)
-        rows = self._rows(query.agent_id, wanted, {} if not query.rerank_terms else positions)
+        terms = {} if not query.rerank_terms else positions
+        if checked:
+            rows = self._rows(query.agent_id, wanted, terms)
+        else:
+            rows, now = self._rows_and_token(query.agent_id, wanted, terms)
+            if now != token:
+                return None
         return SearchResult(chunks, notes, rows)
+
+    def _rows_and_token(
+        self, agent_id: str, ids: Sequence[int], positions: Mapping[int, Mapping[str, Sequence[int]]] | None
+    ) -> tuple[dict[int, ChunkRow], str]:
+        """:meth:`_rows` and the agent's version token as :meth:`_token` reads it, in one round
+        trip (only where ``_token_with_rows``)."""
+        return self._rows(agent_id, ids, positions), self._token(agent_id)
 
     def open(self, source: IndexSource) -> None:
         return None  # this plugin's own table is read directly (the same package)
