@@ -88,8 +88,12 @@ def sketched_scorer(
         if not _keeps_sketches(backend):  # written to the contract before chunk_sketches
             return embedder.passage_similarity(query, texts)
         # The texts are the hits' own snippet objects: found by identity, not by hashing them.
-        by_text = {id(h.snippet): h for h in hits if h.tier == "document" and h.chunk_id is not None}
-        ids = [h.chunk_id if (h := by_text.get(id(t))) is not None and h.snippet is t else -1 for t in texts]
+        where = {id(t): i for i, t in enumerate(texts)}
+        ids = [-1] * len(texts)
+        for h in hits:
+            i = where.get(id(h.snippet))
+            if i is not None and texts[i] is h.snippet and h.tier == "document" and h.chunk_id is not None:
+                ids[i] = h.chunk_id
         batch = backend.chunk_sketches(agent_id, ids, space)
         if batch is None:
             return embedder.passage_similarity(query, texts)
