@@ -194,8 +194,9 @@ def test_writes_by_another_process_are_seen(make_engine, tmp_path: Path) -> None
     assert _slugs(a, "bot") == ["shared-x"]
     b.skills.set_config("skills.slash_commands.prefix", "!")
     assert a.skills.slash_config().prefix == "!"
-    # With the default (2 s) the value is trusted for a while: no query per prompt build.
-    c = make_engine(plugins=no_builtin(embeddings={"provider": "none"}))
+    # With db_check_seconds > 0 (default 2 s) the value is trusted for a while: no query per
+    # prompt build. An hour here, so a slow machine cannot turn "a while" into a re-check.
+    c = make_engine(plugins=no_builtin(embeddings={"provider": "none"}, skills={"db_check_seconds": 3600}))
     assert _slugs(c, "bot") == ["shared-x"]
     b.skills.revoke("shared-x", agent="bot")
     assert _slugs(c, "bot") == ["shared-x"]  # cached, at most db_check_seconds old
