@@ -55,3 +55,42 @@ def test_an_unwritable_index_folder_costs_one_warning_and_one_write(
         assert any(blocked.glob("*.idx/meta.json"))
     finally:
         eng.close()
+
+
+def test_a_reader_that_rebuilds_a_large_index_saves_it_for_the_next_process(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A saved index the search cannot use (an older format, damaged, deleted) is rebuilt from
+    the table by the first search; a large rebuild is saved then, so the next process loads it
+    instead of rebuilding it again (at 100k chunks every first search took 36 s until an index
+    run happened to save)."""
+    import shutil
+
+    from goclaw_memory import sqlite_backend
+
+    monkeypatch.setattr(sqlite_backend, "SAVE_DELTA", 3)
+    eng = Engine.open(workspace)
+    try:
+        eng.agents.create("ada")
+        root = Path(eng.agent_dir(eng.agents.get("ada")))
+        for k in range(5):
+            write(root, f"memory/n{k}.md", f"Kiln note {k}: ticket TCK-{k}00 fires.\n")
+        eng.memory.index("ada")
+        folder = Path(str(eng.db.engine.url.database) + ".index")
+        assert any(folder.glob("*.idx/meta.json"))
+    finally:
+        eng.close()
+    shutil.rmtree(folder)  # as an index of another format would be set aside
+    reader = Engine.open(workspace)
+    try:
+        assert reader.memory.search("TCK-300", "ada")[0].path == "memory/n3.md"
+        assert reader.memory.backend.loads == 1  # rebuilt from the table
+        assert any(folder.glob("*.idx/meta.json"))  # ... and saved
+    finally:
+        reader.close()
+    later = Engine.open(workspace)
+    try:
+        assert later.memory.search("TCK-100", "ada")[0].path == "memory/n1.md"
+        assert later.memory.backend.loads == 0  # loaded, not rebuilt
+    finally:
+        later.close()
