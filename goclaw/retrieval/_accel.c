@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define ABI 2
+#define ABI 3
 #define MAX_TERM_CHARS 200 /* tokenize.MAX_TERM_CHARS */
 #define MAX_KEY 256        /* longer pieces are not cached (blobs: computed each time) */
 

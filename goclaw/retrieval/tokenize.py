@@ -45,7 +45,7 @@ __all__ = [
     "terms",
 ]
 
-ACCEL_ABI = 2  # the ABI of goclaw/retrieval/_accel.c this module calls (its ABI constant)
+ACCEL_ABI = 3  # the ABI of goclaw/retrieval/_accel.c this module calls (its ABI constant)
 
 
 def _usable(module: Any) -> bool:
