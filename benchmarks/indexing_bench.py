@@ -3,6 +3,7 @@
     python benchmarks/indexing_bench.py                        # 10,000 and 100,000 chunks
     python benchmarks/indexing_bench.py --sizes 10000 --rounds 3
     python benchmarks/indexing_bench.py --baseline /path/to/other/checkout/.venv/bin/python
+    python benchmarks/indexing_bench.py --rerank-passages 0     # without the passage sketches
 
 Needs the ``bench`` extra (LanceDB, sqlite-vec + sqlean.py). The corpus is
 ``synth_memory.generate(n, n_facts=150, seed=7)``; goclaw indexes it once with its default
@@ -54,6 +55,8 @@ from goclaw.engine import Engine
 base, agent_src, ws, mode = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
 ws.mkdir(parents=True)
 eng = Engine.open(ws)
+if sys.argv[5]:  # --rerank-passages: 0 turns the passage step (and its index-time sketches) off
+    eng.plugin_settings("memory").rerank_passages = int(sys.argv[5])
 eng.agents.create("bench")
 target = Path(eng.agent_dir(eng.agents.get("bench")))
 if target.exists():
@@ -126,10 +129,12 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _goclaw(python: str, base: Path, agent_src: Path, ws: Path, mode: str) -> dict[str, Any]:
+def _goclaw(
+    python: str, base: Path, agent_src: Path, ws: Path, mode: str, passages: str = ""
+) -> dict[str, Any]:
     env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", HF_HUB_OFFLINE="1")
     out = subprocess.run(
-        [python, "-c", WORKER, str(base), str(agent_src), str(ws), mode],
+        [python, "-c", WORKER, str(base), str(agent_src), str(ws), mode, passages],
         capture_output=True,
         text=True,
         env=env,
@@ -218,7 +223,7 @@ def _prepare(n: int, tmp: Path) -> tuple[Path, Path, list[str], Any]:
     return base, agent_src, texts, matrix
 
 
-def run(sizes: list[int], rounds: int, baseline: str | None) -> list[dict[str, Any]]:
+def run(sizes: list[int], rounds: int, baseline: str | None, passages: str = "") -> list[dict[str, Any]]:
     results = []
     tmp = Path(tempfile.mkdtemp(prefix="goclaw-indexing-"))
     try:
@@ -228,11 +233,11 @@ def run(sizes: list[int], rounds: int, baseline: str | None) -> list[dict[str, A
             for r in range(rounds):
                 for mode, name in (("end-to-end", "goclaw"), ("write", "goclaw write path")):
                     runs.setdefault(name, []).append(
-                        _goclaw(sys.executable, base, agent_src, tmp / f"g{r}", mode)
+                        _goclaw(sys.executable, base, agent_src, tmp / f"g{r}", mode, passages)
                     )
                     if baseline:
                         runs.setdefault(name.replace("goclaw", "baseline", 1), []).append(
-                            _goclaw(baseline, base, agent_src, tmp / f"b{r}", mode)
+                            _goclaw(baseline, base, agent_src, tmp / f"b{r}", mode, passages)
                         )
                 runs.setdefault("LanceDB", []).append(_lance(tmp / f"lance{r}", texts, matrix))
                 runs.setdefault("sqlite-vec + FTS5", []).append(_sqlite_vec(tmp / f"sv{r}.db", texts, matrix))
@@ -266,10 +271,16 @@ def main() -> int:
     ap.add_argument("--sizes", default="10000,100000", help="comma-separated chunk counts")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--baseline", help="another checkout's python (its editable goclaw), timed alike")
+    ap.add_argument(
+        "--rerank-passages",
+        default="",
+        help="the memory setting rerank_passages for goclaw's runs (0: no passage sketches at index time)",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    rows = run([int(x) for x in args.sizes.split(",") if x], max(1, args.rounds), args.baseline)
+    sizes = [int(x) for x in args.sizes.split(",") if x]
+    rows = run(sizes, max(1, args.rounds), args.baseline, args.rerank_passages)
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
