@@ -201,3 +201,51 @@ def test_rows_and_chunks_made_without_init_equal_the_dataclasses() -> None:
 
     assert not _plain(Checked, ("id",)) and not _plain(Slotted, ("id",))
     assert not _plain(ScoredChunk, ("id", "score", "lexical"))  # a field added: the real __init__
+
+
+def test_searches_in_threads_while_the_index_changes(eng: Any) -> None:
+    """Searches in several threads (reranker on and off: the shared BM25 contributions, the
+    partial row reads, on PostgreSQL the token read with the rows) while this thread re-indexes:
+    no error, every hit's text is its chunk's, and the last write is found afterwards."""
+    import threading
+
+    root = Path(eng.agent_dir(eng.agents.get("ada")))
+    for i in range(30):
+        write(root, f"memory/n{i}.md", f"# Note {i}\n\nThe harbour crane {i} lifts crates of tea.\n")
+    eng.memory.index("ada")
+    cfg = eng.plugin_settings("memory")
+    errors: list[BaseException] = []
+    seen: list[Any] = []
+    stop = threading.Event()
+
+    def searcher(k: int) -> None:
+        try:
+            while not stop.is_set():
+                seen.extend(eng.memory.search(f"harbour crane {k} tea", "ada", limit=5))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=searcher, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        for round_ in range(4):
+            cfg.rerank = "none" if round_ % 2 else "overlap"
+            write(root, "memory/n0.md", f"# Note 0\n\nThe harbour crane zero moved, round {round_}.\n")
+            eng.memory.index("ada")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=60)
+    assert not errors, errors
+    assert seen
+    # (a rewritten note's chunk may get its old id back: the texts are checked by path)
+    versions = {
+        f"memory/n{i}.md": {f"# Note {i}\n\nThe harbour crane {i} lifts crates of tea."} for i in range(30)
+    }
+    versions["memory/n0.md"] |= {f"# Note 0\n\nThe harbour crane zero moved, round {r}." for r in range(4)}
+    assert all(h.snippet in versions[h.path] for h in seen), {(h.path, h.snippet) for h in seen} - {
+        (p, t) for p, ts in versions.items() for t in ts
+    }
+    last = eng.memory.search("harbour crane zero moved round 3", "ada", limit=3)
+    assert last[0].path == "memory/n0.md" and "round 3" in last[0].snippet
