@@ -19,6 +19,9 @@ from typing import Any
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 SOURCE = "goclaw/retrieval/_accel.c"
+# Each optional extension module, built next to its source: the accelerator and the passage
+# sketcher (goclaw/retrieval/_sketch.c, used by goclaw_embeddings.static_passages).
+SOURCES = (SOURCE, "goclaw/retrieval/_sketch.c")
 
 
 class AccelBuildHook(BuildHookInterface):  # type: ignore[type-arg]
@@ -28,16 +31,17 @@ class AccelBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         if os.environ.get("GOCLAW_NO_ACCEL") == "1":
             return
         root = Path(self.root)
-        source = root / SOURCE
-        if not source.exists():
-            return
-        target = source.with_name("_accel" + str(sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
-        if not _compile(source, target):
-            return
-        if version != "editable":  # an editable install imports it from the source tree
-            build_data["artifacts"].append(target.relative_to(root).as_posix())
-            build_data["pure_python"] = False
-            build_data["infer_tag"] = True
+        for name in SOURCES:
+            source = root / name
+            if not source.exists():
+                continue
+            target = source.with_name(source.stem + str(sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
+            if not _compile(source, target):
+                continue
+            if version != "editable":  # an editable install imports it from the source tree
+                build_data["artifacts"].append(target.relative_to(root).as_posix())
+                build_data["pure_python"] = False
+                build_data["infer_tag"] = True
 
 
 def _link_flags(platform: str | None = None) -> list[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -29,6 +29,21 @@ if TYPE_CHECKING:
     from goclaw_embeddings.static_model import StaticEmbedder
 
 _BATCH = 256  # texts whose pieces are looked up (and new ones tokenised) together
+SKETCH_ABI = 1  # the ABI of goclaw/retrieval/_sketch.c this module calls (its ABI constant)
+
+
+def _usable(module: Any) -> bool:
+    """Whether a built sketcher is of this module's ABI (an editable install keeps the module its
+    last ``pip install -e`` built: one from an older checkout must not be called)."""
+    return getattr(module, "ABI", None) == SKETCH_ABI
+
+
+try:  # the optional C sketcher (hatch_build.py); the pure-Python path gives the same bytes
+    from goclaw.retrieval import _sketch as compiled
+except ImportError:  # pragma: no cover - built wherever a C compiler is present
+    compiled = None
+if compiled is not None and not _usable(compiled):  # pragma: no cover - a stale build
+    compiled = None
 
 
 def _uint(top: int) -> Any:
@@ -36,19 +51,90 @@ def _uint(top: int) -> Any:
     return np.uint8 if top < 2**8 else np.uint16 if top < 2**16 else np.uint32
 
 
-def sketches(emb: StaticEmbedder, texts: Sequence[str]) -> list[PassageSketch]:
-    """The passage sketch of each text (see the module docstring)."""
+def sketches(emb: StaticEmbedder, texts: Sequence[str], *, use_compiled: bool = True) -> list[PassageSketch]:
+    """The passage sketch of each text (see the module docstring): with the C sketcher
+    (``goclaw/retrieval/_sketch.c``, its own piece cache) when it is built and
+    ``use_compiled``, else (or while another thread's call of it tokenises) in Python; the
+    same bytes either way."""
     emb.load()
+    matrix = emb._matrix
+    assert matrix is not None
+    sketcher = _sketcher(emb, matrix) if use_compiled else None
     out: list[PassageSketch] = []
     local: dict[str, list[int]] = {}  # this call's pieces (a bulk load's outgrow the cache)
     for start in range(0, len(texts), _BATCH):
-        out.extend(_batch(emb, texts[start : start + _BATCH], local))
+        part = texts[start : start + _BATCH]
+        found = sketcher.batch(part) if sketcher is not None else None
+        if found is None:
+            flat = _flat(emb, part, local)
+        else:
+            flat = _Flat(*(np.frombuffer(b, dtype=t) for b, t in zip(found, _C_TYPES, strict=True)))
+        out.extend(_cut(len(part), flat, matrix.shape[0]))
     return out
 
 
-def _batch(emb: StaticEmbedder, texts: Sequence[str], local: dict[str, list[int]]) -> list[PassageSketch]:
-    """The sketches of a batch of texts, computed over the whole batch at once (flat arrays of
-    its segments, passages and tokens) except one small product per text for the norms."""
+_C_TYPES = (np.uint32, np.uint32, np.uint32, np.uint8, np.float32, np.int64)
+
+
+def _sketcher(emb: StaticEmbedder, matrix: NDArray[np.float32]) -> Any:
+    """The embedder's C sketcher (made on first use, for its matrix), or None when not built."""
+    if compiled is None:
+        return None
+    held = getattr(emb, "_c_sketcher", None)
+    if held is None or held[0] is not matrix:
+        held = (matrix, compiled.Sketcher(matrix, emb._piece_ids))
+        emb._c_sketcher = held  # type: ignore[attr-defined]
+    return held[1]
+
+
+class _Flat(NamedTuple):
+    """A batch's sketches side by side: the tokens of its known segments (those with a token),
+    their token counts, the kept passages' references (into their text's known segments), their
+    reference counts and norms, and per text (``counts``, 4 per text) its number of tokens,
+    known segments, kept references and kept passages."""
+
+    tokens: NDArray[Any]
+    seg_len: NDArray[Any]
+    refs: NDArray[Any]
+    nref: NDArray[Any]
+    norms: NDArray[np.float32]
+    counts: NDArray[np.int64]
+
+
+def _cut(n: int, flat: _Flat, rows: int) -> list[PassageSketch]:
+    """The batch's arrays cut back into one sketch per text, each array of the smallest type
+    that holds the batch's values."""
+    if not len(flat.tokens):
+        return [_EMPTY] * n
+    tokens = flat.tokens.astype(_uint(rows - 1))
+    seg_len = flat.seg_len.astype(_uint(int(flat.seg_len.max())))
+    refs = flat.refs.astype(_uint(int(flat.refs.max()) if len(flat.refs) else 0))
+    nref = flat.nref.astype(np.uint8)
+    norms = flat.norms.astype(np.float32)
+    bounds = np.cumsum(flat.counts.reshape(n, 4), axis=0).T.tolist()
+    out: list[PassageSketch] = []
+    lo = [0, 0, 0, 0]
+    for k in range(n):
+        hi = [b[k] for b in bounds]
+        if hi[3] == lo[3]:
+            out.append(_EMPTY)
+        else:
+            out.append(
+                PassageSketch(
+                    tokens[lo[0] : hi[0]],
+                    seg_len[lo[1] : hi[1]],
+                    refs[lo[2] : hi[2]],
+                    nref[lo[3] : hi[3]],
+                    norms[lo[3] : hi[3]],
+                )
+            )
+        lo = hi
+    return out
+
+
+def _flat(emb: StaticEmbedder, texts: Sequence[str], local: dict[str, list[int]]) -> _Flat:
+    """The pure-Python sketches of a batch, computed over the whole batch at once (flat arrays
+    of its segments, passages and tokens)."""
     matrix = emb._matrix
     assert matrix is not None
     layouts = [passage_layout(t) for t in texts]
@@ -57,8 +143,6 @@ def _batch(emb: StaticEmbedder, texts: Sequence[str], local: dict[str, list[int]
     pieces = list(map(lookup.__getitem__, chain.from_iterable(seg_words)))
     per_piece = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
     tokens = np.fromiter(chain.from_iterable(pieces), dtype=np.int64, count=int(per_piece.sum()))
-    if not len(tokens):
-        return [_EMPTY] * len(texts)
     # Segments (every one has a piece: a heading or block line is not blank).
     n_words = np.fromiter(map(len, seg_words), dtype=np.int64, count=len(seg_words))
     seg_tokens = np.zeros(len(seg_words), dtype=np.int64)
@@ -67,10 +151,15 @@ def _batch(emb: StaticEmbedder, texts: Sequence[str], local: dict[str, list[int]
     known = seg_tokens > 0  # a segment without a known token adds nothing to a passage
     seg_first = _starts(seg_tokens)
     n_segs = np.fromiter((len(segments) for segments, _p in layouts), dtype=np.int64, count=len(texts))
-    seg_base = _starts(n_segs).tolist()
+    seg_base = _starts(n_segs)
     # Passages: their segments (references), flat over the batch.
     ref_seg = np.fromiter(
-        (b + i for b, (_s, layout) in zip(seg_base, layouts, strict=True) for p in layout for i in p),
+        (
+            b + i
+            for b, (_s, layout) in zip(seg_base.tolist(), layouts, strict=True)
+            for p in layout
+            for i in p
+        ),
         dtype=np.int64,
     )
     n_pass = np.fromiter((len(layout) for _s, layout in layouts), dtype=np.int64, count=len(texts))
@@ -79,59 +168,54 @@ def _batch(emb: StaticEmbedder, texts: Sequence[str], local: dict[str, list[int]
     kept = known[ref_seg]
     ref_seg, pass_of_ref = ref_seg[kept], pass_of_ref[kept]
     nref = np.bincount(pass_of_ref, minlength=len(raw_nref))
-    # Each passage's norm: its tokens' rows summed, one small product per text.
+    # Each passage's tokens, in order: its segments' (headings, then its block).
     width = seg_tokens[ref_seg]
     entry_pass = np.repeat(pass_of_ref, width)
     entry_tok = np.repeat(seg_first[ref_seg] - _starts(width), width) + np.arange(int(width.sum()))
-    sums = np.zeros((len(raw_nref), matrix.shape[1]), dtype=np.float32)
-    text_of_seg = np.repeat(np.arange(len(texts)), n_segs)
-    tok_ends = np.cumsum(np.bincount(text_of_seg, weights=seg_tokens, minlength=len(texts))).astype(np.int64)
-    pass_ends = np.cumsum(n_pass)
-    entry_ends = np.searchsorted(entry_pass, pass_ends, side="left")
-    t0 = p0 = e0 = 0
-    for t1, p1, e1 in zip(tok_ends.tolist(), pass_ends.tolist(), entry_ends.tolist(), strict=True):
-        if e1 > e0:
-            member = np.zeros((p1 - p0, t1 - t0), dtype=np.float32)  # passage x token
-            member[entry_pass[e0:e1] - p0, entry_tok[e0:e1] - t0] = 1.0
-            sums[p0:p1] = member @ matrix.take(tokens[t0:t1], axis=0)
-        t0, p0, e0 = t1, p1, e1
-    norms = np.linalg.norm(sums, axis=1).astype(np.float32)
+    norms = _norms(matrix, tokens[entry_tok], entry_pass, len(raw_nref))
     keep = (nref > 0) & (norms > 0)  # a passage whose tokens cancel out: cosine 0, left out
     keep_ref = keep[pass_of_ref]
     known_before = np.zeros(len(known) + 1, dtype=np.int64)
     np.cumsum(known, out=known_before[1:])
     text_of_ref = np.repeat(np.repeat(np.arange(len(texts)), n_pass), nref)
-    local = known_before[ref_seg] - known_before[np.asarray(seg_base, dtype=np.int64)[text_of_ref]]
-    # Cut the batch's arrays back into one sketch per text.
-    out_tokens = tokens.astype(_uint(matrix.shape[0] - 1))
-    seg_len = seg_tokens[known]
-    seg_len = seg_len.astype(_uint(int(seg_len.max())))
-    refs = local[keep_ref]
-    refs = refs.astype(_uint(int(refs.max()) if len(refs) else 0))
-    out_nref = nref[keep].astype(np.uint8)
-    out_norms = norms[keep]
+    local_ref = known_before[ref_seg] - known_before[seg_base[text_of_ref]]
+    text_of_seg = np.repeat(np.arange(len(texts)), n_segs)
     text_of_pass = np.repeat(np.arange(len(texts)), n_pass)
-    bounds = [tok_ends.tolist()] + [
-        np.cumsum(np.bincount(ids, minlength=len(texts))).tolist()
-        for ids in (text_of_seg[known], text_of_ref[keep_ref], text_of_pass[keep])
-    ]
-    out: list[PassageSketch] = []
-    lo = [0, 0, 0, 0]
-    for k in range(len(texts)):
-        hi = [b[k] for b in bounds]
-        if hi[3] == lo[3]:
-            out.append(_EMPTY)
-        else:
-            out.append(
-                PassageSketch(
-                    out_tokens[lo[0] : hi[0]],
-                    seg_len[lo[1] : hi[1]],
-                    refs[lo[2] : hi[2]],
-                    out_nref[lo[3] : hi[3]],
-                    out_norms[lo[3] : hi[3]],
-                )
-            )
-        lo = hi
+    counts = np.stack(
+        [
+            np.bincount(text_of_seg, weights=seg_tokens, minlength=len(texts)).astype(np.int64),
+            np.bincount(text_of_seg[known], minlength=len(texts)),
+            np.bincount(text_of_ref[keep_ref], minlength=len(texts)),
+            np.bincount(text_of_pass[keep], minlength=len(texts)),
+        ],
+        axis=1,
+    ).reshape(-1)
+    return _Flat(tokens, seg_tokens[known], local_ref[keep_ref], nref[keep], norms[keep], counts)
+
+
+def _norms(
+    matrix: NDArray[np.float32], tokens: NDArray[np.int64], owner: NDArray[np.int64], n: int
+) -> NDArray[np.float32]:
+    """``‖Σ_t E_t‖`` of each of ``n`` passages, ``owner[i]`` the passage of ``tokens[i]`` (in
+    passage order), in an order of operations C repeats exactly: each passage's rows added one
+    after the other in float64 (one step per token rank, all passages at once), the sums
+    rounded to float32, their squares (exact in float64) added column after column."""
+    sums = np.zeros((n, matrix.shape[1]), dtype=np.float64)  # passages, longest first
+    per = np.bincount(owner, minlength=n)
+    longest = np.argsort(-per, kind="stable")
+    if len(owner):
+        first = _starts(per)[longest]
+        desc = -per[longest]
+        for k in range(int(per.max())):
+            m = int(np.searchsorted(desc, -k, side="left"))  # the passages of more than k tokens
+            sums[:m] += matrix.take(tokens[first[:m] + k], axis=0)
+    squares = sums.astype(np.float32).astype(np.float64)
+    squares *= squares
+    total = np.zeros(n, dtype=np.float64)
+    for column in np.ascontiguousarray(squares.T):
+        total += column
+    out = np.empty(n, dtype=np.float32)
+    out[longest] = np.sqrt(total)
     return out
 
 
