@@ -185,3 +185,63 @@ def test_the_piece_cache_is_bounded() -> None:
     assert sk.size()[0] == 210_000
     sk.batch(["w1 w2"])
     assert sk.size() == (2, 2)
+
+
+def test_the_c_wordpiece_gives_the_tokenizers_ids(emb: StaticEmbedder) -> None:
+    """Printable-ASCII pieces are tokenised in C (the bundled model is BERT WordPiece): the same
+    ids as the tokenizer on 6,000 random pieces (mixed case, digits, punctuation, sub-words,
+    words over 100 characters, pieces over 512 tokens), unknown tokens dropped alike."""
+    settings = static_passages._wordpiece(emb)
+    assert settings["max_chars"] == 100 and settings["max_tokens"] == 512
+    rnd = random.Random(4)
+    stems = ["kestrel", "Gateway", "unbelievably", "TCK", "4471", "refund", "xqzvw", "ing", "s", "ed", "Ω"]
+    alphabet = [chr(c) for c in range(0x21, 0x7F) if chr(c) != "["]
+    pieces = set()
+    for _ in range(6000):
+        kind = rnd.random()
+        if kind < 0.5:
+            piece = "".join(rnd.choice(stems[:-1]) for _ in range(rnd.randint(1, 4)))
+            piece += "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 3)))
+        elif kind < 0.9:
+            piece = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 30)))
+        else:
+            piece = rnd.choice(["a", "!", "ab1"]) * rnd.randint(30, 700)
+        pieces.add(piece)
+    ordered = sorted(pieces)
+    sk = sketch_c.Sketcher(emb._matrix, lambda p: pytest.fail(f"tokenised in Python: {p[:3]}"), **settings)
+    want = emb._piece_ids(ordered)
+    for piece, ids in zip(ordered, want, strict=True):
+        tokens = np.frombuffer(sk.batch([piece])[0], np.uint32).tolist()
+        assert tokens == ids, piece
+    assert any(len(ids) == 512 for ids in want)
+    assert any(not ids for ids in want)  # a word over 100 characters: unknown, dropped
+
+
+def test_another_tokenizer_setup_is_tokenised_in_python(emb: StaticEmbedder) -> None:
+    """The C WordPiece only stands in for the setup it repeats."""
+    import json
+
+    spec = json.loads(emb._tokenizer.to_str())  # type: ignore[union-attr]
+
+    class Tok:
+        truncation = None
+
+        def __init__(self, spec: dict[str, Any]) -> None:
+            self.spec = spec
+
+        def to_str(self) -> str:
+            return json.dumps(self.spec)
+
+        def get_vocab(self) -> dict[str, int]:
+            return dict(spec["model"]["vocab"])
+
+    fake = StaticEmbedder()
+    fake._tokenizer = Tok(spec)  # type: ignore[assignment]
+    assert static_passages._wordpiece(fake)["max_tokens"] == 0
+    for key, value in [("normalizer", {"type": "NFC"}), ("pre_tokenizer", {"type": "Whitespace"})]:
+        fake._tokenizer = Tok({**spec, key: value})  # type: ignore[assignment]
+        assert static_passages._wordpiece(fake) == {}
+    fake._tokenizer = Tok({**spec, "added_tokens": [{"content": "<s>"}]})  # type: ignore[assignment]
+    assert static_passages._wordpiece(fake) == {}
+    fake._tokenizer = Tok({**spec, "model": {**spec["model"], "continuing_subword_prefix": "@@"}})  # type: ignore[assignment]
+    assert static_passages._wordpiece(fake) == {}

@@ -77,7 +77,142 @@ typedef struct {
     size_t *slots; /* entry index + 1, 0 = empty */
     size_t nslots;
     int busy;
+    /* WordPiece in C for printable-ASCII pieces (none when has_vocab is 0): the vocabulary's
+     * ASCII tokens (hash table over vkeys), the unknown token, the id dropped, the longest word
+     * and the most tokens per piece (0: no limit), as the Python tokenizer's settings say. */
+    int has_vocab;
+    Vec vkeys;    /* char */
+    Vec ventries; /* VEntry */
+    size_t *vslots;
+    size_t nvslots, vmaxlen;
+    long unk, drop;
+    Py_ssize_t max_chars, max_tokens;
 } Sketcher;
+
+typedef struct {
+    uint64_t hash;
+    size_t off, len;
+    long id;
+} VEntry;
+
+static uint64_t bytes_hash(const char *p, size_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)p[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* The id of the vocabulary token p[:n], or -1. */
+static long vocab_id(Sketcher *s, const char *p, size_t n) {
+    if (n > s->vmaxlen) return -1;
+    uint64_t h = bytes_hash(p, n);
+    size_t i = (size_t)h & (s->nvslots - 1);
+    for (;;) {
+        size_t slot = s->vslots[i];
+        if (!slot) return -1;
+        VEntry *e = &((VEntry *)s->ventries.d)[slot - 1];
+        if (e->hash == h && e->len == n && memcmp(s->vkeys.d + e->off, p, n) == 0) return e->id;
+        i = (i + 1) & (s->nvslots - 1);
+    }
+}
+
+static int vocab_build(Sketcher *s, PyObject *vocab) {
+    Py_ssize_t pos = 0, n = PyDict_Size(vocab);
+    PyObject *key, *value;
+    size_t nslots = 1024;
+    while (nslots < (size_t)n * 2 + 2) nslots *= 2;
+    s->vslots = PyMem_Calloc(nslots, sizeof(size_t));
+    if (!s->vslots) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    s->nvslots = nslots;
+    while (PyDict_Next(vocab, &pos, &key, &value)) {
+        if (!PyUnicode_Check(key) || !PyUnicode_IS_ASCII(key)) continue; /* never matched */
+        long id = PyLong_AsLong(value);
+        if (id == -1 && PyErr_Occurred()) return -1;
+        Py_ssize_t len;
+        const char *k = PyUnicode_AsUTF8AndSize(key, &len);
+        if (!k) return -1;
+        if (vocab_id(s, k, (size_t)len) >= 0) continue;
+        if (vec_reserve(&s->vkeys, (size_t)len) < 0) return -1;
+        VEntry e = {bytes_hash(k, (size_t)len), s->vkeys.n, (size_t)len, id};
+        memcpy(s->vkeys.d + s->vkeys.n, k, (size_t)len);
+        s->vkeys.n += (size_t)len;
+        if (VEC_PUSH(&s->ventries, VEntry, e) < 0) return -1;
+        size_t i = (size_t)e.hash & (nslots - 1);
+        while (s->vslots[i]) i = (i + 1) & (nslots - 1);
+        s->vslots[i] = s->ventries.n;
+        if ((size_t)len > s->vmaxlen) s->vmaxlen = (size_t)len;
+    }
+    return 0;
+}
+
+static int is_alnum(Py_UCS4 c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+/* Emit one token of a piece (counted against max_tokens; the dropped id not kept). */
+#define EMIT(id_)                                                                   \
+    do {                                                                            \
+        if (s->max_tokens && count >= (size_t)s->max_tokens) goto truncated;        \
+        count++;                                                                    \
+        if ((id_) != s->drop && VEC_PUSH(&s->toks, uint32_t, (uint32_t)(id_)) < 0) \
+            return -1;                                                              \
+    } while (0)
+
+/* text[a:b], a printable-ASCII piece without '[', tokenised as the Python tokenizer does:
+ * lowercased, split into runs of letters and digits and single punctuation characters, each
+ * word by greedy longest-match WordPiece (a word of more than max_chars, or with a part not in
+ * the vocabulary, is the unknown token), cut at max_tokens. Appends the ids to s->toks. */
+static int wordpiece(Sketcher *s, int kind, const void *data, Py_ssize_t a, Py_ssize_t b) {
+    char word[128], cand[136];
+    long sub[128];
+    size_t count = 0;
+    Py_ssize_t i = a;
+    while (i < b) {
+        Py_ssize_t j = i + 1;
+        if (is_alnum(PyUnicode_READ(kind, data, i)))
+            while (j < b && is_alnum(PyUnicode_READ(kind, data, j))) j++;
+        size_t n = (size_t)(j - i);
+        if ((Py_ssize_t)n > s->max_chars) { /* max_chars <= 120: the buffers hold any other word */
+            EMIT(s->unk);
+            i = j;
+            continue;
+        }
+        for (size_t k = 0; k < n; k++) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, i + (Py_ssize_t)k);
+            word[k] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+        }
+        size_t start = 0, nsub = 0;
+        int bad = 0;
+        while (start < n) {
+            size_t end = n;
+            long found = -1;
+            while (start < end) {
+                size_t len = end - start;
+                if (start > 0) {
+                    cand[0] = cand[1] = '#';
+                    memcpy(cand + 2, word + start, len);
+                    found = vocab_id(s, cand, len + 2);
+                } else
+                    found = vocab_id(s, word, len);
+                if (found >= 0) break;
+                end--;
+            }
+            if (found < 0) {
+                bad = 1;
+                break;
+            }
+            sub[nsub++] = found;
+            start = end;
+        }
+        if (bad) EMIT(s->unk);
+        else
+            for (size_t k = 0; k < nsub; k++) EMIT(sub[k]);
+        i = j;
+    }
+truncated:
+    return 0;
+}
+#undef EMIT
 
 static void cache_clear(Sketcher *s) {
     s->entries.n = s->keys.n = s->toks.n = 0;
@@ -167,16 +302,25 @@ static int add_pieces(Sketcher *s, Batch *bt, PyObject *text, int kind, const vo
         if (i >= b) break;
         Py_ssize_t start = i;
         uint64_t h = 1469598103934665603ULL;
+        int plain = 1; /* printable ASCII without '[' (no added token inside): WordPiece here */
         while (i < b) {
             Py_UCS4 c = PyUnicode_READ(kind, data, i);
             if (Py_UNICODE_ISSPACE(c)) break;
             h = (h ^ (uint64_t)c) * 1099511628211ULL;
+            plain &= c > 0x20 && c < 0x7f && c != '[';
             i++;
         }
         int added = 0;
         size_t e = cache_find(s, kind, data, start, i, h, &added);
         if (e == PENDING) return -1;
-        if (added) {
+        if (added && plain && s->has_vocab) {
+            Entry *en = &VEC_AT(&s->entries, Entry, e);
+            size_t off = s->toks.n;
+            if (wordpiece(s, kind, data, start, i) < 0) return -1;
+            en = &VEC_AT(&s->entries, Entry, e);
+            en->tok_off = off;
+            en->tok_n = s->toks.n - off;
+        } else if (added) {
             PyObject *piece = PyUnicode_Substring(text, start, i);
             if (!piece) return -1;
             int rc = PyList_Append(bt->new_pieces, piece);
@@ -520,9 +664,17 @@ static PyObject *Sketcher_size(Sketcher *s, PyObject *Py_UNUSED(arg)) {
 }
 
 static int Sketcher_init(Sketcher *s, PyObject *args, PyObject *kw) {
-    PyObject *matrix, *tokenize;
-    static char *names[] = {"matrix", "tokenize", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:Sketcher", names, &matrix, &tokenize)) return -1;
+    PyObject *matrix, *tokenize, *vocab = Py_None;
+    long unk = -1, drop = -1;
+    Py_ssize_t max_chars = 100, max_tokens = 0;
+    static char *names[] = {"matrix", "tokenize", "vocab", "unk", "drop", "max_chars", "max_tokens", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$Ollnn:Sketcher", names, &matrix, &tokenize, &vocab, &unk,
+                                     &drop, &max_chars, &max_tokens))
+        return -1;
+    if (vocab != Py_None && (!PyDict_Check(vocab) || unk < 0 || max_chars < 0 || max_chars > 120 || max_tokens < 0)) {
+        PyErr_SetString(PyExc_ValueError, "vocab needs a dict, unk >= 0, 0 <= max_chars <= 120, max_tokens >= 0");
+        return -1;
+    }
     if (!PyCallable_Check(tokenize)) {
         PyErr_SetString(PyExc_TypeError, "tokenize must be callable");
         return -1;
@@ -544,6 +696,25 @@ static int Sketcher_init(Sketcher *s, PyObject *args, PyObject *kw) {
     s->entries.item = sizeof(Entry);
     s->keys.item = sizeof(Py_UCS4);
     s->toks.item = sizeof(uint32_t);
+    s->vkeys.item = 1;
+    s->ventries.item = sizeof(VEntry);
+    if (vocab != Py_None) {
+        if (unk >= s->rows || drop >= s->rows) {
+            PyErr_SetString(PyExc_ValueError, "unk / drop outside the matrix");
+            return -1;
+        }
+        s->unk = unk;
+        s->drop = drop;
+        s->max_chars = max_chars;
+        s->max_tokens = max_tokens;
+        if (vocab_build(s, vocab) < 0) return -1;
+        for (size_t e = 0; e < s->ventries.n; e++)
+            if (VEC_AT(&s->ventries, VEntry, e).id < 0 || VEC_AT(&s->ventries, VEntry, e).id >= s->rows) {
+                PyErr_SetString(PyExc_ValueError, "a vocabulary id outside the matrix");
+                return -1;
+            }
+        s->has_vocab = 1;
+    }
     return 0;
 }
 
@@ -553,6 +724,9 @@ static void Sketcher_dealloc(Sketcher *s) {
     vec_free(&s->entries);
     vec_free(&s->keys);
     vec_free(&s->toks);
+    vec_free(&s->vkeys);
+    vec_free(&s->ventries);
+    PyMem_Free(s->vslots);
     PyMem_Free(s->slots);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }

@@ -14,6 +14,7 @@ joins across whitespace), so each distinct piece of a batch is tokenised once (o
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -82,9 +83,47 @@ def _sketcher(emb: StaticEmbedder, matrix: NDArray[np.float32]) -> Any:
         return None
     held = getattr(emb, "_c_sketcher", None)
     if held is None or held[0] is not matrix:
-        held = (matrix, compiled.Sketcher(matrix, emb._piece_ids))
+        held = (matrix, compiled.Sketcher(matrix, emb._piece_ids, **_wordpiece(emb)))
         emb._c_sketcher = held  # type: ignore[attr-defined]
     return held[1]
+
+
+def _wordpiece(emb: StaticEmbedder) -> dict[str, Any]:
+    """The settings with which the C sketcher tokenises printable-ASCII pieces itself (BERT
+    WordPiece: lowercased, split at punctuation, greedy longest match), when the embedder's
+    tokenizer is that setup (the bundled model's); else ``{}`` (every new piece goes through
+    ``_piece_ids``)."""
+    tok = emb._tokenizer
+    assert tok is not None
+    try:
+        spec = json.loads(tok.to_str())
+        norm, pre, model = spec.get("normalizer") or {}, spec.get("pre_tokenizer") or {}, spec["model"]
+        trunc = tok.truncation
+        bert = (
+            norm.get("type") == "BertNormalizer"
+            and norm.get("lowercase") is True
+            and pre.get("type") == "BertPreTokenizer"
+            and spec.get("post_processor") is None
+            and model.get("type") == "WordPiece"
+            and model.get("continuing_subword_prefix") == "##"
+            and 0 <= int(model.get("max_input_chars_per_word", 100)) <= 120
+            and all("[" in str(t.get("content", "")) for t in spec.get("added_tokens") or [])
+            and (trunc is None or (trunc.get("stride") == 0 and trunc.get("direction") == "right"))
+        )
+        if not bert:
+            return {}
+        vocab = tok.get_vocab()
+        conf = emb._conf()
+        unk = conf.get("unk_token_id")
+        return {
+            "vocab": vocab,
+            "unk": int(vocab[model["unk_token"]]),
+            "drop": int(unk) if unk is not None and conf.get("drop_unk_tokens", True) else -1,
+            "max_chars": int(model.get("max_input_chars_per_word", 100)),
+            "max_tokens": int(trunc["max_length"]) if trunc else 0,
+        }
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return {}
 
 
 class _Flat(NamedTuple):
