@@ -515,6 +515,10 @@ static PyObject *bytes_of(Vec *v) {
  * their text's known segments), reference counts and norms, and per text the number of tokens,
  * known segments, kept references and kept passages. None while another call is tokenising. */
 static PyObject *Sketcher_batch(Sketcher *s, PyObject *arg) {
+    if (!s->tokenize) {
+        PyErr_SetString(PyExc_RuntimeError, "Sketcher not initialised");
+        return NULL;
+    }
     if (s->busy) Py_RETURN_NONE;
     PyObject *texts = PySequence_Fast(arg, "texts must be a sequence");
     if (!texts) return NULL;

@@ -15,6 +15,7 @@ joins across whitespace), so each distinct piece of a batch is tokenised once (o
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -83,7 +84,7 @@ def _sketcher(emb: StaticEmbedder, matrix: NDArray[np.float32]) -> Any:
         return None
     held = getattr(emb, "_c_sketcher", None)
     if held is None or held[0] is not matrix:
-        held = (matrix, compiled.Sketcher(matrix, emb._piece_ids, **_wordpiece(emb)))
+        held = (matrix, compiled.Sketcher(matrix, _piece_ids_of(weakref.ref(emb)), **_wordpiece(emb)))
         emb._c_sketcher = held  # type: ignore[attr-defined]
     return held[1]
 
@@ -124,6 +125,20 @@ def _wordpiece(emb: StaticEmbedder) -> dict[str, Any]:
         }
     except (KeyError, TypeError, ValueError, AttributeError):
         return {}
+
+
+def _piece_ids_of(ref: weakref.ReferenceType[StaticEmbedder]) -> Any:
+    """The sketcher's tokenize callback: the embedder's ``_piece_ids`` through a weak reference
+    (the embedder holds the sketcher, and a sketcher is invisible to the cycle collector, so a
+    bound method would keep both alive forever once the embedder is dropped)."""
+
+    def piece_ids(words: list[str]) -> list[list[int]]:
+        emb = ref()
+        if emb is None:  # pragma: no cover - sketches() holds the embedder during each call
+            raise RuntimeError("the embedder of this passage sketcher is gone")
+        return emb._piece_ids(words)
+
+    return piece_ids
 
 
 class _Flat(NamedTuple):

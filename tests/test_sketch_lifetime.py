@@ -1,0 +1,40 @@
+"""The C passage sketcher's lifetime (goclaw/retrieval/_sketch.c via goclaw_embeddings.static_passages):
+an embedder that made one is freed once dropped (no reference cycle through the sketcher, which the
+cycle collector cannot see), and a sketcher never initialised raises instead of crashing."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+import weakref
+
+import pytest
+
+from goclaw_embeddings import static_passages
+from goclaw_embeddings.static_model import StaticEmbedder
+
+sketch_c = pytest.importorskip("goclaw.retrieval._sketch")
+
+
+def test_a_dropped_embedder_is_freed_after_its_c_sketcher_ran() -> None:
+    refs = []
+    for _ in range(2):
+        emb = StaticEmbedder()
+        static_passages.sketches(emb, ["# day\n- the gateway rolled back TCK-4471\n- other"])
+        assert getattr(emb, "_c_sketcher", None) is not None
+        refs.append(weakref.ref(emb))
+        del emb
+    gc.collect()
+    assert all(r() is None for r in refs)
+
+
+def test_an_uninitialised_sketcher_raises_instead_of_crashing() -> None:
+    code = (
+        "from goclaw.retrieval import _sketch\n"
+        "s = _sketch.Sketcher.__new__(_sketch.Sketcher)\n"
+        "try:\n    s.batch(['hello world'])\nexcept RuntimeError as e:\n    print('raised', e)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "raised" in done.stdout
