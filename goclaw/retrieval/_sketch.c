@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define SKETCH_ABI 1
+#define SKETCH_ABI 2 /* 2: Sketcher(vocab=, unk=, drop=, max_chars=, max_tokens=), C WordPiece */
 #define CACHE_ENTRIES_MAX 200000
 #define CACHE_TOKENS_MAX 2000000
 #define PENDING ((size_t)-1)

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from goclaw_embeddings.static_model import StaticEmbedder
 
 _BATCH = 256  # texts whose pieces are looked up (and new ones tokenised) together
-SKETCH_ABI = 1  # the ABI of goclaw/retrieval/_sketch.c this module calls (its ABI constant)
+SKETCH_ABI = 2  # the ABI of goclaw/retrieval/_sketch.c this module calls (its ABI constant)
 
 
 def _usable(module: Any) -> bool:
