@@ -232,9 +232,6 @@ def test_another_tokenizer_setup_is_tokenised_in_python(emb: StaticEmbedder) -> 
         def to_str(self) -> str:
             return json.dumps(self.spec)
 
-        def get_vocab(self) -> dict[str, int]:
-            return dict(spec["model"]["vocab"])
-
     fake = StaticEmbedder()
     fake._tokenizer = Tok(spec)  # type: ignore[assignment]
     assert static_passages._wordpiece(fake)["max_tokens"] == 0
