@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import types
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from goclaw_embeddings import static_passages
 from goclaw_embeddings.static_model import StaticEmbedder
 
 sketch_c = pytest.importorskip("goclaw.retrieval._sketch")
+ROOT = Path(__file__).resolve().parents[1]
 
 _WS = [" ", "\t", "\u00a0", "\u2003", "\u3000", "\x1f", "\u200b", "\u180e", ""]
 _BREAKS = ["\n", "\n", "\n", "\r\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
@@ -154,7 +156,7 @@ def test_a_call_while_tokenising_returns_none() -> None:
     out = sk.batch(["a b", "b c"])
     assert seen == [None]
     assert np.frombuffer(out[0], np.uint32).tolist() == [1, 1, 1, 1]
-    assert sk.size() == (3, 3)
+    assert sk.size() == (3, 3, 3)
 
 
 def test_bad_arguments_and_callbacks_raise() -> None:
@@ -165,7 +167,7 @@ def test_bad_arguments_and_callbacks_raise() -> None:
     sk = sketch_c.Sketcher(_fake(), lambda p: [[0]] * (len(p) + 1))
     with pytest.raises(ValueError, match="number of pieces"):
         sk.batch(["a b"])
-    assert sk.size() == (0, 0)
+    assert sk.size() == (0, 0, 0)
     sk = sketch_c.Sketcher(_fake(rows=8), lambda p: [[9]] * len(p))
     with pytest.raises(IndexError):
         sk.batch(["a"])
@@ -174,17 +176,48 @@ def test_bad_arguments_and_callbacks_raise() -> None:
         sk.batch(["a"])
     with pytest.raises(TypeError, match="str"):
         sk.batch([b"bytes"])
-    assert sk.size() == (0, 0)
+    assert sk.size() == (0, 0, 0)
 
 
 def test_the_piece_cache_is_bounded() -> None:
-    """Past 200,000 pieces the cache is emptied before the next batch."""
+    """Past 200,000 pieces, or 4 million characters of them, the cache is emptied before the
+    next batch."""
     sk = sketch_c.Sketcher(_fake(), lambda p: [[1]] * len(p))
     text = " ".join(f"w{i}" for i in range(210_000))
     sk.batch([text])
     assert sk.size()[0] == 210_000
     sk.batch(["w1 w2"])
-    assert sk.size() == (2, 2)
+    assert sk.size() == (2, 2, 4)
+    sk.batch(["\n".join(f"{i:08d}" * 50_000 for i in range(9))])  # 9 pieces of 400,000 characters
+    assert sk.size() == (11, 11, 3_600_004)
+    sk.batch(["z" * 500_000])
+    assert sk.size()[2] == 4_100_004
+    sk.batch(["w1"])
+    assert sk.size() == (1, 1, 2)
+
+
+def test_the_build_hook_builds_the_sketcher(tmp_path: Path) -> None:
+    """hatch_build.py builds _sketch.c as its own module, of this checkout's ABI."""
+    import importlib.machinery
+    import importlib.util
+    import shutil
+    import sysconfig
+
+    spec = importlib.util.spec_from_file_location("goclaw_hatch_build", ROOT / "hatch_build.py")
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    assert "goclaw/retrieval/_sketch.c" in hook.SOURCES
+    if not shutil.which(str(sysconfig.get_config_var("CC") or "cc").split()[0]):
+        pytest.skip("no C compiler")
+    target = tmp_path / ("_sketch" + str(sysconfig.get_config_var("EXT_SUFFIX")))
+    assert hook._compile(ROOT / "goclaw/retrieval/_sketch.c", target)
+    loader = importlib.machinery.ExtensionFileLoader("goclaw.retrieval._sketch", str(target))
+    found = importlib.util.spec_from_file_location("goclaw.retrieval._sketch", target, loader=loader)
+    assert found is not None
+    module = importlib.util.module_from_spec(found)
+    loader.exec_module(module)
+    assert static_passages._usable(module)
 
 
 def test_the_c_wordpiece_gives_the_tokenizers_ids(emb: StaticEmbedder) -> None:

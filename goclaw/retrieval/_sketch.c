@@ -21,6 +21,7 @@
 #define SKETCH_ABI 2 /* 2: Sketcher(vocab=, unk=, drop=, max_chars=, max_tokens=), C WordPiece */
 #define CACHE_ENTRIES_MAX 200000
 #define CACHE_TOKENS_MAX 2000000
+#define CACHE_CHARS_MAX 4000000 /* code points of the cached pieces (4 bytes each) */
 #define PENDING ((size_t)-1)
 
 /* A growable array of fixed-size items. */
@@ -214,8 +215,17 @@ truncated:
 }
 #undef EMIT
 
+/* Forget every cached piece; memory grown past the bounds (one huge batch) is given back. */
 static void cache_clear(Sketcher *s) {
     s->entries.n = s->keys.n = s->toks.n = 0;
+    if (s->entries.cap > 2 * CACHE_ENTRIES_MAX) vec_free(&s->entries);
+    if (s->keys.cap > 2 * CACHE_CHARS_MAX) vec_free(&s->keys);
+    if (s->toks.cap > 2 * CACHE_TOKENS_MAX) vec_free(&s->toks);
+    if (s->nslots > 4 * CACHE_ENTRIES_MAX) {
+        PyMem_Free(s->slots);
+        s->slots = NULL;
+        s->nslots = 0;
+    }
     if (s->slots) memset(s->slots, 0, s->nslots * sizeof(size_t));
 }
 
@@ -579,7 +589,8 @@ static PyObject *Sketcher_batch(Sketcher *s, PyObject *arg) {
     Vec o_cnt = {0, 0, 0, sizeof(int64_t)}, seg_tok = {0, 0, 0, sizeof(size_t)};
     Vec local = {0, 0, 0, sizeof(size_t)};
     double *acc = NULL;
-    if (s->entries.n > CACHE_ENTRIES_MAX || s->toks.n > CACHE_TOKENS_MAX) cache_clear(s);
+    if (s->entries.n > CACHE_ENTRIES_MAX || s->toks.n > CACHE_TOKENS_MAX || s->keys.n > CACHE_CHARS_MAX)
+        cache_clear(s);
     bt.new_pieces = PyList_New(0);
     if (!bt.new_pieces) goto done;
     for (Py_ssize_t t = 0; t < nt; t++) {
@@ -707,7 +718,7 @@ static PyObject *Sketcher_clear(Sketcher *s, PyObject *Py_UNUSED(arg)) {
 }
 
 static PyObject *Sketcher_size(Sketcher *s, PyObject *Py_UNUSED(arg)) {
-    return Py_BuildValue("(nn)", (Py_ssize_t)s->entries.n, (Py_ssize_t)s->toks.n);
+    return Py_BuildValue("(nnn)", (Py_ssize_t)s->entries.n, (Py_ssize_t)s->toks.n, (Py_ssize_t)s->keys.n);
 }
 
 static int Sketcher_init(Sketcher *s, PyObject *args, PyObject *kw) {
@@ -781,7 +792,7 @@ static void Sketcher_dealloc(Sketcher *s) {
 static PyMethodDef Sketcher_methods[] = {
     {"batch", (PyCFunction)Sketcher_batch, METH_O, "The flat sketches of a batch of texts."},
     {"clear", (PyCFunction)Sketcher_clear, METH_NOARGS, "Forget the cached pieces."},
-    {"size", (PyCFunction)Sketcher_size, METH_NOARGS, "(cached pieces, cached token ids)."},
+    {"size", (PyCFunction)Sketcher_size, METH_NOARGS, "(cached pieces, their token ids, their characters)."},
     {NULL, NULL, 0, NULL},
 };
 
