@@ -859,6 +859,10 @@ term_ids(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t count = PyLong_AsSsize_t(args[2]);
     if (count < 0 && PyErr_Occurred())
         return NULL;
+    if (count < 0 || (size_t)count > (size_t)PY_SSIZE_T_MAX / sizeof(long long)) {
+        PyErr_SetString(PyExc_ValueError, "term_ids: count must be >= 0 (and fit in memory)");
+        return NULL;
+    }
     if (!PyDict_Check(vocab)) {
         PyErr_SetString(PyExc_TypeError, "term_ids: vocab must be a dict");
         return NULL;

@@ -1,0 +1,26 @@
+"""The C accelerator's module functions refuse a size they cannot allocate instead of writing
+past their buffer (goclaw/retrieval/_accel.c): each call runs in a child process, so a crash
+fails the test instead of the test run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("goclaw.retrieval._accel")
+
+
+@pytest.mark.parametrize("count", ["-1", "2**61", "2**62 + 3"])
+def test_term_ids_refuses_a_count_it_cannot_hold(count: str) -> None:
+    code = (
+        "from goclaw.retrieval import _accel\n"
+        "try:\n"
+        f"    _accel.term_ids({{}}, [['a'] * 1000], {count})\n"
+        "except ValueError as exc:\n"
+        "    print('refused', exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert "refused" in done.stdout
