@@ -267,11 +267,11 @@ def _norms(
             sums[:m] += matrix.take(tokens[first[:m] + k], axis=0)
     squares = sums.astype(np.float32).astype(np.float64)
     squares *= squares
-    total = np.zeros(n, dtype=np.float64)
-    for column in np.ascontiguousarray(squares.T):
-        total += column
     out = np.empty(n, dtype=np.float32)
-    out[longest] = np.sqrt(total)
+    if n and squares.shape[1]:  # a running sum: column after column, as C adds them
+        out[longest] = np.sqrt(np.add.accumulate(squares, axis=1, out=squares)[:, -1])
+    else:
+        out[:] = 0
     return out
 
 
