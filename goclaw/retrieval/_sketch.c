@@ -342,6 +342,12 @@ static int add_pieces(Sketcher *s, Batch *bt, PyObject *text, int kind, const vo
     return 0;
 }
 
+/* str.splitlines' line breaks (Py_UNICODE_ISLINEBREAK, its ASCII ones inline). */
+static inline int is_break(Py_UCS4 c) {
+    if (c < 128) return c == '\n' || c == '\r' || c == 0x0b || c == 0x0c || (c >= 0x1c && c <= 0x1e);
+    return Py_UNICODE_ISLINEBREAK(c);
+}
+
 typedef struct {
     int level;
     size_t seg;
@@ -375,7 +381,7 @@ static int layout(Sketcher *s, Batch *bt, PyObject *text) {
     while (pos < n) {
         /* the next line: str.splitlines (\r\n is one break) */
         Py_ssize_t a = pos, b = pos;
-        while (b < n && !Py_UNICODE_ISLINEBREAK(PyUnicode_READ(kind, data, b))) b++;
+        while (b < n && !is_break(PyUnicode_READ(kind, data, b))) b++;
         pos = b;
         if (pos < n) {
             if (PyUnicode_READ(kind, data, pos) == '\r' && pos + 1 < n && PyUnicode_READ(kind, data, pos + 1) == '\n')
