@@ -233,22 +233,6 @@ class EpisodicSearch:
         )
 
     # ------------------------------------------------------------------ entry point
-    def search(
-        self,
-        agent_id: str,
-        scope: list[str],
-        query: str,
-        *,
-        limit: int,
-        min_score: float = 0.0,
-        vector_query: str | None = None,
-    ) -> list[tuple[str, float]]:
-        """``[(episodic id, score)]`` best first, at most ``limit``, each ≥ ``min_score``."""
-        found = self.search_rows(
-            agent_id, scope, query, limit=limit, min_score=min_score, vector_query=vector_query
-        )
-        return [(row.id, score) for row, score in found]
-
     def search_rows(
         self,
         agent_id: str,
@@ -259,7 +243,8 @@ class EpisodicSearch:
         min_score: float = 0.0,
         vector_query: str | None = None,
     ) -> list[tuple[_HitRow, float]]:
-        """As :meth:`search`, with what each hit shows instead of its id."""
+        """``[(what the hit shows, score)]`` best first, at most ``limit``, each ≥ ``min_score``
+        (``row.id`` is the summary's id)."""
         token = self._token(agent_id)
         if token is None:
             return []

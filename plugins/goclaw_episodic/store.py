@@ -184,13 +184,13 @@ class EpisodicStore:
         """Hybrid episodic search (:mod:`goclaw_episodic.search`); ``[(row,
         score)]`` best first. Only an agent of this engine's tenant has results (issue 12 §20);
         an agent without summaries costs one cached check."""
-        found = searcher(self.engine).search(
+        found = searcher(self.engine).search_rows(
             agent_id, user_scope(user), query, limit=limit, min_score=min_score, vector_query=vector_query
         )
         if not found:
             return []
-        rows = self._by_ids([i for i, _s in found])
-        return [(rows[i], s) for i, s in found if i in rows]
+        rows = self._by_ids([r.id for r, _s in found])
+        return [(rows[r.id], s) for r, s in found if r.id in rows]
 
     def _by_ids(self, ids: list[str]) -> dict[str, EpisodicSummary]:
         """Rows by id through one prepared statement (built once, compiled once: no ORM query
