@@ -14,15 +14,10 @@ from goclaw.retrieval.index import Doc, SearchIndex
 from goclaw.retrieval.passage_sketches import PassageSketch, PassageSketches, SketchBatch, sketch_cosines
 from goclaw.retrieval.passages import best_passage_cosine, passage_layout, passages
 from goclaw_embeddings.static_model import StaticEmbedder
+from tests.test_static_embedder import NOTES as STATIC_NOTES
 
 NOTES = [
-    "# 2026-11-12 (Thu)\n\n## TCK-4471 approved\n- Mei Lin approved at 10:05 UTC: refund $349\n"
-    "  (duplicate Scale fee on INV-20931) to the card on file.\n- Dana Whitfield informed by email.",
-    "## Queue: Kite Ceramics\n- The exports API key of Kite Ceramics was rotated after a leak (TCK-25436).\n"
-    "- Dune Tea moved their warehouse from Kochi to Aarhus; addresses updated.",
-    "Café crème, naïve résumé — 東京 ünïcödé\ttabs\u00a0and\u2003odd spaces.",
-    "",
-    "   \n\n",
+    *STATIC_NOTES,  # the static embedder's passage tests' notes, and odder ones:
     "# Only\n## headings\n### here",
     "# Deploys\n```sh\n# not a heading\nkubectl rollout undo deploy/kestrel\n```\nAfter the fence.",
     "\u0000\u0001\n\u200b",  # no known token
