@@ -766,13 +766,22 @@ table_dealloc(TermTable *t)
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
+/* Whether the table was initialised (else a RuntimeError is set): one made by __new__ alone,
+   or whose __init__ failed half-way, has no terms list or no ids dict. */
+static int
+ready(TermTable *t)
+{
+    if (t->terms != NULL && t->ids != NULL)
+        return 1;
+    PyErr_SetString(PyExc_RuntimeError, "TermTable: not initialised");
+    return 0;
+}
+
 static PyObject *
 table_get_terms(TermTable *t, void *closure)
 {
-    if (t->terms == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "TermTable: not initialised");
+    if (!ready(t))
         return NULL;
-    }
     Py_INCREF(t->terms);
     return t->terms;
 }
@@ -780,10 +789,8 @@ table_get_terms(TermTable *t, void *closure)
 static PyObject *
 table_get_ids(TermTable *t, void *closure)
 {
-    if (t->ids == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "TermTable: not initialised");
+    if (!ready(t))
         return NULL;
-    }
     Py_INCREF(t->ids);
     return t->ids;
 }
@@ -797,21 +804,13 @@ table_get_cached(TermTable *t, void *closure)
 static PyObject *
 checked_batch(TermTable *t, PyObject *texts)
 {
-    if (t->terms == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "TermTable: not initialised");
-        return NULL;
-    }
-    return table_batch(t, texts);
+    return ready(t) ? table_batch(t, texts) : NULL;
 }
 
 static PyObject *
 checked_terms(TermTable *t, PyObject *text)
 {
-    if (t->terms == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "TermTable: not initialised");
-        return NULL;
-    }
-    return table_terms(t, text);
+    return ready(t) ? table_terms(t, text) : NULL;
 }
 
 static PyMethodDef table_methods[] = {
@@ -844,6 +843,24 @@ static PyTypeObject TermTableType = {
 };
 
 /* ------------------------------------------------------------------ module functions */
+
+/* A term's id in vocab (a dict of term -> int), numbered len(vocab) when new. -1 with an
+   exception set on error (a stored -1 comes back as -1 with no exception). */
+static long long
+vocab_id(PyObject *vocab, PyObject *term)
+{
+    PyObject *tid = PyDict_GetItemWithError(vocab, term);
+    if (tid != NULL)
+        return PyLong_AsLongLong(tid);
+    if (PyErr_Occurred())
+        return -1;
+    long long v = (long long)PyDict_GET_SIZE(vocab);
+    PyObject *num = PyLong_FromLongLong(v);
+    if (num == NULL || PyDict_SetItem(vocab, term, num) < 0)
+        v = -1;
+    Py_XDECREF(num);
+    return v;
+}
 
 /* term_ids(vocab: dict, seqs: iterable of sequences of str, count: int) -> bytes (int64 ids)
    Each term's id in vocab; an unknown term gets the next id (len(vocab)), in order of first
@@ -889,28 +906,10 @@ term_ids(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto fail_it;
         }
         for (Py_ssize_t j = 0; j < m; j++) {
-            PyObject *tid = PyDict_GetItemWithError(vocab, items[j]);
-            long long v;
-            if (tid != NULL) {
-                v = PyLong_AsLongLong(tid);
-                if (v == -1 && PyErr_Occurred()) {
-                    Py_DECREF(fast);
-                    goto fail_it;
-                }
-            }
-            else if (PyErr_Occurred()) {
+            long long v = vocab_id(vocab, items[j]);
+            if (v == -1 && PyErr_Occurred()) {
                 Py_DECREF(fast);
                 goto fail_it;
-            }
-            else {
-                v = (long long)PyDict_GET_SIZE(vocab);
-                PyObject *num = PyLong_FromLongLong(v);
-                if (num == NULL || PyDict_SetItem(vocab, items[j], num) < 0) {
-                    Py_XDECREF(num);
-                    Py_DECREF(fast);
-                    goto fail_it;
-                }
-                Py_DECREF(num);
             }
             ids[at++] = v;
         }
@@ -972,19 +971,7 @@ number_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if (kv[x] < 0) {
             PyObject *term = PyList_GET_ITEM(table, x);
             Py_INCREF(term);
-            PyObject *tid = PyDict_GetItemWithError(vocab, term);
-            long long v;
-            if (tid != NULL)
-                v = PyLong_AsLongLong(tid);
-            else if (PyErr_Occurred())
-                v = -1;
-            else {
-                v = (long long)PyDict_GET_SIZE(vocab);
-                PyObject *num = PyLong_FromLongLong(v);
-                if (num == NULL || PyDict_SetItem(vocab, term, num) < 0)
-                    v = -1;
-                Py_XDECREF(num);
-            }
+            long long v = vocab_id(vocab, term);
             Py_DECREF(term);
             if (v < 0 || v > INT32_MAX) {
                 if (!PyErr_Occurred())
