@@ -24,3 +24,19 @@ def test_term_ids_refuses_a_count_it_cannot_hold(count: str) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-500:]
     assert "refused" in done.stdout
+
+
+@pytest.mark.parametrize("use", ["t.batch(['a b'])", "t.terms_of('a b')", "t.terms", "t.ids"])
+def test_an_uninitialised_term_table_refuses_use(use: str) -> None:
+    """A TermTable made by ``__new__`` alone has no terms list or ids dict: every use says so."""
+    code = (
+        "from goclaw.retrieval import _accel\n"
+        "t = _accel.TermTable.__new__(_accel.TermTable)\n"
+        "try:\n"
+        f"    {use}\n"
+        "except RuntimeError as exc:\n"
+        "    print('refused', exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert "refused TermTable: not initialised" in done.stdout
