@@ -99,6 +99,7 @@ class _State:
     space: Space | None
     lock: threading.RLock = field(default_factory=threading.RLock)
     unsaved: int = 0  # changes since the index was last saved
+    dropped: bool = False  # invalidated (e.g. by a forget): never to be saved again
 
 
 class SQLiteSearchBackend(SearchBackend):
@@ -294,6 +295,10 @@ class SQLiteSearchBackend(SearchBackend):
         if st is None or path is None or self._unsaveable:
             return None
         with st.lock:
+            if st.dropped:
+                # invalidated since it was fetched above: writing it would put what a forget
+                # erased back on disk (the invalidation waits for this lock, then deletes)
+                return None
             st.index.meta.update(token=st.token, space=list(st.space) if st.space else None)
             st.index.meta["tokenizer"] = self.tokenizer.version
             try:
@@ -428,12 +433,19 @@ class SQLiteSearchBackend(SearchBackend):
         outlive a ``forget``); the next search rebuilds it from the table."""
         with self._lock:
             if agent_id is None:
+                dropped = list(self._states.values())
                 self._states.clear()
-                if self.snapshot_dir is not None:
-                    shutil.rmtree(self.snapshot_dir, ignore_errors=True)
             else:
-                self._states.pop(agent_id, None)
-                self.discard_saved(agent_id)
+                one = self._states.pop(agent_id, None)
+                dropped = [one] if one is not None else []
+        for st in dropped:
+            with st.lock:  # a save under way finishes first; a later one sees the flag
+                st.dropped = True
+        if agent_id is None:
+            if self.snapshot_dir is not None:
+                shutil.rmtree(self.snapshot_dir, ignore_errors=True)
+        else:
+            self.discard_saved(agent_id)
 
     def close(self) -> None:
         with self._lock:
