@@ -20,8 +20,9 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 SOURCE = "goclaw/retrieval/_accel.c"
 # Each optional extension module, built next to its source: the accelerator and the passage
-# sketcher (goclaw/retrieval/_sketch.c, used by goclaw_embeddings.static_passages).
-SOURCES = (SOURCE, "goclaw/retrieval/_sketch.c")
+# sketcher (goclaw/retrieval/_sketch.c, used by goclaw_embeddings.static_passages) and the
+# vector-channel kernels (goclaw/retrieval/_vec.c, used by goclaw.retrieval.vecq).
+SOURCES = (SOURCE, "goclaw/retrieval/_sketch.c", "goclaw/retrieval/_vec.c")
 
 
 class AccelBuildHook(BuildHookInterface):  # type: ignore[type-arg]

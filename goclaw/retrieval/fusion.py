@@ -19,10 +19,13 @@ happened not to contain it. Methods (``[plugins.memory] fusion``):
 
 All functions take dense score arrays over the same slots plus a boolean mask of the slots in
 scope; the result is the best ``limit`` slots with their fused score and per-channel scores.
+:func:`fuse_bounded` gives the same result from *bounds* on every slot's cosine and the exact
+cosine of the few slots that can reach the result (the int8 scan: :mod:`goclaw.retrieval.vecq`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -254,3 +257,148 @@ def _zscore(x: NDArray[np.float64], present: NDArray[np.bool_]) -> NDArray[np.fl
     if std <= 1e-12:
         return np.where(present, 1.0, 0.0)
     return np.where(present, np.clip((x - (mean - 3 * std)) / (6 * std), 0.0, 1.0), 0.0)
+
+
+# ---------------------------------------------------------------------------- from bounds
+Exact = Callable[["NDArray[np.int64]"], "NDArray[np.float32]"]
+
+
+def fuse_bounded(
+    lexical: NDArray[np.float32] | None,
+    lo: NDArray[np.float32],
+    hi: NDArray[np.float32],
+    exact: Exact,
+    mask: NDArray[np.bool_] | None,
+    *,
+    limit: int,
+    method: str = "weighted",
+    text_weight: float = 0.3,
+    vector_weight: float = 0.7,
+    boost: NDArray[np.float32] | None = None,
+    pool: int | None = None,
+) -> tuple[Fused, int]:
+    """:func:`fuse_lists` of ``lexical`` and the exact cosines ``cos`` of every slot, given only
+    bounds ``lo <= cos <= hi`` for every slot and ``exact(slots)``, the exact cosines of some;
+    returns the result and how many slots were rescored. The same slots, order and scores as
+    :func:`fuse_lists` on the exact cosines, the same float32 operations on them.
+
+    ``weighted``: every slot gets bounds on its fused score (its lexical part is exact); ``L``,
+    the ``limit``-th best lower bound in scope, is at most the ``limit``-th best fused score, so
+    a slot whose upper bound is below ``L`` cannot be in the result, not even tied; the others
+    are rescored and ranked exactly. Whether the vector channel has any positive cosine in scope
+    (which decides the weights) is settled the same way. ``rrf`` / ``minmax`` / ``zscore``: the
+    vector channel's top ``pool`` by the same cut, plus the lexical top ``pool``, are rescored;
+    the other slots never reach the fusion. ``boost`` must not be negative."""
+    if method not in METHODS:
+        raise ValueError(f"unknown fusion method {method!r}; use one of {', '.join(METHODS)}")
+    if boost is not None and len(boost) and float(boost.min()) < 0:
+        raise ValueError("fuse_bounded: a negative boost")
+    if method == "weighted":
+        return _weighted_bounded(lexical, lo, hi, exact, mask, limit, text_weight, vector_weight, boost)
+    pool = pool or max(50, 5 * limit)
+    zero = np.float32(0.0)
+    need = _reaching(np.maximum(lo, zero), np.maximum(hi, zero), mask, pool)
+    if lexical is not None:
+        need = np.union1d(need, top_slots(lexical, mask, pool))
+    vector = np.zeros(len(lo), dtype=np.float32)  # slots not rescored never reach the fusion
+    vector[need] = exact(need)
+    fused = fuse_lists(
+        lexical,
+        vector,
+        mask,
+        limit=limit,
+        method=method,
+        text_weight=text_weight,
+        vector_weight=vector_weight,
+        boost=boost,
+        pool=pool,
+    )
+    return fused, len(need)
+
+
+def _kth_largest(x: NDArray[np.float32], k: int) -> float:
+    """The ``k``-th largest value of ``x`` (``0 < k <= len(x)``); above :data:`SAMPLE_FROM`
+    values, partitioned among those above a guess from a sample (as :func:`_at_least_kth`)."""
+    n = len(x)
+    if n > SAMPLE_FROM:
+        sample = x[::16]
+        r = min(len(sample) - 1, k // 16 + 8)
+        guess = np.partition(sample, len(sample) - 1 - r)[len(sample) - 1 - r]
+        wide = x[x >= guess]
+        if len(wide) >= k:
+            return float(np.partition(wide, len(wide) - k)[len(wide) - k])
+    return float(np.partition(x, n - k)[n - k])
+
+
+def _reaching(
+    low: NDArray[np.float32], high: NDArray[np.float32], mask: NDArray[np.bool_] | None, k: int
+) -> NDArray[np.int64]:
+    """The slots in scope whose score (``low <= score <= high``) can be among the best ``k``
+    positive scores in scope: upper bound at least the ``k``-th best lower bound, and above 0."""
+    if mask is not None:
+        low = np.where(mask, low, np.float32(-np.inf))
+    cut = _kth_largest(low, k) if k > 0 and len(low) >= k else 0.0
+    reach = high >= np.float32(cut) if cut > 0 else high > 0
+    if mask is not None:
+        reach &= mask
+    return np.flatnonzero(reach)
+
+
+def _weighted_bounded(
+    lexical: NDArray[np.float32] | None,
+    lo: NDArray[np.float32],
+    hi: NDArray[np.float32],
+    exact: Exact,
+    mask: NDArray[np.bool_] | None,
+    limit: int,
+    text_weight: float,
+    vector_weight: float,
+    boost: NDArray[np.float32] | None,
+) -> tuple[Fused, int]:
+    """:func:`_weighted` from bounds (see :func:`fuse_bounded`)."""
+    zero = np.float32(0.0)
+    best_lex = _best(lexical, mask)
+    rescored = 0
+    # Any positive cosine in scope? A positive lower bound says yes; else the slots whose upper
+    # bound is positive decide.
+    best_lo = np.max(lo, where=mask, initial=-np.inf) if mask is not None else np.max(lo, initial=-np.inf)
+    has_vec = float(best_lo) > 0
+    if not has_vec:
+        maybe = np.flatnonzero(hi > 0 if mask is None else (hi > 0) & mask)
+        rescored = len(maybe)
+        has_vec = bool(len(maybe)) and bool((exact(maybe) > 0).any())
+    has_lex = best_lex > 0
+    if not has_lex and not has_vec:
+        return _NOTHING, rescored
+    tw, vw = (text_weight, vector_weight) if has_lex and has_vec else ((1.0, 0.0) if has_lex else (0.0, 1.0))
+    part = lexical * np.float32(tw / best_lex) if has_lex and lexical is not None else None
+    if has_vec:  # float32 rounding is monotonic: these bound the fused score as _weighted rounds it
+        low = np.multiply(np.maximum(lo, zero), np.float32(vw))
+        high = np.multiply(np.maximum(hi, zero), np.float32(vw))
+        if part is not None:
+            low, high = np.add(part, low, out=low), np.add(part, high, out=high)
+    else:
+        assert part is not None
+        low = high = part
+    if boost is not None:
+        low, high = low * boost, high * boost
+    cand = _reaching(low, high, mask, limit)
+    cos = exact(cand) if has_vec else np.zeros(len(cand), dtype=np.float32)
+    rescored += len(cand) if has_vec else 0
+    vec_pos = np.maximum(cos, zero)
+    fused: NDArray[np.float32] | None = np.multiply(vec_pos, np.float32(vw)) if has_vec else None
+    if part is not None:
+        fused = part[cand] if fused is None else np.add(part[cand], fused)
+    assert fused is not None
+    if boost is not None:
+        fused = fused * boost[cand]
+    keep = fused > 0
+    cand, fused, vec_pos = cand[keep], fused[keep], vec_pos[keep]
+    order = np.lexsort((cand, -fused))[:limit]
+    slots = cand[order]
+    return Fused(
+        slots.tolist(),
+        fused[order].tolist(),
+        (lexical[slots] / np.float32(best_lex)).tolist() if lexical is not None and best_lex > 0 else None,
+        vec_pos[order].tolist(),
+    ), rescored

@@ -13,7 +13,11 @@ for lack of a lookup (the bug of the first memory search).
   only, so BM25 is exact at every moment. :meth:`compact` drops dead slots when they pile up.
 * BM25: k1 = 1.2, b = 0.75, IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))`` (Lucene's, never
   negative; the spec's skill formula).
-* :meth:`save` / :meth:`load` persist everything in one ``.npz`` (written atomically), so a
+* The vector channel keeps, beside the float32 rows, an int8 copy of each row with its scale
+  and error bound (:mod:`goclaw.retrieval.vecq`): :meth:`fuse` scans the int8 copy for bounds
+  and rescores exactly only the slots that can reach the result, which is the result of the
+  exact cosines of every slot (:func:`goclaw.retrieval.fusion.fuse_bounded`).
+* :meth:`save` / :meth:`load` persist everything in one folder (written atomically), so a
   100k-chunk index is ready in a fraction of a second after a restart.
 """
 
@@ -28,8 +32,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from goclaw.retrieval import tokenize
+from goclaw.retrieval import tokenize, vecq
 from goclaw.retrieval.forward import ForwardIndex
+from goclaw.retrieval.fusion import Fused, fuse_bounded, fuse_lists
 from goclaw.retrieval.passage_sketches import PassageSketches
 from goclaw.retrieval.persist import ARRAYS, load_index, save_index
 from goclaw.retrieval.persist import FORMAT as FORMAT  # re-exported: imported from here
@@ -41,6 +46,10 @@ if TYPE_CHECKING:
 
 K1 = 1.2
 B = 0.75
+# Below this many slots the vector channel computes every slot's exact cosine (one pass, no
+# bounds); above it the int8 scan and the exact rescoring of the few slots near the cut are
+# faster (measured: docs/memory.md "The vector channel").
+DENSE_BELOW = 1024
 # BM25 contributions remembered per index (postings across terms): ~12 bytes each at most
 CONTRIB_CACHE = 2_000_000
 _controller: Any = None
@@ -225,6 +234,12 @@ class SearchIndex:
         self.fp = np.zeros(cap, dtype=np.int64)
         self.vec = np.zeros((cap, self.dim), dtype=np.float32)
         self.has_vec = np.zeros(cap, dtype=np.bool_)
+        # The int8 copy of each row, its scale and error bound (goclaw.retrieval.vecq), kept in
+        # step with ``vec`` by every write.
+        self.q8 = np.zeros((cap, self.dim), dtype=np.int8)
+        self.q8s = np.zeros(cap, dtype=np.float32)
+        self.q8e = np.zeros(cap, dtype=np.float32)
+        self.rescored = 0  # slots the last :meth:`fuse` rescored exactly (for measurement)
         self.n_alive = 0
         self.total_len = 0.0
         self._indptr = np.zeros(1, dtype=np.int64)
@@ -268,6 +283,7 @@ class SearchIndex:
             _g(self.vec),
             _g(self.has_vec),
         )
+        self.q8, self.q8s, self.q8e = _g(self.q8), _g(self.q8s), _g(self.q8e)
 
     # ------------------------------------------------------------------ writes
     def upsert(self, docs: Iterable[Doc]) -> None:
@@ -318,7 +334,13 @@ class SearchIndex:
             with_vec = [(i, d.vector) for i, d in enumerate(docs) if d.vector is not None]
             if with_vec:
                 self._set_new_vectors(first, end, with_vec)
+                self._quantize(first, end)
         self._norm = None
+
+    def _quantize(self, lo: int, hi: int) -> None:
+        """The int8 copy of rows ``lo..hi`` from the float32 rows (:func:`vecq.quantize`)."""
+        if self.dim and hi > lo:
+            vecq.quantize(self.vec[lo:hi], self.q8[lo:hi], self.q8s[lo:hi], self.q8e[lo:hi])
 
     def _local_ids(self, gids: NDArray[np.int32], table: list[str]) -> NDArray[Any]:
         """This index's term ids of a tokenizer table's global ids (:class:`tokenize.TermIds`),
@@ -379,6 +401,7 @@ class SearchIndex:
             self.alive[slot] = False
             self.has_vec[slot] = False
             self.vec[slot] = 0.0
+            self.q8[slot], self.q8s[slot], self.q8e[slot] = 0, 0.0, 0.0
             self.n_alive -= 1
             self.total_len -= float(self.dl[slot])
             dropped += 1
@@ -397,11 +420,12 @@ class SearchIndex:
             if v is None:
                 self.vec[slot] = 0.0
                 self.has_vec[slot] = False
-                continue
-            v = np.asarray(v, dtype=np.float32).reshape(-1)
-            norm = float(np.linalg.norm(v))
-            self.vec[slot] = v / norm if norm > 0 else 0.0
-            self.has_vec[slot] = norm > 0
+            else:
+                v = np.asarray(v, dtype=np.float32).reshape(-1)
+                norm = float(np.linalg.norm(v))
+                self.vec[slot] = v / norm if norm > 0 else 0.0
+                self.has_vec[slot] = norm > 0
+            self._quantize(slot, slot + 1)
 
     # ------------------------------------------------------------------ postings
     def _postings(self, tid: int) -> tuple[NDArray[np.int32], NDArray[np.float32]]:
@@ -466,7 +490,7 @@ class SearchIndex:
         self._slots = remap[self._slots].astype(np.int32)
         self.fwd.keep(live)
         self.psk.keep(live)
-        for name in ("ids", "scope", "dl", "alive", "fp", "vec", "has_vec"):
+        for name in self._ARRAYS:
             arr = getattr(self, name)
             setattr(self, name, arr[live].copy())
         self.n = len(live)
@@ -548,18 +572,67 @@ class SearchIndex:
             contrib *= live
         return slots, contrib
 
-    def cosine(self, query_vector: Any) -> NDArray[np.float32] | None:
-        """Cosine similarity of every slot to the query (0 for slots without a vector);
-        ``None`` when the index holds no vectors or the query is zero / of another size."""
+    def unit_query(self, query_vector: Any) -> NDArray[np.float32] | None:
+        """The query as the unit float32 vector every cosine is computed with; ``None`` when the
+        index holds no vectors or the query is zero / not finite / of another size."""
         if not self.dim or not self.n:
             return None
-        q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
-        norm = float(np.linalg.norm(q))
-        if q.shape[0] != self.dim or norm == 0.0:
+        return vecq.unit(query_vector, self.dim)
+
+    def cosine(self, query_vector: Any) -> NDArray[np.float32] | None:
+        """Cosine similarity of every slot to the query (0 for slots without a vector), by the
+        float32 BLAS product (within ~1e-7 of :meth:`fuse`'s exact cosines); ``None`` as for
+        :meth:`unit_query`."""
+        q = self.unit_query(query_vector)
+        if q is None:
             return None
         with _blas_threads():
-            sims: NDArray[np.float32] = self.vec[: self.n] @ (q / norm)
+            sims: NDArray[np.float32] = self.vec[: self.n] @ q
         return sims
+
+    def fuse(
+        self,
+        lexical: NDArray[np.float32] | None,
+        query: NDArray[np.float32] | None,
+        mask: NDArray[np.bool_] | None,
+        *,
+        limit: int,
+        method: str = "weighted",
+        text_weight: float = 0.3,
+        vector_weight: float = 0.7,
+        boost: NDArray[np.float32] | None = None,
+        pool: int | None = None,
+        scan: str | None = None,
+    ) -> Fused:
+        """:func:`goclaw.retrieval.fusion.fuse_lists` of the lexical scores and the exact cosines
+        of every slot to ``query`` (a :meth:`unit_query`; ``None``: no vector channel), found
+        without computing them all: the int8 scan bounds each slot's cosine and only the slots
+        that can reach the result are rescored (:func:`goclaw.retrieval.fusion.fuse_bounded`).
+        ``scan``: ``"int8"`` (the C scan), ``"blas"`` (the float32 product's bounds: the path
+        without the C module) or ``"dense"`` (every exact cosine); by default ``"dense"`` below
+        :data:`DENSE_BELOW` slots, else ``"int8"`` (``"blas"`` without the C module). The
+        result is the same whichever runs."""
+        args: dict[str, Any] = dict(limit=limit, method=method, boost=boost, pool=pool)
+        args.update(text_weight=text_weight, vector_weight=vector_weight)
+        n = self.n
+        self.rescored = 0
+        if query is None or not self.dim or not n:
+            return fuse_lists(lexical, None, mask, **args)
+        if scan is None:
+            scan = "blas" if vecq.compiled is None else "dense" if n < DENSE_BELOW else "int8"
+        vec = self.vec[:n]
+        if scan == "dense":
+            self.rescored = n
+            return fuse_lists(lexical, vecq.exact(vec, query), mask, **args)
+        if scan == "int8":
+            lo, hi = vecq.scan(self.q8[:n], self.q8s[:n], self.q8e[:n], vecq.prepare(query))
+        else:
+            with _blas_threads():
+                lo, hi = vecq.blas_bounds(vec, query)
+        fused, self.rescored = fuse_bounded(
+            lexical, lo, hi, lambda slots: vecq.exact(vec, query, slots), mask, **args
+        )
+        return fused
 
     def positions(self, slots: Sequence[int], terms: Sequence[str]) -> list[TermMatches]:
         """For each slot, the occurrences of those of ``terms`` it contains, a mapping

@@ -18,8 +18,11 @@ from goclaw.retrieval.passage_sketches import PassageSketches
 if TYPE_CHECKING:
     from goclaw.retrieval.index import SearchIndex
 
-FORMAT = 3  # 2: the forward index (fwd_terms, fwd_ptr); 3: the passage sketches (psk_*)
-ARRAYS = ("ids", "scope", "dl", "alive", "fp", "vec", "has_vec")  # per-slot arrays
+# 2: the forward index (fwd_terms, fwd_ptr); 3: the passage sketches (psk_*); 4: the int8 copy
+# of the vectors (q8, q8s, q8e: goclaw.retrieval.vecq)
+FORMAT = 4
+ARRAYS = ("ids", "scope", "dl", "alive", "fp", "vec", "has_vec", "q8", "q8s", "q8e")  # per-slot arrays
+QUANTIZED = ("q8", "q8s", "q8e")  # absent from a format 3 index
 
 
 def _mapped(path: Path) -> Any:
@@ -72,12 +75,18 @@ def save_index(index: SearchIndex, path: Path) -> None:
 def load_index(cls: type[SearchIndex], path: Path) -> SearchIndex:
     """Read an index written by :func:`save_index` into a new ``cls`` (raises ``ValueError``
     if it is not one). The arrays are memory-mapped copy-on-write: loading 100k chunks takes
-    milliseconds and the pages are read on first use."""
+    milliseconds and the pages are read on first use.
+
+    A format 3 index (saved before the int8 copy of the vectors) still loads: its vectors are
+    quantized here, in memory, once per load (~1 ms per 1,000 rows of 256 dimensions with the C
+    kernels, :func:`goclaw.retrieval.vecq.quantize`); the next :func:`save_index` writes
+    format 4, which loads without that pass."""
     try:
         meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: not a search index ({exc})") from None
-    if meta.get("format") != FORMAT:
+    old = meta.get("format") == 3
+    if meta.get("format") != FORMAT and not old:
         raise ValueError(f"{path}: unsupported index format {meta.get('format')!r}")
     idx = cls(int(meta["dim"]), meta=dict(meta))
     raw = (path / "vocab.txt").read_text(encoding="utf-8")
@@ -85,7 +94,13 @@ def load_index(cls: type[SearchIndex], path: Path) -> SearchIndex:
     idx.vocab.update(zip(words, range(len(words)), strict=True))  # the index's own Vocab type
     idx.n = int(meta["n"])
     for name in cls._ARRAYS:
-        setattr(idx, name, _mapped(path / f"{name}.npy"))
+        if not (old and name in QUANTIZED):
+            setattr(idx, name, _mapped(path / f"{name}.npy"))
+    if old:
+        idx.q8 = np.zeros((idx.n, idx.dim), dtype=np.int8)
+        idx.q8s = np.zeros(idx.n, dtype=np.float32)
+        idx.q8e = np.zeros(idx.n, dtype=np.float32)
+        idx._quantize(0, idx.n)
     idx._indptr = _mapped(path / "indptr.npy")
     idx._slots = _mapped(path / "slots.npy")
     idx._tf = _mapped(path / "tf.npy")
@@ -94,6 +109,9 @@ def load_index(cls: type[SearchIndex], path: Path) -> SearchIndex:
     if (
         len(idx._indptr) != len(idx.vocab) + 1
         or len(idx.ids) != idx.n
+        or idx.q8.shape != idx.vec.shape
+        or len(idx.q8s) != idx.n
+        or len(idx.q8e) != idx.n
         or idx.fwd.slots != idx.n
         or idx.psk.slots != idx.n
     ):

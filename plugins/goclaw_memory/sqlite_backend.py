@@ -42,7 +42,6 @@ from goclaw.contracts.search import (
     SearchResult,
     Space,
 )
-from goclaw.retrieval.fusion import fuse_lists
 from goclaw.retrieval.index import Doc, SearchIndex
 from goclaw.retrieval.tokenize import Tokenizer, default_tokenizer
 from goclaw_memory.search_rows import make_row, scored_chunks, shown
@@ -346,12 +345,12 @@ class SQLiteSearchBackend(SearchBackend):
             # None when every slot is live and in scope: no masking passes over the arrays.
             mask = idx.scope_filter(query.users)
             lexical = idx.bm25(query.terms) if query.channel in ("hybrid", "lexical") else None
-            vector = None
+            unit = None
             if query.channel in ("hybrid", "vector") and query.vector is not None:
-                vector = idx.cosine(query.vector)
+                unit = idx.unit_query(query.vector)
                 has_vec = idx.has_vec[: idx.n]
-                if vector is not None and not (has_vec.any() if mask is None else np.any(has_vec & mask)):
-                    vector = None
+                if unit is not None and not (has_vec.any() if mask is None else np.any(has_vec & mask)):
+                    unit = None
                     notes.append(_no_vectors_note(query.space))
             boost = None
             user_codes = [idx.scopes[u] for u in query.users if u and u in idx.scopes]
@@ -359,9 +358,11 @@ class SQLiteSearchBackend(SearchBackend):
                 per_scope = np.ones(len(idx.scopes), dtype=np.float32)
                 per_scope[user_codes] = query.fusion.user_boost
                 boost = per_scope[idx.scope[: idx.n]]
-            fused = fuse_lists(
+            # Every slot's exact cosine, found by the int8 scan and a rescoring of the few
+            # slots that can reach the result (SearchIndex.fuse).
+            fused = idx.fuse(
                 lexical,
-                vector,
+                unit,
                 mask,
                 limit=query.wanted,
                 method=query.fusion.method,

@@ -1,0 +1,207 @@
+"""The vector channel's int8 scan and exact rescoring (issue 11: query speed).
+
+A :class:`goclaw.retrieval.index.SearchIndex` keeps its float32 matrix of unit rows (the source
+of truth) and, per row, an int8 copy ``q8`` with its scale ``s`` and an error bound ``err``
+(:func:`quantize`). A query ``q`` (a unit float32 vector) is quantized too (``t``, ``qhat``) and
+:func:`scan` gives every row a lower and an upper bound on its cosine from one int8 x int8 dot
+product, reading a quarter of the float32 matrix's bytes:
+
+    |q . v - s t (qhat . q8)| <= ||q - t qhat|| ||v|| + ||t qhat|| ||v - s q8||
+                              <= eq + m err     (eq = ||q - t qhat||, m = max(eq, ||t qhat||))
+
+since ``err = ||v - s q8|| + max(||v|| - 1, 0)``; a slack covers every float rounding (the
+bounds' own, and the exact cosine's). The fusion (:func:`goclaw.retrieval.fusion.fuse_bounded`)
+then computes :func:`exact` cosines for the few slots whose bounds reach its cut only.
+
+**The exact cosine** of a row is defined once, so a result never depends on the path that found
+it (BLAS gives a row's product different last bits by its position in the matrix and by the
+number of threads): each product in float64 (exact, for float32 factors), summed in 16 lanes
+(lane ``l`` sums the elements ``j = l mod 16`` in order), the lanes added pairwise (8, 4, 2, 1),
+rounded to float32. The C kernels (``goclaw/retrieval/_vec.c``, AVX2 or portable) and the numpy
+fallback below compute exactly that.
+
+Without the C module (no compiler, ``GOCLAW_NO_ACCEL=1`` at build time) the scan is the float32
+BLAS product with a rounding-error bound instead (:func:`blas_bounds`), and the rescoring runs in
+numpy: the same results, more time.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+VEC_ABI = 1  # the ABI of goclaw/retrieval/_vec.c this module calls (its VEC_ABI constant)
+LANES = 16
+# Every float rounding the bounds do not otherwise count: the scan's own (the bound's terms in
+# float64, lo/hi rounded to float32: < 2e-7) and the exact cosine's (float32: < 1e-7).
+SLACK = 2.0**-20
+
+
+def _usable(module: Any) -> bool:
+    """Whether a built module is of this module's ABI (an editable install keeps the module its
+    last ``pip install -e`` built: one from an older checkout must not be called)."""
+    return getattr(module, "ABI", None) == VEC_ABI
+
+
+__all__ = ["Query", "blas_bounds", "compiled", "exact", "prepare", "quantize", "scan", "unit"]
+
+try:  # the optional C kernels (hatch_build.py); the numpy paths give the same results
+    from goclaw.retrieval import _vec as compiled
+except ImportError:  # pragma: no cover - built wherever a C compiler is present
+    compiled = None  # type: ignore[assignment]
+if compiled is not None and not _usable(compiled):  # pragma: no cover - a stale build
+    compiled = None  # type: ignore[assignment]
+
+
+class Query(NamedTuple):
+    """A unit query as the int8 scan needs it (:func:`prepare`)."""
+
+    unit: NDArray[np.float32]
+    qhat: NDArray[np.int8]
+    t: float  # qhat's scale
+    eq: float  # ||unit - t qhat||, rounded up
+    m: float  # max(eq, ||t qhat||), rounded up
+
+
+def _up(x: float) -> float:
+    """``x`` a little larger: float64 rounding of the norms below (relative 1e-15) covered."""
+    return x * (1.0 + 1e-12) + 1e-300
+
+
+def quantize_numpy(
+    vec: NDArray[np.float32],
+) -> tuple[NDArray[np.int8], NDArray[np.float32], NDArray[np.float32]]:
+    """:func:`quantize` in numpy: ``(q8, scale, err)`` of the rows of ``vec`` (the same ``q8``
+    and ``scale`` bits as the C kernel; ``err`` within an ulp, its float64 sums in another order)."""
+    n, d = vec.shape
+    x = vec.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        top = np.abs(vec).max(axis=1) if d else np.zeros(n, dtype=np.float32)
+        finite = np.isfinite(top)
+        s = (top.astype(np.float64) / 127.0).astype(np.float32)
+        s[~finite] = 0.0
+        div = np.where(s > 0, s.astype(np.float64), np.inf)
+        r = np.clip(np.rint(np.where(finite[:, None], x, 0.0) / div[:, None]), -127, 127)
+        diff = x - s.astype(np.float64)[:, None] * r
+        e = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+        over = np.maximum(np.sqrt(np.einsum("ij,ij->i", x, x)) - 1.0, 0.0)
+        bound = (e + over) * (1.0 + 2.0**-20) + 1e-9
+        err = bound.astype(np.float32)
+        low = err.astype(np.float64) < bound
+        err[low] = np.nextafter(err[low], np.float32(np.inf))
+        err[~finite] = np.inf
+    return r.astype(np.int8), s, err
+
+
+def quantize(
+    vec: NDArray[np.float32],
+    q8: NDArray[np.int8],
+    scale: NDArray[np.float32],
+    err: NDArray[np.float32],
+    *,
+    use_compiled: bool = True,
+) -> None:
+    """Fill ``q8``, ``scale`` and ``err`` (one row / item per row of ``vec``, C-contiguous) with
+    each row's int8 copy, scale ``max|v| / 127`` and error bound (module docstring). A row
+    with a NaN or an infinity gets an infinite bound: always rescored."""
+    if compiled is not None and use_compiled:
+        compiled.quantize(vec, q8, scale, err)
+        return
+    q8[...], scale[...], err[...] = quantize_numpy(vec)
+
+
+def unit(query_vector: Any, dim: int) -> NDArray[np.float32] | None:
+    """The query as a float32 unit vector (``None`` when it is zero, not finite or not of ``dim``
+    numbers): the query every cosine of an index is computed with."""
+    q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(q))
+    if q.shape[0] != dim or not norm > 0.0 or not math.isfinite(norm):
+        return None
+    out: NDArray[np.float32] = q / norm
+    return out
+
+
+def prepare(q: NDArray[np.float32]) -> Query:
+    """``q`` (a unit float32 vector) quantized for :func:`scan`, with its error terms."""
+    top = float(np.abs(q).max()) if len(q) else 0.0
+    t = top / 127.0 if top > 0 else 1.0
+    qhat = np.clip(np.rint(q.astype(np.float64) / t), -127, 127)
+    approx = t * qhat
+    eq = _up(float(np.linalg.norm(q.astype(np.float64) - approx)))
+    m = max(eq, _up(float(np.linalg.norm(approx))))
+    return Query(q, qhat.astype(np.int8), t, eq, m)
+
+
+def scan(
+    q8: NDArray[np.int8],
+    scale: NDArray[np.float32],
+    err: NDArray[np.float32],
+    query: Query,
+    *,
+    use_compiled: bool = True,
+) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+    """Lower and upper bounds on every row's exact cosine (:func:`exact`) to ``query``."""
+    n = len(q8)
+    lo = np.empty(n, dtype=np.float32)
+    hi = np.empty(n, dtype=np.float32)
+    slack = SLACK + q8.shape[1] * 2.0**-50
+    if compiled is not None and use_compiled:
+        compiled.scan(q8, scale, err, query.qhat, lo, hi, query.t, query.eq, query.m, slack)
+        return lo, hi
+    dots = q8.astype(np.int32) @ query.qhat.astype(np.int32)
+    a = scale.astype(np.float64) * query.t * dots
+    r = query.eq + query.m * err.astype(np.float64) + slack
+    lo[...] = a - r
+    hi[...] = a + r
+    return lo, hi
+
+
+def blas_bounds(
+    vec: NDArray[np.float32], q: NDArray[np.float32]
+) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+    """Bounds on every row's exact cosine from the float32 BLAS product (the scan without the C
+    module): a float32 dot of ``d`` terms is within ``d u / (1 - d u)`` (``u = 2**-24``) of
+    ``sum |v_j q_j| <= ||v|| ||q||`` of the true value, in any summation order; doubled, with
+    rows of norm up to ``1 + 1e-3``."""
+    d = vec.shape[1]
+    a = vec @ q
+    gamma = 2.0 * d * 2.0**-24 / (1.0 - d * 2.0**-24) * 1.001 * float(np.linalg.norm(q.astype(np.float64)))
+    r = np.float32(gamma + SLACK)
+    return a - r, a + r
+
+
+def exact(
+    vec: NDArray[np.float32],
+    q: NDArray[np.float32],
+    slots: NDArray[np.int64] | None = None,
+    *,
+    use_compiled: bool = True,
+) -> NDArray[np.float32]:
+    """The exact cosine (module docstring) of the rows ``slots`` of ``vec`` (all rows when
+    ``None``) to the unit query ``q``."""
+    k = len(vec) if slots is None else len(slots)
+    out = np.empty(k, dtype=np.float32)
+    if compiled is not None and use_compiled:
+        compiled.exact(vec, q, None if slots is None else np.ascontiguousarray(slots, dtype=np.int64), out)
+        return out
+    d = vec.shape[1]
+    rows = vec if slots is None else vec[slots]
+    pad = -d % LANES
+    prod = rows.astype(np.float64) * q.astype(np.float64)
+    if pad:
+        prod = np.concatenate([prod, np.zeros((k, pad))], axis=1)
+    blocks = prod.reshape(k, -1, LANES)
+    acc = np.zeros((k, LANES))
+    for b in range(blocks.shape[1]):  # each lane in order of j, as the C loop
+        acc += blocks[:, b, :]
+    width = LANES // 2
+    while width:
+        acc = acc[:, :width] + acc[:, width : 2 * width]
+        width //= 2
+    out[...] = acc[:, 0]
+    return out

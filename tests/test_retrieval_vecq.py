@@ -1,0 +1,176 @@
+"""The vector channel's kernels (goclaw/retrieval/_vec.c, goclaw/retrieval/vecq.py): the exact
+cosine is the same bits from the AVX2 kernel, the portable one and numpy; the int8 scan's bounds
+hold the exact cosine on random and adversarial rows; bad buffers raise instead of crashing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from goclaw.retrieval import vecq
+
+needs_c = pytest.mark.skipif(vecq.compiled is None, reason="the C kernels are not built")
+DIMS = (1, 7, 16, 17, 31, 32, 33, 100, 256, 384)
+
+
+@pytest.fixture(params=["avx2", "portable"])
+def simd(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Each kernel variant in turn (the portable one everywhere; AVX2 where the CPU has it)."""
+    if vecq.compiled is None:
+        yield "numpy"
+        return
+    on = vecq.compiled.set_simd(request.param == "avx2")
+    if request.param == "avx2" and not on:
+        vecq.compiled.set_simd(True)
+        pytest.skip("no AVX2 here")
+    try:
+        yield request.param
+    finally:
+        vecq.compiled.set_simd(True)
+
+
+def _rows(rng: np.random.Generator, n: int, d: int) -> np.ndarray[Any, np.dtype[np.float32]]:
+    """Unit rows of several shapes: dense, sparse, one large coordinate, tiny values, a zero row."""
+    m = rng.standard_normal((n, d)).astype(np.float32)
+    m[1::5] *= rng.random((len(m[1::5]), d)) < 0.1  # sparse
+    m[2::5, 0] *= 40.0  # one coordinate dominates (a coarse int8 step)
+    m[3::5] *= np.float32(1e-30)  # tiny before normalisation
+    m[4::5] = np.round(m[4::5])  # small integers: many exact halves when quantized
+    norms = np.linalg.norm(m.astype(np.float64), axis=1)
+    m = (m / np.where(norms > 0, norms, 1.0)[:, None]).astype(np.float32)
+    m[0] = 0.0
+    return m
+
+
+def _quantized(m: np.ndarray[Any, Any]) -> tuple[Any, Any, Any]:
+    q8 = np.empty(m.shape, dtype=np.int8)
+    s = np.empty(len(m), dtype=np.float32)
+    e = np.empty(len(m), dtype=np.float32)
+    vecq.quantize(m, q8, s, e)
+    return q8, s, e
+
+
+@pytest.mark.parametrize("d", DIMS)
+def test_exact_is_the_same_bits_in_every_kernel(d: int, simd: str) -> None:
+    rng = np.random.default_rng(d)
+    m = _rows(rng, 203, d)
+    q = vecq.unit(rng.standard_normal(d), d)
+    assert q is not None
+    full = vecq.exact(m, q)
+    assert np.array_equal(full, vecq.exact(m, q, use_compiled=False))
+    slots = rng.integers(0, len(m), 40)
+    assert np.array_equal(vecq.exact(m, q, slots), full[slots])
+    assert np.array_equal(vecq.exact(m, q, slots, use_compiled=False), full[slots])
+    # within a float32 rounding of the float64 product; a zero row is exactly 0
+    ref = m.astype(np.float64) @ q.astype(np.float64)
+    assert np.abs(full - ref).max() <= 1e-7
+    assert full[0] == 0.0
+    # duplicate rows anywhere: the same bits (BLAS does not promise that)
+    dup = np.concatenate([m[5:6], m, m[5:6]])
+    got = vecq.exact(dup, q)
+    assert got[0] == got[6] == got[-1]
+
+
+@pytest.mark.parametrize("d", DIMS)
+def test_quantize_c_and_numpy_agree_and_bound_the_error(d: int, simd: str) -> None:
+    rng = np.random.default_rng(100 + d)
+    m = _rows(rng, 157, d)
+    q8, s, e = _quantized(m)
+    q8n, sn, en = vecq.quantize_numpy(m)
+    assert np.array_equal(q8, q8n) and np.array_equal(s, sn)
+    np.testing.assert_allclose(e, en, rtol=2e-7)
+    assert np.abs(q8.astype(np.int16)).max() <= 127
+    x = m.astype(np.float64)
+    resid = np.linalg.norm(x - s.astype(np.float64)[:, None] * q8, axis=1)
+    over = np.maximum(np.linalg.norm(x, axis=1) - 1.0, 0.0)
+    assert (resid + over <= e).all()
+    assert s[0] == 0.0 and e[0] < 1e-8 and not q8[0].any()
+
+
+def test_quantize_marks_rows_it_cannot_bound() -> None:
+    m = np.ones((3, 8), dtype=np.float32) / np.float32(np.sqrt(8))
+    m[1, 3] = np.nan
+    m[2, 0] = np.inf
+    for use in (True, False):
+        q8 = np.empty(m.shape, dtype=np.int8)
+        s = np.empty(3, dtype=np.float32)
+        e = np.empty(3, dtype=np.float32)
+        vecq.quantize(m, q8, s, e, use_compiled=use)
+        assert np.isfinite(e[0]) and np.isinf(e[1:]).all() and not q8[1:].any()
+
+
+@pytest.mark.parametrize("d", DIMS)
+def test_scan_bounds_hold_the_exact_cosine(d: int, simd: str) -> None:
+    for seed in range(6):
+        rng = np.random.default_rng(seed * 1000 + d)
+        m = _rows(rng, 300, d)
+        q8, s, e = _quantized(m)
+        raw = [rng.standard_normal(d), m[7] + 1e-3 * rng.standard_normal(d), -m[9], np.eye(d)[0]]
+        for qv in raw:
+            q = vecq.unit(qv, d)
+            if q is None:  # a zero row's negation
+                continue
+            query = vecq.prepare(q)
+            lo, hi = vecq.scan(q8, s, e, query)
+            lo_n, hi_n = vecq.scan(q8, s, e, query, use_compiled=False)
+            assert np.array_equal(lo, lo_n) and np.array_equal(hi, hi_n)
+            ex = vecq.exact(m, q)
+            assert ((lo <= ex) & (ex <= hi)).all()
+            blo, bhi = vecq.blas_bounds(m, q)
+            assert ((blo <= ex) & (ex <= bhi)).all()
+            assert float(np.max(bhi - blo)) < 1e-4  # the BLAS bounds are tight
+
+
+def test_unit_query_refuses_what_has_no_direction() -> None:
+    assert vecq.unit(np.zeros(4), 4) is None
+    assert vecq.unit([1.0, np.nan, 0, 0], 4) is None
+    assert vecq.unit([1.0, 0, 0], 4) is None
+    q = vecq.unit([3.0, 4.0, 0, 0], 4)
+    assert q is not None and q.dtype == np.float32 and q.tolist() == pytest.approx([0.6, 0.8, 0, 0])
+
+
+@needs_c
+def test_bad_buffers_raise_instead_of_crashing() -> None:
+    c: Any = vecq.compiled
+    m = np.ones((4, 8), dtype=np.float32)
+    q8 = np.zeros((4, 8), dtype=np.int8)
+    f4 = np.zeros(4, dtype=np.float32)
+    q = np.ones(8, dtype=np.float32)
+    qhat = np.ones(8, dtype=np.int8)
+    out = np.zeros(4, dtype=np.float32)
+    wide = np.zeros((1, 70000), dtype=np.int8)
+    c.quantize(m, q8, f4.copy(), f4.copy())
+    c.scan(q8, f4, f4, qhat, out, out.copy(), 1.0, 0.0, 0.0, 0.0)
+    c.exact(m, q, np.array([0, 3]), np.zeros(2, dtype=np.float32))
+    bad_calls = [
+        lambda: c.quantize(m.astype(np.float64), q8, f4, f4),  # wrong type
+        lambda: c.quantize(m, q8[:3], f4, f4),  # wrong shape
+        lambda: c.quantize(m, q8, f4[:3], f4),
+        lambda: c.quantize(m[:, ::2], q8[:, :4], f4, f4),  # not contiguous
+        lambda: c.quantize(m, q8, np.zeros(4, dtype=np.float32)[::-1], f4),
+        lambda: c.quantize(m, q8),  # missing arguments
+        lambda: c.quantize(m.reshape(-1), q8, f4, f4),  # wrong dimensions
+        lambda: c.scan(q8, f4, f4, qhat[:7], out, out, 1.0, 0.0, 0.0, 0.0),
+        lambda: c.scan(q8, f4, f4, qhat, out[:3], out, 1.0, 0.0, 0.0, 0.0),
+        lambda: c.scan(q8, f4, f4, qhat.astype(np.uint8), out, out, 1.0, 0.0, 0.0, 0.0),
+        lambda: c.scan(q8, f4, f4, qhat, out, out, "x", 0.0, 0.0, 0.0),
+        lambda: c.scan(wide, f4[:1], f4[:1], wide[0], out[:1], out[:1], 1.0, 0.0, 0.0, 0.0),  # too wide
+        lambda: c.exact(m, q, np.array([0, 4]), np.zeros(2, dtype=np.float32)),  # slot outside
+        lambda: c.exact(m, q, np.array([-1]), np.zeros(1, dtype=np.float32)),
+        lambda: c.exact(m, q, np.array([0, 1], dtype=np.int32), np.zeros(2, dtype=np.float32)),
+        lambda: c.exact(m, q, np.array([0, 1]), np.zeros(3, dtype=np.float32)),  # out too long
+        lambda: c.exact(m, q[:7], None, out),
+        lambda: c.exact(m, q, None, out[:3]),
+        lambda: c.exact(m, q, None, b"x" * 16),  # read-only output
+        lambda: c.exact("vec", q, None, out),
+    ]
+    for call in bad_calls:
+        with pytest.raises((ValueError, TypeError, IndexError, BufferError)):
+            call()
+    ro = np.zeros(4, dtype=np.float32)
+    ro.flags.writeable = False
+    with pytest.raises((ValueError, BufferError)):
+        c.scan(q8, f4, f4, qhat, ro, out, 1.0, 0.0, 0.0, 0.0)
