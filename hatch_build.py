@@ -19,10 +19,11 @@ from typing import Any
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 SOURCE = "goclaw/retrieval/_accel.c"
-# Each optional extension module, built next to its source: the accelerator and the passage
-# sketcher (goclaw/retrieval/_sketch.c, used by goclaw_embeddings.static_passages) and the
-# vector-channel kernels (goclaw/retrieval/_vec.c, used by goclaw.retrieval.vecq).
-SOURCES = (SOURCE, "goclaw/retrieval/_sketch.c", "goclaw/retrieval/_vec.c")
+# Each optional extension module, built next to its source: the accelerator, the passage
+# sketcher (goclaw/retrieval/_sketch.c, used by goclaw_embeddings.static_passages), the
+# vector-channel kernels (goclaw/retrieval/_vec.c, used by goclaw.retrieval.vecq) and the
+# reranker's features and passage scores (goclaw/retrieval/_rerank.c, goclaw.retrieval.rerank).
+SOURCES = (SOURCE, "goclaw/retrieval/_sketch.c", "goclaw/retrieval/_vec.c", "goclaw/retrieval/_rerank.c")
 
 
 class AccelBuildHook(BuildHookInterface):  # type: ignore[type-arg]

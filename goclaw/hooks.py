@@ -260,11 +260,17 @@ class Hooks:
         return hits
 
     def memory_rerank(
-        self, engine: Engine, query: str, agent: Agent, user: str | None, hits: list[Any]
+        self,
+        engine: Engine,
+        query: str,
+        agent: Agent,
+        user: str | None,
+        hits: list[Any],
+        query_vector: Any = None,
     ) -> list[Any] | None:
         """First answer wins; ``None``: keep the order."""
         result: list[Any] | None = self.manager.pm.hook.goclaw_memory_rerank(
-            engine=engine, query=query, agent=agent, user=user, hits=hits
+            engine=engine, query=query, agent=agent, user=user, hits=hits, query_vector=query_vector
         )
         return result
 

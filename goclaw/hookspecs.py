@@ -310,14 +310,18 @@ def goclaw_memory_search_extra(
 
 @hookspec(firstresult=True)
 def goclaw_memory_rerank(
-    engine: Engine, query: str, agent: Agent, user: str | None, hits: list[Any]
+    engine: Engine, query: str, agent: Agent, user: str | None, hits: list[Any], query_vector: Any
 ) -> list[Any] | None:
     """Rerank the best candidates of a memory search (issue 11 item 6).
 
     Called once per search, after fusion and temporal decay and before MMR and the cut to the
     limit, with the best ``[plugins.memory] rerank_candidates`` (60) de-duplicated hits, best
     first. A hit has ``path``, ``start_line``, ``end_line``, ``score``, ``scope``, ``snippet``
-    and ``tier``; a reranker may set ``score``.
+    and ``tier``; a reranker may set ``score``. ``query_vector``: the query's embedding from
+    the configured embedder (float32, as its ``embed([query])[0]`` gives it), or ``None`` when
+    the search ran without one (full text only, no embedder, or it failed). An implementation
+    that does not name ``query_vector`` is called without it (pluggy passes the arguments an
+    implementation names), so one written before it existed keeps working.
 
     Returns: the same hit objects in the new order (best first; hits left out are dropped,
     objects that were not among ``hits`` are ignored), or ``None`` to keep the order.

@@ -78,7 +78,10 @@ class PassageSketchingEmbedder(Protocol):
 
     def token_similarity(self, query: str, token_ids: Any) -> Any:
         """For each token id, ``E_t·q`` with ``q`` the query's unit embedding (a float32
-        ``numpy.ndarray`` of ``len(token_ids)``; all 0 when the query embeds to nothing)."""
+        ``numpy.ndarray`` of ``len(token_ids)``; all 0 when the query embeds to nothing). A
+        provider with a true ``token_similarity_takes_vectors`` attribute also accepts, as
+        ``query``, the query's embedding from :meth:`EmbeddingProvider.embed` (the memory search
+        passes the one it computed instead of having it embedded again)."""
         ...
 
 

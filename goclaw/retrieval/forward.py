@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from goclaw.retrieval.rerank import TermMatches, compiled, match_batch, term_matches
+
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
@@ -65,30 +67,30 @@ class ForwardIndex:
         the index in ``slots`` of its slot (ascending), the index in ``term_ids`` of its term,
         its position (ascending per slot)."""
         self._join()
-        none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
-        if not len(slots) or not len(term_ids):
-            return none
-        ptr, terms = self.ptr, self.terms
+        return _occurrences(self.terms, self.ptr, slots, term_ids)
+
+    def matches(
+        self, asked: Sequence[str], known: Sequence[str], term_ids: Sequence[int], slots: Sequence[int]
+    ) -> list[TermMatches]:
+        """For each slot, its occurrences of the query terms ``asked`` as a
+        :class:`goclaw.retrieval.rerank.TermMatches` (``known``: those of them in the index,
+        ``term_ids`` their ids), with the overlap reranker's features computed for all the slots
+        in one call of the C reranker (``_rerank.c``) when it is built, else in numpy; the
+        positions themselves are read when a mapping is read as one, from the arrays of now
+        (an edit meanwhile replaces them, never changes them)."""
+        self._join()
+        terms, ptr = self.terms, self.ptr
         at = np.asarray(slots, dtype=np.int64)
-        starts, ends = ptr[at].tolist(), ptr[at + 1].tolist()
-        # The slots' terms one after the other (a slice each: fewer passes than an index array).
-        seq = np.concatenate([terms[a:b] for a, b in zip(starts, ends, strict=True)])
-        if not len(seq):
-            return none
-        ids = [int(t) for t in term_ids]
-        found = seq == ids[0]
-        for t in ids[1:]:  # a few query terms: one comparison pass each beats a set look-up
-            found |= seq == t
-        hit = np.flatnonzero(found)
-        seq = seq[hit]
-        code = np.zeros(len(hit), dtype=np.int64)
-        for c in range(1, len(ids)):  # the index of each occurrence's term
-            code[seq == ids[c]] = c
-        lens = np.subtract(ends, starts)
-        first = np.cumsum(lens)  # where each slot's terms end in ``seq``
-        owner = np.searchsorted(first, hit, side="right")
-        first -= lens
-        return owner.astype(np.int64), code, hit - first[owner]
+        ids = np.asarray(term_ids, dtype=np.int64)
+
+        def occurrences() -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+            return _occurrences(terms, ptr, at, ids)
+
+        if compiled is not None and terms.dtype == np.int32 and ptr.dtype == np.int64:
+            matched, window = compiled.overlap_features(terms, ptr, at, ids)
+            return term_matches(asked, known, matched, window, occurrences)
+        owner, codes, pos = occurrences()
+        return match_batch(asked, known, len(at), owner, codes, pos)
 
     def arrays(self) -> dict[str, Any]:
         """What :meth:`from_arrays` reads back (for saving)."""
@@ -100,3 +102,35 @@ class ForwardIndex:
         fwd = cls()
         fwd.terms, fwd.ptr = terms, ptr
         return fwd
+
+
+def _occurrences(
+    terms: NDArray[np.int32],
+    ptr: NDArray[np.int64],
+    slots: Sequence[int] | NDArray[np.int64],
+    term_ids: Sequence[int] | NDArray[np.int64],
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """:meth:`ForwardIndex.occurrences` on these arrays."""
+    none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    if not len(slots) or not len(term_ids):
+        return none
+    at = np.asarray(slots, dtype=np.int64)
+    starts, ends = ptr[at].tolist(), ptr[at + 1].tolist()
+    # The slots' terms one after the other (a slice each: fewer passes than an index array).
+    seq = np.concatenate([terms[a:b] for a, b in zip(starts, ends, strict=True)])
+    if not len(seq):
+        return none
+    ids = [int(t) for t in term_ids]
+    found = seq == ids[0]
+    for t in ids[1:]:  # a few query terms: one comparison pass each beats a set look-up
+        found |= seq == t
+    hit = np.flatnonzero(found)
+    seq = seq[hit]
+    code = np.zeros(len(hit), dtype=np.int64)
+    for c in range(1, len(ids)):  # the index of each occurrence's term
+        code[seq == ids[c]] = c
+    lens = np.subtract(ends, starts)
+    first = np.cumsum(lens)  # where each slot's terms end in ``seq``
+    owner = np.searchsorted(first, hit, side="right")
+    first -= lens
+    return owner.astype(np.int64), code, hit - first[owner]

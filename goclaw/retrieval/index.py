@@ -38,7 +38,7 @@ from goclaw.retrieval.fusion import Fused, fuse_bounded, fuse_lists
 from goclaw.retrieval.passage_sketches import PassageSketches
 from goclaw.retrieval.persist import ARRAYS, load_index, save_index
 from goclaw.retrieval.persist import FORMAT as FORMAT  # re-exported: imported from here
-from goclaw.retrieval.rerank import TermMatches, match_batch
+from goclaw.retrieval.rerank import TermMatches
 from goclaw.sysload import runnable
 
 if TYPE_CHECKING:
@@ -640,8 +640,7 @@ class SearchIndex:
         all the slots at once (:class:`goclaw.retrieval.rerank.TermMatches`)."""
         asked = list(dict.fromkeys(terms))
         known = [t for t in asked if t in self.vocab]
-        owner, codes, pos = self.fwd.occurrences(slots, [self.vocab[t] for t in known])
-        return match_batch(asked, known, len(slots), owner, codes, pos)
+        return self.fwd.matches(asked, known, [self.vocab[t] for t in known], slots)
 
     def ids_of(self, slots: NDArray[np.int64]) -> list[int]:
         return [int(i) for i in self.ids[slots]]

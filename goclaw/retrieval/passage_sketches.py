@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from goclaw.retrieval.rerank import compiled
+
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
@@ -83,6 +85,9 @@ class SketchBatch(NamedTuple):
         )
 
 
+_C_SELECT: tuple[Any, ...] = (np.uint16, "<u2", np.int64, "<u2", "<f4", np.int64, np.bool_)
+
+
 def _cat(arrays: Sequence[NDArray[Any]], dtype: Any) -> NDArray[Any]:
     return np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)
 
@@ -98,6 +103,11 @@ def sketch_cosines(batch: SketchBatch, token_scores: NDArray[Any]) -> NDArray[np
     """For each text of ``batch``, its best passage's cosine (0 when none is positive, and for a
     text without a sketch); ``token_scores[i]`` is ``E_t·q`` of ``batch.tokens[i]`` for the unit
     query ``q``. Sums in float64: the same figure as embedding each passage, within 1e-6."""
+    if compiled is not None and _c_types(batch, token_scores):
+        found = compiled.sketch_best(
+            batch.seg_len, batch.refs, batch.nref, batch.norms, batch.n_pass, token_scores
+        )
+        return np.frombuffer(found, dtype=np.float32).copy()
     best = np.zeros(len(batch.has), dtype=np.float32)
     if not len(batch.norms):
         return best
@@ -113,8 +123,25 @@ def sketch_cosines(batch: SketchBatch, token_scores: NDArray[Any]) -> NDArray[np
     return best
 
 
+def _c_types(batch: SketchBatch, token_scores: Any) -> bool:
+    """Whether the C ``sketch_best`` takes these arrays as they are (a batch from
+    :meth:`PassageSketches.select`: yes; one from :meth:`SketchBatch.of`: its own types)."""
+    return (
+        isinstance(token_scores, np.ndarray)
+        and token_scores.dtype == np.float32
+        and token_scores.flags.c_contiguous
+        and all(
+            isinstance(a, np.ndarray) and a.dtype == t and a.flags.c_contiguous
+            for a, t in zip(
+                (batch.seg_len, batch.refs, batch.nref, batch.norms, batch.n_pass), _C_BATCH, strict=True
+            )
+        )
+    )
+
+
 _WORD = np.dtype("<u2")  # a layout word
 _NORM = np.dtype("<f4")  # a norm, as two layout words
+_C_BATCH = (_WORD, np.dtype(np.int64), _WORD, np.dtype(np.float32), np.dtype(np.int64))
 _KINDS = np.tile(np.arange(4, dtype=np.int8), 4096)  # the layout's four fields, slot after slot
 
 
@@ -204,8 +231,11 @@ class PassageSketches:
         self._views = None
 
     def select(self, slots: Sequence[int]) -> SketchBatch:
-        """The sketches of these slots side by side (a slot ``< 0`` or beyond: none)."""
+        """The sketches of these slots side by side (a slot ``< 0`` or beyond: none): in one
+        call of the C reranker (``_rerank.c``) when it is built, else with numpy."""
         self._join()
+        if compiled is not None and self.tokens.dtype == np.uint16:
+            return self._select_c(slots)
         if self._views is None:
             views: Any = (np.ascontiguousarray(self.tokens), np.ascontiguousarray(self.layout))
             self._views = (memoryview(views[0]), memoryview(views[1]), self.has.tobytes())
@@ -242,6 +272,18 @@ class PassageSketches:
             passages,
             present,
         )
+
+    def _select_c(self, slots: Sequence[int]) -> SketchBatch:
+        """:meth:`select` by ``_rerank.sketch_select`` (it checks every pointer and count)."""
+        parts = compiled.sketch_select(
+            self.tokens,
+            self.layout,
+            self.counts,
+            self.has,
+            self.ptr,
+            np.asarray(slots, dtype=np.int64),
+        )
+        return SketchBatch(*(np.frombuffer(b, dtype=t) for b, t in zip(parts, _C_SELECT, strict=True)))
 
     def _one(self, slot: int) -> PassageSketch | None:
         """One slot's sketch (for a selection too large for :meth:`select`'s fast path)."""

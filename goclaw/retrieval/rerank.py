@@ -40,8 +40,10 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 __all__ = [
+    "RERANK_ABI",
     "TermMatches",
     "age_days",
+    "compiled",
     "cosine_matrix",
     "date_from_path",
     "decay_factor",
@@ -50,8 +52,26 @@ __all__ = [
     "match_batch",
     "mmr_order",
     "overlap_scores",
+    "term_matches",
+    "window_features",
     "word_set",
 ]
+
+RERANK_ABI = 1  # the ABI of goclaw/retrieval/_rerank.c this package calls (its ABI constant)
+
+
+def _usable(module: Any) -> bool:
+    """Whether a built module is of this package's ABI (an editable install keeps the module its
+    last ``pip install -e`` built: one from an older checkout must not be called)."""
+    return getattr(module, "ABI", None) == RERANK_ABI
+
+
+try:  # the optional C reranker steps (hatch_build.py); the numpy paths give the same figures
+    from goclaw.retrieval import _rerank as compiled
+except ImportError:  # pragma: no cover - built wherever a C compiler is present
+    compiled = None  # type: ignore[assignment]
+if compiled is not None and not _usable(compiled):  # pragma: no cover - a stale build
+    compiled = None  # type: ignore[assignment]
 
 _WORDS = re.compile(r"[^\W_]+")
 # A date in the file name of a note under memory/ (any depth): memory/2026-03-01.md,
@@ -191,34 +211,44 @@ def term_positions(terms: Sequence[str]) -> dict[str, list[int]]:
 
 
 class _Batch:
-    """The query-term occurrences of a set of documents, from one forward-index read."""
+    """The query-term occurrences of a set of documents, read from the forward index only when
+    a mapping is read as one (the overlap reranker reads the features alone)."""
 
-    __slots__ = ("asked", "codes", "pos", "terms")
+    __slots__ = ("_load", "_occ", "asked", "terms")
 
-    def __init__(self, asked: frozenset[str], terms: Sequence[str], codes: Any, pos: Any) -> None:
+    def __init__(self, asked: frozenset[str], terms: Sequence[str], load: Callable[[], Any]) -> None:
         self.asked = asked  # every query term looked for (known to the index or not)
         self.terms = terms  # term of each code
-        self.codes, self.pos = codes, pos
+        # () -> (bounds, codes, pos): document i's occurrences are codes / pos[bounds[i]:bounds[i + 1]]
+        self._load = load
+        self._occ: tuple[list[int], list[int], list[int]] | None = None
+
+    def occurrences(self) -> tuple[list[int], list[int], list[int]]:
+        if self._occ is None:
+            self._occ = self._load()
+        return self._occ
 
 
 class TermMatches(Mapping[str, Sequence[int]]):
     """One document's occurrences of the query terms, ``{term: [positions]}``, with what
-    :func:`overlap_scores` reads already computed for the whole batch in numpy: ``matched``
-    (distinct query terms present) and ``window`` (the shortest window holding them all)."""
+    :func:`overlap_scores` reads already computed for the whole batch: ``matched`` (distinct
+    query terms present) and ``window`` (the shortest window holding them all). The positions
+    themselves are read from the forward index on first use."""
 
-    __slots__ = ("_batch", "_dict", "_end", "_start", "matched", "window")
+    __slots__ = ("_batch", "_dict", "_i", "matched", "window")
 
-    def __init__(self, batch: _Batch, start: int, end: int, matched: int, window: int) -> None:
-        self._batch, self._start, self._end = batch, start, end
+    def __init__(self, batch: _Batch, i: int, matched: int, window: int) -> None:
+        self._batch, self._i = batch, i
         self._dict: dict[str, list[int]] | None = None
         self.matched, self.window = matched, window
 
     def _positions(self) -> dict[str, list[int]]:
         if self._dict is None:
             b = self._batch
+            bounds, codes, pos = b.occurrences()
+            start, end = bounds[self._i], bounds[self._i + 1]
             out: dict[str, list[int]] = {}
-            codes = b.codes[self._start : self._end].tolist()
-            for c, p in zip(codes, b.pos[self._start : self._end].tolist(), strict=True):
+            for c, p in zip(codes[start:end], pos[start:end], strict=True):
                 out.setdefault(b.terms[c], []).append(p)
             self._dict = out
         return self._dict
@@ -240,21 +270,28 @@ class TermMatches(Mapping[str, Sequence[int]]):
         return self.matched / self.window if self.matched > 1 else float(self.matched)
 
 
-def match_batch(
-    asked: Sequence[str], terms: Sequence[str], n_docs: int, owner: Any, codes: Any, pos: Any
-) -> list[TermMatches]:
-    """:class:`TermMatches` of ``n_docs`` documents from their query-term occurrences: for
-    each occurrence its document (``owner``, ascending), the index of its term in ``terms`` and
-    its position (ascending within a document). The shortest windows are computed for all
-    documents at once: for each occurrence taken as a window's right end, the left end is the
-    earliest of the latest occurrence so far of each of the document's terms."""
+def _bounds(n_docs: int, owner: Any) -> list[int]:
+    """Where each of ``n_docs`` documents' occurrences start (and the last ends), ``owner``
+    ascending."""
+    return np.searchsorted(np.asarray(owner, dtype=np.int64), np.arange(n_docs + 1)).tolist()  # type: ignore[no-any-return]
+
+
+def window_features(
+    n_docs: int, n_terms: int, owner: Any, codes: Any, pos: Any
+) -> tuple[list[int], list[int]]:
+    """For each of ``n_docs`` documents, from their query-term occurrences (for each its
+    document ``owner``, ascending, the index of its term among ``n_terms``, its position,
+    ascending within a document): how many distinct terms it holds and the length of the
+    shortest window holding them all (0 for none, 1 for one). Computed for all documents at
+    once: for each occurrence taken as a window's right end, the left end is the earliest of
+    the latest occurrence so far of each of the document's terms (the C version, ``_rerank.c``
+    ``overlap_features``, reads the forward index directly)."""
     owner = np.asarray(owner, dtype=np.int64)
     codes, pos = np.asarray(codes, dtype=np.int64), np.asarray(pos, dtype=np.int64)
-    batch = _Batch(frozenset(asked), list(terms), codes, pos)
-    bounds = np.searchsorted(owner, np.arange(n_docs + 1))
     if not len(owner):
-        return [TermMatches(batch, 0, 0, 0, 0) for _ in range(n_docs)]
-    n_terms = max(1, len(terms))
+        return [0] * n_docs, [0] * n_docs
+    bounds = np.searchsorted(owner, np.arange(n_docs + 1))
+    n_terms = max(1, n_terms)
     present = np.zeros((n_docs, n_terms), dtype=np.bool_)
     present[owner, codes] = True
     matched = present.sum(axis=1)
@@ -272,8 +309,37 @@ def match_batch(
     starts = bounds[:-1][matched > 0]
     best = np.zeros(n_docs, dtype=np.int64)
     best[matched > 0] = np.minimum.reduceat(width, starts)
-    b, m, w = bounds.tolist(), matched.tolist(), best.tolist()
-    return [TermMatches(batch, b[i], b[i + 1], m[i], w[i]) for i in range(n_docs)]
+    return matched.tolist(), best.tolist()
+
+
+def term_matches(
+    asked: Sequence[str],
+    terms: Sequence[str],
+    matched: Sequence[int],
+    window: Sequence[int],
+    occurrences: Callable[[], tuple[Any, Any, Any]],
+) -> list[TermMatches]:
+    """:class:`TermMatches` of documents whose features (``matched``, ``window``: see
+    :func:`window_features`) are known; ``occurrences()`` gives their occurrences of ``terms``
+    (``owner``, ``codes``, ``pos`` as :func:`window_features` reads them) when a mapping is read."""
+    n_docs = len(matched)
+
+    def load() -> tuple[list[int], list[int], list[int]]:
+        owner, codes, pos = occurrences()
+        return _bounds(n_docs, owner), np.asarray(codes).tolist(), np.asarray(pos).tolist()
+
+    batch = _Batch(frozenset(asked), list(terms), load)
+    return list(map(TermMatches, [batch] * n_docs, range(n_docs), matched, window))
+
+
+def match_batch(
+    asked: Sequence[str], terms: Sequence[str], n_docs: int, owner: Any, codes: Any, pos: Any
+) -> list[TermMatches]:
+    """:class:`TermMatches` of ``n_docs`` documents from their query-term occurrences: for
+    each occurrence its document (``owner``, ascending), the index of its term in ``terms`` and
+    its position (ascending within a document); see :func:`window_features`."""
+    matched, window = window_features(n_docs, len(terms), owner, codes, pos)
+    return term_matches(asked, terms, matched, window, lambda: (owner, codes, pos))
 
 
 def overlap_scores(

@@ -215,6 +215,8 @@ class StaticEmbedder:
 
         return token_scores(self, query, token_ids)
 
+    token_similarity_takes_vectors = True  # query: the text or embed([text])[0] (PassageSketchingEmbedder)
+
     def _unit_query(self, query: str) -> NDArray[np.float32] | None:
         """The query's embedding scaled to norm 1 (a model may not normalize); None if it is 0.
         The last few texts embedded alone are remembered: a search embeds its query alone just

@@ -24,6 +24,7 @@ import numpy as np
 
 from goclaw.retrieval.passage_sketches import PassageSketch
 from goclaw.retrieval.passages import passage_layout
+from goclaw.retrieval.rerank import compiled as rerank_c
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -287,14 +288,26 @@ _EMPTY = PassageSketch(
 )  # fmt: skip
 
 
-def token_scores(emb: StaticEmbedder, query: str, token_ids: Any) -> NDArray[np.float32]:
+def token_scores(emb: StaticEmbedder, query: str | Any, token_ids: Any) -> NDArray[np.float32]:
     """``E_t·q`` for each token id, ``q`` the query's unit embedding (all 0 when the query
-    embeds to nothing): each distinct row is read once."""
+    embeds to nothing); ``query`` is its text or its embedding (as ``embed([query])[0]`` gives
+    it: a search passes the vector it computed). In one call of the C reranker
+    (``goclaw/retrieval/_rerank.c`` ``token_dots``) when it is built, else with one numpy gather
+    of the distinct rows; each distinct row is read once either way."""
     ids = np.asarray(token_ids).reshape(-1)  # uint16 ids index as they are
-    q = emb._unit_query(query)
+    q = emb._unit_query(query) if isinstance(query, str) else _unit(query)
     matrix = emb._matrix
     if q is None or matrix is None or not len(ids):
         return np.zeros(len(ids), dtype=np.float32)
+    if (
+        rerank_c is not None
+        and ids.dtype in _C_IDS
+        and matrix.dtype == np.float32
+        and matrix.flags.c_contiguous
+        and q.dtype == np.float32
+        and q.shape == (matrix.shape[1],)
+    ):
+        return np.frombuffer(rerank_c.token_dots(matrix, np.ascontiguousarray(q), ids), dtype=np.float32)
     seen = np.zeros(matrix.shape[0], dtype=np.bool_)
     seen[ids] = True
     rows = np.flatnonzero(seen)
@@ -302,3 +315,14 @@ def token_scores(emb: StaticEmbedder, query: str, token_ids: Any) -> NDArray[np.
     dense[rows] = np.einsum("ij,j->i", matrix.take(rows, axis=0), q)
     scores: NDArray[np.float32] = dense[ids]
     return scores
+
+
+_C_IDS = (np.dtype(np.uint16), np.dtype(np.int64))
+
+
+def _unit(vector: Any) -> NDArray[np.float32] | None:
+    """A query embedding scaled to norm 1, as ``StaticEmbedder._unit_query`` scales it; None if 0."""
+    vec = np.asarray(vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(vec))
+    unit = vec / np.float32(norm) if norm else vec
+    return unit if unit.any() else None

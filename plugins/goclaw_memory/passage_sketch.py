@@ -71,17 +71,23 @@ def with_sketches(engine: Engine, docs: list[Doc], texts: Sequence[str], space: 
 
 
 def sketched_scorer(
-    engine: Engine, agent_id: str, hits: Sequence[Any], embedder: PassageSketchingEmbedder
+    engine: Engine,
+    agent_id: str,
+    hits: Sequence[Any],
+    embedder: PassageSketchingEmbedder,
+    query_vector: Any = None,
 ) -> Callable[[str, list[str]], Any]:
     """A ``passages(query, texts)`` for :func:`goclaw_memory.postprocess.overlap_rerank`: the
     texts it is given are the snippets of some of ``hits``; those that are document chunks with
-    a sketch in the agent's loaded index are scored from it, the rest by
-    ``embedder.passage_similarity``."""
+    a sketch in the agent's loaded index are scored from it (against ``query_vector``, the
+    query's embedding, when given and the embedder takes one; else the query's text), the rest
+    by ``embedder.passage_similarity``."""
     import numpy as np
 
     from goclaw.retrieval.passage_sketches import sketch_cosines
 
     space = (embedder.provider, embedder.model, int(embedder.dim))
+    takes_vector = getattr(embedder, "token_similarity_takes_vectors", False) is True
 
     def score(query: str, texts: list[str]) -> Any:
         backend = engine.memory.backend
@@ -97,7 +103,8 @@ def sketched_scorer(
         batch = backend.chunk_sketches(agent_id, ids, space)
         if batch is None:
             return embedder.passage_similarity(query, texts)
-        best = sketch_cosines(batch, embedder.token_similarity(query, batch.tokens))
+        asked = query_vector if query_vector is not None and takes_vector else query
+        best = sketch_cosines(batch, embedder.token_similarity(asked, batch.tokens))
         if not batch.has.all():
             rest = np.flatnonzero(~batch.has)
             best[rest] = embedder.passage_similarity(query, [texts[i] for i in rest])

@@ -80,7 +80,9 @@ def goclaw_prompt_sections() -> list[Any]:
 
 
 @hookimpl(trylast=True)
-def goclaw_memory_rerank(engine: Any, query: str, agent: Any, user: str | None, hits: list[Any]) -> Any:
+def goclaw_memory_rerank(
+    engine: Any, query: str, agent: Any, user: str | None, hits: list[Any], query_vector: Any
+) -> Any:
     settings = engine.plugin_settings("memory")
     if settings.rerank != "overlap":
         return None
@@ -101,7 +103,7 @@ def goclaw_memory_rerank(engine: Any, query: str, agent: Any, user: str | None, 
             # search reads its hits' passages from there (goclaw_memory.passage_sketch).
             from goclaw_memory.passage_sketch import sketched_scorer
 
-            passages = sketched_scorer(engine, agent.id, hits, embedder)
+            passages = sketched_scorer(engine, agent.id, hits, embedder, query_vector)
         elif kind == "scoring":
             passages = embedder.passage_similarity
     return overlap_rerank(

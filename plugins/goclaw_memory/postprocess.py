@@ -129,14 +129,21 @@ def overlap_rerank(
 
 
 def apply_rerank(
-    engine: Any, query: str, agent: Agent, user: str | None, hits: list[MemoryHit], n: int
+    engine: Any,
+    query: str,
+    agent: Agent,
+    user: str | None,
+    hits: list[MemoryHit],
+    n: int,
+    query_vector: Any = None,
 ) -> list[MemoryHit]:
-    """Hand the best ``n`` hits to ``goclaw_memory_rerank``; keep its order (hits it leaves
-    out are dropped); anything it returns that was not among them is ignored."""
+    """Hand the best ``n`` hits (and the query's embedding, if the search made one) to
+    ``goclaw_memory_rerank``; keep its order (hits it leaves out are dropped); anything it
+    returns that was not among them is ignored."""
     top, rest = hits[:n], hits[n:]
     if not top:
         return hits
-    result = engine.hooks.memory_rerank(engine, query, agent, user, list(top))
+    result = engine.hooks.memory_rerank(engine, query, agent, user, list(top), query_vector)
     if result is None:
         return hits
     allowed = set(map(id, top))
@@ -172,14 +179,16 @@ def postprocess(
     agent_dir: Path | None,
     hits: list[MemoryHit],
     limit: int,
+    query_vector: Any = None,
 ) -> list[MemoryHit]:
     """Decay, rerank and MMR as configured, then the first ``limit`` hits (``agent_dir`` is
-    read by the decay only)."""
+    read by the decay only; ``query_vector``, the query's embedding or None, is handed to the
+    reranker)."""
     if cfg.decay:
         if agent_dir is None:
             raise ValueError("temporal decay needs the agent's folder")
         hits = apply_decay(hits, agent_dir, cfg)
-    hits = apply_rerank(engine, query, agent, user, hits, cfg.rerank_candidates)
+    hits = apply_rerank(engine, query, agent, user, hits, cfg.rerank_candidates, query_vector)
     if cfg.mmr:
         hits = apply_mmr(hits, cfg.mmr_lambda, limit)
     return hits[:limit]

@@ -208,7 +208,7 @@ class MemoryService:
                 hits = _merge_tiers(hits, extra, len(hits) + len(extra))
         if reranks:
             agent_dir = self.engine.agent_dir(a) if cfg.decay else None
-            hits = postprocess(self.engine, cfg, query, a, user, agent_dir, hits, limit)
+            hits = postprocess(self.engine, cfg, query, a, user, agent_dir, hits, limit, qvec)
         else:  # nothing reads the candidates (no decay, reranker or MMR): the first ``limit``
             hits = hits[:limit]
         for h in hits:  # the stable ids, for the hits returned only

@@ -1,0 +1,133 @@
+"""``goclaw_memory_rerank`` hands a reranker the query's embedding (``query_vector``, issue 11
+query speed): a third-party implementation written before it existed (without the argument) keeps
+working, one that names it gets the search's vector, and the built-in passage step scores with it
+instead of embedding the query again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from goclaw import hookimpl
+from tests.memory_helpers import write
+
+
+@pytest.fixture
+def backend() -> str:
+    return "sqlite"
+
+
+NOTES = {
+    "memory/a.md": "# Kite Ceramics\n\n- Kestrel gateway deploy rolled back.\n- Billing moved to March.\n",
+    "memory/b.md": "# Vendors\n\n- Kestrel gateway certificate renewed by Dana.\n",
+    "memory/c.md": "# Regions\n\nKestrel dashboards moved to the new region.\n",
+}
+
+
+class OldReranker:
+    """Written to the hook before ``query_vector``: five arguments."""
+
+    def __init__(self) -> None:
+        self.given: list[list[str]] = []
+
+    @hookimpl
+    def goclaw_memory_rerank(self, engine: Any, query: str, agent: Any, user: Any, hits: list[Any]) -> Any:
+        self.given.append([h.path for h in hits])
+        return list(reversed(hits))
+
+
+class NewReranker:
+    """Names ``query_vector``: gets the search's query embedding (or None)."""
+
+    def __init__(self) -> None:
+        self.vectors: list[Any] = []
+
+    @hookimpl
+    def goclaw_memory_rerank(
+        self, engine: Any, query: str, agent: Any, user: Any, hits: list[Any], query_vector: Any
+    ) -> Any:
+        self.vectors.append(query_vector)
+        return None  # keep the order: the built-in answers next
+
+
+def _engine(make_engine: Any, plugin: Any) -> Any:
+    eng = make_engine(extra_plugins=[("reranker", plugin)], plugins={"memory": {"rerank": "overlap"}})
+    assert eng.plugin_manager.records["reranker"].status == "active"
+    root = Path(eng.agent_dir(eng.agents.create("ada")))
+    for rel, text in NOTES.items():
+        write(root, rel, text)
+    eng.memory.index("ada")
+    return eng
+
+
+def test_a_reranker_without_query_vector_keeps_working(make_engine: Any) -> None:
+    old = OldReranker()
+    eng = _engine(make_engine, old)
+    hits = eng.memory.search("Kestrel gateway", "ada", limit=3)
+    assert len(old.given) == 1
+    assert [h.path for h in hits] == old.given[0][::-1][:3]
+
+
+def test_a_reranker_naming_query_vector_gets_the_search_embedding(make_engine: Any) -> None:
+    new = NewReranker()
+    eng = _engine(make_engine, new)
+    hybrid = eng.memory.search("Kestrel gateway", "ada", limit=3)
+    assert len(new.vectors) == 1 and hybrid
+    want = eng.embedder().embed(["Kestrel gateway"])[0]
+    got = new.vectors[0]
+    assert isinstance(got, np.ndarray) and got.dtype == np.float32
+    assert np.array_equal(got, want)
+    eng.memory.search("Kestrel gateway", "ada", limit=3, channel="lexical")  # no embedding made
+    assert new.vectors[1] is None
+
+
+def test_a_reranker_may_name_only_the_arguments_it_reads() -> None:
+    """pluggy passes an implementation the arguments it names, query_vector among them."""
+    seen: list[Any] = []
+
+    class Spy:
+        @hookimpl
+        def goclaw_memory_rerank(self, hits: list[Any], query_vector: Any) -> Any:
+            seen.append(query_vector)
+            return hits
+
+    import pluggy
+
+    from goclaw import hookspecs
+
+    pm = pluggy.PluginManager(hookspecs.NAME)
+    pm.add_hookspecs(hookspecs)
+    pm.register(Spy())
+    out = pm.hook.goclaw_memory_rerank(
+        engine=None, query="q", agent=None, user=None, hits=[1], query_vector=None
+    )
+    assert out == [1] and seen == [None]
+
+
+def test_the_passage_step_scores_with_the_query_vector(
+    make_engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The built-in reranker passes the search's embedding to token_similarity: the query is
+    not embedded again (its text is never handed over)."""
+    from goclaw_embeddings.static_model import StaticEmbedder
+
+    asked: list[Any] = []
+    real = StaticEmbedder.token_similarity
+
+    def spy(self: Any, query: Any, token_ids: Any) -> Any:
+        asked.append(query)
+        return real(self, query, token_ids)
+
+    monkeypatch.setattr(StaticEmbedder, "token_similarity", spy)
+    eng = _engine(make_engine, NewReranker())
+    with_vector = eng.memory.search("Kestrel gateway deploy", "ada", limit=3)
+    assert asked and all(isinstance(q, np.ndarray) for q in asked)
+    # the same scores as scoring from the text
+    monkeypatch.setattr(
+        StaticEmbedder, "token_similarity", lambda self, q, ids: real(self, "Kestrel gateway deploy", ids)
+    )
+    from_text = eng.memory.search("Kestrel gateway deploy", "ada", limit=3)
+    assert [(h.path, h.score) for h in with_vector] == [(h.path, h.score) for h in from_text]
