@@ -49,7 +49,7 @@ B = 0.75
 # Below this many slots the vector channel computes every slot's exact cosine (one pass, no
 # bounds); above it the int8 scan and the exact rescoring of the few slots near the cut are
 # faster (measured: docs/memory.md "The vector channel").
-DENSE_BELOW = 1024
+DENSE_BELOW = 768
 # BM25 contributions remembered per index (postings across terms): ~12 bytes each at most
 CONTRIB_CACHE = 2_000_000
 _controller: Any = None
