@@ -61,6 +61,7 @@ def _b_above_a(scored: list[tuple[str, int, float]]) -> bool:
 
 def _text_path(eng: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(eng.memory.backend, "chunk_sketches", lambda *args: None)
+    monkeypatch.setattr(eng.memory.backend, "passage_cosines", lambda *args: None)  # the one-call path
 
 
 QUERIES = [PASSAGE_Q, "Who approved the refund for Kite Ceramics?", "kestrel rollback", "billing contacts"]

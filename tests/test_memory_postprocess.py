@@ -256,6 +256,7 @@ def test_a_failing_passage_step_keeps_the_overlap_order(
     eng.memory.index("ada")
     monkeypatch.setattr(StaticEmbedder, "passage_similarity", broken)
     monkeypatch.setattr(StaticEmbedder, "token_similarity", broken)  # the chunks' sketches' path
+    monkeypatch.setattr(StaticEmbedder, "token_rows", broken)  # ... scored in one call
     assert [h.path for h in eng.memory.search(PASSAGE_Q, "ada")] == ["memory/a.md", "memory/b.md"]
     assert "passage step failed" in caplog.text
 

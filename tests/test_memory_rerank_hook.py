@@ -110,24 +110,43 @@ def test_a_reranker_may_name_only_the_arguments_it_reads() -> None:
 def test_the_passage_step_scores_with_the_query_vector(
     make_engine: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The built-in reranker passes the search's embedding to token_similarity: the query is
-    not embedded again (its text is never handed over)."""
+    """The built-in reranker scores passages against the search's embedding: the query is
+    embedded once per search (by the service), on the one-call path (the embedder's token rows)
+    and on the token_similarity path alike, with the scores of scoring from the query's text."""
     from goclaw_embeddings.static_model import StaticEmbedder
 
-    asked: list[Any] = []
-    real = StaticEmbedder.token_similarity
+    embedded: list[int] = []
+    real_embed, real_similarity = StaticEmbedder.embed, StaticEmbedder.token_similarity
 
-    def spy(self: Any, query: Any, token_ids: Any) -> Any:
-        asked.append(query)
-        return real(self, query, token_ids)
+    def embed(self: Any, texts: Any) -> Any:
+        embedded.append(len(texts))
+        return real_embed(self, texts)
+
+    monkeypatch.setattr(StaticEmbedder, "embed", embed)
+    eng = _engine(make_engine, NewReranker())
+    query = "Kestrel gateway deploy"
+
+    def scored() -> list[tuple[str, float]]:
+        embedded.clear()
+        hits = [(h.path, h.score) for h in eng.memory.search(query, "ada", limit=3)]
+        assert embedded == [1]  # the service's; the passage step embeds nothing
+        return hits
+
+    one_call = scored()
+    monkeypatch.setattr(StaticEmbedder, "token_rows", None)  # -> token_similarity(vector, ids)
+    asked: list[Any] = []
+
+    def spy(self: Any, q: Any, token_ids: Any) -> Any:
+        asked.append(q)
+        return real_similarity(self, q, token_ids)
 
     monkeypatch.setattr(StaticEmbedder, "token_similarity", spy)
-    eng = _engine(make_engine, NewReranker())
-    with_vector = eng.memory.search("Kestrel gateway deploy", "ada", limit=3)
+    with_vector = scored()
     assert asked and all(isinstance(q, np.ndarray) for q in asked)
-    # the same scores as scoring from the text
     monkeypatch.setattr(
-        StaticEmbedder, "token_similarity", lambda self, q, ids: real(self, "Kestrel gateway deploy", ids)
+        StaticEmbedder, "token_similarity", lambda self, q, ids: real_similarity(self, query, ids)
     )
-    from_text = eng.memory.search("Kestrel gateway deploy", "ada", limit=3)
-    assert [(h.path, h.score) for h in with_vector] == [(h.path, h.score) for h in from_text]
+    from_text = [(h.path, h.score) for h in eng.memory.search(query, "ada", limit=3)]
+    assert one_call == with_vector
+    assert [p for p, _s in from_text] == [p for p, _s in one_call]
+    np.testing.assert_allclose([s for _p, s in from_text], [s for _p, s in one_call], rtol=1e-6)

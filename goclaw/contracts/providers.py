@@ -81,7 +81,10 @@ class PassageSketchingEmbedder(Protocol):
         ``numpy.ndarray`` of ``len(token_ids)``; all 0 when the query embeds to nothing). A
         provider with a true ``token_similarity_takes_vectors`` attribute also accepts, as
         ``query``, the query's embedding from :meth:`EmbeddingProvider.embed` (the memory search
-        passes the one it computed instead of having it embedded again)."""
+        passes the one it computed instead of having it embedded again). A provider may also
+        offer ``token_rows()``: the float32 matrix of its rows ``E_t`` (indexed by token id);
+        the memory search then scores its hits' sketches against those rows and the query's
+        unit embedding itself, in one call (the same figures)."""
         ...
 
 

@@ -12,6 +12,7 @@
  *   sketch_select(tokens, layout, counts, has, ptr, slots) -> 7 bytes  a SketchBatch's arrays
  *   sketch_best(seg_len, refs, nref, norms, n_pass, scores) -> bytes   best passage cosines
  *   token_dots(matrix, q, ids) -> bytes                                E_t . q per token id
+ *   sketch_scores(tokens, layout, counts, has, ptr, slots, matrix, q)  the three at once
  *
  * Every buffer's type and size is checked, and every index read from one (pointers, counts,
  * references, token ids) is checked against the buffer it indexes before it is used: a damaged
@@ -20,13 +21,13 @@
  */
 #define PY_SSIZE_T_CLEAN
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("O3") /* token_dots' lanes vectorised (clang does at -O2); never fast-math */
+#pragma GCC optimize("O3", "fp-contract=off") /* token_dots vectorised, never fused or fast-math */
 #endif
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
-#define RERANK_ABI 1
+#define RERANK_ABI 2 /* 2: sketch_scores */
 
 /* A search reads its candidates' few hundred bytes each right after its cosine pass has swept
    every vector through the caches: each of them a cache miss. Asking for all of them first lets
@@ -246,11 +247,91 @@ static PyObject *new_bytes(Py_ssize_t size, char **out)
     return b;
 }
 
-/* One selected slot's place in the store, checked. */
+/* One selected slot's place in the store, checked (tok0 < 0: the slot has no sketch). */
 typedef struct {
     int64_t tok0, tok1, word0;
     Py_ssize_t segs, refs, pass;
 } Slot;
+
+/* A PassageSketches store's arrays (see goclaw/retrieval/passage_sketches.py). */
+typedef struct {
+    const uint16_t *tokens, *layout, *counts;
+    const uint8_t *has;
+    const int64_t *ptr;
+    Py_ssize_t n_tok, n_words, n_store;
+} Store;
+
+static int store_of(Py_buffer *bufs, Store *st, const char *who)
+{
+    st->tokens = bufs[0].buf;
+    st->layout = bufs[1].buf;
+    st->counts = bufs[2].buf;
+    st->has = bufs[3].buf;
+    st->ptr = bufs[4].buf;
+    st->n_tok = bufs[0].len / 2;
+    st->n_words = bufs[1].len / 2;
+    st->n_store = bufs[3].len;
+    if (bufs[2].len / 2 != 3 * st->n_store || bufs[4].len / 8 != 2 * (st->n_store + 1)) {
+        PyErr_Format(PyExc_ValueError, "%s: counts, has and ptr disagree on the slots", who);
+        return -1;
+    }
+    return 0;
+}
+
+/* Ask for every selected slot's counts and pointers, then its tokens and layout words. */
+static void store_prefetch(const Store *st, const int64_t *slots, Py_ssize_t n)
+{
+    for (Py_ssize_t j = 0; j < n; j++) {
+        int64_t s = slots[j];
+        if (s >= 0 && s < st->n_store) {
+            PREFETCH(st->has + s);
+            PREFETCH(st->counts + 3 * s);
+            PREFETCH(st->ptr + 2 * s);
+            PREFETCH(st->ptr + 2 * s + 3);
+        }
+    }
+    for (Py_ssize_t j = 0; j < n; j++) {
+        int64_t s = slots[j];
+        if (s < 0 || s >= st->n_store || !st->has[s])
+            continue;
+        const int64_t *p = st->ptr + 2 * s;
+        if (p[0] >= 0 && p[2] >= p[0] && p[2] <= st->n_tok && p[1] >= 0 && p[3] >= p[1] && p[3] <= st->n_words) {
+            prefetch_range(st->tokens + p[0], (size_t)(p[2] - p[0]) * 2);
+            prefetch_range(st->layout + p[1], (size_t)(p[3] - p[1]) * 2);
+        }
+    }
+}
+
+/* Slot s's place, every pointer, count and reference checked against the arrays: 0 and
+   out->tok0 = -1 when s is outside the store or has no sketch, -1 with ValueError when damaged. */
+static int store_slot(const Store *st, int64_t s, Slot *out, const char *who)
+{
+    out->tok0 = -1;
+    if (s < 0 || s >= st->n_store || !st->has[s])
+        return 0;
+    const int64_t *p = st->ptr + 2 * s;
+    int64_t t0 = p[0], t1 = p[2], w0 = p[1], w1 = p[3];
+    Py_ssize_t segs = st->counts[3 * s], refs = st->counts[3 * s + 1], pass = st->counts[3 * s + 2];
+    int bad = t0 < 0 || t1 < t0 || t1 > st->n_tok || w0 < 0 || w1 < w0 || w1 > st->n_words ||
+              w1 - w0 != segs + refs + 3 * pass;
+    if (!bad) {
+        const uint16_t *w = st->layout + w0;
+        int64_t sum = 0, nrefs = 0;
+        for (Py_ssize_t i = 0; i < segs; i++)
+            sum += w[i];
+        for (Py_ssize_t i = 0; i < pass; i++)
+            nrefs += w[segs + refs + i];
+        bad = sum != t1 - t0 || nrefs != refs;
+        for (Py_ssize_t i = 0; i < refs && !bad; i++)
+            bad = w[segs + i] >= segs;
+    }
+    if (bad) {
+        PyErr_Format(PyExc_ValueError, "%s: damaged sketch at slot %lld", who, (long long)s);
+        return -1;
+    }
+    *out = (Slot){t0, t1, w0, segs, refs, pass};
+    return 0;
+}
 
 /* sketch_select(tokens: uint16 buffer, layout: uint16 buffer, counts: uint16 buffer (3 per slot),
    has: uint8 buffer (1 per slot), ptr: int64 buffer (2 per slot, plus 2), slots: int64 buffer)
@@ -278,71 +359,28 @@ static PyObject *sketch_select(PyObject *self, PyObject *const *args, Py_ssize_t
     Slot *sel = NULL;
     if (got < 6)
         goto done;
-    const uint16_t *tokens = bufs[0].buf, *layout = bufs[1].buf, *counts = bufs[2].buf;
-    const uint8_t *has = bufs[3].buf;
-    const int64_t *ptr = bufs[4].buf, *slots = bufs[5].buf;
-    Py_ssize_t n_tok = bufs[0].len / 2, n_words = bufs[1].len / 2, n_store = bufs[3].len;
-    Py_ssize_t n = bufs[5].len / 8;
-    if (bufs[2].len / 2 != 3 * n_store || bufs[4].len / 8 != 2 * (n_store + 1)) {
-        PyErr_SetString(PyExc_ValueError, "sketch_select: counts, has and ptr disagree on the slots");
+    Store st;
+    if (store_of(bufs, &st, "sketch_select") < 0)
         goto done;
-    }
+    const uint16_t *tokens = st.tokens, *layout = st.layout;
+    const int64_t *slots = bufs[5].buf;
+    Py_ssize_t n = bufs[5].len / 8;
     sel = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Slot));
     if (!sel) {
         PyErr_NoMemory();
         goto done;
     }
+    store_prefetch(&st, slots, n);
     Py_ssize_t tot_tok = 0, tot_seg = 0, tot_ref = 0, tot_pass = 0;
     for (Py_ssize_t j = 0; j < n; j++) {
-        int64_t s = slots[j];
-        if (s >= 0 && s < n_store) {
-            PREFETCH(has + s);
-            PREFETCH(counts + 3 * s);
-            PREFETCH(ptr + 2 * s);
-            PREFETCH(ptr + 2 * s + 3);
-        }
-    }
-    for (Py_ssize_t j = 0; j < n; j++) {
-        int64_t s = slots[j];
-        if (s < 0 || s >= n_store || !has[s])
-            continue;
-        int64_t t0 = ptr[2 * s], t1 = ptr[2 * s + 2], w0 = ptr[2 * s + 1], w1 = ptr[2 * s + 3];
-        if (t0 >= 0 && t1 >= t0 && t1 <= n_tok && w0 >= 0 && w1 >= w0 && w1 <= n_words) {
-            prefetch_range(tokens + t0, (size_t)(t1 - t0) * 2);
-            prefetch_range(layout + w0, (size_t)(w1 - w0) * 2);
-        }
-    }
-    for (Py_ssize_t j = 0; j < n; j++) {
-        int64_t s = slots[j];
-        sel[j].tok0 = -1;
-        if (s < 0 || s >= n_store || !has[s])
-            continue;
-        int64_t t0 = ptr[2 * s], t1 = ptr[2 * s + 2], w0 = ptr[2 * s + 1], w1 = ptr[2 * s + 3];
-        Py_ssize_t segs = counts[3 * s], refs = counts[3 * s + 1], pass = counts[3 * s + 2];
-        if (t0 < 0 || t1 < t0 || t1 > n_tok || w0 < 0 || w1 < w0 || w1 > n_words ||
-            w1 - w0 != segs + refs + 3 * pass) {
-            PyErr_Format(PyExc_ValueError, "sketch_select: damaged sketch at slot %lld", (long long)s);
+        if (store_slot(&st, slots[j], &sel[j], "sketch_select") < 0)
             goto done;
-        }
-        const uint16_t *w = layout + w0;
-        int64_t sum = 0;
-        for (Py_ssize_t i = 0; i < segs; i++)
-            sum += w[i];
-        int64_t nrefs = 0;
-        for (Py_ssize_t i = 0; i < pass; i++)
-            nrefs += w[segs + refs + i];
-        int bad = sum != t1 - t0 || nrefs != refs;
-        for (Py_ssize_t i = 0; i < refs && !bad; i++)
-            bad = w[segs + i] >= segs;
-        if (bad) {
-            PyErr_Format(PyExc_ValueError, "sketch_select: damaged sketch at slot %lld", (long long)s);
-            goto done;
-        }
-        sel[j] = (Slot){t0, t1, w0, segs, refs, pass};
-        tot_tok += (Py_ssize_t)(t1 - t0);
-        tot_seg += segs;
-        tot_ref += refs;
-        tot_pass += pass;
+        if (sel[j].tok0 < 0)
+            continue;
+        tot_tok += (Py_ssize_t)(sel[j].tok1 - sel[j].tok0);
+        tot_seg += sel[j].segs;
+        tot_ref += sel[j].refs;
+        tot_pass += sel[j].pass;
     }
     out[0] = new_bytes(2 * tot_tok, &o[0]);
     out[1] = new_bytes(2 * tot_seg, &o[1]);
@@ -485,10 +523,52 @@ done:
 /* ------------------------------------------------------------------ token scores */
 
 #define AHEAD 4 /* rows fetched ahead of the one being read */
+#define LANES 16
+
+/* row . q over LANES float32 lanes (lane l sums the products of the columns l, l + LANES, ...,
+   each product rounded, then added: no fused multiply-add, so every build and instruction set
+   gives the same bits), the lanes then added in float64. Compiled twice on x86-64: for AVX2
+   (chosen at run time) and for the baseline. */
+#define DEFINE_DOT(name, attr)                                                                   \
+    attr static double name(const float *row, const float *q, Py_ssize_t dim)                   \
+    {                                                                                            \
+        float lane[LANES] = {0};                                                                 \
+        Py_ssize_t d = 0;                                                                        \
+        for (; d + LANES <= dim; d += LANES)                                                     \
+            for (int l = 0; l < LANES; l++) {                                                    \
+                float p = row[d + l] * q[d + l];                                                 \
+                lane[l] += p;                                                                    \
+            }                                                                                    \
+        for (int l = 0; d < dim; d++, l++)                                                       \
+            lane[l] += row[d] * q[d];                                                            \
+        double acc = 0.0;                                                                        \
+        for (int l = 0; l < LANES; l++)                                                          \
+            acc += (double)lane[l];                                                              \
+        return acc;                                                                              \
+    }
+
+DEFINE_DOT(dot_portable, )
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_X86 1
+DEFINE_DOT(dot_avx2, __attribute__((target("avx2"))))
+#else
+#define HAVE_X86 0
+#endif
+
+typedef double (*DotFn)(const float *, const float *, Py_ssize_t);
+
+static DotFn pick_dot(void)
+{
+#if HAVE_X86
+    if (__builtin_cpu_supports("avx2"))
+        return dot_avx2;
+#endif
+    return dot_portable;
+}
 
 /* token_dots(matrix: float32 buffer (rows x dim), q: float32 buffer (dim), ids: uint16 or int64
-   buffer) -> bytes of float32: each id's row dot q (summed in float64 over 8 lanes), each
-   distinct row read once. */
+   buffer) -> bytes of float32: each id's row dot q (see DEFINE_DOT), each distinct row read
+   once, the rows fetched a few ahead. */
 static PyObject *token_dots(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 3) {
@@ -558,6 +638,7 @@ static PyObject *token_dots(PyObject *self, PyObject *const *args, Py_ssize_t na
         }
     }
     size_t row_bytes = (size_t)dim * sizeof(float);
+    DotFn dot = pick_dot();
     for (Py_ssize_t i = 0; i < nd && i < AHEAD; i++)
         prefetch_range(M + (size_t)distinct[i] * (size_t)dim, row_bytes);
     for (Py_ssize_t j = 0; j < nd; j++) {
@@ -566,14 +647,7 @@ static PyObject *token_dots(PyObject *self, PyObject *const *args, Py_ssize_t na
         int64_t id = distinct[j];
         {
             const float *row = M + (size_t)id * (size_t)dim;
-            double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            Py_ssize_t d = 0;
-            for (; d + 8 <= dim; d += 8)
-                for (int l = 0; l < 8; l++)
-                    lane[l] += (double)row[d + l] * (double)q[d + l];
-            for (; d < dim; d++)
-                lane[0] += (double)row[d] * (double)q[d];
-            double acc = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+            double acc = dot(row, q, dim);
             table[id] = (float)acc;
         }
     }
@@ -589,6 +663,148 @@ done:
     return res;
 }
 
+/* Each of the distinct token ids' (nd of them) row dot q into table[id], rows fetched ahead. */
+static void dots_of(const float *M, const float *q, Py_ssize_t dim, const int64_t *distinct, Py_ssize_t nd,
+                    float *table)
+{
+    size_t row_bytes = (size_t)dim * sizeof(float);
+    DotFn dot = pick_dot();
+    for (Py_ssize_t i = 0; i < nd && i < AHEAD; i++)
+        prefetch_range(M + (size_t)distinct[i] * (size_t)dim, row_bytes);
+    for (Py_ssize_t j = 0; j < nd; j++) {
+        if (j + AHEAD < nd)
+            prefetch_range(M + (size_t)distinct[j + AHEAD] * (size_t)dim, row_bytes);
+        table[distinct[j]] = (float)dot(M + (size_t)distinct[j] * (size_t)dim, q, dim);
+    }
+}
+
+/* sketch_scores(tokens, layout, counts, has, ptr, slots, matrix, q) -> (best, has): bytes of
+   float32 and bool, one per slot: what sketch_select, token_dots and sketch_best give one
+   after the other (the same bits), in one call and without the batch's arrays: each selected
+   slot's best passage cosine (0 when none is positive or the slot has no sketch) and whether it
+   has a sketch. matrix: float32 rows x len(q); every token id must be a row. */
+static PyObject *sketch_scores(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "sketch_scores(tokens, layout, counts, has, ptr, slots, matrix, q)");
+        return NULL;
+    }
+    Py_buffer bufs[8];
+    static const Py_ssize_t sizes[8] = {2, 2, 2, 1, 8, 8, 4, 4};
+    static const char *kinds[8] = {U16, U16, U16, "?Bb", I64, I64, F32, F32};
+    static const char *names[8] = {"sketch_scores: tokens", "sketch_scores: layout", "sketch_scores: counts",
+                                   "sketch_scores: has",    "sketch_scores: ptr",    "sketch_scores: slots",
+                                   "sketch_scores: matrix", "sketch_scores: q"};
+    int got = 0;
+    for (; got < 8; got++)
+        if (get_buffer(args[got], &bufs[got], sizes[got], kinds[got], names[got]) < 0)
+            break;
+    PyObject *res = NULL, *best_b = NULL, *has_b = NULL;
+    Slot *sel = NULL;
+    float *table = NULL;
+    uint8_t *seen = NULL;
+    int64_t *distinct = NULL;
+    double *seg_dot = NULL;
+    if (got < 8)
+        goto done;
+    Store st;
+    if (store_of(bufs, &st, "sketch_scores") < 0)
+        goto done;
+    const int64_t *slots = bufs[5].buf;
+    const float *M = bufs[6].buf, *q = bufs[7].buf;
+    Py_ssize_t n = bufs[5].len / 8, dim = bufs[7].len / 4;
+    if (dim == 0 || bufs[6].len % (4 * dim) != 0) {
+        PyErr_SetString(PyExc_ValueError, "sketch_scores: the matrix is not rows of len(q)");
+        goto done;
+    }
+    Py_ssize_t rows = bufs[6].len / (4 * dim);
+    sel = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Slot));
+    if (!sel) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    store_prefetch(&st, slots, n);
+    Py_ssize_t tot_tok = 0, max_segs = 1;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        if (store_slot(&st, slots[j], &sel[j], "sketch_scores") < 0)
+            goto done;
+        if (sel[j].tok0 < 0)
+            continue;
+        tot_tok += (Py_ssize_t)(sel[j].tok1 - sel[j].tok0);
+        if (sel[j].segs > max_segs)
+            max_segs = sel[j].segs;
+    }
+    table = PyMem_Malloc((size_t)(rows ? rows : 1) * sizeof(float));
+    seen = PyMem_Calloc((size_t)(rows ? rows : 1), 1);
+    distinct = PyMem_Malloc((size_t)(tot_tok ? tot_tok : 1) * sizeof(int64_t));
+    seg_dot = PyMem_Malloc((size_t)max_segs * sizeof(double));
+    if (!table || !seen || !distinct || !seg_dot) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t nd = 0;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        for (int64_t t = sel[j].tok0; sel[j].tok0 >= 0 && t < sel[j].tok1; t++) {
+            uint16_t id = st.tokens[t];
+            if (id >= rows) {
+                PyErr_Format(PyExc_IndexError, "sketch_scores: token id %d outside the matrix", (int)id);
+                goto done;
+            }
+            if (!seen[id]) {
+                seen[id] = 1;
+                distinct[nd++] = id;
+            }
+        }
+    }
+    dots_of(M, q, dim, distinct, nd, table);
+    char *ob, *oh;
+    best_b = new_bytes(4 * n, &ob);
+    has_b = new_bytes(n, &oh);
+    if (!best_b || !has_b)
+        goto done;
+    float *best = (float *)ob;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        const Slot *x = &sel[j];
+        oh[j] = x->tok0 >= 0;
+        best[j] = 0.0f;
+        if (x->tok0 < 0)
+            continue;
+        const uint16_t *tok = st.tokens + x->tok0, *w = st.layout + x->word0;
+        const uint16_t *refs = w + x->segs, *nref = refs + x->refs, *words = nref + x->pass;
+        for (Py_ssize_t i = 0, t = 0; i < x->segs; i++) { /* the lengths add up: store_slot */
+            double acc = 0.0;
+            for (Py_ssize_t e = t + w[i]; t < e; t++)
+                acc += (double)table[tok[t]];
+            seg_dot[i] = acc;
+        }
+        double top = 0.0;
+        for (Py_ssize_t p = 0, r = 0; p < x->pass; p++) {
+            double acc = 0.0;
+            for (Py_ssize_t f = r + nref[p]; r < f; r++)
+                acc += seg_dot[refs[r]];
+            float norm;
+            memcpy(&norm, words + 2 * p, 4); /* little-endian words, as the store writes them */
+            acc /= (double)norm;
+            if (p == 0 || acc > top || acc != acc)
+                top = acc;
+        }
+        float b = (float)top;
+        best[j] = b > 0.0f ? b : (b != b ? b : 0.0f);
+    }
+    res = PyTuple_Pack(2, best_b, has_b);
+done:
+    Py_XDECREF(best_b);
+    Py_XDECREF(has_b);
+    PyMem_Free(sel);
+    PyMem_Free(table);
+    PyMem_Free(seen);
+    PyMem_Free(distinct);
+    PyMem_Free(seg_dot);
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&bufs[i]);
+    return res;
+}
+
 static PyMethodDef methods[] = {
     {"overlap_features", (PyCFunction)(void (*)(void))overlap_features, METH_FASTCALL,
      "(matched, window) of the query terms in each slot of a forward index."},
@@ -598,6 +814,8 @@ static PyMethodDef methods[] = {
      "Each text's best passage cosine from a sketch batch and its token scores."},
     {"token_dots", (PyCFunction)(void (*)(void))token_dots, METH_FASTCALL,
      "Each token id's matrix row dot a query vector."},
+    {"sketch_scores", (PyCFunction)(void (*)(void))sketch_scores, METH_FASTCALL,
+     "Each slot's best passage cosine from its sketch and the token rows, in one call."},
     {NULL, NULL, 0, NULL},
 };
 

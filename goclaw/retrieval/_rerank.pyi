@@ -22,6 +22,14 @@ def sketch_best(seg_len: Any, refs: Any, nref: Any, norms: Any, n_pass: Any, sco
     and its token scores (f4)."""
     ...
 
+def sketch_scores(
+    tokens: Any, layout: Any, counts: Any, has: Any, ptr: Any, slots: Any, matrix: Any, q: Any
+) -> tuple[bytes, bytes]:
+    """(best passage cosine f4, has a sketch bool) of each slot (int64) of a PassageSketches
+    store, its token scores the float32 ``matrix`` rows dot ``q``: sketch_select, token_dots and
+    sketch_best in one call."""
+    ...
+
 def token_dots(matrix: Any, q: Any, ids: Any) -> bytes:
     """``matrix[id] · q`` (float32) for each id (uint16 or int64); float32 matrix and q."""
     ...

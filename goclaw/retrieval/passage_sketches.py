@@ -104,10 +104,14 @@ def sketch_cosines(batch: SketchBatch, token_scores: NDArray[Any]) -> NDArray[np
     text without a sketch); ``token_scores[i]`` is ``E_t·q`` of ``batch.tokens[i]`` for the unit
     query ``q``. Sums in float64: the same figure as embedding each passage, within 1e-6."""
     if compiled is not None and _c_types(batch, token_scores):
-        found = compiled.sketch_best(
-            batch.seg_len, batch.refs, batch.nref, batch.norms, batch.n_pass, token_scores
-        )
-        return np.frombuffer(found, dtype=np.float32).copy()
+        try:
+            found = compiled.sketch_best(
+                batch.seg_len, batch.refs, batch.nref, batch.norms, batch.n_pass, token_scores
+            )
+        except BufferError:  # an array that is not contiguous: numpy below
+            pass
+        else:
+            return np.frombuffer(found, dtype=np.float32).copy()
     best = np.zeros(len(batch.has), dtype=np.float32)
     if not len(batch.norms):
         return best
@@ -126,22 +130,21 @@ def sketch_cosines(batch: SketchBatch, token_scores: NDArray[Any]) -> NDArray[np
 def _c_types(batch: SketchBatch, token_scores: Any) -> bool:
     """Whether the C ``sketch_best`` takes these arrays as they are (a batch from
     :meth:`PassageSketches.select`: yes; one from :meth:`SketchBatch.of`: its own types)."""
-    return (
-        isinstance(token_scores, np.ndarray)
-        and token_scores.dtype == np.float32
-        and token_scores.flags.c_contiguous
-        and all(
-            isinstance(a, np.ndarray) and a.dtype == t and a.flags.c_contiguous
-            for a, t in zip(
-                (batch.seg_len, batch.refs, batch.nref, batch.norms, batch.n_pass), _C_BATCH, strict=True
-            )
+    try:
+        return (
+            token_scores.dtype == np.float32
+            and batch.seg_len.dtype == _WORD
+            and batch.refs.dtype == np.int64
+            and batch.nref.dtype == _WORD
+            and batch.norms.dtype == np.float32
+            and batch.n_pass.dtype == np.int64
         )
-    )
+    except AttributeError:  # not arrays
+        return False
 
 
 _WORD = np.dtype("<u2")  # a layout word
 _NORM = np.dtype("<f4")  # a norm, as two layout words
-_C_BATCH = (_WORD, np.dtype(np.int64), _WORD, np.dtype(np.float32), np.dtype(np.int64))
 _KINDS = np.tile(np.arange(4, dtype=np.int8), 4096)  # the layout's four fields, slot after slot
 
 
@@ -272,6 +275,29 @@ class PassageSketches:
             passages,
             present,
         )
+
+    def best_cosines(
+        self, slots: Sequence[int], matrix: NDArray[np.float32], q: NDArray[np.float32]
+    ) -> tuple[NDArray[np.float32], NDArray[np.bool_]] | None:
+        """For each slot, its best passage's cosine with the unit query ``q`` (0 when none is
+        positive or the slot has no sketch) and whether it has a sketch, the token scores being
+        the rows of ``matrix`` (float32, ``E_t``) dot ``q``: :meth:`select`, the token scores and
+        :func:`sketch_cosines` in one call of the C reranker (the same figures); None without it
+        (the caller then goes that way)."""
+        self._join()
+        if compiled is None or self.tokens.dtype != np.uint16:
+            return None
+        best, has = compiled.sketch_scores(
+            self.tokens,
+            self.layout,
+            self.counts,
+            self.has,
+            self.ptr,
+            np.asarray(slots, dtype=np.int64),
+            matrix,
+            q,
+        )
+        return np.frombuffer(best, dtype=np.float32).copy(), np.frombuffer(has, dtype=np.bool_)
 
     def _select_c(self, slots: Sequence[int]) -> SketchBatch:
         """:meth:`select` by ``_rerank.sketch_select`` (it checks every pointer and count)."""

@@ -57,7 +57,7 @@ __all__ = [
     "word_set",
 ]
 
-RERANK_ABI = 1  # the ABI of goclaw/retrieval/_rerank.c this package calls (its ABI constant)
+RERANK_ABI = 2  # the ABI of goclaw/retrieval/_rerank.c this package calls (its ABI constant)
 
 
 def _usable(module: Any) -> bool:

@@ -217,6 +217,13 @@ class StaticEmbedder:
 
     token_similarity_takes_vectors = True  # query: the text or embed([text])[0] (PassageSketchingEmbedder)
 
+    def token_rows(self) -> NDArray[np.float32]:
+        """The token rows ``E_t`` (float32) :meth:`token_similarity` scores with: a search
+        scores its hits' sketches against them and the query's vector in one call."""
+        self.load()
+        assert self._matrix is not None
+        return self._matrix
+
     def _unit_query(self, query: str) -> NDArray[np.float32] | None:
         """The query's embedding scaled to norm 1 (a model may not normalize); None if it is 0.
         The last few texts embedded alone are remembered: a search embeds its query alone just

@@ -76,41 +76,93 @@ def sketched_scorer(
     hits: Sequence[Any],
     embedder: PassageSketchingEmbedder,
     query_vector: Any = None,
-) -> Callable[[str, list[str]], Any]:
-    """A ``passages(query, texts)`` for :func:`goclaw_memory.postprocess.overlap_rerank`: the
-    texts it is given are the snippets of some of ``hits``; those that are document chunks with
-    a sketch in the agent's loaded index are scored from it (against ``query_vector``, the
-    query's embedding, when given and the embedder takes one; else the query's text), the rest
-    by ``embedder.passage_similarity``."""
-    import numpy as np
+) -> SketchedScorer:
+    """The passage scorer of :func:`goclaw_memory.postprocess.overlap_rerank` for ``hits``:
+    those that are document chunks with a sketch in the agent's loaded index are scored from it
+    (against ``query_vector``, the query's embedding, when given and the embedder takes one;
+    else the query's text), the rest by ``embedder.passage_similarity``."""
+    return SketchedScorer(engine, agent_id, hits, embedder, query_vector)
 
-    from goclaw.retrieval.passage_sketches import sketch_cosines
 
-    space = (embedder.provider, embedder.model, int(embedder.dim))
-    takes_vector = getattr(embedder, "token_similarity_takes_vectors", False) is True
+class SketchedScorer:
+    """``score_hits(query, hits)``: each hit's best passage cosine; called as ``(query, texts)``
+    (the texts being snippets of the hits it was made for) it finds their hits by identity."""
 
-    def score(query: str, texts: list[str]) -> Any:
-        backend = engine.memory.backend
-        if not _keeps_sketches(backend):  # written to the contract before chunk_sketches
-            return embedder.passage_similarity(query, texts)
-        # The texts are the hits' own snippet objects: found by identity, not by hashing them.
+    def __init__(
+        self,
+        engine: Engine,
+        agent_id: str,
+        hits: Sequence[Any],
+        embedder: PassageSketchingEmbedder,
+        query_vector: Any = None,
+    ) -> None:
+        self.engine, self.agent_id, self.hits, self.embedder = engine, agent_id, hits, embedder
+        self.space = (embedder.provider, embedder.model, int(embedder.dim))
+        takes_vector = getattr(embedder, "token_similarity_takes_vectors", False) is True
+        self.vector = query_vector if takes_vector else None
+        self.query_vector = query_vector
+
+    def __call__(self, query: str, texts: list[str]) -> Any:
         where = {id(t): i for i, t in enumerate(texts)}
         ids = [-1] * len(texts)
-        for h in hits:
+        for h in self.hits:
             i = where.get(id(h.snippet))
             if i is not None and texts[i] is h.snippet and h.tier == "document" and h.chunk_id is not None:
                 ids[i] = h.chunk_id
-        batch = backend.chunk_sketches(agent_id, ids, space)
-        if batch is None:
+        return self._score(query, ids, texts)
+
+    def score_hits(self, query: str, hits: Sequence[Any]) -> Any:
+        ids = [h.chunk_id if h.tier == "document" and h.chunk_id is not None else -1 for h in hits]
+        return self._score(query, ids, [h.snippet for h in hits])
+
+    def _score(self, query: str, ids: list[int], texts: list[str]) -> Any:
+        import numpy as np
+
+        from goclaw.retrieval.passage_sketches import sketch_cosines
+
+        embedder = self.embedder
+        backend = self.engine.memory.backend
+        if not _keeps_sketches(backend):  # written to the contract before chunk_sketches
             return embedder.passage_similarity(query, texts)
-        asked = query_vector if query_vector is not None and takes_vector else query
-        best = sketch_cosines(batch, embedder.token_similarity(asked, batch.tokens))
-        if not batch.has.all():
-            rest = np.flatnonzero(~batch.has)
+        found = self._in_one_call(backend, ids)
+        if found is None:
+            batch = backend.chunk_sketches(self.agent_id, ids, self.space)
+            if batch is None:
+                return embedder.passage_similarity(query, texts)
+            asked = self.vector if self.vector is not None else query
+            found = sketch_cosines(batch, embedder.token_similarity(asked, batch.tokens)), batch.has
+        best, has = found
+        if not has.all():
+            rest = np.flatnonzero(~has)
             best[rest] = embedder.passage_similarity(query, [texts[i] for i in rest])
         return best
 
-    return score
+    def _in_one_call(self, backend: Any, ids: list[int]) -> Any:
+        """(best, has) from the backend's ``passage_cosines`` (this plugin's SQLite and
+        inprocess backends) with the embedder's ``token_rows`` and the query's vector, when all
+        three are there; else None (the sketches are read, then scored)."""
+        rows = getattr(self.embedder, "token_rows", None)
+        cosines = getattr(backend, "passage_cosines", None)
+        if self.query_vector is None or rows is None or cosines is None:
+            return None
+        import numpy as np
+
+        matrix = rows()
+        vec = np.asarray(self.query_vector, dtype=np.float32).reshape(-1)
+        norm = float(np.linalg.norm(vec))
+        if (
+            not norm
+            or matrix is None
+            or matrix.dtype != np.float32
+            or not matrix.flags.c_contiguous
+            or matrix.ndim != 2
+            or matrix.shape[1] != len(vec)
+        ):
+            return None
+        q = np.ascontiguousarray(
+            vec / np.float32(norm)
+        )  # the query's unit embedding, as the embedder scales it
+        return cosines(self.agent_id, ids, self.space, matrix, q)
 
 
 _CONTRACT: dict[type, bool] = {}

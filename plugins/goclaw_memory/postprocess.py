@@ -104,19 +104,25 @@ def overlap_rerank(
     ``passage_similarity``), the best ``top`` hits of both channels get the vector share of
     their weighted fusion re-measured on their best passage
     (:func:`goclaw.retrieval.passages.passage_scores`), and all are sorted again."""
-    wanted = query_terms(query)
+    wanted = _query_terms(query)
     docs = [t if (t := getattr(h, "terms", None)) is not None else _snippet_terms(h.snippet) for h in hits]
     new = overlap_scores(wanted, docs, [h.score for h in hits], weight)
     for hit, score in zip(hits, new, strict=True):
         hit.score = score
-    ranked = sorted(hits, key=lambda h: (-h.score, h.path, h.start_line))
+    ranked = sorted(hits, key=_rank)
     if passages is None or top <= 0:
         return ranked
     best = [h for h in ranked[:top] if "lexical" in h.channels and "vector" in h.channels]
     if not best:
         return ranked
+    # A scorer that reads the hits themselves (goclaw_memory.passage_sketch: their chunk ids)
+    # is handed them; any other gets their text.
+    score_hits = getattr(passages, "score_hits", None)
     try:
-        sims = passages(query, [h.snippet for h in best])
+        if score_hits is not None:
+            sims = score_hits(query, best)
+        else:
+            sims = passages(query, [h.snippet for h in best])
     except Exception:  # the step refines an order that is already good: never lose the search
         log.warning("the reranker's passage step failed; hits keep the overlap order", exc_info=True)
         return ranked
@@ -125,7 +131,23 @@ def overlap_rerank(
     )
     for hit, score in zip(best, rescored, strict=True):
         hit.score = score
-    return sorted(ranked, key=lambda h: (-h.score, h.path, h.start_line))
+    return sorted(ranked, key=_rank)
+
+
+def _rank(h: Any) -> tuple[float, str, int]:
+    return (-h.score, h.path, h.start_line)
+
+
+_QUERIES: dict[str, list[str]] = {}  # query -> its terms: a search's were just computed by the service
+
+
+def _query_terms(query: str) -> list[str]:
+    found = _QUERIES.get(query)
+    if found is None:
+        if len(_QUERIES) >= 256:
+            _QUERIES.clear()
+        found = _QUERIES[query] = query_terms(query)
+    return found
 
 
 def apply_rerank(

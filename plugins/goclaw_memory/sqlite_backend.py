@@ -262,6 +262,19 @@ class SQLiteSearchBackend(SearchBackend):
             idx = st.index
             return idx.psk.select([idx.slot_of.get(int(i), -1) for i in ids])
 
+    def passage_cosines(self, agent_id: str, ids: Sequence[int], space: Space, matrix: Any, q: Any) -> Any:
+        """:meth:`chunk_sketches` scored in one call: each chunk's best passage cosine with the
+        unit query ``q`` and whether it has a sketch
+        (:meth:`goclaw.retrieval.passage_sketches.PassageSketches.best_cosines`: ``matrix``
+        the embedder's token rows), or None (no such index loaded, or no C reranker)."""
+        st = self._states.get(agent_id)
+        if st is None or st.space is None or tuple(st.space) != tuple(space):
+            return None
+        with st.lock:
+            idx = st.index
+            get = idx.slot_of.get
+            return idx.psk.best_cosines([get(i, -1) for i in ids], matrix, q)
+
     def _fresh_state(self, agent_id: str, changes: IndexChanges) -> _State:
         space = changes.space
         st = _State(SearchIndex(space[2] if space else 0), changes.version_after, space)
