@@ -5,6 +5,7 @@ hold the exact cosine on random and adversarial rows; bad buffers raise instead 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -174,3 +175,46 @@ def test_bad_buffers_raise_instead_of_crashing() -> None:
     ro.flags.writeable = False
     with pytest.raises((ValueError, BufferError)):
         c.scan(q8, f4, f4, qhat, ro, out, 1.0, 0.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("portable", [False, True])
+def test_the_build_hook_builds_the_kernels_portable_ones_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, portable: bool
+) -> None:
+    """hatch_build.py builds _vec.c; built with only the portable loops (what aarch64 or a
+    compiler without the x86 intrinsics gets: GOCLAW_VEC_PORTABLE) it gives the same bits."""
+    import importlib.machinery
+    import importlib.util
+    import shutil
+    import sysconfig
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("goclaw_hatch_build", root / "hatch_build.py")
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    assert "goclaw/retrieval/_vec.c" in hook.SOURCES
+    cc = str(sysconfig.get_config_var("CC") or "cc")
+    if not shutil.which(cc.split()[0]):
+        pytest.skip("no C compiler")
+    if portable:
+        monkeypatch.setenv("CC", cc + " -DGOCLAW_VEC_PORTABLE")
+    target = tmp_path / ("_vec" + str(sysconfig.get_config_var("EXT_SUFFIX")))
+    assert hook._compile(root / "goclaw/retrieval/_vec.c", target)
+    loader = importlib.machinery.ExtensionFileLoader("goclaw.retrieval._vec", str(target))
+    found = importlib.util.spec_from_file_location("goclaw.retrieval._vec", target, loader=loader)
+    assert found is not None
+    module: Any = importlib.util.module_from_spec(found)
+    loader.exec_module(module)
+    assert vecq._usable(module)
+    if portable:
+        assert module.simd() == "portable" and module.set_simd(True) is False
+    rng = np.random.default_rng(9)
+    m = _rows(rng, 120, 100)
+    q = vecq.unit(rng.standard_normal(100), 100)
+    out = np.empty(len(m), dtype=np.float32)
+    module.exact(m, q, None, out)
+    assert np.array_equal(out, vecq.exact(m, q, use_compiled=False))
+    q8, s, e = np.empty(m.shape, dtype=np.int8), np.empty(120, np.float32), np.empty(120, np.float32)
+    module.quantize(m, q8, s, e)
+    assert np.array_equal(q8, vecq.quantize_numpy(m)[0])

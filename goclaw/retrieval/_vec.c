@@ -33,7 +33,8 @@
 #define LANES 16         /* exact(): float64 accumulators, one per j mod 16 */
 #define MAX_DIM 65536    /* an int32 dot of int8 rows cannot overflow below 133,000 */
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* GOCLAW_VEC_PORTABLE: build the portable loops only (how aarch64 and other compilers build it). */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(GOCLAW_VEC_PORTABLE)
 #define HAVE_X86 1
 #include <immintrin.h>
 #else
