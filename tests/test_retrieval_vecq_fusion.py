@@ -211,3 +211,24 @@ def test_memory_search_fuses_with_the_int8_scan_exactly(
                 _same(got, want)
     finally:
         eng.close()
+
+
+def test_rows_without_a_vector_are_never_rescored() -> None:
+    """A row without a vector has the exact bounds [0, 0]: deciding that no cosine in scope is
+    positive reads only the rows that have one."""
+    d = 32
+    idx = SearchIndex(d)
+    q = np.zeros(d)
+    q[0] = 1.0
+    docs = [Doc(i + 1, "", ["w1"], None) for i in range(990)]
+    docs += [Doc(2000 + i, "", ["w2"], np.eye(d)[1 + i] - 1e-3 * q) for i in range(10)]  # cosine -0.001
+    idx.upsert(docs)
+    unit = idx.unit_query(q)
+    got = idx.fuse(None, unit, None, limit=10, scan="int8")
+    assert got.slots == [] and idx.rescored == 10
+    _same(got, fuse_lists(None, vecq.exact(idx.vec[: idx.n], unit), None, limit=10))
+    lexical = idx.bm25(["w1"])
+    _same(
+        idx.fuse(lexical, unit, None, limit=10, scan="int8"),
+        fuse_lists(lexical, vecq.exact(idx.vec[: idx.n], unit), None, limit=10),
+    )

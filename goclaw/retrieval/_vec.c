@@ -7,7 +7,8 @@
  * bounds reach the cut, so the result is the one the exact cosines give.
  *
  *   quantize(vec, q8, scale, err)   each row v: scale s = max|v| / 127, q8 = round(v / s) in
- *       [-127, 127] (halves to even), err = ||v - s q8|| + max(||v|| - 1, 0), rounded up.
+ *       [-127, 127] (halves to even), err = ||v - s q8|| + max(||v|| - 1, 0), rounded up; a zero
+ *       row gets scale 0 and err 0, and the scan gives it the exact bounds [0, 0].
  *   scan(q8, scale, err, qhat, lo, hi, t, eq, m, slack)   for each row: a = s t (q8 . qhat) (an
  *       int32 dot), r = eq + m err + slack, lo = a - r, hi = a + r.
  *   exact(vec, q, slots, out)   the exact cosine of the given rows (all rows when slots is None):
@@ -131,6 +132,11 @@ quantize_part(const float *v, int8_t *out, Py_ssize_t lo, Py_ssize_t hi, float s
                 err[i] = INFINITY;                                                                \
                 continue;                                                                         \
             }                                                                                     \
+            if (top == 0.0f) { /* a zero row (no vector): its cosine is exactly 0 */              \
+                memset(out, 0, (size_t)d);                                                        \
+                scale[i] = err[i] = 0.0f;                                                         \
+                continue;                                                                         \
+            }                                                                                     \
             float s = (float)((double)top / 127.0);                                               \
             double ds = s > 0.0f ? (double)s : INFINITY; /* x / inf = 0: a zero row stays 0 */    \
             double e2[QLANES] = {0}, n2[QLANES] = {0};                                            \
@@ -220,7 +226,8 @@ static inline void
 bound(const Scan *s, Py_ssize_t i, int32_t dot)
 {
     double a = (double)s->scale[i] * s->t * (double)dot;
-    double r = s->eq + s->m * (double)s->err[i] + s->slack;
+    /* a zero row (scale and bound 0) has the exact cosine 0: no slack */
+    double r = s->scale[i] == 0.0f && s->err[i] == 0.0f ? 0.0 : s->eq + s->m * (double)s->err[i] + s->slack;
     s->lo[i] = (float)(a - r);
     s->hi[i] = (float)(a + r);
 }

@@ -95,6 +95,7 @@ def quantize_numpy(
         low = err.astype(np.float64) < bound
         err[low] = np.nextafter(err[low], np.float32(np.inf))
         err[~finite] = np.inf
+        err[top == 0] = 0.0  # a zero row: its cosine is exactly 0 (see scan)
     return r.astype(np.int8), s, err
 
 
@@ -108,7 +109,8 @@ def quantize(
 ) -> None:
     """Fill ``q8``, ``scale`` and ``err`` (one row / item per row of ``vec``, C-contiguous) with
     each row's int8 copy, scale ``max|v| / 127`` and error bound (module docstring). A row
-    with a NaN or an infinity gets an infinite bound: always rescored."""
+    with a NaN or an infinity gets an infinite bound: always rescored; a zero row (no vector)
+    scale and bound 0, which :func:`scan` reads as the exact cosine 0."""
     if compiled is not None and use_compiled:
         compiled.quantize(vec, q8, scale, err)
         return
@@ -155,7 +157,7 @@ def scan(
         return lo, hi
     dots = q8.astype(np.int32) @ query.qhat.astype(np.int32)
     a = scale.astype(np.float64) * query.t * dots
-    r = query.eq + query.m * err.astype(np.float64) + slack
+    r = np.where((scale == 0) & (err == 0), 0.0, query.eq + query.m * err.astype(np.float64) + slack)
     lo[...] = a - r
     hi[...] = a + r
     return lo, hi
