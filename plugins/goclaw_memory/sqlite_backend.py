@@ -99,6 +99,7 @@ class _State:
     lock: threading.RLock = field(default_factory=threading.RLock)
     unsaved: int = 0  # changes since the index was last saved
     dropped: bool = False  # invalidated (e.g. by a forget): never to be saved again
+    deferred: int = 0  # sketch jobs under way (goclaw_memory.deferred_sketches): they save it
 
 
 class SQLiteSearchBackend(SearchBackend):
@@ -120,6 +121,9 @@ class SQLiteSearchBackend(SearchBackend):
         self.snapshot_dir = Path(self._db_path + ".index") if self._db_path else None
         self._no_save_until = 0.0  # a save failed: in memory only until then
         self._save_failed = False  # warned once; later failures are logged at info
+        from goclaw_memory.deferred_sketches import SketchJobs
+
+        self.sketch_jobs = SketchJobs(self)  # a large run's passage sketches, after it returns
 
     # ------------------------------------------------------------------ connections
     def _conn(self) -> Any:
@@ -278,13 +282,19 @@ class SQLiteSearchBackend(SearchBackend):
     def _fresh_state(self, agent_id: str, changes: IndexChanges) -> _State:
         space = changes.space
         st = _State(SearchIndex(space[2] if space else 0), changes.version_after, space)
-        records = list(changes.records.values())
-        docs = self._sketched([doc_of(rec, space) for rec in records], [rec.text for rec in records], space)
-        st.index.upsert(docs)
-        st.unsaved = len(docs)
+        with st.lock:
+            st.unsaved = self._add_records(agent_id, st, list(changes.records.values()))
         with self._lock:
             self._states[agent_id] = st
         return st
+
+    def _add_records(self, agent_id: str, st: _State, records: Sequence[ChunkRecord]) -> int:
+        """Add an index run's records to ``st.index`` (the caller holds ``st.lock``); returns
+        how many (:func:`goclaw_memory.deferred_sketches.add_records`: sketches made here for a
+        few; for a large change, made and the index saved after the run returns)."""
+        from goclaw_memory.deferred_sketches import add_records
+
+        return add_records(self, agent_id, st, records)
 
     def discard_saved(self, agent_id: str) -> None:
         """Delete the agent's saved index; the next process rebuilds it from the table."""
@@ -311,25 +321,40 @@ class SQLiteSearchBackend(SearchBackend):
                 # invalidated since it was fetched above: writing it would put what a forget
                 # erased back on disk (the invalidation waits for this lock, then deletes)
                 return None
-            st.index.meta.update(token=st.token, space=list(st.space) if st.space else None)
-            st.index.meta["tokenizer"] = self.tokenizer.version
+            if st.deferred:
+                return None  # saved by the last sketch job, once the sketches are in
+            self._stamp(st)
             try:
                 st.index.save(path)
             except OSError as exc:  # a read-only folder only costs the next start-up time
-                self._no_save_until = time.monotonic() + RETRY_SAVE
-                level = logging.INFO if self._save_failed else logging.WARNING
-                self._save_failed = True
-                log.log(
-                    level,
-                    "could not save the memory index to %s: %s (searching from memory; next try "
-                    "in %d minutes)",
-                    path,
-                    exc,
-                    RETRY_SAVE // 60,
-                )
+                self._save_error(path, exc)
                 return None
             st.unsaved = 0
         return path
+
+    def save_copy(self, agent_id: str, st: _State) -> Path | None:
+        """:meth:`save` for a sketch job: the index copied under the lock, the copy written
+        outside it (:func:`goclaw_memory.deferred_sketches.save_copy`)."""
+        from goclaw_memory.deferred_sketches import save_copy
+
+        return save_copy(self, agent_id, st)
+
+    def _stamp(self, st: _State) -> None:
+        st.index.meta.update(token=st.token, space=list(st.space) if st.space else None)
+        st.index.meta["tokenizer"] = self.tokenizer.version
+
+    def _save_error(self, path: Path, exc: OSError) -> None:
+        """A read-only folder only costs the next start-up time: not again for a while."""
+        self._no_save_until = time.monotonic() + RETRY_SAVE
+        level = logging.INFO if self._save_failed else logging.WARNING
+        self._save_failed = True
+        log.log(
+            level,
+            "could not save the memory index to %s: %s (searching from memory; next try in %d minutes)",
+            path,
+            exc,
+            RETRY_SAVE // 60,
+        )
 
     # ------------------------------------------------------------------ contract
     # Whether :meth:`_rows_and_token` reads a search's rows and the version token in one round
@@ -462,6 +487,7 @@ class SQLiteSearchBackend(SearchBackend):
             self.discard_saved(agent_id)
 
     def close(self) -> None:
+        self.sketch_jobs.wait()  # their sketches go into the saved index (next processes load it)
         with self._lock:
             conns, self._conns = self._conns, []
             self._states.clear()
@@ -480,11 +506,9 @@ class SQLiteSearchBackend(SearchBackend):
         if st is not None and changes.complete and st.token == first and last:
             with st.lock:
                 st.index.remove(changes.removed)
-                records = list(changes.records.values())
-                docs = [doc_of(rec, st.space) for rec in records]
-                st.index.upsert(self._sketched(docs, [rec.text for rec in records], st.space))
+                added = self._add_records(agent_id, st, list(changes.records.values()))
                 st.token = last
-                st.unsaved += len(changes.removed) + len(docs)
+                st.unsaved += len(changes.removed) + added
                 self.patches += 1
         if st is None and not first and changes.complete and last:
             # The agent's first index run: the changes are its whole content.
