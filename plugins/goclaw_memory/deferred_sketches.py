@@ -30,7 +30,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +51,8 @@ log = logging.getLogger(__name__)
 DEFER_AT = 2_000  # chunks to sketch at once from which their sketches are made in the background
 STEP = 64  # texts per sketcher call: a search thread waits at most one call (~1 ms) for the GIL
 _TRIES = 3  # installs retried when the index was compacted meanwhile
+QUIET = 0.02  # seconds since a search started after which the job goes on
+MAX_WAIT = 0.05  # seconds a job step waits for searches at most
 
 
 def add_records(
@@ -169,6 +171,18 @@ class SketchJobs:
                 self._cond.wait(left)
         return True
 
+    def give_way(self) -> None:
+        """Wait while searches are under way (one started less than :data:`QUIET` ago), up to
+        :data:`MAX_WAIT`: the job holds the interpreter while it works, and a search waiting
+        for it would be slower (two threads in turn: up to 5 ms a switch). Under a constant
+        stream of searches the job still advances a step per :data:`MAX_WAIT`."""
+        end = time.monotonic() + MAX_WAIT
+        while True:
+            now = time.monotonic()
+            if now - self._backend.last_search >= QUIET or now >= end:
+                return
+            time.sleep(0.002)
+
     def _run(self) -> None:
         while True:
             with self._cond:
@@ -205,17 +219,20 @@ class SketchJobs:
             return
         made: dict[int, tuple[int, Any]] = {}
         for lo in range(0, len(job.texts), STEP):
+            self.give_way()
             part = make(job.texts[lo : lo + STEP])
             for i, fp, sketch in zip(job.ids[lo : lo + STEP], job.fps[lo : lo + STEP], part, strict=True):
                 made[i] = (fp, sketch)
         job.texts = []
         for _ in range(_TRIES):
-            if install(job.st, made):
+            if install(job.st, made, self.give_way):
                 return
         log.info("memory index of %s kept changing; its new chunks stay without sketches", job.agent_id)
 
 
-def install(st: _State, made: dict[int, tuple[int, Any]]) -> bool:
+def install(
+    st: _State, made: dict[int, tuple[int, Any]], give_way: Callable[[], None] = lambda: None
+) -> bool:
     """Put ``made`` (chunk id -> (fingerprint, sketch)) into ``st.index``'s sketches: a new
     :class:`PassageSketches` built outside the lock from a snapshot of the slots, swapped in
     under it if the slots did not move meanwhile (``False``: they did; build again). A slot
@@ -230,13 +247,18 @@ def install(st: _State, made: dict[int, tuple[int, Any]]) -> bool:
     has = frozen.has
     parts: list[Any] = []
     for s, (cid, fp) in enumerate(zip(ids0.tolist(), fps0.tolist(), strict=True)):
+        if not s % 4096:
+            give_way()
         if has[s]:
             parts.append(frozen._one(s))
             continue
         found = made.get(cid)
         parts.append(found[1] if found is not None and found[0] == fp else None)
     fresh = PassageSketches()
-    fresh.append(parts)
+    for lo in range(0, len(parts), 4096):
+        give_way()
+        fresh.append(parts[lo : lo + 4096])
+    give_way()
     fresh.arrays()  # joined here, not by the first search under the lock
     with st.lock:
         idx = st.index

@@ -124,6 +124,7 @@ class SQLiteSearchBackend(SearchBackend):
         from goclaw_memory.deferred_sketches import SketchJobs
 
         self.sketch_jobs = SketchJobs(self)  # a large run's passage sketches, after it returns
+        self.last_search = 0.0  # time.monotonic() of the last search's start
 
     # ------------------------------------------------------------------ connections
     def _conn(self) -> Any:
@@ -362,6 +363,7 @@ class SQLiteSearchBackend(SearchBackend):
     _token_with_rows = False
 
     def search(self, query: SearchQuery) -> SearchResult:
+        self.last_search = time.monotonic()  # background sketching yields to searches
         st = self._states.get(query.agent_id)
         if st is not None and self._token_with_rows and (query.space is None or st.space == query.space):
             found = self._search(st, query, checked=False)
@@ -485,6 +487,13 @@ class SQLiteSearchBackend(SearchBackend):
                 shutil.rmtree(self.snapshot_dir, ignore_errors=True)
         else:
             self.discard_saved(agent_id)
+
+    def wait_background(self, timeout: float | None = None) -> bool:
+        """Wait for the work index runs left to the background (a large run's passage sketches
+        and the save of its index: :mod:`goclaw_memory.deferred_sketches`); ``False`` when
+        ``timeout`` (seconds) passed first. Searches never need it: the index is complete when
+        ``index()`` returns."""
+        return self.sketch_jobs.wait(timeout)
 
     def close(self) -> None:
         self.sketch_jobs.wait()  # their sketches go into the saved index (next processes load it)
