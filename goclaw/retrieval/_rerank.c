@@ -64,6 +64,18 @@ static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const
     return 0;
 }
 
+/* acc += v, refused (MemoryError) before a total could overflow a byte size (the same slot may
+   be selected any number of times, so totals are not bounded by the store's size). */
+static int add_total(Py_ssize_t *acc, Py_ssize_t v)
+{
+    if (v < 0 || *acc > PY_SSIZE_T_MAX / 16 - v) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *acc += v;
+    return 0;
+}
+
 #define I32 "il"
 #define I64 "qlL" /* int64 (numpy's 'l' / 'q' on 64-bit Linux; 'L' is never negative here) */
 #define U16 "H"
@@ -130,6 +142,10 @@ static PyObject *overlap_features(PyObject *self, PyObject *const *args, Py_ssiz
     Py_ssize_t n_terms = tb.len / 4, n_slots = pb.len / 8 - 1, n = sb.len / 8, k = qb.len / 8;
     if (n_slots < 0) {
         PyErr_SetString(PyExc_ValueError, "overlap_features: ptr is empty");
+        goto done;
+    }
+    if (k > PY_SSIZE_T_MAX / 64) {
+        PyErr_NoMemory();
         goto done;
     }
     size_t cap = 4;
@@ -377,10 +393,10 @@ static PyObject *sketch_select(PyObject *self, PyObject *const *args, Py_ssize_t
             goto done;
         if (sel[j].tok0 < 0)
             continue;
-        tot_tok += (Py_ssize_t)(sel[j].tok1 - sel[j].tok0);
-        tot_seg += sel[j].segs;
-        tot_ref += sel[j].refs;
-        tot_pass += sel[j].pass;
+        if (add_total(&tot_tok, (Py_ssize_t)(sel[j].tok1 - sel[j].tok0)) < 0 ||
+            add_total(&tot_seg, sel[j].segs) < 0 || add_total(&tot_ref, sel[j].refs) < 0 ||
+            add_total(&tot_pass, sel[j].pass) < 0)
+            goto done;
     }
     out[0] = new_bytes(2 * tot_tok, &o[0]);
     out[1] = new_bytes(2 * tot_seg, &o[1]);
@@ -730,7 +746,8 @@ static PyObject *sketch_scores(PyObject *self, PyObject *const *args, Py_ssize_t
             goto done;
         if (sel[j].tok0 < 0)
             continue;
-        tot_tok += (Py_ssize_t)(sel[j].tok1 - sel[j].tok0);
+        if (add_total(&tot_tok, (Py_ssize_t)(sel[j].tok1 - sel[j].tok0)) < 0)
+            goto done;
         if (sel[j].segs > max_segs)
             max_segs = sel[j].segs;
     }
