@@ -46,12 +46,17 @@ def _rows(rng: np.random.Generator, n: int, d: int) -> np.ndarray[Any, np.dtype[
     return m
 
 
-def _quantized(m: np.ndarray[Any, Any]) -> tuple[Any, Any, Any]:
+def _quantized(m: np.ndarray[Any, Any], mu: Any) -> tuple[Any, Any, Any, Any]:
     q8 = np.empty(m.shape, dtype=np.int8)
-    s = np.empty(len(m), dtype=np.float32)
-    e = np.empty(len(m), dtype=np.float32)
-    vecq.quantize(m, q8, s, e)
-    return q8, s, e
+    s, e, nrm = (np.empty(len(m), dtype=np.float32) for _ in range(3))
+    vecq.quantize(m, mu, q8, s, e, nrm)
+    return q8, s, e, nrm
+
+
+def _centres(m: np.ndarray[Any, Any]) -> list[Any]:
+    """No centre, the rows' mean, and a centre far from the rows."""
+    d = m.shape[1]
+    return [np.zeros(d, dtype=np.float32), vecq.centre(m), np.full(d, 0.7, dtype=np.float32)]
 
 
 @pytest.mark.parametrize("d", DIMS)
@@ -79,16 +84,20 @@ def test_exact_is_the_same_bits_in_every_kernel(d: int, simd: str) -> None:
 def test_quantize_c_and_numpy_agree_and_bound_the_error(d: int, simd: str) -> None:
     rng = np.random.default_rng(100 + d)
     m = _rows(rng, 157, d)
-    q8, s, e = _quantized(m)
-    q8n, sn, en = vecq.quantize_numpy(m)
-    assert np.array_equal(q8, q8n) and np.array_equal(s, sn)
-    np.testing.assert_allclose(e, en, rtol=2e-7)
-    assert np.abs(q8.astype(np.int16)).max() <= 127
-    x = m.astype(np.float64)
-    resid = np.linalg.norm(x - s.astype(np.float64)[:, None] * q8, axis=1)
-    over = np.maximum(np.linalg.norm(x, axis=1) - 1.0, 0.0)
-    assert (resid + over <= e).all()
-    assert s[0] == 0.0 and e[0] < 1e-8 and not q8[0].any()
+    m[5] = m[6] = vecq.centre(m)  # rows equal to the centre
+    m[6] /= np.linalg.norm(m[6])
+    for mu in _centres(m):
+        q8, s, e, nrm = _quantized(m, mu)
+        q8n, sn, en, nn = vecq.quantize_numpy(m, mu)
+        assert np.array_equal(q8, q8n) and np.array_equal(s, sn)
+        np.testing.assert_allclose(e, en, rtol=2e-7)
+        np.testing.assert_allclose(nrm, nn, rtol=2e-7)
+        assert np.abs(q8.astype(np.int16)).max() <= 127
+        x = m.astype(np.float64) - mu.astype(np.float64)
+        x[~m.any(axis=1)] = 0.0  # zero rows are not centred: they stay exactly zero
+        assert (np.linalg.norm(x - s.astype(np.float64)[:, None] * q8, axis=1) <= e).all()
+        assert (np.linalg.norm(x, axis=1) <= nrm).all()
+        assert s[0] == e[0] == nrm[0] == 0.0 and not q8[0].any()
 
 
 def test_quantize_marks_rows_it_cannot_bound() -> None:
@@ -97,32 +106,33 @@ def test_quantize_marks_rows_it_cannot_bound() -> None:
     m[2, 0] = np.inf
     for use in (True, False):
         q8 = np.empty(m.shape, dtype=np.int8)
-        s = np.empty(3, dtype=np.float32)
-        e = np.empty(3, dtype=np.float32)
-        vecq.quantize(m, q8, s, e, use_compiled=use)
-        assert np.isfinite(e[0]) and np.isinf(e[1:]).all() and not q8[1:].any()
+        s, e, nrm = (np.empty(3, dtype=np.float32) for _ in range(3))
+        vecq.quantize(m, np.zeros(8, dtype=np.float32), q8, s, e, nrm, use_compiled=use)
+        assert np.isfinite(e[0]) and np.isinf(e[1:]).all() and np.isinf(nrm[1:]).all() and not q8[1:].any()
 
 
 @pytest.mark.parametrize("d", DIMS)
 def test_scan_bounds_hold_the_exact_cosine(d: int, simd: str) -> None:
-    for seed in range(6):
+    for seed in range(4):
         rng = np.random.default_rng(seed * 1000 + d)
         m = _rows(rng, 300, d)
-        q8, s, e = _quantized(m)
-        raw = [rng.standard_normal(d), m[7] + 1e-3 * rng.standard_normal(d), -m[9], np.eye(d)[0]]
-        for qv in raw:
-            q = vecq.unit(qv, d)
-            if q is None:  # a zero row's negation
-                continue
-            query = vecq.prepare(q)
-            lo, hi = vecq.scan(q8, s, e, query)
-            lo_n, hi_n = vecq.scan(q8, s, e, query, use_compiled=False)
-            assert np.array_equal(lo, lo_n) and np.array_equal(hi, hi_n)
-            ex = vecq.exact(m, q)
-            assert ((lo <= ex) & (ex <= hi)).all()
-            blo, bhi = vecq.blas_bounds(m, q)
-            assert ((blo <= ex) & (ex <= bhi)).all()
-            assert float(np.max(bhi - blo)) < 1e-4  # the BLAS bounds are tight
+        for mu in _centres(m):
+            q8, s, e, nrm = _quantized(m, mu)
+            raw = [rng.standard_normal(d), m[7] + 1e-3 * rng.standard_normal(d), -m[9], np.eye(d)[0]]
+            for qv in raw:
+                q = vecq.unit(qv, d)
+                if q is None:  # a zero row's negation
+                    continue
+                query = vecq.prepare(q)
+                lo, hi = vecq.scan(q8, s, e, nrm, mu, query)
+                lo_n, hi_n = vecq.scan(q8, s, e, nrm, mu, query, use_compiled=False)
+                assert np.array_equal(lo, lo_n) and np.array_equal(hi, hi_n)
+                ex = vecq.exact(m, q)
+                assert ((lo <= ex) & (ex <= hi)).all()
+                assert lo[0] == hi[0] == ex[0] == 0.0  # a zero row's bounds are exact
+                blo, bhi = vecq.blas_bounds(m, q)
+                assert ((blo <= ex) & (ex <= bhi)).all()
+                assert float(np.max(bhi - blo)) < 1e-4  # the BLAS bounds are tight
 
 
 def test_unit_query_refuses_what_has_no_direction() -> None:
@@ -143,22 +153,27 @@ def test_bad_buffers_raise_instead_of_crashing() -> None:
     qhat = np.ones(8, dtype=np.int8)
     out = np.zeros(4, dtype=np.float32)
     wide = np.zeros((1, 70000), dtype=np.int8)
-    c.quantize(m, q8, f4.copy(), f4.copy())
-    c.scan(q8, f4, f4, qhat, out, out.copy(), 1.0, 0.0, 0.0, 0.0)
+    mu = np.zeros(8, dtype=np.float32)
+    c.quantize(m, mu, q8, f4.copy(), f4.copy(), f4.copy())
+    c.scan(q8, f4, f4, f4, qhat, out, out.copy(), 1.0, 0.0, 0.0, 0.0, 0.0)
     c.exact(m, q, np.array([0, 3]), np.zeros(2, dtype=np.float32))
     bad_calls = [
-        lambda: c.quantize(m.astype(np.float64), q8, f4, f4),  # wrong type
-        lambda: c.quantize(m, q8[:3], f4, f4),  # wrong shape
-        lambda: c.quantize(m, q8, f4[:3], f4),
-        lambda: c.quantize(m[:, ::2], q8[:, :4], f4, f4),  # not contiguous
-        lambda: c.quantize(m, q8, np.zeros(4, dtype=np.float32)[::-1], f4),
+        lambda: c.quantize(m.astype(np.float64), mu, q8, f4, f4, f4),  # wrong type
+        lambda: c.quantize(m, mu, q8[:3], f4, f4, f4),  # wrong shape
+        lambda: c.quantize(m, mu, q8, f4[:3], f4, f4),
+        lambda: c.quantize(m, mu, q8, f4, f4, f4[:3]),
+        lambda: c.quantize(m, mu[:7], q8, f4, f4, f4),
+        lambda: c.quantize(m[:, ::2], mu[:4], q8[:, :4], f4, f4, f4),  # not contiguous
+        lambda: c.quantize(m, mu, q8, np.zeros(4, dtype=np.float32)[::-1], f4, f4),
         lambda: c.quantize(m, q8),  # missing arguments
-        lambda: c.quantize(m.reshape(-1), q8, f4, f4),  # wrong dimensions
-        lambda: c.scan(q8, f4, f4, qhat[:7], out, out, 1.0, 0.0, 0.0, 0.0),
-        lambda: c.scan(q8, f4, f4, qhat, out[:3], out, 1.0, 0.0, 0.0, 0.0),
-        lambda: c.scan(q8, f4, f4, qhat.astype(np.uint8), out, out, 1.0, 0.0, 0.0, 0.0),
-        lambda: c.scan(q8, f4, f4, qhat, out, out, "x", 0.0, 0.0, 0.0),
-        lambda: c.scan(wide, f4[:1], f4[:1], wide[0], out[:1], out[:1], 1.0, 0.0, 0.0, 0.0),  # too wide
+        lambda: c.quantize(m.reshape(-1), mu, q8, f4, f4, f4),  # wrong dimensions
+        lambda: c.scan(q8, f4, f4, f4, qhat[:7], out, out, 1.0, 0.0, 0.0, 0.0, 0.0),
+        lambda: c.scan(q8, f4, f4, f4[:3], qhat, out, out, 1.0, 0.0, 0.0, 0.0, 0.0),
+        lambda: c.scan(q8, f4, f4, f4, qhat, out[:3], out, 1.0, 0.0, 0.0, 0.0, 0.0),
+        lambda: c.scan(q8, f4, f4, f4, qhat.astype(np.uint8), out, out, 1.0, 0.0, 0.0, 0.0, 0.0),
+        lambda: c.scan(q8, f4, f4, f4, qhat, out, out, "x", 0.0, 0.0, 0.0, 0.0),
+        lambda: c.scan(q8, f4, f4, f4, qhat, out, out, 1.0, 0.0, 0.0, 0.0),  # missing one
+        lambda: c.scan(wide, f4[:1], f4[:1], f4[:1], wide[0], out[:1], out[:1], 1.0, 0.0, 0.0, 0.0, 0.0),
         lambda: c.exact(m, q, np.array([0, 4]), np.zeros(2, dtype=np.float32)),  # slot outside
         lambda: c.exact(m, q, np.array([-1]), np.zeros(1, dtype=np.float32)),
         lambda: c.exact(m, q, np.array([0, 1], dtype=np.int32), np.zeros(2, dtype=np.float32)),
@@ -174,7 +189,7 @@ def test_bad_buffers_raise_instead_of_crashing() -> None:
     ro = np.zeros(4, dtype=np.float32)
     ro.flags.writeable = False
     with pytest.raises((ValueError, BufferError)):
-        c.scan(q8, f4, f4, qhat, ro, out, 1.0, 0.0, 0.0, 0.0)
+        c.scan(q8, f4, f4, f4, qhat, ro, out, 1.0, 0.0, 0.0, 0.0, 0.0)
 
 
 @pytest.mark.parametrize("portable", [False, True])
@@ -215,6 +230,6 @@ def test_the_build_hook_builds_the_kernels_portable_ones_too(
     out = np.empty(len(m), dtype=np.float32)
     module.exact(m, q, None, out)
     assert np.array_equal(out, vecq.exact(m, q, use_compiled=False))
-    q8, s, e = np.empty(m.shape, dtype=np.int8), np.empty(120, np.float32), np.empty(120, np.float32)
-    module.quantize(m, q8, s, e)
-    assert np.array_equal(q8, vecq.quantize_numpy(m)[0])
+    q8, s, e, nrm = np.empty(m.shape, dtype=np.int8), *(np.empty(120, np.float32) for _ in range(3))
+    module.quantize(m, vecq.centre(m), q8, s, e, nrm)
+    assert np.array_equal(q8, vecq.quantize_numpy(m, vecq.centre(m))[0])

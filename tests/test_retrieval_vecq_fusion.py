@@ -1,7 +1,7 @@
 """SearchIndex.fuse (the int8 scan, bounds, exact rescoring: goclaw/retrieval/fusion.py
 ``fuse_bounded``) returns exactly what fusing every slot's exact cosine returns: the same slots,
 order and scores, on random indexes with near-ties, duplicate rows, rows without a vector, scope
-masks, boosts, after removals and compaction, after save / load, and from a format 3 index."""
+masks, boosts, after removals and compaction, after save / load, and from a format 3 or 4 index."""
 
 from __future__ import annotations
 
@@ -115,33 +115,39 @@ def test_int8_fusion_is_exact_after_removals_compaction_and_replacements() -> No
     idx.set_vectors([(9, rng.standard_normal(48)), (11, None)])
     _check(idx, rng, 20)
     # every int8 row is the quantization of its float32 row
-    q8, s, _e = vecq.quantize_numpy(idx.vec[: idx.n])
+    q8, s, *_ = vecq.quantize_numpy(idx.vec[: idx.n], idx.q8mu)
     assert np.array_equal(idx.q8[: idx.n], q8) and np.array_equal(idx.q8s[: idx.n], s)
 
 
-def test_int8_fusion_is_exact_after_save_load_and_from_a_format_3_index(tmp_path: Path) -> None:
+def test_int8_fusion_is_exact_after_save_load_and_from_older_formats(tmp_path: Path) -> None:
     rng = np.random.default_rng(11)
     idx = _index(rng, 800, 100)
     idx.remove(range(1, 100, 4))
-    idx.save(tmp_path / "v4")
-    loaded = SearchIndex.load(tmp_path / "v4")
+    idx.save(tmp_path / "now")
+    loaded = SearchIndex.load(tmp_path / "now")
     assert isinstance(loaded.q8.base, np.memmap)  # mapped, not recomputed
     assert np.array_equal(loaded.q8, idx.q8[: idx.n]) and np.array_equal(loaded.q8e, idx.q8e[: idx.n])
+    assert np.array_equal(loaded.q8mu, idx.q8mu)
     _check(loaded, rng, 20)
-    # A format 3 index (no int8 copy): quantized on load, searched the same, saved as format 4.
-    old = tmp_path / "v3"
-    shutil.copytree(tmp_path / "v4", old)
-    for name in ("q8", "q8s", "q8e"):
-        (old / f"{name}.npy").unlink()
-    meta = json.loads((old / "meta.json").read_text())
-    (old / "meta.json").write_text(json.dumps({**meta, "format": 3}))
-    three = SearchIndex.load(old)
-    assert np.array_equal(three.q8, idx.q8[: idx.n]) and np.array_equal(three.q8s, idx.q8s[: idx.n])
-    _check(three, rng, 20)
-    three.upsert([Doc(10_000, "u1", ["w5"], rng.standard_normal(100))])
-    three.save(old)
-    assert json.loads((old / "meta.json").read_text())["format"] == 4
-    _check(SearchIndex.load(old), rng, 10)
+    # Format 3 (no int8 copy) and 4 (an int8 copy without a centre): quantized on load, about the
+    # mean of every row, searched the same, saved as the current format.
+    for fmt, gone in ((3, ("q8", "q8s", "q8e", "q8n", "q8mu")), (4, ("q8n", "q8mu"))):
+        old = tmp_path / f"v{fmt}"
+        shutil.copytree(tmp_path / "now", old)
+        for name in gone:
+            (old / f"{name}.npy").unlink()
+        meta = json.loads((old / "meta.json").read_text())
+        (old / "meta.json").write_text(json.dumps({**meta, "format": fmt}))
+        back = SearchIndex.load(old)
+        live = back.has_vec[: back.n]
+        np.testing.assert_allclose(back.q8mu, back.vec[live].mean(axis=0), atol=1e-6)
+        q8, s, *_ = vecq.quantize_numpy(back.vec, back.q8mu)
+        assert np.array_equal(back.q8, q8) and np.array_equal(back.q8s, s)
+        _check(back, rng, 20)
+        back.upsert([Doc(10_000, "u1", ["w5"], rng.standard_normal(100))])
+        back.save(old)
+        assert json.loads((old / "meta.json").read_text())["format"] == 5
+        _check(SearchIndex.load(old), rng, 10)
 
 
 def test_the_vector_channel_decision_is_exact_near_zero() -> None:

@@ -6,11 +6,13 @@
  * lower and an upper bound on its cosine; the fusion then rescores exactly the few slots whose
  * bounds reach the cut, so the result is the one the exact cosines give.
  *
- *   quantize(vec, q8, scale, err)   each row v: scale s = max|v| / 127, q8 = round(v / s) in
- *       [-127, 127] (halves to even), err = ||v - s q8|| + max(||v|| - 1, 0), rounded up; a zero
- *       row gets scale 0 and err 0, and the scan gives it the exact bounds [0, 0].
- *   scan(q8, scale, err, qhat, lo, hi, t, eq, m, slack)   for each row: a = s t (q8 . qhat) (an
- *       int32 dot), r = eq + m err + slack, lo = a - r, hi = a + r.
+ *   quantize(vec, mu, q8, scale, err, norm)   each row v, centred (x = v - mu, mu the index's
+ *       centre): scale s = max|x| / 127, q8 = round(x / s) in [-127, 127] (halves to even),
+ *       err = ||x - s q8||, norm = ||x||, rounded up; a zero row (no vector) gets scale, err and
+ *       norm 0, and the scan gives it the exact bounds [0, 0].
+ *   scan(q8, scale, err, norm, qhat, lo, hi, t, eq, m, mq, slack)   for each row: a = mq +
+ *       s t (q8 . qhat) (an int32 dot; mq = mu . q), r = eq norm + m err + slack, lo = a - r,
+ *       hi = a + r.
  *   exact(vec, q, slots, out)   the exact cosine of the given rows (all rows when slots is None):
  *       each product in float64 (exact for float32 factors), summed in 16 lanes (lane l: the
  *       elements j = l mod 16, in order), the lanes added as a fixed tree, rounded to float32.
@@ -30,7 +32,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define VEC_ABI 1
+#define VEC_ABI 2 /* 2: rows quantized about a centre (quantize's mu, scan's norm and mq) */
 #define LANES 16         /* exact(): float64 accumulators, one per j mod 16 */
 #define MAX_DIM 65536    /* an int32 dot of int8 rows cannot overflow below 133,000 */
 
@@ -99,10 +101,11 @@ round_up(double x)
 /* One row's int8 copy (its elements lo..hi, the squared residuals and values summed into the
  * lanes j mod QLANES). */
 static inline void
-quantize_part(const float *v, int8_t *out, Py_ssize_t lo, Py_ssize_t hi, float s, double ds, double *e2, double *n2)
+quantize_part(const float *v, const float *mu, int8_t *out, Py_ssize_t lo, Py_ssize_t hi, float s, double ds,
+              double *e2, double *n2)
 {
     for (Py_ssize_t j = lo; j < hi; j++) {
-        double x = (double)v[j], r = RINT(x / ds);
+        double x = (double)v[j] - (double)mu[j], r = RINT(x / ds);
         r = r > 127.0 ? 127.0 : r < -127.0 ? -127.0 : r;
         out[j] = (int8_t)r;
         double diff = x - (double)s * r; /* s r is exact */
@@ -112,45 +115,47 @@ quantize_part(const float *v, int8_t *out, Py_ssize_t lo, Py_ssize_t hi, float s
 }
 
 #define DEFINE_QUANTIZE(NAME, ATTR)                                                                \
-    ATTR static void NAME(const float *vec, Py_ssize_t n, Py_ssize_t d, int8_t *q8, float *scale,  \
-                          float *err)                                                             \
+    ATTR static void NAME(const float *vec, const float *mu, Py_ssize_t n, Py_ssize_t d, int8_t *q8, \
+                          float *scale, float *err, float *norm)                                  \
     {                                                                                             \
         const Py_ssize_t full = d - d % QLANES;                                                   \
         for (Py_ssize_t i = 0; i < n; i++) {                                                      \
             const float *v = vec + (size_t)i * (size_t)d;                                         \
             int8_t *out = q8 + (size_t)i * (size_t)d;                                             \
             float top = 0.0f;                                                                     \
+            double topd = 0.0;                                                                    \
             int finite = 1;                                                                       \
             for (Py_ssize_t j = 0; j < d; j++) {                                                  \
                 float a = fabsf(v[j]);                                                            \
-                finite &= a <= 3.402823466e38f; /* false for NaN and inf */                       \
+                double c = fabs((double)v[j] - (double)mu[j]);                                    \
+                finite &= a <= 3.402823466e38f && c <= 1e300; /* false for NaN and inf */        \
                 top = a > top ? a : top;                                                          \
+                topd = c > topd ? c : topd;                                                       \
             }                                                                                     \
+            memset(out, 0, (size_t)d);                                                            \
             if (!finite) { /* a row the bounds cannot describe: always rescored */                \
-                memset(out, 0, (size_t)d);                                                        \
                 scale[i] = 0.0f;                                                                  \
-                err[i] = INFINITY;                                                                \
+                err[i] = norm[i] = INFINITY;                                                      \
                 continue;                                                                         \
             }                                                                                     \
             if (top == 0.0f) { /* a zero row (no vector): its cosine is exactly 0 */              \
-                memset(out, 0, (size_t)d);                                                        \
-                scale[i] = err[i] = 0.0f;                                                         \
+                scale[i] = err[i] = norm[i] = 0.0f;                                               \
                 continue;                                                                         \
             }                                                                                     \
-            float s = (float)((double)top / 127.0);                                               \
-            double ds = s > 0.0f ? (double)s : INFINITY; /* x / inf = 0: a zero row stays 0 */    \
+            float s = (float)(topd / 127.0);                                                      \
+            double ds = s > 0.0f ? (double)s : INFINITY; /* x / inf = 0 */                        \
             double e2[QLANES] = {0}, n2[QLANES] = {0};                                            \
             for (Py_ssize_t j = 0; j < full; j += QLANES)                                         \
-                quantize_part(v, out, j, j + QLANES, s, ds, e2, n2);                              \
-            quantize_part(v, out, full, d, s, ds, e2, n2);                                        \
+                quantize_part(v, mu, out, j, j + QLANES, s, ds, e2, n2);                          \
+            quantize_part(v, mu, out, full, d, s, ds, e2, n2);                                    \
             double se = 0.0, sn = 0.0;                                                            \
             for (int l = 0; l < QLANES; l++) {                                                    \
                 se += e2[l];                                                                      \
                 sn += n2[l];                                                                      \
             }                                                                                     \
-            double over = sqrt(sn) - 1.0;                                                         \
             scale[i] = s;                                                                         \
-            err[i] = round_up((sqrt(se) + (over > 0.0 ? over : 0.0)) * (1.0 + 0x1p-20) + 1e-9);   \
+            err[i] = round_up(sqrt(se) * (1.0 + 0x1p-20) + 1e-9);                                 \
+            norm[i] = round_up(sqrt(sn) * (1.0 + 0x1p-20) + 1e-9);                                \
         }                                                                                         \
     }
 
@@ -161,40 +166,36 @@ DEFINE_QUANTIZE(quantize_plain, )
 DEFINE_QUANTIZE(quantize_avx2, __attribute__((target("avx2"))))
 #endif
 
-/* quantize(vec, q8, scale, err) -> None */
+/* quantize(vec, mu, q8, scale, err, norm) -> None */
 static PyObject *
 quantize(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "quantize(vec, q8, scale, err)");
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "quantize(vec, mu, q8, scale, err, norm)");
         return NULL;
     }
-    Py_buffer b[4];
+    static const char kinds[6] = {'f', 'f', 'b', 'f', 'f', 'f'};
+    static const int dims[6] = {2, 1, 2, 1, 1, 1};
+    static const char *names[6] = {"vec", "mu", "q8", "scale", "err", "norm"};
+    Py_buffer b[6];
     int got = 0;
-    if (get_array(args[0], &b[got], 'f', 2, 0, "vec") < 0)
-        goto fail;
-    got++;
-    if (get_array(args[1], &b[got], 'b', 2, 1, "q8") < 0)
-        goto fail;
-    got++;
-    if (get_array(args[2], &b[got], 'f', 1, 1, "scale") < 0)
-        goto fail;
-    got++;
-    if (get_array(args[3], &b[got], 'f', 1, 1, "err") < 0)
-        goto fail;
-    got++;
+    for (; got < 6; got++)
+        if (get_array(args[got], &b[got], kinds[got], dims[got], got >= 2, names[got]) < 0)
+            goto fail;
     Py_ssize_t n = b[0].shape[0], d = b[0].shape[1];
-    if (b[1].shape[0] != n || b[1].shape[1] != d || b[2].shape[0] != n || b[3].shape[0] != n) {
-        PyErr_SetString(PyExc_ValueError, "quantize: q8 must have vec's shape, scale and err one item per row");
+    if (b[1].shape[0] != d || b[2].shape[0] != n || b[2].shape[1] != d || b[3].shape[0] != n ||
+        b[4].shape[0] != n || b[5].shape[0] != n) {
+        PyErr_SetString(PyExc_ValueError,
+                        "quantize: mu needs one item per column, q8 vec's shape, scale, err and norm one per row");
         goto fail;
     }
     Py_BEGIN_ALLOW_THREADS
 #if HAVE_X86
     if (use_avx2)
-        quantize_avx2(b[0].buf, n, d, b[1].buf, b[2].buf, b[3].buf);
+        quantize_avx2(b[0].buf, b[1].buf, n, d, b[2].buf, b[3].buf, b[4].buf, b[5].buf);
     else
 #endif
-        quantize_plain(b[0].buf, n, d, b[1].buf, b[2].buf, b[3].buf);
+        quantize_plain(b[0].buf, b[1].buf, n, d, b[2].buf, b[3].buf, b[4].buf, b[5].buf);
     Py_END_ALLOW_THREADS
     release(b, got);
     Py_RETURN_NONE;
@@ -216,18 +217,21 @@ dot_i8(const int8_t *a, const int8_t *b, Py_ssize_t d)
 
 typedef struct {
     const int8_t *q8, *qhat;
-    const float *scale, *err;
+    const float *scale, *err, *norm;
     float *lo, *hi;
     Py_ssize_t n, d;
-    double t, eq, m, slack;
+    double t, eq, m, mq, slack;
 } Scan;
 
 static inline void
 bound(const Scan *s, Py_ssize_t i, int32_t dot)
 {
-    double a = (double)s->scale[i] * s->t * (double)dot;
-    /* a zero row (scale and bound 0) has the exact cosine 0: no slack */
-    double r = s->scale[i] == 0.0f && s->err[i] == 0.0f ? 0.0 : s->eq + s->m * (double)s->err[i] + s->slack;
+    if (s->scale[i] == 0.0f && s->err[i] == 0.0f) { /* a zero row: the exact cosine 0 */
+        s->lo[i] = s->hi[i] = 0.0f;
+        return;
+    }
+    double a = s->mq + (double)s->scale[i] * s->t * (double)dot;
+    double r = s->eq * (double)s->norm[i] + s->m * (double)s->err[i] + s->slack;
     s->lo[i] = (float)(a - r);
     s->hi[i] = (float)(a + r);
 }
@@ -274,35 +278,37 @@ get_double(PyObject *o, int *bad)
     return x;
 }
 
-/* scan(q8, scale, err, qhat, lo, hi, t, eq, m, slack) -> None */
+/* scan(q8, scale, err, norm, qhat, lo, hi, t, eq, m, mq, slack) -> None */
 static PyObject *
 scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 10) {
-        PyErr_SetString(PyExc_TypeError, "scan(q8, scale, err, qhat, lo, hi, t, eq, m, slack)");
+    if (nargs != 12) {
+        PyErr_SetString(PyExc_TypeError, "scan(q8, scale, err, norm, qhat, lo, hi, t, eq, m, mq, slack)");
         return NULL;
     }
     Scan s;
     int bad = 0;
-    s.t = get_double(args[6], &bad);
-    s.eq = get_double(args[7], &bad);
-    s.m = get_double(args[8], &bad);
-    s.slack = get_double(args[9], &bad);
+    s.t = get_double(args[7], &bad);
+    s.eq = get_double(args[8], &bad);
+    s.m = get_double(args[9], &bad);
+    s.mq = get_double(args[10], &bad);
+    s.slack = get_double(args[11], &bad);
     if (bad)
         return NULL;
-    static const char kinds[6] = {'b', 'f', 'f', 'b', 'f', 'f'};
-    static const int dims[6] = {2, 1, 1, 1, 1, 1};
-    static const char *names[6] = {"q8", "scale", "err", "qhat", "lo", "hi"};
-    Py_buffer b[6];
+    static const char kinds[7] = {'b', 'f', 'f', 'f', 'b', 'f', 'f'};
+    static const int dims[7] = {2, 1, 1, 1, 1, 1, 1};
+    static const char *names[7] = {"q8", "scale", "err", "norm", "qhat", "lo", "hi"};
+    Py_buffer b[7];
     int got = 0;
-    for (; got < 6; got++)
-        if (get_array(args[got], &b[got], kinds[got], dims[got], got >= 4, names[got]) < 0)
+    for (; got < 7; got++)
+        if (get_array(args[got], &b[got], kinds[got], dims[got], got >= 5, names[got]) < 0)
             goto fail;
     s.n = b[0].shape[0];
     s.d = b[0].shape[1];
-    if (b[1].shape[0] != s.n || b[2].shape[0] != s.n || b[4].shape[0] != s.n || b[5].shape[0] != s.n ||
-        b[3].shape[0] != s.d) {
-        PyErr_SetString(PyExc_ValueError, "scan: scale, err, lo and hi need one item per row, qhat one per column");
+    if (b[1].shape[0] != s.n || b[2].shape[0] != s.n || b[3].shape[0] != s.n || b[5].shape[0] != s.n ||
+        b[6].shape[0] != s.n || b[4].shape[0] != s.d) {
+        PyErr_SetString(PyExc_ValueError,
+                        "scan: scale, err, norm, lo and hi need one item per row, qhat one per column");
         goto fail;
     }
     if (s.d > MAX_DIM) {
@@ -312,9 +318,10 @@ scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     s.q8 = b[0].buf;
     s.scale = b[1].buf;
     s.err = b[2].buf;
-    s.qhat = b[3].buf;
-    s.lo = b[4].buf;
-    s.hi = b[5].buf;
+    s.norm = b[3].buf;
+    s.qhat = b[4].buf;
+    s.lo = b[5].buf;
+    s.hi = b[6].buf;
     Py_BEGIN_ALLOW_THREADS
 #if HAVE_X86
     if (use_avx2)

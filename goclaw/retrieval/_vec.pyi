@@ -4,13 +4,24 @@ from typing import Any
 
 ABI: int
 
-def quantize(vec: Any, q8: Any, scale: Any, err: Any) -> None:
-    """Each row of ``vec`` (float32, n x d) as int8 into ``q8`` (n x d), its scale and error bound
-    into ``scale`` and ``err`` (float32, n)."""
+def quantize(vec: Any, mu: Any, q8: Any, scale: Any, err: Any, norm: Any) -> None:
+    """Each row of ``vec`` (float32, n x d) less ``mu`` (float32, d) as int8 into ``q8`` (n x d),
+    its scale, error bound and norm into ``scale``, ``err`` and ``norm`` (float32, n)."""
     ...
 
 def scan(
-    q8: Any, scale: Any, err: Any, qhat: Any, lo: Any, hi: Any, t: float, eq: float, m: float, slack: float
+    q8: Any,
+    scale: Any,
+    err: Any,
+    norm: Any,
+    qhat: Any,
+    lo: Any,
+    hi: Any,
+    t: float,
+    eq: float,
+    m: float,
+    mq: float,
+    slack: float,
 ) -> None:
     """Each row's lower and upper cosine bound into ``lo`` and ``hi`` (float32, n)."""
     ...

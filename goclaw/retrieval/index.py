@@ -234,11 +234,13 @@ class SearchIndex:
         self.fp = np.zeros(cap, dtype=np.int64)
         self.vec = np.zeros((cap, self.dim), dtype=np.float32)
         self.has_vec = np.zeros(cap, dtype=np.bool_)
-        # The int8 copy of each row, its scale and error bound (goclaw.retrieval.vecq), kept in
-        # step with ``vec`` by every write.
+        # The int8 copy of each row about the centre ``q8mu``, its scale, error and norm
+        # (goclaw.retrieval.vecq), kept in step with ``vec`` by every write.
         self.q8 = np.zeros((cap, self.dim), dtype=np.int8)
         self.q8s = np.zeros(cap, dtype=np.float32)
         self.q8e = np.zeros(cap, dtype=np.float32)
+        self.q8n = np.zeros(cap, dtype=np.float32)
+        self.q8mu = np.zeros(self.dim, dtype=np.float32)
         self.rescored = 0  # slots the last :meth:`fuse` rescored exactly (for measurement)
         self.n_alive = 0
         self.total_len = 0.0
@@ -283,7 +285,7 @@ class SearchIndex:
             _g(self.vec),
             _g(self.has_vec),
         )
-        self.q8, self.q8s, self.q8e = _g(self.q8), _g(self.q8s), _g(self.q8e)
+        self.q8, self.q8s, self.q8e, self.q8n = _g(self.q8), _g(self.q8s), _g(self.q8e), _g(self.q8n)
 
     # ------------------------------------------------------------------ writes
     def upsert(self, docs: Iterable[Doc]) -> None:
@@ -338,9 +340,17 @@ class SearchIndex:
         self._norm = None
 
     def _quantize(self, lo: int, hi: int) -> None:
-        """The int8 copy of rows ``lo..hi`` from the float32 rows (:func:`vecq.quantize`)."""
-        if self.dim and hi > lo:
-            vecq.quantize(self.vec[lo:hi], self.q8[lo:hi], self.q8s[lo:hi], self.q8e[lo:hi])
+        """The int8 copy of rows ``lo..hi`` from the float32 rows (:func:`vecq.quantize`). When
+        no other row has a vector the centre is chosen afresh, the mean of these rows' vectors
+        (rows without one are exact zeros whatever the centre)."""
+        if not self.dim or hi <= lo:
+            return
+        has = self.has_vec[: self.n]
+        if not (has[:lo].any() or has[hi:].any()):
+            self.q8mu = vecq.centre(self.vec[lo:hi][has[lo:hi]])
+        vecq.quantize(
+            self.vec[lo:hi], self.q8mu, self.q8[lo:hi], self.q8s[lo:hi], self.q8e[lo:hi], self.q8n[lo:hi]
+        )
 
     def _local_ids(self, gids: NDArray[np.int32], table: list[str]) -> NDArray[Any]:
         """This index's term ids of a tokenizer table's global ids (:class:`tokenize.TermIds`),
@@ -401,7 +411,7 @@ class SearchIndex:
             self.alive[slot] = False
             self.has_vec[slot] = False
             self.vec[slot] = 0.0
-            self.q8[slot], self.q8s[slot], self.q8e[slot] = 0, 0.0, 0.0
+            self.q8[slot], self.q8s[slot], self.q8e[slot], self.q8n[slot] = 0, 0.0, 0.0, 0.0
             self.n_alive -= 1
             self.total_len -= float(self.dl[slot])
             dropped += 1
@@ -625,7 +635,8 @@ class SearchIndex:
             self.rescored = n
             return fuse_lists(lexical, vecq.exact(vec, query), mask, **args)
         if scan == "int8":
-            lo, hi = vecq.scan(self.q8[:n], self.q8s[:n], self.q8e[:n], vecq.prepare(query))
+            q = vecq.prepare(query)
+            lo, hi = vecq.scan(self.q8[:n], self.q8s[:n], self.q8e[:n], self.q8n[:n], self.q8mu, q)
         else:
             with _blas_threads():
                 lo, hi = vecq.blas_bounds(vec, query)

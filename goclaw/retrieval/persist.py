@@ -19,10 +19,10 @@ if TYPE_CHECKING:
     from goclaw.retrieval.index import SearchIndex
 
 # 2: the forward index (fwd_terms, fwd_ptr); 3: the passage sketches (psk_*); 4: the int8 copy
-# of the vectors (q8, q8s, q8e: goclaw.retrieval.vecq)
-FORMAT = 4
-ARRAYS = ("ids", "scope", "dl", "alive", "fp", "vec", "has_vec", "q8", "q8s", "q8e")  # per-slot arrays
-QUANTIZED = ("q8", "q8s", "q8e")  # absent from a format 3 index
+# of the vectors (q8, q8s, q8e: goclaw.retrieval.vecq); 5: centred (q8n, q8mu)
+FORMAT = 5
+ARRAYS = ("ids", "scope", "dl", "alive", "fp", "vec", "has_vec", "q8", "q8s", "q8e", "q8n")  # per slot
+QUANTIZED = ("q8", "q8s", "q8e", "q8n")  # absent from a format 3 index, recomputed from a format 4 one
 
 
 def _mapped(path: Path) -> Any:
@@ -56,6 +56,7 @@ def save_index(index: SearchIndex, path: Path) -> None:
         np.save(tmp / "indptr.npy", index._indptr)
         np.save(tmp / "slots.npy", index._slots)
         np.save(tmp / "tf.npy", index._tf)
+        np.save(tmp / "q8mu.npy", index.q8mu)
         for name, arr in (*index.fwd.arrays().items(), *index.psk.arrays().items()):
             np.save(tmp / f"{name}.npy", arr)
         (tmp / "vocab.txt").write_text("\n".join(index.vocab), encoding="utf-8")
@@ -77,15 +78,15 @@ def load_index(cls: type[SearchIndex], path: Path) -> SearchIndex:
     if it is not one). The arrays are memory-mapped copy-on-write: loading 100k chunks takes
     milliseconds and the pages are read on first use.
 
-    A format 3 index (saved before the int8 copy of the vectors) still loads: its vectors are
-    quantized here, in memory, once per load (~1 ms per 1,000 rows of 256 dimensions with the C
-    kernels, :func:`goclaw.retrieval.vecq.quantize`); the next :func:`save_index` writes
-    format 4, which loads without that pass."""
+    A format 3 or 4 index (saved before the centred int8 copy of the vectors) still loads: its
+    vectors are quantized here, in memory, once per load (~1 ms per 1,000 rows of 256
+    dimensions with the C kernels, :func:`goclaw.retrieval.vecq.quantize`); the next
+    :func:`save_index` writes format 5, which loads without that pass."""
     try:
         meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: not a search index ({exc})") from None
-    old = meta.get("format") == 3
+    old = meta.get("format") in (3, 4)
     if meta.get("format") != FORMAT and not old:
         raise ValueError(f"{path}: unsupported index format {meta.get('format')!r}")
     idx = cls(int(meta["dim"]), meta=dict(meta))
@@ -98,9 +99,10 @@ def load_index(cls: type[SearchIndex], path: Path) -> SearchIndex:
             setattr(idx, name, _mapped(path / f"{name}.npy"))
     if old:
         idx.q8 = np.zeros((idx.n, idx.dim), dtype=np.int8)
-        idx.q8s = np.zeros(idx.n, dtype=np.float32)
-        idx.q8e = np.zeros(idx.n, dtype=np.float32)
-        idx._quantize(0, idx.n)
+        idx.q8s, idx.q8e, idx.q8n = (np.zeros(idx.n, dtype=np.float32) for _ in range(3))
+        idx._quantize(0, idx.n)  # the centre: the mean of every row with a vector
+    else:
+        idx.q8mu = np.load(path / "q8mu.npy")
     idx._indptr = _mapped(path / "indptr.npy")
     idx._slots = _mapped(path / "slots.npy")
     idx._tf = _mapped(path / "tf.npy")
@@ -112,6 +114,8 @@ def load_index(cls: type[SearchIndex], path: Path) -> SearchIndex:
         or idx.q8.shape != idx.vec.shape
         or len(idx.q8s) != idx.n
         or len(idx.q8e) != idx.n
+        or len(idx.q8n) != idx.n
+        or idx.q8mu.shape != (idx.dim,)
         or idx.fwd.slots != idx.n
         or idx.psk.slots != idx.n
     ):

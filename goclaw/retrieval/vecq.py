@@ -1,17 +1,21 @@
 """The vector channel's int8 scan and exact rescoring (issue 11: query speed).
 
 A :class:`goclaw.retrieval.index.SearchIndex` keeps its float32 matrix of unit rows (the source
-of truth) and, per row, an int8 copy ``q8`` with its scale ``s`` and an error bound ``err``
-(:func:`quantize`). A query ``q`` (a unit float32 vector) is quantized too (``t``, ``qhat``) and
-:func:`scan` gives every row a lower and an upper bound on its cosine from one int8 x int8 dot
-product, reading a quarter of the float32 matrix's bytes:
+of truth) and, per row, an int8 copy ``q8`` of the row *centred* on the index's centre ``mu``
+(``x = v - mu``; ``mu``: the mean of the first rows with a vector) with its scale ``s``, error
+``err = ||x - s q8||`` and norm ``||x||`` (:func:`quantize`). Centring matters: a static
+embedder's vectors share a large common component (two coordinates near 0.5 in every row of
+the default model), which would set every row's int8 step; centred, the error is 5x smaller. A
+query ``q`` (a unit float32 vector) is quantized too (``t``, ``qhat``) and :func:`scan` gives
+every row a lower and an upper bound on its cosine from one int8 x int8 dot product, reading a
+quarter of the float32 matrix's bytes:
 
-    |q . v - s t (qhat . q8)| <= ||q - t qhat|| ||v|| + ||t qhat|| ||v - s q8||
-                              <= eq + m err     (eq = ||q - t qhat||, m = max(eq, ||t qhat||))
+    |q . v - (q . mu + s t (qhat . q8))| = |q . x - s t (qhat . q8)|
+        <= ||q - t qhat|| ||x|| + ||t qhat|| ||x - s q8|| = eq norm + m err
 
-since ``err = ||v - s q8|| + max(||v|| - 1, 0)``; a slack covers every float rounding (the
-bounds' own, and the exact cosine's). The fusion (:func:`goclaw.retrieval.fusion.fuse_bounded`)
-then computes :func:`exact` cosines for the few slots whose bounds reach its cut only.
+plus a slack for every float rounding (the bounds' own, and the exact cosine's). The fusion
+(:func:`goclaw.retrieval.fusion.fuse_bounded`) then computes :func:`exact` cosines for the few
+slots whose bounds reach its cut only.
 
 **The exact cosine** of a row is defined once, so a result never depends on the path that found
 it (BLAS gives a row's product different last bits by its position in the matrix and by the
@@ -35,7 +39,7 @@ import numpy as np
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-VEC_ABI = 1  # the ABI of goclaw/retrieval/_vec.c this module calls (its VEC_ABI constant)
+VEC_ABI = 2  # the ABI of goclaw/retrieval/_vec.c this module calls (its VEC_ABI constant)
 LANES = 16
 # Every float rounding the bounds do not otherwise count: the scan's own (the bound's terms in
 # float64, lo/hi rounded to float32: < 2e-7) and the exact cosine's (float32: < 1e-7).
@@ -48,7 +52,7 @@ def _usable(module: Any) -> bool:
     return getattr(module, "ABI", None) == VEC_ABI
 
 
-__all__ = ["Query", "blas_bounds", "compiled", "exact", "prepare", "quantize", "scan", "unit"]
+__all__ = ["Query", "blas_bounds", "centre", "compiled", "exact", "prepare", "quantize", "scan", "unit"]
 
 try:  # the optional C kernels (hatch_build.py); the numpy paths give the same results
     from goclaw.retrieval import _vec as compiled
@@ -65,7 +69,7 @@ class Query(NamedTuple):
     qhat: NDArray[np.int8]
     t: float  # qhat's scale
     eq: float  # ||unit - t qhat||, rounded up
-    m: float  # max(eq, ||t qhat||), rounded up
+    m: float  # ||t qhat||, rounded up
 
 
 def _up(x: float) -> float:
@@ -73,48 +77,66 @@ def _up(x: float) -> float:
     return x * (1.0 + 1e-12) + 1e-300
 
 
+def centre(vec: NDArray[np.float32]) -> NDArray[np.float32]:
+    """The centre of an index's int8 copies: the mean of these rows (any vector would do for
+    exactness; the mean makes the centred rows small)."""
+    if not len(vec):
+        return np.zeros(vec.shape[1], dtype=np.float32)
+    mu: NDArray[np.float32] = vec.astype(np.float64).mean(axis=0).astype(np.float32)
+    return mu
+
+
+def _rounded_up(x: NDArray[np.float64]) -> NDArray[np.float32]:
+    bound = x * (1.0 + 2.0**-20) + 1e-9
+    out = bound.astype(np.float32)
+    low = out.astype(np.float64) < bound
+    out[low] = np.nextafter(out[low], np.float32(np.inf))
+    return out
+
+
 def quantize_numpy(
-    vec: NDArray[np.float32],
-) -> tuple[NDArray[np.int8], NDArray[np.float32], NDArray[np.float32]]:
-    """:func:`quantize` in numpy: ``(q8, scale, err)`` of the rows of ``vec`` (the same ``q8``
-    and ``scale`` bits as the C kernel; ``err`` within an ulp, its float64 sums in another order)."""
+    vec: NDArray[np.float32], mu: NDArray[np.float32]
+) -> tuple[NDArray[np.int8], NDArray[np.float32], NDArray[np.float32], NDArray[np.float32]]:
+    """:func:`quantize` in numpy: ``(q8, scale, err, norm)`` of the rows of ``vec`` (the same
+    ``q8`` and ``scale`` bits as the C kernel; ``err`` and ``norm`` within an ulp, their float64
+    sums in another order)."""
     n, d = vec.shape
-    x = vec.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        x = vec.astype(np.float64) - mu.astype(np.float64)
         top = np.abs(vec).max(axis=1) if d else np.zeros(n, dtype=np.float32)
-        finite = np.isfinite(top)
-        s = (top.astype(np.float64) / 127.0).astype(np.float32)
-        s[~finite] = 0.0
+        topd = np.abs(x).max(axis=1) if d else np.zeros(n)
+        finite = np.isfinite(top) & np.isfinite(topd)
+        s = (topd / 127.0).astype(np.float32)
+        s[~finite | (top == 0)] = 0.0
         div = np.where(s > 0, s.astype(np.float64), np.inf)
         r = np.clip(np.rint(np.where(finite[:, None], x, 0.0) / div[:, None]), -127, 127)
+        r[top == 0] = 0.0
         diff = x - s.astype(np.float64)[:, None] * r
-        e = np.sqrt(np.einsum("ij,ij->i", diff, diff))
-        over = np.maximum(np.sqrt(np.einsum("ij,ij->i", x, x)) - 1.0, 0.0)
-        bound = (e + over) * (1.0 + 2.0**-20) + 1e-9
-        err = bound.astype(np.float32)
-        low = err.astype(np.float64) < bound
-        err[low] = np.nextafter(err[low], np.float32(np.inf))
-        err[~finite] = np.inf
-        err[top == 0] = 0.0  # a zero row: its cosine is exactly 0 (see scan)
-    return r.astype(np.int8), s, err
+        err = _rounded_up(np.sqrt(np.einsum("ij,ij->i", diff, diff)))
+        norm = _rounded_up(np.sqrt(np.einsum("ij,ij->i", x, x)))
+        err[~finite] = norm[~finite] = np.inf
+        err[top == 0] = norm[top == 0] = 0.0  # a zero row: its cosine is exactly 0 (see scan)
+    return r.astype(np.int8), s, err, norm
 
 
 def quantize(
     vec: NDArray[np.float32],
+    mu: NDArray[np.float32],
     q8: NDArray[np.int8],
     scale: NDArray[np.float32],
     err: NDArray[np.float32],
+    norm: NDArray[np.float32],
     *,
     use_compiled: bool = True,
 ) -> None:
-    """Fill ``q8``, ``scale`` and ``err`` (one row / item per row of ``vec``, C-contiguous) with
-    each row's int8 copy, scale ``max|v| / 127`` and error bound (module docstring). A row
-    with a NaN or an infinity gets an infinite bound: always rescored; a zero row (no vector)
-    scale and bound 0, which :func:`scan` reads as the exact cosine 0."""
+    """Fill ``q8``, ``scale``, ``err`` and ``norm`` (one row / item per row of ``vec``,
+    C-contiguous) with each row's int8 copy about the centre ``mu``, its scale, error and norm
+    (module docstring). A row with a NaN or an infinity gets infinite bounds: always rescored;
+    a zero row (no vector) scale, error and norm 0, which :func:`scan` reads as the exact 0."""
     if compiled is not None and use_compiled:
-        compiled.quantize(vec, q8, scale, err)
+        compiled.quantize(vec, mu, q8, scale, err, norm)
         return
-    q8[...], scale[...], err[...] = quantize_numpy(vec)
+    q8[...], scale[...], err[...], norm[...] = quantize_numpy(vec, mu)
 
 
 def unit(query_vector: Any, dim: int) -> NDArray[np.float32] | None:
@@ -135,31 +157,35 @@ def prepare(q: NDArray[np.float32]) -> Query:
     qhat = np.clip(np.rint(q.astype(np.float64) / t), -127, 127)
     approx = t * qhat
     eq = _up(float(np.linalg.norm(q.astype(np.float64) - approx)))
-    m = max(eq, _up(float(np.linalg.norm(approx))))
-    return Query(q, qhat.astype(np.int8), t, eq, m)
+    return Query(q, qhat.astype(np.int8), t, eq, _up(float(np.linalg.norm(approx))))
 
 
 def scan(
     q8: NDArray[np.int8],
     scale: NDArray[np.float32],
     err: NDArray[np.float32],
+    norm: NDArray[np.float32],
+    mu: NDArray[np.float32],
     query: Query,
     *,
     use_compiled: bool = True,
 ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
-    """Lower and upper bounds on every row's exact cosine (:func:`exact`) to ``query``."""
+    """Lower and upper bounds on every row's exact cosine (:func:`exact`) to ``query``, from
+    the rows' int8 copies about the centre ``mu``."""
     n = len(q8)
     lo = np.empty(n, dtype=np.float32)
     hi = np.empty(n, dtype=np.float32)
     slack = SLACK + q8.shape[1] * 2.0**-50
+    mq = float(mu.astype(np.float64) @ query.unit.astype(np.float64)) if len(mu) else 0.0
     if compiled is not None and use_compiled:
-        compiled.scan(q8, scale, err, query.qhat, lo, hi, query.t, query.eq, query.m, slack)
+        compiled.scan(q8, scale, err, norm, query.qhat, lo, hi, query.t, query.eq, query.m, mq, slack)
         return lo, hi
     dots = q8.astype(np.int32) @ query.qhat.astype(np.int32)
-    a = scale.astype(np.float64) * query.t * dots
-    r = np.where((scale == 0) & (err == 0), 0.0, query.eq + query.m * err.astype(np.float64) + slack)
-    lo[...] = a - r
-    hi[...] = a + r
+    a = mq + scale.astype(np.float64) * query.t * dots
+    r = query.eq * norm.astype(np.float64) + query.m * err.astype(np.float64) + slack
+    zero = (scale == 0) & (err == 0)
+    lo[...] = np.where(zero, 0.0, a - r)
+    hi[...] = np.where(zero, 0.0, a + r)
     return lo, hi
 
 
