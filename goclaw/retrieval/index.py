@@ -347,7 +347,7 @@ class SearchIndex:
             return
         has = self.has_vec[: self.n]
         if not (has[:lo].any() or has[hi:].any()):
-            self.q8mu = vecq.centre(self.vec[lo:hi][has[lo:hi]])
+            self.q8mu = vecq.centre(self.vec[lo:hi], int(np.count_nonzero(has[lo:hi])))
         vecq.quantize(
             self.vec[lo:hi], self.q8mu, self.q8[lo:hi], self.q8s[lo:hi], self.q8e[lo:hi], self.q8n[lo:hi]
         )

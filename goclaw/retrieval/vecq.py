@@ -77,12 +77,15 @@ def _up(x: float) -> float:
     return x * (1.0 + 1e-12) + 1e-300
 
 
-def centre(vec: NDArray[np.float32]) -> NDArray[np.float32]:
-    """The centre of an index's int8 copies: the mean of these rows (any vector would do for
-    exactness; the mean makes the centred rows small)."""
-    if not len(vec):
+def centre(vec: NDArray[np.float32], count: int | None = None) -> NDArray[np.float32]:
+    """The centre of an index's int8 copies: the mean of the rows with a vector (``count`` of
+    them; the others are zero rows, which add nothing), summed in float64 without a copy of
+    ``vec``. Any vector would do for exactness; the mean makes the centred rows small."""
+    rows = len(vec) if count is None else count
+    if not rows:
         return np.zeros(vec.shape[1], dtype=np.float32)
-    mu: NDArray[np.float32] = vec.astype(np.float64).mean(axis=0).astype(np.float32)
+    total = np.add.reduce(vec, axis=0, dtype=np.float64)
+    mu: NDArray[np.float32] = (total / rows).astype(np.float32)
     return mu
 
 
