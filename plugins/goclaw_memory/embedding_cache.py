@@ -4,6 +4,8 @@ text is never embedded twice (spec §14)."""
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,9 +33,13 @@ def vectors_for(
     embedder: EmbeddingProvider | None,
     space: Space | None,
     report: IndexReport,
+    *,
+    bulk: bool = False,
 ) -> dict[str, Any]:
     """Vectors by chunk hash: from the cache when present, else embedded (and cached). Cached
-    vectors come as float32 bytes on SQLite, arrays on PostgreSQL; fresh ones as arrays."""
+    vectors come as float32 bytes on SQLite, arrays on PostgreSQL; fresh ones as arrays.
+    ``bulk``: part of a large run on SQLite, whose commits skip the WAL checkpoint
+    (:mod:`goclaw_memory.bulk_wal`)."""
     if embedder is None or space is None or not chunks:
         return {}
     texts = {c.hash: c.text for c in chunks}
@@ -52,7 +58,7 @@ def vectors_for(
             )
             return found
         fresh = {h: matrix[i] for i, h in enumerate(misses)}
-        cache_store(engine, fresh, space)
+        cache_store(engine, fresh, space, bulk=bulk)
         found.update(fresh)
         report.chunks_embedded += len(misses)
     return found
@@ -64,19 +70,40 @@ def cache_lookup(engine: Engine, hashes: Sequence[str], space: Space) -> dict[st
     if engine.db.backend == "postgresql":
         return _cache_lookup_pg(engine, hashes, space)
     out: dict[str, Any] = {}
-    with engine.db.session() as s:
-        cursor = s.connection().connection.cursor()  # the sqlite3 cursor: plain tuples
-        try:
-            for i in range(0, len(hashes), LOOKUP_CHUNK):
-                part = hashes[i : i + LOOKUP_CHUNK]
-                sql = (
-                    "SELECT chunk_hash, embedding FROM embedding_cache WHERE provider = ? AND model = ? "
-                    f"AND dim = ? AND chunk_hash IN ({marks(len(part))}) AND embedding IS NOT NULL"
-                )
-                out.update(cursor.execute(sql, (*space, *part)).fetchall())
-        finally:
-            cursor.close()
+    reader = _reader(engine)
+    with contextlib.ExitStack() as stack:
+        if reader is None:
+            session = stack.enter_context(engine.db.session())
+            cursor = session.connection().connection.cursor()  # the sqlite3 cursor: plain tuples
+        else:
+            stack.callback(reader.close)
+            cursor = reader.cursor()
+        stack.callback(cursor.close)
+        for i in range(0, len(hashes), LOOKUP_CHUNK):
+            part = hashes[i : i + LOOKUP_CHUNK]
+            sql = (
+                "SELECT chunk_hash, embedding FROM embedding_cache WHERE provider = ? AND model = ? "
+                f"AND dim = ? AND chunk_hash IN ({marks(len(part))}) AND embedding IS NOT NULL"
+            )
+            out.update(cursor.execute(sql, (*space, *part)).fetchall())
     return out
+
+
+def _reader(engine: Engine) -> sqlite3.Connection | None:
+    """A private read-only connection to the SQLite file whose pages are read through a memory
+    map (a bulk load's 100,000 look-ups: 0.50 -> 0.36 s of CPU, the pool's connections read
+    each page by a system call into a 2 MB cache); None for a database in memory."""
+    path = engine.db.engine.url.database
+    if not path or path == ":memory:" or path.startswith("file:"):
+        return None
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error:
+        return None
+    conn.execute("PRAGMA busy_timeout=5000")
+    conn.execute("PRAGMA query_only=1")
+    conn.execute("PRAGMA mmap_size=1073741824")  # reads only: nothing written through the map
+    return conn
 
 
 def _cache_lookup_pg(engine: Engine, hashes: Sequence[str], space: Space) -> dict[str, Any]:
@@ -97,8 +124,9 @@ def _cache_lookup_pg(engine: Engine, hashes: Sequence[str], space: Space) -> dic
     return out
 
 
-def cache_store(engine: Engine, vectors: dict[str, Any], space: Space) -> None:
-    """Add fresh vectors to the cache (a hash already there is left as it is)."""
+def cache_store(engine: Engine, vectors: dict[str, Any], space: Space, *, bulk: bool = False) -> None:
+    """Add fresh vectors to the cache (a hash already there is left as it is); ``bulk``: see
+    :func:`vectors_for`."""
     provider, model, dim = space
     rows = [
         {
@@ -113,6 +141,10 @@ def cache_store(engine: Engine, vectors: dict[str, Any], space: Space) -> None:
     ]
 
     def _do(session: Session) -> None:
+        if bulk:
+            from goclaw_memory.bulk_wal import hold_checkpoints
+
+            hold_checkpoints(session)
         for i in range(0, len(rows), LOOKUP_CHUNK):
             stmt = dialect_insert(session, CACHE).on_conflict_do_nothing()
             session.execute(stmt, rows[i : i + LOOKUP_CHUNK])

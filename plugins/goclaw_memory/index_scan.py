@@ -137,6 +137,11 @@ def scan(
     return pending, seen
 
 
+def estimated_chunks(pending: Sequence[Pending]) -> int:
+    """About how many chunks these files make (:func:`batches`' estimate, before chunking)."""
+    return sum(max(1, len(p.text) // 800) for p in pending)
+
+
 def batches(pending: Sequence[Pending]) -> Iterable[list[Pending]]:
     """``pending`` in transactions of at most :data:`BATCH_DOCS` files and about
     :data:`BATCH_CHUNKS` chunks."""

@@ -31,10 +31,19 @@ from sqlalchemy import delete, select
 
 from goclaw.contracts.search import SearchBackend
 from goclaw.retrieval.tokenize import default_tokenizer
+from goclaw_memory import bulk_wal
 from goclaw_memory.chunking import chunk_text
 from goclaw_memory.embedding_cache import vectors_for
 from goclaw_memory.index_changes import ChangeSet
-from goclaw_memory.index_scan import IndexReport, Pending, Progress, batches, printable_path, scan
+from goclaw_memory.index_scan import (
+    IndexReport,
+    Pending,
+    Progress,
+    batches,
+    estimated_chunks,
+    printable_path,
+    scan,
+)
 from goclaw_memory.index_writes import (
     CHUNKS,
     DOCS,
@@ -100,6 +109,7 @@ class MemoryIndexer:
         self.backend = backend
         self.max_chunk_len = max_chunk_len
         self._changes: ChangeSet | None = None
+        self._bulk = False  # this run's transactions skip the WAL's automatic checkpoint
 
     # ------------------------------------------------------------------ entry point
     def index(
@@ -132,7 +142,17 @@ class MemoryIndexer:
         embedder, space = self._space(embedder, report)
         existing = self._existing_docs(agent.id, scopes)
         pending, seen = scan(agent_dir, scopes, existing, report)
-        self._write_pending(agent.id, pending, embedder, space, report, progress)
+        # A large run on SQLite commits without WAL checkpoints and checkpoints once, after it
+        # (goclaw_memory.bulk_wal).
+        self._bulk = (
+            bulk_wal.database_path(self.engine) is not None and estimated_chunks(pending) >= bulk_wal.BULK
+        )
+        try:
+            self._write_pending(agent.id, pending, embedder, space, report, progress)
+        finally:
+            if self._bulk:
+                self._bulk = False
+                bulk_wal.checkpoint_later(self.engine)
         removed = [(key, doc[0]) for key, doc in existing.items() if key not in seen]
         if removed:
             self._remove(agent.id, [doc_id for _key, doc_id in removed])
@@ -189,7 +209,8 @@ class MemoryIndexer:
         for p in batch:
             p.chunks = chunk_text(p.text, self.max_chunk_len)
         embedded = report.chunks_embedded
-        vectors = vectors_for(self.engine, [c for p in batch for c in p.chunks], embedder, space, report)
+        chunks = [c for p in batch for c in p.chunks]
+        vectors = vectors_for(self.engine, chunks, embedder, space, report, bulk=self._bulk)
         if report.chunks_embedded != embedded:  # an embedder's calls may leave cycles behind:
             gc.collect(1)  # collect the young generations (the batch's objects; ~10 ms)
         return vectors
@@ -301,7 +322,11 @@ class MemoryIndexer:
         each file's chunks' terms, computed before it opens)."""
         track = self._changes is not None
 
+        bulk = self._bulk
+
         def _do(session: Session) -> tuple[tuple[str, str], list[int], list[Any]]:
+            if bulk:
+                bulk_wal.hold_checkpoints(session)
             return replace_documents(session, agent_id, batch, terms, vectors, space, track)
 
         tokens, removed, added = self.engine.db.run_write(_do)
