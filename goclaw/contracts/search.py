@@ -187,6 +187,22 @@ class IndexSource(Protocol):
 
 
 @runtime_checkable
+class PassageCosineBackend(Protocol):
+    """Optional, beside :class:`SearchBackend`: :meth:`SearchBackend.chunk_sketches` scored in
+    one call. The memory reranker's passage step asks a backend that offers it for each
+    chunk's best passage cosine with the query, given the embedder's token rows (``matrix``:
+    float32, one row ``E_t`` per token id, from an embedder that offers ``token_rows()``, see
+    :class:`goclaw.contracts.providers.PassageSketchingEmbedder`) and the query's unit
+    embedding ``q``. Returns ``(best, has)``: float32 cosines and booleans (whether the chunk
+    had a sketch; those without are scored from their text), one each per id, ``-1`` having
+    none; or None (no such index loaded: the step reads the sketches, then scores them)."""
+
+    def passage_cosines(
+        self, agent_id: str, ids: Sequence[int], space: Space, matrix: Any, q: Any
+    ) -> Any: ...
+
+
+@runtime_checkable
 class SearchBackend(Protocol):
     """A memory search backend (see the module docstring for the order of calls). It must never
     return a chunk outside ``query.agent_id`` / ``query.users``."""

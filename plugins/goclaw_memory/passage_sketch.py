@@ -142,8 +142,7 @@ class SketchedScorer:
         inprocess backends) with the embedder's ``token_rows`` and the query's vector, when all
         three are there; else None (the sketches are read, then scored)."""
         rows = getattr(self.embedder, "token_rows", None)
-        cosines = getattr(backend, "passage_cosines", None)
-        if self.query_vector is None or rows is None or cosines is None:
+        if self.query_vector is None or rows is None or not _offers_cosines(backend):
             return None
         import numpy as np
 
@@ -162,20 +161,32 @@ class SketchedScorer:
         q = np.ascontiguousarray(
             vec / np.float32(norm)
         )  # the query's unit embedding, as the embedder scales it
-        return cosines(self.agent_id, ids, self.space, matrix, q)
+        return backend.passage_cosines(self.agent_id, ids, self.space, matrix, q)
 
 
-_CONTRACT: dict[type, bool] = {}
+_CONTRACT: dict[tuple[type, type], bool] = {}
+
+
+def _conforms(backend: Any, protocol: type) -> bool:
+    """``isinstance(backend, protocol)``, remembered per class (a protocol check costs ~20 us)."""
+    key = (type(backend), protocol)
+    found = _CONTRACT.get(key)
+    if found is None:
+        found = isinstance(backend, protocol)
+        if len(_CONTRACT) < 64:
+            _CONTRACT[key] = found
+    return found
 
 
 def _keeps_sketches(backend: Any) -> bool:
-    """Whether the backend has the whole search contract, ``chunk_sketches`` included (a
-    protocol ``isinstance``, remembered per class: ~20 us)."""
-    found = _CONTRACT.get(type(backend))
-    if found is None:
-        from goclaw.contracts.search import SearchBackend
+    """Whether the backend has the whole search contract, ``chunk_sketches`` included."""
+    from goclaw.contracts.search import SearchBackend
 
-        found = isinstance(backend, SearchBackend)
-        if len(_CONTRACT) < 64:
-            _CONTRACT[type(backend)] = found
-    return found
+    return _conforms(backend, SearchBackend)
+
+
+def _offers_cosines(backend: Any) -> bool:
+    """Whether the backend scores sketches in one call (``PassageCosineBackend``)."""
+    from goclaw.contracts.search import PassageCosineBackend
+
+    return _conforms(backend, PassageCosineBackend)
