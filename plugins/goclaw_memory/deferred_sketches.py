@@ -63,10 +63,10 @@ def add_records(
     job submitted that makes them and saves the index (also when no sketch is wanted: the save
     of a large change leaves the run too). Returns how many were added."""
     from goclaw_memory.passage_sketch import sketcher
-    from goclaw_memory.sqlite_backend import doc_of
+    from goclaw_memory.sqlite_backend import docs_of
 
     space = st.space
-    docs = [doc_of(rec, space) for rec in records]
+    docs = docs_of(records, space)
     texts = [rec.text for rec in records]
     if len(docs) < DEFER_AT or backend.snapshot_dir is None:
         st.index.upsert(backend._sketched(docs, texts, space))

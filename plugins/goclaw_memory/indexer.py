@@ -32,7 +32,7 @@ from sqlalchemy import delete, select
 from goclaw.contracts.search import SearchBackend
 from goclaw.retrieval.tokenize import default_tokenizer
 from goclaw_memory import bulk_wal
-from goclaw_memory.chunking import chunk_text
+from goclaw_memory.chunking import chunk_text, hash_all
 from goclaw_memory.embedding_cache import vectors_for
 from goclaw_memory.index_changes import ChangeSet
 from goclaw_memory.index_scan import (
@@ -210,6 +210,7 @@ class MemoryIndexer:
             p.chunks = chunk_text(p.text, self.max_chunk_len)
         embedded = report.chunks_embedded
         chunks = [c for p in batch for c in p.chunks]
+        hash_all(chunks)
         vectors = vectors_for(self.engine, chunks, embedder, space, report, bulk=self._bulk)
         if report.chunks_embedded != embedded:  # an embedder's calls may leave cycles behind:
             gc.collect(1)  # collect the young generations (the batch's objects; ~10 ms)

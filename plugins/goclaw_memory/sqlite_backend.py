@@ -74,6 +74,37 @@ def _user_bits(user_id: str) -> int:
     return zlib.crc32(user_id.encode("utf-8")) << 24
 
 
+def fingerprints(hashes: Sequence[str], users: Sequence[str], has_vector: Sequence[bool]) -> list[int]:
+    """:func:`fingerprint` of many chunks at once, the same numbers (a bulk load's 100,000:
+    0.2 s one by one). Hashes that are not all plain hex of 14 characters or more go one by
+    one (``int(..., 16)`` reads forms ``bytes.fromhex`` does not, and the other way round)."""
+    head = "".join([h[:14] for h in hashes])
+    if len(head) != 14 * len(hashes) or not (head.isascii() and head.isalnum()):
+        return [fingerprint(h, u, v) for h, u, v in zip(hashes, users, has_vector, strict=True)]
+    try:
+        raw = np.frombuffer(bytes.fromhex(head), dtype=np.uint8).reshape(-1, 7).astype(np.uint64)
+    except ValueError:
+        return [fingerprint(h, u, v) for h, u, v in zip(hashes, users, has_vector, strict=True)]
+    value = np.zeros(len(hashes), dtype=np.uint64)
+    for col in range(7):  # big-endian: the first byte is the most significant
+        value <<= np.uint64(8)
+        value |= raw[:, col]
+    bits = {u: _user_bits(u) for u in set(users)}
+    value ^= np.fromiter(map(bits.__getitem__, users), dtype=np.uint64, count=len(users))
+    value <<= np.uint64(1)
+    value |= np.fromiter(has_vector, dtype=np.bool_, count=len(users)).astype(np.uint64)
+    value &= np.uint64((1 << 62) - 1)
+    return value.astype(np.int64).tolist()  # type: ignore[no-any-return]
+
+
+def docs_of(records: Sequence[ChunkRecord], space: Space | None) -> list[Doc]:
+    """:func:`doc_of` of many records (fingerprints computed together)."""
+    vecs = [r.vector if space is not None and r.space == space else None for r in records]
+    users = [r.user_id for r in records]
+    fps = fingerprints([r.chunk_hash for r in records], users, [v is not None for v in vecs])
+    return list(map(Doc, [r.id for r in records], users, [r.terms for r in records], vecs, fps))
+
+
 def doc_of(rec: ChunkRecord, space: Space | None) -> Doc:
     """The index document of a chunk record; its vector only when it is of ``space``."""
     vec = rec.vector if space is not None and rec.space == space else None
