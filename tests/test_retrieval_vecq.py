@@ -17,16 +17,20 @@ needs_c = pytest.mark.skipif(vecq.compiled is None, reason="the C kernels are no
 DIMS = (1, 7, 16, 17, 31, 32, 33, 100, 256, 384)
 
 
-@pytest.fixture(params=["avx2", "portable"])
+VARIANTS = ("avx512vnni", "avxvnni", "avx2", "portable")
+
+
+@pytest.fixture(params=VARIANTS)
 def simd(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Each kernel variant in turn (the portable one everywhere; AVX2 where the CPU has it)."""
+    """Each kernel variant in turn (the portable one everywhere; AVX2 and the VNNI int8 dots
+    where the CPU has them)."""
     if vecq.compiled is None:
         yield "numpy"
         return
-    on = vecq.compiled.set_simd(request.param == "avx2")
-    if request.param == "avx2" and not on:
+    vecq.compiled.set_simd(request.param)
+    if vecq.compiled.simd() != request.param:
         vecq.compiled.set_simd(True)
-        pytest.skip("no AVX2 here")
+        pytest.skip(f"no {request.param} here")
     try:
         yield request.param
     finally:
@@ -111,6 +115,34 @@ def test_quantize_marks_rows_it_cannot_bound() -> None:
         assert np.isfinite(e[0]) and np.isinf(e[1:]).all() and np.isinf(nrm[1:]).all() and not q8[1:].any()
 
 
+@needs_c
+@pytest.mark.parametrize("d", (*DIMS, 64, 65, 95, 128, 256))
+def test_scan_is_the_same_bits_in_every_kernel(d: int) -> None:
+    """The int8 dots (four rows in flight, a scalar tail of columns and rows) are exact in every
+    variant: the same bounds, whatever the row count modulo 4 and the block of 256 rows."""
+    c: Any = vecq.compiled
+    rng = np.random.default_rng(d)
+    for n in (1, 3, 4, 5, 259, 517):
+        m = _rows(rng, n, d)
+        mu = vecq.centre(m)
+        q8, s, e, nrm = _quantized(m, mu)
+        q8[n // 2] = rng.integers(-127, 128, d)  # any int8 row, extremes included
+        q = vecq.unit(rng.standard_normal(d), d)
+        assert q is not None
+        query = vecq.prepare(q)
+        query = query._replace(qhat=np.where(rng.random(d) < 0.3, -127, query.qhat).astype(np.int8))
+        want = vecq.scan(q8, s, e, nrm, mu, query, use_compiled=False)
+        dots = q8.astype(np.int64) @ query.qhat.astype(np.int64)
+        try:
+            for variant in VARIANTS:
+                c.set_simd(variant)
+                got = vecq.scan(q8, s, e, nrm, mu, query)
+                assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), c.simd()
+        finally:
+            c.set_simd(True)
+        assert np.abs(dots).max() <= 127 * 127 * d
+
+
 @pytest.mark.parametrize("d", DIMS)
 def test_scan_bounds_hold_the_exact_cosine(d: int, simd: str) -> None:
     for seed in range(4):
@@ -157,6 +189,17 @@ def test_bad_buffers_raise_instead_of_crashing() -> None:
     c.quantize(m, mu, q8, f4.copy(), f4.copy(), f4.copy())
     c.scan(q8, f4, f4, f4, qhat, out, out.copy(), 1.0, 0.0, 0.0, 0.0, 0.0)
     c.exact(m, q, np.array([0, 3]), np.zeros(2, dtype=np.float32))
+    cand = np.zeros(4, dtype=np.int64)
+    mask = np.ones(4, dtype=bool)
+    fuse = (q8, f4, f4, f4, mu, q, f4, mask, f4, cand)
+    assert c.fuse_scan(*fuse, 0.3, 0.7, 2, 0.0)[0] >= 0
+    assert c.fuse_scan(q8, f4, f4, f4, mu, q, None, None, None, cand, 0.3, 0.7, 4, 0.0)[0] >= 0
+
+    def fused(at: int, value: Any, *tail: Any) -> Any:
+        args = list(fuse)
+        args[at] = value
+        return lambda: c.fuse_scan(*args, *(tail or (0.3, 0.7, 2, 0.0)))
+
     bad_calls = [
         lambda: c.quantize(m.astype(np.float64), mu, q8, f4, f4, f4),  # wrong type
         lambda: c.quantize(m, mu, q8[:3], f4, f4, f4),  # wrong shape
@@ -182,6 +225,23 @@ def test_bad_buffers_raise_instead_of_crashing() -> None:
         lambda: c.exact(m, q, None, out[:3]),
         lambda: c.exact(m, q, None, b"x" * 16),  # read-only output
         lambda: c.exact("vec", q, None, out),
+        fused(7, mask.astype(np.uint8)),  # the mask must be bool
+        fused(7, mask[:3]),
+        fused(6, f4[:3]),  # lexical
+        fused(8, f4[:3]),  # boost
+        fused(6, f4.astype(np.float64)),
+        fused(9, cand[:3]),
+        fused(9, cand.astype(np.int32)),
+        fused(4, mu[:7]),
+        fused(5, q[:7]),
+        fused(0, q8.astype(np.uint8)),
+        fused(0, wide),
+        fused(9, cand, 0.3, 0.7, 0, 0.0),  # limit out of 1..n
+        fused(9, cand, 0.3, 0.7, 5, 0.0),
+        fused(9, cand, 0.3, 0.7, "2", 0.0),
+        fused(9, cand, "x", 0.7, 2, 0.0),
+        lambda: c.fuse_scan(*fuse, 0.3, 0.7, 2),  # missing one
+        lambda: c.set_simd("sse9"),
     ]
     for call in bad_calls:
         with pytest.raises((ValueError, TypeError, IndexError, BufferError)):
@@ -190,6 +250,10 @@ def test_bad_buffers_raise_instead_of_crashing() -> None:
     ro.flags.writeable = False
     with pytest.raises((ValueError, BufferError)):
         c.scan(q8, f4, f4, f4, qhat, ro, out, 1.0, 0.0, 0.0, 0.0, 0.0)
+    ro_cand = np.zeros(4, dtype=np.int64)
+    ro_cand.flags.writeable = False
+    with pytest.raises((ValueError, BufferError)):
+        c.fuse_scan(q8, f4, f4, f4, mu, q, None, None, None, ro_cand, 0.3, 0.7, 2, 0.0)
 
 
 @pytest.mark.parametrize("portable", [False, True])
@@ -233,3 +297,11 @@ def test_the_build_hook_builds_the_kernels_portable_ones_too(
     q8, s, e, nrm = np.empty(m.shape, dtype=np.int8), *(np.empty(120, np.float32) for _ in range(3))
     module.quantize(m, vecq.centre(m), q8, s, e, nrm)
     assert np.array_equal(q8, vecq.quantize_numpy(m, vecq.centre(m))[0])
+    lexical = (rng.random(120) * (rng.random(120) < 0.3)).astype(np.float32)
+    cand, want = np.empty(120, dtype=np.int64), np.empty(120, dtype=np.int64)
+    found = module.fuse_scan(q8, s, e, nrm, vecq.centre(m), q, lexical, None, None, cand, 0.3, 0.7, 10, 1e-6)
+    assert vecq.compiled is not None
+    expected = vecq.compiled.fuse_scan(
+        q8, s, e, nrm, vecq.centre(m), q, lexical, None, None, want, 0.3, 0.7, 10, 1e-6
+    )
+    assert found == expected and np.array_equal(cand[: found[0]], want[: found[0]])

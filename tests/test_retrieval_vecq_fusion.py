@@ -60,6 +60,16 @@ def _same(a: Fused, b: Fused) -> None:
     assert a.vector == b.vector
 
 
+def _two_pass(idx: SearchIndex, *args: Any, **kwargs: Any) -> Fused:
+    """SearchIndex.fuse on the int8 path without the one-pass fuse_scan (the scan's bounds, then
+    fusion.fuse_bounded)."""
+    vecq.FUSE_IN_SCAN = False
+    try:
+        return idx.fuse(*args, scan="int8", **kwargs)
+    finally:
+        vecq.FUSE_IN_SCAN = True
+
+
 def _check(idx: SearchIndex, rng: np.random.Generator, rounds: int) -> list[int]:
     """Random searches on ``idx``: every scan path equals the dense exact fusion; the dense BLAS
     fusion agrees to 1e-6 (its cosines' last bits depend on the BLAS). Returns the rescored
@@ -81,6 +91,8 @@ def _check(idx: SearchIndex, rng: np.random.Generator, rounds: int) -> list[int]
             _same(idx.fuse(lexical, unit, mask, scan=scan, **args), want)
             if scan == "int8":
                 rescored.append(idx.rescored)
+                _same(_two_pass(idx, lexical, unit, mask, **args), want)
+                assert idx.rescored == rescored[-1]  # the one-pass scan finds the same slots
         if args["method"] != "weighted":  # ranks: a near-tie's swap moves the rank-based scores
             continue
         blas = fuse_lists(lexical, idx.cosine(unit) if unit is not None else None, mask, **args)
@@ -238,3 +250,48 @@ def test_rows_without_a_vector_are_never_rescored() -> None:
         idx.fuse(lexical, unit, None, limit=10, scan="int8"),
         fuse_lists(lexical, vecq.exact(idx.vec[: idx.n], unit), None, limit=10),
     )
+
+
+@pytest.mark.skipif(vecq.compiled is None, reason="the C kernels are not built")
+@pytest.mark.parametrize("variant", ["avx512vnni", "avxvnni", "avx2", "portable"])
+def test_one_pass_fusion_is_exact_in_every_kernel_and_edge_case(variant: str) -> None:
+    """The scan and the weighted cut in one C pass (vecq.fuse_scan) rescore exactly the slots the
+    two-pass path rescores and give the dense exact result: every kernel variant; limits from 1
+    to every slot; scopes smaller than the limit; weights with one channel at 0; boosts with
+    zeros; lexical scores that are not finite and negative boosts (left to the two-pass path,
+    which decides or refuses them as before)."""
+    c: Any = vecq.compiled
+    c.set_simd(variant)
+    try:
+        for d, n in ((33, 900), (100, 1100)):
+            rng = np.random.default_rng(d + n)
+            idx = _index(rng, n, d)
+            n = idx.n
+            for round_ in range(30):
+                unit = idx.unit_query(_query(rng, idx))
+                assert unit is not None
+                lexical = idx.bm25(list(rng.choice(WORDS, size=3))) if round_ % 5 else None
+                mask = [None, idx.scope_filter(["u1"]), np.arange(n) < 5][round_ % 3]
+                boost = None if round_ % 4 else (rng.integers(0, 3, n) * 0.5).astype(np.float32)
+                limit = [1, 7, 30, n][round_ % 4]
+                weights = [(0.3, 0.7), (0.0, 1.0), (1.0, 0.0), (0.7, 0.3)][round_ % 4]
+                args: dict[str, Any] = dict(limit=limit, text_weight=weights[0], vector_weight=weights[1])
+                want = fuse_lists(lexical, vecq.exact(idx.vec[:n], unit), mask, boost=boost, **args)
+                _same(idx.fuse(lexical, unit, mask, boost=boost, scan="int8", **args), want)
+                one = idx.rescored
+                _same(_two_pass(idx, lexical, unit, mask, boost=boost, **args), want)
+                assert idx.rescored == one
+            bad = np.ones(n, dtype=np.float32)
+            bad[3] = np.nan
+            unit = idx.unit_query(idx.vec[5])
+            q8 = (idx.q8[:n], idx.q8s[:n], idx.q8e[:n], idx.q8n[:n], idx.q8mu, unit)
+            assert vecq.fuse_scan(*q8, bad, None, None, limit=5, text_weight=0.3, vector_weight=0.7) is None
+            negative = np.ones(n, dtype=np.float32)
+            negative[7] = -1.0
+            assert (
+                vecq.fuse_scan(*q8, None, None, negative, limit=5, text_weight=0.3, vector_weight=0.7) is None
+            )
+            with pytest.raises(ValueError, match="negative boost"):
+                idx.fuse(None, unit, None, limit=5, boost=negative, scan="int8")
+    finally:
+        c.set_simd(True)

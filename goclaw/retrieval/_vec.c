@@ -32,7 +32,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#define VEC_ABI 2 /* 2: rows quantized about a centre (quantize's mu, scan's norm and mq) */
+/* 2: rows quantized about a centre (quantize's mu, scan's norm and mq); 3: fuse_scan */
+#define VEC_ABI 3
 #define LANES 16         /* exact(): float64 accumulators, one per j mod 16 */
 #define MAX_DIM 65536    /* an int32 dot of int8 rows cannot overflow below 133,000 */
 
@@ -43,13 +44,21 @@
 #else
 #define HAVE_X86 0
 #endif
+/* AVX-VNNI / AVX512-VNNI intrinsics: GCC 11, clang 12 */
+#if HAVE_X86 && ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && __GNUC__ >= 11))
+#define HAVE_VNNI 1
+#else
+#define HAVE_VNNI 0
+#endif
 
-static int use_avx2 = 0;
+enum { SIMD_PORTABLE, SIMD_AVX2, SIMD_AVXVNNI, SIMD_AVX512VNNI };
+static const char *simd_names[] = {"portable", "avx2", "avxvnni", "avx512vnni"};
+static int simd_level = SIMD_PORTABLE; /* the kernels in use; AVX2 or above: the AVX2 loops */
 
 /* ------------------------------------------------------------------ buffers */
 
 /* Get ``obj``'s buffer as a C-contiguous array of ``ndim`` dimensions whose items are of
- * ``kind`` ('f' float32, 'b' int8, 'q' int64), writable if asked; else a ValueError naming
+ * ``kind`` ('f' float32, 'b' int8, 'q' int64, '?' bool), writable if asked; else a ValueError naming
  * ``what``. */
 static int
 get_array(PyObject *obj, Py_buffer *view, char kind, int ndim, int writable, const char *what)
@@ -64,10 +73,10 @@ get_array(PyObject *obj, Py_buffer *view, char kind, int ndim, int writable, con
     else if (*f == '<')
         f++;
 #endif
-    Py_ssize_t size = kind == 'f' ? 4 : kind == 'b' ? 1 : 8;
+    Py_ssize_t size = kind == 'f' ? 4 : kind == 'q' ? 8 : 1;
     int same = f[0] == kind || (kind == 'q' && f[0] == 'l' && sizeof(long) == 8);
     if (!same || f[1] != '\0' || view->itemsize != size || view->ndim != ndim) {
-        const char *type = kind == 'f' ? "float32" : kind == 'b' ? "int8" : "int64";
+        const char *type = kind == 'f' ? "float32" : kind == 'b' ? "int8" : kind == '?' ? "bool" : "int64";
         PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous %d-d %s array", what, ndim, type);
         PyBuffer_Release(view);
         return -1;
@@ -191,7 +200,7 @@ quantize(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     Py_BEGIN_ALLOW_THREADS
 #if HAVE_X86
-    if (use_avx2)
+    if (simd_level >= SIMD_AVX2)
         quantize_avx2(b[0].buf, b[1].buf, n, d, b[2].buf, b[3].buf, b[4].buf, b[5].buf);
     else
 #endif
@@ -206,6 +215,8 @@ fail:
 
 /* ------------------------------------------------------------------ scan */
 
+#define BLOCK 256 /* rows whose int8 dots are computed before their bounds */
+
 static int32_t
 dot_i8(const int8_t *a, const int8_t *b, Py_ssize_t d)
 {
@@ -215,59 +226,145 @@ dot_i8(const int8_t *a, const int8_t *b, Py_ssize_t d)
     return acc;
 }
 
+/* The int32 dots of ``count`` rows from row ``from`` with qhat, into out. */
+typedef void (*DotsFn)(const int8_t *q8, Py_ssize_t d, const int8_t *qhat, Py_ssize_t from, Py_ssize_t count,
+                       int32_t *out);
+
+static void
+dots_plain(const int8_t *q8, Py_ssize_t d, const int8_t *qhat, Py_ssize_t from, Py_ssize_t count, int32_t *out)
+{
+    for (Py_ssize_t i = 0; i < count; i++)
+        out[i] = dot_i8(q8 + (size_t)(from + i) * (size_t)d, qhat, d);
+}
+
+#if HAVE_X86
+/* int8 x int8 as unsigned x signed: |qhat| as the unsigned operand, the row with qhat's sign as
+ * the signed one (both within [-127, 127]). AVX2: vpmaddubsw (a pair's sum, at most
+ * 2 x 127 x 127, never saturates) then vpmaddwd; VNNI: vpdpbusd (four products summed into the
+ * int32 lane, no saturation). Every variant gives the exact int32 dot, so the same bits. Four
+ * rows in flight: four independent accumulators, qhat's vectors loaded once for the four. */
+#define AVX2_MUL(acc, u, s) _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), ones))
+#define DEFINE_DOTS(NAME, ATTR, MUL)                                                               \
+    ATTR static void NAME(const int8_t *q8, Py_ssize_t d, const int8_t *qhat, Py_ssize_t from,     \
+                          Py_ssize_t count, int32_t *out)                                         \
+    {                                                                                             \
+        const Py_ssize_t full = d - d % 32;                                                       \
+        const __m256i ones = _mm256_set1_epi16(1);                                                \
+        (void)ones;                                                                               \
+        Py_ssize_t i = 0;                                                                         \
+        for (; i + 4 <= count; i += 4) {                                                          \
+            const int8_t *r0 = q8 + (size_t)(from + i) * (size_t)d, *r1 = r0 + d, *r2 = r1 + d,   \
+                         *r3 = r2 + d;                                                            \
+            __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;                       \
+            for (Py_ssize_t j = 0; j < full; j += 32) {                                           \
+                __m256i q = _mm256_loadu_si256((const __m256i *)(qhat + j));                      \
+                __m256i u = _mm256_sign_epi8(q, q);                                               \
+                a0 = MUL(a0, u, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(r0 + j)), q)); \
+                a1 = MUL(a1, u, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(r1 + j)), q)); \
+                a2 = MUL(a2, u, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(r2 + j)), q)); \
+                a3 = MUL(a3, u, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(r3 + j)), q)); \
+            }                                                                                     \
+            /* lane l of the 128-bit sum: row l's total */                                        \
+            __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(a0, a1), _mm256_hadd_epi32(a2, a3));   \
+            __m128i x = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));  \
+            int32_t part[4];                                                                      \
+            _mm_storeu_si128((__m128i *)part, x);                                                 \
+            out[i] = part[0] + dot_i8(r0 + full, qhat + full, d - full);                          \
+            out[i + 1] = part[1] + dot_i8(r1 + full, qhat + full, d - full);                      \
+            out[i + 2] = part[2] + dot_i8(r2 + full, qhat + full, d - full);                      \
+            out[i + 3] = part[3] + dot_i8(r3 + full, qhat + full, d - full);                      \
+        }                                                                                         \
+        for (; i < count; i++) {                                                                  \
+            const int8_t *r = q8 + (size_t)(from + i) * (size_t)d;                                \
+            __m256i acc = _mm256_setzero_si256();                                                 \
+            for (Py_ssize_t j = 0; j < full; j += 32) {                                           \
+                __m256i q = _mm256_loadu_si256((const __m256i *)(qhat + j));                      \
+                acc = MUL(acc, _mm256_sign_epi8(q, q),                                            \
+                          _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(r + j)), q));      \
+            }                                                                                     \
+            __m128i x = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1)); \
+            x = _mm_hadd_epi32(x, x);                                                             \
+            x = _mm_hadd_epi32(x, x);                                                             \
+            out[i] = _mm_cvtsi128_si32(x) + dot_i8(r + full, qhat + full, d - full);              \
+        }                                                                                         \
+    }
+
+DEFINE_DOTS(dots_avx2, __attribute__((target("avx2"))), AVX2_MUL)
+#if HAVE_VNNI
+DEFINE_DOTS(dots_avxvnni, __attribute__((target("avx2,avxvnni"))), _mm256_dpbusd_avx_epi32)
+DEFINE_DOTS(dots_avx512vnni, __attribute__((target("avx2,avx512vnni,avx512vl"))), _mm256_dpbusd_epi32)
+#endif
+#endif
+
+static DotsFn
+dots_fn(void)
+{
+#if HAVE_X86
+#if HAVE_VNNI
+    if (simd_level == SIMD_AVXVNNI)
+        return dots_avxvnni;
+    if (simd_level == SIMD_AVX512VNNI)
+        return dots_avx512vnni;
+#endif
+    if (simd_level >= SIMD_AVX2)
+        return dots_avx2;
+#endif
+    return dots_plain;
+}
+
 typedef struct {
     const int8_t *q8, *qhat;
     const float *scale, *err, *norm;
-    float *lo, *hi;
     Py_ssize_t n, d;
     double t, eq, m, mq, slack;
 } Scan;
 
-static inline void
-bound(const Scan *s, Py_ssize_t i, int32_t dot)
+/* Rows from..from+count's bounds from their dots (no fused multiply-add: the AVX2 clone has no
+ * FMA, so both clones round as written and give the same bits). A zero row: the exact cosine 0. */
+#define DEFINE_BOUNDS(NAME, ATTR)                                                                  \
+    ATTR static void NAME(const Scan *s, Py_ssize_t from, Py_ssize_t count, const int32_t *dots,   \
+                          float *lo, float *hi)                                                   \
+    {                                                                                             \
+        const float *scale = s->scale + from, *err = s->err + from, *norm = s->norm + from;       \
+        const double t = s->t, eq = s->eq, m = s->m, mq = s->mq, slack = s->slack;                \
+        for (Py_ssize_t i = 0; i < count; i++) {                                                  \
+            double a = mq + (double)scale[i] * t * (double)dots[i];                               \
+            double r = eq * (double)norm[i] + m * (double)err[i] + slack;                         \
+            int zero = (scale[i] == 0.0f) & (err[i] == 0.0f);                                     \
+            float l = (float)(a - r), h = (float)(a + r);                                         \
+            lo[i] = zero ? 0.0f : l;                                                              \
+            hi[i] = zero ? 0.0f : h;                                                              \
+        }                                                                                         \
+    }
+
+DEFINE_BOUNDS(bounds_plain, )
+#if HAVE_X86
+DEFINE_BOUNDS(bounds_avx2, __attribute__((target("avx2"))))
+#endif
+
+static void
+block_bounds(const Scan *s, Py_ssize_t from, Py_ssize_t count, const int32_t *dots, float *lo, float *hi)
 {
-    if (s->scale[i] == 0.0f && s->err[i] == 0.0f) { /* a zero row: the exact cosine 0 */
-        s->lo[i] = s->hi[i] = 0.0f;
+#if HAVE_X86
+    if (simd_level >= SIMD_AVX2) {
+        bounds_avx2(s, from, count, dots, lo, hi);
         return;
     }
-    double a = s->mq + (double)s->scale[i] * s->t * (double)dot;
-    double r = s->eq * (double)s->norm[i] + s->m * (double)s->err[i] + s->slack;
-    s->lo[i] = (float)(a - r);
-    s->hi[i] = (float)(a + r);
+#endif
+    bounds_plain(s, from, count, dots, lo, hi);
 }
 
 static void
-scan_plain(const Scan *s)
+scan_rows(const Scan *s, float *lo, float *hi)
 {
-    for (Py_ssize_t i = 0; i < s->n; i++)
-        bound(s, i, dot_i8(s->q8 + (size_t)i * (size_t)s->d, s->qhat, s->d));
-}
-
-#if HAVE_X86
-/* int8 x int8 with vpmaddubsw: |qhat| as the unsigned operand, the row with qhat's sign as the
- * signed one; both within [-127, 127], so a pair's sum (at most 2 x 127 x 127) never saturates. */
-__attribute__((target("avx2"))) static void
-scan_avx2(const Scan *s)
-{
-    const Py_ssize_t d = s->d, full = d - d % 32;
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (Py_ssize_t i = 0; i < s->n; i++) {
-        const int8_t *r = s->q8 + (size_t)i * (size_t)d;
-        __m256i acc = _mm256_setzero_si256();
-        for (Py_ssize_t j = 0; j < full; j += 32) {
-            __m256i b = _mm256_loadu_si256((const __m256i *)(r + j));
-            __m256i a = _mm256_loadu_si256((const __m256i *)(s->qhat + j));
-            __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
-            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
-        }
-        __m128i x = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
-        x = _mm_hadd_epi32(x, x);
-        x = _mm_hadd_epi32(x, x);
-        int32_t dot = _mm_cvtsi128_si32(x) + dot_i8(r + full, s->qhat + full, d - full);
-        bound(s, i, dot);
+    int32_t dots[BLOCK];
+    DotsFn fn = dots_fn();
+    for (Py_ssize_t from = 0; from < s->n; from += BLOCK) {
+        Py_ssize_t count = s->n - from < BLOCK ? s->n - from : BLOCK;
+        fn(s->q8, s->d, s->qhat, from, count, dots);
+        block_bounds(s, from, count, dots, lo + from, hi + from);
     }
 }
-#endif
 
 static double
 get_double(PyObject *o, int *bad)
@@ -320,21 +417,346 @@ scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     s.err = b[2].buf;
     s.norm = b[3].buf;
     s.qhat = b[4].buf;
-    s.lo = b[5].buf;
-    s.hi = b[6].buf;
     Py_BEGIN_ALLOW_THREADS
-#if HAVE_X86
-    if (use_avx2)
-        scan_avx2(&s);
-    else
-#endif
-        scan_plain(&s);
+    scan_rows(&s, b[5].buf, b[6].buf);
     Py_END_ALLOW_THREADS
     release(b, got);
     Py_RETURN_NONE;
 fail:
     release(b, got);
     return NULL;
+}
+
+/* ------------------------------------------------------------------ scan + weighted fusion */
+
+/* The lower bounds' k-th best so far: a min-heap of k floats (heap[0] the smallest). */
+static void
+heap_push(float *heap, Py_ssize_t cnt, float x)
+{
+    Py_ssize_t i = cnt;
+    while (i > 0) {
+        Py_ssize_t p = (i - 1) / 2;
+        if (!(heap[p] > x))
+            break;
+        heap[i] = heap[p];
+        i = p;
+    }
+    heap[i] = x;
+}
+
+static void
+heap_replace_top(float *heap, Py_ssize_t k, float x)
+{
+    Py_ssize_t i = 0;
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= k)
+            break;
+        if (c + 1 < k && heap[c + 1] < heap[c])
+            c++;
+        if (!(heap[c] < x))
+            break;
+        heap[i] = heap[c];
+        i = c;
+    }
+    heap[i] = x;
+}
+
+typedef struct {
+    Scan s;
+    const float *q, *mu, *lex, *boost;
+    const uint8_t *mask;
+    int64_t *cand;
+    float *high, *heap;
+    int8_t *qhat;
+    Py_ssize_t limit;
+    double text_weight, vector_weight;
+    float tw, vw; /* the float32 factors of the lexical scores and the cosines */
+    /* results */
+    Py_ssize_t found;
+    double best_lo, best_lex;
+} Fuse;
+
+static double
+up(double x)
+{
+    return x * (1.0 + 1e-12) + 1e-300;
+}
+
+/* Quantize the unit query as vecq.prepare does (the same qhat and t; eq and m as valid upper
+ * bounds) and mq = mu . q; 0 if the query is not finite. */
+static int
+prepare_query(Fuse *f)
+{
+    const Py_ssize_t d = f->s.d;
+    double top = 0.0;
+    for (Py_ssize_t j = 0; j < d; j++) {
+        double a = fabs((double)f->q[j]);
+        if (!(a <= 3.5e38))
+            return 0;
+        top = a > top ? a : top;
+    }
+    double t = top > 0.0 ? top / 127.0 : 1.0, e2 = 0.0, m2 = 0.0, mq = 0.0;
+    for (Py_ssize_t j = 0; j < d; j++) {
+        double x = (double)f->q[j], r = RINT(x / t);
+        r = r > 127.0 ? 127.0 : r < -127.0 ? -127.0 : r;
+        f->qhat[j] = (int8_t)r;
+        double tr = t * r, e = x - tr;
+        e2 += e * e;
+        m2 += tr * tr;
+        mq += (double)f->mu[j] * x;
+    }
+    f->s.t = t;
+    f->s.eq = up(sqrt(e2));
+    f->s.m = up(sqrt(m2));
+    f->s.mq = mq;
+    return isfinite(mq);
+}
+
+/* The best lexical score in scope (0 if none is positive); -1 if one is not finite. */
+#define DEFINE_BEST_LEX(NAME, ATTR)                                                                \
+    ATTR static double NAME(const float *lex, const uint8_t *mask, Py_ssize_t n)                    \
+    {                                                                                             \
+        float best = 0.0f;                                                                        \
+        int bad = 0;                                                                              \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                      \
+            float x = lex[i], y = mask && !mask[i] ? 0.0f : x;                                    \
+            bad |= !(x <= 3.4028235e38f) | !(x >= -3.4028235e38f);                                \
+            best = y > best ? y : best;                                                           \
+        }                                                                                         \
+        return bad ? -1.0 : (double)best;                                                         \
+    }
+
+/* One block's bounds on the fused score, the float32 operations of fusion.py _weighted_bounded:
+ * low = (lex * tw + max(lo, 0) * vw) * boost, high likewise from hi; rows out of scope get
+ * high -inf; best_lo: the best lower bound in scope so far. Returns nonzero for a value the
+ * bounds cannot order (lo > hi, NaN, a negative or infinite boost). */
+#define DEFINE_FUSE_BLOCK(NAME, ATTR)                                                              \
+    ATTR static int NAME(const Fuse *f, Py_ssize_t from, Py_ssize_t count, const float *lo,       \
+                         const float *hi, float *low, float *high, float *best_lo)                \
+    {                                                                                             \
+        const float tw = f->tw, vw = f->vw;                                                       \
+        int bad = 0;                                                                              \
+        for (Py_ssize_t i = 0; i < count; i++) {                                                  \
+            float a = lo[i] > 0.0f ? lo[i] : 0.0f, b = hi[i] > 0.0f ? hi[i] : 0.0f;               \
+            low[i] = a * vw;                                                                      \
+            high[i] = b * vw;                                                                     \
+            bad |= !(lo[i] <= hi[i]);                                                             \
+        }                                                                                         \
+        if (f->lex) {                                                                             \
+            const float *x = f->lex + from;                                                       \
+            for (Py_ssize_t i = 0; i < count; i++) {                                              \
+                float p = x[i] * tw;                                                              \
+                low[i] = p + low[i];                                                              \
+                high[i] = p + high[i];                                                            \
+            }                                                                                     \
+        }                                                                                         \
+        if (f->boost) {                                                                           \
+            const float *w = f->boost + from;                                                     \
+            for (Py_ssize_t i = 0; i < count; i++) {                                              \
+                bad |= !(w[i] >= 0.0f) | !(w[i] <= 3.4028235e38f);                                \
+                low[i] = low[i] * w[i];                                                           \
+                high[i] = high[i] * w[i];                                                         \
+            }                                                                                     \
+        }                                                                                         \
+        float best = *best_lo;                                                                    \
+        if (f->mask) {                                                                            \
+            const uint8_t *in = f->mask + from;                                                   \
+            for (Py_ssize_t i = 0; i < count; i++) {                                              \
+                bad |= (low[i] != low[i]) | (high[i] != high[i]);                                 \
+                float l = in[i] ? lo[i] : -INFINITY;                                              \
+                best = l > best ? l : best;                                                       \
+                high[i] = in[i] ? high[i] : -INFINITY;                                            \
+            }                                                                                     \
+        } else {                                                                                  \
+            for (Py_ssize_t i = 0; i < count; i++) {                                              \
+                bad |= (low[i] != low[i]) | (high[i] != high[i]);                                 \
+                best = lo[i] > best ? lo[i] : best;                                               \
+            }                                                                                     \
+        }                                                                                         \
+        *best_lo = best;                                                                          \
+        return bad;                                                                               \
+    }
+
+DEFINE_BEST_LEX(best_lex_plain, )
+DEFINE_FUSE_BLOCK(fuse_block_plain, )
+#if HAVE_X86
+DEFINE_BEST_LEX(best_lex_avx2, __attribute__((target("avx2"))))
+DEFINE_FUSE_BLOCK(fuse_block_avx2, __attribute__((target("avx2"))))
+#endif
+
+/* The scan with the weighted fusion's cut (fusion.py _weighted_bounded) in the same pass: each
+ * slot in scope gets bounds low <= fused score <= high (fuse_block); the limit-th best low (a
+ * min-heap) is the cut; the slots whose high reaches it (or is positive, when fewer than limit
+ * slots are in scope) are written to cand in slot order: the slots _reaching gives. The weights
+ * assume the vector channel has a positive cosine in scope, which best_lo > 0 confirms (the
+ * caller falls back otherwise). found -1: a value the bounds cannot order. */
+static void
+fuse_rows(Fuse *f)
+{
+    const Scan *s = &f->s;
+    const Py_ssize_t n = s->n, k = f->limit;
+    const int avx2 = HAVE_X86 && simd_level >= SIMD_AVX2;
+    f->found = -1;
+    double best_lex = 0.0;
+    if (f->lex) {
+#if HAVE_X86
+        best_lex = avx2 ? best_lex_avx2(f->lex, f->mask, n) : best_lex_plain(f->lex, f->mask, n);
+#else
+        best_lex = best_lex_plain(f->lex, f->mask, n);
+#endif
+        if (best_lex < 0.0)
+            return;
+    }
+    if (!prepare_query(f) || !(f->text_weight >= 0.0) || !(f->vector_weight >= 0.0) ||
+        !(f->text_weight <= 3.4e38) || !(f->vector_weight <= 3.4e38))
+        return;
+    const int has_lex = best_lex > 0.0;
+    f->tw = has_lex ? (float)(f->text_weight / best_lex) : 0.0f;
+    f->vw = (float)(has_lex ? f->vector_weight : 1.0);
+    if (!has_lex)
+        f->lex = NULL;
+    int32_t dots[BLOCK];
+    float lo[BLOCK], hi[BLOCK], low[BLOCK], high[BLOCK];
+    DotsFn fn = dots_fn();
+    Py_ssize_t cnt = 0, got = 0;
+    float cut = -INFINITY, best_lo = -INFINITY;
+    for (Py_ssize_t from = 0; from < n; from += BLOCK) {
+        Py_ssize_t count = n - from < BLOCK ? n - from : BLOCK;
+        fn(s->q8, s->d, s->qhat, from, count, dots);
+        block_bounds(s, from, count, dots, lo, hi);
+        int bad;
+#if HAVE_X86
+        if (avx2)
+            bad = fuse_block_avx2(f, from, count, lo, hi, low, high, &best_lo);
+        else
+#endif
+            bad = fuse_block_plain(f, from, count, lo, hi, low, high, &best_lo);
+        if (bad)
+            return;
+        /* low <= high (lo <= hi, weights and boosts >= 0, float rounding monotonic): a row whose
+         * high is below the cut can neither enter the heap nor be a candidate */
+        for (Py_ssize_t r = 0; r < count; r++) {
+            if (!(high[r] >= cut))
+                continue;
+            if (f->mask && !f->mask[from + r])
+                continue;
+            if (cnt < k) {
+                heap_push(f->heap, cnt++, low[r]);
+                if (cnt == k)
+                    cut = f->heap[0];
+            } else if (low[r] > cut) {
+                heap_replace_top(f->heap, k, low[r]);
+                cut = f->heap[0];
+            }
+            if (high[r] > 0.0f && high[r] >= cut) { /* the cut only grows: a superset */
+                f->cand[got] = from + r;
+                f->high[got++] = high[r];
+            }
+        }
+    }
+    /* _reaching: the k-th best low in scope when k slots are in scope, else none (-inf) */
+    float final = cnt == k ? cut : -INFINITY;
+    Py_ssize_t out = 0;
+    for (Py_ssize_t c = 0; c < got; c++)
+        if (final > 0.0f ? f->high[c] >= final : f->high[c] > 0.0f)
+            f->cand[out++] = f->cand[c];
+    f->found = out;
+    f->best_lo = best_lo;
+    f->best_lex = best_lex;
+}
+
+/* fuse_scan(q8, scale, err, norm, mu, q, lexical, mask, boost, cand, text_weight, vector_weight,
+ * limit, slack) -> (found, best_lo, best_lex); lexical, mask and boost may be None. */
+static PyObject *
+fuse_scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 14) {
+        PyErr_SetString(PyExc_TypeError, "fuse_scan(q8, scale, err, norm, mu, q, lexical, mask, boost, cand, "
+                                         "text_weight, vector_weight, limit, slack)");
+        return NULL;
+    }
+    Fuse f;
+    memset(&f, 0, sizeof f);
+    int bad = 0;
+    f.text_weight = get_double(args[10], &bad);
+    f.vector_weight = get_double(args[11], &bad);
+    f.limit = bad ? 0 : PyLong_AsSsize_t(args[12]);
+    if (!bad && f.limit == -1 && PyErr_Occurred())
+        bad = 1;
+    f.s.slack = bad ? 0.0 : get_double(args[13], &bad);
+    if (bad)
+        return NULL;
+    static const char kinds[10] = {'b', 'f', 'f', 'f', 'f', 'f', 'f', '?', 'f', 'q'};
+    static const int dims[10] = {2, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    static const char *names[10] = {"q8", "scale", "err", "norm", "mu", "q", "lexical", "mask", "boost", "cand"};
+    Py_buffer b[10];
+    int held[10] = {0};
+    char *scratch = NULL;
+    PyObject *res = NULL;
+    for (int i = 0; i < 10; i++) {
+        if (i >= 6 && i <= 8 && args[i] == Py_None)
+            continue;
+        if (get_array(args[i], &b[i], kinds[i], dims[i], i == 9, names[i]) < 0)
+            goto done;
+        held[i] = 1;
+    }
+    Py_ssize_t n = b[0].shape[0], d = b[0].shape[1];
+    int ok = b[1].shape[0] == n && b[2].shape[0] == n && b[3].shape[0] == n && b[4].shape[0] == d &&
+             b[5].shape[0] == d && b[9].shape[0] == n;
+    for (int i = 6; i <= 8; i++)
+        ok &= !held[i] || b[i].shape[0] == n;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "fuse_scan: scale, err, norm, lexical, mask, boost and cand need one "
+                                          "item per row, mu and q one per column");
+        goto done;
+    }
+    if (d > MAX_DIM) {
+        PyErr_SetString(PyExc_ValueError, "fuse_scan: more than 65536 dimensions");
+        goto done;
+    }
+    if (f.limit < 1 || f.limit > n) {
+        PyErr_SetString(PyExc_ValueError, "fuse_scan: limit must be between 1 and the number of rows");
+        goto done;
+    }
+    /* scratch: qhat (d bytes), then high (n floats) and the heap (limit floats), float-aligned;
+     * n and limit are at most a buffer's item count, d at most MAX_DIM: no overflow below. */
+    if (n > PY_SSIZE_T_MAX / 16) {
+        PyErr_SetString(PyExc_ValueError, "fuse_scan: too many rows");
+        goto done;
+    }
+    size_t qbytes = ((size_t)d + 15) & ~(size_t)15;
+    scratch = PyMem_Malloc(qbytes + sizeof(float) * ((size_t)n + (size_t)f.limit));
+    if (!scratch) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    f.qhat = (int8_t *)scratch;
+    f.high = (float *)(scratch + qbytes);
+    f.heap = f.high + n;
+    f.s.q8 = b[0].buf;
+    f.s.qhat = f.qhat;
+    f.s.scale = b[1].buf;
+    f.s.err = b[2].buf;
+    f.s.norm = b[3].buf;
+    f.s.n = n;
+    f.s.d = d;
+    f.mu = b[4].buf;
+    f.q = b[5].buf;
+    f.lex = held[6] ? b[6].buf : NULL;
+    f.mask = held[7] ? b[7].buf : NULL;
+    f.boost = held[8] ? b[8].buf : NULL;
+    f.cand = b[9].buf;
+    Py_BEGIN_ALLOW_THREADS
+    fuse_rows(&f);
+    Py_END_ALLOW_THREADS
+    res = Py_BuildValue("(ndd)", f.found, f.best_lo, f.best_lex);
+done:
+    PyMem_Free(scratch);
+    for (int i = 0; i < 10; i++)
+        if (held[i])
+            PyBuffer_Release(&b[i]);
+    return res;
 }
 
 /* ------------------------------------------------------------------ exact */
@@ -411,7 +833,7 @@ exact(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         q64[j] = (double)((const float *)b[1].buf)[j];
     Py_BEGIN_ALLOW_THREADS
 #if HAVE_X86
-    if (use_avx2)
+    if (simd_level >= SIMD_AVX2)
         exact_avx2(b[0].buf, d, q64, slots, k, b[2].buf);
     else
 #endif
@@ -426,41 +848,81 @@ fail:
     return NULL;
 }
 
-/* simd() -> str: the variant in use ("avx2" or "portable"); set_simd(bool): use AVX2 when the CPU
- * has it (True) or the portable loops (False), for the tests that compare both. */
+/* simd() -> str: the variant in use ("avx512vnni", "avxvnni", "avx2" or "portable"); set_simd(on):
+ * True the best the CPU has, False the portable loops, or a variant's name (the best the CPU has
+ * at most that one), for the tests that compare them; returns whether anything but the portable
+ * loops is in use. */
 static PyObject *
 simd(PyObject *self, PyObject *unused)
 {
-    return PyUnicode_FromString(use_avx2 ? "avx2" : "portable");
+    return PyUnicode_FromString(simd_names[simd_level]);
 }
 
+/* Whether the CPU (and this build) has the variant ``level``. */
 static int
-cpu_avx2(void)
+cpu_has(int level)
 {
 #if HAVE_X86
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    return 0;
+    if (level == SIMD_PORTABLE)
+        return 1;
+    if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")))
+        return 0;
+#if HAVE_VNNI
+    if (level == SIMD_AVXVNNI)
+        return __builtin_cpu_supports("avxvnni");
+    if (level == SIMD_AVX512VNNI)
+        return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
 #endif
+    return level == SIMD_AVX2;
+#else
+    return level == SIMD_PORTABLE;
+#endif
+}
+
+/* The best variant the CPU has (AVX-VNNI before AVX512-VNNI: the same instruction, VEX-coded). */
+static int
+cpu_level(void)
+{
+    static const int order[4] = {SIMD_AVXVNNI, SIMD_AVX512VNNI, SIMD_AVX2, SIMD_PORTABLE};
+    for (int i = 0; i < 4; i++)
+        if (cpu_has(order[i]))
+            return order[i];
+    return SIMD_PORTABLE;
 }
 
 static PyObject *
 set_simd(PyObject *self, PyObject *on)
 {
-    int want = PyObject_IsTrue(on);
-    if (want < 0)
-        return NULL;
-    use_avx2 = want && cpu_avx2();
-    return PyBool_FromLong(use_avx2);
+    int want = SIMD_PORTABLE;
+    if (PyUnicode_Check(on)) {
+        int i = 0;
+        for (; i < 4 && PyUnicode_CompareWithASCIIString(on, simd_names[i]) != 0; i++)
+            ;
+        if (i == 4) {
+            PyErr_SetString(PyExc_ValueError, "set_simd: avx512vnni, avxvnni, avx2, portable, True or False");
+            return NULL;
+        }
+        /* a variant the CPU lacks: the best below it (AVX2 below either VNNI one) */
+        want = cpu_has(i) ? i : i >= SIMD_AVX2 && cpu_has(SIMD_AVX2) ? SIMD_AVX2 : SIMD_PORTABLE;
+    } else {
+        int truth = PyObject_IsTrue(on);
+        if (truth < 0)
+            return NULL;
+        want = truth ? cpu_level() : SIMD_PORTABLE;
+    }
+    simd_level = want;
+    return PyBool_FromLong(simd_level != SIMD_PORTABLE);
 }
 
 static PyMethodDef methods[] = {
     {"quantize", (PyCFunction)(void (*)(void))quantize, METH_FASTCALL, "int8 rows, scales and error bounds."},
     {"scan", (PyCFunction)(void (*)(void))scan, METH_FASTCALL, "Each row's cosine bounds from its int8 copy."},
     {"exact", (PyCFunction)(void (*)(void))exact, METH_FASTCALL, "Exact cosines of some rows (or all)."},
+    {"fuse_scan", (PyCFunction)(void (*)(void))fuse_scan, METH_FASTCALL,
+     "The scan and the weighted fusion's cut in one pass: the slots to rescore."},
     {"simd", simd, METH_NOARGS, "The kernel variant in use."},
-    {"set_simd", set_simd, METH_O, "Use the AVX2 variants when the CPU has them (True) or not."},
+    {"set_simd", set_simd, METH_O, "Choose the kernel variant (True: the best the CPU has)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -471,7 +933,7 @@ static struct PyModuleDef vec_module = {
 PyMODINIT_FUNC
 PyInit__vec(void)
 {
-    use_avx2 = cpu_avx2();
+    simd_level = cpu_level();
     PyObject *m = PyModule_Create(&vec_module);
     if (!m)
         return NULL;

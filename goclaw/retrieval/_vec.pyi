@@ -30,5 +30,25 @@ def exact(vec: Any, q: Any, slots: Any | None, out: Any) -> None:
     """The exact cosines of the rows ``slots`` (int64; ``None``: every row) into ``out``."""
     ...
 
+def fuse_scan(
+    q8: Any,
+    scale: Any,
+    err: Any,
+    norm: Any,
+    mu: Any,
+    q: Any,
+    lexical: Any | None,
+    mask: Any | None,
+    boost: Any | None,
+    cand: Any,
+    text_weight: float,
+    vector_weight: float,
+    limit: int,
+    slack: float,
+) -> tuple[int, float, float]:
+    """The scan and the weighted fusion's cut in one pass: the slots to rescore into ``cand``
+    (int64, n); returns ``(found, best_lo, best_lex)``, ``found`` -1 when undecided."""
+    ...
+
 def simd() -> str: ...
-def set_simd(on: bool) -> bool: ...
+def set_simd(on: bool | str) -> bool: ...

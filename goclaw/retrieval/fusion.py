@@ -383,12 +383,48 @@ def _weighted_bounded(
     if boost is not None:
         low, high = low * boost, high * boost
     cand = _reaching(low, high, mask, limit)
-    cos = exact(cand) if has_vec else np.zeros(len(cand), dtype=np.float32)
+    cos = exact(cand) if has_vec else None
     rescored += len(cand) if has_vec else 0
-    vec_pos = np.maximum(cos, zero)
-    fused: NDArray[np.float32] | None = np.multiply(vec_pos, np.float32(vw)) if has_vec else None
-    if part is not None:
-        fused = part[cand] if fused is None else np.add(part[cand], fused)
+    return _ranked(lexical, cand, cos, best_lex, tw, vw, boost, limit), rescored
+
+
+def fuse_candidates(
+    lexical: NDArray[np.float32] | None,
+    cand: NDArray[np.int64],
+    cos: NDArray[np.float32],
+    best_lex: float,
+    *,
+    limit: int,
+    text_weight: float,
+    vector_weight: float,
+    boost: NDArray[np.float32] | None,
+) -> Fused:
+    """The end of the ``weighted`` :func:`fuse_bounded` when the vector channel has a positive
+    cosine in scope: ``cand`` the slots it rescores (:func:`goclaw.retrieval.vecq.fuse_scan`
+    finds them in the scan's own pass), ``cos`` their exact cosines, ``best_lex`` the best
+    lexical score in scope."""
+    tw, vw = (text_weight, vector_weight) if best_lex > 0 else (0.0, 1.0)
+    return _ranked(lexical, cand, cos, best_lex, tw, vw, boost, limit)
+
+
+def _ranked(
+    lexical: NDArray[np.float32] | None,
+    cand: NDArray[np.int64],
+    cos: NDArray[np.float32] | None,
+    best_lex: float,
+    tw: float,
+    vw: float,
+    boost: NDArray[np.float32] | None,
+    limit: int,
+) -> Fused:
+    """The weighted sum of the candidates ``cand`` (``cos``: their exact cosines; ``None``: the
+    vector channel has no weight), ranked: :func:`_weighted`'s float32 operations on them."""
+    zero = np.float32(0.0)
+    vec_pos = np.maximum(cos, zero) if cos is not None else np.zeros(len(cand), dtype=np.float32)
+    fused: NDArray[np.float32] | None = np.multiply(vec_pos, np.float32(vw)) if cos is not None else None
+    if best_lex > 0 and lexical is not None:
+        part = lexical[cand] * np.float32(tw / best_lex)
+        fused = part if fused is None else np.add(part, fused)
     assert fused is not None
     if boost is not None:
         fused = fused * boost[cand]
@@ -401,4 +437,4 @@ def _weighted_bounded(
         fused[order].tolist(),
         (lexical[slots] / np.float32(best_lex)).tolist() if lexical is not None and best_lex > 0 else None,
         vec_pos[order].tolist(),
-    ), rescored
+    )

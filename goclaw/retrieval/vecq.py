@@ -39,11 +39,14 @@ import numpy as np
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-VEC_ABI = 2  # the ABI of goclaw/retrieval/_vec.c this module calls (its VEC_ABI constant)
+VEC_ABI = 3  # the ABI of goclaw/retrieval/_vec.c this module calls (its VEC_ABI constant)
 LANES = 16
 # Every float rounding the bounds do not otherwise count: the scan's own (the bound's terms in
 # float64, lo/hi rounded to float32: < 2e-7) and the exact cosine's (float32: < 1e-7).
 SLACK = 2.0**-20
+# SearchIndex.fuse's weighted fusion takes the one-pass fuse_scan (False: the scan's bounds,
+# then fusion.fuse_bounded; the tests compare both)
+FUSE_IN_SCAN = True
 
 
 def _usable(module: Any) -> bool:
@@ -52,7 +55,18 @@ def _usable(module: Any) -> bool:
     return getattr(module, "ABI", None) == VEC_ABI
 
 
-__all__ = ["Query", "blas_bounds", "centre", "compiled", "exact", "prepare", "quantize", "scan", "unit"]
+__all__ = [
+    "Query",
+    "blas_bounds",
+    "centre",
+    "compiled",
+    "exact",
+    "fuse_scan",
+    "prepare",
+    "quantize",
+    "scan",
+    "unit",
+]
 
 try:  # the optional C kernels (hatch_build.py); the numpy paths give the same results
     from goclaw.retrieval import _vec as compiled
@@ -190,6 +204,51 @@ def scan(
     lo[...] = np.where(zero, 0.0, a - r)
     hi[...] = np.where(zero, 0.0, a + r)
     return lo, hi
+
+
+class Scanned(NamedTuple):
+    """:func:`fuse_scan`'s answer: the slots to rescore, in slot order, and the best lexical
+    score in scope (0 when none is positive)."""
+
+    cand: NDArray[np.int64]
+    best_lex: float
+
+
+def fuse_scan(
+    q8: NDArray[np.int8],
+    scale: NDArray[np.float32],
+    err: NDArray[np.float32],
+    norm: NDArray[np.float32],
+    mu: NDArray[np.float32],
+    unit: NDArray[np.float32],
+    lexical: NDArray[np.float32] | None,
+    mask: NDArray[np.bool_] | None,
+    boost: NDArray[np.float32] | None,
+    *,
+    limit: int,
+    text_weight: float,
+    vector_weight: float,
+) -> Scanned | None:
+    """The int8 scan and the weighted fusion's cut in one C pass (``_vec.c`` ``fuse_scan``):
+    the slots :func:`goclaw.retrieval.fusion.fuse_bounded` (``weighted``) would rescore,
+    computed from the same bounds without the per-slot arrays. ``None`` when it cannot decide
+    alone (no C module, a ``limit`` outside ``1..len(q8)``, a value that is not finite, or no
+    lower bound in scope above 0, so whether the vector channel counts is open): then the
+    caller takes the two-pass path, which settles every case."""
+    n = len(q8)
+    if compiled is None or not 0 < limit <= n:
+        return None
+    for array, dtype in ((lexical, np.float32), (mask, np.bool_), (boost, np.float32)):
+        if array is not None and (array.dtype != dtype or not array.flags.c_contiguous):
+            return None
+    cand = np.empty(n, dtype=np.int64)
+    slack = SLACK + q8.shape[1] * 2.0**-50
+    found, best_lo, best_lex = compiled.fuse_scan(
+        q8, scale, err, norm, mu, unit, lexical, mask, boost, cand, text_weight, vector_weight, limit, slack
+    )
+    if found < 0 or not best_lo > 0:
+        return None
+    return Scanned(cand[:found], best_lex)
 
 
 def blas_bounds(
