@@ -214,6 +214,11 @@ class Doc(NamedTuple):
     vector: Any = None
     fingerprint: int = 0
     sketch: Any = None
+    # Where the document is (memory: the chunk's file and lines), kept per slot so a search
+    # builds its hits without reading the rows (:meth:`SearchIndex.location`).
+    path: str = ""
+    start_line: int = 0
+    end_line: int = 0
 
 
 class SearchIndex:
@@ -234,6 +239,15 @@ class SearchIndex:
         self.fp = np.zeros(cap, dtype=np.int64)
         self.vec = np.zeros((cap, self.dim), dtype=np.float32)
         self.has_vec = np.zeros(cap, dtype=np.bool_)
+        # Each slot's location: its path's code in ``paths`` (interned: one string per path,
+        # ~12 bytes a slot in all), start and end line. ``located`` is False for an index
+        # loaded from a format before 6 until :meth:`set_locations` fills them (codes -1).
+        self.paths: list[str] = []
+        self._path_codes: dict[str, int] = {}
+        self.loc_path = np.zeros(cap, dtype=np.int32)
+        self.loc_start = np.zeros(cap, dtype=np.int32)
+        self.loc_end = np.zeros(cap, dtype=np.int32)
+        self.located = True
         # The int8 copy of each row about the centre ``q8mu``, its scale, error and norm
         # (goclaw.retrieval.vecq), kept in step with ``vec`` by every write.
         self.q8 = np.zeros((cap, self.dim), dtype=np.int8)
@@ -286,6 +300,7 @@ class SearchIndex:
             _g(self.has_vec),
         )
         self.q8, self.q8s, self.q8e, self.q8n = _g(self.q8), _g(self.q8s), _g(self.q8e), _g(self.q8n)
+        self.loc_path, self.loc_start, self.loc_end = _g(self.loc_path), _g(self.loc_start), _g(self.loc_end)
 
     # ------------------------------------------------------------------ writes
     def upsert(self, docs: Iterable[Doc]) -> None:
@@ -303,6 +318,9 @@ class SearchIndex:
         scopes = self.scopes
         self.scope[first:end] = [scopes.setdefault(d.scope, len(scopes)) for d in docs]
         self.fp[first:end] = [d.fingerprint for d in docs]
+        self.loc_path[first:end] = [self._path_code(d.path) for d in docs]
+        self.loc_start[first:end] = [d.start_line for d in docs]
+        self.loc_end[first:end] = [d.end_line for d in docs]
         lens = np.fromiter((len(d.terms) for d in docs), dtype=np.int64, count=count)
         self.dl[first:end] = lens
         self.alive[first:end] = True
@@ -338,6 +356,36 @@ class SearchIndex:
                 self._set_new_vectors(first, end, with_vec)
                 self._quantize(first, end)
         self._norm = None
+
+    def _path_code(self, path: str) -> int:
+        code = self._path_codes.get(path)
+        if code is None:
+            if len(self._path_codes) != len(self.paths):  # loaded: the table only
+                self._path_codes = {p: i for i, p in enumerate(self.paths)}
+                return self._path_code(path)
+            code = self._path_codes[path] = len(self.paths)
+            self.paths.append(path)
+        return code
+
+    def location(self, slot: int) -> tuple[str, int, int] | None:
+        """The slot's ``(path, start line, end line)``; ``None`` when not known (a document
+        of an index saved before format 6 that :meth:`set_locations` has not filled)."""
+        code = int(self.loc_path[slot])
+        if code < 0:
+            return None
+        return self.paths[code], int(self.loc_start[slot]), int(self.loc_end[slot])
+
+    def set_locations(self, rows: Iterable[tuple[int, str, int, int]]) -> None:
+        """Give documents (by id) their ``(id, path, start line, end line)``; unknown ids are
+        ignored. ``located`` is then True when every live slot has one."""
+        get = self.slot_of.get
+        for i, path, start, end in rows:
+            slot = get(int(i))
+            if slot is not None:
+                self.loc_path[slot] = self._path_code(path)
+                self.loc_start[slot], self.loc_end[slot] = start, end
+        n = self.n
+        self.located = not bool(np.any(self.alive[:n] & (self.loc_path[:n] < 0)))
 
     def _quantize(self, lo: int, hi: int) -> None:
         """The int8 copy of rows ``lo..hi`` from the float32 rows (:func:`vecq.quantize`). When
@@ -417,6 +465,9 @@ class SearchIndex:
             dropped += 1
         if dropped:
             self._norm = None
+            if not self.located:  # the slots without a location may be the ones gone
+                n = self.n
+                self.located = not bool(np.any(self.alive[:n] & (self.loc_path[:n] < 0)))
             if self.n > 1024 and self.n_alive < 0.7 * self.n:
                 self.compact()
         return dropped

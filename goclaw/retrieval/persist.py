@@ -19,10 +19,15 @@ if TYPE_CHECKING:
     from goclaw.retrieval.index import SearchIndex
 
 # 2: the forward index (fwd_terms, fwd_ptr); 3: the passage sketches (psk_*); 4: the int8 copy
-# of the vectors (q8, q8s, q8e: goclaw.retrieval.vecq); 5: centred (q8n, q8mu)
-FORMAT = 5
-ARRAYS = ("ids", "scope", "dl", "alive", "fp", "vec", "has_vec", "q8", "q8s", "q8e", "q8n")  # per slot
+# of the vectors (q8, q8s, q8e: goclaw.retrieval.vecq); 5: centred (q8n, q8mu); 6: each slot's
+# location (loc_path: a code in paths.json, loc_start, loc_end)
+FORMAT = 6
+ARRAYS = (
+    *("ids", "scope", "dl", "alive", "fp", "vec", "has_vec", "q8", "q8s", "q8e", "q8n"),
+    *("loc_path", "loc_start", "loc_end"),
+)  # per slot
 QUANTIZED = ("q8", "q8s", "q8e", "q8n")  # absent from a format 3 index, recomputed from a format 4 one
+LOCATED = ("loc_path", "loc_start", "loc_end")  # absent before format 6: unknown (-1) until filled
 
 
 def _mapped(path: Path) -> Any:
@@ -59,6 +64,7 @@ def save_index(index: SearchIndex, path: Path) -> None:
         np.save(tmp / "q8mu.npy", index.q8mu)
         for name, arr in (*index.fwd.arrays().items(), *index.psk.arrays().items()):
             np.save(tmp / f"{name}.npy", arr)
+        (tmp / "paths.json").write_text(json.dumps(list(index.paths)), encoding="utf-8")
         (tmp / "vocab.txt").write_text("\n".join(index.vocab), encoding="utf-8")
         (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")  # written last
         old = None
@@ -81,13 +87,18 @@ def load_index(cls: type[SearchIndex], path: Path) -> SearchIndex:
     A format 3 or 4 index (saved before the centred int8 copy of the vectors) still loads: its
     vectors are quantized here, in memory, once per load (~1 ms per 1,000 rows of 256
     dimensions with the C kernels, :func:`goclaw.retrieval.vecq.quantize`); the next
-    :func:`save_index` writes format 5, which loads without that pass."""
+    :func:`save_index` writes the current format, which loads without that pass. An index
+    saved before format 6 has no locations: it loads with every code -1 and ``located``
+    False, and its owner fills them (:meth:`SearchIndex.set_locations`; the memory backends
+    read them from the chunk table, one query without the text) or searches without them."""
     try:
         meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: not a search index ({exc})") from None
-    old = meta.get("format") in (3, 4)
-    if meta.get("format") != FORMAT and not old:
+    fmt = meta.get("format")
+    old = fmt in (3, 4)
+    unlocated = fmt in (3, 4, 5)
+    if fmt != FORMAT and not unlocated:
         raise ValueError(f"{path}: unsupported index format {meta.get('format')!r}")
     idx = cls(int(meta["dim"]), meta=dict(meta))
     raw = (path / "vocab.txt").read_text(encoding="utf-8")
@@ -95,8 +106,14 @@ def load_index(cls: type[SearchIndex], path: Path) -> SearchIndex:
     idx.vocab.update(zip(words, range(len(words)), strict=True))  # the index's own Vocab type
     idx.n = int(meta["n"])
     for name in cls._ARRAYS:
-        if not (old and name in QUANTIZED):
+        if not (old and name in QUANTIZED) and not (unlocated and name in LOCATED):
             setattr(idx, name, _mapped(path / f"{name}.npy"))
+    if unlocated:
+        idx.loc_path = np.full(idx.n, -1, dtype=np.int32)
+        idx.loc_start, idx.loc_end = np.zeros(idx.n, dtype=np.int32), np.zeros(idx.n, dtype=np.int32)
+        idx.located = not bool(np.any(idx.alive))
+    else:
+        idx.paths = [str(p) for p in json.loads((path / "paths.json").read_text(encoding="utf-8"))]
     if old:
         idx.q8 = np.zeros((idx.n, idx.dim), dtype=np.int8)
         idx.q8s, idx.q8e, idx.q8n = (np.zeros(idx.n, dtype=np.float32) for _ in range(3))
@@ -118,6 +135,8 @@ def load_index(cls: type[SearchIndex], path: Path) -> SearchIndex:
         or idx.q8mu.shape != (idx.dim,)
         or idx.fwd.slots != idx.n
         or idx.psk.slots != idx.n
+        or any(len(getattr(idx, name)) != idx.n for name in LOCATED)
+        or (idx.n and int(idx.loc_path.max(initial=-1)) >= len(idx.paths))
     ):
         raise ValueError(f"{path}: inconsistent index file")
     idx.scopes = {str(k): int(v) for k, v in meta["scopes"].items()}

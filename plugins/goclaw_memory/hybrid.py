@@ -15,6 +15,7 @@ from typing import Any
 
 from goclaw.contracts.search import ChunkRow, ScoredChunk
 from goclaw_memory.paths import scope_prefix
+from goclaw_memory.search_rows import ChunkTexts, LazyRow
 
 
 @dataclass
@@ -49,6 +50,83 @@ class MemoryHit:
         }
 
 
+class LazyHit(MemoryHit):
+    """A hit of a :class:`~goclaw_memory.search_rows.LazyRow`: its ``snippet`` is read on first
+    use, with every unread candidate of its search, in one query (:class:`ChunkTexts`);
+    :func:`with_texts` reads the returned hits' at once. A chunk deleted since the search
+    reads as ``""`` (:func:`with_texts` drops it)."""
+
+    @property  # type: ignore[override]
+    def snippet(self) -> str:
+        d = self.__dict__
+        found: str | None = d.get("_snippet")
+        if found is None:
+            found = d["_snippet"] = d["_texts"].text(d["chunk_id"])
+        return found
+
+    @snippet.setter
+    def snippet(self, value: str) -> None:
+        self.__dict__["_snippet"] = value
+
+
+_new = object.__new__
+
+
+def _lazy_hit(
+    path: str,
+    start: int,
+    end: int,
+    score: float,
+    user: str,
+    cid: int,
+    channels: dict[str, float],
+    terms: Any,
+    texts: ChunkTexts,
+    text: str | None,
+) -> LazyHit:
+    hit: LazyHit = _new(LazyHit)
+    hit.__dict__.update(
+        path=path,
+        start_line=start,
+        end_line=end,
+        score=score,
+        scope="user" if user else "agent",
+        _snippet=text,
+        _texts=texts,
+        tier="document",
+        user_id=user,
+        chunk_id=cid,
+        channels=channels,
+        id="",
+        terms=terms,
+    )
+    return hit
+
+
+def with_texts(hits: Sequence[MemoryHit], limit: int) -> list[MemoryHit]:
+    """The first ``limit`` hits with their text: the unread texts of lazy hits read in one
+    query per search; a hit whose chunk was deleted since the search is dropped and the next
+    takes its place."""
+    out: list[MemoryHit] = []
+    at = 0
+    while len(out) < limit and at < len(hits):
+        part = hits[at : at + limit - len(out)]
+        at += len(part)
+        lazy = [h for h in part if type(h) is LazyHit and h.__dict__["_snippet"] is None]
+        if lazy:
+            by_search: dict[int, tuple[ChunkTexts, list[int]]] = {}
+            for h in lazy:
+                texts = h.__dict__["_texts"]
+                by_search.setdefault(id(texts), (texts, []))[1].append(h.chunk_id)
+            for texts, ids in by_search.values():
+                texts.load(ids)
+        out.extend(h for h in part if type(h) is not LazyHit or not h.__dict__["_texts"].gone(h.chunk_id))
+    for h in out:
+        if type(h) is LazyHit:
+            _ = h.snippet  # the text in place (the hit outlives its search's texts)
+    return out
+
+
 def build_hits(chunks: Sequence[ScoredChunk], rows: Mapping[int, ChunkRow], limit: int) -> list[MemoryHit]:
     """Hits from a backend's fused chunks (best first): de-duplicated by (path within its
     scope, start line), a user's copy winning over the agent-level one; at most ``limit``."""
@@ -70,6 +148,12 @@ def build_hits(chunks: Sequence[ScoredChunk], rows: Mapping[int, ChunkRow], limi
             channels = {"lexical": lexical}
         else:
             channels = {} if vector is None else {"vector": vector}
+        if type(row) is LazyRow:  # the text read only if something reads the snippet
+            d = row.__dict__
+            best[key] = _lazy_hit(
+                path, start, d["end_line"], c.score, user, c.id, channels, d["terms"], d["_texts"], d["_text"]
+            )
+            continue
         # Positional: a dataclass's keyword call costs twice as much (60 hits per search).
         best[key] = MemoryHit(
             path,

@@ -109,13 +109,14 @@ class SketchedScorer:
             i = where.get(id(h.snippet))
             if i is not None and texts[i] is h.snippet and h.tier == "document" and h.chunk_id is not None:
                 ids[i] = h.chunk_id
-        return self._score(query, ids, texts)
+        return self._score(query, ids, texts.__getitem__)
 
     def score_hits(self, query: str, hits: Sequence[Any]) -> Any:
         ids = [h.chunk_id if h.tier == "document" and h.chunk_id is not None else -1 for h in hits]
-        return self._score(query, ids, [h.snippet for h in hits])
+        # A hit's text is read only if it has no sketch (the rows' text may not be read yet).
+        return self._score(query, ids, lambda i: str(hits[i].snippet))
 
-    def _score(self, query: str, ids: list[int], texts: list[str]) -> Any:
+    def _score(self, query: str, ids: list[int], text_of: Callable[[int], str]) -> Any:
         import numpy as np
 
         from goclaw.retrieval.passage_sketches import sketch_cosines
@@ -123,18 +124,18 @@ class SketchedScorer:
         embedder = self.embedder
         backend = self.engine.memory.backend
         if not _keeps_sketches(backend):  # written to the contract before chunk_sketches
-            return embedder.passage_similarity(query, texts)
+            return embedder.passage_similarity(query, list(map(text_of, range(len(ids)))))
         found = self._in_one_call(backend, ids)
         if found is None:
             batch = backend.chunk_sketches(self.agent_id, ids, self.space)
             if batch is None:
-                return embedder.passage_similarity(query, texts)
+                return embedder.passage_similarity(query, list(map(text_of, range(len(ids)))))
             asked = self.vector if self.vector is not None else query
             found = sketch_cosines(batch, embedder.token_similarity(asked, batch.tokens)), batch.has
         best, has = found
         if not has.all():
             rest = np.flatnonzero(~has)
-            best[rest] = embedder.passage_similarity(query, [texts[i] for i in rest])
+            best[rest] = embedder.passage_similarity(query, [text_of(i) for i in rest.tolist()])
         return best
 
     def _in_one_call(self, backend: Any, ids: list[int]) -> Any:

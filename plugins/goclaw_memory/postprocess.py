@@ -203,9 +203,10 @@ def postprocess(
     limit: int,
     query_vector: Any = None,
 ) -> list[MemoryHit]:
-    """Decay, rerank and MMR as configured, then the first ``limit`` hits (``agent_dir`` is
-    read by the decay only; ``query_vector``, the query's embedding or None, is handed to the
-    reranker)."""
+    """Decay, rerank and MMR as configured: the hits in their final order, ``limit`` of them
+    after MMR, else all (the caller cuts them: :func:`goclaw_memory.hybrid.with_texts`).
+    ``agent_dir`` is read by the decay only; ``query_vector``, the query's embedding or None,
+    is handed to the reranker."""
     if cfg.decay:
         if agent_dir is None:
             raise ValueError("temporal decay needs the agent's folder")
@@ -213,4 +214,4 @@ def postprocess(
     hits = apply_rerank(engine, query, agent, user, hits, cfg.rerank_candidates, query_vector)
     if cfg.mmr:
         hits = apply_mmr(hits, cfg.mmr_lambda, limit)
-    return hits[:limit]
+    return hits

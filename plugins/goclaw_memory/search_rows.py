@@ -1,11 +1,13 @@
 """The rows and chunks a memory search returns, made cheaply (issue 11 speed): the search
-contract's frozen dataclasses filled without their ``__init__``, and which rows a search without
-a reranker needs at all."""
+contract's frozen dataclasses filled without their ``__init__``, which rows a search without
+a reranker needs at all, and rows whose text is read only when something reads it
+(:class:`LazyRow`, :class:`ChunkTexts`)."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from goclaw.contracts.search import ChunkRow, ScoredChunk
@@ -88,3 +90,78 @@ def shown(ids: list[int], scores: Sequence[float], limit: int, one_scope: bool) 
     while end < len(ids) and scores[end] == scores[limit - 1]:
         end += 1
     return ids[:end]
+
+
+class ChunkTexts:
+    """The texts of one search's candidates, read from the database when first wanted: the
+    hits returned (:meth:`load` of their ids) or any candidate whose text something reads
+    (:meth:`text`: then every candidate not read yet comes in the same query). ``read``
+    returns ``{id: text}`` of the ids still stored; an id it leaves out was deleted since the
+    search (:meth:`gone`; its text reads as ``""``)."""
+
+    __slots__ = ("_lock", "_pending", "_read", "_texts")
+
+    def __init__(self, read: Callable[[list[int]], Mapping[int, str]], ids: Iterable[int]) -> None:
+        self._read = read
+        self._pending: dict[int, None] = dict.fromkeys(ids)
+        self._texts: dict[int, str] = {}
+        self._lock = threading.Lock()
+
+    def text(self, cid: int) -> str:
+        found = self._texts.get(cid)
+        if found is None:
+            self.load(list(self._pending) if cid in self._pending else ())
+            found = self._texts.get(cid, "")
+        return found
+
+    def load(self, ids: Iterable[int]) -> None:
+        """Read the texts of these ids (those not read yet) in one query."""
+        with self._lock:
+            pending = self._pending
+            want = [i for i in ids if i in pending]
+            if not want:
+                return
+            got = self._read(want)
+            for i in want:
+                del pending[i]
+            self._texts.update(got)
+
+    def gone(self, cid: int) -> bool:
+        """Whether the chunk's text was read and found deleted."""
+        return cid not in self._pending and cid not in self._texts
+
+
+class LazyRow(ChunkRow):
+    """A :class:`ChunkRow` whose ``text`` is read on first use through its search's
+    :class:`ChunkTexts` (the SQLite backend's search: the index knows everything else)."""
+
+    @property  # type: ignore[override]
+    def text(self) -> str:
+        d = self.__dict__
+        found: str | None = d.get("_text")
+        if found is None:
+            found = d["_text"] = d["_texts"].text(d["id"])
+        return found
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self.__dict__["_text"] = value
+
+
+def lazy_row(cid: int, user: str, path: str, start: int, end: int, texts: ChunkTexts, terms: Any) -> LazyRow:
+    row: LazyRow = _new(LazyRow)
+    _set(
+        row,
+        "__dict__",
+        {
+            "id": cid,
+            "user_id": user,
+            "path": path,
+            "start_line": start,
+            "end_line": end,
+            "_text": None,
+            "_texts": texts,
+            "terms": terms,
+        },
+    )
+    return row

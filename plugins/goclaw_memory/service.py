@@ -18,7 +18,7 @@ from goclaw.contracts.search import FusionSettings, SearchBackend, SearchQuery
 from goclaw.contracts.tools import memory_hit_id
 from goclaw.errors import ConfigError, GoclawError, ValidationError
 from goclaw.retrieval.tokenize import query_terms
-from goclaw_memory.hybrid import MemoryHit, build_hits
+from goclaw_memory.hybrid import MemoryHit, build_hits, with_texts
 from goclaw_memory.indexer import IndexReport, MemoryIndexer, Progress
 from goclaw_memory.paths import resolve_memory_path, validate_user_id
 from goclaw_memory.postprocess import postprocess
@@ -209,8 +209,9 @@ class MemoryService:
         if reranks:
             agent_dir = self.engine.agent_dir(a) if cfg.decay else None
             hits = postprocess(self.engine, cfg, query, a, user, agent_dir, hits, limit, qvec)
-        else:  # nothing reads the candidates (no decay, reranker or MMR): the first ``limit``
-            hits = hits[:limit]
+        # The first ``limit`` (nothing else read the candidates when nothing reranks), with
+        # their text: a backend's lazy rows are read here, for these hits only.
+        hits = with_texts(hits, limit)
         for h in hits:  # the stable ids, for the hits returned only
             if h.chunk_id is not None and not h.id:
                 h.id = memory_hit_id("m", a.id, h.user_id, f"{h.path}#L{h.start_line}-L{h.end_line}")

@@ -17,6 +17,8 @@ of a second and reconciles what changed since.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import logging
 import shutil
@@ -44,7 +46,7 @@ from goclaw.contracts.search import (
 )
 from goclaw.retrieval.index import Doc, SearchIndex
 from goclaw.retrieval.tokenize import Tokenizer, default_tokenizer
-from goclaw_memory.search_rows import make_row, scored_chunks, shown
+from goclaw_memory.search_rows import ChunkTexts, lazy_row, make_row, scored_chunks, shown
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine
@@ -108,7 +110,8 @@ def docs_of(records: Sequence[ChunkRecord], space: Space | None) -> list[Doc]:
 def doc_of(rec: ChunkRecord, space: Space | None) -> Doc:
     """The index document of a chunk record; its vector only when it is of ``space``."""
     vec = rec.vector if space is not None and rec.space == space else None
-    return Doc(rec.id, rec.user_id, rec.terms, vec, fingerprint(rec.chunk_hash, rec.user_id, vec is not None))
+    fp = fingerprint(rec.chunk_hash, rec.user_id, vec is not None)
+    return Doc(rec.id, rec.user_id, rec.terms, vec, fp, None, rec.path, rec.start_line, rec.end_line)
 
 
 def parse_token(value: Any) -> str:
@@ -233,7 +236,28 @@ class SQLiteSearchBackend(SearchBackend):
             space is not None and (saved is None or tuple(saved) != tuple(space))
         ):
             return None
+        if not idx.located:
+            self._fill_locations(agent_id, idx, path)
         return _State(idx, str(idx.meta.get("token", "")), tuple(saved) if saved else None)  # type: ignore[arg-type]
+
+    def _fill_locations(self, agent_id: str, idx: SearchIndex, path: Path) -> None:
+        """An index saved before format 6 has no chunk locations: read them from the table (one
+        query, no text: ~0.1 s at 100k chunks) and save the index, so the next process loads
+        them. A slot the table lacks stays without one until the reconciliation drops it."""
+        idx.set_locations(self._locations(agent_id))
+        if self._unsaveable:
+            return
+        try:
+            idx.save(path)
+        except OSError as exc:
+            self._save_error(path, exc)
+
+    def _locations(self, agent_id: str) -> list[tuple[int, str, int, int]]:
+        """Every chunk of the agent as ``(id, path, start line, end line)``."""
+        rows = self._query(
+            "SELECT id, path, start_line, end_line FROM memory_chunks WHERE agent_id = ?", (agent_id,)
+        )
+        return [(int(i), str(p), int(a), int(b)) for i, p, a, b in rows]
 
     def _reconcile(self, agent_id: str, st: _State) -> None:
         """Bring ``st.index`` to the table's content: drop what changed or went, add the rest."""
@@ -271,15 +295,16 @@ class SQLiteSearchBackend(SearchBackend):
         for start in range(0, len(missing), LOOKUP):
             part = missing[start : start + LOOKUP]
             marks = ",".join("?" * len(part))
-            for cid, user, lex, body, chash, emb, ok in self._query(
+            for cid, user, lex, body, chash, emb, ok, path, start, end in self._query(
                 "SELECT id, user_id, lex, text, chunk_hash, embedding, (embedding_provider = ? AND "
-                f"embedding_model = ? AND embedding_dim = ?) FROM memory_chunks WHERE id IN ({marks})",
+                "embedding_model = ? AND embedding_dim = ?), path, start_line, end_line "
+                f"FROM memory_chunks WHERE id IN ({marks})",
                 (provider, model, dim, *part),
             ):
                 terms = lex.split() if lex is not None else self.tokenizer.terms(body or "")
                 vec = np.frombuffer(emb, dtype=np.float32) if emb is not None and ok else None
                 fp = fingerprint(chash or "", user or "", vec is not None)
-                docs.append(Doc(int(cid), user or "", terms, vec, fp))
+                docs.append(Doc(int(cid), user or "", terms, vec, fp, None, path, int(start), int(end)))
                 texts.append(body or "")
         return self._sketched(docs, texts, space)
 
@@ -450,7 +475,13 @@ class SQLiteSearchBackend(SearchBackend):
             # The query terms' positions in each result, from the forward index: the reranker
             # reads proximity from them instead of tokenising the rows' text.
             found = idx.positions(slots, query.terms) if query.terms and query.rerank_terms else None
+            # Where the index knows every result's location and no reranker wants the stored
+            # terms, the rows come from the index and their text from the table only when read.
+            lazy = checked and idx.located and (found is not None or not query.rerank_terms)
+            rows = self._index_rows(query.agent_id, idx, slots, ids, found) if lazy else None
         chunks = scored_chunks(ids, fused)
+        if rows is not None:
+            return SearchResult(chunks, notes, rows)
         # Positions when found; none at all ({}: no "lex" read) when no reranker wants terms.
         positions = dict(zip(ids, found, strict=True)) if found is not None else None
         wanted = ids if query.rerank_terms else shown(ids, fused.scores, query.limit, one_scope)
@@ -462,6 +493,34 @@ class SQLiteSearchBackend(SearchBackend):
             if now != token:
                 return None
         return SearchResult(chunks, notes, rows)
+
+    def _index_rows(
+        self, agent_id: str, idx: SearchIndex, slots: Any, ids: list[int], found: Sequence[Any] | None
+    ) -> dict[int, ChunkRow]:
+        """The results' rows from the index (locations, user ids, the query terms' positions
+        ``found``), their text read in one query when first read (:class:`LazyRow`,
+        :class:`ChunkTexts`; the memory service reads the returned hits' texts at once)."""
+        names = {code: user for user, code in idx.scopes.items()}
+        paths = idx.paths
+        texts = ChunkTexts(functools.partial(self._texts, agent_id), ids)
+        users = [names[c] for c in idx.scope[slots].tolist()]
+        where = map(paths.__getitem__, idx.loc_path[slots].tolist())
+        starts, ends = idx.loc_start[slots].tolist(), idx.loc_end[slots].tolist()
+        terms = found if found is not None else itertools.repeat(None)
+        return {
+            cid: lazy_row(cid, user, path, start, end, texts, t)
+            for cid, user, path, start, end, t in zip(ids, users, where, starts, ends, terms, strict=False)
+        }
+
+    def _texts(self, agent_id: str, ids: Sequence[int]) -> dict[int, str]:
+        """The texts of the agent's chunks with these ids (deleted ones left out)."""
+        out: dict[int, str] = {}
+        for at in range(0, len(ids), LOOKUP):
+            part = ids[at : at + LOOKUP]
+            marks = ",".join("?" * len(part))
+            sql = f"SELECT id, text FROM memory_chunks WHERE +agent_id = ? AND id IN ({marks})"
+            out.update((int(i), t) for i, t in self._query(sql, [agent_id, *part]))
+        return out
 
     def _rows_and_token(
         self, agent_id: str, ids: Sequence[int], positions: Mapping[int, Mapping[str, Sequence[int]]] | None
