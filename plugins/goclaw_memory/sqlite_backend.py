@@ -104,7 +104,9 @@ def docs_of(records: Sequence[ChunkRecord], space: Space | None) -> list[Doc]:
     vecs = [r.vector if space is not None and r.space == space else None for r in records]
     users = [r.user_id for r in records]
     fps = fingerprints([r.chunk_hash for r in records], users, [v is not None for v in vecs])
-    return list(map(Doc, [r.id for r in records], users, [r.terms for r in records], vecs, fps))
+    ids, terms, none = [r.id for r in records], [r.terms for r in records], [None] * len(records)
+    where = ([r.path for r in records], [r.start_line for r in records], [r.end_line for r in records])
+    return list(map(Doc, ids, users, terms, vecs, fps, none, *where))
 
 
 def doc_of(rec: ChunkRecord, space: Space | None) -> Doc:
