@@ -284,7 +284,7 @@ def test_one_pass_fusion_is_exact_in_every_kernel_and_edge_case(variant: str) ->
             bad = np.ones(n, dtype=np.float32)
             bad[3] = np.nan
             unit = idx.unit_query(idx.vec[5])
-            q8 = (idx.q8[:n], idx.q8s[:n], idx.q8e[:n], idx.q8n[:n], idx.q8mu, unit)
+            q8 = (idx.q8[:n], idx.q8s[:n], idx.q8e[:n], idx.q8n[:n], idx.q8mu, idx.vec[:n], unit)
             assert vecq.fuse_scan(*q8, bad, None, None, limit=5, text_weight=0.3, vector_weight=0.7) is None
             negative = np.ones(n, dtype=np.float32)
             negative[7] = -1.0

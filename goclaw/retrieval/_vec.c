@@ -24,16 +24,22 @@
  * checked (type, dimensions, contiguity, lengths, slots in range) before the GIL is released.
  * A built module must match goclaw's VEC_ABI (vecq.py) to be used. */
 #define PY_SSIZE_T_CLEAN
+/* The portable loops vectorised (clang does at -O2); never fast-math, and no multiply-add
+ * contracted where the float32 / float64 arithmetic must round as numpy's separate operations do
+ * (aarch64 and any FMA target would contract by default). */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("O3") /* the portable loops vectorised (clang does at -O2); never fast-math */
+#pragma GCC optimize("O3", "fp-contract=off")
+#elif defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
 #endif
 #include <Python.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
-/* 2: rows quantized about a centre (quantize's mu, scan's norm and mq); 3: fuse_scan */
-#define VEC_ABI 3
+/* 2: rows quantized about a centre (quantize's mu, scan's norm and mq); 3: fuse_scan; 4: fuse_scan
+ * ranks the result */
+#define VEC_ABI 4
 #define LANES 16         /* exact(): float64 accumulators, one per j mod 16 */
 #define MAX_DIM 65536    /* an int32 dot of int8 rows cannot overflow below 133,000 */
 
@@ -243,6 +249,9 @@ dots_plain(const int8_t *q8, Py_ssize_t d, const int8_t *qhat, Py_ssize_t from, 
  * 2 x 127 x 127, never saturates) then vpmaddwd; VNNI: vpdpbusd (four products summed into the
  * int32 lane, no saturation). Every variant gives the exact int32 dot, so the same bits. Four
  * rows in flight: four independent accumulators, qhat's vectors loaded once for the four. */
+#ifndef PF_ROWS
+#define PF_ROWS 16
+#endif
 #define AVX2_MUL(acc, u, s) _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), ones))
 #define DEFINE_DOTS(NAME, ATTR, MUL)                                                               \
     ATTR static void NAME(const int8_t *q8, Py_ssize_t d, const int8_t *qhat, Py_ssize_t from,     \
@@ -256,6 +265,9 @@ dots_plain(const int8_t *q8, Py_ssize_t d, const int8_t *qhat, Py_ssize_t from, 
             const int8_t *r0 = q8 + (size_t)(from + i) * (size_t)d, *r1 = r0 + d, *r2 = r1 + d,   \
                          *r3 = r2 + d;                                                            \
             __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;                       \
+            if (i + PF_ROWS + 4 <= count) /* the rows PF_ROWS ahead, asked for now */              \
+                for (size_t at = 0; at < 4 * (size_t)d; at += 64)                                 \
+                    _mm_prefetch((const char *)(r0 + (size_t)PF_ROWS * (size_t)d + at), _MM_HINT_T0); \
             for (Py_ssize_t j = 0; j < full; j += 32) {                                           \
                 __m256i q = _mm256_loadu_si256((const __m256i *)(qhat + j));                      \
                 __m256i u = _mm256_sign_epi8(q, q);                                               \
@@ -330,10 +342,18 @@ typedef struct {
         for (Py_ssize_t i = 0; i < count; i++) {                                                  \
             double a = mq + (double)scale[i] * t * (double)dots[i];                               \
             double r = eq * (double)norm[i] + m * (double)err[i] + slack;                         \
-            int zero = (scale[i] == 0.0f) & (err[i] == 0.0f);                                     \
             float l = (float)(a - r), h = (float)(a + r);                                         \
-            lo[i] = zero ? 0.0f : l;                                                              \
-            hi[i] = zero ? 0.0f : h;                                                              \
+            /* zero row (scale and err +-0): +0; as bits, so the loop vectorises */               \
+            int32_t sb, eb, lb, hb;                                                               \
+            memcpy(&sb, &scale[i], 4);                                                            \
+            memcpy(&eb, &err[i], 4);                                                              \
+            memcpy(&lb, &l, 4);                                                                   \
+            memcpy(&hb, &h, 4);                                                                   \
+            int32_t keep = -(int32_t)(((sb | eb) & 0x7fffffff) != 0);                             \
+            lb &= keep;                                                                           \
+            hb &= keep;                                                                           \
+            memcpy(&lo[i], &lb, 4);                                                               \
+            memcpy(&hi[i], &hb, 4);                                                               \
         }                                                                                         \
     }
 
@@ -513,18 +533,33 @@ prepare_query(Fuse *f)
     return isfinite(mq);
 }
 
-/* The best lexical score in scope (0 if none is positive); -1 if one is not finite. */
+/* The best lexical score in scope (0 if none is positive); -1 if one is not finite. On the
+ * bits (a float >= 0 orders as its int32 bits; a negative one, sign bit set, counts as 0), so
+ * the loops vectorise. */
 #define DEFINE_BEST_LEX(NAME, ATTR)                                                                \
-    ATTR static double NAME(const float *lex, const uint8_t *mask, Py_ssize_t n)                    \
+    ATTR static double NAME(const float *lex, const uint8_t *mask, Py_ssize_t n)                   \
     {                                                                                             \
-        float best = 0.0f;                                                                        \
-        int bad = 0;                                                                              \
-        for (Py_ssize_t i = 0; i < n; i++) {                                                      \
-            float x = lex[i], y = mask && !mask[i] ? 0.0f : x;                                    \
-            bad |= !(x <= 3.4028235e38f) | !(x >= -3.4028235e38f);                                \
-            best = y > best ? y : best;                                                           \
+        int32_t best = 0, bad = 0;                                                                \
+        if (mask) {                                                                               \
+            for (Py_ssize_t i = 0; i < n; i++) {                                                  \
+                int32_t b;                                                                        \
+                memcpy(&b, &lex[i], 4);                                                           \
+                bad |= (b & 0x7f800000) == 0x7f800000;                                            \
+                int32_t y = b & -(int32_t)((b >= 0) & (mask[i] != 0));                            \
+                best = y > best ? y : best;                                                       \
+            }                                                                                     \
+        } else {                                                                                  \
+            for (Py_ssize_t i = 0; i < n; i++) {                                                  \
+                int32_t b;                                                                        \
+                memcpy(&b, &lex[i], 4);                                                           \
+                bad |= (b & 0x7f800000) == 0x7f800000;                                            \
+                int32_t y = b & -(int32_t)(b >= 0);                                               \
+                best = y > best ? y : best;                                                       \
+            }                                                                                     \
         }                                                                                         \
-        return bad ? -1.0 : (double)best;                                                         \
+        float x;                                                                                  \
+        memcpy(&x, &best, 4);                                                                     \
+        return bad ? -1.0 : (double)x;                                                            \
     }
 
 /* One block's bounds on the fused score, the float32 operations of fusion.py _weighted_bounded:
@@ -533,7 +568,7 @@ prepare_query(Fuse *f)
  * bounds cannot order (lo > hi, NaN, a negative or infinite boost). */
 #define DEFINE_FUSE_BLOCK(NAME, ATTR)                                                              \
     ATTR static int NAME(const Fuse *f, Py_ssize_t from, Py_ssize_t count, const float *lo,       \
-                         const float *hi, float *low, float *high, float *best_lo)                \
+                         const float *hi, float *low, float *high, int32_t *best_lo)              \
     {                                                                                             \
         const float tw = f->tw, vw = f->vw;                                                       \
         int bad = 0;                                                                              \
@@ -559,20 +594,21 @@ prepare_query(Fuse *f)
                 high[i] = high[i] * w[i];                                                         \
             }                                                                                     \
         }                                                                                         \
-        float best = *best_lo;                                                                    \
-        if (f->mask) {                                                                            \
-            const uint8_t *in = f->mask + from;                                                   \
-            for (Py_ssize_t i = 0; i < count; i++) {                                              \
-                bad |= (low[i] != low[i]) | (high[i] != high[i]);                                 \
-                float l = in[i] ? lo[i] : -INFINITY;                                              \
-                best = l > best ? l : best;                                                       \
-                high[i] = in[i] ? high[i] : -INFINITY;                                            \
-            }                                                                                     \
-        } else {                                                                                  \
-            for (Py_ssize_t i = 0; i < count; i++) {                                              \
-                bad |= (low[i] != low[i]) | (high[i] != high[i]);                                 \
-                best = lo[i] > best ? lo[i] : best;                                               \
-            }                                                                                     \
+        /* the best lo in scope as an ordered int32 key (a float's bits, the negative ones' value  \
+         * bits flipped: the int order is the float order), so the loop vectorises */             \
+        int32_t best = *best_lo;                                                                  \
+        const uint8_t *in = f->mask ? f->mask + from : NULL;                                      \
+        for (Py_ssize_t i = 0; i < count; i++) {                                                  \
+            bad |= (low[i] != low[i]) | (high[i] != high[i]);                                     \
+            int32_t lb, hb;                                                                       \
+            memcpy(&lb, &lo[i], 4);                                                               \
+            memcpy(&hb, &high[i], 4);                                                             \
+            int32_t key = lb ^ ((lb >> 31) & 0x7fffffff);                                         \
+            int32_t keep = in ? -(int32_t)(in[i] != 0) : -1;                                      \
+            key = (key & keep) | (INT32_MIN & ~keep);                                             \
+            best = key > best ? key : best;                                                       \
+            hb = (hb & keep) | ((int32_t)0xff800000 & ~keep); /* out of scope: -inf */            \
+            memcpy(&high[i], &hb, 4);                                                             \
         }                                                                                         \
         *best_lo = best;                                                                          \
         return bad;                                                                               \
@@ -620,7 +656,8 @@ fuse_rows(Fuse *f)
     float lo[BLOCK], hi[BLOCK], low[BLOCK], high[BLOCK];
     DotsFn fn = dots_fn();
     Py_ssize_t cnt = 0, got = 0;
-    float cut = -INFINITY, best_lo = -INFINITY;
+    float cut = -INFINITY;
+    int32_t best_lo = INT32_MIN; /* fuse_block's ordered key; INT32_MIN: nothing in scope */
     for (Py_ssize_t from = 0; from < n; from += BLOCK) {
         Py_ssize_t count = n - from < BLOCK ? n - from : BLOCK;
         fn(s->q8, s->d, s->qhat, from, count, dots);
@@ -662,101 +699,11 @@ fuse_rows(Fuse *f)
         if (final > 0.0f ? f->high[c] >= final : f->high[c] > 0.0f)
             f->cand[out++] = f->cand[c];
     f->found = out;
-    f->best_lo = best_lo;
+    int32_t bits = best_lo ^ ((best_lo >> 31) & 0x7fffffff);
+    float best;
+    memcpy(&best, &bits, 4);
+    f->best_lo = best_lo == INT32_MIN ? -INFINITY : best;
     f->best_lex = best_lex;
-}
-
-/* fuse_scan(q8, scale, err, norm, mu, q, lexical, mask, boost, cand, text_weight, vector_weight,
- * limit, slack) -> (found, best_lo, best_lex); lexical, mask and boost may be None. */
-static PyObject *
-fuse_scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 14) {
-        PyErr_SetString(PyExc_TypeError, "fuse_scan(q8, scale, err, norm, mu, q, lexical, mask, boost, cand, "
-                                         "text_weight, vector_weight, limit, slack)");
-        return NULL;
-    }
-    Fuse f;
-    memset(&f, 0, sizeof f);
-    int bad = 0;
-    f.text_weight = get_double(args[10], &bad);
-    f.vector_weight = get_double(args[11], &bad);
-    f.limit = bad ? 0 : PyLong_AsSsize_t(args[12]);
-    if (!bad && f.limit == -1 && PyErr_Occurred())
-        bad = 1;
-    f.s.slack = bad ? 0.0 : get_double(args[13], &bad);
-    if (bad)
-        return NULL;
-    static const char kinds[10] = {'b', 'f', 'f', 'f', 'f', 'f', 'f', '?', 'f', 'q'};
-    static const int dims[10] = {2, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-    static const char *names[10] = {"q8", "scale", "err", "norm", "mu", "q", "lexical", "mask", "boost", "cand"};
-    Py_buffer b[10];
-    int held[10] = {0};
-    char *scratch = NULL;
-    PyObject *res = NULL;
-    for (int i = 0; i < 10; i++) {
-        if (i >= 6 && i <= 8 && args[i] == Py_None)
-            continue;
-        if (get_array(args[i], &b[i], kinds[i], dims[i], i == 9, names[i]) < 0)
-            goto done;
-        held[i] = 1;
-    }
-    Py_ssize_t n = b[0].shape[0], d = b[0].shape[1];
-    int ok = b[1].shape[0] == n && b[2].shape[0] == n && b[3].shape[0] == n && b[4].shape[0] == d &&
-             b[5].shape[0] == d && b[9].shape[0] == n;
-    for (int i = 6; i <= 8; i++)
-        ok &= !held[i] || b[i].shape[0] == n;
-    if (!ok) {
-        PyErr_SetString(PyExc_ValueError, "fuse_scan: scale, err, norm, lexical, mask, boost and cand need one "
-                                          "item per row, mu and q one per column");
-        goto done;
-    }
-    if (d > MAX_DIM) {
-        PyErr_SetString(PyExc_ValueError, "fuse_scan: more than 65536 dimensions");
-        goto done;
-    }
-    if (f.limit < 1 || f.limit > n) {
-        PyErr_SetString(PyExc_ValueError, "fuse_scan: limit must be between 1 and the number of rows");
-        goto done;
-    }
-    /* scratch: qhat (d bytes), then high (n floats) and the heap (limit floats), float-aligned;
-     * n and limit are at most a buffer's item count, d at most MAX_DIM: no overflow below. */
-    if (n > PY_SSIZE_T_MAX / 16) {
-        PyErr_SetString(PyExc_ValueError, "fuse_scan: too many rows");
-        goto done;
-    }
-    size_t qbytes = ((size_t)d + 15) & ~(size_t)15;
-    scratch = PyMem_Malloc(qbytes + sizeof(float) * ((size_t)n + (size_t)f.limit));
-    if (!scratch) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    f.qhat = (int8_t *)scratch;
-    f.high = (float *)(scratch + qbytes);
-    f.heap = f.high + n;
-    f.s.q8 = b[0].buf;
-    f.s.qhat = f.qhat;
-    f.s.scale = b[1].buf;
-    f.s.err = b[2].buf;
-    f.s.norm = b[3].buf;
-    f.s.n = n;
-    f.s.d = d;
-    f.mu = b[4].buf;
-    f.q = b[5].buf;
-    f.lex = held[6] ? b[6].buf : NULL;
-    f.mask = held[7] ? b[7].buf : NULL;
-    f.boost = held[8] ? b[8].buf : NULL;
-    f.cand = b[9].buf;
-    Py_BEGIN_ALLOW_THREADS
-    fuse_rows(&f);
-    Py_END_ALLOW_THREADS
-    res = Py_BuildValue("(ndd)", f.found, f.best_lo, f.best_lex);
-done:
-    PyMem_Free(scratch);
-    for (int i = 0; i < 10; i++)
-        if (held[i])
-            PyBuffer_Release(&b[i]);
-    return res;
 }
 
 /* ------------------------------------------------------------------ exact */
@@ -846,6 +793,220 @@ fail:
     PyMem_Free(q64);
     release(b, got);
     return NULL;
+}
+
+/* ------------------------------------------------------------------ fuse_scan */
+
+typedef struct {
+    float fused, cos;
+    int64_t slot;
+} Ranked;
+
+static int
+by_score(const void *a, const void *b)
+{
+    const Ranked *x = a, *y = b;
+    if (x->fused != y->fused)
+        return x->fused > y->fused ? -1 : 1;
+    return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+/* The end of fusion.py _ranked in C: the candidates' exact cosines (the exact() kernel, the same
+ * bits), fused = (max(cos, 0) * vw + lex * tw) * boost in float32 as numpy rounds it, those > 0
+ * ranked by score then slot; *out: the best limit of them (PyMem_RawMalloc'd, the caller frees
+ * it). Returns how many, or -1 when out of memory. */
+static Py_ssize_t
+rank_candidates(const Fuse *f, const float *vec, const double *q64, Ranked **out)
+{
+    const Py_ssize_t k = f->found, d = f->s.d;
+    float *cos = PyMem_RawMalloc(sizeof(float) * (size_t)(k ? k : 1));
+    Ranked *r = PyMem_RawMalloc(sizeof(Ranked) * (size_t)(k ? k : 1));
+    *out = r;
+    if (!cos || !r) {
+        PyMem_RawFree(cos);
+        return -1;
+    }
+    /* the candidates' rows are scattered over the float32 matrix: ask for all their cache lines
+     * first, so the misses overlap instead of coming one row after another */
+    for (Py_ssize_t i = 0; i < k; i++) {
+        const char *row = (const char *)(vec + (size_t)f->cand[i] * (size_t)d);
+        for (size_t at = 0; at < sizeof(float) * (size_t)d; at += 64)
+            __builtin_prefetch(row + at);
+    }
+#if HAVE_X86
+    if (simd_level >= SIMD_AVX2)
+        exact_avx2(vec, d, q64, f->cand, k, cos);
+    else
+#endif
+        exact_plain(vec, d, q64, f->cand, k, cos);
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        float c = cos[i], v = c >= 0.0f || c != c ? c : 0.0f; /* np.maximum(cos, 0) */
+        float fused = v * f->vw;
+        if (f->lex)
+            fused = f->lex[f->cand[i]] * f->tw + fused;
+        if (f->boost)
+            fused = fused * f->boost[f->cand[i]];
+        if (fused > 0.0f) {
+            r[m].fused = fused;
+            r[m].cos = v;
+            r[m++].slot = f->cand[i];
+        }
+    }
+    PyMem_RawFree(cos);
+    qsort(r, (size_t)m, sizeof(Ranked), by_score);
+    return m > f->limit ? f->limit : m;
+}
+
+static PyObject *
+none_ref(void)
+{
+    Py_INCREF(Py_None);
+    return Py_None;
+}
+
+/* [x[i].field for i < m] as a list of Python numbers */
+static PyObject *
+ranked_list(const Ranked *r, Py_ssize_t m, int what, const float *lex, float best)
+{
+    PyObject *list = PyList_New(m);
+    for (Py_ssize_t i = 0; list && i < m; i++) {
+        PyObject *x = what == 0   ? PyLong_FromLongLong(r[i].slot)
+                      : what == 1 ? PyFloat_FromDouble(r[i].fused)
+                      : what == 2 ? PyFloat_FromDouble(r[i].cos)
+                                  : PyFloat_FromDouble(lex[r[i].slot] / best); /* float32 division */
+        if (!x) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, x);
+    }
+    return list;
+}
+
+/* fuse_scan(q8, scale, err, norm, mu, vec, q, lexical, mask, boost, text_weight, vector_weight,
+ * limit, slack) -> (slots, scores, lexical, vector, rescored) or None: the weighted fusion of the
+ * lexical scores and the exact cosines of every row (fusion.py _weighted_bounded), from one pass
+ * over the int8 rows and the exact cosines of the few that can reach the result; the lists of
+ * fusion.Fused (lexical None when no lexical score in scope is positive) and how many rows were
+ * rescored. lexical, mask and boost may be None. None: undecided (no lower bound in scope above
+ * 0, or a value that is not finite): the caller takes the two-pass path. */
+static PyObject *
+fuse_scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    enum { NB = 10 };
+    if (nargs != NB + 4) {
+        PyErr_SetString(PyExc_TypeError, "fuse_scan(q8, scale, err, norm, mu, vec, q, lexical, mask, boost, "
+                                         "text_weight, vector_weight, limit, slack)");
+        return NULL;
+    }
+    Fuse f;
+    memset(&f, 0, sizeof f);
+    int bad = 0;
+    f.text_weight = get_double(args[NB], &bad);
+    f.vector_weight = bad ? 0.0 : get_double(args[NB + 1], &bad);
+    f.limit = bad ? 0 : PyLong_AsSsize_t(args[NB + 2]);
+    if (!bad && f.limit == -1 && PyErr_Occurred())
+        bad = 1;
+    f.s.slack = bad ? 0.0 : get_double(args[NB + 3], &bad);
+    if (bad)
+        return NULL;
+    static const char kinds[NB] = {'b', 'f', 'f', 'f', 'f', 'f', 'f', 'f', '?', 'f'};
+    static const int dims[NB] = {2, 1, 1, 1, 1, 2, 1, 1, 1, 1};
+    static const char *names[NB] = {"q8", "scale", "err", "norm", "mu", "vec", "q", "lexical", "mask", "boost"};
+    Py_buffer b[NB];
+    int held[NB] = {0};
+    char *scratch = NULL;
+    PyObject *res = NULL;
+    for (int i = 0; i < NB; i++) {
+        if (i >= 7 && i <= 9 && args[i] == Py_None)
+            continue;
+        if (get_array(args[i], &b[i], kinds[i], dims[i], 0, names[i]) < 0)
+            goto done;
+        held[i] = 1;
+    }
+    Py_ssize_t n = b[0].shape[0], d = b[0].shape[1];
+    int ok = b[1].shape[0] == n && b[2].shape[0] == n && b[3].shape[0] == n && b[4].shape[0] == d &&
+             b[5].shape[0] == n && b[5].shape[1] == d && b[6].shape[0] == d;
+    for (int i = 7; i <= 9; i++)
+        ok &= !held[i] || b[i].shape[0] == n;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "fuse_scan: scale, err, norm, vec, lexical, mask and boost "
+                                          "need one item (vec one row) per row of q8, mu, q and vec's rows one "
+                                          "per column");
+        goto done;
+    }
+    if (d > MAX_DIM) {
+        PyErr_SetString(PyExc_ValueError, "fuse_scan: more than 65536 dimensions");
+        goto done;
+    }
+    if (f.limit < 1 || f.limit > n) {
+        PyErr_SetString(PyExc_ValueError, "fuse_scan: limit must be between 1 and the number of rows");
+        goto done;
+    }
+    /* scratch: q in float64 (d), qhat (d bytes, rounded up to 16), the candidates (n int64), high
+     * (n floats), the heap (limit floats); n and limit at most a buffer's item count (n below
+     * PY_SSIZE_T_MAX / 32), d at most MAX_DIM: no overflow below. */
+    if (n > PY_SSIZE_T_MAX / 32) {
+        PyErr_SetString(PyExc_ValueError, "fuse_scan: too many rows");
+        goto done;
+    }
+    size_t qbytes = ((size_t)d + 15) & ~(size_t)15;
+    size_t head = sizeof(double) * (size_t)d + qbytes;
+    scratch = PyMem_Malloc(head + sizeof(int64_t) * (size_t)n + sizeof(float) * ((size_t)n + (size_t)f.limit));
+    if (!scratch) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    double *q64 = (double *)scratch;
+    f.qhat = (int8_t *)(scratch + sizeof(double) * (size_t)d);
+    f.cand = (int64_t *)(scratch + head);
+    f.high = (float *)(f.cand + n);
+    f.heap = f.high + n;
+    f.s.q8 = b[0].buf;
+    f.s.qhat = f.qhat;
+    f.s.scale = b[1].buf;
+    f.s.err = b[2].buf;
+    f.s.norm = b[3].buf;
+    f.s.n = n;
+    f.s.d = d;
+    f.mu = b[4].buf;
+    f.q = b[6].buf;
+    f.lex = held[7] ? b[7].buf : NULL;
+    f.mask = held[8] ? b[8].buf : NULL;
+    f.boost = held[9] ? b[9].buf : NULL;
+    for (Py_ssize_t j = 0; j < d; j++)
+        q64[j] = (double)f.q[j];
+    Py_ssize_t count = -1;
+    Ranked *ranked = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    fuse_rows(&f);
+    if (f.found >= 0 && f.best_lo > 0.0)
+        count = rank_candidates(&f, b[5].buf, q64, &ranked);
+    Py_END_ALLOW_THREADS
+    if (f.found < 0 || !(f.best_lo > 0.0)) {
+        Py_INCREF(Py_None);
+        res = Py_None;
+    } else if (count < 0) {
+        PyErr_NoMemory();
+    } else {
+        const float *lex = held[7] ? b[7].buf : NULL;
+        const float best = (float)f.best_lex;
+        PyObject *lists[4] = {ranked_list(ranked, count, 0, NULL, 0.0f), ranked_list(ranked, count, 1, NULL, 0.0f),
+                              lex && best > 0.0f ? ranked_list(ranked, count, 3, lex, best) : none_ref(),
+                              ranked_list(ranked, count, 2, NULL, 0.0f)};
+        if (lists[0] && lists[1] && lists[2] && lists[3])
+            res = Py_BuildValue("(OOOOn)", lists[0], lists[1], lists[2], lists[3], f.found);
+        for (int i = 0; i < 4; i++)
+            Py_XDECREF(lists[i]);
+    }
+    PyMem_RawFree(ranked);
+done:
+    PyMem_Free(scratch);
+    for (int i = 0; i < NB; i++)
+        if (held[i])
+            PyBuffer_Release(&b[i]);
+    return res;
 }
 
 /* simd() -> str: the variant in use ("avx512vnni", "avxvnni", "avx2" or "portable"); set_simd(on):

@@ -36,18 +36,18 @@ def fuse_scan(
     err: Any,
     norm: Any,
     mu: Any,
+    vec: Any,
     q: Any,
     lexical: Any | None,
     mask: Any | None,
     boost: Any | None,
-    cand: Any,
     text_weight: float,
     vector_weight: float,
     limit: int,
     slack: float,
-) -> tuple[int, float, float]:
-    """The scan and the weighted fusion's cut in one pass: the slots to rescore into ``cand``
-    (int64, n); returns ``(found, best_lo, best_lex)``, ``found`` -1 when undecided."""
+) -> tuple[list[int], list[float], list[float] | None, list[float], int] | None:
+    """The weighted fusion from the int8 scan in one pass, ranked: ``(slots, scores, lexical,
+    vector, rescored)``; ``None`` when undecided."""
     ...
 
 def simd() -> str: ...

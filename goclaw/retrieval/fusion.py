@@ -388,25 +388,6 @@ def _weighted_bounded(
     return _ranked(lexical, cand, cos, best_lex, tw, vw, boost, limit), rescored
 
 
-def fuse_candidates(
-    lexical: NDArray[np.float32] | None,
-    cand: NDArray[np.int64],
-    cos: NDArray[np.float32],
-    best_lex: float,
-    *,
-    limit: int,
-    text_weight: float,
-    vector_weight: float,
-    boost: NDArray[np.float32] | None,
-) -> Fused:
-    """The end of the ``weighted`` :func:`fuse_bounded` when the vector channel has a positive
-    cosine in scope: ``cand`` the slots it rescores (:func:`goclaw.retrieval.vecq.fuse_scan`
-    finds them in the scan's own pass), ``cos`` their exact cosines, ``best_lex`` the best
-    lexical score in scope."""
-    tw, vw = (text_weight, vector_weight) if best_lex > 0 else (0.0, 1.0)
-    return _ranked(lexical, cand, cos, best_lex, tw, vw, boost, limit)
-
-
 def _ranked(
     lexical: NDArray[np.float32] | None,
     cand: NDArray[np.int64],

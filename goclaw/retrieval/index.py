@@ -34,7 +34,7 @@ import numpy as np
 
 from goclaw.retrieval import tokenize, vecq
 from goclaw.retrieval.forward import ForwardIndex
-from goclaw.retrieval.fusion import Fused, fuse_bounded, fuse_candidates, fuse_lists
+from goclaw.retrieval.fusion import Fused, fuse_bounded, fuse_lists
 from goclaw.retrieval.passage_sketches import PassageSketches
 from goclaw.retrieval.persist import ARRAYS, load_index, save_index
 from goclaw.retrieval.persist import FORMAT as FORMAT  # re-exported: imported from here
@@ -687,16 +687,13 @@ class SearchIndex:
             return fuse_lists(lexical, vecq.exact(vec, query), mask, **args)
         if scan == "int8" and method == "weighted" and vecq.FUSE_IN_SCAN:
             q8, q8s, q8e, q8n = self.q8[:n], self.q8s[:n], self.q8e[:n], self.q8n[:n]
-            weights = dict(text_weight=text_weight, vector_weight=vector_weight)
             got = vecq.fuse_scan(
-                q8, q8s, q8e, q8n, self.q8mu, query, lexical, mask, boost, limit=limit, **weights
-            )
+                q8, q8s, q8e, q8n, self.q8mu, vec, query, lexical, mask, boost,
+                limit=limit, text_weight=text_weight, vector_weight=vector_weight,
+            )  # fmt: skip
             if got is not None:  # else the two-pass path below settles it
-                self.rescored = len(got.cand)
-                cos = vecq.exact(vec, query, got.cand)
-                return fuse_candidates(
-                    lexical, got.cand, cos, got.best_lex, limit=limit, boost=boost, **weights
-                )
+                self.rescored = got.rescored
+                return Fused(got.slots, got.scores, got.lexical, got.vector)
         if scan == "int8":
             q = vecq.prepare(query)
             lo, hi = vecq.scan(self.q8[:n], self.q8s[:n], self.q8e[:n], self.q8n[:n], self.q8mu, q)

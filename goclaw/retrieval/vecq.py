@@ -39,7 +39,7 @@ import numpy as np
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-VEC_ABI = 3  # the ABI of goclaw/retrieval/_vec.c this module calls (its VEC_ABI constant)
+VEC_ABI = 4  # the ABI of goclaw/retrieval/_vec.c this module calls (its VEC_ABI constant)
 LANES = 16
 # Every float rounding the bounds do not otherwise count: the scan's own (the bound's terms in
 # float64, lo/hi rounded to float32: < 2e-7) and the exact cosine's (float32: < 1e-7).
@@ -207,11 +207,14 @@ def scan(
 
 
 class Scanned(NamedTuple):
-    """:func:`fuse_scan`'s answer: the slots to rescore, in slot order, and the best lexical
-    score in scope (0 when none is positive)."""
+    """:func:`fuse_scan`'s answer: :class:`goclaw.retrieval.fusion.Fused`'s lists and how many
+    slots were rescored exactly."""
 
-    cand: NDArray[np.int64]
-    best_lex: float
+    slots: list[int]
+    scores: list[float]
+    lexical: list[float] | None
+    vector: list[float]
+    rescored: int
 
 
 def fuse_scan(
@@ -220,6 +223,7 @@ def fuse_scan(
     err: NDArray[np.float32],
     norm: NDArray[np.float32],
     mu: NDArray[np.float32],
+    vec: NDArray[np.float32],
     unit: NDArray[np.float32],
     lexical: NDArray[np.float32] | None,
     mask: NDArray[np.bool_] | None,
@@ -229,11 +233,13 @@ def fuse_scan(
     text_weight: float,
     vector_weight: float,
 ) -> Scanned | None:
-    """The int8 scan and the weighted fusion's cut in one C pass (``_vec.c`` ``fuse_scan``):
-    the slots :func:`goclaw.retrieval.fusion.fuse_bounded` (``weighted``) would rescore,
-    computed from the same bounds without the per-slot arrays. ``None`` when it cannot decide
-    alone (no C module, a ``limit`` outside ``1..len(q8)``, a value that is not finite, or no
-    lower bound in scope above 0, so whether the vector channel counts is open): then the
+    """The ``weighted`` :func:`goclaw.retrieval.fusion.fuse_bounded` of ``lexical`` and the
+    exact cosines of the rows of ``vec`` to ``unit``, in one C call (``_vec.c`` ``fuse_scan``):
+    the int8 scan gives each slot bounds on its fused score and keeps the slots that can reach
+    the ``limit``-th best lower bound, in the same pass; those are rescored exactly and ranked.
+    The same slots, order and scores. ``None`` when it cannot decide alone (no C module, a
+    ``limit`` outside ``1..len(q8)``, an array of another type, a value that is not finite, or
+    no lower bound in scope above 0, so whether the vector channel counts is open): then the
     caller takes the two-pass path, which settles every case."""
     n = len(q8)
     if compiled is None or not 0 < limit <= n:
@@ -241,14 +247,11 @@ def fuse_scan(
     for array, dtype in ((lexical, np.float32), (mask, np.bool_), (boost, np.float32)):
         if array is not None and (array.dtype != dtype or not array.flags.c_contiguous):
             return None
-    cand = np.empty(n, dtype=np.int64)
     slack = SLACK + q8.shape[1] * 2.0**-50
-    found, best_lo, best_lex = compiled.fuse_scan(
-        q8, scale, err, norm, mu, unit, lexical, mask, boost, cand, text_weight, vector_weight, limit, slack
+    got = compiled.fuse_scan(
+        q8, scale, err, norm, mu, vec, unit, lexical, mask, boost, text_weight, vector_weight, limit, slack
     )
-    if found < 0 or not best_lo > 0:
-        return None
-    return Scanned(cand[:found], best_lex)
+    return None if got is None else Scanned(*got)
 
 
 def blas_bounds(
