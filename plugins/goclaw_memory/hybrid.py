@@ -15,7 +15,7 @@ from typing import Any
 
 from goclaw.contracts.search import ChunkRow, ScoredChunk
 from goclaw_memory.paths import scope_prefix
-from goclaw_memory.search_rows import ChunkTexts, LazyRow
+from goclaw_memory.search_rows import ChunkTexts, LazyRow, RowBlock
 
 
 @dataclass
@@ -171,6 +171,31 @@ def build_hits(chunks: Sequence[ScoredChunk], rows: Mapping[int, ChunkRow], limi
         )
     ranked = sorted(best.values(), key=_rank)
     return ranked[: max(0, limit)]
+
+
+def block_hits(chunks: Sequence[ScoredChunk], block: RowBlock) -> list[MemoryHit]:
+    """:func:`build_hits` (every one) of chunks whose rows are a :class:`RowBlock` (aligned
+    with them): lazy hits made from its columns, with no row object per candidate."""
+    best: dict[tuple[str, int], MemoryHit] = {}
+    texts = block.texts
+    terms = block.terms if block.terms is not None else [None] * len(chunks)
+    cols = zip(chunks, block.users, block.paths, block.starts, block.ends, terms, strict=True)
+    for c, user, path, start, end, t in cols:
+        if c.score <= 0:
+            continue
+        key = (path[len(scope_prefix(user)) :] if user else path, start)
+        current = best.get(key)
+        if current is not None and (current.user_id or not user):
+            continue  # only a user's copy replaces an agent-level one (in its place)
+        lexical, vector = c.lexical, c.vector
+        if lexical is not None and vector is not None:
+            channels = {"lexical": lexical, "vector": vector}
+        elif lexical is not None:
+            channels = {"lexical": lexical}
+        else:
+            channels = {} if vector is None else {"vector": vector}
+        best[key] = _lazy_hit(path, start, end, c.score, user, c.id, channels, t, texts, None)
+    return sorted(best.values(), key=_rank)
 
 
 def _rank(h: MemoryHit) -> tuple[float, str, int]:

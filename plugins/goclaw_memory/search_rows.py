@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from goclaw.contracts.search import ChunkRow, ScoredChunk
+from goclaw.contracts.search import ChunkRow, ScoredChunk, SearchResult
 from goclaw.retrieval.fusion import Fused
 
 
@@ -165,3 +165,59 @@ def lazy_row(cid: int, user: str, path: str, start: int, end: int, texts: ChunkT
         },
     )
     return row
+
+
+class RowBlock:
+    """A search's results as the index knows them, one column per field (aligned with its
+    chunks): what the memory service builds hits from without a row object per candidate."""
+
+    __slots__ = ("ends", "ids", "paths", "starts", "terms", "texts", "users")
+
+    def __init__(
+        self,
+        ids: list[int],
+        users: list[str],
+        paths: list[str],
+        starts: list[int],
+        ends: list[int],
+        terms: Sequence[Any] | None,
+        texts: ChunkTexts,
+    ) -> None:
+        self.ids, self.users, self.paths, self.starts, self.ends = ids, users, paths, starts, ends
+        self.terms, self.texts = terms, texts
+
+    def rows(self) -> dict[int, ChunkRow]:
+        """The results as the contract's rows (:class:`LazyRow`: their text read when read)."""
+        terms = self.terms if self.terms is not None else [None] * len(self.ids)
+        texts = self.texts
+        return {
+            cid: lazy_row(cid, user, path, start, end, texts, t)
+            for cid, user, path, start, end, t in zip(
+                self.ids, self.users, self.paths, self.starts, self.ends, terms, strict=True
+            )
+        }
+
+
+class IndexedResult(SearchResult):
+    """A :class:`SearchResult` of rows from the index (:class:`RowBlock`): ``rows`` is made
+    when first read (the memory service reads ``block`` instead)."""
+
+    block: RowBlock
+
+    @property  # type: ignore[override]
+    def rows(self) -> dict[int, ChunkRow] | None:
+        d = self.__dict__
+        found: dict[int, ChunkRow] | None = d.get("_rows")
+        if found is None:
+            found = d["_rows"] = d["block"].rows()
+        return found
+
+    @rows.setter
+    def rows(self, value: dict[int, ChunkRow] | None) -> None:
+        self.__dict__["_rows"] = value
+
+
+def indexed_result(chunks: list[ScoredChunk], notes: list[str], block: RowBlock) -> IndexedResult:
+    result: IndexedResult = _new(IndexedResult)
+    result.__dict__.update(chunks=chunks, notes=notes, _rows=None, block=block)
+    return result

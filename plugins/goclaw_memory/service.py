@@ -18,10 +18,11 @@ from goclaw.contracts.search import FusionSettings, SearchBackend, SearchQuery
 from goclaw.contracts.tools import memory_hit_id
 from goclaw.errors import ConfigError, GoclawError, ValidationError
 from goclaw.retrieval.tokenize import query_terms
-from goclaw_memory.hybrid import MemoryHit, build_hits, with_texts
+from goclaw_memory.hybrid import MemoryHit, block_hits, build_hits, with_texts
 from goclaw_memory.indexer import IndexReport, MemoryIndexer, Progress
 from goclaw_memory.paths import resolve_memory_path, validate_user_id
 from goclaw_memory.postprocess import postprocess
+from goclaw_memory.search_rows import IndexedResult
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -343,6 +344,8 @@ def _backend_hits(backend: SearchBackend, request: SearchQuery, notes: list[str]
     notes.extend(result.notes)
     a_id = request.agent_id
     chunks = result.chunks
+    if type(result) is IndexedResult:  # this plugin's backends: hits from the index's columns
+        return block_hits(chunks, result.block)
     rows = result.rows if result.rows is not None else backend.rows(a_id, [c.id for c in chunks])
     # Every de-duplicated candidate, then decay / rerank / MMR before the cut (issue 11
     # item 6; goclaw_memory.postprocess).

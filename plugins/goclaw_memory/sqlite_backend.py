@@ -18,7 +18,6 @@ of a second and reconciles what changed since.
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import logging
 import shutil
@@ -46,7 +45,14 @@ from goclaw.contracts.search import (
 )
 from goclaw.retrieval.index import Doc, SearchIndex
 from goclaw.retrieval.tokenize import Tokenizer, default_tokenizer
-from goclaw_memory.search_rows import ChunkTexts, lazy_row, make_row, scored_chunks, shown
+from goclaw_memory.search_rows import (
+    ChunkTexts,
+    RowBlock,
+    indexed_result,
+    make_row,
+    scored_chunks,
+    shown,
+)
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine
@@ -480,10 +486,10 @@ class SQLiteSearchBackend(SearchBackend):
             # Where the index knows every result's location and no reranker wants the stored
             # terms, the rows come from the index and their text from the table only when read.
             lazy = checked and idx.located and (found is not None or not query.rerank_terms)
-            rows = self._index_rows(query.agent_id, idx, slots, ids, found) if lazy else None
+            block = self._index_rows(query.agent_id, idx, slots, ids, found) if lazy else None
         chunks = scored_chunks(ids, fused)
-        if rows is not None:
-            return SearchResult(chunks, notes, rows)
+        if block is not None:
+            return indexed_result(chunks, notes, block)
         # Positions when found; none at all ({}: no "lex" read) when no reranker wants terms.
         positions = dict(zip(ids, found, strict=True)) if found is not None else None
         wanted = ids if query.rerank_terms else shown(ids, fused.scores, query.limit, one_scope)
@@ -498,21 +504,17 @@ class SQLiteSearchBackend(SearchBackend):
 
     def _index_rows(
         self, agent_id: str, idx: SearchIndex, slots: Any, ids: list[int], found: Sequence[Any] | None
-    ) -> dict[int, ChunkRow]:
+    ) -> RowBlock:
         """The results' rows from the index (locations, user ids, the query terms' positions
-        ``found``), their text read in one query when first read (:class:`LazyRow`,
-        :class:`ChunkTexts`; the memory service reads the returned hits' texts at once)."""
+        ``found``), their text read in one query when first read (:class:`ChunkTexts`; the
+        memory service reads the returned hits' texts at once)."""
         names = {code: user for user, code in idx.scopes.items()}
-        paths = idx.paths
+        users = list(map(names.__getitem__, idx.scope[slots].tolist()))
+        paths = list(map(idx.paths.__getitem__, idx.loc_path[slots].tolist()))
         texts = ChunkTexts(functools.partial(self._texts, agent_id), ids)
-        users = [names[c] for c in idx.scope[slots].tolist()]
-        where = map(paths.__getitem__, idx.loc_path[slots].tolist())
-        starts, ends = idx.loc_start[slots].tolist(), idx.loc_end[slots].tolist()
-        terms = found if found is not None else itertools.repeat(None)
-        return {
-            cid: lazy_row(cid, user, path, start, end, texts, t)
-            for cid, user, path, start, end, t in zip(ids, users, where, starts, ends, terms, strict=False)
-        }
+        return RowBlock(
+            ids, users, paths, idx.loc_start[slots].tolist(), idx.loc_end[slots].tolist(), found, texts
+        )
 
     def _texts(self, agent_id: str, ids: Sequence[int]) -> dict[int, str]:
         """The texts of the agent's chunks with these ids (deleted ones left out)."""
