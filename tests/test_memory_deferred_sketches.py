@@ -250,3 +250,19 @@ def test_a_process_killed_before_the_background_work_leaves_a_workspace_that_sea
     assert after.memory.backend.loads == 1  # rebuilt from the table (and sketched)
     assert after.memory.index("ada").rechunked == 0  # the killed run's writes were complete
     assert got == _reference(workspace.parent, monkeypatch)
+
+
+def test_the_job_outlives_a_daemon_thread_that_indexed(
+    make_engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A watcher's (daemon) thread that runs an index leaves a job the interpreter waits for at
+    exit (not a daemon): its save is not lost when the program ends without ``close``."""
+    go = _held(monkeypatch)
+    eng = _engine(make_engine, 1, monkeypatch)
+    runner = threading.Thread(target=eng.memory.index, args=("ada",), daemon=True)
+    runner.start()
+    runner.join(30)
+    jobs = eng.memory.backend.sketch_jobs
+    assert jobs.busy() and jobs._thread is not None and not jobs._thread.daemon
+    go.set()
+    assert jobs.wait(30)

@@ -82,7 +82,9 @@ def checkpoint_later(engine: Engine) -> None:
     path = database_path(engine)
     if path is None:
         return
-    thread = threading.Thread(target=_checkpoint, args=(path,), name="goclaw-wal-checkpoint")
+    # Not a daemon (whoever runs the index, a watcher's thread included): an exiting
+    # interpreter lets it finish.
+    thread = threading.Thread(target=_checkpoint, args=(path,), name="goclaw-wal-checkpoint", daemon=False)
     with _lock:
         running = _threads.get(engine)
         if running is None:

@@ -136,7 +136,7 @@ class SketchJobs:
         self._jobs: list[_Job] = []
         self._running = False
         self._thread: threading.Thread | None = None
-        self.cpu = 0.0  # thread CPU seconds the jobs took (benchmarks report it)
+        self.cpu = 0.0  # thread CPU seconds the jobs took
 
     def submit(
         self, agent_id: str, st: _State, docs: Sequence[Doc], texts: Sequence[str], space: Space | None
@@ -151,7 +151,7 @@ class SketchJobs:
             self._jobs.append(job)
             if self._thread is None or not self._thread.is_alive():
                 # Not a daemon: an interpreter exiting meanwhile lets the job finish and save.
-                self._thread = threading.Thread(target=self._run, name="goclaw-memory-sketches")
+                self._thread = threading.Thread(target=self._run, name="goclaw-memory-sketches", daemon=False)
                 self._thread.start()
             self._cond.notify_all()
 
