@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import random
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,3 +47,31 @@ def test_hash_all_gives_each_chunk_its_hash() -> None:
     hash_all(chunks)
     assert [c.hash for c in chunks] == [content_hash(c.text) for c in chunks]
     assert all("hash" in c.__dict__ for c in chunks)
+
+
+def test_a_first_run_that_embedded_everything_skips_the_stale_lookup(
+    make_engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first run (nothing indexed before) whose every chunk got its vector has no chunk
+    without one: the scan of the scope for such chunks is skipped; a later run still does it."""
+    import goclaw_memory.reembed as reembed
+    from tests.memory_helpers import write
+
+    asked: list[str] = []
+    real = reembed.stale_chunks
+
+    def spy(engine: Any, agent_id: str, *args: Any) -> Any:
+        asked.append(agent_id)
+        return real(engine, agent_id, *args)
+
+    monkeypatch.setattr(reembed, "stale_chunks", spy)
+    eng = make_engine()
+    root = Path(eng.agent_dir(eng.agents.create("ada")))
+    write(root, "memory/a.md", "- The cat sleeps on the warm windowsill.\n")
+    write(root, "memory/b.md", "- Ada prefers green tea in the afternoon.\n")
+    first = eng.memory.index("ada")
+    assert first.chunks_written == 2 and first.embedding_error is None and asked == []
+    assert [h.path for h in eng.memory.search("green tea", "ada", limit=1)] == ["memory/b.md"]
+    write(root, "memory/a.md", "- The cat sleeps on the cold windowsill.\n")
+    eng.memory.index("ada")
+    assert len(asked) == 1
