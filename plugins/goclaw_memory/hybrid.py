@@ -51,56 +51,49 @@ class MemoryHit:
 
 
 class LazyHit(MemoryHit):
-    """A hit of a :class:`~goclaw_memory.search_rows.LazyRow`: its ``snippet`` is read on first
-    use, with every unread candidate of its search, in one query (:class:`ChunkTexts`);
-    :func:`with_texts` reads the returned hits' at once. A chunk deleted since the search
-    reads as ``""`` (:func:`with_texts` drops it)."""
+    """A hit whose ``snippet`` is read on first use, with every unread candidate of its search,
+    in one query (``texts``: the search's :class:`ChunkTexts`); :func:`with_texts` reads the
+    returned hits' at once. A chunk deleted since the search reads as ``""`` (:func:`with_texts`
+    drops it). ``snippet`` None: not read yet (then it is absent from the instance, and
+    ``__getattr__`` reads it: a plain attribute afterwards, and cheaper to make than a property)."""
 
-    @property  # type: ignore[override]
-    def snippet(self) -> str:
-        d = self.__dict__
-        found: str | None = d.get("_snippet")
-        if found is None:
-            found = d["_snippet"] = d["_texts"].text(d["chunk_id"])
-        return found
+    def __init__(
+        self,
+        path: str,
+        start_line: int,
+        end_line: int,
+        score: float,
+        scope: str,
+        snippet: str | None,
+        tier: str = "document",
+        user_id: str = "",
+        chunk_id: int | None = None,
+        channels: dict[str, float] | None = None,
+        id: str = "",
+        terms: Any = None,
+        texts: ChunkTexts | None = None,
+    ) -> None:
+        self.path, self.start_line, self.end_line, self.score, self.scope = (
+            path,
+            start_line,
+            end_line,
+            score,
+            scope,
+        )
+        if snippet is not None:
+            self.snippet = snippet
+        self.tier, self.user_id, self.chunk_id = tier, user_id, chunk_id
+        self.channels = {} if channels is None else channels
+        self.id, self.terms, self._texts = id, terms, texts
 
-    @snippet.setter
-    def snippet(self, value: str) -> None:
-        self.__dict__["_snippet"] = value
-
-
-_new = object.__new__
-
-
-def _lazy_hit(
-    path: str,
-    start: int,
-    end: int,
-    score: float,
-    user: str,
-    cid: int,
-    channels: dict[str, float],
-    terms: Any,
-    texts: ChunkTexts,
-    text: str | None,
-) -> LazyHit:
-    hit: LazyHit = _new(LazyHit)
-    hit.__dict__.update(
-        path=path,
-        start_line=start,
-        end_line=end,
-        score=score,
-        scope="user" if user else "agent",
-        _snippet=text,
-        _texts=texts,
-        tier="document",
-        user_id=user,
-        chunk_id=cid,
-        channels=channels,
-        id="",
-        terms=terms,
-    )
-    return hit
+    def __getattr__(self, name: str) -> Any:
+        if name != "snippet":
+            raise AttributeError(name)
+        texts = self.__dict__.get("_texts")
+        cid = self.__dict__.get("chunk_id")
+        text = texts.text(cid) if texts is not None and cid is not None else ""
+        self.snippet = text
+        return text
 
 
 def with_texts(hits: Sequence[MemoryHit], limit: int) -> list[MemoryHit]:
@@ -112,11 +105,13 @@ def with_texts(hits: Sequence[MemoryHit], limit: int) -> list[MemoryHit]:
     while len(out) < limit and at < len(hits):
         part = hits[at : at + limit - len(out)]
         at += len(part)
-        lazy = [h for h in part if type(h) is LazyHit and h.__dict__["_snippet"] is None]
+        lazy = [
+            h for h in part if type(h) is LazyHit and "snippet" not in h.__dict__ and h._texts is not None
+        ]
         if lazy:
             by_search: dict[int, tuple[ChunkTexts, list[int]]] = {}
             for h in lazy:
-                texts = h.__dict__["_texts"]
+                texts = h._texts
                 by_search.setdefault(id(texts), (texts, []))[1].append(h.chunk_id)
             for texts, ids in by_search.values():
                 texts.load(ids)
@@ -150,8 +145,21 @@ def build_hits(chunks: Sequence[ScoredChunk], rows: Mapping[int, ChunkRow], limi
             channels = {} if vector is None else {"vector": vector}
         if type(row) is LazyRow:  # the text read only if something reads the snippet
             d = row.__dict__
-            best[key] = _lazy_hit(
-                path, start, d["end_line"], c.score, user, c.id, channels, d["terms"], d["_texts"], d["_text"]
+            scope = "user" if user else "agent"
+            best[key] = LazyHit(
+                path,
+                start,
+                d["end_line"],
+                c.score,
+                scope,
+                d["_text"],
+                "document",
+                user,
+                c.id,
+                channels,
+                "",
+                d["terms"],
+                d["_texts"],
             )
             continue
         # Positional: a dataclass's keyword call costs twice as much (60 hits per search).
@@ -194,7 +202,10 @@ def block_hits(chunks: Sequence[ScoredChunk], block: RowBlock) -> list[MemoryHit
             channels = {"lexical": lexical}
         else:
             channels = {} if vector is None else {"vector": vector}
-        best[key] = _lazy_hit(path, start, end, c.score, user, c.id, channels, t, texts, None)
+        scope = "user" if user else "agent"
+        best[key] = LazyHit(
+            path, start, end, c.score, scope, None, "document", user, c.id, channels, "", t, texts
+        )
     return sorted(best.values(), key=_rank)
 
 
