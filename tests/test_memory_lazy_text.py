@@ -61,12 +61,14 @@ def _stored(eng: Any, agent_id: str) -> dict[int, str]:
     return {int(i): t for i, t in rows}
 
 
-def test_returned_hits_carry_their_text_read_in_one_query(make_engine: Any) -> None:
-    eng = make_engine()
+@pytest.mark.parametrize("search", ["sqlite", "inprocess"])
+def test_returned_hits_carry_their_text_read_in_one_query(make_engine: Any, search: str) -> None:
+    eng = make_engine(plugins={"memory": {"backend": search}})
     _notes(Path(eng.agent_dir(eng.agents.create("ada"))))
     eng.memory.index("ada")
     aid = eng.agents.get("ada").id
     eng.memory.search("warm up", "ada")
+    assert eng.memory.backend.name == search
     calls = _counted(eng.memory.backend)
     hits = eng.memory.search("kestrel harbour ferry pier", "ada", limit=5)
     assert len(hits) == 5 and all(type(h) is LazyHit for h in hits)
@@ -76,9 +78,10 @@ def test_returned_hits_carry_their_text_read_in_one_query(make_engine: Any) -> N
     assert all(h.as_json()["snippet"] for h in hits) and len(calls) == 1
 
 
-def test_a_reranker_reading_snippets_gets_real_text_in_one_query(make_engine: Any) -> None:
+@pytest.mark.parametrize("search", ["sqlite", "inprocess"])
+def test_a_reranker_reading_snippets_gets_real_text_in_one_query(make_engine: Any, search: str) -> None:
     reader = SnippetReader()
-    eng = make_engine(extra_plugins=[("reader", reader)])
+    eng = make_engine(extra_plugins=[("reader", reader)], plugins={"memory": {"backend": search}})
     _notes(Path(eng.agent_dir(eng.agents.create("ada"))))
     eng.memory.index("ada")
     aid = eng.agents.get("ada").id
@@ -117,7 +120,10 @@ def test_a_chunk_deleted_before_its_text_is_read_is_left_out(make_engine: Any) -
     assert all(h.snippet == stored[h.chunk_id] for h in hits)
 
 
-@pytest.mark.parametrize("settings", [{}, {"mmr": True, "decay": True}, {"rerank": "none"}])
+@pytest.mark.parametrize(
+    "settings",
+    [{}, {"mmr": True, "decay": True}, {"rerank": "none"}, {"backend": "inprocess"}],
+)
 def test_results_are_those_of_reading_every_row(make_engine: Any, settings: dict[str, Any]) -> None:
     """The lazy path against the eager one (an index without locations reads the rows), on
     a real indexed workspace: same hits, order, text and scores."""
