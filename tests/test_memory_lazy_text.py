@@ -149,3 +149,35 @@ def test_results_are_those_of_reading_every_row(make_engine: Any, settings: dict
     assert not calls and all(lazy[0])
     for got, want in zip(lazy, eager, strict=True):  # scores: decay reads the clock (1e-6)
         assert got == pytest.approx(want, abs=1e-6) if isinstance(got[0], float) else got == want
+
+
+def test_the_version_token_is_read_again_only_after_another_connection_commits(make_engine: Any) -> None:
+    eng = make_engine()
+    root = Path(eng.agent_dir(eng.agents.create("ada")))
+    _notes(root, 5)
+    eng.memory.index("ada")
+    eng.memory.search("kestrel", "ada")
+    backend = eng.memory.backend
+    reads: list[str] = []
+    read = backend._read_token
+
+    def counting(agent_id: str) -> str:
+        reads.append(agent_id)
+        return read(agent_id)
+
+    backend._read_token = counting
+    for _ in range(3):
+        eng.memory.search("kestrel", "ada")
+    assert reads == []  # nothing committed since: the token it holds is current
+    write(root, "memory/new.md", "# New\n\nThe osprey lighthouse opens on Sunday.\n")
+    eng.memory.index("ada")  # commits through the engine's own connections
+    hits = eng.memory.search("osprey lighthouse", "ada")
+    assert len(reads) == 1 and hits and hits[0].path == "memory/new.md"
+    with sqlite3.connect(eng.db.engine.url.database) as conn:  # another process's write
+        conn.execute("DELETE FROM memory_chunks WHERE path = 'memory/new.md'")
+        conn.execute(
+            "UPDATE worker_state SET value = ? WHERE scope = ?",
+            ('{"token": "moved"}', eng.agents.get("ada").id),
+        )
+    hits = eng.memory.search("osprey lighthouse", "ada")
+    assert len(reads) == 2 and "memory/new.md" not in {h.path for h in hits}

@@ -185,6 +185,7 @@ class SQLiteSearchBackend(SearchBackend):
             # after the search swept the CPU caches: 0.31 -> 0.25 ms).
             conn.execute("PRAGMA mmap_size=2147418112")
             self._local.conn = conn
+            self._local.data_version, self._local.tokens = None, {}
             with self._lock:
                 self._conns.append(conn)
         return conn
@@ -197,6 +198,24 @@ class SQLiteSearchBackend(SearchBackend):
             return list(c.exec_driver_sql(sql, tuple(params)).all())
 
     def _token(self, agent_id: str) -> str:
+        """The agent's version token. On the private connection it is read again only when the
+        database changed since this connection last read it: ``PRAGMA data_version`` moves when
+        another connection commits, and this one never writes (``query_only``): ~3 us instead
+        of a table read (~0.03 ms just after a search swept the CPU caches)."""
+        conn = self._conn()
+        if conn is None:
+            return self._read_token(agent_id)
+        local = self._local
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if local.data_version != version:
+            local.data_version, local.tokens = version, {}
+        tokens: dict[str, str] = local.tokens
+        token = tokens.get(agent_id)
+        if token is None:  # read after the version: a commit in between moves it again
+            token = tokens[agent_id] = self._read_token(agent_id)
+        return token
+
+    def _read_token(self, agent_id: str) -> str:
         rows = self._query(
             "SELECT value FROM worker_state WHERE worker = ? AND scope = ?", (VERSION_WORKER, agent_id)
         )
