@@ -168,16 +168,28 @@ class Vocab(dict[str, int]):
 
 
 def _normalise_rows(block: NDArray[np.float32], step: int = 4096) -> NDArray[np.bool_]:
-    """Divide each row of ``block`` by its norm in place (rows of norm 0 stay 0); returns which
-    rows had a norm. ``numpy.linalg.norm`` per band of rows: the same arithmetic per row as
-    over the whole block, without two block-sized temporaries."""
+    """Divide each row of ``block`` by its norm in place (rows of norm 0 stay 0; a row with a
+    NaN or an infinity, whose norm is not finite, becomes 0: no vector, see :func:`_has_norm`);
+    returns which rows had a norm. ``numpy.linalg.norm`` per band of rows: the same arithmetic
+    per row as over the whole block, without two block-sized temporaries."""
     ok = np.empty(len(block), dtype=np.bool_)
     for lo in range(0, len(block), step):
         band = block[lo : lo + step]
         norms = np.linalg.norm(band, axis=1)
-        ok[lo : lo + step] = norms > 0
-        np.divide(band, np.where(norms > 0, norms, np.float32(1))[:, None], out=band)
+        good = _has_norm(norms)
+        ok[lo : lo + step] = good
+        np.divide(band, np.where(good, norms, np.float32(1))[:, None], out=band)
+        if not good.all():
+            band[~good] = 0.0
     return ok
+
+
+def _has_norm(norms: Any) -> Any:
+    """Whether vectors of these norms are vectors: a positive, finite norm. A vector with a NaN
+    or an infinity is stored as no vector (a zero row, cosine exactly 0): a NaN row would make
+    the exact fusion drop the whole vector channel while the int8 scan ranks the other rows
+    (different results by the index's size), and no cosine with it means anything."""
+    return np.isfinite(norms) & (norms > 0)
 
 
 def _global_ids(seqs: Sequence[Sequence[str]]) -> tuple[NDArray[np.int32], list[str]] | None:
@@ -444,7 +456,7 @@ class SearchIndex:
         rows = np.asarray(vecs)
         if rows.ndim == 2 and rows.shape[1] == self.dim:
             norms = np.linalg.norm(rows, axis=1)
-            ok = norms > 0
+            ok = _has_norm(norms)
             at = first + np.asarray([i for i, _v in with_vec], dtype=np.int64)
             self.vec[at[ok]] = rows[ok] / norms[ok, None]
             self.has_vec[at[ok]] = True
@@ -484,8 +496,9 @@ class SearchIndex:
             else:
                 v = np.asarray(v, dtype=np.float32).reshape(-1)
                 norm = float(np.linalg.norm(v))
-                self.vec[slot] = v / norm if norm > 0 else 0.0
-                self.has_vec[slot] = norm > 0
+                ok = bool(_has_norm(norm))
+                self.vec[slot] = v / norm if ok else 0.0
+                self.has_vec[slot] = ok
             self._quantize(slot, slot + 1)
 
     # ------------------------------------------------------------------ postings
