@@ -45,10 +45,10 @@ _PG_ROWS = (
     "SELECT id, user_id, path, start_line, end_line, text, {lex} FROM memory_chunks "
     "WHERE id = ANY(%s) AND agent_id = %s"
 )
-_PG_TEXTS = "SELECT id, text FROM memory_chunks WHERE id = ANY(%s) AND agent_id = %s"
-_TEXTS = text("SELECT id, text FROM memory_chunks WHERE id IN :ids AND (agent_id || '') = :a").bindparams(
-    bindparam("ids", expanding=True)
-)
+_PG_TEXTS = "SELECT id, text, chunk_hash, user_id FROM memory_chunks WHERE id = ANY(%s) AND agent_id = %s"
+_TEXTS = text(
+    "SELECT id, text, chunk_hash, user_id FROM memory_chunks WHERE id IN :ids AND (agent_id || '') = :a"
+).bindparams(bindparam("ids", expanding=True))
 _LOCATIONS = text("SELECT id, path, start_line, end_line FROM memory_chunks WHERE agent_id = :a")
 _PG_TOKEN = "SELECT value FROM worker_state WHERE worker = %s AND scope = %s"  # as ChunkTableSource
 _ROWS = text(
@@ -162,17 +162,17 @@ class InProcessSearchBackend(SQLiteSearchBackend):
             result = conn.execute(_ROWS, {"ids": [int(i) for i in ids], "a": agent_id}).all()
         return {int(r[0]): chunk_row(r, positions) for r in result}
 
-    def _texts(self, agent_id: str, ids: Sequence[int]) -> dict[int, str]:
+    def _texts(self, agent_id: str, ids: Sequence[int]) -> dict[int, tuple[str, str, str]]:
         if not ids:
             return {}
         if self.engine.db.backend == "postgresql":
             from goclaw_memory.pg_direct import direct
 
             found = direct(self.engine).query(_PG_TEXTS, ([int(i) for i in ids], agent_id))
-            return {int(r[0]): r[1] for r in found}
+            return {int(r[0]): (r[1], r[2], r[3]) for r in found}
         with self.engine.db.engine.connect() as conn:
             result = conn.execute(_TEXTS, {"ids": [int(i) for i in ids], "a": agent_id}).all()
-        return {int(r[0]): r[1] for r in result}
+        return {int(r[0]): (r[1], r[2], r[3]) for r in result}
 
     def _locations(self, agent_id: str) -> list[tuple[int, str, int, int]]:
         with self.engine.db.engine.connect() as conn:

@@ -530,19 +530,36 @@ class SQLiteSearchBackend(SearchBackend):
         names = {code: user for user, code in idx.scopes.items()}
         users = list(map(names.__getitem__, idx.scope[slots].tolist()))
         paths = list(map(idx.paths.__getitem__, idx.loc_path[slots].tolist()))
-        texts = ChunkTexts(functools.partial(self._texts, agent_id), ids)
+        held = dict(zip(ids, idx.fp[slots].tolist(), strict=True))
+        texts = ChunkTexts(functools.partial(self._held_texts, agent_id, held), ids)
         return RowBlock(
             ids, users, paths, idx.loc_start[slots].tolist(), idx.loc_end[slots].tolist(), found, texts
         )
 
-    def _texts(self, agent_id: str, ids: Sequence[int]) -> dict[int, str]:
-        """The texts of the agent's chunks with these ids (deleted ones left out)."""
+    def _held_texts(self, agent_id: str, held: Mapping[int, int], ids: Sequence[int]) -> dict[int, str]:
+        """The texts of these chunks while they are the ones the index held (``held``: id ->
+        fingerprint); an id left out was deleted, or now numbers another chunk (SQLite numbers
+        new chunks from the largest id + 1, so a changed last file's chunks take its old ids):
+        both read as deleted. The fingerprint's vector bit is not compared (an embedding added
+        since leaves the text as it was)."""
         out: dict[int, str] = {}
+        for cid, (body, chash, user) in self._texts(agent_id, ids).items():
+            if fingerprint(chash or "", user or "", False) >> 1 == held[cid] >> 1:
+                out[cid] = body
+        return out
+
+    def _texts(self, agent_id: str, ids: Sequence[int]) -> dict[int, tuple[str, str, str]]:
+        """``id -> (text, chunk hash, user id)`` of the agent's chunks with these ids (deleted
+        ones left out)."""
+        out: dict[int, tuple[str, str, str]] = {}
         for at in range(0, len(ids), LOOKUP):
             part = ids[at : at + LOOKUP]
             marks = ",".join("?" * len(part))
-            sql = f"SELECT id, text FROM memory_chunks WHERE +agent_id = ? AND id IN ({marks})"
-            out.update((int(i), t) for i, t in self._query(sql, [agent_id, *part]))
+            sql = (
+                "SELECT id, text, chunk_hash, user_id FROM memory_chunks "
+                f"WHERE +agent_id = ? AND id IN ({marks})"
+            )
+            out.update((int(i), (t, h, u)) for i, t, h, u in self._query(sql, [agent_id, *part]))
         return out
 
     def _rows_and_token(
