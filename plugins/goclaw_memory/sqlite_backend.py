@@ -230,22 +230,27 @@ class SQLiteSearchBackend(SearchBackend):
 
     def _state(self, agent_id: str, space: Space | None) -> _State:
         token = self._token(agent_id)
+        loaded = None
         with self._lock:
             st = self._states.get(agent_id)
             if st is not None and st.token == token and (space is None or st.space == space):
                 return st
             if st is None or (space is not None and st.space != space):
-                st = self._load(agent_id, space) or _State(SearchIndex(space[2] if space else 0), "", space)
+                st = loaded = self._load(agent_id, space)
+                st = st or _State(SearchIndex(space[2] if space else 0), "", space)
                 self._states[agent_id] = st
         with st.lock:
-            if st.token != token:
+            caught_up = st.token != token
+            if caught_up:
                 self._reconcile(agent_id, st)
                 st.token = token
-                if st.unsaved >= SAVE_DELTA and not self._unsaveable:
-                    # A large catch-up by a reader (a first build here, a saved index of an older
-                    # format): saved, so the next process loads it instead of rebuilding it too
-                    # (100k chunks: 36 s for every process's first search until an index run).
-                    self.save(agent_id)
+            if (caught_up or st is loaded) and st.unsaved >= SAVE_DELTA and not self._unsaveable:
+                # A large catch-up by a reader (a first build here, a saved index of an older
+                # format): saved, so the next process loads it instead of rebuilding it too
+                # (100k chunks: 36 s for every process's first search until an index run).
+                # Only here, once current and under the state's lock: ``save`` skips a state a
+                # forget dropped meanwhile.
+                self.save(agent_id)
         return st
 
     def _load(self, agent_id: str, space: Space | None) -> _State | None:
@@ -263,21 +268,19 @@ class SQLiteSearchBackend(SearchBackend):
             space is not None and (saved is None or tuple(saved) != tuple(space))
         ):
             return None
+        st = _State(idx, str(idx.meta.get("token", "")), tuple(saved) if saved else None)  # type: ignore[arg-type]
         if not idx.located:
-            self._fill_locations(agent_id, idx, path)
-        return _State(idx, str(idx.meta.get("token", "")), tuple(saved) if saved else None)  # type: ignore[arg-type]
+            self._fill_locations(agent_id, st)
+        return st
 
-    def _fill_locations(self, agent_id: str, idx: SearchIndex, path: Path) -> None:
+    def _fill_locations(self, agent_id: str, st: _State) -> None:
         """An index saved before format 6 has no chunk locations: read them from the table (one
-        query, no text: ~0.1 s at 100k chunks) and save the index, so the next process loads
-        them. A slot the table lacks stays without one until the reconciliation drops it."""
-        idx.set_locations(self._locations(agent_id))
-        if self._unsaveable:
-            return
-        try:
-            idx.save(path)
-        except OSError as exc:
-            self._save_error(path, exc)
+        query, no text: ~0.1 s at 100k chunks); :meth:`_state` saves the index once it is
+        current, so the next process loads them (not here: a forget landing meanwhile would
+        find its deleted file written back with what it erased). A slot the table lacks stays
+        without one until the reconciliation drops it."""
+        st.index.set_locations(self._locations(agent_id))
+        st.unsaved = max(st.unsaved, SAVE_DELTA)
 
     def _locations(self, agent_id: str) -> list[tuple[int, str, int, int]]:
         """Every chunk of the agent as ``(id, path, start line, end line)``."""
