@@ -97,7 +97,10 @@ def save_copy(backend: SQLiteSearchBackend, agent_id: str, st: _State) -> Path |
         with st.lock:
             if not _current(backend, agent_id, st):
                 return None
-            old = path.with_name(f"{path.name}.{os.getpid()}.old")
+            # Its own name: the copy moved aside is deleted after the lock is released, and a
+            # save of this index meanwhile (SearchIndex.save: "<name>.<pid>.old") must not
+            # find that folder still there (its rename fails on a folder that is not empty).
+            old = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.copy.old")
             if path.exists():
                 os.replace(path, old)
             os.replace(staging, path)
