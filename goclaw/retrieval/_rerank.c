@@ -22,6 +22,8 @@
 #define PY_SSIZE_T_CLEAN
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3", "fp-contract=off") /* token_dots vectorised, never fused or fast-math */
+#elif defined(__clang__)
+#pragma STDC FP_CONTRACT OFF /* clang contracts a * b + c into a multiply-add on aarch64 otherwise */
 #endif
 #include <Python.h>
 #include <stdint.h>
