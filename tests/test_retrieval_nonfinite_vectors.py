@@ -73,3 +73,34 @@ def test_nonfinite_vectors_are_zero_rows_and_every_scan_agrees(write: str) -> No
                     dense.lexical,
                     dense.vector,
                 ), scan
+
+
+def _saved_with_a_nan_row(tmp_path: Any, fmt: int) -> Any:
+    """An index saved as an older version wrote it: one row NaN with ``has_vec`` True (the
+    ``fmt`` 4 form is quantized again on load, its centre computed from that row)."""
+    import json
+
+    rng = np.random.default_rng(5)
+    idx = SearchIndex(D)
+    idx.upsert([Doc(i + 1, "", ["w"], rng.standard_normal(D).astype(np.float32)) for i in range(40)])
+    path = tmp_path / "idx"
+    idx.save(path)
+    vec = np.load(path / "vec.npy")
+    vec[3, 0] = np.nan
+    np.save(path / "vec.npy", vec)
+    q8e = np.load(path / "q8e.npy")
+    q8e[3] = np.inf  # what quantizing a NaN row gives its bound
+    np.save(path / "q8e.npy", q8e)
+    meta = json.loads((path / "meta.json").read_text())
+    meta["format"] = fmt
+    (path / "meta.json").write_text(json.dumps(meta))
+    return path
+
+
+@pytest.mark.parametrize("fmt", [4, 6])
+def test_an_index_saved_with_a_nonfinite_vector_is_refused_on_load(tmp_path: Any, fmt: int) -> None:
+    """Refused (ValueError: the memory backends then rebuild it from the table, where an upsert
+    now stores such a vector as none) instead of loaded with a NaN centre or bound."""
+    path = _saved_with_a_nan_row(tmp_path, fmt)
+    with pytest.raises(ValueError, match="not finite"):
+        SearchIndex.load(path)

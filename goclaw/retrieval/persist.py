@@ -139,6 +139,11 @@ def load_index(cls: type[SearchIndex], path: Path) -> SearchIndex:
         or (idx.n and int(idx.loc_path.max(initial=-1)) >= len(idx.paths))
     ):
         raise ValueError(f"{path}: inconsistent index file")
+    if idx.n and (not np.isfinite(idx.q8mu).all() or not np.isfinite(idx.q8e[: idx.n]).all()):
+        # A vector with a NaN or an infinity, kept as such before upserts refused them (a zero
+        # row now): it made the int8 copies' centre or that row's bound non-finite, which no
+        # search can use. The caller rebuilds the index from its table.
+        raise ValueError(f"{path}: holds a vector that is not finite (saved by an older version)")
     idx.scopes = {str(k): int(v) for k, v in meta["scopes"].items()}
     idx.n_alive = int(meta["n_alive"])
     idx.total_len = float(meta["total_len"])
