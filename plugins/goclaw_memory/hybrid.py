@@ -115,7 +115,10 @@ def with_texts(hits: Sequence[MemoryHit], limit: int) -> list[MemoryHit]:
                 by_search.setdefault(id(texts), (texts, []))[1].append(h.chunk_id)
             for texts, ids in by_search.values():
                 texts.load(ids)
-        out.extend(h for h in part if type(h) is not LazyHit or not h.__dict__["_texts"].gone(h.chunk_id))
+        # A copy made with dataclasses.replace has no texts (it read its snippet): a plain hit.
+        out.extend(
+            h for h in part if type(h) is not LazyHit or h._texts is None or not h._texts.gone(h.chunk_id)
+        )
     for h in out:
         if type(h) is LazyHit:
             _ = h.snippet  # the text in place (the hit outlives its search's texts)
