@@ -100,3 +100,57 @@ def test_the_sqlite_backend_fills_an_older_index_and_saves_it(make_engine: Any) 
     assert st.index.located and backend.loads == 0  # filled, not rebuilt
     assert json.loads((saved / "meta.json").read_text())["format"] == 6  # and saved
     shutil.rmtree(saved)
+
+
+def _set_code(path: Path, slot: int, code: int) -> None:
+    codes = np.load(path / "loc_path.npy")
+    codes[slot] = code
+    np.save(path / "loc_path.npy", codes)
+
+
+def test_a_saved_index_with_a_bad_path_code_is_refused_and_minus_one_is_no_location(tmp_path: Path) -> None:
+    """A code below -1 or past the path table is damage: refused (the backends rebuild). -1 is
+    "no location" (an index loaded from before format 6 and saved before its owner filled
+    them): it loads with ``located`` False, and its owner fills it, instead of searching with
+    that slot's path read as the table's last one."""
+    idx = SearchIndex(8)
+    idx.upsert(_docs(50))
+    idx.save(tmp_path / "i")
+    for bad in (-2, -7, len(idx.paths)):
+        shutil.copytree(tmp_path / "i", tmp_path / "bad", dirs_exist_ok=True)
+        _set_code(tmp_path / "bad", 7, bad)
+        with pytest.raises(ValueError, match="inconsistent"):
+            SearchIndex.load(tmp_path / "bad")
+    _set_code(tmp_path / "i", idx.slot_of[7], -1)
+    back = SearchIndex.load(tmp_path / "i")
+    assert not back.located and back.location(back.slot_of[7]) is None
+    back.set_locations([(7, "memory/f2.md", 7, 10)])
+    assert back.located and _locations(back) == _locations(idx)
+    idx.remove([7])  # a slot gone keeps its code: -1 there is no loss
+    idx.save(tmp_path / "j")
+    _set_code(tmp_path / "j", 7, -1)
+    assert SearchIndex.load(tmp_path / "j").located
+
+
+@pytest.mark.parametrize("code", [-1, -3])
+def test_the_sqlite_backend_searches_an_index_saved_with_a_negative_path_code_with_the_right_paths(
+    make_engine: Any, code: int
+) -> None:
+    eng = make_engine()
+    root = Path(eng.agent_dir(eng.agents.create("ada")))
+    for i in range(12):
+        write(root, f"memory/n{i}.md", f"# Note {i}\n\nThe kestrel pier {i} opens at {i} am.\n")
+    eng.memory.index("ada")
+    want = [(h.chunk_id, h.path, h.start_line) for h in eng.memory.search("kestrel pier", "ada")]
+    aid = eng.agents.get("ada").id
+    backend = eng.memory.backend
+    saved = backend._snapshot(aid)
+    backend.save(aid)
+    slots = backend._states[aid].index.slot_of
+    for cid, _path, _start in want[:3]:
+        _set_code(saved, slots[cid], code)
+    backend._states.clear()  # as a new process: loads the saved index
+    loads = backend.loads
+    got = [(h.chunk_id, h.path, h.start_line) for h in eng.memory.search("kestrel pier", "ada")]
+    assert got == want
+    assert backend.loads == loads + (code != -1)  # -1: filled from the table; else rebuilt

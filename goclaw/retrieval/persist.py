@@ -90,7 +90,10 @@ def load_index(cls: type[SearchIndex], path: Path) -> SearchIndex:
     :func:`save_index` writes the current format, which loads without that pass. An index
     saved before format 6 has no locations: it loads with every code -1 and ``located``
     False, and its owner fills them (:meth:`SearchIndex.set_locations`; the memory backends
-    read them from the chunk table, one query without the text) or searches without them."""
+    read them from the chunk table, one query without the text) or searches without them. A
+    format 6 index with a live slot's code -1 (loaded from an older format and saved before
+    they were filled) loads with ``located`` False too; a code below -1 or past the path table
+    is damage, refused like a short array (the memory backends rebuild it from the table)."""
     try:
         meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -137,6 +140,7 @@ def load_index(cls: type[SearchIndex], path: Path) -> SearchIndex:
         or idx.psk.slots != idx.n
         or any(len(getattr(idx, name)) != idx.n for name in LOCATED)
         or (idx.n and int(idx.loc_path.max(initial=-1)) >= len(idx.paths))
+        or (idx.n and int(idx.loc_path.min(initial=-1)) < -1)
     ):
         raise ValueError(f"{path}: inconsistent index file")
     if idx.n and (not np.isfinite(idx.q8mu).all() or not np.isfinite(idx.q8e[: idx.n]).all()):
@@ -144,6 +148,8 @@ def load_index(cls: type[SearchIndex], path: Path) -> SearchIndex:
         # row now): it made the int8 copies' centre or that row's bound non-finite, which no
         # search can use. The caller rebuilds the index from its table.
         raise ValueError(f"{path}: holds a vector that is not finite (saved by an older version)")
+    if not unlocated:
+        idx.located = not bool(np.any(idx.alive[: idx.n] & (idx.loc_path < 0)))
     idx.scopes = {str(k): int(v) for k, v in meta["scopes"].items()}
     idx.n_alive = int(meta["n_alive"])
     idx.total_len = float(meta["total_len"])
