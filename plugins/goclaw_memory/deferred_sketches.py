@@ -107,7 +107,10 @@ def save_copy(backend: SQLiteSearchBackend, agent_id: str, st: _State) -> Path |
             st.unsaved = max(0, st.unsaved - unsaved)
         shutil.rmtree(old, ignore_errors=True)
     except OSError as exc:
-        backend._save_error(path, exc)
+        if _current(backend, agent_id, st):
+            backend._save_error(path, exc)
+        # else a forget deleted the folder being written: that save only is dropped (its state
+        # was dropped too), later ones go on
         return None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
