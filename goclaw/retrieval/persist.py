@@ -55,6 +55,7 @@ def save_index(index: SearchIndex, path: Path) -> None:
     n = index.n
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent))
+    old = path.with_name(f"{path.name}.{os.getpid()}.old")
     try:
         for name in index._ARRAYS:
             np.save(tmp / f"{name}.npy", getattr(index, name)[:n])
@@ -67,16 +68,14 @@ def save_index(index: SearchIndex, path: Path) -> None:
         (tmp / "paths.json").write_text(json.dumps(list(index.paths)), encoding="utf-8")
         (tmp / "vocab.txt").write_text("\n".join(index.vocab), encoding="utf-8")
         (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")  # written last
-        old = None
         if path.exists():
-            old = path.with_name(f"{path.name}.{os.getpid()}.old")
             os.replace(path, old)
         os.replace(tmp, path)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:  # also when the second rename failed: the index moved aside must not outlive it
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def load_index(cls: type[SearchIndex], path: Path) -> SearchIndex:

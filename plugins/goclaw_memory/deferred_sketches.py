@@ -92,28 +92,28 @@ def save_copy(backend: SQLiteSearchBackend, agent_id: str, st: _State) -> Path |
         backend._stamp(st)
         copied, unsaved = snapshot(st.index), st.unsaved
     staging = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.staging")
+    # Its own name: the copy moved aside is deleted after the lock is released, and a save of
+    # this index meanwhile (SearchIndex.save: "<name>.<pid>.old") must not find that folder
+    # still there (its rename fails on a folder that is not empty).
+    old = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.copy.old")
     try:
         copied.save(staging)
         with st.lock:
             if not _current(backend, agent_id, st):
                 return None
-            # Its own name: the copy moved aside is deleted after the lock is released, and a
-            # save of this index meanwhile (SearchIndex.save: "<name>.<pid>.old") must not
-            # find that folder still there (its rename fails on a folder that is not empty).
-            old = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.copy.old")
             if path.exists():
                 os.replace(path, old)
             os.replace(staging, path)
             st.unsaved = max(0, st.unsaved - unsaved)
-        shutil.rmtree(old, ignore_errors=True)
     except OSError as exc:
         if _current(backend, agent_id, st):
             backend._save_error(path, exc)
         # else a forget deleted the folder being written: that save only is dropped (its state
         # was dropped too), later ones go on
         return None
-    finally:
+    finally:  # also when the second rename failed: the index moved aside must not outlive it
         shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
     return path
 
 

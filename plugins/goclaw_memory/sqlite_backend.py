@@ -387,9 +387,15 @@ class SQLiteSearchBackend(SearchBackend):
         return add_records(self, agent_id, st, records)
 
     def discard_saved(self, agent_id: str) -> None:
-        """Delete the agent's saved index; the next process rebuilds it from the table."""
+        """Delete the agent's saved index and whatever a save cut short left beside it (a
+        process killed between its renames: ``<name>.<pid>.old``, a staging or temporary
+        folder, all holding its terms); the next process rebuilds it from the table."""
         path = self._snapshot(agent_id)
-        if path is not None and path.exists():
+        if path is None:
+            return
+        for leftover in path.parent.glob(path.name + ".*"):  # agent names hold no dots
+            shutil.rmtree(leftover, ignore_errors=True)
+        if path.exists():
             shutil.rmtree(path, ignore_errors=True)
 
     @property

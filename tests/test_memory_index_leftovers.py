@@ -1,0 +1,96 @@
+"""A saved index is replaced by two renames: the previous one moved aside to ``<name>...old``,
+then the new one into place. When the second rename failed, the folder moved aside stayed (it
+was deleted only after success), holding the agent's terms: a forget deleted ``<name>`` only,
+so it outlived the forget (and a later save of the same process failed to rename onto it). It
+is now deleted whatever happens, and a forget also deletes what a process killed between the
+renames left beside the index; such a folder is never loaded as the index."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from goclaw.retrieval.index import Doc, SearchIndex
+from goclaw_memory.deferred_sketches import save_copy
+from tests.memory_helpers import write
+
+
+def _failing_rename(monkeypatch: pytest.MonkeyPatch, suffix: str) -> list[str]:
+    """``os.replace`` failing when it moves a folder named ``*suffix`` into place."""
+    real = os.replace
+    failed: list[str] = []
+
+    def replace(src: Any, dst: Any) -> None:
+        if str(src).endswith(suffix):
+            failed.append(str(src))
+            raise OSError("injected: rename failed")
+        real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    return failed
+
+
+def test_a_failed_second_rename_of_save_index_leaves_no_old_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    idx = SearchIndex(4)
+    idx.upsert([Doc(i, "", ["kestrel", f"t{i}"], np.ones(4), i) for i in range(10)])
+    path = tmp_path / "a.idx"
+    idx.save(path)
+    failed = _failing_rename(monkeypatch, ".tmp")
+    with pytest.raises(OSError, match="injected"):
+        idx.save(path)
+    assert failed and list(tmp_path.iterdir()) == []  # no index (a rebuild), nothing aside
+    monkeypatch.undo()
+    idx.save(path)
+    assert SearchIndex.load(path).n_alive == 10 and [p.name for p in tmp_path.iterdir()] == ["a.idx"]
+
+
+@pytest.fixture
+def backend() -> str:
+    return "sqlite"
+
+
+def _engine(make_engine: Any) -> tuple[Any, Any, str, Path]:
+    eng = make_engine()
+    for name in ("ada", "bob"):
+        root = Path(eng.agent_dir(eng.agents.create(name)))
+        write(root, "MEMORY.md", f"The harbour ferry of {name} leaves at noon on Sundays.\n")
+        eng.memory.index(name)
+        assert eng.memory.search("harbour ferry", name)
+    backend = eng.memory.backend
+    aid = eng.agents.get("ada").id
+    path = backend._snapshot(aid)
+    assert path is not None and backend.save(aid) == path
+    assert backend.save(eng.agents.get("bob").id) is not None
+    return eng, backend, aid, path
+
+
+def test_a_failed_second_rename_of_a_sketch_jobs_save_leaves_no_old_folder(
+    make_engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    eng, backend, aid, path = _engine(make_engine)
+    failed = _failing_rename(monkeypatch, ".staging")
+    assert save_copy(backend, aid, backend._states[aid]) is None
+    bob = backend._snapshot(eng.agents.get("bob").id)
+    assert failed and [p.name for p in path.parent.iterdir()] == [bob.name]  # nothing of ada's
+
+
+def test_a_forget_deletes_what_an_interrupted_save_left_and_it_is_never_loaded(make_engine: Any) -> None:
+    eng, backend, aid, path = _engine(make_engine)
+    bob = backend._snapshot(eng.agents.get("bob").id)
+    # a process killed between the renames of save_index, then one in save_copy's write
+    shutil.copytree(path, path.with_name(path.name + ".4242.old"))
+    shutil.copytree(path, path.with_name(path.name + ".4242.77.staging"))
+    shutil.move(path, path.with_name(path.name + ".4243.old"))
+    backend._states.clear()  # a new process: no saved index, the leftovers are not loaded
+    loads = backend.loads
+    assert eng.memory.search("harbour ferry", "ada") and backend.loads == loads + 1  # rebuilt
+    backend.invalidate(aid)
+    assert [p.name for p in path.parent.iterdir()] == [bob.name]  # bob's index untouched
+    assert SearchIndex.load(bob).n_alive
