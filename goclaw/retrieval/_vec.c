@@ -822,7 +822,7 @@ rank_candidates(const Fuse *f, const float *vec, const double *q64, Ranked **out
 {
     const Py_ssize_t k = f->found, d = f->s.d;
     float *cos = PyMem_RawMalloc(sizeof(float) * (size_t)(k ? k : 1));
-    Ranked *r = PyMem_RawMalloc(sizeof(Ranked) * (size_t)(k ? k : 1));
+    Ranked *r = cos ? PyMem_RawMalloc(sizeof(Ranked) * (size_t)(k ? k : 1)) : NULL;
     *out = r;
     if (!cos || !r) {
         PyMem_RawFree(cos);
@@ -994,10 +994,18 @@ fuse_scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     } else {
         const float *lex = held[7] ? b[7].buf : NULL;
         const float best = (float)f.best_lex;
-        PyObject *lists[4] = {ranked_list(ranked, count, 0, NULL, 0.0f), ranked_list(ranked, count, 1, NULL, 0.0f),
-                              lex && best > 0.0f ? ranked_list(ranked, count, 3, lex, best) : none_ref(),
-                              ranked_list(ranked, count, 2, NULL, 0.0f)};
-        if (lists[0] && lists[1] && lists[2] && lists[3])
+        /* slots, scores, lexical (None without a positive lexical score), vector; made one after
+         * another: the first that fails (out of memory, the exception set) ends it */
+        static const int what[4] = {0, 1, 3, 2};
+        PyObject *lists[4] = {NULL, NULL, NULL, NULL};
+        int made = 0;
+        for (; made < 4; made++) {
+            lists[made] = what[made] == 3 && !(lex && best > 0.0f) ? none_ref()
+                                                                   : ranked_list(ranked, count, what[made], lex, best);
+            if (!lists[made])
+                break;
+        }
+        if (made == 4)
             res = Py_BuildValue("(OOOOn)", lists[0], lists[1], lists[2], lists[3], f.found);
         for (int i = 0; i < 4; i++)
             Py_XDECREF(lists[i]);
