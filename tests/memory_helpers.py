@@ -20,6 +20,20 @@ def write(root: Path, rel: str, text: str) -> Path:
     return path
 
 
+def saved_index(eng: Any, name: str = "ada") -> tuple[Any, str, Path]:
+    """Agent ``name`` created with one note, indexed, searched (its index loaded) and the index
+    saved by the SQLite backend: ``(backend, agent id, the saved index's folder)``."""
+    root = Path(eng.agent_dir(eng.agents.create(name)))
+    write(root, "MEMORY.md", f"The harbour ferry of {name} leaves at noon on Sundays.\n")
+    eng.memory.index(name)
+    assert eng.memory.search("harbour ferry", name)
+    backend = eng.memory.backend
+    aid = eng.agents.get(name).id
+    path = backend._snapshot(aid)
+    assert path is not None and backend.save(aid) == path
+    return backend, aid, path
+
+
 class CountingEmbedder:
     """The real static embedder under another provider name, counting the texts it embeds."""
 

@@ -17,7 +17,7 @@ import pytest
 
 from goclaw.retrieval.index import Doc, SearchIndex
 from goclaw_memory.deferred_sketches import save_copy
-from tests.memory_helpers import write
+from tests.memory_helpers import saved_index
 
 
 def _failing_rename(monkeypatch: pytest.MonkeyPatch, suffix: str) -> list[str]:
@@ -58,16 +58,8 @@ def backend() -> str:
 
 def _engine(make_engine: Any) -> tuple[Any, Any, str, Path]:
     eng = make_engine()
-    for name in ("ada", "bob"):
-        root = Path(eng.agent_dir(eng.agents.create(name)))
-        write(root, "MEMORY.md", f"The harbour ferry of {name} leaves at noon on Sundays.\n")
-        eng.memory.index(name)
-        assert eng.memory.search("harbour ferry", name)
-    backend = eng.memory.backend
-    aid = eng.agents.get("ada").id
-    path = backend._snapshot(aid)
-    assert path is not None and backend.save(aid) == path
-    assert backend.save(eng.agents.get("bob").id) is not None
+    saved_index(eng, "bob")
+    backend, aid, path = saved_index(eng, "ada")
     return eng, backend, aid, path
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from goclaw_memory.deferred_sketches import save_copy
-from tests.memory_helpers import write
+from tests.memory_helpers import saved_index
 
 
 @pytest.fixture
@@ -25,14 +25,7 @@ def test_a_save_while_a_sketch_job_deletes_the_previous_copy_is_written(
     make_engine: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     eng = make_engine()
-    root = Path(eng.agent_dir(eng.agents.create("ada")))
-    write(root, "MEMORY.md", "The harbour ferry leaves at noon on Sundays.\n")
-    eng.memory.index("ada")
-    assert eng.memory.search("harbour ferry", "ada")
-    backend = eng.memory.backend
-    aid = eng.agents.get("ada").id
-    path = backend._snapshot(aid)
-    assert path is not None and backend.save(aid) == path
+    backend, aid, path = saved_index(eng)
     st = backend._states[aid]
     real = shutil.rmtree
     saved: list[Path | None] = []

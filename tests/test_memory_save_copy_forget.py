@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from goclaw_memory.deferred_sketches import save_copy
-from tests.memory_helpers import write
+from tests.memory_helpers import saved_index
 
 
 @pytest.fixture
@@ -27,14 +27,7 @@ def test_a_forget_during_a_background_save_drops_only_that_save(
     make_engine: Any, monkeypatch: pytest.MonkeyPatch, everything: bool
 ) -> None:
     eng = make_engine()
-    root = Path(eng.agent_dir(eng.agents.create("ada")))
-    write(root, "MEMORY.md", "The harbour ferry leaves at noon on Sundays.\n")
-    eng.memory.index("ada")
-    assert eng.memory.search("harbour ferry", "ada")
-    backend = eng.memory.backend
-    aid = eng.agents.get("ada").id
-    path = backend._snapshot(aid)
-    assert path is not None and backend.save(aid) == path
+    backend, aid, path = saved_index(eng)
     st = backend._states[aid]
     writing, forgotten = threading.Event(), threading.Event()
     real = np.save
