@@ -215,7 +215,38 @@ typedef struct {
     size_t tb_len, tb_cap;
     TermInfo *info; /* gid -> where its UTF-8 is */
     size_t tn, tcap;
+    /* Held by whoever reads or changes the C maps and term buffers (batch, terms_of), so that
+       batch's first pass can run with the GIL released (see table_batch). */
+    PyThread_type_lock lock;
+    unsigned long owner; /* the thread holding it (0: none): a callback re-entering is refused */
 } TermTable;
+
+/* Take the table's lock: at once when it is free, else waiting with the GIL released (the
+   holder may need the GIL to finish). -1 with RuntimeError when this thread holds it already
+   (a Python rule calling back into its own table). */
+static int
+table_lock(TermTable *t)
+{
+    unsigned long me = PyThread_get_thread_ident();
+    if (t->owner == me) {
+        PyErr_SetString(PyExc_RuntimeError, "TermTable: used from inside one of its own rules");
+        return -1;
+    }
+    if (!PyThread_acquire_lock(t->lock, NOWAIT_LOCK)) {
+        Py_BEGIN_ALLOW_THREADS
+        PyThread_acquire_lock(t->lock, WAIT_LOCK);
+        Py_END_ALLOW_THREADS
+    }
+    t->owner = me;
+    return 0;
+}
+
+static void
+table_unlock(TermTable *t)
+{
+    t->owner = 0;
+    PyThread_release_lock(t->lock);
+}
 
 /* The gid of a term (a str), numbering it when new. -1 on error. */
 static int32_t
@@ -627,7 +658,145 @@ joined(TermTable *t, const int32_t *g, size_t k)
     return res;
 }
 
-/* batch(texts: list[str]) -> (gids: bytes (int32), counts: bytes (int64), lex: list[str]) */
+/* A raw buffer (PyMem_Raw*: usable without the GIL) of `item`-sized things: 0, or -1 when out
+   of memory (no exception: the caller sets it once it holds the GIL again). */
+static int
+raw_grow(void **buf, size_t *cap, size_t need, size_t item)
+{
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap : 4096;
+    while (ncap < need)
+        ncap *= 2;
+    void *nbuf = PyMem_RawRealloc(*buf, ncap * item);
+    if (nbuf == NULL)
+        return -1;
+    *buf = nbuf;
+    *cap = ncap;
+    return 0;
+}
+
+/* What batch's first pass could not do without Python: a piece new to the piece cache (its
+   bytes in the pass's `pend` buffer) or a text holding a non-ASCII character (len SIZE_MAX).
+   Its gids go at `at` of the pass's output. */
+typedef struct {
+    size_t at;
+    Py_ssize_t text;
+    size_t off, len;
+} Hole;
+
+typedef struct {
+    int32_t *gids; /* the first pass's gids */
+    size_t n, cap;
+    Hole *holes;
+    size_t nh, hcap;
+    unsigned char *pend; /* the bytes of the pieces left */
+    size_t plen, pcap;
+    size_t *end; /* text i's gids (and holes) end at end[i] of gids */
+} Pass;
+
+static void
+pass_free(Pass *p)
+{
+    PyMem_RawFree(p->gids);
+    PyMem_RawFree(p->holes);
+    PyMem_RawFree(p->pend);
+    PyMem_RawFree(p->end);
+}
+
+static int
+pass_hole(Pass *p, Py_ssize_t text, const unsigned char *piece, size_t len)
+{
+    if (raw_grow((void **)&p->holes, &p->hcap, p->nh + 1, sizeof(Hole)) < 0)
+        return -1;
+    Hole *h = &p->holes[p->nh++];
+    h->at = p->n;
+    h->text = text;
+    h->off = p->plen;
+    h->len = len;
+    if (piece == NULL)
+        return 0;
+    if (raw_grow((void **)&p->pend, &p->pcap, p->plen + len, 1) < 0)
+        return -1;
+    memcpy(p->pend + p->plen, piece, len);
+    p->plen += len;
+    return 0;
+}
+
+/* The first pass of batch, with the GIL released and the table locked: each ASCII text split
+   into pieces (ascii_gids' rules) whose gids the piece cache holds; the others become holes.
+   Reads the texts' characters (kept alive by the caller) and the piece cache only. */
+static int
+first_pass(TermTable *t, PyObject **items, Py_ssize_t n, Pass *p)
+{
+    unsigned char small[MAX_KEY];
+    unsigned char *buf = small;
+    size_t cap = sizeof(small);
+    int rc = 0;
+    for (Py_ssize_t k = 0; k < n && rc == 0; k++) {
+        PyObject *text = items[k];
+        if (!PyUnicode_IS_ASCII(text)) {
+            rc = pass_hole(p, k, NULL, SIZE_MAX);
+            p->end[k] = p->n;
+            continue;
+        }
+        const unsigned char *s = PyUnicode_1BYTE_DATA(text);
+        Py_ssize_t len_s = PyUnicode_GET_LENGTH(text), i = 0;
+        while (i < len_s) {
+            while (i < len_s && LOWER[s[i]] == ' ')
+                i++;
+            if (i >= len_s)
+                break;
+            size_t len = 0;
+            while (i < len_s && LOWER[s[i]] != ' ') {
+                if (len == cap) {
+                    size_t ncap = cap * 2;
+                    unsigned char *nbuf = PyMem_RawMalloc(ncap);
+                    if (nbuf == NULL) {
+                        rc = -1;
+                        goto done;
+                    }
+                    memcpy(nbuf, buf, len);
+                    if (buf != small)
+                        PyMem_RawFree(buf);
+                    buf = nbuf;
+                    cap = ncap;
+                }
+                buf[len++] = LOWER[s[i++]];
+            }
+            Entry *e = map_find(&t->pieces, buf, len, hash_bytes(buf, len));
+            if (e == NULL) {
+                if (pass_hole(p, k, buf, len) < 0) {
+                    rc = -1;
+                    goto done;
+                }
+                continue;
+            }
+            if (!e->n)
+                continue;
+            if (raw_grow((void **)&p->gids, &p->cap, p->n + e->n, sizeof(int32_t)) < 0) {
+                rc = -1;
+                goto done;
+            }
+            memcpy(p->gids + p->n, VALS_OF(&t->pieces, e), e->n * sizeof(int32_t));
+            p->n += e->n;
+        }
+        p->end[k] = p->n;
+    }
+done:
+    if (buf != small)
+        PyMem_RawFree(buf);
+    return rc;
+}
+
+/* batch(texts: list[str]) -> (gids: bytes (int32), counts: bytes (int64), lex: list[str])
+
+   In three passes, so that most of the work runs with the GIL released (an index run writes
+   the previous batch and reads vectors on other threads meanwhile):
+   1. without the GIL: every ASCII text's pieces that the piece cache holds (first_pass);
+   2. with it: each hole in order, by the rules that may call Python (piece_gids, mixed_gids);
+      holes are met in the order a one-pass loop meets them, so new terms get the same ids;
+   3. with it: each text's gids put together, counted and joined into its lex string. */
 static PyObject *
 table_batch(TermTable *t, PyObject *texts)
 {
@@ -636,36 +805,91 @@ table_batch(TermTable *t, PyObject *texts)
         return NULL;
     }
     Py_ssize_t n = PyList_GET_SIZE(texts);
-    Ids out = {NULL, 0, 0};
-    PyObject *counts = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
-    PyObject *lex = PyList_New(n);
-    PyObject *gids = NULL, *res = NULL;
-    if (counts == NULL || lex == NULL)
-        goto done;
-    int64_t *cnt = (int64_t *)PyBytes_AS_STRING(counts);
-    for (Py_ssize_t i = 0; i < n && i < PyList_GET_SIZE(texts); i++) {
-        PyObject *text = PyList_GET_ITEM(texts, i);
-        Py_INCREF(text); /* the callbacks run Python code: hold it */
-        size_t start = out.n;
-        int rc = text_gids(t, text, &out);
-        Py_DECREF(text);
+    PyObject **items = PyMem_Calloc(n ? (size_t)n : 1, sizeof(PyObject *));
+    if (items == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t k = 0; k < n; k++) { /* our own references: the list may change meanwhile */
+        PyObject *text = PyList_GET_ITEM(texts, k);
+        if (!PyUnicode_Check(text)) {
+            for (Py_ssize_t j = 0; j < k; j++)
+                Py_DECREF(items[j]);
+            PyMem_Free(items);
+            PyErr_SetString(PyExc_TypeError, "TermTable: a text must be a str");
+            return NULL;
+        }
+        Py_INCREF(text);
+        items[k] = text;
+    }
+    Pass p = {0};
+    Ids holes = {NULL, 0, 0};   /* the holes' gids, hole after hole */
+    size_t *span = NULL;        /* hole h's gids end at span[h] of holes */
+    PyObject *counts = NULL, *lex = NULL, *gids = NULL, *res = NULL;
+    if (table_lock(t) < 0)
+        goto out;
+    p.end = PyMem_RawMalloc((n ? (size_t)n : 1) * sizeof(size_t));
+    int rc = p.end == NULL ? -1 : 0;
+    if (rc == 0) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = first_pass(t, items, n, &p);
+        Py_END_ALLOW_THREADS
+    }
+    if (rc < 0) {
+        PyErr_NoMemory();
+        goto unlock;
+    }
+    span = PyMem_Malloc((p.nh ? p.nh : 1) * sizeof(size_t));
+    if (span == NULL) {
+        PyErr_NoMemory();
+        goto unlock;
+    }
+    for (size_t h = 0; h < p.nh; h++) {
+        const Hole *hole = &p.holes[h];
+        if (hole->len == SIZE_MAX)
+            rc = mixed_gids(t, items[hole->text], &holes);
+        else
+            rc = piece_gids(t, p.pend + hole->off, hole->len, &holes);
         if (rc < 0)
-            goto done;
-        cnt[i] = (int64_t)(out.n - start);
-        PyObject *s = joined(t, out.v + start, out.n - start);
+            goto unlock;
+        span[h] = holes.n;
+    }
+    counts = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    gids = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((p.n + holes.n) * sizeof(int32_t)));
+    lex = PyList_New(n);
+    if (counts == NULL || gids == NULL || lex == NULL)
+        goto unlock;
+    int64_t *cnt = (int64_t *)PyBytes_AS_STRING(counts);
+    int32_t *g = (int32_t *)PyBytes_AS_STRING(gids);
+    size_t at = 0, pos = 0, h = 0, hpos = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        size_t start = at;
+        for (; h < p.nh && p.holes[h].text == k; h++) {
+            size_t upto = p.holes[h].at;
+            memcpy(g + at, p.gids + pos, (upto - pos) * sizeof(int32_t));
+            at += upto - pos;
+            pos = upto;
+            memcpy(g + at, holes.v + hpos, (span[h] - hpos) * sizeof(int32_t));
+            at += span[h] - hpos;
+            hpos = span[h];
+        }
+        memcpy(g + at, p.gids + pos, (p.end[k] - pos) * sizeof(int32_t));
+        at += p.end[k] - pos;
+        pos = p.end[k];
+        cnt[k] = (int64_t)(at - start);
+        PyObject *s = joined(t, g + start, at - start);
         if (s == NULL)
-            goto done;
-        PyList_SET_ITEM(lex, i, s);
+            goto unlock;
+        PyList_SET_ITEM(lex, k, s);
     }
-    if (PyList_GET_SIZE(texts) != n) {
-        PyErr_SetString(PyExc_RuntimeError, "TermTable.batch: the list changed size");
-        goto done;
-    }
-    gids = PyBytes_FromStringAndSize(out.v ? (const char *)out.v : "", (Py_ssize_t)(out.n * sizeof(int32_t)));
-    if (gids != NULL)
-        res = PyTuple_Pack(3, gids, counts, lex);
-done:
-    PyMem_Free(out.v);
+    res = PyTuple_Pack(3, gids, counts, lex);
+unlock:
+    table_unlock(t);
+out:
+    for (Py_ssize_t k = 0; k < n; k++)
+        Py_DECREF(items[k]);
+    PyMem_Free(items);
+    pass_free(&p);
+    PyMem_Free(holes.v);
+    PyMem_Free(span);
     Py_XDECREF(gids);
     Py_XDECREF(counts);
     Py_XDECREF(lex);
@@ -677,7 +901,11 @@ static PyObject *
 table_terms(TermTable *t, PyObject *text)
 {
     Ids out = {NULL, 0, 0};
-    if (text_gids(t, text, &out) < 0) {
+    if (table_lock(t) < 0)
+        return NULL;
+    int rc = text_gids(t, text, &out);
+    table_unlock(t);
+    if (rc < 0) {
         PyMem_Free(out.v);
         return NULL;
     }
@@ -719,7 +947,10 @@ table_init(TermTable *t, PyObject *args, PyObject *kwds)
     }
     t->terms = PyList_New(0);
     t->ids = PyDict_New();
-    if (t->terms == NULL || t->ids == NULL)
+    t->lock = PyThread_allocate_lock();
+    if (t->lock == NULL)
+        PyErr_NoMemory();
+    if (t->terms == NULL || t->ids == NULL || t->lock == NULL)
         return -1;
     Py_INCREF(word);
     Py_INCREF(piece);
@@ -761,6 +992,8 @@ table_dealloc(TermTable *t)
     table_clear(t);
     map_free(&t->pieces);
     map_free(&t->words);
+    if (t->lock != NULL)
+        PyThread_free_lock(t->lock);
     PyMem_Free(t->tb);
     PyMem_Free(t->info);
     Py_TYPE(t)->tp_free((PyObject *)t);
@@ -771,7 +1004,7 @@ table_dealloc(TermTable *t)
 static int
 ready(TermTable *t)
 {
-    if (t->terms != NULL && t->ids != NULL)
+    if (t->terms != NULL && t->ids != NULL && t->lock != NULL)
         return 1;
     PyErr_SetString(PyExc_RuntimeError, "TermTable: not initialised");
     return 0;
