@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["cpus", "runnable"]
+__all__ = ["cpus", "own_running", "runnable"]
 
 
 def runnable() -> int | None:
@@ -16,6 +16,27 @@ def runnable() -> int | None:
             return int(f.read().split()[3].split(b"/")[0])
     except (OSError, IndexError, ValueError):
         return None
+
+
+def own_running() -> int | None:
+    """How many of this process's threads are running or runnable at this instant (state
+    ``R`` in Linux's ``/proc/self/task/*/stat``), the caller's included; ``None`` where it
+    cannot be read."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    running = 0
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue  # the thread ended meanwhile
+        # "pid (comm) S ...": the state follows the last ')' (a thread's name may hold one)
+        if stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] == b"R":
+            running += 1
+    return running or None
 
 
 def cpus() -> int:

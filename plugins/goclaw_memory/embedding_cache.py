@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
@@ -35,15 +35,17 @@ def vectors_for(
     report: IndexReport,
     *,
     bulk: bool = False,
+    reader: sqlite3.Connection | None = None,
 ) -> dict[str, Any]:
     """Vectors by chunk hash: from the cache when present, else embedded (and cached). Cached
     vectors come as float32 bytes on SQLite, arrays on PostgreSQL; fresh ones as arrays.
     ``bulk``: part of a large run on SQLite, whose commits skip the WAL checkpoint
-    (:mod:`goclaw_memory.bulk_wal`)."""
+    (:mod:`goclaw_memory.bulk_wal`); ``reader``: a connection of :func:`cache_reader` to read
+    the cache with (one for a whole run), else one is opened for this call."""
     if embedder is None or space is None or not chunks:
         return {}
     texts = {c.hash: c.text for c in chunks}
-    found = cache_lookup(engine, sorted(texts), space)  # in key order: neighbouring index pages
+    found = cache_lookup(engine, sorted(texts), space, reader)  # in key order: neighbouring index pages
     report.cache_hits += sum(1 for c in chunks if c.hash in found)
     misses = [h for h in texts if h not in found]
     if misses:
@@ -64,19 +66,24 @@ def vectors_for(
     return found
 
 
-def cache_lookup(engine: Engine, hashes: Sequence[str], space: Space) -> dict[str, Any]:
+def cache_lookup(
+    engine: Engine, hashes: Sequence[str], space: Space, reader: sqlite3.Connection | None = None
+) -> dict[str, Any]:
     """Cached vectors by chunk hash. On SQLite plain SQL returning the float32 bytes as stored
-    (they are written to ``memory_chunks`` as they are); on PostgreSQL arrays."""
+    (they are written to ``memory_chunks`` as they are); on PostgreSQL arrays. ``reader``: see
+    :func:`vectors_for`."""
     if engine.db.backend == "postgresql":
         return _cache_lookup_pg(engine, hashes, space)
     out: dict[str, Any] = {}
-    reader = _reader(engine)
     with contextlib.ExitStack() as stack:
+        if reader is None:
+            reader = _reader(engine)
+            if reader is not None:
+                stack.callback(reader.close)
         if reader is None:
             session = stack.enter_context(engine.db.session())
             cursor = session.connection().connection.cursor()  # the sqlite3 cursor: plain tuples
         else:
-            stack.callback(reader.close)
             cursor = reader.cursor()
         stack.callback(cursor.close)
         for i in range(0, len(hashes), LOOKUP_CHUNK):
@@ -87,6 +94,19 @@ def cache_lookup(engine: Engine, hashes: Sequence[str], space: Space) -> dict[st
             )
             out.update(cursor.execute(sql, (*space, *part)).fetchall())
     return out
+
+
+@contextlib.contextmanager
+def cache_reader(engine: Engine) -> Iterator[sqlite3.Connection | None]:
+    """One read-only connection for a run's cache look-ups (:func:`_reader`; ``None`` on
+    PostgreSQL or for a database in memory), closed at the end. A connection per look-up
+    maps the file again and faults its index pages in again: ~0.2 s of a 100,000-chunk run."""
+    conn = None if engine.db.backend == "postgresql" else _reader(engine)
+    try:
+        yield conn
+    finally:
+        if conn is not None:
+            conn.close()
 
 
 def _reader(engine: Engine) -> sqlite3.Connection | None:

@@ -33,7 +33,7 @@ from goclaw.contracts.search import SearchBackend
 from goclaw.retrieval.tokenize import default_tokenizer
 from goclaw_memory import bulk_wal
 from goclaw_memory.chunking import chunk_text, hash_all
-from goclaw_memory.embedding_cache import vectors_for
+from goclaw_memory.embedding_cache import cache_reader, vectors_for
 from goclaw_memory.index_changes import ChangeSet
 from goclaw_memory.index_scan import (
     IndexReport,
@@ -56,9 +56,10 @@ from goclaw_memory.index_writes import (
 )
 from goclaw_memory.paths import user_ids
 from goclaw_memory.reembed import reembed
-from goclaw_memory.write_behind import WriteBehind
+from goclaw_memory.write_behind import WriteBehind, read_ahead
 
 if TYPE_CHECKING:
+    import sqlite3
     from pathlib import Path
 
     from sqlalchemy.orm import Session
@@ -205,10 +206,22 @@ class MemoryIndexer:
         report: IndexReport,
         progress: Progress | None,
     ) -> None:
-        """Chunk, embed and write the changed files, a transaction per batch."""
-        vectors = self._vectors
-        ready = (self._ready(b, vectors(b, embedder, space, report)) for b in batches(pending))
-        self._write_batches(agent_id, ready, space, report, progress, len(pending))
+        """Chunk, embed and write the changed files, a transaction per batch: batch N+1's
+        chunks and vectors are read on one background thread while batch N is tokenized here
+        and batch N-1 written on another (:func:`goclaw_memory.write_behind.read_ahead`,
+        :class:`~goclaw_memory.write_behind.WriteBehind`)."""
+
+        with cache_reader(self.engine) as reader:
+
+            def vectors(batch: list[Pending]) -> dict[str, Any]:
+                return self._vectors(batch, embedder, space, report, reader)
+
+            read = read_ahead(batches(pending), vectors)
+            try:
+                ready = (self._ready(b, found) for b, found in read)
+                self._write_batches(agent_id, ready, space, report, progress, len(pending))
+            finally:
+                read.close()  # stopped early: the read under way ends before the run does
 
     def _vectors(
         self,
@@ -216,14 +229,16 @@ class MemoryIndexer:
         embedder: EmbeddingProvider | None,
         space: Space | None,
         report: IndexReport,
+        reader: sqlite3.Connection | None = None,
     ) -> dict[str, Any]:
-        """Chunk the batch's files; their chunks' vectors (from the cache or the embedder)."""
+        """Chunk the batch's files; their chunks' vectors (from the cache or the embedder;
+        ``reader``: :func:`goclaw_memory.embedding_cache.cache_reader`'s connection)."""
         for p in batch:
             p.chunks = chunk_text(p.text, self.max_chunk_len)
         embedded = report.chunks_embedded
         chunks = [c for p in batch for c in p.chunks]
         hash_all(chunks)
-        vectors = vectors_for(self.engine, chunks, embedder, space, report, bulk=self._bulk)
+        vectors = vectors_for(self.engine, chunks, embedder, space, report, bulk=self._bulk, reader=reader)
         if report.chunks_embedded != embedded:  # an embedder's calls may leave cycles behind:
             gc.collect(1)  # collect the young generations (the batch's objects; ~10 ms)
         return vectors

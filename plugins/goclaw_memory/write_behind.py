@@ -23,24 +23,64 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 from typing import Generic, TypeVar
 
-from goclaw.sysload import cpus, runnable
+from goclaw.sysload import cpus, own_running, runnable
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 _END = object()
 WRITER_THREAD = "goclaw-index-writer"
+READER_THREAD = "goclaw-index-reader"
 
 
-def spare_core(own: int = 1) -> bool:
-    """Whether a core is free for a second thread of this process: no runnable thread on the
-    machine but this process's ``own`` running ones, fewer than the cores
+def spare_core(own: int | None = None) -> bool:
+    """Whether a core is free for another thread of this process: no runnable thread on the
+    machine but this process's ``own`` running ones (default: counted,
+    :func:`goclaw.sysload.own_running`, else 1), fewer than the cores
     (:func:`goclaw.sysload.runnable`). ``False`` where it cannot be read or with one core."""
     running, cores = runnable(), cpus()
-    return running is not None and cores > 1 and running - own < cores - 1
+    if running is None or cores < 2:
+        return False
+    if own is None:
+        own = own_running() or 1
+    return running - own < cores - 1
+
+
+def read_ahead(
+    items: Iterable[T], read: Callable[[T], R], *, overlap: Callable[[], bool] | None = None
+) -> Iterator[tuple[T, R]]:
+    """``(item, read(item))`` for each item, in order, ``read`` of the next item running on a
+    background thread while the caller works on this one (when ``overlap()`` says a core is
+    spare; else in the caller's thread when it asks for that item). A failed ``read`` raises
+    where its item would have come. Stopping early (``close``, an exception in the caller)
+    waits for the read under way, drops the rest, and leaves no thread behind."""
+    if overlap is None:
+        overlap = spare_core
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=READER_THREAD)
+    try:
+        ahead: tuple[T, Future[R]] | None = None
+        for item in items:
+            if overlap():
+                nxt = (item, pool.submit(read, item))
+            else:
+                if ahead is not None:  # the one before first: the same order
+                    yield ahead[0], ahead[1].result()
+                    ahead = None
+                done: Future[R] = Future()
+                done.set_result(read(item))
+                nxt = (item, done)
+            if ahead is not None:
+                yield ahead[0], ahead[1].result()
+            ahead = nxt
+        if ahead is not None:
+            yield ahead[0], ahead[1].result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 class WriteBehind(Generic[T]):
@@ -102,7 +142,8 @@ class WriteBehind(Generic[T]):
                 self._todo.task_done()
 
     def _spare_core(self) -> bool:
-        return spare_core(2 if self._busy else 1)
+        own = own_running()
+        return spare_core(own if own is not None else 2 if self._busy else 1)
 
     def _close(self) -> None:
         if self._thread.is_alive():
