@@ -13,6 +13,7 @@ import threading
 import time
 from typing import Any
 
+import numpy as np
 import pytest
 
 from goclaw.retrieval import tokenize
@@ -153,3 +154,32 @@ def test_a_batch_whose_list_changes_meanwhile_is_unaffected() -> None:
     finally:
         stop.set()
         thread.join()
+
+
+def test_other_threads_run_during_the_postings_count() -> None:
+    """``postings`` (the index build's counting sort) releases the GIL for its two passes."""
+    rng = np.random.default_rng(3)
+    lens = np.full(400_000, 40, dtype=np.int64)
+    tids = rng.integers(0, 300_000, size=int(lens.sum()), dtype=np.int32)
+    count = [0]
+    stop = threading.Event()
+
+    def counter() -> None:
+        while not stop.is_set():
+            time.sleep(0.001)
+            count[0] += 1
+
+    thread = threading.Thread(target=counter)
+    thread.start()
+    try:
+        started = time.perf_counter()
+        before = count[0]
+        _terms, _slots, tf = tokenize.accel.postings(tids, lens, 0, 300_000)  # type: ignore[union-attr]
+        during = count[0] - before
+        took = time.perf_counter() - started
+    finally:
+        stop.set()
+        thread.join()
+    assert took > 0.05
+    assert during >= 5, (during, took)
+    assert np.frombuffer(tf, dtype=np.float32).sum() == len(tids)  # every occurrence counted

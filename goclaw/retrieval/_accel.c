@@ -1288,8 +1288,11 @@ postings(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_NoMemory();
         goto done;
     }
-    memset(last, 0xff, cells * sizeof(int32_t)); /* -1 */
     Py_ssize_t pairs = 0, i = 0;
+    /* The counting passes run with the GIL released (an index run's other threads go on):
+       they touch only the buffers held above and the arrays allocated here. */
+    Py_BEGIN_ALLOW_THREADS
+    memset(last, 0xff, cells * sizeof(int32_t)); /* -1 */
     for (Py_ssize_t d = 0; d < docs; d++) { /* pass 1: documents per term */
         for (int64_t j = 0; j < lv[d]; j++, i++) {
             int32_t t = tv[i];
@@ -1300,6 +1303,7 @@ postings(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             }
         }
     }
+    Py_END_ALLOW_THREADS
     terms = PyByteArray_FromStringAndSize(NULL, pairs * 8);
     slots = PyByteArray_FromStringAndSize(NULL, pairs * 4);
     tf = PyByteArray_FromStringAndSize(NULL, pairs * 4);
@@ -1308,6 +1312,7 @@ postings(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     int64_t *to = (int64_t *)PyByteArray_AS_STRING(terms);
     int32_t *so = (int32_t *)PyByteArray_AS_STRING(slots);
     float *fo = (float *)PyByteArray_AS_STRING(tf);
+    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t t = 0; t < nt; t++) { /* each term's first place; its entries' term */
         int64_t df = at[t + 1];
         at[t + 1] = at[t] + df;
@@ -1331,6 +1336,7 @@ postings(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 fo[pos[t]] += 1.0f;
         }
     }
+    Py_END_ALLOW_THREADS
     res = PyTuple_Pack(3, terms, slots, tf);
 done:
     PyMem_Free(last);

@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -53,6 +53,33 @@ DENSE_BELOW = 768
 # BM25 contributions remembered per index (postings across terms): ~12 bytes each at most
 CONTRIB_CACHE = 2_000_000
 _controller: Any = None
+
+
+# Documents in one upsert from which their vectors are set (copied, normalised, quantized) on
+# a second thread while this one builds the postings, when the machine is otherwise idle: both
+# run mostly without the GIL (numpy, goclaw/retrieval/_vec.c and _accel.c's postings).
+SIDE_AT = 20_000
+
+
+class _Side:
+    """``fn(*args)`` on another thread; :meth:`join` waits for it and raises what it raised."""
+
+    def __init__(self, fn: Callable[..., None], *args: Any) -> None:
+        self._error: BaseException | None = None
+
+        def run() -> None:
+            try:
+                fn(*args)
+            except BaseException as exc:  # handed to the caller's thread by join
+                self._error = exc
+
+        self._thread = threading.Thread(target=run, name="goclaw-index-vectors")
+        self._thread.start()
+
+    def join(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
 
 
 def _machine_idle() -> bool:
@@ -355,19 +382,29 @@ class SearchIndex:
                         dtype=np.int64,
                         count=int(lens.sum()),
                     )
-        self.fwd.append(tids, lens)
-        self.psk.append([d.sketch for d in docs])
-        if len(tids):
-            self._segments.append(_postings(tids, lens, first, len(self.vocab)))
-            self._merged.clear()
-            if len(self._segments) > 8:
-                self._consolidate()
+        side = None
         if self.dim:
             with_vec = [(i, d.vector) for i, d in enumerate(docs) if d.vector is not None]
-            if with_vec:
-                self._set_new_vectors(first, end, with_vec)
-                self._quantize(first, end)
+            if with_vec and count >= SIDE_AT and _machine_idle():
+                side = _Side(self._set_vectors, first, end, with_vec)  # beside the postings
+            elif with_vec:
+                self._set_vectors(first, end, with_vec)
+        try:
+            self.fwd.append(tids, lens)
+            self.psk.append([d.sketch for d in docs])
+            if len(tids):
+                self._segments.append(_postings(tids, lens, first, len(self.vocab)))
+                self._merged.clear()
+                if len(self._segments) > 8:
+                    self._consolidate()
+        finally:
+            if side is not None:
+                side.join()  # raises what setting the vectors raised
         self._norm = None
+
+    def _set_vectors(self, first: int, end: int, with_vec: list[tuple[int, Any]]) -> None:
+        self._set_new_vectors(first, end, with_vec)
+        self._quantize(first, end)
 
     def _path_code(self, path: str) -> int:
         code = self._path_codes.get(path)
