@@ -86,14 +86,54 @@ def cache_lookup(
         else:
             cursor = reader.cursor()
         stack.callback(cursor.close)
-        for i in range(0, len(hashes), LOOKUP_CHUNK):
-            part = hashes[i : i + LOOKUP_CHUNK]
-            sql = (
-                "SELECT chunk_hash, embedding FROM embedding_cache WHERE provider = ? AND model = ? "
-                f"AND dim = ? AND chunk_hash IN ({marks(len(part))}) AND embedding IS NOT NULL"
-            )
-            out.update(cursor.execute(sql, (*space, *part)).fetchall())
+        step = _per_query(cursor.connection)
+        for i in range(0, len(hashes), step):
+            out.update(_packed(cursor, space, hashes[i : i + step]))
     return out
+
+
+def _per_query(conn: sqlite3.Connection) -> int:
+    """Hashes per look-up: :data:`PACKED_CHUNK`, or fewer where SQLite takes fewer parameters
+    (3.32 and later take 32,766); :data:`LOOKUP_CHUNK` where the limit cannot be read. Each
+    query gives the GIL up and takes it back once; while the index run's other threads hold
+    it, taking it back can wait a switch interval (5 ms), so a 100,000-chunk run makes ~20
+    queries, not 200."""
+    try:
+        limit = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    except (AttributeError, sqlite3.Error):  # Python < 3.11
+        return LOOKUP_CHUNK
+    return max(1, min(PACKED_CHUNK, limit - 3))  # 3: provider, model, dim
+
+
+PACKED_CHUNK = 8_000
+_WHERE = "FROM embedding_cache WHERE provider = ? AND model = ? AND dim = ? AND chunk_hash IN ({}) "
+_PACKED = (
+    "SELECT group_concat(chunk_hash, ','), CAST(group_concat(embedding, '') AS BLOB), "
+    "group_concat(length(embedding), ',') " + _WHERE + "AND embedding IS NOT NULL"
+)
+_ROWS = "SELECT chunk_hash, embedding " + _WHERE + "AND embedding IS NOT NULL"
+
+
+def _packed(cursor: sqlite3.Cursor, space: Space, part: Sequence[str]) -> list[tuple[str, bytes]]:
+    """The cached ``(hash, float32 bytes)`` of ``part`` in one result row: the hashes, the
+    vectors' bytes end to end and their lengths, each joined by SQLite (one row: the driver
+    gives the GIL up and takes it back once, not once a row, which with the index run's other
+    threads waiting for it cost ~1 s of a 100,000-chunk run). Read row by row when what came
+    back does not add up (a hash holding a comma)."""
+    marked = marks(len(part))
+    hashes, blob, lengths = cursor.execute(_PACKED.format(marked), (*space, *part)).fetchone()
+    if hashes is None:
+        return []
+    keys = hashes.split(",")
+    sizes = [int(n) for n in lengths.split(",")]
+    if len(keys) == len(sizes) and sum(sizes) == len(blob):
+        out = []
+        at = 0
+        for key, size in zip(keys, sizes, strict=True):
+            out.append((key, blob[at : at + size]))
+            at += size
+        return out
+    return cursor.execute(_ROWS.format(marked), (*space, *part)).fetchall()  # type: ignore[no-any-return]
 
 
 @contextlib.contextmanager
