@@ -16,8 +16,9 @@ embedder, which fills the embedding cache. Then, per round, on the same data:
 * **goclaw write path** (like for like with LanceDB, which is handed the chunks and vectors):
   in a fresh process the files are read, chunked and their vectors looked up first, untimed;
   timed: tokenizing, the SQLite rows (documents and chunks, one durable transaction per batch
-  as in a real run) and the in-memory search index with its save, with the garbage collector
-  paused as ``MemoryIndexer.index`` pauses it;
+  as in a real run, a large run without WAL checkpoints as ``MemoryIndexer.index`` does) and
+  the in-memory search index with its save, with the garbage collector paused as
+  ``MemoryIndexer.index`` pauses it;
 * **baseline** (``--baseline PYTHON``): both, with another checkout's interpreter (its
   editable install), e.g. the code before a change, in the same run;
 * **LanceDB**: ``create_table`` with goclaw's chunks and vectors + ``create_fts_index`` (the
@@ -108,6 +109,13 @@ else:  # "write": the chunks and their vectors are ready; time what LanceDB is t
         from goclaw_memory.indexer import paused_gc
     except ImportError:
         from contextlib import nullcontext as paused_gc
+    try:  # a large run commits without WAL checkpoints and checkpoints once after (bulk_wal)
+        from goclaw_memory import bulk_wal
+        from goclaw_memory.index_scan import estimated_chunks
+        bulk = bulk_wal.database_path(eng) is not None and estimated_chunks(pending) >= bulk_wal.BULK
+    except ImportError:  # older checkouts
+        bulk_wal, bulk = None, False
+    indexer._bulk = bulk
     cpu0 = time.process_time()
     t0 = time.perf_counter()
     with paused_gc():
@@ -117,6 +125,9 @@ else:  # "write": the chunks and their vectors are ready; time what LanceDB is t
         else:  # older checkouts: tokenizing, the SQLite rows (one transaction a batch)
             for batch, vectors in prepared:
                 indexer._write_each(agent.id, batch, vectors, space, report)
+        if bulk:
+            indexer._bulk = False
+            bulk_wal.checkpoint_later(eng)
         svc.backend.apply_changes(indexer._changes.freeze())  # the search index and its save
     wall = time.perf_counter() - t0
     cpu = time.process_time() - cpu0
