@@ -83,7 +83,10 @@ def _run(ws: Path, monkeypatch: pytest.MonkeyPatch, bulk: int, go: threading.Eve
     connection checkpointing at each commit otherwise; the log's frames before the background
     checkpoint, which is checked to copy the whole log once let go."""
     from goclaw.engine import Engine
+    from goclaw_memory import write_behind
 
+    # one thread: a reader reading ahead meanwhile can keep a checkpoint from restarting the log
+    monkeypatch.setattr(write_behind, "spare_core", lambda *_own: False)
     ws.mkdir()
     with Engine.open(ws) as eng:
         eng, _root, db = _engine(lambda: eng, monkeypatch, bulk)
@@ -115,9 +118,30 @@ def test_the_pool_gets_its_checkpoint_setting_back(
     conns = [eng.db.engine.connect() for _ in range(5)]  # the pool's connections, at once
     try:
         assert [c.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() for c in conns] == [1000] * 5
+        assert [c.exec_driver_sql("PRAGMA cache_size").scalar() for c in conns] == [-2000] * 5
     finally:
         for c in conns:
             c.close()
+
+
+def test_a_bulk_runs_transactions_have_a_large_page_cache(
+    make_engine: Any, monkeypatch: pytest.MonkeyPatch, sqlite_only: None
+) -> None:
+    """The run's pages stay in the log until the checkpoint after it: its transactions keep
+    them in a 64 MB page cache instead of reading them back from the log."""
+    from goclaw_memory import bulk_wal, indexer
+
+    eng, _root, _db = _engine(make_engine, monkeypatch, 1)
+    seen: list[int] = []
+    real = indexer.replace_documents
+
+    def spy(session: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(session.connection().exec_driver_sql("PRAGMA cache_size").scalar())
+        return real(session, *args, **kwargs)
+
+    monkeypatch.setattr(indexer, "replace_documents", spy)
+    eng.memory.index("ada")
+    assert seen and set(seen) == {bulk_wal.BULK_CACHE_KIB}
 
 
 KILLED = textwrap.dedent(

@@ -121,7 +121,9 @@ def _packed(cursor: sqlite3.Cursor, space: Space, part: Sequence[str]) -> list[t
     threads waiting for it cost ~1 s of a 100,000-chunk run). Read row by row when what came
     back does not add up (a hash holding a comma)."""
     marked = marks(len(part))
-    hashes, blob, lengths = cursor.execute(_PACKED.format(marked), (*space, *part)).fetchone()
+    # fetchall: the statement runs to its end, so the read transaction ends here (one left
+    # open would keep the write-ahead log from being checkpointed meanwhile)
+    ((hashes, blob, lengths),) = cursor.execute(_PACKED.format(marked), (*space, *part)).fetchall()
     if hashes is None:
         return []
     keys = hashes.split(",")
