@@ -35,14 +35,10 @@ def _texts(seed: int, n: int) -> list[str]:
     return out
 
 
-def test_other_threads_run_during_a_batch() -> None:
-    """With every piece cached the whole split is the first pass. A thread that sleeps 1 ms
-    at a time wakes up and counts many times during it; while a call holds the GIL that
-    thread cannot wake up (at most once or twice around the call)."""
-    line = "word{} TCK-{} plain text here"
-    texts = [" ".join(line.format(i % 500, i % 300) for _ in range(20)) for i in range(30_000)]
-    tok = Tokenizer()
-    tok.batch(texts[:1_000])  # every piece is cached from here on
+def _count_during(call: Any) -> tuple[Any, int, float]:
+    """``call()``'s result, how many times a thread sleeping 1 ms at a time woke up and counted
+    during it (it needs the GIL to count: a call holding the GIL throughout leaves it at most
+    once or twice around the call), and how long the call took."""
     count = [0]
     stop = threading.Event()
 
@@ -56,12 +52,23 @@ def test_other_threads_run_during_a_batch() -> None:
     try:
         started = time.perf_counter()
         before = count[0]
-        _gids, _counts, lex = tok._table.batch(texts)  # the C call alone: no Python in between
-        during = count[0] - before
-        took = time.perf_counter() - started
+        out = call()
+        return out, count[0] - before, time.perf_counter() - started
     finally:
         stop.set()
         thread.join()
+
+
+def test_other_threads_run_during_a_batch() -> None:
+    """With every piece cached the whole split is the first pass. A thread that sleeps 1 ms
+    at a time wakes up and counts many times during it; while a call holds the GIL that
+    thread cannot wake up (at most once or twice around the call)."""
+    line = "word{} TCK-{} plain text here"
+    texts = [" ".join(line.format(i % 500, i % 300) for _ in range(20)) for i in range(30_000)]
+    tok = Tokenizer()
+    tok.batch(texts[:1_000])  # every piece is cached from here on
+    # the C call alone: no Python in between
+    (_gids, _counts, lex), during, took = _count_during(lambda: tok._table.batch(texts))
     assert took > 0.05  # long enough to count in
     assert during >= 5, (during, took)
     pure = Tokenizer(compiled=False)
@@ -161,25 +168,8 @@ def test_other_threads_run_during_the_postings_count() -> None:
     rng = np.random.default_rng(3)
     lens = np.full(400_000, 40, dtype=np.int64)
     tids = rng.integers(0, 300_000, size=int(lens.sum()), dtype=np.int32)
-    count = [0]
-    stop = threading.Event()
-
-    def counter() -> None:
-        while not stop.is_set():
-            time.sleep(0.001)
-            count[0] += 1
-
-    thread = threading.Thread(target=counter)
-    thread.start()
-    try:
-        started = time.perf_counter()
-        before = count[0]
-        _terms, _slots, tf = tokenize.accel.postings(tids, lens, 0, 300_000)  # type: ignore[union-attr]
-        during = count[0] - before
-        took = time.perf_counter() - started
-    finally:
-        stop.set()
-        thread.join()
+    accel: Any = tokenize.accel
+    (_terms, _slots, tf), during, took = _count_during(lambda: accel.postings(tids, lens, 0, 300_000))
     assert took > 0.05
     assert during >= 5, (during, took)
     assert np.frombuffer(tf, dtype=np.float32).sum() == len(tids)  # every occurrence counted

@@ -430,48 +430,80 @@ piece_gids(TermTable *t, const unsigned char *p, size_t n, Ids *out)
     return 0;
 }
 
+/* The pieces of an ASCII text one after another, each lower-cased into `buf` (grown for a long
+   piece with PyMem_Raw*: usable with the GIL released). Kept where it was made: `buf` may
+   point into `small`. */
+typedef struct {
+    const unsigned char *s;
+    Py_ssize_t n, i;
+    unsigned char *buf;
+    size_t cap;
+    unsigned char small[MAX_KEY];
+} Pieces;
+
+static void
+pieces_init(Pieces *p, PyObject *text)
+{
+    p->s = PyUnicode_1BYTE_DATA(text);
+    p->n = PyUnicode_GET_LENGTH(text);
+    p->i = 0;
+    p->buf = p->small;
+    p->cap = sizeof(p->small);
+}
+
+/* The next piece's length (its bytes in p->buf), 0 at the end, -1 out of memory (no
+   exception set: the caller may not hold the GIL). */
+static Py_ssize_t
+pieces_next(Pieces *p)
+{
+    const unsigned char *s = p->s;
+    Py_ssize_t n = p->n, i = p->i;
+    while (i < n && LOWER[s[i]] == ' ')
+        i++;
+    size_t len = 0;
+    while (i < n && LOWER[s[i]] != ' ') {
+        if (len == p->cap) {
+            unsigned char *nbuf = PyMem_RawMalloc(p->cap * 2);
+            if (nbuf == NULL)
+                return -1;
+            memcpy(nbuf, p->buf, len);
+            if (p->buf != p->small)
+                PyMem_RawFree(p->buf);
+            p->buf = nbuf;
+            p->cap *= 2;
+        }
+        p->buf[len++] = LOWER[s[i++]];
+    }
+    p->i = i;
+    return (Py_ssize_t)len;
+}
+
+static void
+pieces_free(Pieces *p)
+{
+    if (p->buf != p->small)
+        PyMem_RawFree(p->buf);
+}
+
 /* Append the gids of an ASCII text. */
 static int
 ascii_gids(TermTable *t, PyObject *text, Ids *out)
 {
-    const unsigned char *s = PyUnicode_1BYTE_DATA(text);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    unsigned char small[MAX_KEY];
-    unsigned char *buf = small;
-    size_t cap = sizeof(small);
-    Py_ssize_t i = 0;
+    Pieces ps;
+    pieces_init(&ps, text);
+    Py_ssize_t len;
     int rc = 0;
-    while (i < n) {
-        while (i < n && LOWER[s[i]] == ' ')
-            i++;
-        if (i >= n)
-            break;
-        size_t len = 0;
-        while (i < n && LOWER[s[i]] != ' ') {
-            if (len == cap) {
-                size_t ncap = cap * 2;
-                unsigned char *nbuf = PyMem_Malloc(ncap);
-                if (nbuf == NULL) {
-                    PyErr_NoMemory();
-                    rc = -1;
-                    goto done;
-                }
-                memcpy(nbuf, buf, len);
-                if (buf != small)
-                    PyMem_Free(buf);
-                buf = nbuf;
-                cap = ncap;
-            }
-            buf[len++] = LOWER[s[i++]];
-        }
-        if (piece_gids(t, buf, len, out) < 0) {
+    while ((len = pieces_next(&ps)) > 0) {
+        if (piece_gids(t, ps.buf, (size_t)len, out) < 0) {
             rc = -1;
-            goto done;
+            break;
         }
     }
-done:
-    if (buf != small)
-        PyMem_Free(buf);
+    if (len < 0) {
+        PyErr_NoMemory();
+        rc = -1;
+    }
+    pieces_free(&ps);
     return rc;
 }
 
@@ -729,64 +761,40 @@ pass_hole(Pass *p, Py_ssize_t text, const unsigned char *piece, size_t len)
 static int
 first_pass(TermTable *t, PyObject **items, Py_ssize_t n, Pass *p)
 {
-    unsigned char small[MAX_KEY];
-    unsigned char *buf = small;
-    size_t cap = sizeof(small);
-    int rc = 0;
-    for (Py_ssize_t k = 0; k < n && rc == 0; k++) {
+    for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *text = items[k];
         if (!PyUnicode_IS_ASCII(text)) {
-            rc = pass_hole(p, k, NULL, SIZE_MAX);
+            if (pass_hole(p, k, NULL, SIZE_MAX) < 0)
+                return -1;
             p->end[k] = p->n;
             continue;
         }
-        const unsigned char *s = PyUnicode_1BYTE_DATA(text);
-        Py_ssize_t len_s = PyUnicode_GET_LENGTH(text), i = 0;
-        while (i < len_s) {
-            while (i < len_s && LOWER[s[i]] == ' ')
-                i++;
-            if (i >= len_s)
-                break;
-            size_t len = 0;
-            while (i < len_s && LOWER[s[i]] != ' ') {
-                if (len == cap) {
-                    size_t ncap = cap * 2;
-                    unsigned char *nbuf = PyMem_RawMalloc(ncap);
-                    if (nbuf == NULL) {
-                        rc = -1;
-                        goto done;
-                    }
-                    memcpy(nbuf, buf, len);
-                    if (buf != small)
-                        PyMem_RawFree(buf);
-                    buf = nbuf;
-                    cap = ncap;
-                }
-                buf[len++] = LOWER[s[i++]];
-            }
-            Entry *e = map_find(&t->pieces, buf, len, hash_bytes(buf, len));
+        Pieces ps;
+        pieces_init(&ps, text);
+        Py_ssize_t len;
+        while ((len = pieces_next(&ps)) > 0) {
+            Entry *e = map_find(&t->pieces, ps.buf, (size_t)len, hash_bytes(ps.buf, (size_t)len));
             if (e == NULL) {
-                if (pass_hole(p, k, buf, len) < 0) {
-                    rc = -1;
-                    goto done;
+                if (pass_hole(p, k, ps.buf, (size_t)len) < 0)
+                    len = -1;
+            }
+            else if (e->n) {
+                if (raw_grow((void **)&p->gids, &p->cap, p->n + e->n, sizeof(int32_t)) < 0)
+                    len = -1;
+                else {
+                    memcpy(p->gids + p->n, VALS_OF(&t->pieces, e), e->n * sizeof(int32_t));
+                    p->n += e->n;
                 }
-                continue;
             }
-            if (!e->n)
-                continue;
-            if (raw_grow((void **)&p->gids, &p->cap, p->n + e->n, sizeof(int32_t)) < 0) {
-                rc = -1;
-                goto done;
-            }
-            memcpy(p->gids + p->n, VALS_OF(&t->pieces, e), e->n * sizeof(int32_t));
-            p->n += e->n;
+            if (len < 0)
+                break;
         }
+        pieces_free(&ps);
+        if (len < 0)
+            return -1;
         p->end[k] = p->n;
     }
-done:
-    if (buf != small)
-        PyMem_RawFree(buf);
-    return rc;
+    return 0;
 }
 
 /* batch(texts: list[str]) -> (gids: bytes (int32), counts: bytes (int64), lex: list[str])

@@ -139,13 +139,7 @@ def build_hits(chunks: Sequence[ScoredChunk], rows: Mapping[int, ChunkRow], limi
         current = best.get(key)
         if current is not None and (current.user_id or not user):
             continue  # only a user's copy replaces an agent-level one (in its place)
-        lexical, vector = c.lexical, c.vector
-        if lexical is not None and vector is not None:
-            channels = {"lexical": lexical, "vector": vector}
-        elif lexical is not None:
-            channels = {"lexical": lexical}
-        else:
-            channels = {} if vector is None else {"vector": vector}
+        channels = _channels(c.lexical, c.vector)
         if type(row) is LazyRow:  # the text read only if something reads the snippet
             d = row.__dict__
             scope = "user" if user else "agent"
@@ -198,13 +192,7 @@ def block_hits(chunks: Sequence[ScoredChunk], block: RowBlock) -> list[MemoryHit
         current = best.get(key)
         if current is not None and (current.user_id or not user):
             continue  # only a user's copy replaces an agent-level one (in its place)
-        lexical, vector = c.lexical, c.vector
-        if lexical is not None and vector is not None:
-            channels = {"lexical": lexical, "vector": vector}
-        elif lexical is not None:
-            channels = {"lexical": lexical}
-        else:
-            channels = {} if vector is None else {"vector": vector}
+        channels = _channels(c.lexical, c.vector)
         scope = "user" if user else "agent"
         best[key] = LazyHit(
             path, start, end, c.score, scope, None, "document", user, c.id, channels, "", t, texts
@@ -214,3 +202,13 @@ def block_hits(chunks: Sequence[ScoredChunk], block: RowBlock) -> list[MemoryHit
 
 def _rank(h: MemoryHit) -> tuple[float, str, int]:
     return (-h.score, h.path, h.start_line)
+
+
+def _channels(lexical: float | None, vector: float | None) -> dict[str, float]:
+    """A hit's per-channel scores (a channel that did not score it is left out)."""
+    out = {}
+    if lexical is not None:
+        out["lexical"] = lexical
+    if vector is not None:
+        out["vector"] = vector
+    return out

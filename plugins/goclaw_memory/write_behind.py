@@ -142,8 +142,7 @@ class WriteBehind(Generic[T]):
                 self._todo.task_done()
 
     def _spare_core(self) -> bool:
-        own = own_running()
-        return spare_core(own if own is not None else 2 if self._busy else 1)
+        return spare_core(own_running() or (2 if self._busy else 1))
 
     def _close(self) -> None:
         if self._thread.is_alive():
