@@ -3,6 +3,7 @@ forget erases must never be written back to disk by a save that was already unde
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -54,3 +55,64 @@ def test_a_save_after_the_next_load_is_written(eng: Any) -> None:
     assert path is not None and not path.exists()
     assert eng.memory.search("harbour ferry", "ada")
     assert backend.save(agent_id) == path and path.exists()
+
+
+def _agent(eng: Any, name: str, agent_id: str, note: str) -> str:
+    """Agent ``name`` with the id ``agent_id`` (ids come from a database, not only from
+    ``agents.create``) and one indexed note; returns the id."""
+    from goclaw.store.models import Agent
+
+    with eng.db.write() as session:
+        session.add(Agent(id=agent_id, tenant_id=eng.settings.tenant_id, name=name))
+    write(Path(eng.agent_dir(eng.agents.get(name))), "MEMORY.md", note)
+    eng.memory.index(name)
+    return agent_id
+
+
+def test_agent_ids_that_clean_to_one_file_name_keep_their_own_saved_index(make_engine: Any) -> None:
+    """``<agent>.idx`` was the id with every other character than letters, digits, '-' and '_'
+    made '_': agents "a.b" and "a_b" shared one file, each overwriting or loading the other's.
+    An id that needed cleaning now gets a hash of itself in the name; a plain one keeps it."""
+    eng = make_engine()
+    dotted = _agent(eng, "dotted", "a.b", "Dotted: the kestrel quarry opens on Mondays.\n")
+    plain = _agent(eng, "plain", "a_b", "Plain: the heron wharf closes on Fridays.\n")
+    backend = eng.memory.backend
+    paths = {aid: backend._snapshot(aid) for aid in (dotted, plain)}
+    assert paths[plain] is not None and paths[plain].name == "a_b.idx"  # unchanged: still loads
+    assert paths[dotted] is not None and paths[dotted] != paths[plain]
+    assert all(p is not None and p.exists() for p in paths.values())
+    eng.close()
+    again = make_engine()  # a new process: each agent loads its own saved index
+    for name, query in (("dotted", "kestrel quarry"), ("plain", "heron wharf")):
+        hits = again.memory.search(query, name)
+        assert hits and {h.snippet.split(":")[0].lower() for h in hits} == {name}, hits
+    assert again.memory.backend.loads == 0  # loaded, neither rebuilt from the table
+
+
+def test_a_saved_index_of_another_agent_is_not_loaded(make_engine: Any) -> None:
+    """A saved index records whose it is: one found at another agent's path (two names one file
+    on a case-insensitive disk, a folder copied by hand) is rebuilt, not searched, even when
+    the version tokens agree (agents whose rows carry none)."""
+    from sqlalchemy import text
+
+    from goclaw_memory.sqlite_backend import VERSION_WORKER
+
+    eng = make_engine()
+    ada = _agent(eng, "ada", "ada", "Ada's secret: the zebulon vault opens at dawn.\n")
+    bob = _agent(eng, "bob", "bob", "Bob's note: the zebulon ferry is late.\n")
+    backend = eng.memory.backend
+    ada_path, bob_path = backend._snapshot(ada), backend._snapshot(bob)
+    assert ada_path is not None and bob_path is not None and backend.save(ada) == ada_path
+    shutil.rmtree(bob_path, ignore_errors=True)
+    shutil.copytree(ada_path, bob_path)
+    with eng.db.engine.begin() as conn:  # bob's token made ada's: only the file tells them apart
+        conn.execute(
+            text(
+                "UPDATE worker_state SET value = (SELECT value FROM worker_state WHERE worker = :w "
+                "AND scope = :a) WHERE worker = :w AND scope = :b"
+            ),
+            {"w": VERSION_WORKER, "a": ada, "b": bob},
+        )
+    backend._states.clear()  # as a new process
+    hits = eng.memory.search("zebulon", "bob")
+    assert [h.snippet for h in hits] == ["Bob's note: the zebulon ferry is late."], hits

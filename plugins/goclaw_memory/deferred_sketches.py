@@ -89,7 +89,7 @@ def save_copy(backend: SQLiteSearchBackend, agent_id: str, st: _State) -> Path |
     with st.lock:
         if not _current(backend, agent_id, st) or st.deferred:
             return None
-        backend._stamp(st)
+        backend._stamp(agent_id, st)
         copied, unsaved = snapshot(st.index), st.unsaved
     staging = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.staging")
     # Its own name: the copy moved aside is deleted after the lock is released, and a save of

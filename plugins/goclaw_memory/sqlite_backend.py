@@ -53,6 +53,7 @@ from goclaw_memory.search_rows import (
     scored_chunks,
     shown,
 )
+from goclaw_memory.snapshot_files import snapshot_name
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine
@@ -225,8 +226,7 @@ class SQLiteSearchBackend(SearchBackend):
     def _snapshot(self, agent_id: str) -> Path | None:
         if self.snapshot_dir is None:
             return None
-        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in agent_id)
-        return self.snapshot_dir / f"{safe}.idx"
+        return self.snapshot_dir / f"{snapshot_name(agent_id)}.idx"
 
     def _state(self, agent_id: str, space: Space | None) -> _State:
         token = self._token(agent_id)
@@ -262,6 +262,12 @@ class SQLiteSearchBackend(SearchBackend):
         except Exception as exc:  # a damaged or old file: rebuild from the table
             level = logging.INFO if "unsupported index format" in str(exc) else logging.WARNING
             log.log(level, "memory index %s unreadable (%s); rebuilding it", path, exc)
+            return None
+        owner = idx.meta.get("agent")  # None: saved before indexes recorded their agent
+        if owner is not None and owner != agent_id:
+            # another agent's (two ids one file name on a case-insensitive disk, a folder
+            # copied by hand): its chunks are not this agent's, even where the tokens agree
+            log.info("memory index %s belongs to agent %r, not %r; rebuilding it", path, owner, agent_id)
             return None
         saved = idx.meta.get("space")
         if idx.meta.get("tokenizer") != self.tokenizer.version or (
@@ -419,7 +425,7 @@ class SQLiteSearchBackend(SearchBackend):
                 return None
             if st.deferred:
                 return None  # saved by the last sketch job, once the sketches are in
-            self._stamp(st)
+            self._stamp(agent_id, st)
             try:
                 st.index.save(path)
             except OSError as exc:  # a read-only folder only costs the next start-up time
@@ -435,8 +441,8 @@ class SQLiteSearchBackend(SearchBackend):
 
         return save_copy(self, agent_id, st)
 
-    def _stamp(self, st: _State) -> None:
-        st.index.meta.update(token=st.token, space=list(st.space) if st.space else None)
+    def _stamp(self, agent_id: str, st: _State) -> None:
+        st.index.meta.update(agent=agent_id, token=st.token, space=list(st.space) if st.space else None)
         st.index.meta["tokenizer"] = self.tokenizer.version
 
     def _save_error(self, path: Path, exc: OSError) -> None:
