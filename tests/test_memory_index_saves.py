@@ -116,3 +116,41 @@ def test_a_saved_index_of_another_agent_is_not_loaded(make_engine: Any) -> None:
     backend._states.clear()  # as a new process
     hits = eng.memory.search("zebulon", "bob")
     assert [h.snippet for h in hits] == ["Bob's note: the zebulon ferry is late."], hits
+
+
+@pytest.mark.parametrize("how", ["save", "save_copy"])
+def test_a_save_whose_folder_an_invalidate_deletes_is_dropped_without_a_back_off(
+    eng: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, how: str
+) -> None:
+    """``invalidate(None)`` drops the loaded indexes, then deletes the whole folder. A state made
+    in between (a search or an index run loading the agent afresh) is not dropped, and its save
+    failed when the folder went under it: that was taken for an unwritable disk, a warning and
+    no save for RETRY_SAVE seconds. Now only that save is dropped."""
+    import logging
+
+    from goclaw.retrieval import persist
+    from goclaw_memory.deferred_sketches import save_copy
+
+    backend = eng.memory.backend
+    agent_id = eng.agents.get("ada").id
+    path = backend._snapshot(agent_id)
+    st = backend._states[agent_id]
+    real = persist.tempfile.mkdtemp
+    raced: list[bool] = []
+
+    def mkdtemp(*args: Any, **kwargs: Any) -> str:
+        made = real(*args, **kwargs)
+        if not raced:  # the save has begun writing: invalidate(None) runs now, and the state
+            raced.append(True)  # is one made after it dropped the loaded ones
+            backend._states.pop(agent_id)
+            backend.invalidate(None)
+            backend._states[agent_id] = st
+        return made
+
+    monkeypatch.setattr(persist.tempfile, "mkdtemp", mkdtemp)
+    with caplog.at_level(logging.INFO, logger="goclaw_memory"):
+        got = backend.save(agent_id) if how == "save" else save_copy(backend, agent_id, st)
+    assert raced and got is None and not backend._unsaveable
+    assert not [r for r in caplog.records if "could not save" in r.getMessage()]
+    monkeypatch.undo()
+    assert backend.save(agent_id) == path and path is not None and path.exists()  # saves go on

@@ -90,7 +90,7 @@ def save_copy(backend: SQLiteSearchBackend, agent_id: str, st: _State) -> Path |
         if not _current(backend, agent_id, st) or st.deferred:
             return None
         backend._stamp(agent_id, st)
-        copied, unsaved = snapshot(st.index), st.unsaved
+        copied, unsaved, seen = snapshot(st.index), st.unsaved, backend.invalidations
     staging = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.staging")
     # Its own name: the copy moved aside is deleted after the lock is released, and a save of
     # this index meanwhile (SearchIndex.save: "<name>.<pid>.old") must not find that folder
@@ -107,9 +107,9 @@ def save_copy(backend: SQLiteSearchBackend, agent_id: str, st: _State) -> Path |
             st.unsaved = max(0, st.unsaved - unsaved)
     except OSError as exc:
         if _current(backend, agent_id, st):
-            backend._save_error(path, exc)
+            backend._save_error(path, exc, seen)
         # else a forget deleted the folder being written: that save only is dropped (its state
-        # was dropped too), later ones go on
+        # was dropped too), later ones go on; _save_error drops it too after any invalidation
         return None
     finally:  # also when the second rename failed: the index moved aside must not outlive it
         shutil.rmtree(staging, ignore_errors=True)

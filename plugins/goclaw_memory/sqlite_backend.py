@@ -164,6 +164,9 @@ class SQLiteSearchBackend(SearchBackend):
         self.snapshot_dir = Path(self._db_path + ".index") if self._db_path else None
         self._no_save_until = 0.0  # a save failed: in memory only until then
         self._save_failed = False  # warned once; later failures are logged at info
+        # Calls of invalidate so far: a save that fails after one began was cut short by its
+        # deletions (its folder went), not by the disk; that save only is dropped, no back-off.
+        self.invalidations = 0
         from goclaw_memory.deferred_sketches import SketchJobs
 
         self.sketch_jobs = SketchJobs(self)  # a large run's passage sketches, after it returns
@@ -426,10 +429,11 @@ class SQLiteSearchBackend(SearchBackend):
             if st.deferred:
                 return None  # saved by the last sketch job, once the sketches are in
             self._stamp(agent_id, st)
+            seen = self.invalidations
             try:
                 st.index.save(path)
             except OSError as exc:  # a read-only folder only costs the next start-up time
-                self._save_error(path, exc)
+                self._save_error(path, exc, seen)
                 return None
             st.unsaved = 0
         return path
@@ -445,8 +449,14 @@ class SQLiteSearchBackend(SearchBackend):
         st.index.meta.update(agent=agent_id, token=st.token, space=list(st.space) if st.space else None)
         st.index.meta["tokenizer"] = self.tokenizer.version
 
-    def _save_error(self, path: Path, exc: OSError) -> None:
-        """A read-only folder only costs the next start-up time: not again for a while."""
+    def _save_error(self, path: Path, exc: OSError, seen: int) -> None:
+        """A read-only folder only costs the next start-up time: not again for a while. Unless
+        an invalidation came since the save began (``seen``: :attr:`invalidations` then): it
+        deleted the folder being written (``invalidate(None)`` deletes every agent's, also
+        under a state made after it dropped the loaded ones), so only this save is dropped."""
+        if self.invalidations != seen:
+            log.debug("memory index save to %s cut short by an invalidation: %s", path, exc)
+            return
         self._no_save_until = time.monotonic() + RETRY_SAVE
         level = logging.INFO if self._save_failed else logging.WARNING
         self._save_failed = True
@@ -621,6 +631,7 @@ class SQLiteSearchBackend(SearchBackend):
         """Drop the agent's loaded index and its saved copy (its terms and user ids must not
         outlive a ``forget``); the next search rebuilds it from the table."""
         with self._lock:
+            self.invalidations += 1  # before any deletion: saves failing from now on know why
             if agent_id is None:
                 dropped = list(self._states.values())
                 self._states.clear()
