@@ -86,3 +86,44 @@ def test_a_forget_deletes_what_an_interrupted_save_left_and_it_is_never_loaded(m
     backend.invalidate(aid)
     assert [p.name for p in path.parent.iterdir()] == [bob.name]  # bob's index untouched
     assert SearchIndex.load(bob).n_alive
+
+
+def test_stale_leftovers_of_killed_saves_go_at_the_next_save_and_live_ones_stay(make_engine: Any) -> None:
+    """What a killed save left beside an index (the previous index moved aside, a temporary or
+    staging folder) stayed on disk until the agent was forgotten. A save now deletes, from the
+    whole folder, the leftovers older than an hour: never one a live save (here or in another
+    process of the workspace) is writing; the index itself and other files stay."""
+    import time
+
+    from goclaw_memory.snapshot_files import STALE
+
+    eng, backend, aid, path = _engine(make_engine)
+    bob = backend._snapshot(eng.agents.get("bob").id)
+    assert bob is not None
+    folder = path.parent
+    stale = [
+        *(
+            path.name + suffix
+            for suffix in (".4242.old", ".k3x9a_q1.tmp", ".4242.77.staging", ".4242.77.copy.old")
+        ),
+        bob.name + ".4244.old",
+        bob.name + ".4244.91.staging.abc123de.tmp",  # save_index's own folder inside a sketch save
+    ]
+    then = time.time() - STALE - 60
+    for name in stale:
+        shutil.copytree(path, folder / name)
+        os.utime(folder / name, (then, then))
+    live = path.name + ".5151.12.staging"  # another process's save under way: just written
+    shutil.copytree(path, folder / live)
+    (folder / "notes.txt").write_text("not a leftover\n", encoding="utf-8")
+    os.utime(folder / "notes.txt", (then, then))
+    eng.close()
+    later = make_engine()  # a new process: its first save clears the folder
+    assert later.memory.search("harbour ferry", "ada")
+    assert later.memory.backend.save(aid) == path
+    assert sorted(p.name for p in folder.iterdir()) == sorted([path.name, bob.name, live, "notes.txt"])
+    later.close()
+    shutil.rmtree(folder / live)
+    again = make_engine()  # the saved indexes load as they are
+    assert again.memory.search("harbour ferry", "ada") and again.memory.search("harbour ferry", "bob")
+    assert again.memory.backend.loads == 0

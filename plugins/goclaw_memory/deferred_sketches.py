@@ -91,6 +91,7 @@ def save_copy(backend: SQLiteSearchBackend, agent_id: str, st: _State) -> Path |
             return None
         backend._stamp(agent_id, st)
         copied, unsaved, seen = snapshot(st.index), st.unsaved, backend.invalidations
+    backend.sweep_leftovers()
     staging = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.staging")
     # Its own name: the copy moved aside is deleted after the lock is released, and a save of
     # this index meanwhile (SearchIndex.save: "<name>.<pid>.old") must not find that folder

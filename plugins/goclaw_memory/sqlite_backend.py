@@ -53,7 +53,7 @@ from goclaw_memory.search_rows import (
     scored_chunks,
     shown,
 )
-from goclaw_memory.snapshot_files import snapshot_name
+from goclaw_memory.snapshot_files import SWEEP_EVERY, remove_stale_leftovers, snapshot_name
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine
@@ -167,6 +167,7 @@ class SQLiteSearchBackend(SearchBackend):
         # Calls of invalidate so far: a save that fails after one began was cut short by its
         # deletions (its folder went), not by the disk; that save only is dropped, no back-off.
         self.invalidations = 0
+        self._swept = -SWEEP_EVERY  # time.monotonic() of the last sweep of stale leftovers
         from goclaw_memory.deferred_sketches import SketchJobs
 
         self.sketch_jobs = SketchJobs(self)  # a large run's passage sketches, after it returns
@@ -421,6 +422,7 @@ class SQLiteSearchBackend(SearchBackend):
         path = self._snapshot(agent_id)
         if st is None or path is None or self._unsaveable:
             return None
+        self.sweep_leftovers()
         with st.lock:
             if st.dropped:
                 # invalidated since it was fetched above: writing it would put what a forget
@@ -437,6 +439,20 @@ class SQLiteSearchBackend(SearchBackend):
                 return None
             st.unsaved = 0
         return path
+
+    def sweep_leftovers(self) -> None:
+        """Delete what killed saves left in the index folder (every agent's, once nothing can
+        be writing it: :func:`goclaw_memory.snapshot_files.remove_stale_leftovers`); before a
+        save writes, at most every :data:`SWEEP_EVERY` seconds (one folder listing)."""
+        now = time.monotonic()
+        if self.snapshot_dir is None or now - self._swept < SWEEP_EVERY:
+            return
+        self._swept = now
+        removed = remove_stale_leftovers(self.snapshot_dir)
+        if removed:
+            log.info(
+                "deleted %d leftover(s) of interrupted memory index saves in %s", removed, self.snapshot_dir
+            )
 
     def save_copy(self, agent_id: str, st: _State) -> Path | None:
         """:meth:`save` for a sketch job: the index copied under the lock, the copy written
