@@ -36,7 +36,8 @@ def test_items_come_in_order_read_on_the_reader_thread() -> None:
 
 def test_without_a_spare_core_the_caller_reads_in_order() -> None:
     where: list[tuple[int, bool]] = []
-    spare = iter([True, False, False, True, False, True])
+    # asked once a step: one per item and one more for the step that finds the end
+    spare = iter([True, False, False, True, False, True, False])
 
     def read(i: int) -> int:
         where.append((i, threading.current_thread() is threading.main_thread()))

@@ -40,9 +40,10 @@ from goclaw_memory.index_scan import (
     Pending,
     Progress,
     batches,
-    estimated_chunks,
+    changed,
+    estimate,
+    listing,
     printable_path,
-    scan,
 )
 from goclaw_memory.index_writes import (
     CHUNKS,
@@ -154,14 +155,14 @@ class MemoryIndexer:
             scopes = sorted({"", *user_ids(agent_dir), *self._indexed_users(agent.id)})
         embedder, space = self._space(embedder, report)
         existing = self._existing_docs(agent.id, scopes)
-        pending, seen = scan(agent_dir, scopes, existing, report)
-        # A large run on SQLite commits without WAL checkpoints and checkpoints once, after it
-        # (goclaw_memory.bulk_wal).
-        self._bulk = (
-            bulk_wal.database_path(self.engine) is not None and estimated_chunks(pending) >= bulk_wal.BULK
-        )
+        files = listing(agent_dir, scopes)
+        seen: set[tuple[str, str]] = set()
+        # Read as the run goes (on the reader thread, beside the tokenizing and the writes),
+        # not all before it: at 100,000 chunks reading 16,667 files took ~0.9 s before the
+        # first batch could start.
+        pending = self._bulk_when_large(changed(files, existing, report, seen))
         try:
-            self._write_pending(agent.id, pending, embedder, space, report, progress)
+            self._write_pending(agent.id, pending, embedder, space, report, progress, len(files))
         finally:
             if self._bulk:
                 self._bulk = False
@@ -197,14 +198,29 @@ class MemoryIndexer:
             return None, None
         return embedder, space
 
+    def _bulk_when_large(self, pending: Iterable[Pending]) -> Iterator[Pending]:
+        """``pending`` as it comes; once its files make :data:`goclaw_memory.bulk_wal.BULK`
+        chunks (estimated) on a SQLite file, the run's later transactions commit without WAL
+        checkpoints and it checkpoints once, after it (:mod:`goclaw_memory.bulk_wal`). The
+        transactions before stay small enough not to reach the automatic checkpoint."""
+        self._bulk = False
+        size = 0 if bulk_wal.database_path(self.engine) is not None else None
+        for p in pending:
+            if size is not None:
+                size += estimate(p)
+                if size >= bulk_wal.BULK:
+                    self._bulk, size = True, None
+            yield p
+
     def _write_pending(
         self,
         agent_id: str,
-        pending: Sequence[Pending],
+        pending: Iterable[Pending],
         embedder: EmbeddingProvider | None,
         space: Space | None,
         report: IndexReport,
         progress: Progress | None,
+        total: int,
     ) -> None:
         """Chunk, embed and write the changed files, a transaction per batch: batch N+1's
         chunks and vectors are read on one background thread while batch N is tokenized here
@@ -219,7 +235,7 @@ class MemoryIndexer:
             read = read_ahead(batches(pending), vectors)
             try:
                 ready = (self._ready(b, found) for b, found in read)
-                self._write_batches(agent_id, ready, space, report, progress, len(pending))
+                self._write_batches(agent_id, ready, space, report, progress, total)
             finally:
                 read.close()  # stopped early: the read under way ends before the run does
 
@@ -267,26 +283,27 @@ class MemoryIndexer:
         """Write each batch of ``ready`` in its transaction. Batch N is written on a background
         thread while ``ready`` makes batch N+1 (:class:`goclaw_memory.write_behind.WriteBehind`:
         the same transactions, in order, one thread writing): the database's work and the
-        disk's hide behind the chunking and tokenizing."""
+        disk's hide behind the chunking and tokenizing. ``progress`` counts the files of the
+        run's listing (``total``) up to the last one written (:attr:`Pending.done`), unchanged
+        ones included."""
         if progress:
             progress("index", 0, total)
-        done = 0
 
         def write(item: Batch) -> int:
             batch, vectors, terms = item
             self._write_each(agent_id, batch, vectors, space, report, terms)
-            return len(batch)
+            return batch[-1].done
+
+        def show(done: list[int]) -> None:
+            if progress and done:
+                progress("index", max(done), total)
 
         with WriteBehind(write) as writer:
             for item in ready:
-                for n in writer.submit(item):
-                    done += n
-                    if progress:
-                        progress("index", done, total)
-            for n in writer.finish():
-                done += n
-                if progress:
-                    progress("index", done, total)
+                show(writer.submit(item))
+            show(writer.finish())
+        if progress:
+            progress("index", total, total)  # the files after the last one written were unchanged
 
     def _analyze_after_load(self, report: IndexReport) -> None:
         if self.engine.db.backend == "postgresql" and report.chunks_written + report.reembedded >= 500:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 from typing import Generic, TypeVar
@@ -53,32 +53,33 @@ def spare_core(own: int | None = None) -> bool:
 
 def read_ahead(
     items: Iterable[T], read: Callable[[T], R], *, overlap: Callable[[], bool] | None = None
-) -> Iterator[tuple[T, R]]:
-    """``(item, read(item))`` for each item, in order, ``read`` of the next item running on a
-    background thread while the caller works on this one (when ``overlap()`` says a core is
-    spare; else in the caller's thread when it asks for that item). A failed ``read`` raises
-    where its item would have come. Stopping early (``close``, an exception in the caller)
-    waits for the read under way, drops the rest, and leaves no thread behind."""
+) -> Generator[tuple[T, R], None, None]:
+    """``(item, read(item))`` for each item, in order. While the caller works on one, the next
+    item is taken from ``items`` and read on a background thread (when ``overlap()`` says a
+    core is spare; else in the caller's thread when it asks for it), so ``items`` may itself
+    be slow to produce (files read as they are asked for). ``items`` is advanced by one thread
+    at a time, one step after the other. A failure (of ``read`` or of ``items``) raises where
+    its item would have come. Stopping early (``close``, an exception in the caller) waits for
+    the step under way, drops the rest, and leaves no thread behind."""
     if overlap is None:
         overlap = spare_core
+    source = iter(items)
+
+    def step() -> tuple[T, R] | None:
+        for item in source:
+            return item, read(item)
+        return None
+
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=READER_THREAD)
     try:
-        ahead: tuple[T, Future[R]] | None = None
-        for item in items:
-            if overlap():
-                nxt = (item, pool.submit(read, item))
-            else:
-                if ahead is not None:  # the one before first: the same order
-                    yield ahead[0], ahead[1].result()
-                    ahead = None
-                done: Future[R] = Future()
-                done.set_result(read(item))
-                nxt = (item, done)
-            if ahead is not None:
-                yield ahead[0], ahead[1].result()
-            ahead = nxt
-        if ahead is not None:
-            yield ahead[0], ahead[1].result()
+        ahead: Future[tuple[T, R] | None] | None = pool.submit(step) if overlap() else None
+        while True:
+            got = step() if ahead is None else ahead.result()
+            if got is None:
+                return
+            # The next step starts only now: the one before it has ended.
+            ahead = pool.submit(step) if overlap() else None
+            yield got
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
