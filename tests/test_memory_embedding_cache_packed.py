@@ -53,7 +53,7 @@ def test_packed_lookups_give_the_vectors_row_lookups_give(
     want = _rows(eng, space, asked)
     assert len(want) == 3_000 and f"{7:064x}" not in want
     assert {h: bytes(v) for h, v in got.items()} == want
-    assert got["00ff" * 16] == b"\x00,\n\r" * 8
+    assert bytes(got["00ff" * 16]) == b"\x00,\n\r" * 8
 
 
 def test_a_hash_holding_a_comma_is_read_row_by_row(make_engine: Any) -> None:
@@ -79,3 +79,27 @@ def test_hashes_per_query_follow_sqlites_parameter_limit() -> None:
     assert _per_query(conn) == 97  # never more than it takes
     conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 2_000)
     assert _per_query(conn) == 1_997
+
+
+def test_vectors_of_the_space_come_as_rows_of_one_array(make_engine: Any) -> None:
+    """No bytes object per vector: a query's vectors are read-only float32 rows over its one
+    packed buffer; one of another size stays bytes."""
+    eng = make_engine()
+    space = ("test", "m", 4)
+    cache_store(eng, {h: np.full(4, i, dtype=np.float32) for i, h in enumerate("abc")}, space)
+    with eng.db.engine.connect() as c:
+        got = dict(_packed(c.connection.cursor(), space, ["a", "b", "c"]))
+        with eng.db.engine.begin() as w:  # a stored vector of the wrong size for its space
+            w.exec_driver_sql(
+                "UPDATE embedding_cache SET embedding = ? WHERE chunk_hash = 'c'", (b"\x00" * 8,)
+            )
+        mixed = dict(_packed(c.connection.cursor(), space, ["a", "b", "c"]))
+    rows = [got[h] for h in "abc"]
+    assert all(isinstance(r, np.ndarray) and r.dtype == np.float32 and r.shape == (4,) for r in rows)
+    assert [r.tolist() for r in rows] == [[float(i)] * 4 for i in range(3)]
+    assert rows[0].base is rows[1].base is rows[2].base and not rows[0].flags.writeable
+    assert {h: bytes(v) for h, v in mixed.items()} == {
+        "a": np.zeros(4, dtype=np.float32).tobytes(),
+        "b": np.ones(4, dtype=np.float32).tobytes(),
+        "c": b"\x00" * 8,
+    }

@@ -84,3 +84,31 @@ def test_vectors_from_the_cache_reach_the_backend_as_arrays(make_engine: Any) ->
     assert all(isinstance(v, np.ndarray) and v.dtype == np.float32 and v.shape == (256,) for v in vectors)
     hits = eng.memory.search("where does the cat sleep", "ada", channel="vector")
     assert hits and hits[0].path == "memory/pets.md"
+
+
+def test_chunks_vectors_from_the_cache_are_written_as_cached(make_engine: Any) -> None:
+    """A second agent with the same text gets its vectors from the cache (rows of one array,
+    bound to SQL without a copy): each chunk row holds the cache's bytes for its hash."""
+    eng = make_engine()
+    for name in ("ada", "bob"):
+        eng.agents.create(name)
+        root = Path(eng.agent_dir(eng.agents.get(name)))
+        for i in range(30):
+            write(root, f"memory/n{i}.md", f"Note {i}: the ferry leaves pier {i} at {i % 12} o'clock.\n")
+    assert eng.memory.index("ada").chunks_embedded == 30
+    report = eng.memory.index("bob")
+    assert report.chunks_embedded == 0 and report.cache_hits == 30
+    with eng.db.engine.connect() as c:
+        rows = c.execute(
+            text(
+                "SELECT c.embedding, e.embedding FROM memory_chunks c JOIN agents a ON a.id = c.agent_id "
+                "JOIN embedding_cache e ON e.chunk_hash = c.chunk_hash AND e.model = c.embedding_model "
+                "WHERE a.name = 'bob'"
+            )
+        ).all()
+    assert len(rows) == 30
+    from goclaw_memory.index_writes import as_float32
+
+    assert all(as_float32(a).tolist() == as_float32(b).tolist() and as_float32(a).size for a, b in rows)
+    hits = eng.memory.search("when does the ferry leave pier 7", "bob", channel="vector")
+    assert hits and hits[0].path == "memory/n7.md"

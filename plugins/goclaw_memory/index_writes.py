@@ -110,11 +110,20 @@ def float32_rows(vectors: Sequence[Any]) -> list[Any]:
 
 def vector_param(pg: bool) -> Callable[[Any], Any]:
     """How a vector travels as a parameter in plain SQL: float32 bytes (SQLite; the cache's
-    bytes pass through untouched) or a float32 array, which the store's connections send in
-    pgvector's binary form (PostgreSQL)."""
+    bytes and flat float32 rows pass through untouched, sqlite3 binds a row's buffer) or a
+    float32 array, which the store's connections send in pgvector's binary form (PostgreSQL)."""
     if pg:
         return lambda vec: None if vec is None else as_float32(vec)
-    return lambda vec: vec if vec is None or isinstance(vec, bytes) else as_float32(vec).tobytes()
+    import numpy as np
+
+    def param(vec: Any) -> Any:
+        if vec is None or isinstance(vec, bytes):
+            return vec
+        if type(vec) is np.ndarray and vec.dtype == np.float32 and vec.ndim == 1 and vec.flags.c_contiguous:
+            return vec  # bound as a blob through the buffer protocol: no bytes copy
+        return as_float32(vec).tobytes()
+
+    return param
 
 
 def driver_sql(sql: str, pg: bool) -> str:
