@@ -96,6 +96,9 @@ def float32_rows(vectors: Sequence[Any]) -> list[Any]:
     import numpy as np
 
     raw = [v for v in vectors if v is not None]
+    f32 = np.dtype(np.float32)
+    if all(type(v) is np.ndarray and v.dtype == f32 and v.ndim == 1 for v in raw):
+        return list(vectors)  # float32 rows already (the cache's, :func:`_packed`): as they are
     if (
         raw
         and all(isinstance(v, bytes) for v in raw)
