@@ -185,19 +185,19 @@ def test_worker_killed_mid_event_loses_nothing(
     event_id = engine.events.publish_now("test.work", {"n": 1})
     work = tmp_path / "work"
     work.mkdir()
-    proc = subprocess.Popen(
+    with subprocess.Popen(  # closes its stderr pipe at the end (else an unclosed-file warning)
         [*_cli_args(workspace, database_url), "workers", "run", "--worker", "testworker"],
         env=subprocess_env(plugin_root, work, GOCLAW_TW_BLOCK="1"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-    )
-    try:
-        _wait_for(work / "blocked")
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    ) as proc:
+        try:
+            _wait_for(work / "blocked")
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
     d = next(x for x in _deliveries(engine) if x.worker == "testworker")
     assert d.status == "processing" and d.attempts == 1  # in flight when the process died
     # restart: the orphaned delivery is recovered at once and processed
@@ -236,7 +236,8 @@ def test_two_postgres_worker_processes_never_share_an_event(
             for _ in range(2)
         ]
         for p in procs:
-            assert p.wait(timeout=180) == 0
+            _, err = p.communicate(timeout=180)  # also closes its stderr pipe
+            assert p.returncode == 0, err
         started = Counter(line for f in work.glob("start-*.log") for line in f.read_text().split())
         assert sorted(int(k) for k in started) == sorted(ids)
         assert max(started.values()) == 1  # no event was ever handed to two processes

@@ -49,17 +49,17 @@ def test_kill_9_during_context_file_writes(workspace: Path, delay: float) -> Non
         engine.files.set("victim", "SOUL.md", "a" * N)
         engine.files.set("victim", "NOTES.md", "a" * N, user="u1")
 
-    proc = subprocess.Popen(
+    with subprocess.Popen(  # closes its pipes at the end (else unclosed-file warnings)
         [sys.executable, "-c", WRITER, str(workspace), str(N)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "ready", proc.stderr.read() if proc.stderr else ""
-    time.sleep(delay)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
+    ) as proc:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready", proc.stderr.read() if proc.stderr else ""
+        time.sleep(delay)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
 
     with Engine.open(workspace) as engine:
         with engine.db.engine.connect() as conn:

@@ -233,14 +233,14 @@ def test_a_process_killed_before_the_background_work_leaves_a_workspace_that_sea
         write(root, rel, text)
     eng.close()
     env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", HF_HUB_OFFLINE="1")
-    proc = subprocess.Popen(
+    with subprocess.Popen(  # closes its stdout pipe at the end (else an unclosed-file warning)
         [sys.executable, "-c", KILLED, str(workspace)], stdout=subprocess.PIPE, text=True, env=env
-    )
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "indexed"
-    finally:
-        proc.kill()
-        proc.wait(30)
+    ) as proc:
+        try:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "indexed"
+        finally:
+            proc.kill()
+            proc.wait(30)
     after = make_engine(plugins={"memory": {"rerank": "overlap"}})
     path = after.memory.backend._snapshot(after.agents.get("ada").id)
     assert path is not None and not path.exists()  # never saved without its sketches
