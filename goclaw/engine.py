@@ -122,18 +122,34 @@ class Engine:
         settings = load_settings(ws, database_url=database_url, **overrides)
         manager = build_plugin_manager(settings.plugins, extra_plugins)
         db = Database.for_workspace(ws, settings.database_url)
-        db.check_connection()
-        engine = cls(ws, settings, manager, db)
-        engine._validate_plugin_settings()
-        if migrate_schema:
-            migrate.upgrade(db, components=engine.hooks.schema_components())
-        services = engine.hooks.services(engine)
-        clash = sorted(set(services) & KERNEL_SERVICES)
-        if clash:
-            raise PluginError(f"service(s) {', '.join(clash)} are the kernel's; a plugin cannot provide them")
-        engine._services = services
-        if startup:
-            engine.hooks.startup(engine)
+        engine: Engine | None = None
+        try:
+            db.check_connection()
+            engine = cls(ws, settings, manager, db)
+            engine._validate_plugin_settings()
+            if migrate_schema:
+                migrate.upgrade(db, components=engine.hooks.schema_components())
+            services = engine.hooks.services(engine)
+            clash = sorted(set(services) & KERNEL_SERVICES)
+            if clash:
+                raise PluginError(
+                    f"service(s) {', '.join(clash)} are the kernel's; a plugin cannot provide them"
+                )
+            engine._services = services
+            if startup:
+                engine.hooks.startup(engine)
+        except BaseException:
+            # A failed open (a schema refused, a bad plugin table, a start-up hook's error)
+            # closes what it opened: else the pool's connections stay open until the garbage
+            # collector finds them.
+            try:
+                if engine is not None:
+                    engine.close()  # its closers too (what services and start-up hooks opened)
+                else:
+                    db.dispose()
+            except Exception:  # closing must not mask the caller's own error
+                log.debug("error while closing after a failed open", exc_info=True)
+            raise
         return engine
 
     def _validate_plugin_settings(self) -> None:

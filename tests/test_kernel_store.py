@@ -69,6 +69,28 @@ def test_newer_schema_is_refused(make_engine: Callable[..., Any]) -> None:
     assert "newer than this goclaw" in str(err.value)
 
 
+def test_a_failed_open_leaves_no_connection_open(
+    make_engine: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Engine.open`` failing after it connected (a schema refused here; a bad plugin table, a
+    start-up hook's error) left its pool to the garbage collector: the connections stayed open
+    until then (psycopg's "deleted while still open" ResourceWarning, charged to a later test)."""
+    engine = make_engine()
+    with engine.db.write() as s:
+        s.exec(text(f"UPDATE {migrate.VERSION_TABLE} SET version_num = '9999_from_the_future'"))  # type: ignore[call-overload]
+    opened: list[Database] = []
+    real = Database.for_workspace.__func__  # type: ignore[attr-defined]
+
+    def for_workspace(cls: type[Database], workspace: Path, database_url: str | None) -> Database:
+        opened.append(real(cls, workspace, database_url))
+        return opened[-1]
+
+    monkeypatch.setattr(Database, "for_workspace", classmethod(for_workspace))
+    with pytest.raises(StoreError, match="newer than this goclaw"):
+        make_engine()
+    assert len(opened) == 1 and opened[0].engine.pool.checkedin() == 0  # disposed: none pooled
+
+
 def test_foreign_database_is_refused(tmp_path: Path) -> None:
     import sqlite3
 
