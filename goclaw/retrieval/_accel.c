@@ -1,7 +1,8 @@
 /* Optional accelerator for goclaw's retrieval engine (issue 11, indexing speed), in C with the
    CPython API. Built by hatch_build.py when a C compiler and the Python headers are there;
-   without it goclaw/retrieval/tokenize.py and index.py run their pure-Python equivalents,
-   which give identical results (tests/test_retrieval_accel.py compares both on random text).
+   without it goclaw/retrieval/tokenize.py and index.py (with its index_*.py parts) run their
+   pure-Python equivalents, which give identical results (tests/test_retrieval_accel.py compares
+   both on random text).
 
    TermTable: the tokenizer's term numbering and its ASCII fast path. Every term the table has
    seen has a *global term id* (gid): ``terms[gid]`` is its string, ``ids[term]`` its gid. An
