@@ -90,14 +90,20 @@ def as_float32(vec: Any) -> Any:
     return np.asarray(vec, dtype=np.float32).reshape(-1)
 
 
+def float32_row(vec: Any) -> bool:
+    """Whether ``vec`` is already a one-dimensional float32 array (nothing to convert)."""
+    import numpy as np
+
+    return type(vec) is np.ndarray and vec.dtype == np.float32 and vec.ndim == 1
+
+
 def float32_rows(vectors: Sequence[Any]) -> list[Any]:
     """:func:`as_float32` of each vector (None stays None). The float32 bytes of a SQLite
     column, all of one size, are viewed as rows of one array: one conversion, not one a row."""
     import numpy as np
 
     raw = [v for v in vectors if v is not None]
-    f32 = np.dtype(np.float32)
-    if all(type(v) is np.ndarray and v.dtype == f32 and v.ndim == 1 for v in raw):
+    if all(map(float32_row, raw)):
         return list(vectors)  # float32 rows already (the cache's, :func:`_packed`): as they are
     if (
         raw
@@ -117,12 +123,11 @@ def vector_param(pg: bool) -> Callable[[Any], Any]:
     float32 array, which the store's connections send in pgvector's binary form (PostgreSQL)."""
     if pg:
         return lambda vec: None if vec is None else as_float32(vec)
-    import numpy as np
 
     def param(vec: Any) -> Any:
         if vec is None or isinstance(vec, bytes):
             return vec
-        if type(vec) is np.ndarray and vec.dtype == np.float32 and vec.ndim == 1 and vec.flags.c_contiguous:
+        if float32_row(vec) and vec.flags.c_contiguous:
             return vec  # bound as a blob through the buffer protocol: no bytes copy
         return as_float32(vec).tobytes()
 

@@ -203,7 +203,6 @@ class MemoryIndexer:
         chunks (estimated) on a SQLite file, the run's later transactions commit without WAL
         checkpoints and it checkpoints once, after it (:mod:`goclaw_memory.bulk_wal`). The
         transactions before stay small enough not to reach the automatic checkpoint."""
-        self._bulk = False
         size = 0 if bulk_wal.database_path(self.engine) is not None else None
         for p in pending:
             if size is not None:
