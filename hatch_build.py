@@ -1,4 +1,4 @@
-"""Hatchling build hook: compiles goclaw's optional C accelerator (``goclaw/retrieval/_accel.c``,
+"""Hatchling build hook: compiles goclaw's optional C accelerator (``libs/goclaw_search/_accel.c``,
 issue 11: indexing speed) next to its source, for wheels and editable installs alike.
 
 Optional by design: without a C compiler or the Python headers, or with ``GOCLAW_NO_ACCEL=1``,
@@ -18,12 +18,12 @@ from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-SOURCE = "goclaw/retrieval/_accel.c"
+SOURCE = "libs/goclaw_search/_accel.c"
 # Each optional extension module, built next to its source: the accelerator, the passage
-# sketcher (goclaw/retrieval/_sketch.c, used by goclaw_embeddings.static_passages), the
-# vector-channel kernels (goclaw/retrieval/_vec.c, used by goclaw.retrieval.vecq) and the
-# reranker's features and passage scores (goclaw/retrieval/_rerank.c, goclaw.retrieval.rerank).
-SOURCES = (SOURCE, "goclaw/retrieval/_sketch.c", "goclaw/retrieval/_vec.c", "goclaw/retrieval/_rerank.c")
+# sketcher (libs/goclaw_search/_sketch.c, used by goclaw_embeddings.static_passages), the
+# vector-channel kernels (libs/goclaw_search/_vec.c, used by goclaw_search.vecq) and the
+# reranker's features and passage scores (libs/goclaw_search/_rerank.c, goclaw_search.rerank).
+SOURCES = (SOURCE, "libs/goclaw_search/_sketch.c", "libs/goclaw_search/_vec.c", "libs/goclaw_search/_rerank.c")
 
 
 class AccelBuildHook(BuildHookInterface):  # type: ignore[type-arg]

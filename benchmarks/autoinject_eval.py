@@ -111,7 +111,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write the results here too")
     args = parser.parse_args()
     from goclaw.engine import Engine
-    from goclaw.retrieval.evaluation import load_questions
+    from goclaw_memory.evaluation import load_questions
 
     questions = load_questions(ROOT / "examples" / "quickstart" / "eval" / "questions.jsonl")
     with tempfile.TemporaryDirectory() as tmp:

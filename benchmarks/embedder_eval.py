@@ -3,7 +3,7 @@
 
 Every candidate is measured the same way, in one run:
 
-* quality: the evaluation harness (``goclaw.retrieval.evaluation.evaluate``, the code behind
+* quality: the evaluation harness (``goclaw_memory.evaluation.evaluate``, the code behind
   ``goclaw eval``) on the labelled quick-start set (``examples/quickstart/eval/questions.jsonl``,
   173 questions) and on the synthetic set of ``benchmarks/synth_memory.py`` (10k chunks, 150 planted
   facts asked 3 ways, seed 7): recall@10 and MRR of the vector channel and of hybrid (SQLite,
@@ -380,7 +380,7 @@ def speed(emb: Any, chunks: Sequence[str], repeats: int) -> dict[str, float]:
 
 
 def _workspace_quickstart(tmp: Path) -> tuple[Path, list[Any], list[str]]:
-    from goclaw.retrieval.evaluation import load_questions
+    from goclaw_memory.evaluation import load_questions
 
     src = REPO / "examples" / "quickstart"
     ws = tmp / "quickstart"
@@ -391,7 +391,7 @@ def _workspace_quickstart(tmp: Path) -> tuple[Path, list[Any], list[str]]:
 def _workspace_synth(tmp: Path, chunks: int) -> tuple[Path, list[Any], list[str]]:
     from synth_memory import generate
 
-    from goclaw.retrieval.evaluation import load_questions
+    from goclaw_memory.evaluation import load_questions
 
     ws = tmp / "synth"
     generate(ws / "agents" / "synth", n_chunks=chunks, n_facts=150, seed=7)
@@ -402,7 +402,7 @@ def quality(
     name: str, args: argparse.Namespace, make: Any, label: str, channels: Sequence[str]
 ) -> dict[str, Any]:
     from goclaw.engine import Engine
-    from goclaw.retrieval.evaluation import evaluate
+    from goclaw_memory.evaluation import evaluate
 
     with tempfile.TemporaryDirectory(prefix=f"goclaw-embeval-{label}-") as tmp_name:
         ws, questions, agents = make(Path(tmp_name))

@@ -3,7 +3,7 @@
 best channel on hit@10 and MRR at 100k chunks"; docs/memory.md "Passages").
 
 For the labelled quick-start set (``examples/quickstart/eval``, through
-``goclaw.retrieval.evaluation.evaluate``, recall@10 / hit@10 / MRR) and for synthetic memories
+``goclaw_memory.evaluation.evaluate``, recall@10 / hit@10 / MRR) and for synthetic memories
 of ``benchmarks/synth_memory.py`` (150 planted facts asked 3 ways) at each ``--chunks`` size and
 ``--seeds`` seed (hit@10 / MRR of the first result overlapping the evidence, as
 ``retrieval_bench.py`` counts them), on SQLite with the default settings: hybrid with the
@@ -71,7 +71,7 @@ def _synthetic(engine: Any, questions: list[dict[str, Any]]) -> dict[str, tuple[
 
 def _quickstart(tmp: Path) -> dict[str, tuple[float, float, float]]:
     from goclaw.engine import Engine
-    from goclaw.retrieval.evaluation import evaluate, load_questions
+    from goclaw_memory.evaluation import evaluate, load_questions
 
     src = ROOT / "examples" / "quickstart"
     ws = tmp / "quickstart"

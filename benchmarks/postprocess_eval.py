@@ -77,7 +77,7 @@ def _synth(tmp: Path, chunks: int) -> tuple[Path, list[dict[str, Any]]]:
 
 
 def _run(engine: Any, questions: Any, agents: list[str]) -> dict[str, Any]:
-    from goclaw.retrieval.evaluation import evaluate
+    from goclaw_memory.evaluation import evaluate
 
     settings = engine.plugin_settings("memory")
     out: dict[str, Any] = {}
@@ -104,7 +104,6 @@ def _step_costs(engine: Any, questions: Any, agent: str) -> dict[str, float]:
     import statistics
 
     from goclaw.contracts.search import FusionSettings, SearchQuery
-    from goclaw.retrieval.tokenize import query_terms
     from goclaw_memory.hybrid import build_hits
     from goclaw_memory.postprocess import (
         _TERMS,
@@ -114,6 +113,7 @@ def _step_costs(engine: Any, questions: Any, agent: str) -> dict[str, float]:
         apply_rerank,
         overlap_rerank,
     )
+    from goclaw_search.tokenize import query_terms
 
     memory = engine.memory
     settings = memory.settings
@@ -175,7 +175,7 @@ def _autoinject(engine: Any, questions: Any) -> dict[str, Any]:
     that would inject something (false injections) and of answerable ones whose injected hits
     (those >= the threshold among the 5 best) include evidence. Then the real section for every
     question at each threshold, end to end (goclaw_episodic.autoinject)."""
-    from goclaw.retrieval.evaluation import matches
+    from goclaw_memory.evaluation import matches
 
     per_q = []
     for q in questions:
@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from goclaw.engine import Engine
-    from goclaw.retrieval.evaluation import load_questions, parse_questions
+    from goclaw_memory.evaluation import load_questions, parse_questions
 
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as d:

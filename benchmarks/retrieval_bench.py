@@ -340,7 +340,7 @@ def _placed(
 
 def _exact_fused(g: Goclaw, q: str) -> list[int]:
     """The spec's formula over every chunk (goclaw's dense BM25 + a fresh cosine product)."""
-    from goclaw.retrieval.tokenize import query_terms
+    from goclaw_search.tokenize import query_terms
 
     backend = g.eng.memory.backend
     emb = g.eng.embedder()

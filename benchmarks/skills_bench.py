@@ -106,8 +106,8 @@ def _view(items: list[tuple[str, str, str]]) -> Any:
 def bench_bm25(n: int, qs: list[str], rounds: int) -> list[dict[str, Any]]:
     import numpy as np
 
-    from goclaw.retrieval.fusion import fuse
-    from goclaw.retrieval.tokenize import query_terms, terms
+    from goclaw_search.fusion import fuse
+    from goclaw_search.tokenize import query_terms, terms
 
     items = corpus(n)
     terms("warm up the stemmer")  # imports and the stemmer's start-up are not the build

@@ -4,9 +4,7 @@ episodic summaries, KG extraction, channel memory and dreaming (issue 13 item 4)
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +15,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["llm_complete", "parse_json_object"]
+__all__ = ["llm_complete"]
 
 
 def llm_complete(
@@ -38,20 +36,3 @@ def llm_complete(
         return None
     text = (text or "").strip()
     return text or None
-
-
-def parse_json_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in a model reply (code fences and prose around it tolerated)."""
-    fenced = re.search(r"```(?:json)?\s*(\{[\s\S]*?\})\s*```", text)
-    candidates = [fenced.group(1)] if fenced else []
-    start, end = text.find("{"), text.rfind("}")
-    if start != -1 and end > start:
-        candidates.append(text[start : end + 1])
-    for candidate in candidates:
-        try:
-            value = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None

@@ -3,7 +3,7 @@
 tests/data/secrets_holdout.jsonl holds 25 more secrets of formats no detector was written or
 tuned for (added after the detectors were done): its recall says how the detectors generalise.
 
-    python scripts/redaction_corpus.py            # the current redactor (goclaw.redaction)
+    python scripts/redaction_corpus.py            # the current redactor (goclaw_text.redaction)
     python scripts/redaction_corpus.py --before   # also the pre-issue-12 redactor, from git
     python scripts/redaction_corpus.py -v         # list every miss and false positive
 
@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "secrets_corpus.jsonl"
 HOLDOUT = ROOT / "tests" / "data" / "secrets_holdout.jsonl"
-# The last commit before goclaw.redaction replaced it.
+# The last commit before goclaw_text.redaction replaced it.
 BEFORE = ("8130828", "plugins/goclaw_consolidation/redact.py")
 
 
@@ -79,7 +79,7 @@ def main() -> None:
     parser.add_argument("--before", action="store_true", help="also score the pre-issue-12 redactor")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
-    from goclaw.redaction import redact
+    from goclaw_text.redaction import redact
 
     for label, path in (("corpus ", CORPUS), ("holdout", HOLDOUT)):
         if args.before:

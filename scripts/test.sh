@@ -40,8 +40,8 @@ if [ -z "${GOCLAW_TEST_DATABASE_URL:-}" ]; then
 fi
 
 echo "==> ruff" >&2
-.venv/bin/ruff check goclaw plugins tests benchmarks scripts
-.venv/bin/ruff format --check goclaw plugins tests benchmarks scripts
+.venv/bin/ruff check goclaw libs plugins tests benchmarks scripts
+.venv/bin/ruff format --check goclaw libs plugins tests benchmarks scripts
 echo "==> mypy (kernel)" >&2
 .venv/bin/mypy
 echo "==> mkdocs build --strict" >&2

@@ -61,8 +61,8 @@ def load(path: Path = DATA) -> list[dict[str, Any]]:
 
 
 def evaluate(path: Path = DATA) -> Score:
-    from goclaw.nlp.entities import normalize_name
     from goclaw_kg.semantic import heuristic_extract
+    from goclaw_text.entities import normalize_name
 
     score = Score()
     for row in load(path):

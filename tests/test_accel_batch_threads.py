@@ -1,4 +1,4 @@
-"""``TermTable.batch`` runs its first pass with the GIL released (goclaw/retrieval/_accel.c,
+"""``TermTable.batch`` runs its first pass with the GIL released (libs/goclaw_search/_accel.c,
 issue 11: an index run writes the previous batch and reads vectors on other threads
 meanwhile): other threads run during it, several threads may share one table, the term ids
 are numbered as a one-pass loop numbers them, and a rule calling back into its own table is
@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from goclaw.retrieval import tokenize
-from goclaw.retrieval.tokenize import Tokenizer
+from goclaw_search import tokenize
+from goclaw_search.tokenize import Tokenizer
 
 pytestmark = pytest.mark.skipif(tokenize.accel is None, reason="the C accelerator is not built here")
 
@@ -118,7 +118,7 @@ def test_threads_sharing_a_table_get_the_same_terms() -> None:
 def test_a_rule_calling_back_into_its_table_is_refused() -> None:
     """Runs in a child process with a timeout, so a deadlock fails the test."""
     code = (
-        "from goclaw.retrieval import _accel\n"
+        "from goclaw_search import _accel\n"
         "box = []\n"
         "def word(w):\n"
         "    return box[0].terms_of('again')[0] if w == 'loop' else w\n"

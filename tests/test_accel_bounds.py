@@ -1,5 +1,5 @@
 """The C accelerator's module functions refuse a size they cannot allocate instead of writing
-past their buffer (goclaw/retrieval/_accel.c): each call runs in a child process, so a crash
+past their buffer (libs/goclaw_search/_accel.c): each call runs in a child process, so a crash
 fails the test instead of the test run."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import sys
 
 import pytest
 
-pytest.importorskip("goclaw.retrieval._accel")
+pytest.importorskip("goclaw_search._accel")
 
 
 @pytest.mark.parametrize("count", ["-1", "2**61", "2**62 + 3"])
 def test_term_ids_refuses_a_count_it_cannot_hold(count: str) -> None:
     code = (
-        "from goclaw.retrieval import _accel\n"
+        "from goclaw_search import _accel\n"
         "try:\n"
         f"    _accel.term_ids({{}}, [['a'] * 1000], {count})\n"
         "except ValueError as exc:\n"
@@ -30,7 +30,7 @@ def test_term_ids_refuses_a_count_it_cannot_hold(count: str) -> None:
 def test_an_uninitialised_term_table_refuses_use(use: str) -> None:
     """A TermTable made by ``__new__`` alone has no terms list or ids dict: every use says so."""
     code = (
-        "from goclaw.retrieval import _accel\n"
+        "from goclaw_search import _accel\n"
         "t = _accel.TermTable.__new__(_accel.TermTable)\n"
         "try:\n"
         f"    {use}\n"

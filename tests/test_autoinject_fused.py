@@ -90,7 +90,7 @@ def test_a_memory_file_chunk_is_injected(eng: Any) -> None:
 
 def test_a_match_in_meaning_only_is_injected(eng: Any) -> None:
     message = "where does the test environment live"
-    from goclaw.retrieval.tokenize import query_terms, terms
+    from goclaw_search.tokenize import query_terms, terms
 
     assert not set(query_terms(message)) & set(terms("Staging cluster: Frankfurt."))  # no shared term
     section = _render(eng, message)
@@ -139,8 +139,8 @@ def test_false_injections_on_the_labelled_unanswerable_questions(workspace: Path
     import shutil
 
     from goclaw.engine import Engine
-    from goclaw.retrieval.evaluation import load_questions
     from goclaw_episodic.autoinject import render_memory_context
+    from goclaw_memory.evaluation import load_questions
     from tests.helpers import run_cli
 
     example = Path(__file__).resolve().parent.parent / "examples" / "quickstart"
@@ -173,9 +173,9 @@ def test_episodic_false_injections_on_the_labelled_questions(make_engine: Any) -
     import re
 
     from goclaw.contracts.memory import NewEpisode
-    from goclaw.retrieval.evaluation import load_questions
     from goclaw_episodic.settings import EpisodicSettings
     from goclaw_episodic.store import EpisodicStore
+    from goclaw_memory.evaluation import load_questions
 
     example = Path(__file__).resolve().parent.parent / "examples" / "quickstart"
     eng = make_engine()
@@ -209,9 +209,9 @@ def test_memory_files_keep_the_search_order_and_tiers_interleave(eng: Any, monke
     memory-file hit's."""
     from types import SimpleNamespace
 
-    from goclaw.retrieval.tokenize import query_terms
     from goclaw_episodic import autoinject
     from goclaw_memory.hybrid import MemoryHit
+    from goclaw_search.tokenize import query_terms
 
     def hit(path: str, score: float, cosine: float) -> MemoryHit:
         return MemoryHit(path, 1, 2, score, "agent", f"text of {path}", channels={"vector": cosine})

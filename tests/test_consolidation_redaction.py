@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import text
 
 from goclaw.events import WorkerRunner
-from goclaw.redaction import iban_valid, luhn_valid, redact
+from goclaw_text.redaction import iban_valid, luhn_valid, redact
 from tests.helpers import run_cli
 
 # Realistic-looking (fake) secrets of the common formats.

@@ -14,11 +14,11 @@ from sqlalchemy import text
 
 from goclaw.contracts.memory import NewEpisode
 from goclaw.engine import Engine
-from goclaw.retrieval.tokenize import query_terms, terms
 from goclaw.store import migrate
 from goclaw.store.database import Database
 from goclaw.store.types import utcnow
 from goclaw_episodic.search import episode_lex, searcher
+from goclaw_search.tokenize import query_terms, terms
 from tests.conftest import BACKENDS, module_engine
 from tests.legacy_schema import build_legacy
 from tests.test_skills_common import EmbedderPlugin, concept_vector

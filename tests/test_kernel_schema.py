@@ -23,9 +23,9 @@ from goclaw import hookimpl
 from goclaw.contracts.schema import ForgetStep, SchemaComponent
 from goclaw.engine import Engine
 from goclaw.errors import PluginError, StoreError
-from goclaw.retrieval.tokenize import default_tokenizer
 from goclaw.store import migrate
 from goclaw.store.database import Database
+from goclaw_search.tokenize import default_tokenizer
 from tests.legacy_schema import T0, build_legacy, insert
 
 NO_EMBED = {"embeddings": {"provider": "none"}}

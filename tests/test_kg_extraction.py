@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 from sqlmodel import select
 
-from goclaw.nlp.entities import entity_names
 from goclaw_kg.dedup import DedupWorker
 from goclaw_kg.semantic import heuristic_extract
 from goclaw_kg.tables import KGDedupCandidate, KGEntity
+from goclaw_text.entities import entity_names
 from tests import kg_eval
 
 

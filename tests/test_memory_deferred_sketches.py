@@ -119,7 +119,7 @@ def test_the_index_is_saved_once_its_sketches_are_in(
 ) -> None:
     """No save without the sketches (a process loading it would never get them); ``close``
     waits for the job; the next process loads the sketches with the index."""
-    from goclaw.retrieval.index import SearchIndex
+    from goclaw_search.index import SearchIndex
 
     go = _held(monkeypatch)
     eng = _engine(make_engine, 1, monkeypatch)
@@ -188,8 +188,8 @@ def test_a_change_during_the_job_keeps_every_slot_right(
 def test_a_saved_copy_is_the_index_as_it_was(tmp_path: Path) -> None:
     """deferred_sketches.snapshot: the copy saved while the index changes is the index at the
     moment of the copy."""
-    from goclaw.retrieval.index import Doc, SearchIndex
     from goclaw_memory.deferred_sketches import snapshot
+    from goclaw_search.index import Doc, SearchIndex
 
     rng = np.random.default_rng(3)
     idx = SearchIndex(8)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from goclaw.retrieval.evaluation import (
+from goclaw_memory.evaluation import (
     Expect,
     Question,
     QuestionsError,

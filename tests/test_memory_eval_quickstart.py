@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from goclaw.retrieval.evaluation import Expect, Question, evaluate, load_questions
+from goclaw_memory.evaluation import Expect, Question, evaluate, load_questions
 from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent

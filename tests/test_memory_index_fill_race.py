@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from goclaw.retrieval.index import SearchIndex
+from goclaw_search.index import SearchIndex
 from tests.memory_helpers import write
 from tests.test_retrieval_locations import _as_format_5
 

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from goclaw.retrieval.index import Doc, SearchIndex
 from goclaw_memory.deferred_sketches import save_copy
+from goclaw_search.index import Doc, SearchIndex
 from tests.memory_helpers import saved_index
 
 

@@ -128,8 +128,8 @@ def test_a_save_whose_folder_an_invalidate_deletes_is_dropped_without_a_back_off
     no save for RETRY_SAVE seconds. Now only that save is dropped."""
     import logging
 
-    from goclaw.retrieval import persist
     from goclaw_memory.deferred_sketches import save_copy
+    from goclaw_search import persist
 
     backend = eng.memory.backend
     agent_id = eng.agents.get("ada").id

@@ -248,7 +248,7 @@ def test_watch_setting_starts_a_watcher(workspace: Path, backend: str) -> None:
 
 
 def test_query_terms_drop_stopwords_unless_nothing_else() -> None:
-    from goclaw.retrieval.tokenize import query_terms
+    from goclaw_search.tokenize import query_terms
 
     assert query_terms("What did we decide about the DATABASE?") == ["decid", "databas"]
     assert query_terms("the") == ["the"]  # nothing but stopwords: keep them

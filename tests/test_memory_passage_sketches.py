@@ -153,14 +153,14 @@ class WordHashEmbedder:
         return out
 
     def passage_similarity(self, query: str, texts: Sequence[str]) -> Any:
-        from goclaw.retrieval.passages import best_passage_cosine
+        from goclaw_search.passages import best_passage_cosine
 
         self.scored_texts.append(len(texts))
         return best_passage_cosine(self.embed, query, texts)
 
     def passage_sketches(self, texts: Sequence[str]) -> list[Any]:
-        from goclaw.retrieval.passage_sketches import PassageSketch
-        from goclaw.retrieval.passages import passage_layout
+        from goclaw_search.passage_sketches import PassageSketch
+        from goclaw_search.passages import passage_layout
 
         self.sketched.append(len(texts))
         out = []

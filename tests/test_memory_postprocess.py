@@ -318,7 +318,7 @@ def test_a_third_party_embedder_offers_the_passage_step_through_the_contract(mak
     import numpy as np
 
     from goclaw.contracts.providers import PassageScoringEmbedder
-    from goclaw.retrieval.passages import passages
+    from goclaw_search.passages import passages
     from tests.memory_helpers import CountingEmbedder
 
     class PassageEmbedder(CountingEmbedder):

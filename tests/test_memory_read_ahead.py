@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from goclaw import sysload
 from goclaw_memory import embedding_cache, index_scan, write_behind
 from goclaw_memory import indexer as mod
 from goclaw_memory.write_behind import READER_THREAD, read_ahead
+from goclaw_search import sysload
 from tests.memory_helpers import write
 
 

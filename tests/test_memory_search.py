@@ -303,7 +303,7 @@ def test_operator_words_are_plain_terms(eng: Any) -> None:
     eng.memory.index("ada")
     for q in ("NEAR", "NEAR*", '"NEAR', "NEAR(plain)", "-NEAR"):
         assert [h.path for h in eng.memory.search(q, "ada", channel="lexical")] == ["memory/ops.md"]
-    # English stopwords are not indexed (goclaw.retrieval.tokenize): no match, and no error.
+    # English stopwords are not indexed (goclaw_search.tokenize): no match, and no error.
     for q in ("OR", "NOT", "AND"):
         assert eng.memory.search(q, "ada", channel="lexical") == []
 

@@ -96,7 +96,7 @@ def test_spare_core_counts_the_other_runnable_threads(
 
 
 def test_the_runnable_count_includes_this_thread() -> None:
-    from goclaw.sysload import cpus, runnable
+    from goclaw_search.sysload import cpus, runnable
 
     found = runnable()
     assert found is None or found >= 1  # None only where /proc/loadavg is missing

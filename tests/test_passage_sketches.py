@@ -1,4 +1,4 @@
-"""Passage sketches (goclaw.retrieval.passage_sketches; the static embedder's side in
+"""Passage sketches (goclaw_search.passage_sketches; the static embedder's side in
 goclaw_embeddings.static_passages): the passage step scored from what the index keeps, checked
 against the straightforward reference, embedding every passage with embed() (issue 11)."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from goclaw.retrieval.index import Doc, SearchIndex
-from goclaw.retrieval.passage_sketches import PassageSketch, PassageSketches, SketchBatch, sketch_cosines
-from goclaw.retrieval.passages import best_passage_cosine, passage_layout, passages
 from goclaw_embeddings.static_model import StaticEmbedder
+from goclaw_search.index import Doc, SearchIndex
+from goclaw_search.passage_sketches import PassageSketch, PassageSketches, SketchBatch, sketch_cosines
+from goclaw_search.passages import best_passage_cosine, passage_layout, passages
 from tests.test_static_embedder import NOTES as STATIC_NOTES
 
 NOTES = [

@@ -1,5 +1,5 @@
 """Every wrapper of the system prompt holds (issue 12): an activated SKILL.md, recalled memories
-and runtime values (a user id) are neutralised the way context files are (goclaw.wrappers)."""
+and runtime values (a user id) are neutralised the way context files are (goclaw_text.wrappers)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from goclaw.types import PromptRequest
-from goclaw.wrappers import WRAPPER_TAGS, neutralise, single_line, wrap
+from goclaw_text.wrappers import WRAPPER_TAGS, neutralise, single_line, wrap
 from tests.test_skills_common import no_builtin, write_skill
 
 ESCAPE = (

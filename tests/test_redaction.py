@@ -14,7 +14,7 @@ import pytest
 
 from goclaw import hookimpl
 from goclaw.errors import ValidationError
-from goclaw.redaction import ExcludedPatterns, SecretRedactor, redact, redact_for, redactor_of
+from goclaw_text.redaction import ExcludedPatterns, SecretRedactor, redact, redact_for, redactor_of
 from tests.helpers import run_cli
 
 CORPUS = Path(__file__).parent / "data" / "secrets_corpus.jsonl"
@@ -121,7 +121,7 @@ def test_adversarial_input_stays_fast(name: str) -> None:
 
 _HANG_PROBE = """
 import sys, time
-from goclaw.redaction import SecretRedactor
+from goclaw_text.redaction import SecretRedactor
 start = time.perf_counter()
 result = SecretRedactor(["(a+)+$", "(\\\\w+\\\\s?)+$"]).redact_result("a" * 40000 + "!")
 print(result.text, sorted(result.counts), round(time.perf_counter() - start, 2))

@@ -1,4 +1,4 @@
-"""The C reranker steps (goclaw/retrieval/_rerank.c, issue 11 query speed) give what their numpy
+"""The C reranker steps (libs/goclaw_search/_rerank.c, issue 11 query speed) give what their numpy
 fallbacks give, on random data and on a real memory search, and refuse damaged arrays instead of
 reading outside them."""
 
@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from goclaw.retrieval import forward, passage_sketches, rerank
-from goclaw.retrieval.index import Doc, SearchIndex
-from goclaw.retrieval.passage_sketches import PassageSketch, PassageSketches, sketch_cosines
+from goclaw_search import forward, passage_sketches, rerank
+from goclaw_search.index import Doc, SearchIndex
+from goclaw_search.passage_sketches import PassageSketch, PassageSketches, sketch_cosines
 
-pytest.importorskip("goclaw.retrieval._rerank")
+pytest.importorskip("goclaw_search._rerank")
 C = rerank.compiled
 assert C is not None, "the C reranker is built but not of this checkout's ABI"
 
@@ -191,7 +191,7 @@ def test_damaged_arrays_are_refused_not_read() -> None:
     script = textwrap.dedent(
         """
         import numpy as np
-        from goclaw.retrieval import _rerank as R
+        from goclaw_search import _rerank as R
         i32 = lambda v: np.asarray(v, np.int32)
         i64 = lambda v: np.asarray(v, np.int64)
         u16 = lambda v: np.asarray(v, np.uint16)
@@ -244,13 +244,13 @@ def test_the_build_hook_builds_the_reranker(tmp_path: Path) -> None:
     assert spec is not None and spec.loader is not None
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)
-    assert "goclaw/retrieval/_rerank.c" in hook.SOURCES
+    assert "libs/goclaw_search/_rerank.c" in hook.SOURCES
     if not shutil.which(str(sysconfig.get_config_var("CC") or "cc").split()[0]):
         pytest.skip("no C compiler")
     target = tmp_path / ("_rerank" + str(sysconfig.get_config_var("EXT_SUFFIX")))
-    assert hook._compile(root / "goclaw/retrieval/_rerank.c", target)
-    loader = importlib.machinery.ExtensionFileLoader("goclaw.retrieval._rerank", str(target))
-    found = importlib.util.spec_from_file_location("goclaw.retrieval._rerank", target, loader=loader)
+    assert hook._compile(root / "libs/goclaw_search/_rerank.c", target)
+    loader = importlib.machinery.ExtensionFileLoader("goclaw_search._rerank", str(target))
+    found = importlib.util.spec_from_file_location("goclaw_search._rerank", target, loader=loader)
     assert found is not None
     module = importlib.util.module_from_spec(found)
     loader.exec_module(module)
@@ -265,8 +265,8 @@ def test_memory_search_results_equal_the_numpy_path(workspace: Path, monkeypatch
     import shutil
 
     from goclaw.engine import Engine
-    from goclaw.retrieval.evaluation import load_questions
     from goclaw_embeddings import static_passages
+    from goclaw_memory.evaluation import load_questions
 
     example = Path(__file__).resolve().parent.parent / "examples" / "quickstart"
     shutil.copytree(example / "agents" / "support", workspace / "agents" / "support")

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from goclaw.retrieval.fusion import fuse
-from goclaw.retrieval.index import Doc, SearchIndex
-from goclaw.retrieval.tokenize import Tokenizer, query_terms, terms
+from goclaw_search.fusion import fuse
+from goclaw_search.index import Doc, SearchIndex
+from goclaw_search.tokenize import Tokenizer, query_terms, terms
 
 
 def test_codes_stay_whole_and_split() -> None:
@@ -137,7 +137,7 @@ def test_rank_and_distribution_fusion() -> None:
 def test_top_slots_ties_at_the_cut_resolve_by_slot() -> None:
     """A tie across the k-th place keeps the lowest slots (argpartition alone picks any of
     them: skill search's "ties by slug" and rank_bm25's stable order disagreed)."""
-    from goclaw.retrieval.fusion import top_slots
+    from goclaw_search.fusion import top_slots
 
     rng = np.random.default_rng(3)
     for _ in range(50):
@@ -154,7 +154,7 @@ def test_overlapping_one_thread_limits_restore_blas_threads(monkeypatch: pytest.
     one thread for the process's life, idle machine or not."""
     from threadpoolctl import threadpool_info
 
-    from goclaw.retrieval import index
+    from goclaw_search import index
 
     def blas() -> list[int]:
         return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]

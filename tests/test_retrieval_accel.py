@@ -1,4 +1,4 @@
-"""The optional C accelerator (goclaw/retrieval/_accel.c, issue 11: indexing speed) gives exactly
+"""The optional C accelerator (libs/goclaw_search/_accel.c, issue 11: indexing speed) gives exactly
 the pure-Python path's terms, stored terms (``lex``) and indexes, byte for byte, on random text
 (Unicode, CJK, codes, control characters, lone surrogates, huge texts); its build hook falls back
 to pure Python without a compiler."""
@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from goclaw.retrieval import index as index_mod
-from goclaw.retrieval import tokenize
-from goclaw.retrieval.index import Doc, SearchIndex
-from goclaw.retrieval.tokenize import Tokenizer
+from goclaw_search import index as index_mod
+from goclaw_search import tokenize
+from goclaw_search.index import Doc, SearchIndex
+from goclaw_search.tokenize import Tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_accel = pytest.mark.skipif(tokenize.accel is None, reason="the C accelerator is not built here")
@@ -251,7 +251,7 @@ def test_an_accelerator_of_another_abi_is_ignored() -> None:
     checkout (another ABI, or none) must not be called with this checkout's arguments."""
     import types
 
-    module = types.ModuleType("goclaw.retrieval._accel")
+    module = types.ModuleType("goclaw_search._accel")
     assert not tokenize._usable(module)  # no ABI: built before the ABI existed
     module.ABI = tokenize.ACCEL_ABI + 1  # type: ignore[attr-defined]
     assert not tokenize._usable(module)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from goclaw.retrieval.index import Doc, SearchIndex
+from goclaw_search.index import Doc, SearchIndex
 
 
 def _docs(rng: random.Random, n: int, start: int = 0, words: int = 80) -> list[Doc]:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from goclaw.engine import Engine
-from goclaw.retrieval.index import Doc, SearchIndex
-from goclaw.retrieval.rerank import overlap_scores
-from goclaw.retrieval.tokenize import query_terms, terms
+from goclaw_search.index import Doc, SearchIndex
+from goclaw_search.rerank import overlap_scores
+from goclaw_search.tokenize import query_terms, terms
 
 
 def _expected(doc: list[str], wanted: list[str]) -> dict[str, list[int]]:
@@ -125,7 +125,7 @@ def test_an_index_saved_by_an_older_format_is_rebuilt_quietly(
     assert after == before
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
     assert resaved is not None
-    from goclaw.retrieval.persist import FORMAT
+    from goclaw_search.persist import FORMAT
 
     assert json.loads((resaved / "meta.json").read_text(encoding="utf-8"))["format"] == FORMAT == 6
 
@@ -134,7 +134,7 @@ def test_batched_window_features_equal_the_sliding_window() -> None:
     """``SearchIndex.positions`` computes every candidate's matched-term count and shortest
     window in numpy at once; the reranker's scores from them must equal the per-document
     sliding window over plain position maps, and the mappings must read like those maps."""
-    from goclaw.retrieval.rerank import TermMatches, _proximity
+    from goclaw_search.rerank import TermMatches, _proximity
 
     rng = random.Random(11)
     vocab = [f"w{i}" for i in range(12)]

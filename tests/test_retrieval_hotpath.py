@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from goclaw.retrieval.fusion import SAMPLE_FROM, fuse, fuse_lists, top_slots
-from goclaw.retrieval.index import Doc, SearchIndex
+from goclaw_search.fusion import SAMPLE_FROM, fuse, fuse_lists, top_slots
+from goclaw_search.index import Doc, SearchIndex
 from tests.memory_helpers import EmbedderPlugin, write
 
 
@@ -136,7 +136,7 @@ def test_search_without_reranker_fetches_more_rows_when_pieces_of_one_line_colla
     got = eng.memory.search(query, "ada", limit=3)
     # The reference: every candidate's row read, then de-duplicated.
     from goclaw.contracts.search import FusionSettings, SearchQuery
-    from goclaw.retrieval.tokenize import query_terms
+    from goclaw_search.tokenize import query_terms
 
     backend = eng.memory.backend
     emb = eng.embedder()

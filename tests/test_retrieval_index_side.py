@@ -1,5 +1,5 @@
 """A large upsert sets its vectors (copy, normalise, int8 copy) on a second thread while the
-postings are built, when the machine is otherwise idle (goclaw/retrieval/index.py ``_Side``):
+postings are built, when the machine is otherwise idle (libs/goclaw_search/index.py ``_Side``):
 the same index, byte for byte, as one thread builds; a failure there is the caller's."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from goclaw.retrieval import index as index_mod
-from goclaw.retrieval.index import Doc, SearchIndex
+from goclaw_search import index as index_mod
+from goclaw_search.index import Doc, SearchIndex
 
 
 def _docs(n: int) -> list[Doc]:

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from goclaw.retrieval.index import FORMAT, Doc, SearchIndex
-from goclaw.retrieval.persist import LOCATED
+from goclaw_search.index import FORMAT, Doc, SearchIndex
+from goclaw_search.persist import LOCATED
 from tests.memory_helpers import write
 
 

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from goclaw.retrieval import vecq
-from goclaw.retrieval.fusion import Fused
-from goclaw.retrieval.index import DENSE_BELOW, Doc, SearchIndex
+from goclaw_search import vecq
+from goclaw_search.fusion import Fused
+from goclaw_search.index import DENSE_BELOW, Doc, SearchIndex
 
 D = 16
 

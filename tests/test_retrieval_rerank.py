@@ -1,4 +1,4 @@
-"""goclaw.retrieval.rerank: temporal decay, MMR and the overlap reranker as pure functions
+"""goclaw_search.rerank: temporal decay, MMR and the overlap reranker as pure functions
 (issue 11 item 6)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from datetime import date
 import numpy as np
 import pytest
 
-from goclaw.retrieval.passages import best_passage_cosine, passage_scores, passages
-from goclaw.retrieval.rerank import (
+from goclaw_search.passages import best_passage_cosine, passage_scores, passages
+from goclaw_search.rerank import (
     age_days,
     cosine_matrix,
     date_from_path,

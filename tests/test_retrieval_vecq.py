@@ -1,4 +1,4 @@
-"""The vector channel's kernels (goclaw/retrieval/_vec.c, goclaw/retrieval/vecq.py): the exact
+"""The vector channel's kernels (libs/goclaw_search/_vec.c, libs/goclaw_search/vecq.py): the exact
 cosine is the same bits from the AVX2 kernel, the portable one and numpy; the int8 scan's bounds
 hold the exact cosine on random and adversarial rows; bad buffers raise instead of crashing."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from goclaw.retrieval import vecq
+from goclaw_search import vecq
 
 needs_c = pytest.mark.skipif(vecq.compiled is None, reason="the C kernels are not built")
 DIMS = (1, 7, 16, 17, 31, 32, 33, 100, 256, 384)
@@ -268,16 +268,16 @@ def test_the_build_hook_builds_the_kernels_portable_ones_too(
     assert spec is not None and spec.loader is not None
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)
-    assert "goclaw/retrieval/_vec.c" in hook.SOURCES
+    assert "libs/goclaw_search/_vec.c" in hook.SOURCES
     cc = str(sysconfig.get_config_var("CC") or "cc")
     if not shutil.which(cc.split()[0]):
         pytest.skip("no C compiler")
     if portable:
         monkeypatch.setenv("CC", cc + " -DGOCLAW_VEC_PORTABLE")
     target = tmp_path / ("_vec" + str(sysconfig.get_config_var("EXT_SUFFIX")))
-    assert hook._compile(root / "goclaw/retrieval/_vec.c", target)
-    loader = importlib.machinery.ExtensionFileLoader("goclaw.retrieval._vec", str(target))
-    found = importlib.util.spec_from_file_location("goclaw.retrieval._vec", target, loader=loader)
+    assert hook._compile(root / "libs/goclaw_search/_vec.c", target)
+    loader = importlib.machinery.ExtensionFileLoader("goclaw_search._vec", str(target))
+    found = importlib.util.spec_from_file_location("goclaw_search._vec", target, loader=loader)
     assert found is not None
     module: Any = importlib.util.module_from_spec(found)
     loader.exec_module(module)

@@ -1,4 +1,4 @@
-"""SearchIndex.fuse (the int8 scan, bounds, exact rescoring: goclaw/retrieval/fusion.py
+"""SearchIndex.fuse (the int8 scan, bounds, exact rescoring: libs/goclaw_search/fusion.py
 ``fuse_bounded``) returns exactly what fusing every slot's exact cosine returns: the same slots,
 order and scores, on random indexes with near-ties, duplicate rows, rows without a vector, scope
 masks, boosts, after removals and compaction, after save / load, and from a format 3 or 4 index."""
@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from goclaw.retrieval import vecq
-from goclaw.retrieval.fusion import METHODS, Fused, fuse_lists
-from goclaw.retrieval.index import Doc, SearchIndex
+from goclaw_search import vecq
+from goclaw_search.fusion import METHODS, Fused, fuse_lists
+from goclaw_search.index import Doc, SearchIndex
 
 WORDS = [f"w{i}" for i in range(40)]
 SCANS = ("int8", "blas", "dense")
@@ -193,7 +193,7 @@ def test_memory_search_fuses_with_the_int8_scan_exactly(
     """The memory service's search (SQLite backend) fuses through SearchIndex.fuse, on the int8
     path (above DENSE_BELOW slots: lowered here), and gets what the dense exact fusion gets."""
     from goclaw.engine import Engine
-    from goclaw.retrieval import index as index_module
+    from goclaw_search import index as index_module
 
     monkeypatch.setattr(index_module, "DENSE_BELOW", 64)
     calls: list[tuple[SearchIndex, tuple[Any, ...], dict[str, Any], Fused]] = []

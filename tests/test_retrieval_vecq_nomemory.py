@@ -17,7 +17,7 @@ import textwrap
 
 import pytest
 
-from goclaw.retrieval import vecq
+from goclaw_search import vecq
 
 CHILD = textwrap.dedent(
     """
@@ -26,7 +26,7 @@ CHILD = textwrap.dedent(
     import _testcapi
     import numpy as np
 
-    from goclaw.retrieval import vecq
+    from goclaw_search import vecq
 
     c = vecq.compiled
     rng = np.random.default_rng(3)

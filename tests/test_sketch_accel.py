@@ -1,4 +1,4 @@
-"""The C passage sketcher (goclaw/retrieval/_sketch.c, used by goclaw_embeddings.static_passages):
+"""The C passage sketcher (libs/goclaw_search/_sketch.c, used by goclaw_embeddings.static_passages):
 the same sketches, byte for byte, as the pure-Python path on thousands of Markdown-ish texts, the
 Python path when the module is absent or busy, and no crash on odd input (issue 11: indexing
 speed)."""
@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from goclaw.retrieval.passages import best_passage_cosine
 from goclaw_embeddings import static_passages
 from goclaw_embeddings.static_model import StaticEmbedder
+from goclaw_search.passages import best_passage_cosine
 
-sketch_c = pytest.importorskip("goclaw.retrieval._sketch")
+sketch_c = pytest.importorskip("goclaw_search._sketch")
 ROOT = Path(__file__).resolve().parents[1]
 
 _WS = [" ", "\t", "\u00a0", "\u2003", "\u3000", "\x1f", "\u200b", "\u180e", ""]
@@ -99,7 +99,7 @@ def test_the_scores_match_embedding_each_passage_on_both_paths(emb: StaticEmbedd
     for query in ("Kestrel gateway rollback", "café in Tokyo", "invoice approved by Mei"):
         want = best_passage_cosine(emb.embed, query, texts)
         for use in (True, False):
-            from goclaw.retrieval.passage_sketches import SketchBatch, sketch_cosines
+            from goclaw_search.passage_sketches import SketchBatch, sketch_cosines
 
             batch = SketchBatch.of(static_passages.sketches(emb, texts, use_compiled=use))
             got = sketch_cosines(batch, emb.token_similarity(query, batch.tokens))
@@ -130,7 +130,7 @@ def test_without_the_module_the_python_path_runs(
 
 
 def test_a_module_of_another_abi_is_ignored() -> None:
-    module = types.ModuleType("goclaw.retrieval._sketch")
+    module = types.ModuleType("goclaw_search._sketch")
     assert not static_passages._usable(module)
     module.ABI = static_passages.SKETCH_ABI + 1  # type: ignore[attr-defined]
     assert not static_passages._usable(module)
@@ -207,13 +207,13 @@ def test_the_build_hook_builds_the_sketcher(tmp_path: Path) -> None:
     assert spec is not None and spec.loader is not None
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)
-    assert "goclaw/retrieval/_sketch.c" in hook.SOURCES
+    assert "libs/goclaw_search/_sketch.c" in hook.SOURCES
     if not shutil.which(str(sysconfig.get_config_var("CC") or "cc").split()[0]):
         pytest.skip("no C compiler")
     target = tmp_path / ("_sketch" + str(sysconfig.get_config_var("EXT_SUFFIX")))
-    assert hook._compile(ROOT / "goclaw/retrieval/_sketch.c", target)
-    loader = importlib.machinery.ExtensionFileLoader("goclaw.retrieval._sketch", str(target))
-    found = importlib.util.spec_from_file_location("goclaw.retrieval._sketch", target, loader=loader)
+    assert hook._compile(ROOT / "libs/goclaw_search/_sketch.c", target)
+    loader = importlib.machinery.ExtensionFileLoader("goclaw_search._sketch", str(target))
+    found = importlib.util.spec_from_file_location("goclaw_search._sketch", target, loader=loader)
     assert found is not None
     module = importlib.util.module_from_spec(found)
     loader.exec_module(module)

@@ -1,4 +1,4 @@
-"""The C passage sketcher's lifetime (goclaw/retrieval/_sketch.c via goclaw_embeddings.static_passages):
+"""The C passage sketcher's lifetime (libs/goclaw_search/_sketch.c via goclaw_embeddings.static_passages):
 an embedder that made one is freed once dropped (no reference cycle through the sketcher, which the
 cycle collector cannot see), and a sketcher never initialised raises instead of crashing."""
 
@@ -14,7 +14,7 @@ import pytest
 from goclaw_embeddings import static_passages
 from goclaw_embeddings.static_model import StaticEmbedder
 
-sketch_c = pytest.importorskip("goclaw.retrieval._sketch")
+sketch_c = pytest.importorskip("goclaw_search._sketch")
 
 
 def test_a_dropped_embedder_is_freed_after_its_c_sketcher_ran() -> None:
@@ -31,7 +31,7 @@ def test_a_dropped_embedder_is_freed_after_its_c_sketcher_ran() -> None:
 
 def test_an_uninitialised_sketcher_raises_instead_of_crashing() -> None:
     code = (
-        "from goclaw.retrieval import _sketch\n"
+        "from goclaw_search import _sketch\n"
         "s = _sketch.Sketcher.__new__(_sketch.Sketcher)\n"
         "try:\n    s.batch(['hello world'])\nexcept RuntimeError as e:\n    print('raised', e)\n"
     )

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from goclaw.retrieval.tokenize import query_terms, terms
+from goclaw_search.tokenize import query_terms, terms
 from tests.conftest import BACKENDS, module_engine
 from tests.helpers import run_cli
 from tests.test_skills_common import EmbedderPlugin, concept_vector, no_builtin, write_skill

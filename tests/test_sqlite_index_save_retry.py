@@ -17,8 +17,8 @@ from tests.memory_helpers import write
 def test_an_unwritable_index_folder_costs_one_warning_and_one_write(
     workspace: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from goclaw.retrieval.index import SearchIndex
     from goclaw_memory import sqlite_backend
+    from goclaw_search.index import SearchIndex
 
     monkeypatch.setattr(sqlite_backend, "SAVE_DELTA", 3)  # "a large change": 3 chunks here
     writes: list[Path] = []

@@ -285,7 +285,7 @@ NOTES = [
 def test_passage_similarity_equals_embedding_each_passage(query: str) -> None:
     """The fast path (tokens remembered per whitespace piece, passage vectors per text) gives
     what embedding every passage with embed() gives, also on a second, cached call."""
-    from goclaw.retrieval.passages import best_passage_cosine
+    from goclaw_search.passages import best_passage_cosine
 
     emb = StaticEmbedder()
     want = best_passage_cosine(emb.embed, query, NOTES)
@@ -296,7 +296,7 @@ def test_passage_similarity_equals_embedding_each_passage(query: str) -> None:
 
 def test_passage_similarity_when_its_caches_overflow(monkeypatch: pytest.MonkeyPatch) -> None:
     import goclaw_embeddings.static_model as sm
-    from goclaw.retrieval.passages import best_passage_cosine
+    from goclaw_search.passages import best_passage_cosine
 
     monkeypatch.setattr(sm, "_PIECES_MAX", 5)
     monkeypatch.setattr(sm, "_CHUNKS_MAX", 1)

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from goclaw.retrieval.evaluation import parse_questions
 from goclaw_memory.chunking import chunk_text
+from goclaw_memory.evaluation import parse_questions
 
 ROOT = Path(__file__).resolve().parent.parent
 

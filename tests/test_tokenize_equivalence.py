@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from goclaw.retrieval import tokenize as fast
-from goclaw.retrieval.tokenize import STOPWORDS, Tokenizer
+from goclaw_search import tokenize as fast
+from goclaw_search.tokenize import STOPWORDS, Tokenizer
 
 # --------------------------------------------------------------------------- frozen reference
-# goclaw/retrieval/tokenize.py as of c8a0810 (before the speed-up), verbatim minus docstrings.
+# libs/goclaw_search/tokenize.py as of c8a0810 (before the speed-up), verbatim minus docstrings.
 
 _WORD = re.compile(r"[^\W_]+")
 _TOKEN = re.compile(r"[^\W_]+(?:[-_./:@#+][^\W_]+)*")

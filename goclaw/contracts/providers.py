@@ -38,7 +38,7 @@ class PassageScoringEmbedder(Protocol):
 
     The memory reranker's passage step (docs/memory.md, ``rerank_passages``) re-measures its
     best hits' vector share on their best passage (a list item or paragraph with the headings
-    above it: :func:`goclaw.retrieval.passages.passages`). It runs only with a provider that
+    above it: :func:`goclaw_search.passages.passages`). It runs only with a provider that
     offers this, because it embeds every passage of up to 20 chunks per search: the bundled
     static model does, in well under a millisecond; a hosted or transformer model should not.
     """
@@ -58,7 +58,7 @@ class PassageSketchingEmbedder(Protocol):
     passage's cosine with a unit query ``q`` is ``(Σ_t E_t·q) / ‖Σ_t E_t‖``. Such a provider
     sketches each chunk once when it is indexed (:meth:`passage_sketches`, kept in the memory
     index beside its vector), and a search scores the sketches of its best hits with one
-    :meth:`token_similarity` call (:func:`goclaw.retrieval.passage_sketches.sketch_cosines`)
+    :meth:`token_similarity` call (:func:`goclaw_search.passage_sketches.sketch_cosines`)
     instead of re-reading their text: the same figures as :meth:`passage_similarity`.
     """
 
@@ -71,9 +71,9 @@ class PassageSketchingEmbedder(Protocol):
         ...
 
     def passage_sketches(self, texts: Sequence[str]) -> list[Any]:
-        """Each text's :class:`goclaw.retrieval.passage_sketches.PassageSketch` (its segments'
+        """Each text's :class:`goclaw_search.passage_sketches.PassageSketch` (its segments'
         token ids, which segments make each passage of
-        :func:`goclaw.retrieval.passages.passage_layout`, each passage's norm ``‖Σ_t E_t‖``)."""
+        :func:`goclaw_search.passages.passage_layout`, each passage's norm ``‖Σ_t E_t‖``)."""
         ...
 
     def token_similarity(self, query: str, token_ids: Any) -> Any:

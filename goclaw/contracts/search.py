@@ -24,7 +24,7 @@ Subclass :class:`SearchBackend` explicitly to inherit the no-op defaults of ``op
 complete backend in pure Python written against this module alone.
 
 The built-in backends (``sqlite``, ``postgresql``) and the fusion rules they follow are
-described in docs/memory.md; :mod:`goclaw.retrieval` holds the shared engine (tokenizer, BM25,
+described in docs/memory.md; :mod:`goclaw_search` holds the shared engine (tokenizer, BM25,
 vector top-k, fusion) a backend can build on.
 """
 
@@ -41,7 +41,7 @@ CHANNELS = ("hybrid", "lexical", "vector")
 
 @dataclass(frozen=True)
 class FusionSettings:
-    """How the channels are fused (see :mod:`goclaw.retrieval.fusion`)."""
+    """How the channels are fused (see :mod:`goclaw_search.fusion`)."""
 
     method: str = "weighted"
     text_weight: float = 0.7
@@ -56,7 +56,7 @@ class SearchQuery:
     agent_id: str
     users: tuple[str, ...]  # "" = agent level; a user id = that user's own memory
     text: str
-    terms: tuple[str, ...]  # goclaw.retrieval.tokenize.query_terms(text)
+    terms: tuple[str, ...]  # goclaw_search.tokenize.query_terms(text)
     vector: Any  # the query's embedding, or None (no vector channel)
     space: Space | None
     limit: int  # hits the caller will show
@@ -96,7 +96,7 @@ class ChunkRow:
     end_line: int
     text: str
     # When the backend has them: the chunk's retrieval terms in order
-    # (goclaw.retrieval.tokenize.terms), or the positions of the query's terms in it
+    # (goclaw_search.tokenize.terms), or the positions of the query's terms in it
     # ({term: [position, ...]}, terms it lacks left out). The reranker then reads them instead
     # of tokenising the text again.
     terms: Sequence[str] | Mapping[str, Sequence[int]] | None = None
@@ -115,7 +115,7 @@ class SearchResult:
 class ChunkRecord:
     """A chunk as the memory service indexed it: everything a backend needs to index it itself.
 
-    ``terms`` are :func:`goclaw.retrieval.tokenize.default_tokenizer`'s terms of ``text`` (search
+    ``terms`` are :func:`goclaw_search.tokenize.default_tokenizer`'s terms of ``text`` (search
     them, so lexical matching is the kernel's); ``vector`` is a float32 array of ``space``, or
     None (no embedder, or not embedded yet) and then ``space`` is None too."""
 
@@ -253,7 +253,7 @@ class SearchBackend(Protocol):
 
     def chunk_sketches(self, agent_id: str, ids: Sequence[int], space: Space) -> Any:
         """Optional: the passage sketches of these chunks, as the backend keeps them from the
-        embedder of ``space`` (a :class:`goclaw.retrieval.passage_sketches.SketchBatch`; an
+        embedder of ``space`` (a :class:`goclaw_search.passage_sketches.SketchBatch`; an
         id it has none of, ``-1`` included, has none), for the memory reranker's passage step
         (docs/memory.md, "Passages"). Default None: the step reads the hits' text."""
         return None

@@ -18,15 +18,16 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from goclaw.agents import require_agent
-from goclaw.completion import llm_complete, parse_json_object
+from goclaw.completion import llm_complete
 from goclaw.contracts.memory import NewEpisode
 from goclaw.errors import NotFoundError, ValidationError
-from goclaw.nlp.summary import extractive_summary
-from goclaw.redaction import ExcludedPatterns, redactor_of
 from goclaw.store.models import Agent
 from goclaw.store.types import utcnow
 from goclaw_channel_memory.settings import settings_of
 from goclaw_channel_memory.tables import ChannelMemoryItem
+from goclaw_text.redaction import ExcludedPatterns, PatternError, redactor_of
+from goclaw_text.replies import parse_json_object
+from goclaw_text.summary import extractive_summary
 
 EXTRACT_PROMPT = (
     "From this group chat, extract durable facts, decisions and preferences worth remembering. "
@@ -77,7 +78,10 @@ class ChannelMemory:
         if not channel.strip():
             raise ValidationError("a channel name is required")
         patterns = list(excluded_patterns) if excluded_patterns is not None else None
-        ExcludedPatterns(patterns or [])  # validates them (syntax, length) with a one-line error
+        try:
+            ExcludedPatterns(patterns or [])  # validates them (syntax, length)
+        except PatternError as exc:
+            raise ValidationError(str(exc)) from None
         a = require_agent(self.engine, agent)
         cfg = self.config(a.name, channel)
         if enabled is not None:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from tokenizers import Tokenizer
 
-    from goclaw.retrieval.passage_sketches import PassageSketch
+    from goclaw_search.passage_sketches import PassageSketch
 
 __all__ = ["DEFAULT_MODEL_DIR", "StaticEmbedder"]
 
@@ -174,16 +174,16 @@ class StaticEmbedder:
 
     def passage_similarity(self, query: str, texts: Sequence[str]) -> NDArray[np.float32]:
         """For each text, the best cosine between ``query`` and one of its passages (list items
-        and paragraphs with the headings above them: :func:`goclaw.retrieval.passages.passages`),
+        and paragraphs with the headings above them: :func:`goclaw_search.passages.passages`),
         each embedded as :meth:`embed` would (without its cut at ``max_tokens``); 0 when none is
         positive. The memory reranker re-measures its best hits with it (docs/memory.md), as it
         would not with a hosted model.
 
         Each text's passage sketch (:meth:`passage_sketches`) is remembered (a few hundred
         bytes); the memory index keeps its chunks' sketches itself, so a search passes them to
-        :func:`goclaw.retrieval.passage_sketches.sketch_cosines` and this runs only for text
+        :func:`goclaw_search.passage_sketches.sketch_cosines` and this runs only for text
         the index has no sketch of."""
-        from goclaw.retrieval.passage_sketches import SketchBatch, sketch_cosines
+        from goclaw_search.passage_sketches import SketchBatch, sketch_cosines
 
         known = self._sketches
         found = {t: sk for t in texts if (sk := known.get(t)) is not None}
@@ -200,7 +200,7 @@ class StaticEmbedder:
         return sketch_cosines(batch, self.token_similarity(query, batch.tokens))
 
     def passage_sketches(self, texts: Sequence[str]) -> list[PassageSketch]:
-        """Each text's passage sketch (:class:`goclaw.retrieval.passage_sketches.PassageSketch`:
+        """Each text's passage sketch (:class:`goclaw_search.passage_sketches.PassageSketch`:
         its segments' token ids, which segments make each passage, each passage's norm), what
         :meth:`token_similarity` scores a query against (``PassageSketchingEmbedder``)."""
         from goclaw_embeddings.static_passages import sketches

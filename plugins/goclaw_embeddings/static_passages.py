@@ -4,7 +4,7 @@ passage step, docs/memory.md "Passages").
 A static model embeds a text as the normalised sum of its tokens' rows, so a passage's cosine
 with a unit query ``q`` is ``(Σ_t E_t·q) / ‖Σ_t E_t‖``: :func:`sketch` keeps, per text, its
 segments' token ids, which segments make each passage and each passage's norm
-(:class:`goclaw.retrieval.passage_sketches.PassageSketch`); :func:`token_scores` gives
+(:class:`goclaw_search.passage_sketches.PassageSketch`); :func:`token_scores` gives
 ``E_t·q`` for a search's tokens with one gather of the distinct rows.
 
 Tokens: a passage's tokens are those of its whitespace-separated pieces (the tokenizer never
@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from goclaw.retrieval.passage_sketches import PassageSketch
-from goclaw.retrieval.passages import passage_layout
-from goclaw.retrieval.rerank import compiled as rerank_c
+from goclaw_search.passage_sketches import PassageSketch
+from goclaw_search.passages import passage_layout
+from goclaw_search.rerank import compiled as rerank_c
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from goclaw_embeddings.static_model import StaticEmbedder
 
 _BATCH = 256  # texts whose pieces are looked up (and new ones tokenised) together
-SKETCH_ABI = 2  # the ABI of goclaw/retrieval/_sketch.c this module calls (its ABI constant)
+SKETCH_ABI = 2  # the ABI of libs/goclaw_search/_sketch.c this module calls (its ABI constant)
 
 
 def _usable(module: Any) -> bool:
@@ -42,7 +42,7 @@ def _usable(module: Any) -> bool:
 
 
 try:  # the optional C sketcher (hatch_build.py); the pure-Python path gives the same bytes
-    from goclaw.retrieval import _sketch as compiled
+    from goclaw_search import _sketch as compiled
 except ImportError:  # pragma: no cover - built wherever a C compiler is present
     compiled = None
 if compiled is not None and not _usable(compiled):  # pragma: no cover - a stale build
@@ -56,7 +56,7 @@ def _uint(top: int) -> Any:
 
 def sketches(emb: StaticEmbedder, texts: Sequence[str], *, use_compiled: bool = True) -> list[PassageSketch]:
     """The passage sketch of each text (see the module docstring): with the C sketcher
-    (``goclaw/retrieval/_sketch.c``, its own piece cache) when it is built and
+    (``libs/goclaw_search/_sketch.c``, its own piece cache) when it is built and
     ``use_compiled``, else (or while another thread's call of it tokenises) in Python; the
     same bytes either way."""
     emb.load()
@@ -292,7 +292,7 @@ def token_scores(emb: StaticEmbedder, query: str | Any, token_ids: Any) -> NDArr
     """``E_t·q`` for each token id, ``q`` the query's unit embedding (all 0 when the query
     embeds to nothing); ``query`` is its text or its embedding (as ``embed([query])[0]`` gives
     it: a search passes the vector it computed). In one call of the C reranker
-    (``goclaw/retrieval/_rerank.c`` ``token_dots``) when it is built, else with one numpy gather
+    (``libs/goclaw_search/_rerank.c`` ``token_dots``) when it is built, else with one numpy gather
     of the distinct rows; each distinct row is read once either way."""
     ids = np.asarray(token_ids).reshape(-1)  # uint16 ids index as they are
     q = emb._unit_query(query) if isinstance(query, str) else _unit(query)

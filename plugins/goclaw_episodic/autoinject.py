@@ -8,7 +8,7 @@ the episodic summaries), so a summary or a note related to the message can be in
 Trivial messages (greetings, "ok thanks") are skipped.
 
 Whether a hit is injected is decided on one absolute scale for both tiers
-(:mod:`goclaw.retrieval.answer`): 0.7 × the share of the message's terms the hit holds + 0.3 × its
+(:mod:`goclaw_search.answer`): 0.7 × the share of the message's terms the hit holds + 0.3 × its
 cosine (the cosine alone when no hit holds any of its terms, so a match in meaning only can be
 injected). The search's own scores rank, but do not say whether anything answers: the memory
 fusion divides BM25 by the query's best match, so the best hit of any message sharing a word
@@ -32,18 +32,18 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from goclaw.nlp.sentences import clip
-from goclaw.retrieval.answer import answer_scores
-from goclaw.wrappers import neutralise
 from goclaw_episodic.settings import agent_setting, settings_of
 from goclaw_episodic.store import EpisodicStore
 from goclaw_episodic.text import is_trivial
+from goclaw_search.answer import answer_scores
+from goclaw_text.sentences import clip
+from goclaw_text.wrappers import neutralise
 
 log = logging.getLogger("goclaw.episodic")
 
 HEADER = "## Memory Context\n\nRelevant memories from past sessions (use memory_search for details):\n"
 # Recalled text is data, not instructions: it sits in its own wrapper, and wrapper tags inside
-# it are neutralised (goclaw.wrappers, issue 12). The wrapper counts against the budget.
+# it are neutralised (goclaw_text.wrappers, issue 12). The wrapper counts against the budget.
 OPEN, CLOSE = "<memory_context>\n", "\n</memory_context>"
 DOCUMENT_CHARS = 240  # a memory-file chunk is clipped to this in the section
 

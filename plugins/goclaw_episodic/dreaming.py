@@ -30,13 +30,13 @@ from goclaw.agents import find_agent
 from goclaw.completion import llm_complete
 from goclaw.events import DeferEvent
 from goclaw.fsutil import atomic_write_text
-from goclaw.nlp.sentences import clip
-from goclaw.redaction import redact_for
 from goclaw.store.models import WorkerState
 from goclaw.store.types import utcnow
 from goclaw_episodic.settings import agent_setting, settings_of
 from goclaw_episodic.store import EpisodicStore
 from goclaw_episodic.tables import EpisodicSummary
+from goclaw_text.redaction import redact_for
+from goclaw_text.sentences import clip
 
 log = logging.getLogger("goclaw.episodic")
 

@@ -7,7 +7,7 @@ Every ``memory_search`` asks this tier too, so its fixed cost matters more than 
   summary. On SQLite even that read is skipped while ``PRAGMA data_version`` says no other
   connection committed since the last look. An agent without summaries costs a few
   microseconds and never embeds the query.
-* **Index**: per agent, a :class:`~goclaw.retrieval.index.SearchIndex` over its unexpired
+* **Index**: per agent, a :class:`~goclaw_search.index.SearchIndex` over its unexpired
   summaries (postings of the stored ``lex`` terms, the vectors of the current embedding space),
   on both backends, kept in step like the memory index: a change token and per-row
   fingerprints; the index is reconciled only when the token moves or the earliest expiry
@@ -18,7 +18,7 @@ Every ``memory_search`` asks this tier too, so its fixed cost matters more than 
   GIN, HNSW): 7-15 ms at 1,000 summaries and 30 ms at 2,000, as the terms held had to be counted
   over every full-text match (docs/consolidation.md has the figures).
 
-The score is absolute (:mod:`goclaw.retrieval.answer`): 0.7 × the share of the query's terms a
+The score is absolute (:mod:`goclaw_search.answer`): 0.7 × the share of the query's terms a
 summary holds + 0.3 × its cosine, the reference's episodic weights; a channel with no hit
 leaves the other at weight 1.0.
 """
@@ -38,12 +38,12 @@ from typing import Any
 import numpy as np
 from sqlalchemy import text
 
-from goclaw.nlp.sentences import clip
-from goclaw.retrieval.answer import coverage, fuse_absolute
-from goclaw.retrieval.index import Doc, SearchIndex
-from goclaw.retrieval.tokenize import query_terms
 from goclaw.store.types import utcnow
 from goclaw_episodic.terms import Space, episode_lex, topics
+from goclaw_search.answer import coverage, fuse_absolute
+from goclaw_search.index import Doc, SearchIndex
+from goclaw_search.tokenize import query_terms
+from goclaw_text.sentences import clip
 
 log = logging.getLogger("goclaw.episodic")
 
@@ -269,7 +269,7 @@ class EpisodicSearch:
             return [(st.rows[int(idx.ids[slot])], s) for slot, s in found if s >= min_score]
 
     def _query_vector(self, query: str, vector_query: str | None) -> tuple[Any, Space | None]:
-        from goclaw.retrieval.embed import embed_texts
+        from goclaw.embedding import embed_texts
 
         emb = embed_texts(self.engine, [vector_query or query]) if query.strip() else None
         if emb is None:

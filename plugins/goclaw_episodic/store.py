@@ -20,15 +20,15 @@ from sqlmodel import Session, col, select
 
 from goclaw.agents import find_agent, in_tenant, user_scope
 from goclaw.contracts.memory import NewEpisode
-from goclaw.nlp.entities import entity_names
-from goclaw.redaction import redact_for
-from goclaw.retrieval.embed import embed_texts
+from goclaw.embedding import embed_texts
 from goclaw.store.types import utcnow
 from goclaw.types import SearchHit
 from goclaw_episodic import text as T
 from goclaw_episodic.search import episode_lex, searcher
 from goclaw_episodic.settings import agent_setting
 from goclaw_episodic.tables import EpisodicSummary
+from goclaw_text.entities import entity_names
+from goclaw_text.redaction import redact_for
 
 log = logging.getLogger("goclaw.episodic")
 

@@ -1,7 +1,7 @@
 """What the two episodic search paths share (:mod:`goclaw_episodic.search` for SQLite,
 :mod:`goclaw_episodic.search_pg` for PostgreSQL): the stored terms of a summary.
 
-Their score is absolute (:mod:`goclaw.retrieval.answer`), so one threshold
+Their score is absolute (:mod:`goclaw_search.answer`), so one threshold
 (``auto_inject_threshold``) means the same for every query and every agent: ``0.7 × the share
 of the query's distinct terms a summary holds + 0.3 × its cosine``. The first version normalised
 BM25 by the query's best match, so the best lexical match scored 0.7 or more whatever it
@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from goclaw.retrieval.tokenize import default_tokenizer
+from goclaw_search.tokenize import default_tokenizer
 
 Space = tuple[str, str, int]  # (provider, model, dimension) of an embedding space
 

@@ -1,11 +1,11 @@
 """Episodic text rules (spec §17-§18): the L0 abstract, key-topic limits and the trivial-message
-filter of auto-injection. Shared text mechanisms are the kernel's :mod:`goclaw.nlp`."""
+filter of auto-injection. Shared text mechanisms are the kernel's :mod:`goclaw_text`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from goclaw.nlp.sentences import clip, sentences
+from goclaw_text.sentences import clip, sentences
 
 L0_MAX_CHARS = 200  # ~50 tokens at chars/4 (DECISIONS.md units)
 L0_MIN_SENTENCE = 20

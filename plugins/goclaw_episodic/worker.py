@@ -18,10 +18,10 @@ from goclaw import hookimpl
 from goclaw.agents import find_agent
 from goclaw.completion import llm_complete
 from goclaw.errors import NotFoundError
-from goclaw.nlp.sentences import clip
-from goclaw.nlp.summary import extractive_summary
 from goclaw_episodic.settings import agent_setting, settings_of
 from goclaw_episodic.store import EpisodicStore, NewEpisode
+from goclaw_text.sentences import clip
+from goclaw_text.summary import extractive_summary
 
 log = logging.getLogger("goclaw.episodic")
 

@@ -22,8 +22,8 @@ from sqlalchemy import String, cast, or_
 from sqlmodel import Session, col, select
 
 from goclaw.agents import require_agent, user_scope
+from goclaw.embedding import embed_texts
 from goclaw.errors import NotFoundError, ValidationError
-from goclaw.retrieval.embed import embed_texts
 from goclaw.store.models import Agent
 from goclaw.store.types import utcnow
 from goclaw_kg.history import History

@@ -14,12 +14,12 @@ from sqlalchemy import or_, text
 from sqlmodel import Session, col, select
 
 from goclaw.errors import NotFoundError, ValidationError
-from goclaw.nlp.entities import normalize_name
-from goclaw.redaction import redact_for
 from goclaw.store.types import utcnow
 from goclaw_kg.settings import settings_of
 from goclaw_kg.tables import KGDedupCandidate, KGEntity, KGRelation
 from goclaw_kg.upserts import relation_type_key, with_episodes
+from goclaw_text.entities import normalize_name
+from goclaw_text.redaction import redact_for
 
 
 class History:

@@ -20,14 +20,15 @@ from sqlmodel import Session
 
 from goclaw import hookimpl
 from goclaw.agents import find_agent
-from goclaw.completion import llm_complete, parse_json_object
-from goclaw.nlp.entities import typed_mentions
-from goclaw.nlp.sentences import clip, sentences
-from goclaw.redaction import redact_for
-from goclaw.retrieval.tokenize import STOPWORDS
+from goclaw.completion import llm_complete
 from goclaw_kg.graph import KnowledgeGraph
 from goclaw_kg.settings import agent_setting, settings_of
 from goclaw_kg.upserts import relation_type_key
+from goclaw_search.tokenize import STOPWORDS
+from goclaw_text.entities import typed_mentions
+from goclaw_text.redaction import redact_for
+from goclaw_text.replies import parse_json_object
+from goclaw_text.sentences import clip, sentences
 
 log = logging.getLogger("goclaw.kg")
 
@@ -70,7 +71,7 @@ _REL = re.compile(
 
 def heuristic_extract(text: str) -> Extraction:
     """A model-free extraction that still yields useful entities and relations (names and
-    types: :mod:`goclaw.nlp.entities`)."""
+    types: :mod:`goclaw_text.entities`)."""
     out = Extraction(method="heuristic")
     index: dict[str, dict[str, Any]] = {}
     for sentence in sentences(text):

@@ -1,9 +1,9 @@
 """Entity-name similarity for KG dedup (spec §18): Jaro-Winkler over compact and word-sorted
-forms of the names (:func:`goclaw.nlp.entities.normalize_name`)."""
+forms of the names (:func:`goclaw_text.entities.normalize_name`)."""
 
 from __future__ import annotations
 
-from goclaw.nlp.entities import normalize_name
+from goclaw_text.entities import normalize_name
 
 
 def _compact(name: str) -> str:

@@ -9,9 +9,9 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from goclaw.nlp.entities import normalize_name
 from goclaw.store.types import utcnow
 from goclaw_kg.tables import KGEntity, KGRelation
+from goclaw_text.entities import normalize_name
 
 MAX_EPISODE_LINKS = 50  # an entity remembers its latest episodes only
 

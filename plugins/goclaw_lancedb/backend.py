@@ -6,7 +6,7 @@ records and removed ids and patches the agent's LanceDB table (delete, add, then
 LanceDB's full-text search (BM25 over the kernel's terms) and its exact (flat) cosine vector
 search, both filtered to the query's scope in LanceDB's ``where``; every candidate of either
 channel is then scored on the other one too (:mod:`goclaw_lancedb.search`), and the channels
-are fused by :func:`goclaw.retrieval.fusion.fuse`. For the weighted fusion
+are fused by :func:`goclaw_search.fusion.fuse`. For the weighted fusion
 the candidate lists grow until no chunk outside them can beat the last result (the threshold
 rule), so the ranking is the formula applied to every chunk of the scope. :meth:`rows` is
 served from the table too: the search path never reads the database's chunk table.
@@ -39,9 +39,9 @@ from goclaw.contracts.search import (
     SearchResult,
     Space,
 )
-from goclaw.retrieval.tokenize import default_tokenizer
 from goclaw_lancedb.search import search_table
 from goclaw_lancedb.store import BATCH, AgentTable, file_lock, id_list, meta_file, table_name
+from goclaw_search.tokenize import default_tokenizer
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine

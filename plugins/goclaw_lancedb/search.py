@@ -6,7 +6,7 @@
    their stored vectors (their cosines are computed here), the vector hits missing from the
    full-text list get their BM25 from a second full-text query filtered to those ids (0: no
    term matches); chunks without a vector of the space score 0 on the vector channel;
-3. :func:`goclaw.retrieval.fusion.fuse` over the candidates, with ``query.fusion`` and the
+3. :func:`goclaw_search.fusion.fuse` over the candidates, with ``query.fusion`` and the
    user boost. The rank-based methods see each channel's top ``pool``, as over every chunk.
    For ``weighted`` no chunk outside both lists can score above
    ``tw · bm25_k / best + vw · cos_k`` (× boost): when the last result scores below that
@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from goclaw.contracts.search import ChunkRow, ScoredChunk, SearchQuery, Space
-from goclaw.retrieval.fusion import fuse
 from goclaw_lancedb.store import id_list, lit
+from goclaw_search.fusion import fuse
 
 Hits = dict[int, tuple[float, str]]  # id -> (channel score, user id)
 ROW_COLS = ["id", "user_id", "path", "start_line", "end_line", "text"]

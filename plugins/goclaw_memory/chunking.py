@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from goclaw.retrieval import tokenize
+from goclaw_search import tokenize
 
 DEFAULT_MAX_CHUNK_LEN = 1000
 _NON_SPACE = re.compile(r"\S")
@@ -79,7 +79,7 @@ def split_long_line(line: str, max_len: int) -> list[str]:
 
 def chunk_text(text: str, max_len: int = DEFAULT_MAX_CHUNK_LEN, *, compiled: bool = True) -> list[TextChunk]:
     """Chunk ``text`` per the rules in the module docstring (in one C pass with the optional
-    accelerator, :func:`goclaw.retrieval._accel.chunks`: the same chunks; ``compiled=False``
+    accelerator, :func:`goclaw_search._accel.chunks`: the same chunks; ``compiled=False``
     forces this Python loop)."""
     if max_len <= 0:
         max_len = DEFAULT_MAX_CHUNK_LEN

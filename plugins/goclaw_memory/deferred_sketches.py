@@ -11,7 +11,7 @@ So when an index run adds :data:`DEFER_AT` chunks or more to an agent's loaded i
 backend adds them without sketches (the index is complete and searchable the moment
 ``index()`` returns) and hands them to :class:`SketchJobs`: one background thread per backend
 sketches them in small steps, installs the sketches in the index (a new
-:class:`goclaw.retrieval.passage_sketches.PassageSketches` swapped in under the state's lock)
+:class:`goclaw_search.passage_sketches.PassageSketches` swapped in under the state's lock)
 and then saves the index, copying it under the lock and writing the copy outside it, so no
 search waits for the disk. The saved index is only written once it holds the sketches (an
 earlier save would leave every later process without them).
@@ -36,15 +36,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from goclaw.retrieval.forward import ForwardIndex
-from goclaw.retrieval.passage_sketches import PassageSketches
+from goclaw_search.forward import ForwardIndex
+from goclaw_search.passage_sketches import PassageSketches
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from goclaw.contracts.search import ChunkRecord, Space
-    from goclaw.retrieval.index import Doc, SearchIndex
     from goclaw_memory.sqlite_backend import SQLiteSearchBackend, _State
+    from goclaw_search.index import Doc, SearchIndex
 
 log = logging.getLogger(__name__)
 

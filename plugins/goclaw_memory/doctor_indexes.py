@@ -46,7 +46,7 @@ def _has_column(conn: Any, pg: bool, column: str) -> bool:
 def stale_terms(conn: Any, limit: int | None = LEX_SAMPLE) -> tuple[int, int, list[int]]:
     """``(missing, sampled, stale ids)``: chunks without stored terms, and among ``limit``
     random chunks (all when None) those whose terms the current tokenizer would not produce."""
-    from goclaw.retrieval.tokenize import default_tokenizer
+    from goclaw_search.tokenize import default_tokenizer
 
     tok = default_tokenizer()
     missing = int(
@@ -162,9 +162,9 @@ def check_backend(engine: Engine) -> tuple[Check, Any, str]:
 
 def check_saved_index(engine: Engine, agent: Any, conn: Any, path: Path, space: Any) -> Check:
     """The ``inprocess`` backend's saved index of ``agent``: there, readable, current."""
-    from goclaw.retrieval.tokenize import default_tokenizer
     from goclaw_memory.inprocess_backend import NO_TOKEN
     from goclaw_memory.sqlite_backend import VERSION_WORKER, parse_token
+    from goclaw_search.tokenize import default_tokenizer
 
     chunks = int(
         conn.execute(

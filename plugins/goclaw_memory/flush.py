@@ -7,7 +7,7 @@ the model fails, times out, answers ``NO_REPLY`` or writes nothing, an extractiv
 the decisions, preferences, facts, URLs, paths and dates of the turns being compacted to
 ``memory/YYYY-MM-DD.md`` (appended atomically), so a flush always ends in durable memory when
 there was anything to keep. Everything written, by the model or the fallback, goes through the
-engine's redactor first (:mod:`goclaw.redaction`, issue 12 §1). Written files are re-indexed
+engine's redactor first (:mod:`goclaw_text.redaction`, issue 12 §1). Written files are re-indexed
 at once.
 """
 
@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from goclaw.contracts.providers import ToolCallingLLMProvider
 from goclaw.errors import GoclawError
-from goclaw.redaction import redactor_of
 from goclaw_memory.paths import atomic_write, writable_memory_path
+from goclaw_text.redaction import redactor_of
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine

@@ -2,7 +2,7 @@
 
 The fusion itself (both channels scored for every candidate, the spec's 0.3/0.7 weighted sum
 or another method, the ×1.2 user boost) happens in the backend with
-:func:`goclaw.retrieval.fusion.fuse`. Here hits are de-duplicated by (path within its scope,
+:func:`goclaw_search.fusion.fuse`. Here hits are de-duplicated by (path within its scope,
 start line): a user's copy of a file (``users/U/MEMORY.md`` line 1) wins over the agent-level
 copy (``MEMORY.md`` line 1).
 """

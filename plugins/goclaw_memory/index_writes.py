@@ -21,12 +21,12 @@ from sqlalchemy import delete, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
 from goclaw.contracts.search import ChunkRecord
-from goclaw.retrieval.tokenize import lex_of
 from goclaw.store.models import WorkerState
 from goclaw.store.types import utcnow
 from goclaw_memory.sqlite_backend import VERSION_WORKER, parse_token
 from goclaw_memory.tables import MemoryChunk, MemoryDocument
 from goclaw_memory.write_behind import WRITER_THREAD
+from goclaw_search.tokenize import lex_of
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import delete, select
 
 from goclaw.contracts.search import SearchBackend
-from goclaw.retrieval.tokenize import default_tokenizer
 from goclaw_memory import bulk_wal
 from goclaw_memory.chunking import chunk_text, hash_all
 from goclaw_memory.embedding_cache import cache_reader, vectors_for
@@ -58,6 +57,7 @@ from goclaw_memory.index_writes import (
 from goclaw_memory.paths import user_ids
 from goclaw_memory.reembed import reembed
 from goclaw_memory.write_behind import WriteBehind, read_ahead
+from goclaw_search.tokenize import default_tokenizer
 
 if TYPE_CHECKING:
     import sqlite3
@@ -261,7 +261,7 @@ class MemoryIndexer:
     @staticmethod
     def _ready(batch: list[Pending], vectors: dict[str, Any]) -> Batch:
         """A chunked batch ready to write: its files, their chunks' vectors and terms (the
-        tokenizer's term ids, :class:`goclaw.retrieval.tokenize.TermIds`, one batch at once)."""
+        tokenizer's term ids, :class:`goclaw_search.tokenize.TermIds`, one batch at once)."""
         found = default_tokenizer().batch([c.text for p in batch for c in p.chunks])
         terms: list[list[Sequence[str]]] = []
         at = 0

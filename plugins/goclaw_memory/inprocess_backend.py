@@ -24,7 +24,6 @@ from sqlalchemy import bindparam, text
 
 from goclaw.contracts.search import ChunkRow, IndexChanges, IndexSource, Space
 from goclaw.errors import StoreError
-from goclaw.retrieval.index import Doc, SearchIndex
 from goclaw_memory.indexer import paused_gc
 from goclaw_memory.search_rows import chunk_row
 from goclaw_memory.sqlite_backend import (
@@ -36,6 +35,7 @@ from goclaw_memory.sqlite_backend import (
     fingerprint,
     parse_token,
 )
+from goclaw_search.index import Doc, SearchIndex
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine

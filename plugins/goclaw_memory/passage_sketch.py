@@ -24,7 +24,7 @@ from goclaw.errors import GoclawError
 if TYPE_CHECKING:
     from goclaw.contracts.search import Space
     from goclaw.engine import Engine
-    from goclaw.retrieval.index import Doc
+    from goclaw_search.index import Doc
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ class SketchedScorer:
     def _score(self, query: str, ids: list[int], text_of: Callable[[int], str]) -> Any:
         import numpy as np
 
-        from goclaw.retrieval.passage_sketches import sketch_cosines
+        from goclaw_search.passage_sketches import sketch_cosines
 
         embedder = self.embedder
         backend = self.engine.memory.backend

@@ -2,7 +2,7 @@
 pgvector HNSW (DESIGN.md §4, issue 11).
 
 The ``tsv`` column is generated from ``memory_chunks.lex`` (the terms of
-:mod:`goclaw.retrieval.tokenize`: stemmed words, whole codes and their parts, CJK bigrams),
+:mod:`goclaw_search.tokenize`: stemmed words, whole codes and their parts, CJK bigrams),
 so full text matches exactly as on SQLite. A hybrid search:
 
 1. vector candidates: the nearest ``pool`` chunks by HNSW (cosine), scope filtered in SQL;
@@ -11,7 +11,7 @@ so full text matches exactly as on SQLite. A hybrid search:
    of Lucene), pre-ranked in SQL by IDF-weighted ``ts_rank``; the best ``pool`` are kept;
 3. every candidate of either channel gets **both** real scores: BM25 (k1 1.2, b 0.75) from its
    stored terms with document frequencies from the planner's statistics, and its cosine;
-4. :func:`goclaw.retrieval.fusion.fuse` over the candidates.
+4. :func:`goclaw_search.fusion.fuse` over the candidates.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from goclaw.contracts.search import (
     SearchQuery,
     SearchResult,
 )
-from goclaw.retrieval.fusion import fuse
 from goclaw_memory.pg_text import (  # re-exported: imported from here before the split
     K1,
     B,
@@ -45,6 +44,7 @@ from goclaw_memory.pg_text import (  # re-exported: imported from here before th
     split_terms,
     tsquery_literal,
 )
+from goclaw_search.fusion import fuse
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine

@@ -4,7 +4,7 @@ hook and MMR diversification, over the de-duplicated candidates of one search.
 Order: decay (scores × age factor, re-sorted) -> ``goclaw_memory_rerank`` on the best
 ``rerank_candidates`` -> MMR picks ``limit`` -> the first ``limit``. Each step is off unless its
 setting is on (defaults chosen by the measurements in docs/memory.md). The functions themselves
-live in :mod:`goclaw.retrieval.rerank`.
+live in :mod:`goclaw_search.rerank`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goclaw.retrieval.passages import passage_scores
-from goclaw.retrieval.rerank import (
+from goclaw_memory.paths import scope_prefix
+from goclaw_search.passages import passage_scores
+from goclaw_search.rerank import (
     age_days,
     decay_factor,
     is_evergreen,
@@ -27,8 +28,7 @@ from goclaw.retrieval.rerank import (
     term_positions,
     word_set,
 )
-from goclaw.retrieval.tokenize import query_terms, terms
-from goclaw_memory.paths import scope_prefix
+from goclaw_search.tokenize import query_terms, terms
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -99,11 +99,11 @@ def overlap_rerank(
     vector_weight: float = 0.3,
 ) -> list[Any]:
     """The built-in no-network reranker: scores × query-term coverage and proximity
-    (:func:`goclaw.retrieval.rerank.overlap_scores`), best first. Then, given ``passages``
+    (:func:`goclaw_search.rerank.overlap_scores`), best first. Then, given ``passages``
     (``(query, texts) -> best passage cosine of each text``, e.g. the static embedder's
     ``passage_similarity``), the best ``top`` hits of both channels get the vector share of
     their weighted fusion re-measured on their best passage
-    (:func:`goclaw.retrieval.passages.passage_scores`), and all are sorted again."""
+    (:func:`goclaw_search.passages.passage_scores`), and all are sorted again."""
     wanted = _query_terms(query)
     docs = [t if (t := getattr(h, "terms", None)) is not None else _snippet_terms(h.snippet) for h in hits]
     new = overlap_scores(wanted, docs, [h.score for h in hits], weight)

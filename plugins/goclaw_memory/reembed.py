@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select, text
 
 from goclaw.contracts.search import ChunkRecord, Space
-from goclaw.retrieval.tokenize import default_tokenizer
 from goclaw_memory.chunking import TextChunk
 from goclaw_memory.embedding_cache import vectors_for
 from goclaw_memory.index_scan import BATCH_CHUNKS
 from goclaw_memory.index_writes import CHUNKS, as_float32, bump_version, vector_param
+from goclaw_search.tokenize import default_tokenizer
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session

@@ -77,9 +77,9 @@ def _repair_agent(engine: Engine, agent: Any) -> list[str]:
 def _repair_terms(engine: Engine) -> list[str]:
     """Recompute ``lex`` wherever it is missing or not what the tokenizer produces, then make the
     search index forget what it built from the old terms."""
-    from goclaw.retrieval.tokenize import default_tokenizer
     from goclaw_memory.doctor_indexes import stale_terms
     from goclaw_memory.indexer import bump_version
+    from goclaw_search.tokenize import default_tokenizer
 
     with engine.db.engine.connect() as conn:
         missing, _sampled, stale = stale_terms(conn)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from goclaw.contracts.search import ChunkRow, ScoredChunk, SearchResult
-from goclaw.retrieval.fusion import Fused
+from goclaw_search.fusion import Fused
 
 
 def chunk_row(r: Sequence[Any], positions: Mapping[int, Mapping[str, Sequence[int]]] | None) -> ChunkRow:

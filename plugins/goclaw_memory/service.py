@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 from goclaw.contracts.search import FusionSettings, SearchBackend, SearchQuery
 from goclaw.contracts.tools import memory_hit_id
 from goclaw.errors import ConfigError, GoclawError, ValidationError
-from goclaw.retrieval.tokenize import query_terms
 from goclaw_memory.hybrid import MemoryHit, block_hits, build_hits, with_texts
 from goclaw_memory.indexer import IndexReport, MemoryIndexer, Progress
 from goclaw_memory.paths import resolve_memory_path, validate_user_id
 from goclaw_memory.postprocess import postprocess
 from goclaw_memory.search_rows import IndexedResult
+from goclaw_search.tokenize import query_terms
 
 if TYPE_CHECKING:
     from pathlib import Path

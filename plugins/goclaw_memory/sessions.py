@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 from sqlmodel import col, func, select
 
 from goclaw.errors import NotFoundError, ValidationError
-from goclaw.redaction import redact_for
 from goclaw.store.types import utcnow
 from goclaw_memory.flush import FlushResult, run_flush
 from goclaw_memory.paths import validate_user_id
 from goclaw_memory.tables import Session, SessionMessage
+from goclaw_text.redaction import redact_for
 
 if TYPE_CHECKING:
     from sqlmodel import Session as DbSession

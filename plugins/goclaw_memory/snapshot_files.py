@@ -2,7 +2,7 @@
 a save leaves beside it (issue 11).
 
 A save writes ``<name>.idx.<random>.tmp`` and renames it into place, moving the previous index
-aside as ``<name>.idx.<pid>.old`` in between (:func:`goclaw.retrieval.persist.save_index`); a
+aside as ``<name>.idx.<pid>.old`` in between (:func:`goclaw_search.persist.save_index`); a
 sketch job's save writes ``<name>.idx.<pid>.<thread>.staging`` and moves the previous one to
 ``<name>.idx.<pid>.<thread>.copy.old`` (:func:`goclaw_memory.deferred_sketches.save_copy`).
 A process killed part-way leaves them behind, holding the agent's terms; a forget deletes the

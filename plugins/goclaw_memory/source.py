@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import text
 
 from goclaw.contracts.search import ChunkFingerprint, ChunkRecord, Space
-from goclaw.retrieval.tokenize import default_tokenizer
 from goclaw_memory.index_writes import as_float32
 from goclaw_memory.sqlite_backend import VERSION_WORKER, parse_token
+from goclaw_search.tokenize import default_tokenizer
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine

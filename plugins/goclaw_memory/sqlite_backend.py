@@ -1,10 +1,10 @@
 """The SQLite search backend: the retrieval engine's in-memory index, kept in sync with the
 ``memory_chunks`` table and persisted next to the database (issue 11).
 
-The table is the source of truth. Per agent, one :class:`goclaw.retrieval.index.SearchIndex`
+The table is the source of truth. Per agent, one :class:`goclaw_search.index.SearchIndex`
 holds every chunk's BM25 postings (from the stored ``lex`` terms) and its vector of the
 configured embedding space, so a search scores every chunk of the scope on both channels and
-fuses them exactly (:func:`goclaw.retrieval.fusion.fuse`).
+fuses them exactly (:func:`goclaw_search.fusion.fuse`).
 
 Keeping in sync: every indexing transaction replaces the agent's version token
 (``worker_state``). A search reads the token (one primary-key read on a private raw
@@ -43,8 +43,6 @@ from goclaw.contracts.search import (
     SearchResult,
     Space,
 )
-from goclaw.retrieval.index import Doc, SearchIndex
-from goclaw.retrieval.tokenize import Tokenizer, default_tokenizer
 from goclaw_memory.search_rows import (
     ChunkTexts,
     RowBlock,
@@ -54,6 +52,8 @@ from goclaw_memory.search_rows import (
     shown,
 )
 from goclaw_memory.snapshot_files import SWEEP_EVERY, remove_stale_leftovers, snapshot_name
+from goclaw_search.index import Doc, SearchIndex
+from goclaw_search.tokenize import Tokenizer, default_tokenizer
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine
@@ -357,7 +357,7 @@ class SQLiteSearchBackend(SearchBackend):
 
     def chunk_sketches(self, agent_id: str, ids: Sequence[int], space: Space) -> Any:
         """The passage sketches of these chunks in the agent's loaded index of ``space``
-        (:class:`goclaw.retrieval.passage_sketches.SketchBatch`; an id it does not hold, ``-1``
+        (:class:`goclaw_search.passage_sketches.SketchBatch`; an id it does not hold, ``-1``
         included, has none), or None when no such index is loaded."""
         st = self._states.get(agent_id)
         if st is None or st.space is None or tuple(st.space) != tuple(space):
@@ -369,7 +369,7 @@ class SQLiteSearchBackend(SearchBackend):
     def passage_cosines(self, agent_id: str, ids: Sequence[int], space: Space, matrix: Any, q: Any) -> Any:
         """:meth:`chunk_sketches` scored in one call: each chunk's best passage cosine with the
         unit query ``q`` and whether it has a sketch
-        (:meth:`goclaw.retrieval.passage_sketches.PassageSketches.best_cosines`: ``matrix``
+        (:meth:`goclaw_search.passage_sketches.PassageSketches.best_cosines`: ``matrix``
         the embedder's token rows), or None (no such index loaded, or no C reranker)."""
         st = self._states.get(agent_id)
         if st is None or st.space is None or tuple(st.space) != tuple(space):

@@ -51,7 +51,7 @@ class MemoryChunk(SQLModel, table=True):
     start_line: int
     end_line: int
     text: str = text_field()
-    # The retrieval engine's terms of ``text`` (goclaw.retrieval.tokenize), space-separated:
+    # The retrieval engine's terms of ``text`` (goclaw_search.tokenize), space-separated:
     # the in-memory BM25 index is rebuilt from them and PostgreSQL's tsv is generated from them.
     lex: str | None = Field(default=None, sa_type=Text)
     chunk_hash: str = Field(max_length=64)

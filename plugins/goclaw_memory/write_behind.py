@@ -28,7 +28,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 from typing import Generic, TypeVar
 
-from goclaw.sysload import cpus, own_running, runnable
+from goclaw_search.sysload import cpus, own_running, runnable
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -41,8 +41,8 @@ READER_THREAD = "goclaw-index-reader"
 def spare_core(own: int | None = None) -> bool:
     """Whether a core is free for another thread of this process: no runnable thread on the
     machine but this process's ``own`` running ones (default: counted,
-    :func:`goclaw.sysload.own_running`, else 1), fewer than the cores
-    (:func:`goclaw.sysload.runnable`). ``False`` where it cannot be read or with one core."""
+    :func:`goclaw_search.sysload.own_running`, else 1), fewer than the cores
+    (:func:`goclaw_search.sysload.runnable`). ``False`` where it cannot be read or with one core."""
     running, cores = runnable(), cpus()
     if running is None or cores < 2:
         return False

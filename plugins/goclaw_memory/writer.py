@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 from goclaw.contracts.tools import memory_hit_id, parse_memory_hit_id, split_line_locator
 from goclaw.errors import NotFoundError, PermissionDeniedError, ValidationError
-from goclaw.redaction import redact_for
 from goclaw_memory import entries as E
 from goclaw_memory.entries import MemoryEntry
 from goclaw_memory.paths import (
@@ -40,6 +39,7 @@ from goclaw_memory.paths import (
     scope_root,
     validate_user_id,
 )
+from goclaw_text.redaction import redact_for
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine

@@ -4,7 +4,7 @@ Context-file content must never break out of its wrapper: an opening or closing 
 the prompt's own wrappers (``context_file``, ``system_context``, ``extra_context``, ...) inside
 content has its ``<`` replaced by the look-alike ``＜`` (U+FF1C). The replacement keeps the
 length, so the truncation budget still holds. The mechanism is the kernel's
-:mod:`goclaw.wrappers`, which every other plugin's wrapper uses too (issue 12).
+:mod:`goclaw_text.wrappers`, which every other plugin's wrapper uses too (issue 12).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from goclaw.wrappers import WRAPPER_TAGS, attr, neutralise, single_line
+from goclaw_text.wrappers import WRAPPER_TAGS, attr, neutralise, single_line
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -24,8 +24,8 @@ from goclaw_skills.parsing import SkillProblem, SkillRecord
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine
-    from goclaw.retrieval.index import SearchIndex
     from goclaw.types import EmbeddingProvider
+    from goclaw_search.index import SearchIndex
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +112,8 @@ class SkillView:
         if idx is not None:
             return idx
         matrix = self.vectors(engine, embedder) if engine is not None and embedder is not None else None
-        from goclaw.retrieval.index import Doc, SearchIndex
-        from goclaw.retrieval.tokenize import default_tokenizer
+        from goclaw_search.index import Doc, SearchIndex
+        from goclaw_search.tokenize import default_tokenizer
 
         with self._lock:
             idx = self._indexes.get(key)

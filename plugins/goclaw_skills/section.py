@@ -14,7 +14,7 @@ from __future__ import annotations
 from html import escape
 from typing import TYPE_CHECKING
 
-from goclaw.wrappers import wrap
+from goclaw_text.wrappers import wrap
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -76,7 +76,7 @@ def activation_block(skill: ResolvedSkill) -> str:
         "## Explicit Skill Activation\n\n"
         f"The user activated the skill `{r.slug}` with a slash command for this turn. "
         "Follow its instructions below.\n\n"
-        # The body cannot close its wrapper or open another block (goclaw.wrappers, issue 12).
+        # The body cannot close its wrapper or open another block (goclaw_text.wrappers, issue 12).
         + wrap("skill_instructions", r.instructions().rstrip(), name=r.name, slug=r.slug)
     )
 

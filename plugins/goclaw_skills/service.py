@@ -188,9 +188,9 @@ class SkillsService:
     ) -> list[SkillHit]:
         """BM25 (§10) and vector similarity fused (§11) over the skills the caller may see.
 
-        One retrieval engine (issue 11): the view's :class:`~goclaw.retrieval.index.SearchIndex`
+        One retrieval engine (issue 11): the view's :class:`~goclaw_search.index.SearchIndex`
         scores every skill on both channels (the shared tokenizer's terms; the skill vectors),
-        and :func:`~goclaw.retrieval.fusion.fuse` applies BM25 / best BM25 × ``lexical_weight``
+        and :func:`~goclaw_search.fusion.fuse` applies BM25 / best BM25 × ``lexical_weight``
         + cosine × ``vector_weight``; a channel with no hit leaves the other at weight 1.0."""
         if channel not in CHANNELS:
             raise ValidationError(f"unknown search channel {channel!r}: use hybrid, lexical or vector")
@@ -199,8 +199,8 @@ class SkillsService:
         view = self.view(agent, user, skill_filter, include_all=include_all)
         if not len(view) or not query.strip():
             return []
-        from goclaw.retrieval.fusion import fuse
-        from goclaw.retrieval.tokenize import query_terms
+        from goclaw_search.fusion import fuse
+        from goclaw_search.tokenize import query_terms
 
         index, vector = view.search_index(), None
         if channel in ("hybrid", "vector"):

@@ -1,6 +1,6 @@
 """``goclaw eval`` and ``goclaw memory doctor``: measure retrieval, check the index (issue 11).
 
-The harness is the kernel's (``goclaw.retrieval.evaluation``, imported inside the command so
+The harness is the kernel's (``goclaw_memory.evaluation``, imported inside the command so
 that ``goclaw --help`` stays fast); the doctor is the memory service's (``engine.memory.doctor``).
 """
 
@@ -89,7 +89,7 @@ def eval_command(
     Reports recall@k, MRR and nDCG@10 per channel (lexical, vector, hybrid) and per kind of
     question, the context size returned, and the top scores of unanswerable questions.
     """
-    from goclaw.retrieval.evaluation import CHANNELS, KS, evaluate, load_questions
+    from goclaw_memory.evaluation import CHANNELS, KS, evaluate, load_questions
 
     items = load_questions(questions)
     if kinds:

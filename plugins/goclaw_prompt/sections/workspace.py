@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from goclaw import hookimpl
 from goclaw.types import PromptContext, PromptSection
-from goclaw.wrappers import single_line
 from goclaw_prompt.render import ALL_MODES, Section
+from goclaw_text.wrappers import single_line
 
 
 def render(ctx: PromptContext) -> str:

@@ -4,7 +4,7 @@ Revision ID: 0003
 Revises: 0002
 Create Date: 2026-12-03 04:20:00
 
-``memory_chunks.lex`` holds the terms of ``text`` from :mod:`goclaw.retrieval.tokenize`
+``memory_chunks.lex`` holds the terms of ``text`` from :mod:`goclaw_search.tokenize`
 (stemmed words, whole codes such as ``tck-4471`` plus their parts, CJK bigrams), space
 separated. Existing rows are backfilled here.
 
@@ -36,7 +36,7 @@ PG_TSV = (
 
 
 def _backfill() -> None:
-    from goclaw.retrieval.tokenize import default_tokenizer
+    from goclaw_search.tokenize import default_tokenizer
 
     tok = default_tokenizer()
     conn = op.get_bind()

@@ -4,7 +4,7 @@ Revision ID: 0004
 Revises: 0003
 Create Date: 2026-12-03 05:00:00
 
-``episodic_summaries.lex`` holds the terms (:mod:`goclaw.retrieval.tokenize`) of the summary,
+``episodic_summaries.lex`` holds the terms (:mod:`goclaw_search.tokenize`) of the summary,
 its L0 abstract and its key topics, space separated; existing rows are backfilled here.
 
 * SQLite: episodic search moves to the retrieval engine's in-memory index (built from
@@ -54,7 +54,7 @@ SQLITE_FTS = [
 
 def episode_lex(summary: str, l0_abstract: str, key_topics: object) -> str:
     """The stored terms of one summary (the same text goclaw_episodic indexes)."""
-    from goclaw.retrieval.tokenize import default_tokenizer
+    from goclaw_search.tokenize import default_tokenizer
 
     if isinstance(key_topics, str):
         try:

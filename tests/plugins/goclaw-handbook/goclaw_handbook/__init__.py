@@ -102,7 +102,7 @@ class SynonymBackend:
     def search(self, query: Any) -> Any:
         from dataclasses import replace
 
-        from goclaw.retrieval.tokenize import query_terms
+        from goclaw_search.tokenize import query_terms
 
         text = self.expand(query.text)
         return self.base.search(replace(query, text=text, terms=tuple(query_terms(text))))

@@ -1,0 +1,145 @@
+"""The building blocks of a :class:`goclaw_search.index.SearchIndex` (issue 11): the
+documents it takes (:class:`Doc`), its term numbering (:class:`Vocab`), and the vectorised
+passes of a write: postings counted from term ids (:func:`_postings`), a batch's tokenizer ids
+in one array (:func:`_global_ids`), vectors normalised in place (:func:`_normalise_rows`).
+Plain functions over numpy arrays, with the C equivalents of libs/goclaw_search/_accel.c where
+it is built (the same arrays)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from goclaw_search import tokenize
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+
+def _counted(keys: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """``numpy.unique(keys, return_counts=True)`` by one sort, in place (``keys`` is the
+    caller's temporary; numpy's own was ~4x slower on the millions of keys of a bulk load)."""
+    keys.sort()
+    first = np.empty(len(keys), dtype=np.bool_)
+    first[:1] = True
+    np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    at = np.flatnonzero(first)
+    counts = np.empty(len(at), dtype=np.int64)
+    np.subtract(at[1:], at[:-1], out=counts[:-1])
+    counts[-1:] = len(keys) - at[-1:]
+    return keys[at], counts
+
+
+def _postings(
+    tids: NDArray[np.int32] | NDArray[np.int64], lens: NDArray[np.int64], first: int, n_terms: int
+) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.float32]]:
+    """The postings of documents ``first``, ``first + 1``, ... (``lens``: their term counts,
+    ``tids``: their terms in order): ``(term, slot, tf)`` arrays term-major, slots ascending."""
+    if tokenize.accel is not None:  # a counting sort in C: the same arrays
+        raw = tokenize.accel.postings(np.ascontiguousarray(tids, dtype=np.int32), lens, first, n_terms)
+        return (
+            np.frombuffer(raw[0], dtype=np.int64),
+            np.frombuffer(raw[1], dtype=np.int32),
+            np.frombuffer(raw[2], dtype=np.float32),
+        )
+    owner = np.repeat(np.arange(first, first + len(lens), dtype=np.int64), lens)
+    stride = np.int64(max(first + len(lens), 1))
+    pairs, tf = _counted(tids.astype(np.int64) * stride + owner)  # term-major, then slot
+    terms, slots_of = np.divmod(pairs, stride)
+    return terms, slots_of.astype(np.int32), tf.astype(np.float32)
+
+
+class Vocab(dict[str, int]):
+    """Term -> term id (ids are the insertion order: ``list(vocab)[tid]`` is the term).
+
+    Inside :meth:`numbering`, reading a term that is not there with ``[]`` numbers it (the next
+    id), so one C-speed pass over a bulk load's term occurrences maps them to ids and numbers the
+    new terms in order of first sight. Outside it an unknown term raises ``KeyError`` like any
+    dict: a read can never grow the vocabulary by accident."""
+
+    _numbering = False
+
+    def __missing__(self, term: str) -> int:
+        if not self._numbering:
+            raise KeyError(term)
+        tid = self[term] = len(self)
+        return tid
+
+    @contextlib.contextmanager
+    def numbering(self) -> Iterator[None]:
+        """Unknown terms read with ``[]`` are added while this is open (one writer at a time:
+        the index's own lock)."""
+        self._numbering = True
+        try:
+            yield
+        finally:
+            self._numbering = False
+
+
+def _normalise_rows(block: NDArray[np.float32], step: int = 4096) -> NDArray[np.bool_]:
+    """Divide each row of ``block`` by its norm in place (rows of norm 0 stay 0; a row with a
+    NaN or an infinity, whose norm is not finite, becomes 0: no vector, see :func:`_has_norm`);
+    returns which rows had a norm. ``numpy.linalg.norm`` per band of rows: the same arithmetic
+    per row as over the whole block, without two block-sized temporaries."""
+    ok = np.empty(len(block), dtype=np.bool_)
+    for lo in range(0, len(block), step):
+        band = block[lo : lo + step]
+        norms = np.linalg.norm(band, axis=1)
+        good = _has_norm(norms)
+        ok[lo : lo + step] = good
+        np.divide(band, np.where(good, norms, np.float32(1))[:, None], out=band)
+        if not good.all():
+            band[~good] = 0.0
+    return ok
+
+
+def _has_norm(norms: Any) -> Any:
+    """Whether vectors of these norms are vectors: a positive, finite norm. A vector with a NaN
+    or an infinity is stored as no vector (a zero row, cosine exactly 0): a NaN row would make
+    the exact fusion drop the whole vector channel while the int8 scan ranks the other rows
+    (different results by the index's size), and no cosine with it means anything."""
+    return np.isfinite(norms) & (norms > 0)
+
+
+def _global_ids(seqs: Sequence[Sequence[str]]) -> tuple[NDArray[np.int32], list[str]] | None:
+    """The global term ids of every sequence, in order, when all are :class:`tokenize.TermIds`
+    of one table (else ``None``): consecutive ones of one batch are one slice of its array."""
+    if not seqs or type(seqs[0]) is not tokenize.TermIds:
+        return None
+    table = seqs[0].table
+    parts: list[NDArray[np.int32]] = []
+    base: Any = None
+    lo = hi = 0
+    for s in seqs:
+        if type(s) is not tokenize.TermIds or s.table is not table:
+            return None
+        if s.base is base and s.lo == hi:
+            hi = s.hi
+            continue
+        if base is not None:
+            parts.append(base[lo:hi])
+        base, lo, hi = s.base, s.lo, s.hi
+    parts.append(base[lo:hi])
+    return (parts[0] if len(parts) == 1 else np.concatenate(parts)), table
+
+
+class Doc(NamedTuple):
+    """One document to index: its id, scope (e.g. user id, ``""`` = shared), terms, optional
+    vector, a fingerprint (anything that changes when the document does) and an optional
+    passage sketch (:mod:`goclaw_search.passage_sketches`). A named tuple: a bulk load
+    makes one per chunk (4x cheaper than a frozen dataclass)."""
+
+    id: int
+    scope: str
+    terms: Sequence[str]
+    vector: Any = None
+    fingerprint: int = 0
+    sketch: Any = None
+    # Where the document is (memory: the chunk's file and lines), kept per slot so a search
+    # builds its hits without reading the rows (:meth:`SearchIndex.location`).
+    path: str = ""
+    start_line: int = 0
+    end_line: int = 0

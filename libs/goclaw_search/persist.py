@@ -1,0 +1,157 @@
+"""Saving and loading a :class:`goclaw_search.index.SearchIndex` (issue 11): one folder
+holding ``meta.json``, ``vocab.txt`` and one ``.npy`` per array, memory-mapped on load."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from goclaw_search.forward import ForwardIndex
+from goclaw_search.passage_sketches import PassageSketches
+
+if TYPE_CHECKING:
+    from goclaw_search.index import SearchIndex
+
+# 2: the forward index (fwd_terms, fwd_ptr); 3: the passage sketches (psk_*); 4: the int8 copy
+# of the vectors (q8, q8s, q8e: goclaw_search.vecq); 5: centred (q8n, q8mu); 6: each slot's
+# location (loc_path: a code in paths.json, loc_start, loc_end)
+FORMAT = 6
+ARRAYS = (
+    *("ids", "scope", "dl", "alive", "fp", "vec", "has_vec", "q8", "q8s", "q8e", "q8n"),
+    *("loc_path", "loc_start", "loc_end"),
+)  # per slot
+QUANTIZED = ("q8", "q8s", "q8e", "q8n")  # absent from a format 3 index, recomputed from a format 4 one
+LOCATED = ("loc_path", "loc_start", "loc_end")  # absent before format 6: unknown (-1) until filled
+
+
+def _mapped(path: Path) -> Any:
+    """The array in ``path`` memory-mapped copy-on-write, as a plain ``ndarray`` view: the
+    ``memmap`` subclass costs Python work on every slice (≈40 slices per search)."""
+    return np.load(path, mmap_mode="c").view(np.ndarray)
+
+
+def save_index(index: SearchIndex, path: Path) -> None:
+    """Write the whole index to the folder ``path``: ``meta.json``, ``vocab.txt`` and one
+    ``.npy`` per array (memory-mapped on load). Written to a temporary folder first and
+    renamed into place, so a reader never sees half an index; a crash between the two
+    renames leaves no index, which only costs the next start a rebuild."""
+    if index._segments:
+        index._consolidate()
+    meta = dict(index.meta)
+    meta.update(
+        format=FORMAT,
+        dim=index.dim,
+        n=index.n,
+        n_alive=index.n_alive,
+        total_len=index.total_len,
+        scopes=index.scopes,
+    )
+    n = index.n
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent))
+    old = path.with_name(f"{path.name}.{os.getpid()}.old")
+    try:
+        for name in index._ARRAYS:
+            np.save(tmp / f"{name}.npy", getattr(index, name)[:n])
+        np.save(tmp / "indptr.npy", index._indptr)
+        np.save(tmp / "slots.npy", index._slots)
+        np.save(tmp / "tf.npy", index._tf)
+        np.save(tmp / "q8mu.npy", index.q8mu)
+        for name, arr in (*index.fwd.arrays().items(), *index.psk.arrays().items()):
+            np.save(tmp / f"{name}.npy", arr)
+        (tmp / "paths.json").write_text(json.dumps(list(index.paths)), encoding="utf-8")
+        (tmp / "vocab.txt").write_text("\n".join(index.vocab), encoding="utf-8")
+        (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")  # written last
+        if path.exists():
+            os.replace(path, old)
+        os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:  # also when the second rename failed: the index moved aside must not outlive it
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def load_index(cls: type[SearchIndex], path: Path) -> SearchIndex:
+    """Read an index written by :func:`save_index` into a new ``cls`` (raises ``ValueError``
+    if it is not one). The arrays are memory-mapped copy-on-write: loading 100k chunks takes
+    milliseconds and the pages are read on first use.
+
+    A format 3 or 4 index (saved before the centred int8 copy of the vectors) still loads: its
+    vectors are quantized here, in memory, once per load (~1 ms per 1,000 rows of 256
+    dimensions with the C kernels, :func:`goclaw_search.vecq.quantize`); the next
+    :func:`save_index` writes the current format, which loads without that pass. An index
+    saved before format 6 has no locations: it loads with every code -1 and ``located``
+    False, and its owner fills them (:meth:`SearchIndex.set_locations`; the memory backends
+    read them from the chunk table, one query without the text) or searches without them. A
+    format 6 index with a live slot's code -1 (loaded from an older format and saved before
+    they were filled) loads with ``located`` False too; a code below -1 or past the path table
+    is damage, refused like a short array (the memory backends rebuild it from the table)."""
+    try:
+        meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: not a search index ({exc})") from None
+    fmt = meta.get("format")
+    old = fmt in (3, 4)
+    unlocated = fmt in (3, 4, 5)
+    if fmt != FORMAT and not unlocated:
+        raise ValueError(f"{path}: unsupported index format {meta.get('format')!r}")
+    idx = cls(int(meta["dim"]), meta=dict(meta))
+    raw = (path / "vocab.txt").read_text(encoding="utf-8")
+    words = raw.split("\n") if raw else []
+    idx.vocab.update(zip(words, range(len(words)), strict=True))  # the index's own Vocab type
+    idx.n = int(meta["n"])
+    for name in cls._ARRAYS:
+        if not (old and name in QUANTIZED) and not (unlocated and name in LOCATED):
+            setattr(idx, name, _mapped(path / f"{name}.npy"))
+    if unlocated:
+        idx.loc_path = np.full(idx.n, -1, dtype=np.int32)
+        idx.loc_start, idx.loc_end = np.zeros(idx.n, dtype=np.int32), np.zeros(idx.n, dtype=np.int32)
+        idx.located = not bool(np.any(idx.alive))
+    else:
+        idx.paths = [str(p) for p in json.loads((path / "paths.json").read_text(encoding="utf-8"))]
+    if old:
+        idx.q8 = np.zeros((idx.n, idx.dim), dtype=np.int8)
+        idx.q8s, idx.q8e, idx.q8n = (np.zeros(idx.n, dtype=np.float32) for _ in range(3))
+        idx._quantize(0, idx.n)  # the centre: the mean of every row with a vector
+    else:
+        idx.q8mu = np.load(path / "q8mu.npy")
+    idx._indptr = _mapped(path / "indptr.npy")
+    idx._slots = _mapped(path / "slots.npy")
+    idx._tf = _mapped(path / "tf.npy")
+    idx.fwd = ForwardIndex.from_arrays(_mapped(path / "fwd_terms.npy"), _mapped(path / "fwd_ptr.npy"))
+    idx.psk = PassageSketches.from_arrays({k: _mapped(path / f"{k}.npy") for k in PassageSketches().arrays()})
+    if (
+        len(idx._indptr) != len(idx.vocab) + 1
+        or len(idx.ids) != idx.n
+        or idx.q8.shape != idx.vec.shape
+        or len(idx.q8s) != idx.n
+        or len(idx.q8e) != idx.n
+        or len(idx.q8n) != idx.n
+        or idx.q8mu.shape != (idx.dim,)
+        or idx.fwd.slots != idx.n
+        or idx.psk.slots != idx.n
+        or any(len(getattr(idx, name)) != idx.n for name in LOCATED)
+        or (idx.n and int(idx.loc_path.max(initial=-1)) >= len(idx.paths))
+        or (idx.n and int(idx.loc_path.min(initial=-1)) < -1)
+    ):
+        raise ValueError(f"{path}: inconsistent index file")
+    if idx.n and (not np.isfinite(idx.q8mu).all() or not np.isfinite(idx.q8e[: idx.n]).all()):
+        # A vector with a NaN or an infinity, kept as such before upserts refused them (a zero
+        # row now): it made the int8 copies' centre or that row's bound non-finite, which no
+        # search can use. The caller rebuilds the index from its table.
+        raise ValueError(f"{path}: holds a vector that is not finite (saved by an older version)")
+    if not unlocated:
+        idx.located = not bool(np.any(idx.alive[: idx.n] & (idx.loc_path < 0)))
+    idx.scopes = {str(k): int(v) for k, v in meta["scopes"].items()}
+    idx.n_alive = int(meta["n_alive"])
+    idx.total_len = float(meta["total_len"])
+    live = np.flatnonzero(idx.alive)
+    idx.slot_of = dict(zip(idx.ids[live].tolist(), live.tolist(), strict=True))
+    return idx
