@@ -13,8 +13,14 @@ from typing import Any
 import pytest
 
 from goclaw import hookimpl
-from goclaw.errors import ValidationError
-from goclaw_text.redaction import ExcludedPatterns, SecretRedactor, redact, redact_for, redactor_of
+from goclaw_text.redaction import (
+    ExcludedPatterns,
+    PatternError,
+    SecretRedactor,
+    redact,
+    redact_for,
+    redactor_of,
+)
 from tests.helpers import run_cli
 
 CORPUS = Path(__file__).parent / "data" / "secrets_corpus.jsonl"
@@ -142,9 +148,9 @@ def test_catastrophic_exclude_pattern_cannot_hang_ingest() -> None:
 
 
 def test_exclude_patterns_validated_with_one_line() -> None:
-    with pytest.raises(ValidationError, match="invalid exclude pattern"):
+    with pytest.raises(PatternError, match="invalid exclude pattern"):
         ExcludedPatterns(["(unclosed"])
-    with pytest.raises(ValidationError, match="longer than"):
+    with pytest.raises(PatternError, match="longer than"):
         ExcludedPatterns(["a" * 600])
     r = SecretRedactor(["PROJECT-[A-Z]+"])
     assert r.redact("codename PROJECT-NIGHTJAR stays") == "codename [REDACTED:excluded_pattern] stays"
