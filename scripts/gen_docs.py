@@ -11,6 +11,7 @@ when a page is out of date (the test suite runs it).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,20 @@ from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+
+# Help texts and field descriptions may cite sections of the design notes ("(spec §12)",
+# "(§9)"), which mean nothing to a reader of the docs: the pages leave them out.
+_SECTION_REF = re.compile(r"\s*(?:\bspec\s+)?§\s*\d+(?:\.\d+)*")
+_EMPTY_PARENS = re.compile(r"\s*\(\s*[,;]?\s*\)")
+
+
+def _reader_text(text: str) -> str:
+    """``text`` without references to design-note sections, and without the parentheses or
+    commas they leave behind."""
+    text = _SECTION_REF.sub("", text)
+    text = re.sub(r"\(\s*,\s*", "(", text)
+    text = re.sub(r"\s+,", ",", text)
+    return _EMPTY_PARENS.sub("", text)
 
 
 def _type_name(annotation: Any) -> str:
@@ -38,7 +53,7 @@ def _model_table(model: type[BaseModel]) -> list[str]:
         else:
             default = field.default
         shown = "" if default is None else f"`{default!r}`"
-        desc = (field.description or "").replace("|", "\\|").replace("\n", " ")
+        desc = _reader_text(field.description or "").replace("|", "\\|").replace("\n", " ")
         lines.append(f"| `{name}` | `{_type_name(field.annotation)}` | {shown} | {desc} |")
     return lines
 
@@ -88,7 +103,7 @@ def configuration_page() -> str:
 
 
 def _renamed_section() -> list[str]:
-    """Old names that still work (issue 13 item 4), from the kernel's own tables of them."""
+    """Old names that still work, from the kernel's own tables of them."""
     from goclaw.plugins import MOVED_SETTINGS, RENAMED_PLUGINS
 
     out = [
@@ -112,7 +127,8 @@ def _renamed_section() -> list[str]:
 def _command_doc(cmd: click.Command, path: str, out: list[str], level: int) -> None:
     ctx = click.Context(cmd, info_name=path.split()[-1], terminal_width=100, max_content_width=100)
     out += [f"{'#' * level} `{path}`", ""]
-    out += ["```text", cmd.get_help(ctx).replace(f"Usage: {path.split()[-1]}", f"Usage: {path}"), "```", ""]
+    text = _reader_text(cmd.get_help(ctx)).replace(f"Usage: {path.split()[-1]}", f"Usage: {path}")
+    out += ["```text", text, "```", ""]
     if isinstance(cmd, click.Group):
         from goclaw.cli.lazy import LazyGroup
 
