@@ -235,3 +235,43 @@ _TWO_FACTS = (
     "We decided the Atlas launch moves to the first week of June.",
     "Carol prefers design reviews on Thursday mornings.",
 )
+
+
+SESSION_SECRETS = ("Tr0ub4dor&3xyz", "bAArqH92FN3HIeBR")
+
+
+def test_session_secrets_never_reach_summaries_topics_or_the_graph(workspace: Path) -> None:
+    """Names and topics come from text redacted in context: a password said in passing is a
+    secret only beside "my password is", so redacting the extracted fragment alone misses it."""
+    run_cli(["init"], workspace=workspace)
+    run_cli(["agent", "create", "ops"], workspace=workspace)
+    said = (
+        "btw my password is Tr0ub4dor&3xyz and the db is redis://:bAArqH92FN3HIeBR@cache:6379/0. "
+        "Project Atlas ships on Friday with Maria Lopez."
+    )
+    for role, text_ in (("user", said), ("assistant", "Noted, I will remember the Atlas date.")):
+        res = run_cli(
+            ["session", "append", "--agent", "ops", "--key", "s1", "--role", role, text_],
+            workspace=workspace,
+        )
+        assert res.exit_code == 0, res.output
+    assert run_cli(["session", "end", "--key", "s1"], workspace=workspace).exit_code == 0
+    assert run_cli(["workers", "run", "--once"], workspace=workspace).exit_code == 0
+
+    from goclaw import Engine
+
+    with Engine.open(workspace) as eng:
+        stored = _all_text(eng) if eng.has_service("channel_memory") else ""
+        with eng.db.session() as s:
+            summaries = [dict(r) for r in s.execute(text("SELECT * FROM episodic_summaries")).mappings()]
+            names = list(s.execute(text("SELECT name FROM kg_entities")).scalars())
+    assert summaries, "the session was consolidated"
+    everything = stored + json.dumps(summaries, default=str) + json.dumps(names)
+    for secret in SESSION_SECRETS:
+        assert secret not in everything
+    assert not [n for n in names if "REDACTED" in n]
+    assert any("Atlas" in s["summary"] for s in summaries), "the rest of the session is kept"
+    for query in SESSION_SECRETS:
+        res = run_cli(["memory", "search", "--agent", "ops", "--json", query], workspace=workspace)
+        assert res.exit_code == 0, res.output
+        assert query not in res.output

@@ -107,6 +107,54 @@ def test_card_numbers_need_luhn_and_ibans_mod97() -> None:
     assert redact("IBAN DE89 3704 0044 0532 0130 01") == "IBAN DE89 3704 0044 0532 0130 01"
 
 
+# Formats found leaking through the redactor by an outside probe: (text, the secret in it).
+IN_PASSING = {
+    "twilio_auth_token": (
+        "Twilio auth 9f86d081884c7d659a2feaa0c55ad015 for SMS",
+        "9f86d081884c7d659a2feaa0c55ad015",
+    ),
+    "postman": (
+        "postman PMAK-64a1f2c3d4e5f60718293a4b-0123456789abcdef0123456789abcdef01",
+        "PMAK-64a1f2c3d4e5f60718293a4b-0123456789abcdef0123456789abcdef01",
+    ),
+    "newrelic": ("NR key NRAK-ABCDEFGHIJKLMNOPQRSTUVWXY12", "NRAK-ABCDEFGHIJKLMNOPQRSTUVWXY12"),
+    "airtable": (
+        "airtable patAbCdEfGh123456.0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        "patAbCdEfGh123456.0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+    ),
+    "my_pw_is": ("my pw is Gr33nTea!77 don't tell", "Gr33nTea!77"),
+    "cookie": (
+        "Cookie: sessionid=8f14e45fceea167a5a36dedd4bea2543; theme=dark",
+        "8f14e45fceea167a5a36dedd4bea2543",
+    ),
+    "ssn": ("her SSN is 078-05-1120, file it", "078-05-1120"),
+    "eth_private_key": (
+        "my eth private key is 0x4c0883a69102937d6231471b5dbb6204fe512961708279f8b1a3f4c3b8c4e3a1",
+        "4c0883a69102937d6231471b5dbb6204fe512961708279f8b1a3f4c3b8c4e3a1",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(IN_PASSING))
+def test_secrets_said_in_passing_are_redacted(kind: str) -> None:
+    text, secret = IN_PASSING[kind]
+    out = redact(text)
+    assert secret not in out and "[REDACTED:" in out, out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "tx 0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060 confirmed",
+        "call 415-555-0199 after 5",
+        "theme=dark; lang=en",
+        "pw reset link sent",
+    ],
+)
+def test_look_alikes_of_those_formats_survive(text: str) -> None:
+    assert redact(text) == text
+
+
 ADVERSARIAL = {
     "schemes": "http://x" * 20000,
     "userinfo": "https://" * 20000 + "a" * 20,

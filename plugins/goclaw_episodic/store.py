@@ -54,7 +54,8 @@ class EpisodicStore:
         summary = redact_for(self.engine, new.summary) if redact_text else new.summary
         topics = new.key_topics if new.key_topics is not None else entity_names(summary)
         if redact_text:
-            topics = [redact_for(self.engine, t) for t in topics]
+            # A topic that held a secret is dropped, not kept as a placeholder.
+            topics = [t for t in (redact_for(self.engine, t) for t in topics) if "[REDACTED" not in t]
         ttl = new.ttl_days
         if ttl is None:
             ttl = int(agent_setting(self.engine, find_agent(self.engine, new.agent_id), "episodic_ttl_days"))

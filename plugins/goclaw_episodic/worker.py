@@ -20,6 +20,7 @@ from goclaw.completion import llm_complete
 from goclaw.errors import NotFoundError
 from goclaw_episodic.settings import agent_setting, settings_of
 from goclaw_episodic.store import EpisodicStore, NewEpisode
+from goclaw_text.redaction import redactor_of
 from goclaw_text.sentences import clip
 from goclaw_text.summary import extractive_summary
 
@@ -132,6 +133,14 @@ class EpisodicWorker:
                 return  # replay: already consolidated
         chat = [(r, c) for r, c, _ in messages if r in ("user", "assistant") and c.strip()]
         summary = str(payload.get("summary") or "").strip()
+        redact_text = settings_of(engine).redact
+        if redact_text:
+            # Each message is redacted whole, before anything is summarised or extracted from
+            # it: "my password is X" marks X as a secret, X alone in a summary or a topic does
+            # not. The model never sees the secret either.
+            redactor = redactor_of(engine)
+            chat = [(r, redactor.redact(c)) for r, c in chat]
+            summary = redactor.redact(summary)
         method = "compaction"
         if not summary:
             summary, method = summarise(engine, chat)
@@ -153,7 +162,7 @@ class EpisodicWorker:
                 token_count=tokens,
                 ttl_days=int(agent_setting(engine, agent, "episodic_ttl_days")),
             ),
-            redact_text=settings_of(engine).redact,
+            redact_text=redact_text,
         )
         if store.insert(row) is not None:
             log.info("episodic summary %s for %s (%s)", row.id, source_id, method)
