@@ -254,9 +254,9 @@ def test_session_secrets_never_reach_summaries_topics_or_the_graph(workspace: Pa
             ["session", "append", "--agent", "ops", "--key", "s1", "--role", role, text_],
             workspace=workspace,
         )
-        assert res.exit_code == 0, res.output
-    assert run_cli(["session", "end", "--key", "s1"], workspace=workspace).exit_code == 0
-    assert run_cli(["workers", "run", "--once"], workspace=workspace).exit_code == 0
+        assert res.code == 0, res.err
+    assert run_cli(["session", "end", "--key", "s1"], workspace=workspace).code == 0
+    assert run_cli(["workers", "run", "--once"], workspace=workspace).code == 0
 
     from goclaw import Engine
 
@@ -273,5 +273,5 @@ def test_session_secrets_never_reach_summaries_topics_or_the_graph(workspace: Pa
     assert any("Atlas" in s["summary"] for s in summaries), "the rest of the session is kept"
     for query in SESSION_SECRETS:
         res = run_cli(["memory", "search", "--agent", "ops", "--json", query], workspace=workspace)
-        assert res.exit_code == 0, res.output
-        assert query not in res.output
+        assert res.code == 0, res.err
+        assert query not in res.out

@@ -146,7 +146,7 @@ def test_secrets_said_in_passing_are_redacted(kind: str) -> None:
     "text",
     [
         "tx 0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060 confirmed",
-        "call 415-555-0199 after 5",
+        "build 12-34-5678 is green",
         "theme=dark; lang=en",
         "pw reset link sent",
     ],
