@@ -57,8 +57,8 @@ class MemorySettings(BaseModel):
     # 0.7 / 0.3 won the comparison in docs/memory.md: the only weights that beat full text alone
     # on recall@10 and MRR on every labelled set with the default (static) embedder; the spec's
     # 0.3 / 0.7 ranked below full text alone. Set 0.3 / 0.7 for the spec's weights.
-    text_weight: float = Field(default=0.7, ge=0, description="weight of the full-text channel (spec: 0.3)")
-    vector_weight: float = Field(default=0.3, ge=0, description="weight of the vector channel (spec: 0.7)")
+    text_weight: float = Field(default=0.7, ge=0, description="weight of the full-text channel")
+    vector_weight: float = Field(default=0.3, ge=0, description="weight of the vector channel")
     user_boost: float = Field(default=1.2, ge=0)
     candidate_factor: int = Field(
         default=4,

@@ -12,7 +12,7 @@ class SkillsSettings(BaseModel):
         default=20, ge=0, description="inline mode only with at most this many skills (§9)"
     )
     inline_max_tokens: int = Field(
-        default=3500, ge=0, description="inline mode only when name+description tokens (chars/4) fit (§9)"
+        default=3500, ge=0, description="inline mode only when the name+description tokens fit"
     )
     max_results: int = Field(default=5, ge=1, le=100, description="skill_search results (§10)")
     lexical_weight: float = Field(default=0.3, ge=0, description="BM25 weight in hybrid search (§11)")
