@@ -118,7 +118,10 @@ def _note_skipped(report: Any) -> None:
 def memory_search(
     query: str, agent: str | None, user: str | None, channel: str, limit: int | None, as_json: bool
 ) -> None:
-    """Search memory: full text (any term) and vectors, fused 0.7 text / 0.3 vector by default."""
+    """Search memory: full text (any term) and vectors.
+
+    Hybrid search fuses the channels 0.7 text / 0.3 vector by default ([plugins.memory]
+    text_weight, vector_weight)."""
     eng = engine()
     response = eng.memory.search_response(query, _agent_name(eng, agent), user, limit=limit, channel=channel)
     for note in response.notes:
