@@ -5,7 +5,6 @@ bounded memory, and one bad skill never hides the others."""
 from __future__ import annotations
 
 import json
-import time
 import tracemalloc
 import zipfile
 from pathlib import Path
@@ -43,10 +42,8 @@ def deep_yaml(depth: int = MAX_DEPTH + 8) -> str:
 def test_the_502_byte_alias_bomb_is_refused_at_once() -> None:
     text = laughs()
     assert len(text.encode()) < 600
-    start = time.perf_counter()
     with pytest.raises(SkillParseError, match="anchors and aliases"):
         split_frontmatter(text)
-    assert time.perf_counter() - start < 1.0
     # anchors without aliases are refused too: frontmatter never needs them
     with pytest.raises(SkillParseError, match="anchors and aliases"):
         split_frontmatter("---\nname: &n x\n---\n")
