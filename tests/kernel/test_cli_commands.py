@@ -301,7 +301,7 @@ def test_an_unloaded_command_module_is_imported_again(hello_installed: Path, wor
     """The CLI group lives for the process; a command it loaded before its module was unloaded
     (a plugin reinstalled in a long-lived process, or another test's install) is imported
     again rather than run from the stale module (this made the test above fail when it ran
-    after test_kernel_plugins in one process)."""
+    after test_plugin_manager in one process)."""
     assert run_cli(["hello", "ada"], workspace=workspace).code == 0
     del sys.modules["goclaw_hello.cli"]
     result = run_cli(["hello", "bo"], workspace=workspace)

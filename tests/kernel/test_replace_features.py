@@ -152,7 +152,7 @@ def test_worker_gets_run_completed_with_episodic_and_kg_disabled(
 
 def test_the_plugin_guide_shows_the_tested_code() -> None:
     """The walk-throughs include these files by pymdownx snippets (mkdocs --strict fails on a
-    missing one), so the guide's code is the code tested above and in test_minisearch_backend."""
+    missing one), so the guide's code is the code tested above and in test_third_party_search_backend."""
     root = Path(__file__).resolve().parents[2]
     guide = (root / "docs" / "plugins.md").read_text(encoding="utf-8")
     for include in (

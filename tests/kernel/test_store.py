@@ -107,7 +107,7 @@ def test_foreign_database_is_refused(tmp_path: Path) -> None:
 
 def test_empty_database_is_created_at_head(tmp_path: Path) -> None:
     """An empty database has no revision; the kernel's chain alone creates the kernel's tables
-    (the features' come from their plugins' chains, tests/test_kernel_schema.py)."""
+    (the features' come from their plugins' chains, tests/kernel/test_schema.py)."""
     db = Database(f"sqlite:///{tmp_path / 'old.db'}")
     assert migrate.current_revision(db) is None
     assert migrate.upgrade(db) == migrate.known_revisions()[0]

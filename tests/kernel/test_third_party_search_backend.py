@@ -1,7 +1,7 @@
 """A replacement memory search backend written from scratch (issue 13 item 8): the pure-Python
 ``minisearch`` plugin (tests/third_party/goclaw-minisearch), installed for real through its entry
 point and selected by config, passes the same backend suite as SQLite, PostgreSQL and LanceDB
-(every test of tests/test_memory_search.py, on a SQLite and a PostgreSQL database), and works
+(every test of tests/plugins/memory/test_search.py, on a SQLite and a PostgreSQL database), and works
 through ``goclaw memory index`` / ``goclaw memory search --json`` across processes' worth of
 engines, catching up through the contract's ``IndexSource`` when it was not selected."""
 

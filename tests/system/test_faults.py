@@ -8,7 +8,7 @@
 * an unreachable database at start gives one line and a non-zero exit from the CLI.
 
 Kill tests for indexing and for worker event handling live with those features
-(``tests/test_memory_*`` and ``tests/test_consolidation_*``).
+(``tests/plugins/memory/`` and ``tests/plugins/episodic/``).
 """
 
 from __future__ import annotations

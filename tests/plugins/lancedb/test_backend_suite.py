@@ -1,6 +1,6 @@
 """The ``lancedb`` search backend (plugin ``goclaw.lancedb``, issue 13 item 7) passes the same
 backend behaviour tests as the built-in SQLite and PostgreSQL backends: every test of
-tests/test_memory_search.py runs again here with ``[plugins.memory] backend = "lancedb"`` (set
+tests/plugins/memory/test_search.py runs again here with ``[plugins.memory] backend = "lancedb"`` (set
 through the environment, so the CLI tests select it too), on a SQLite and a PostgreSQL
 workspace database. Only the test of the SQLite backend's own in-memory index is left out.
 """

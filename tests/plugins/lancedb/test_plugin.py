@@ -2,7 +2,7 @@
 keeps its own index through the write contract and never reads the chunk table to search; it
 catches up when it fell behind the database; it gives the SQLite backend's exact results;
 disabling it or missing the extra gives one-line errors, and ``forget`` leaves no trace in its
-folder. (tests/test_lancedb_backend.py runs the shared backend suite on it.)"""
+folder. (tests/plugins/lancedb/test_backend_suite.py runs the shared backend suite on it.)"""
 
 from __future__ import annotations
 

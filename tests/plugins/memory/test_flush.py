@@ -112,7 +112,7 @@ def daily(eng: Any, user: str | None = None) -> Path:
 
 
 def test_sessions_record_messages_and_tokens(engine: Any) -> None:
-    engine.__dict__["tokenizer"] = CharsTokenizer()  # the ÷ 4 fallback; o200k in test_tokenizer.py
+    engine.__dict__["tokenizer"] = CharsTokenizer()  # the ÷ 4 fallback; o200k in test_tokenizer_hook.py
     engine.agents.create("ada")
     engine.agents.create("bob")
     m1 = engine.sessions.append("ada", "k1", "user", "x" * 10)

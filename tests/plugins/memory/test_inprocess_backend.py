@@ -1,7 +1,7 @@
 """``backend = "inprocess"`` (issue 11): the kernel engine kept in step through the search
 contract's IndexSource, on SQLite and PostgreSQL. It passes the same backend suite as the
-built-in backends (every test of tests/test_memory_search.py: here on SQLite; on PostgreSQL
-``auto`` selects it, so test_memory_search.py runs the suite with it there), and on PostgreSQL
+built-in backends (every test of tests/plugins/memory/test_search.py: here on SQLite; on PostgreSQL
+``auto`` selects it, so test_search.py runs the suite with it there), and on PostgreSQL
 its results equal the SQLite backend's exact ones on the same files."""
 
 from __future__ import annotations

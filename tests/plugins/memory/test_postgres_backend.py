@@ -1,6 +1,6 @@
 """The ``postgresql`` search backend (tsvector + HNSW in the database), selected explicitly:
 ``auto`` picks ``inprocess`` on PostgreSQL. The shared backend suite (every test of
-test_memory_search.py) runs here with it, then its own behaviour: common terms, the deferred
+test_search.py) runs here with it, then its own behaviour: common terms, the deferred
 HNSW build and binary vectors."""
 
 from __future__ import annotations

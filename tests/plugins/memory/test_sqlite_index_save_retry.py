@@ -1,7 +1,7 @@
 """The SQLite backend's saved search index (``<database>.index/``) where it cannot be written:
 one warning, then no save attempt for RETRY_SAVE seconds (each would re-write the whole index
 and warn again), search answering from memory throughout; the same back-off as ``inprocess``
-(tests/test_pg_default_backend.py), shared through the backend class both use."""
+(tests/plugins/memory/test_postgres_auto_backend.py), shared through the backend class both use."""
 
 from __future__ import annotations
 

@@ -131,7 +131,7 @@ def test_small_limits_keep_the_70_20_shape_and_the_marker_comes_on_top() -> None
 
 
 def test_a_clamp_keeps_a_prefix_of_the_original_never_a_cut_through_the_marker() -> None:
-    # Found by tests/test_fuzz.py after the 70/20 change: the clamp cut the trimmed text, so a
+    # Found by tests/system/test_fuzz.py after the 70/20 change: the clamp cut the trimmed text, so a
     # file could end in half a marker line, or start with the marker's own characters.
     text = "".join(chr(ord("a") + i % 26) for i in range(100))
     tail = "\n" + marker("X.md")
