@@ -10,7 +10,7 @@ The kernel keeps the commands of its own mechanisms: ``init`` (the workspace and
 (agents and teams are kernel rows every feature is scoped by), ``forget`` (one user's erasure
 across every plugin, through the ``goclaw_forget_rows`` hook), and ``serve``/``mcp``
 (transports that expose every service through its contract, whichever plugin provides it).
-``tests/test_cli_commands.py`` checks each line against the command it names.
+``tests/kernel/test_cli_commands.py`` checks each line against the command it names.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ whatever it searches. The service's calls, in order:
 5. :meth:`SearchBackend.close` when the engine closes.
 
 Subclass :class:`SearchBackend` explicitly to inherit the no-op defaults of ``open``,
-``prepare_vectors``, ``bulk_load`` and ``close``; ``tests/plugins/goclaw-minisearch`` is a
+``prepare_vectors``, ``bulk_load`` and ``close``; ``tests/third_party/goclaw-minisearch`` is a
 complete backend in pure Python written against this module alone.
 
 The built-in backends (``sqlite``, ``postgresql``) and the fusion rules they follow are

@@ -1,0 +1,279 @@
+"""Meta-tests that keep the plugin contract honest (datasette's habit, STYLE.md §22).
+
+* every hook is documented in the hook reference, with an example;
+* every hook is reachable through the kernel's typed facade (a spy plugin implementing all of
+  them sees each one called);
+* every non-essential default plugin can be disabled, and a test plugin can take its place;
+* the generated reference pages match the code.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from goclaw import hookimpl
+from goclaw.contracts.commands import CommandSpec
+from goclaw.contracts.schema import ForgetScope
+from goclaw.engine import Engine
+from goclaw.hookspecs import HOOK_NAMES
+from goclaw.plugins import DEFAULT_PLUGINS, ESSENTIAL_PLUGINS
+from goclaw.types import ContextFile, PromptContext, PromptMode, PromptRequest, SearchHit
+
+ROOT = Path(__file__).resolve().parents[2]
+HOOKS_DOC = ROOT / "docs" / "reference" / "hooks.md"
+
+
+@pytest.mark.parametrize("hook", HOOK_NAMES)
+def test_every_hook_is_documented_with_an_example(hook: str) -> None:
+    text = HOOKS_DOC.read_text(encoding="utf-8")
+    match = re.search(rf"^### {hook}\n(.*?)(?=^### |\Z)", text, re.S | re.M)
+    assert match, f"{hook} has no section in {HOOKS_DOC.name}"
+    body = match.group(1)
+    assert f"::: goclaw.hookspecs.{hook}" in body, "the section must render the hookspec docstring"
+    assert "```python" in body and f"def {hook}(" in body, "the section needs a runnable example"
+
+
+def test_every_hookspec_has_a_docstring() -> None:
+    import goclaw.hookspecs as specs
+
+    for hook in HOOK_NAMES:
+        doc = getattr(specs, hook).__doc__ or ""
+        assert "Default plugin" in doc, f"{hook} must say which default plugin implements it"
+        assert "Semantics" in doc or "firstresult" in doc or "Default plugin" in doc
+
+
+class Spy:
+    """Implements every hook; records which ones the kernel called."""
+
+    def __init__(self) -> None:
+        self.called: set[str] = set()
+
+    def _hit(self, name: str) -> None:
+        self.called.add(name)
+
+    @hookimpl
+    def goclaw_settings_model(self) -> Any:
+        self._hit("goclaw_settings_model")
+        return None
+
+    @hookimpl
+    def goclaw_services(self, engine: Any) -> dict[str, Any]:
+        self._hit("goclaw_services")
+        return {"spy": self}
+
+    @hookimpl
+    def goclaw_startup(self, engine: Any) -> None:
+        self._hit("goclaw_startup")
+
+    @hookimpl
+    def goclaw_agent_created(self, engine: Any, agent: Any) -> None:
+        self._hit("goclaw_agent_created")
+
+    @hookimpl
+    def goclaw_register_commands(self, cli: Any) -> None:
+        self._hit("goclaw_register_commands")
+
+    @hookimpl
+    def goclaw_schema(self) -> list[Any]:
+        self._hit("goclaw_schema")
+        return []
+
+    @hookimpl
+    def goclaw_forget_rows(self, engine: Any, scope: Any, connection: Any) -> list[Any]:
+        self._hit("goclaw_forget_rows")
+        return []
+
+    @hookimpl
+    def goclaw_cli_commands(self) -> list[Any]:
+        self._hit("goclaw_cli_commands")
+        return [CommandSpec("spy", "Spy.", "spy_module:spy")]
+
+    @hookimpl
+    def goclaw_prompt_sections(self) -> list[Any]:
+        self._hit("goclaw_prompt_sections")
+        return []
+
+    @hookimpl
+    def goclaw_prompt_modes(self) -> list[PromptMode]:
+        self._hit("goclaw_prompt_modes")
+        return [PromptMode("spy-mode")]
+
+    @hookimpl(tryfirst=True)
+    def goclaw_resolve_prompt_mode(self, request: PromptRequest) -> str | None:
+        self._hit("goclaw_resolve_prompt_mode")
+        return "spy-mode" if request.channel == "spy" else None
+
+    @hookimpl
+    def goclaw_context_file_sources(self) -> list[Any]:
+        self._hit("goclaw_context_file_sources")
+        return []
+
+    @hookimpl
+    def goclaw_virtual_context_files(self, ctx: Any) -> list[ContextFile]:
+        self._hit("goclaw_virtual_context_files")
+        return [ContextFile("SPY.md", "watching", source="virtual", virtual=True)]
+
+    @hookimpl
+    def goclaw_slash_commands(self) -> list[Any]:
+        self._hit("goclaw_slash_commands")
+        return []
+
+    @hookimpl
+    def goclaw_skill_tiers(self) -> list[Any]:
+        self._hit("goclaw_skill_tiers")
+        return []
+
+    @hookimpl
+    def goclaw_search_backends(self) -> dict[str, Any]:
+        self._hit("goclaw_search_backends")
+        return {"spy-backend": lambda engine: "backend"}
+
+    @hookimpl
+    def goclaw_embedding_providers(self) -> dict[str, Any]:
+        self._hit("goclaw_embedding_providers")
+        return {"spy-embedder": lambda engine: "embedder"}
+
+    @hookimpl
+    def goclaw_tokenizers(self) -> dict[str, Any]:
+        self._hit("goclaw_tokenizers")
+        return {"spy-tokenizer": lambda engine: "tokenizer"}
+
+    @hookimpl
+    def goclaw_llm_providers(self) -> dict[str, Any]:
+        self._hit("goclaw_llm_providers")
+        return {"spy-llm": lambda engine: "llm"}
+
+    @hookimpl
+    def goclaw_memory_search_extra(
+        self, engine: Any, query: str, agent: Any, user: str | None, limit: int
+    ) -> list[SearchHit]:
+        self._hit("goclaw_memory_search_extra")
+        return [SearchHit(id="spy", score=1.0, text=query, tier="spy")]
+
+    @hookimpl
+    def goclaw_memory_rerank(self, engine: Any, query: str, agent: Any, user: Any, hits: list[Any]) -> Any:
+        self._hit("goclaw_memory_rerank")
+        return list(reversed(hits))
+
+    @hookimpl
+    def goclaw_consolidation_workers(self) -> list[Any]:
+        self._hit("goclaw_consolidation_workers")
+        return []
+
+    @hookimpl
+    def goclaw_tools(self, engine: Any) -> list[Any]:
+        self._hit("goclaw_tools")
+        return []
+
+
+def test_every_hook_is_reachable_through_the_facade(workspace: Path) -> None:
+    import click
+
+    spy = Spy()
+    with Engine.open(workspace, extra_plugins=[("spy", spy)]) as engine:
+        assert engine.service("spy") is spy
+        agent = engine.agents.create("watched")
+        hooks = engine.hooks
+        ctx = PromptContext(
+            engine=engine, request=PromptRequest(agent="watched"), agent=agent, user="u", mode="full"
+        )
+        hooks.register_commands(click.Group("x"))
+        hooks.schema_components()
+        with engine.db.engine.connect() as conn:
+            hooks.forget_rows(engine, ForgetScope((agent.id,), "u"), conn)
+        assert hooks.cli_commands() == [("spy", CommandSpec("spy", "Spy.", "spy_module:spy"))]
+        hooks.prompt_sections()
+        assert "spy-mode" in hooks.prompt_modes()
+        assert hooks.resolve_prompt_mode(PromptRequest(agent="watched", channel="spy")) == "spy-mode"
+        hooks.context_file_sources()
+        assert [f.name for f in hooks.virtual_context_files(ctx) if f.name == "SPY.md"] == ["SPY.md"]
+        hooks.slash_commands()
+        hooks.skill_tiers()
+        assert hooks.search_backends()["spy-backend"](engine) == "backend"
+        assert engine.embedder("spy-embedder") == "embedder"
+        assert engine.llm("spy-llm") == "llm"
+        assert hooks.tokenizers()["spy-tokenizer"](engine) == "tokenizer"
+        assert hooks.memory_search_extra(engine, "q", agent, None, 5)[0].tier == "spy"
+        assert hooks.memory_rerank(engine, "q", agent, None, [1, 2]) == [2, 1]
+        hooks.consolidation_workers()
+        hooks.tools(engine)
+    assert spy.called == set(HOOK_NAMES)
+
+
+NON_ESSENTIAL = sorted(set(DEFAULT_PLUGINS) - ESSENTIAL_PLUGINS)
+
+
+@pytest.mark.parametrize("name", NON_ESSENTIAL)
+def test_default_plugin_can_be_disabled(name: str, workspace: Path) -> None:
+    with Engine.open(workspace, plugins={"disable": [name]}) as engine:
+        assert engine.plugin_manager.records[name].status == "blocked"
+        assert engine.plugin_manager.pm.get_plugin(name) is None
+        engine.agents.create("still-here")
+        assert [a.name for a in engine.agents.list()] == ["still-here"]
+
+
+def _replacement_for(module_name: str) -> tuple[Any, list[str]]:
+    """A different plugin object that provides the same hook implementations."""
+    module = importlib.import_module(module_name)
+    calls: list[str] = []
+    attrs: dict[str, Any] = {}
+    for attr in dir(module):
+        fn = getattr(module, attr)
+        if attr.startswith("goclaw_") and callable(fn) and hasattr(fn, "goclaw_impl"):
+            opts = dict(fn.goclaw_impl)
+
+            def make(f: Any, hook: str) -> Any:
+                @functools.wraps(f)  # pluggy reads the argument names through __wrapped__
+                def impl(*args: Any, **kwargs: Any) -> Any:  # pluggy passes arguments by position
+                    calls.append(hook)
+                    return f(*args, **kwargs)
+
+                return impl
+
+            wrapped = make(fn, attr)
+            attrs[attr] = staticmethod(
+                hookimpl(
+                    wrapped,
+                    tryfirst=opts.get("tryfirst", False),
+                    trylast=opts.get("trylast", False),
+                )
+            )
+    return type("Replacement", (), attrs)(), calls
+
+
+@pytest.mark.parametrize("name", NON_ESSENTIAL)
+def test_default_plugin_can_be_replaced(name: str, workspace: Path) -> None:
+    replacement, calls = _replacement_for(DEFAULT_PLUGINS[name])
+    # Registered under the built-in's feature name, so it owns the same [plugins.<feature>] table.
+    new_name = name.removeprefix("goclaw.")
+    with Engine.open(
+        workspace, plugins={"disable": [name]}, extra_plugins=[(new_name, replacement)]
+    ) as engine:
+        record = engine.plugin_manager.records[new_name]
+        assert record.status == "active", record.error
+        hooks_of_builtin = {
+            h for h in dir(importlib.import_module(DEFAULT_PLUGINS[name])) if h.startswith("goclaw_")
+        }
+        registered = set(record.hooks)
+        assert registered == {h for h in hooks_of_builtin if h in HOOK_NAMES}
+        engine.agents.create("replaced")
+    if {"goclaw_settings_model", "goclaw_services", "goclaw_startup", "goclaw_agent_created"} & registered:
+        assert calls, "the replacement's hooks were never called"
+
+
+def test_generated_reference_pages_are_up_to_date() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gen_docs.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
