@@ -35,8 +35,8 @@ from goclaw.contracts.tools import (
 from goclaw.errors import GoclawError, NotFoundError
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
-    from goclaw.types import Tool
+    from goclaw.contracts.hooks import Tool
+    from goclaw.contracts.host import Host
 
 FORMATS = ("openai", "anthropic", "mcp")
 
@@ -84,7 +84,7 @@ class KeywordTool:
 class ToolRegistry:
     """The tools offered to a model; one per engine (``engine.tools``)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
         self._tools: dict[str, ContractTool] | None = None
         self._lock = threading.Lock()
