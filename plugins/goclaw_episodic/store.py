@@ -18,11 +18,11 @@ from sqlalchemy import bindparam, delete
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from goclaw.agents import find_agent, in_tenant, user_scope
+from goclaw.contracts.agents import find_agent, in_tenant, user_scope
+from goclaw.contracts.columns import utcnow
+from goclaw.contracts.hooks import SearchHit
 from goclaw.contracts.memory import NewEpisode
-from goclaw.embedding import embed_texts
-from goclaw.store.types import utcnow
-from goclaw.types import SearchHit
+from goclaw.contracts.providers import embed_texts
 from goclaw_episodic import text as T
 from goclaw_episodic.search import episode_lex, searcher
 from goclaw_episodic.settings import agent_setting
