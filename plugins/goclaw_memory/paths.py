@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from goclaw.contracts.fsutil import atomic_write_text
 from goclaw.errors import NotFoundError, PermissionDeniedError, ValidationError
-from goclaw.fsutil import atomic_write_text
 
 EXCLUDED_DIRS = frozenset({".git", "node_modules", "__pycache__"})
 USERS_DIR = "users"

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from goclaw_memory.paths import USERS_DIR, classify
 
 if TYPE_CHECKING:
-    from goclaw.store.models import Agent
+    from goclaw.contracts.store import Agent
     from goclaw_memory.indexer import IndexReport
     from goclaw_memory.service import MemoryService
 
