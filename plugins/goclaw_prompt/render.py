@@ -17,7 +17,7 @@ from goclaw_text.wrappers import WRAPPER_TAGS, attr, neutralise, single_line
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from goclaw.types import PromptContext
+    from goclaw.contracts.host import PromptContext
 
 FULL = frozenset({"full"})
 ALL_MODES = frozenset({"full", "minimal"})
