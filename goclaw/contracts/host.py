@@ -77,7 +77,26 @@ class HostSettings(Protocol):
 
 
 class AgentDirectory(Protocol):
-    """``host.agents``: look agents up, change their settings, link them (kernel-owned)."""
+    """``host.agents``: create and look up agents, change them, link them (kernel-owned)."""
+
+    def create(
+        self,
+        name: str,
+        agent_type: str = "open",
+        *,
+        display_name: str = "",
+        description: str = "",
+        workspace_dir: str | None = None,
+        settings: dict[str, Any] | None = None,
+        status: str = "active",
+    ) -> Agent:
+        """Create an agent in the host's tenant; ``goclaw_agent_created`` then runs."""
+        ...
+
+    def update(self, name: str, **fields: Any) -> Agent:
+        """Change ``display_name``, ``description``, ``status``, ``settings``,
+        ``workspace_dir`` or ``agent_type``."""
+        ...
 
     def get(self, name: str, session: Session | None = None) -> Agent:
         """The agent called ``name`` (or with that id) in the host's tenant;
