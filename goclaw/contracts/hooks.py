@@ -1,4 +1,4 @@
-"""The plain value types hooks pass and return (spec §5, §9.5): requests, files, modes, results.
+"""The plain value types hooks pass and return: requests, files, modes, slash results, hits.
 
 Plugins return these (or any object with the same attributes). They are deliberately small;
 behaviour lives in the plugins that produce and consume them. The protocols that hold or receive

@@ -9,7 +9,7 @@ answers with plain text and no tool calls. An embedding provider may also offer
 :class:`PassageScoringEmbedder` (the memory reranker's passage step) and, to make that step
 nearly free, :class:`PassageSketchingEmbedder`.
 
-Two helpers degrade gracefully (DESIGN.md §5) for the features that store what a model made:
+Two helpers degrade gracefully, for the features that store what a model made:
 :func:`llm_complete` (one model call, or ``None``: use the deterministic fallback) and
 :func:`embed_texts` (L2-normalised vectors, or ``None``: store the row without one, search
 degrades to full text). They take the :class:`~goclaw.contracts.host.Host`; all they use of

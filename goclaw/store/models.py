@@ -1,4 +1,4 @@
-"""The kernel's private tables (DESIGN.md §4): the durable event queue (``host.events``, the
+"""The kernel's private tables: the durable event queue (``host.events``, the
 workers runner). The tables plugins share with the kernel — agents, links and teams, context
 files, ``system_configs``, the embedding cache, ``worker_state`` — are a contract and live in
 :mod:`goclaw.contracts.store`; importing this module registers all of them on

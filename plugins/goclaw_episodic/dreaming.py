@@ -154,5 +154,5 @@ def goclaw_consolidation_workers() -> list[Any]:
 
 
 def atomic_write(path: Path, content: str) -> None:
-    """Write ``content`` to ``path`` atomically (:func:`goclaw.fsutil.atomic_write_text`)."""
+    """Write ``content`` to ``path`` atomically (:func:`goclaw.contracts.fsutil.atomic_write_text`)."""
     atomic_write_text(path, content)

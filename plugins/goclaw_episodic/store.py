@@ -201,7 +201,7 @@ class EpisodicStore:
     def hits(
         self, agent_id: str, user: str | None, query: str, limit: int, min_score: float = 0.0
     ) -> list[SearchHit]:
-        """Search results as :class:`~goclaw.types.SearchHit` with ``tier="episodic"`` (the
+        """Search results as :class:`~goclaw.contracts.hooks.SearchHit` with ``tier="episodic"`` (the
         ``memory_search`` tier: what a hit shows is kept with the search index, no row is read)."""
         found = searcher(self.engine).search_rows(
             agent_id, user_scope(user), query, limit=limit, min_score=min_score

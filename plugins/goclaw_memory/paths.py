@@ -256,5 +256,5 @@ def writable_memory_path(agent_dir: Path, user_id: str, path: str) -> tuple[str,
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (:func:`goclaw.fsutil.atomic_write_text`)."""
+    """Write ``text`` to ``path`` atomically (:func:`goclaw.contracts.fsutil.atomic_write_text`)."""
     atomic_write_text(path, text)

@@ -39,7 +39,7 @@ __all__ = ["ALL_MODES", "FULL", "WRAPPER_TAGS", "Section", "attr", "escape_wrapp
 
 @dataclass
 class Section:
-    """A prompt section (:class:`goclaw.types.PromptSection`) backed by a render function."""
+    """A prompt section (:class:`goclaw.contracts.host.PromptSection`) backed by a render function."""
 
     name: str
     order: float

@@ -2,7 +2,7 @@
 
 Two things say the database side of skills may have changed: a committed in-process write to
 ``skills``, ``skill_versions``, the grant tables or ``system_configs`` (the kernel's
-:class:`goclaw.changes.ChangeTracker` watches them), and, for writes by other processes, age: a
+:class:`goclaw.contracts.host.ChangeTracker` watches them), and, for writes by other processes, age: a
 checked value is trusted for at most ``[plugins.skills] db_check_seconds`` (0 = check on
 every use). So a warm prompt build makes no skills query at all.
 """
