@@ -123,7 +123,7 @@ def setup(
 
 
 def measure(eng: Any, repeats: int) -> tuple[float, dict[str, Any]]:
-    from goclaw.types import PromptRequest, ToolInfo
+    from goclaw.contracts.hooks import PromptRequest, ToolInfo
 
     req = PromptRequest(
         agent="bench", user="u", tools=(ToolInfo("read_file", "read"), ToolInfo("spawn", "sub-agent")),
@@ -160,7 +160,7 @@ def count_io(eng: Any) -> tuple[int, int, int]:
     sections, file opens) during one warm build."""
     from sqlalchemy import event
 
-    from goclaw.types import PromptRequest
+    from goclaw.contracts.hooks import PromptRequest
 
     counts = {"ours": 0, "others": 0}
 

@@ -157,8 +157,9 @@ def _write_skills(root: Path, items: list[tuple[str, str, str]]) -> None:
 
 
 def bench_engine(quick: bool) -> list[dict[str, Any]]:
+    from goclaw.contracts.hooks import PromptRequest
+    from goclaw.contracts.host import PromptContext
     from goclaw.engine import Engine
-    from goclaw.types import PromptContext, PromptRequest
 
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:

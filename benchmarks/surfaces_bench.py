@@ -78,8 +78,8 @@ def setup(ws: Path) -> None:
 
 
 def python_api(ws: Path, n: int) -> dict[str, float]:
+    from goclaw.contracts.hooks import PromptRequest
     from goclaw.engine import Engine
-    from goclaw.types import PromptRequest
 
     with Engine.open(ws) as eng:
         request = PromptRequest(agent=AGENT, user=USER, message=MESSAGE)

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    from goclaw.contracts.hooks import PromptRequest
     from goclaw.contracts.tools import ToolContext, ToolResult
     from goclaw.engine import Engine
-    from goclaw.types import PromptRequest
 
 T = TypeVar("T")
 

@@ -15,7 +15,7 @@ import tomllib
 import types
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar, Union, get_args, get_origin
+from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
@@ -135,20 +135,6 @@ def load_settings(workspace: Path, **overrides: Any) -> Settings:
     except RecursionError:  # a GOCLAW_* JSON value nested thousands deep (issue 12)
         raise ConfigError(f"{path} / GOCLAW_* environment: a value is nested too deeply") from None
     return settings
-
-
-_M = TypeVar("_M", bound=BaseModel)
-
-
-def settings_or_defaults(engine: Any, feature: str, model: type[_M]) -> _M:
-    """``engine.plugin_settings(feature)`` when it is a ``model``, else ``model()``'s defaults:
-    for code of a plugin that runs while the plugin owning the table is disabled or replaced
-    (a worker, a tool)."""
-    try:
-        cfg = engine.plugin_settings(feature)
-    except Exception:
-        return model()
-    return cfg if isinstance(cfg, model) else model()
 
 
 def validate_plugin_table(feature: str, model: type[BaseModel], table: Any) -> BaseModel:

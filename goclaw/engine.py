@@ -37,11 +37,11 @@ if TYPE_CHECKING:
         MemoryService,
         SessionService,
     )
+    from goclaw.contracts.providers import EmbeddingProvider, LLMProvider
     from goclaw.contracts.services import ContextFileService, PromptService, Seeder, SkillsService, Summoner
-    from goclaw.store.models import Agent
+    from goclaw.contracts.store import Agent
     from goclaw.tokenizer import Tokenizer
     from goclaw.tools import ToolRegistry
-    from goclaw.types import EmbeddingProvider, LLMProvider
 
 log = logging.getLogger(__name__)
 

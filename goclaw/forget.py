@@ -31,8 +31,8 @@ from goclaw.errors import PermissionDeniedError, ValidationError
 
 if TYPE_CHECKING:
     from goclaw.contracts.schema import ForgetStep
+    from goclaw.contracts.store import Agent
     from goclaw.engine import Engine
-    from goclaw.store.models import Agent
 
 
 @dataclass
@@ -142,11 +142,7 @@ class Forgetter:
         from goclaw.store import models
         from goclaw.store.migrate import VERSION_TABLE
 
-        kernel = {
-            str(getattr(obj, "__tablename__", ""))
-            for obj in vars(models).values()
-            if isinstance(obj, type) and obj.__module__ == models.__name__
-        }
+        kernel = {str(t.__tablename__) for t in models.KERNEL_TABLES}
         declared = {name for c in self.engine.hooks.schema_components() for name in c.table_names}
         present = set(inspect(conn).get_table_names())
         return sorted(t for t in present - kernel - declared if not t.startswith((VERSION_TABLE, "sqlite_")))

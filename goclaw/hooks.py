@@ -23,24 +23,20 @@ if TYPE_CHECKING:
     import click
     from pydantic import BaseModel
 
-    from goclaw.contracts.schema import ForgetScope, ForgetStep, SchemaComponent
-    from goclaw.engine import Engine
-    from goclaw.plugins import GoclawPluginManager
-    from goclaw.store.models import Agent
-    from goclaw.types import (
-        ConsolidationWorker,
-        ContextFile,
+    from goclaw.contracts.events import ConsolidationWorker
+    from goclaw.contracts.hooks import ContextFile, PromptMode, PromptRequest, SearchHit, Tool
+    from goclaw.contracts.host import (
         ContextFileSource,
         Factory,
+        Host,
         PromptContext,
-        PromptMode,
-        PromptRequest,
         PromptSection,
-        SearchHit,
         SkillTier,
         SlashCommand,
-        Tool,
     )
+    from goclaw.contracts.schema import ForgetScope, ForgetStep, SchemaComponent
+    from goclaw.contracts.store import Agent
+    from goclaw.plugins import GoclawPluginManager
 
 T = TypeVar("T")
 _WRAPPER = "a hook wrapper"
@@ -140,7 +136,7 @@ class Hooks:
     def settings_models(self) -> dict[str, type[BaseModel]]:
         return {plugin: model for plugin, model in self._collect("goclaw_settings_model") if plugin}
 
-    def services(self, engine: Engine) -> dict[str, Any]:
+    def services(self, engine: Host) -> dict[str, Any]:
         owners: dict[str, str] = {}
         services: dict[str, Any] = {}
         for plugin, result in self._collect("goclaw_services", engine=engine):
@@ -153,10 +149,10 @@ class Hooks:
                 services[name] = service
         return services
 
-    def startup(self, engine: Engine) -> None:
+    def startup(self, engine: Host) -> None:
         self._collect("goclaw_startup", engine=engine)
 
-    def agent_created(self, engine: Engine, agent: Agent) -> None:
+    def agent_created(self, engine: Host, agent: Agent) -> None:
         self._collect("goclaw_agent_created", engine=engine, agent=agent)
 
     def cli_commands(self) -> list[tuple[str, CommandSpec]]:
@@ -183,7 +179,7 @@ class Hooks:
             lambda: self._items("goclaw_schema", lambda c: c.name, "schema component"),
         )
 
-    def forget_rows(self, engine: Engine, scope: ForgetScope, connection: Any) -> list[ForgetStep]:
+    def forget_rows(self, engine: Host, scope: ForgetScope, connection: Any) -> list[ForgetStep]:
         """Every plugin's erasure steps, plugins in name order, each plugin's in its order."""
         pairs = self._collect("goclaw_forget_rows", engine=engine, scope=scope, connection=connection)
         steps: list[ForgetStep] = []
@@ -250,7 +246,7 @@ class Hooks:
         return self._registry("goclaw_llm_providers", "LLM provider")
 
     def memory_search_extra(
-        self, engine: Engine, query: str, agent: Agent, user: str | None, limit: int
+        self, engine: Host, query: str, agent: Agent, user: str | None, limit: int
     ) -> list[SearchHit]:
         hits: list[SearchHit] = []
         for _plugin, result in self._collect(
@@ -261,7 +257,7 @@ class Hooks:
 
     def memory_rerank(
         self,
-        engine: Engine,
+        engine: Host,
         query: str,
         agent: Agent,
         user: str | None,
@@ -281,5 +277,5 @@ class Hooks:
             lambda: self._items("goclaw_consolidation_workers", lambda w: w.name, "consolidation worker"),
         )
 
-    def tools(self, engine: Engine) -> list[Tool]:
+    def tools(self, engine: Host) -> list[Tool]:
         return self._items("goclaw_tools", lambda t: t.name, "tool", engine=engine)

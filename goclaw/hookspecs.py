@@ -23,23 +23,19 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from goclaw.contracts.commands import CommandSpec
-    from goclaw.contracts.schema import ForgetScope, ForgetStep, SchemaComponent
-    from goclaw.engine import Engine
-    from goclaw.store.models import Agent
-    from goclaw.types import (
-        ConsolidationWorker,
-        ContextFile,
+    from goclaw.contracts.events import ConsolidationWorker
+    from goclaw.contracts.hooks import ContextFile, PromptMode, PromptRequest, SearchHit, Tool
+    from goclaw.contracts.host import (
         ContextFileSource,
         Factory,
+        Host,
         PromptContext,
-        PromptMode,
-        PromptRequest,
         PromptSection,
-        SearchHit,
         SkillTier,
         SlashCommand,
-        Tool,
     )
+    from goclaw.contracts.schema import ForgetScope, ForgetStep, SchemaComponent
+    from goclaw.contracts.store import Agent
 
 NAME = "goclaw"
 hookspec = pluggy.HookspecMarker(NAME)
@@ -66,7 +62,7 @@ def goclaw_settings_model() -> type[BaseModel] | None:
 
 
 @hookspec
-def goclaw_services(engine: Engine) -> dict[str, Any] | None:
+def goclaw_services(engine: Host) -> dict[str, Any] | None:
     """Contribute named service objects to the :class:`~goclaw.Engine` facade.
 
     Args: engine — the engine being opened.
@@ -81,7 +77,7 @@ def goclaw_services(engine: Engine) -> dict[str, Any] | None:
 
 
 @hookspec
-def goclaw_startup(engine: Engine) -> None:
+def goclaw_startup(engine: Host) -> None:
     """Run start-up work once the engine is open and migrated (e.g. backfill embeddings).
 
     Semantics: every implementation is called, in pluggy's call order (use ``tryfirst`` /
@@ -93,7 +89,7 @@ def goclaw_startup(engine: Engine) -> None:
 
 
 @hookspec
-def goclaw_agent_created(engine: Engine, agent: Agent) -> None:
+def goclaw_agent_created(engine: Host, agent: Agent) -> None:
     """React to a new agent. Called after the agent row is committed, outside any transaction.
 
     Default plugin: ``goclaw.bootstrap`` seeds the agent-level context files (spec §3).
@@ -147,7 +143,7 @@ def goclaw_schema() -> list[SchemaComponent] | None:
 
 
 @hookspec
-def goclaw_forget_rows(engine: Engine, scope: ForgetScope, connection: Any) -> list[ForgetStep] | None:
+def goclaw_forget_rows(engine: Host, scope: ForgetScope, connection: Any) -> list[ForgetStep] | None:
     """Say which rows of this plugin's tables ``goclaw forget`` erases for ``scope``.
 
     Args: ``scope`` — :class:`goclaw.contracts.schema.ForgetScope` (a user of some agents, or
@@ -298,7 +294,7 @@ def goclaw_llm_providers() -> dict[str, Factory] | None:
 
 @hookspec
 def goclaw_memory_search_extra(
-    engine: Engine, query: str, agent: Agent, user: str | None, limit: int
+    engine: Host, query: str, agent: Agent, user: str | None, limit: int
 ) -> list[SearchHit] | None:
     """Search extra memory tiers alongside the indexed documents (spec §17: L1 + L2).
 
@@ -310,7 +306,7 @@ def goclaw_memory_search_extra(
 
 @hookspec(firstresult=True)
 def goclaw_memory_rerank(
-    engine: Engine, query: str, agent: Agent, user: str | None, hits: list[Any], query_vector: Any
+    engine: Host, query: str, agent: Agent, user: str | None, hits: list[Any], query_vector: Any
 ) -> list[Any] | None:
     """Rerank the best candidates of a memory search (issue 11 item 6).
 
@@ -349,7 +345,7 @@ def goclaw_consolidation_workers() -> list[ConsolidationWorker] | None:
 
 
 @hookspec
-def goclaw_tools(engine: Engine) -> list[Tool] | None:
+def goclaw_tools(engine: Host) -> list[Tool] | None:
     """Contribute runtime tools (``skill_search``, ``use_skill``, ``memory_search``, ...).
 
     Semantics: all collected; a duplicate tool name is an error.

@@ -24,23 +24,16 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
+
+from goclaw.contracts.host import Tokenizer
 
 log = logging.getLogger(__name__)
 
 BUILTIN = ("o200k_base", "cl100k_base", "chars")
+__all__ = ["BUILTIN", "CharsTokenizer", "TiktokenTokenizer", "Tokenizer", "make_tokenizer"]
 _ENCODINGS: dict[str, Any] = {}
 _LOCK = threading.Lock()
-
-
-@runtime_checkable
-class Tokenizer(Protocol):
-    """Counts the tokens of a text."""
-
-    @property
-    def name(self) -> str: ...
-
-    def count(self, text: str) -> int: ...
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ import click
 from goclaw.cli.common import emit_json, engine, json_option, print_table
 
 if TYPE_CHECKING:
+    from goclaw.contracts.store import Agent
     from goclaw.engine import Engine
-    from goclaw.store.models import Agent
 
 
 @click.group("agent")

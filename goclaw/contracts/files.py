@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from goclaw.changes import ChangeTracker
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import ChangeTracker, Host
 
 # Spec §1 file names, in the spec's order (DECISIONS.md, order of files).
 KNOWN_FILES: tuple[str, ...] = (
@@ -43,24 +42,17 @@ def is_user_file_populated(content: str | None) -> bool:
     return True
 
 
-def context_tracker(engine: Engine) -> ChangeTracker:
+def context_tracker(engine: Host) -> ChangeTracker:
     """The engine's change tracker for the prompt-side tables (agents, context files, links,
     teams): a cache keyed on it is invalidated by any committed write to them."""
-    from goclaw.store.models import (
-        Agent,
-        AgentContextFile,
-        AgentLink,
-        Team,
-        TeamMember,
-        UserContextFile,
-    )
+    from goclaw.contracts.store import Agent, AgentContextFile, AgentLink, Team, TeamMember, UserContextFile
 
     return engine.change_tracker(
         TRACKER_NAME, (Agent, AgentContextFile, UserContextFile, AgentLink, Team, TeamMember)
     )
 
 
-def cache_seconds(engine: Engine) -> float:
+def cache_seconds(engine: Host) -> float:
     """How long a prompt-side cache may trust an entry written by another process: the context-
     file service's ``cache_seconds`` (``[plugins.context_files] cache_seconds``), else 5 s."""
     if not engine.has_service("files"):

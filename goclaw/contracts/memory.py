@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from goclaw.store.models import Agent
+    from goclaw.contracts.store import Agent
 
 
 # --------------------------------------------------------------------------- memory
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 @runtime_checkable
 class MemoryFileWriter(Protocol):
-    """``engine.memory.writer``: add, correct, delete and list memories in the Markdown memory
+    """``host.service("memory").writer``: add, correct, delete and list memories in the Markdown memory
     files (atomic writes, re-indexed at once). The flush and dreaming write through it."""
 
     def add(
@@ -65,7 +65,7 @@ class MemoryFileWriter(Protocol):
 
 @runtime_checkable
 class MemoryService(Protocol):
-    """``engine.memory`` (``goclaw.memory``): index and search the memory files (spec §13-§15).
+    """``host.service("memory")`` (``goclaw.memory``): index and search the memory files (spec §13-§15).
 
     Search without ``user`` sees agent-level memory only; with ``user`` agent-level plus that
     user's own. Hits have ``path``, ``start_line``, ``end_line``, ``score``, ``scope``,
@@ -145,7 +145,7 @@ class MemoryService(Protocol):
 
 @runtime_checkable
 class SessionService(Protocol):
-    """``engine.sessions`` (``goclaw.memory``): conversation records, compaction and the memory
+    """``host.service("sessions")`` (``goclaw.memory``): conversation records, compaction and the memory
     flush (spec §16). :meth:`end` publishes ``run.completed`` in the same transaction."""
 
     def append(
@@ -198,7 +198,7 @@ class NewEpisode:
 
 @runtime_checkable
 class EpisodicService(Protocol):
-    """``engine.service("episodic")``: episodic summaries (spec §17 L1)."""
+    """``host.service("episodic")``: episodic summaries (spec §17 L1)."""
 
     def build(self, new: NewEpisode, *, redact_text: bool = True) -> Any:
         """A ready-to-insert row: redacted summary, L0 abstract, topics, embedding, expiry
@@ -252,7 +252,7 @@ class EpisodicService(Protocol):
 
 @runtime_checkable
 class KnowledgeGraphService(Protocol):
-    """``engine.kg``: the temporal knowledge graph (spec §20). As-of queries follow
+    """``host.service("kg")``: the temporal knowledge graph (spec §20). As-of queries follow
     DECISIONS.md: ``valid_from <= t AND (valid_until IS NULL OR valid_until > t)``."""
 
     def entities(
@@ -318,7 +318,7 @@ class KnowledgeGraphService(Protocol):
 
 @runtime_checkable
 class ChannelMemoryService(Protocol):
-    """``engine.service("channel_memory")``: memory gathered from shared channels, with
+    """``host.service("channel_memory")``: memory gathered from shared channels, with
     per-channel opt-in, exclusions and approval (spec §19)."""
 
     def configure(

@@ -1,7 +1,8 @@
 """Service contracts: what each ``goclaw_services`` name promises (issue 13 item 1).
 
-A plugin contributes services by name through ``goclaw_services``; the engine exposes each as an
-attribute typed by the Protocol below (``engine.memory`` is a :class:`MemoryService`). A third
+A plugin contributes services by name through ``goclaw_services``; a plugin reaches one with
+``host.service(name)``, typed by the Protocol below through the helpers at the end
+(``memory_service(host)`` is a :class:`MemoryService`). A third
 party replaces a feature by disabling its plugin and providing an object that satisfies the same
 Protocol under the same name. :data:`SERVICES` maps every documented name to its Protocol; the
 meta-tests check each built-in against it, member by member and parameter by parameter.
@@ -15,9 +16,9 @@ from __future__ import annotations
 
 import builtins
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
-from goclaw.contracts.events import EventPublisher
+from goclaw.contracts.host import EventPublisher
 from goclaw.contracts.memory import (
     ChannelMemoryService,
     EpisodicService,
@@ -27,8 +28,9 @@ from goclaw.contracts.memory import (
 )
 
 if TYPE_CHECKING:
-    from goclaw.store.models import Agent
-    from goclaw.types import PromptRequest
+    from goclaw.contracts.hooks import PromptRequest
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.store import Agent
 
 
 # --------------------------------------------------------------------------- context files
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
 
 @runtime_checkable
 class ContextFileService(Protocol):
-    """``engine.files`` (``goclaw.context_files``, essential): agent-level and per-user context
+    """``host.service("files")`` (``goclaw.context_files``, essential): agent-level and per-user context
     files (AGENTS.md, SOUL.md, ...; spec §1, §4). ``user=None`` means agent level."""
 
     @property
@@ -75,7 +77,7 @@ class ContextFileService(Protocol):
 
 @runtime_checkable
 class Seeder(Protocol):
-    """``engine.service("seeder")`` (``goclaw.bootstrap``): seed context files from templates."""
+    """``host.service("seeder")`` (``goclaw.bootstrap``): seed context files from templates."""
 
     def seed_agent(self, agent: str | Agent) -> list[str]:
         """Seed the agent-level files (spec §3); returns the names written."""
@@ -88,7 +90,7 @@ class Seeder(Protocol):
 
 @runtime_checkable
 class Summoner(Protocol):
-    """``engine.service("summoner")`` (``goclaw.bootstrap``): create an agent from a description
+    """``host.service("summoner")`` (``goclaw.bootstrap``): create an agent from a description
     with one LLM call, falling back to templates (spec §7)."""
 
     def summon(
@@ -116,7 +118,7 @@ class PromptBuild(Protocol):
 
 @runtime_checkable
 class PromptService(Protocol):
-    """``engine.prompt`` (``goclaw.prompt``, essential): BuildSystemPrompt (spec §5)."""
+    """``host.service("prompt")`` (``goclaw.prompt``, essential): BuildSystemPrompt (spec §5)."""
 
     def build(self, request: PromptRequest) -> Any:
         """Build the prompt for ``request``; returns a :class:`PromptBuild`."""
@@ -132,7 +134,7 @@ class PromptService(Protocol):
 
 @runtime_checkable
 class SkillsService(Protocol):
-    """``engine.skills`` (``goclaw.skills``): tiered skills, search, grants (spec §8-§12).
+    """``host.service("skills")`` (``goclaw.skills``): tiered skills, search, grants (spec §8-§12).
 
     Listing and search honour the agent's allow list and grants: a skill the caller cannot
     access is never revealed. Items have ``slug``, ``name``, ``description``, ``source``,
@@ -223,6 +225,51 @@ SERVICES: dict[str, tuple[type, str]] = {
     "events": (EventPublisher, "kernel"),
 }
 
+# --------------------------------------------------------------------------- typed lookups
+# ``host.service(name)`` typed as its contract (no runtime check: the meta-tests check the
+# built-ins against these Protocols, and a replacement answers for its own).
+
+
+def files_service(host: Host) -> ContextFileService:
+    """``host.service("files")``."""
+    return cast("ContextFileService", host.service("files"))
+
+
+def prompt_service(host: Host) -> PromptService:
+    """``host.service("prompt")``."""
+    return cast("PromptService", host.service("prompt"))
+
+
+def skills_service(host: Host) -> SkillsService:
+    """``host.service("skills")``."""
+    return cast("SkillsService", host.service("skills"))
+
+
+def memory_service(host: Host) -> MemoryService:
+    """``host.service("memory")``."""
+    return cast("MemoryService", host.service("memory"))
+
+
+def sessions_service(host: Host) -> SessionService:
+    """``host.service("sessions")``."""
+    return cast("SessionService", host.service("sessions"))
+
+
+def episodic_service(host: Host) -> EpisodicService:
+    """``host.service("episodic")``."""
+    return cast("EpisodicService", host.service("episodic"))
+
+
+def kg_service(host: Host) -> KnowledgeGraphService:
+    """``host.service("kg")``."""
+    return cast("KnowledgeGraphService", host.service("kg"))
+
+
+def channel_memory_service(host: Host) -> ChannelMemoryService:
+    """``host.service("channel_memory")``."""
+    return cast("ChannelMemoryService", host.service("channel_memory"))
+
+
 __all__ = [
     "SERVICES",
     "ContextFileService",
@@ -231,4 +278,12 @@ __all__ = [
     "Seeder",
     "SkillsService",
     "Summoner",
+    "channel_memory_service",
+    "episodic_service",
+    "files_service",
+    "kg_service",
+    "memory_service",
+    "prompt_service",
+    "sessions_service",
+    "skills_service",
 ]

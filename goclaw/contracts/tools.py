@@ -110,7 +110,7 @@ class FunctionTool:
     """A :class:`ContractTool` made from a function ``handler(args, context) -> ToolResult``.
 
     ``func`` optionally keeps the older keyword form ``func(**model_args, agent=..., user=...)``
-    for existing callers; new code calls ``engine.tools.call(name, args, context)``.
+    for existing callers; new code calls ``host.tools.call(name, args, context)``.
     """
 
     name: str

@@ -143,7 +143,7 @@ class _Handlers:
 
     # ------------------------------------------------------------------ the system prompt
     def _prompt_text(self, tool_ctx: ToolContext, mode: str | None, message: str | None) -> str:
-        from goclaw.types import PromptRequest, ToolInfo
+        from goclaw.contracts.hooks import PromptRequest, ToolInfo
 
         tools = tuple(ToolInfo(t.name, t.description) for t in self.engine.tools.list(tool_ctx))
         request = PromptRequest(

@@ -109,7 +109,7 @@ def _prompt_routes(r: APIRouter, engine: "Engine", auth: Callable[..., TokenReco
 
     @r.post("/prompt", tags=["prompt"])
     def prompt(body: PromptBody, tok: Tok) -> dict[str, Any]:
-        from goclaw.types import PromptRequest, ToolInfo
+        from goclaw.contracts.hooks import PromptRequest, ToolInfo
 
         tok.check(body.agent, body.user)
         request = PromptRequest(

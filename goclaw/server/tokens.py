@@ -23,8 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from goclaw.contracts.fsutil import atomic_write_text
 from goclaw.errors import NotFoundError, PermissionDeniedError, ValidationError
-from goclaw.fsutil import atomic_write_text
 
 TOKEN_PREFIX = "gck_"
 ANY = "*"

@@ -22,15 +22,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
 from goclaw import hookimpl
+from goclaw.contracts.store import AgentContextFile, UserContextFile
 from goclaw.errors import StoreError
-from goclaw.store.models import AgentContextFile, UserContextFile
 from goclaw_bootstrap.templates import load_template
 
 if TYPE_CHECKING:
     from sqlmodel import Session
 
-    from goclaw.engine import Engine
-    from goclaw.store.models import Agent
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.store import Agent
 
 # spec §3: what each level receives, in the spec's order.
 PREDEFINED_AGENT_FILES: tuple[str, ...] = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER_PREDEFINED.md")
@@ -59,7 +59,7 @@ def _contents(session: Session, model: Any, **where: Any) -> dict[str, str]:
     return {r.file_name: r.content for r in session.exec(stmt)}
 
 
-def _with_retry(engine: Engine, fn: Any) -> Any:
+def _with_retry(engine: Host, fn: Any) -> Any:
     """Two processes seeding the same agent/user race on the unique key: the loser retries and
     then finds the rows already there."""
     try:
@@ -70,7 +70,7 @@ def _with_retry(engine: Engine, fn: Any) -> Any:
         return engine.db.run_write(fn)
 
 
-def seed_to_store(engine: Engine, agent: Agent) -> list[str]:
+def seed_to_store(engine: Host, agent: Agent) -> list[str]:
     """Seed agent-level files (spec §3 ``SeedToStore``). Returns the names written."""
     if agent.agent_type != "predefined":
         return []
@@ -90,7 +90,7 @@ def seed_to_store(engine: Engine, agent: Agent) -> list[str]:
     return result
 
 
-def seed_user_files(engine: Engine, agent: Agent, user: str, *, skip_if_any_exist: bool = True) -> list[str]:
+def seed_user_files(engine: Host, agent: Agent, user: str, *, skip_if_any_exist: bool = True) -> list[str]:
     """Seed one user's files (spec §3 ``SeedUserFiles``). Returns the names written.
 
     ``skip_if_any_exist`` (the first-chat default): a user who has any file already had a first
@@ -128,7 +128,7 @@ def seed_user_files(engine: Engine, agent: Agent, user: str, *, skip_if_any_exis
 class Seeder:
     """``engine.service("seeder")``: the seeding operations bound to one engine."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
 
     def seed_agent(self, agent: str | Agent) -> list[str]:
@@ -146,13 +146,13 @@ def goclaw_settings_model() -> type[BootstrapSettings]:
 
 
 @hookimpl
-def goclaw_agent_created(engine: Engine, agent: Agent) -> None:
+def goclaw_agent_created(engine: Host, agent: Agent) -> None:
     if engine.has_service("files"):
         seed_to_store(engine, agent)
 
 
 @hookimpl
-def goclaw_services(engine: Engine) -> dict[str, Any]:
+def goclaw_services(engine: Host) -> dict[str, Any]:
     from goclaw_bootstrap.summoner import Summoner
 
     return {"seeder": Seeder(engine), "summoner": Summoner(engine)}

@@ -20,7 +20,7 @@ from goclaw.errors import NotFoundError, ValidationError
 from goclaw_bootstrap.templates import load_template
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 # tag -> file, in the order files are written.
 SUMMON_TAGS: dict[str, str] = {
@@ -103,7 +103,7 @@ class SummonResult:
 class Summoner:
     """``engine.service("summoner")`` (spec §7)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
 
     def summon(

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from goclaw.cli.common import agent_option, emit_json, engine, json_option, print_table
+from goclaw.contracts.cli import agent_option, emit_json, engine, json_option, print_table
 
 
 @click.group("channel-memory")

@@ -17,12 +17,12 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from goclaw.agents import require_agent
-from goclaw.completion import llm_complete
+from goclaw.contracts.agents import require_agent
+from goclaw.contracts.columns import utcnow
 from goclaw.contracts.memory import NewEpisode
+from goclaw.contracts.providers import llm_complete
+from goclaw.contracts.store import Agent
 from goclaw.errors import NotFoundError, ValidationError
-from goclaw.store.models import Agent
-from goclaw.store.types import utcnow
 from goclaw_channel_memory.settings import settings_of
 from goclaw_channel_memory.tables import ChannelMemoryItem
 from goclaw_text.redaction import ExcludedPatterns, PatternError, redactor_of

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from goclaw.config import settings_or_defaults
+from goclaw.contracts.host import settings_or_defaults
 
 
 class ChannelMemorySettings(BaseModel):

@@ -12,7 +12,7 @@ from pathlib import Path
 from sqlalchemy import Index
 from sqlmodel import Field, SQLModel
 
-from goclaw.store.columns import created_field, text_field, ts_field
+from goclaw.contracts.columns import created_field, text_field, ts_field
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from goclaw import hookimpl
-from goclaw.types import Tool
+from goclaw.contracts.hooks import Tool
 from goclaw_context_files.store import ContextFileStore, DatabaseFileSource
 
 

@@ -10,18 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, select
 
+from goclaw.contracts.columns import utcnow
 from goclaw.contracts.files import KNOWN_FILES, VIRTUAL_FILES
+from goclaw.contracts.hooks import ContextFile
+from goclaw.contracts.store import AgentContextFile, UserContextFile
 from goclaw.errors import NotFoundError, PermissionDeniedError, ValidationError
-from goclaw.store.models import AgentContextFile, UserContextFile
-from goclaw.store.types import utcnow
-from goclaw.types import ContextFile
 
 if TYPE_CHECKING:
     from sqlmodel import Session
 
-    from goclaw.engine import Engine
-    from goclaw.store.models import Agent
-    from goclaw.types import PromptContext
+    from goclaw.contracts.host import Host, PromptContext
+    from goclaw.contracts.store import Agent
 
 # Spec §1 file names in spec order, and the reserved virtual names: goclaw.contracts.files.
 # Files a predefined agent shares across users (spec §1 and §4 tables): chat writes are refused.
@@ -77,7 +76,7 @@ def _order(name: str) -> tuple[int, str]:
 class ContextFileStore:
     """``engine.files``: read and write agent-level and per-user context files."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
 
     @property

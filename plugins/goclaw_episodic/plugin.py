@@ -18,9 +18,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from goclaw import hookimpl
-from goclaw.agents import find_agent
+from goclaw.contracts.agents import find_agent
+from goclaw.contracts.hooks import SearchHit, Tool
 from goclaw.contracts.records import entity_dict, episode_dict, relation_dict
-from goclaw.types import SearchHit, Tool
 from goclaw_episodic.autoinject import MemoryContextSection
 from goclaw_episodic.settings import EpisodicSettings
 from goclaw_episodic.store import EpisodicStore

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import text
 
-from goclaw.store.types import utcnow
+from goclaw.contracts.columns import utcnow
 from goclaw_episodic.terms import Space, episode_lex, topics
 from goclaw_search.answer import coverage, fuse_absolute
 from goclaw_search.index import Doc, SearchIndex
@@ -269,7 +269,7 @@ class EpisodicSearch:
             return [(st.rows[int(idx.ids[slot])], s) for slot, s in found if s >= min_score]
 
     def _query_vector(self, query: str, vector_query: str | None) -> tuple[Any, Space | None]:
-        from goclaw.embedding import embed_texts
+        from goclaw.contracts.providers import embed_texts
 
         emb = embed_texts(self.engine, [vector_query or query]) if query.strip() else None
         if emb is None:

@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from goclaw.agents import agent_override
-from goclaw.config import settings_or_defaults
+from goclaw.contracts.agents import agent_override
+from goclaw.contracts.host import settings_or_defaults
 
 
 class EpisodicSettings(BaseModel):

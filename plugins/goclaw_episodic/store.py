@@ -18,11 +18,11 @@ from sqlalchemy import bindparam, delete
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from goclaw.agents import find_agent, in_tenant, user_scope
+from goclaw.contracts.agents import find_agent, in_tenant, user_scope
+from goclaw.contracts.columns import utcnow
+from goclaw.contracts.hooks import SearchHit
 from goclaw.contracts.memory import NewEpisode
-from goclaw.embedding import embed_texts
-from goclaw.store.types import utcnow
-from goclaw.types import SearchHit
+from goclaw.contracts.providers import embed_texts
 from goclaw_episodic import text as T
 from goclaw_episodic.search import episode_lex, searcher
 from goclaw_episodic.settings import agent_setting
@@ -202,7 +202,7 @@ class EpisodicStore:
     def hits(
         self, agent_id: str, user: str | None, query: str, limit: int, min_score: float = 0.0
     ) -> list[SearchHit]:
-        """Search results as :class:`~goclaw.types.SearchHit` with ``tier="episodic"`` (the
+        """Search results as :class:`~goclaw.contracts.hooks.SearchHit` with ``tier="episodic"`` (the
         ``memory_search`` tier: what a hit shows is kept with the search index, no row is read)."""
         found = searcher(self.engine).search_rows(
             agent_id, user_scope(user), query, limit=limit, min_score=min_score

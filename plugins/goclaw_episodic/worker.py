@@ -15,8 +15,8 @@ import logging
 from typing import Any
 
 from goclaw import hookimpl
-from goclaw.agents import find_agent
-from goclaw.completion import llm_complete
+from goclaw.contracts.agents import find_agent
+from goclaw.contracts.providers import llm_complete
 from goclaw.errors import NotFoundError
 from goclaw_episodic.settings import agent_setting, settings_of
 from goclaw_episodic.store import EpisodicStore, NewEpisode

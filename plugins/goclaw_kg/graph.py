@@ -21,11 +21,11 @@ from typing import Any
 from sqlalchemy import String, cast, or_
 from sqlmodel import Session, col, select
 
-from goclaw.agents import require_agent, user_scope
-from goclaw.embedding import embed_texts
+from goclaw.contracts.agents import require_agent, user_scope
+from goclaw.contracts.columns import utcnow
+from goclaw.contracts.providers import embed_texts
+from goclaw.contracts.store import Agent
 from goclaw.errors import NotFoundError, ValidationError
-from goclaw.store.models import Agent
-from goclaw.store.types import utcnow
 from goclaw_kg.history import History
 from goclaw_kg.tables import KGDedupCandidate, KGEntity, KGRelation
 from goclaw_kg.upserts import Upserts, relation_type_key

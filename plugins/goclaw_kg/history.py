@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import or_, text
 from sqlmodel import Session, col, select
 
+from goclaw.contracts.columns import utcnow
 from goclaw.errors import NotFoundError, ValidationError
-from goclaw.store.types import utcnow
 from goclaw_kg.settings import settings_of
 from goclaw_kg.tables import KGDedupCandidate, KGEntity, KGRelation
 from goclaw_kg.upserts import relation_type_key, with_episodes

@@ -19,8 +19,8 @@ from typing import Any
 from sqlmodel import Session
 
 from goclaw import hookimpl
-from goclaw.agents import find_agent
-from goclaw.completion import llm_complete
+from goclaw.contracts.agents import find_agent
+from goclaw.contracts.providers import llm_complete
 from goclaw_kg.graph import KnowledgeGraph
 from goclaw_kg.settings import agent_setting, settings_of
 from goclaw_kg.upserts import relation_type_key

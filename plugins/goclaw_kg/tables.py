@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Index, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
-from goclaw.store.columns import (
+from goclaw.contracts.columns import (
     DEFAULT_TENANT,
     created_field,
     json_field,

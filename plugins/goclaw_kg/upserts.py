@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from goclaw.store.types import utcnow
+from goclaw.contracts.columns import utcnow
 from goclaw_kg.tables import KGEntity, KGRelation
 from goclaw_text.entities import normalize_name
 

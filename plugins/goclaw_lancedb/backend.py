@@ -44,7 +44,7 @@ from goclaw_lancedb.store import BATCH, AgentTable, file_lock, id_list, meta_fil
 from goclaw_search.tokenize import default_tokenizer
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class _State:
     total: int = -1  # rows in the table (-1: not counted yet)
 
 
-def lance_folder(engine: Engine, configured: str) -> Path:
+def lance_folder(engine: Host, configured: str) -> Path:
     """``[plugins.lancedb] path``, else ``<database>.lancedb`` next to a SQLite file, else
     ``<workspace>/.goclaw/lancedb``."""
     if configured:
@@ -79,7 +79,7 @@ class LanceDBSearchBackend(SearchBackend):
 
     name = "lancedb"
 
-    def __init__(self, engine: Engine, folder: Path) -> None:
+    def __init__(self, engine: Host, folder: Path) -> None:
         # LanceDB's Rust log goes to stderr at WARN ("No existing dataset ... it will be
         # created"): keep the CLI's stderr for goclaw's own one-line notes.
         os.environ.setdefault("LANCE_LOG", "error")

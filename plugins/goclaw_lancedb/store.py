@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from goclaw.contracts.fsutil import atomic_write_text
 from goclaw.contracts.search import ChunkRecord, Space
-from goclaw.fsutil import atomic_write_text
 
 SCHEMA_VERSION = 1
 BATCH = 1000  # ids per delete / lookup expression

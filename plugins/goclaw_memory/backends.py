@@ -8,22 +8,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 
-def make_sqlite_backend(engine: Engine) -> Any:
+def make_sqlite_backend(engine: Host) -> Any:
     from goclaw_memory.sqlite_backend import SQLiteSearchBackend
 
     return SQLiteSearchBackend(engine)
 
 
-def make_inprocess_backend(engine: Engine) -> Any:
+def make_inprocess_backend(engine: Host) -> Any:
     from goclaw_memory.inprocess_backend import InProcessSearchBackend
 
     return InProcessSearchBackend(engine)
 
 
-def make_postgres_backend(engine: Engine) -> Any:
+def make_postgres_backend(engine: Host) -> Any:
     from goclaw_memory.pg_backend import make_postgres_backend as make
 
     return make(engine)

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import not_, select
 
 from goclaw.contracts.schema import ForgetScope, ForgetStep
-from goclaw.store.models import EmbeddingCache, WorkerState
+from goclaw.contracts.store import EmbeddingCache, WorkerState
 from goclaw_memory.tables import MemoryChunk, MemoryDocument, Session, SessionMessage
 
 

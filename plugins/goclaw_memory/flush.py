@@ -30,8 +30,8 @@ from goclaw_memory.paths import atomic_write, writable_memory_path
 from goclaw_text.redaction import redactor_of
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
-    from goclaw.store.models import Agent
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.store import Agent
     from goclaw_memory.settings import FlushSettings
 
 log = logging.getLogger(__name__)
@@ -183,7 +183,7 @@ def _transcript(messages: Sequence[Any], summary: str, limit: int) -> str:
 
 
 def _llm_loop(
-    engine: Engine, tools: FlushTools, prompt: str, transcript: str, cfg: FlushSettings
+    engine: Host, tools: FlushTools, prompt: str, transcript: str, cfg: FlushSettings
 ) -> tuple[str, int]:
     """Run the tool loop; returns (outcome, iterations). Outcome: done | no_reply | error:... | timeout."""
     llm = engine.llm()
@@ -335,7 +335,7 @@ def fallback_block(found: dict[str, list[str]], session_key: str, now: datetime)
 
 
 def run_flush(
-    engine: Engine,
+    engine: Host,
     agent: Agent,
     user_id: str,
     session_key: str,

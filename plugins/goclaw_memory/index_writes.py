@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import delete, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
+from goclaw.contracts.columns import utcnow
 from goclaw.contracts.search import ChunkRecord
-from goclaw.store.models import WorkerState
-from goclaw.store.types import utcnow
+from goclaw.contracts.store import WorkerState
 from goclaw_memory.sqlite_backend import VERSION_WORKER, parse_token
 from goclaw_memory.tables import MemoryChunk, MemoryDocument
 from goclaw_memory.write_behind import WRITER_THREAD

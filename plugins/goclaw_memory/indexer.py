@@ -65,9 +65,9 @@ if TYPE_CHECKING:
 
     from sqlalchemy.orm import Session
 
-    from goclaw.engine import Engine
-    from goclaw.store.models import Agent
-    from goclaw.types import EmbeddingProvider
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.providers import EmbeddingProvider
+    from goclaw.contracts.store import Agent
 
 # Imported from here by the memory service, the watcher and repair.
 __all__ = ["IndexReport", "MemoryIndexer", "Progress", "bump_version", "printable_path"]
@@ -118,7 +118,7 @@ def _all_embedded(existing: dict[tuple[str, str], tuple[int, str]], report: Inde
 class MemoryIndexer:
     """Indexes one agent's memory files into ``memory_documents`` / ``memory_chunks``."""
 
-    def __init__(self, engine: Engine, backend: SearchBackend, *, max_chunk_len: int = 1000) -> None:
+    def __init__(self, engine: Host, backend: SearchBackend, *, max_chunk_len: int = 1000) -> None:
         self.engine = engine
         self.backend = backend
         self.max_chunk_len = max_chunk_len

@@ -38,7 +38,7 @@ from goclaw_memory.sqlite_backend import (
 from goclaw_search.index import Doc, SearchIndex
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 NO_TOKEN = "(none)"  # the version token of an agent whose rows carry none
 _PG_ROWS = (
@@ -62,7 +62,7 @@ class InProcessSearchBackend(SQLiteSearchBackend):
 
     name = "inprocess"
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         super().__init__(engine)
         self._source: IndexSource | None = None
         if self.snapshot_dir is None:

@@ -22,14 +22,14 @@ from goclaw.contracts.providers import PassageSketchingEmbedder
 from goclaw.errors import GoclawError
 
 if TYPE_CHECKING:
+    from goclaw.contracts.host import Host
     from goclaw.contracts.search import Space
-    from goclaw.engine import Engine
     from goclaw_search.index import Doc
 
 log = logging.getLogger(__name__)
 
 
-def sketcher(engine: Engine, space: Space | None) -> Callable[[Sequence[str]], list[Any]] | None:
+def sketcher(engine: Host, space: Space | None) -> Callable[[Sequence[str]], list[Any]] | None:
     """The embedder's ``passage_sketches`` when chunks of ``space`` should be sketched: the
     passage step is on (overlap reranker, weighted fusion) and the configured embedder is of
     that space and sketches; else None."""
@@ -49,7 +49,7 @@ def sketcher(engine: Engine, space: Space | None) -> Callable[[Sequence[str]], l
     return embedder.passage_sketches
 
 
-def with_sketches(engine: Engine, docs: list[Doc], texts: Sequence[str], space: Space | None) -> list[Doc]:
+def with_sketches(engine: Host, docs: list[Doc], texts: Sequence[str], space: Space | None) -> list[Doc]:
     """``docs`` (of the chunks ``texts``) with the passage sketches of those that have a vector
     (only they can be hits of both channels, the passage step's), when :func:`sketcher` gives
     one. A failing sketcher costs the step's speed, never the indexing."""
@@ -71,7 +71,7 @@ def with_sketches(engine: Engine, docs: list[Doc], texts: Sequence[str], space: 
 
 
 def sketched_scorer(
-    engine: Engine,
+    engine: Host,
     agent_id: str,
     hits: Sequence[Any],
     embedder: PassageSketchingEmbedder,
@@ -90,7 +90,7 @@ class SketchedScorer:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: Host,
         agent_id: str,
         hits: Sequence[Any],
         embedder: PassageSketchingEmbedder,

@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from goclaw.contracts.fsutil import atomic_write_text
 from goclaw.errors import NotFoundError, PermissionDeniedError, ValidationError
-from goclaw.fsutil import atomic_write_text
 
 EXCLUDED_DIRS = frozenset({".git", "node_modules", "__pycache__"})
 USERS_DIR = "users"
@@ -256,5 +256,5 @@ def writable_memory_path(agent_dir: Path, user_id: str, path: str) -> tuple[str,
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (:func:`goclaw.fsutil.atomic_write_text`)."""
+    """Write ``text`` to ``path`` atomically (:func:`goclaw.contracts.fsutil.atomic_write_text`)."""
     atomic_write_text(path, text)

@@ -33,7 +33,7 @@ from goclaw_search.tokenize import query_terms, terms
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from goclaw.store.models import Agent
+    from goclaw.contracts.store import Agent
     from goclaw_memory.hybrid import MemoryHit
     from goclaw_memory.settings import MemorySettings
 

@@ -27,9 +27,9 @@ from goclaw_search.tokenize import query_terms
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from goclaw.engine import Engine
-    from goclaw.store.models import Agent
-    from goclaw.types import EmbeddingProvider
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.providers import EmbeddingProvider
+    from goclaw.contracts.store import Agent
     from goclaw_memory.settings import MemorySettings
     from goclaw_memory.watcher import MemoryWatcher
 
@@ -50,7 +50,7 @@ class SearchResponse:
 class MemoryService:
     """The ``memory`` service; one per engine."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
         self._backend: SearchBackend | None = None
         self._lock = threading.Lock()

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, func, select
 
+from goclaw.contracts.columns import utcnow
 from goclaw.errors import NotFoundError, ValidationError
-from goclaw.store.types import utcnow
 from goclaw_memory.flush import FlushResult, run_flush
 from goclaw_memory.paths import validate_user_id
 from goclaw_memory.tables import Session, SessionMessage
@@ -30,8 +30,8 @@ from goclaw_text.redaction import redact_for
 if TYPE_CHECKING:
     from sqlmodel import Session as DbSession
 
-    from goclaw.engine import Engine
-    from goclaw.store.models import Agent
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.store import Agent
     from goclaw_memory.settings import MemorySettings
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ def _close_run(s: DbSession, row: Session) -> dict[str, Any]:
     closes the same run again (same number, so the same episodic ``source_id``: idempotent).
     State lives in ``worker_state`` under :data:`RUNS_WORKER`, written in ``end``'s transaction.
     """
-    from goclaw.store.models import WorkerState
+    from goclaw.contracts.store import WorkerState
 
     last_seq = int(
         s.exec(select(func.max(SessionMessage.seq)).where(SessionMessage.session_key == row.key)).one() or 0
@@ -117,7 +117,7 @@ def _close_run(s: DbSession, row: Session) -> dict[str, Any]:
 
 
 class SessionService:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
 
     @property

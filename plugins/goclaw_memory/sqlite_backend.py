@@ -56,7 +56,7 @@ from goclaw_search.index import Doc, SearchIndex
 from goclaw_search.tokenize import Tokenizer, default_tokenizer
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ class SQLiteSearchBackend(SearchBackend):
 
     name = "sqlite"
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
         self._lock = threading.Lock()
         self._states: dict[str, _State] = {}

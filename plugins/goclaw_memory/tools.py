@@ -26,8 +26,7 @@ from goclaw.contracts.tools import (
 from goclaw.errors import ValidationError
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
-    from goclaw.types import PromptContext
+    from goclaw.contracts.host import Host, PromptContext
 
 MEMORY_TOOL_NAMES = frozenset({"memory_search", "memory_get"})
 
@@ -40,7 +39,7 @@ MEMORY_RECALL = (
 
 
 def search_hits(
-    engine: Engine,
+    engine: Host,
     query: str,
     agent: Any,
     user: str | None,
@@ -86,7 +85,7 @@ def _hits_text(hits: list[dict[str, Any]], notes: list[str]) -> str:
 
 
 def read_memory(
-    engine: Engine,
+    engine: Host,
     context: ToolContext,
     *,
     hit_id: str | None = None,
@@ -114,11 +113,11 @@ def read_memory(
     return ToolResult(text=f"{header}\n{got['text']}", data=got)
 
 
-def make_tools(engine: Engine) -> list[FunctionTool]:
+def make_tools(engine: Host) -> list[FunctionTool]:
     return [_search_tool(engine), _get_tool(engine), _add_tool(engine)]
 
 
-def _search_tool(engine: Engine) -> FunctionTool:
+def _search_tool(engine: Host) -> FunctionTool:
     def search(args: Mapping[str, Any], context: ToolContext) -> ToolResult:
         hits, notes = search_hits(engine, str(args["query"]), context.agent, context.user, args.get("limit"))
         return ToolResult(text=_hits_text(hits, notes), data={"hits": hits, "notes": notes})
@@ -150,7 +149,7 @@ def _search_tool(engine: Engine) -> FunctionTool:
     )
 
 
-def _get_tool(engine: Engine) -> FunctionTool:
+def _get_tool(engine: Host) -> FunctionTool:
     def get(args: Mapping[str, Any], context: ToolContext) -> ToolResult:
         return read_memory(
             engine,
@@ -192,7 +191,7 @@ def _get_tool(engine: Engine) -> FunctionTool:
     )
 
 
-def _add_tool(engine: Engine) -> FunctionTool:
+def _add_tool(engine: Host) -> FunctionTool:
     def add(args: Mapping[str, Any], context: ToolContext) -> ToolResult:
         entry = engine.memory.writer.add(
             context.agent, str(args["text"]), context.user, tags=args.get("tags")

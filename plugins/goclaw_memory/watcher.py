@@ -22,24 +22,36 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from goclaw_memory.paths import USERS_DIR, classify
 
 if TYPE_CHECKING:
-    from goclaw.store.models import Agent
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.store import Agent
     from goclaw_memory.indexer import IndexReport
-    from goclaw_memory.service import MemoryService
 
 log = logging.getLogger(__name__)
 
 _RELEVANT = {"created", "modified", "moved", "deleted"}
 
 
+class _Indexing(Protocol):
+    """What the watcher uses of the memory service (goclaw_memory.service, which imports this
+    module)."""
+
+    @property
+    def engine(self) -> Host: ...
+
+    def index(
+        self, agent: str | Agent | None = None, user: str | None = None, *, scopes: list[str] | None = None
+    ) -> IndexReport: ...
+
+
 class MemoryWatcher:
     def __init__(
         self,
-        service: MemoryService,
+        service: _Indexing,
         agents: list[Agent],
         *,
         user: str | None,

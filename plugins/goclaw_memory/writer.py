@@ -42,8 +42,8 @@ from goclaw_memory.paths import (
 from goclaw_text.redaction import redact_for
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
-    from goclaw.store.models import Agent
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.store import Agent
 
 _LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
@@ -74,7 +74,7 @@ def _scope_lock(folder: Path) -> Iterator[None]:
 class MemoryWriter:
     """Writes one agent's memory, at the agent level or for one user (``engine.memory.writer``)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
 
     # ------------------------------------------------------------------ helpers

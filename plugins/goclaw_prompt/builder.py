@@ -17,14 +17,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from goclaw.contracts.files import BOOTSTRAP_FILE, KNOWN_FILES, VIRTUAL_FILES, cache_seconds, context_tracker
+from goclaw.contracts.hooks import ContextFile, PromptRequest, SlashResult
+from goclaw.contracts.host import PromptContext
 from goclaw.errors import ValidationError
-from goclaw.types import ContextFile, PromptContext, PromptRequest, SlashResult
 from goclaw_prompt.modes import pick_mode
 from goclaw_prompt.truncate import TruncateConfig, build_context_files
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
-    from goclaw.store.models import Agent
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.store import Agent
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ def merge_sources(layers: list[list[ContextFile]]) -> dict[str, ContextFile]:
 class PromptService:
     """``engine.prompt``."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
         self._seeded: set[tuple[str, str]] = set()
 

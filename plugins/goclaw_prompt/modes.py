@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from goclaw.types import PromptRequest
+from goclaw.contracts.hooks import PromptRequest
 
 log = logging.getLogger(__name__)
 

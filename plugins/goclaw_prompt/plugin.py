@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from goclaw import hookimpl
-from goclaw.types import PromptMode, PromptRequest
+from goclaw.contracts.hooks import PromptMode, PromptRequest
 from goclaw_prompt.builder import PromptService
 from goclaw_prompt.modes import is_subagent_or_cron
 from goclaw_prompt.truncate import TruncateConfig

@@ -17,7 +17,7 @@ from goclaw_text.wrappers import WRAPPER_TAGS, attr, neutralise, single_line
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from goclaw.types import PromptContext
+    from goclaw.contracts.host import PromptContext
 
 FULL = frozenset({"full"})
 ALL_MODES = frozenset({"full", "minimal"})
@@ -39,7 +39,7 @@ __all__ = ["ALL_MODES", "FULL", "WRAPPER_TAGS", "Section", "attr", "escape_wrapp
 
 @dataclass
 class Section:
-    """A prompt section (:class:`goclaw.types.PromptSection`) backed by a render function."""
+    """A prompt section (:class:`goclaw.contracts.host.PromptSection`) backed by a render function."""
 
     name: str
     order: float

@@ -96,7 +96,7 @@ def build_context_files(files: Iterable[object], config: TruncateConfig | None =
     """Run the four-step pipeline over ``files`` in their given order.
 
     ``files`` are objects with ``name`` and ``content`` (and optionally ``source``, ``virtual``,
-    ``missing``), e.g. :class:`goclaw.types.ContextFile`.
+    ``missing``), e.g. :class:`goclaw.contracts.hooks.ContextFile`.
     """
     cfg = config or TruncateConfig()
     remaining = cfg.total_max_chars

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from goclaw.cli.common import emit_json, engine, json_option, print_table
+from goclaw.contracts.cli import emit_json, engine, json_option, print_table
 
 
 def _agent_user(f: Any) -> Any:

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from goclaw_skills.parsing import SkillProblem, SkillRecord
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
-    from goclaw.types import EmbeddingProvider
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.providers import EmbeddingProvider
     from goclaw_search.index import SearchIndex
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ class SkillView:
         return len(self.skills)
 
     def search_index(
-        self, engine: Engine | None = None, embedder: EmbeddingProvider | None = None
+        self, engine: Host | None = None, embedder: EmbeddingProvider | None = None
     ) -> SearchIndex:
         """The retrieval engine's index over this view: slot ``i`` is ``skills[i]``, with BM25 over
         the shared tokenizer's terms of ``name + " " + description`` and, given an embedder, the
@@ -133,7 +133,7 @@ class SkillView:
                 self._indexes[key] = idx
         return idx
 
-    def vectors(self, engine: Engine, embedder: EmbeddingProvider) -> Any:
+    def vectors(self, engine: Host, embedder: EmbeddingProvider) -> Any:
         """Row-normalised skill vectors for this view (embedding cache in the database)."""
         key = (embedder.provider, embedder.model)
         if key not in self._vectors:
@@ -180,7 +180,7 @@ class SkillLoader:
 
     MAX_VIEWS = 64
 
-    def __init__(self, engine: Engine, fingerprint: Callable[[], Any] | None = None) -> None:
+    def __init__(self, engine: Host, fingerprint: Callable[[], Any] | None = None) -> None:
         self.engine = engine
         self._fingerprint_fn = fingerprint
         self.version = 0

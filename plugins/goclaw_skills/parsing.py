@@ -40,7 +40,7 @@ _NAME_RE = re.compile(r"^[a-z0-9-]+$")
 
 @dataclass
 class SkillRecord:
-    """One skill as a tier reports it (the record type behind :class:`goclaw.types.SkillTier`).
+    """One skill as a tier reports it (the record type behind :class:`goclaw.contracts.host.SkillTier`).
 
     ``path`` is the SKILL.md path (``managed://<slug>`` for database skills); ``content`` is
     the full SKILL.md text (CRLF normalised, ``{baseDir}`` not yet substituted); ``source``

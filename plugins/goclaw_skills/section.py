@@ -19,7 +19,7 @@ from goclaw_text.wrappers import wrap
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from goclaw.types import PromptContext
+    from goclaw.contracts.host import PromptContext
     from goclaw_skills.loader import ResolvedSkill, SkillView
 
 INLINE_HEADER = """## Skills (mandatory)

@@ -26,8 +26,8 @@ from goclaw_skills.loader import ResolvedSkill, SkillLoader, SkillView, embeddin
 from goclaw_skills.parsing import SkillProblem, SkillRecord, parse_skill_text
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
-    from goclaw.store.models import Agent
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.store import Agent
     from goclaw_skills.settings import SkillsSettings
     from goclaw_skills.watcher import SkillWatcher
 
@@ -49,7 +49,7 @@ class SkillHit:
 
 
 class SkillsService:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
         self.changes = DbChanges(engine, lambda: self.settings.db_check_seconds)
         self.loader = SkillLoader(

@@ -19,11 +19,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from goclaw import hookimpl
-from goclaw.types import SlashResult
+from goclaw.contracts.hooks import SlashResult
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
-    from goclaw.types import PromptContext
+    from goclaw.contracts.host import Host, PromptContext
     from goclaw_skills.loader import SkillView
 
 KEY_PREFIX = "skills.slash_commands."
@@ -45,10 +44,10 @@ def _bool(value: str | None, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-def read_config(engine: Engine) -> SlashConfig:
+def read_config(engine: Host) -> SlashConfig:
     from sqlmodel import select
 
-    from goclaw.store.models import SystemConfig
+    from goclaw.contracts.store import SystemConfig
 
     with engine.db.session() as s:
         rows = s.exec(
@@ -69,9 +68,9 @@ def read_config(engine: Engine) -> SlashConfig:
     )
 
 
-def set_system_config(engine: Engine, key: str, value: str) -> None:
-    from goclaw.store.models import SystemConfig
-    from goclaw.store.types import utcnow
+def set_system_config(engine: Host, key: str, value: str) -> None:
+    from goclaw.contracts.columns import utcnow
+    from goclaw.contracts.store import SystemConfig
 
     def _do(s: Any) -> None:
         row = s.get(SystemConfig, (engine.settings.tenant_id, key)) or SystemConfig(

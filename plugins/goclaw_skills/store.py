@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, or_
 from sqlmodel import select
 
+from goclaw.contracts.columns import utcnow
 from goclaw.errors import NotFoundError, ValidationError
-from goclaw.store.types import utcnow
 from goclaw_skills.limits import MAX_MEMBERS, open_archive, read_member
 from goclaw_skills.parsing import (
     DEFAULT_MAX_BYTES,
@@ -35,7 +35,7 @@ from goclaw_skills.tables import Skill, SkillAgentGrant, SkillUserGrant, SkillVe
 if TYPE_CHECKING:
     from sqlmodel import Session
 
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 VISIBILITIES = ("private", "internal", "public")
 _SLUG_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789-"
@@ -64,7 +64,7 @@ class Access:
     pinned: dict[str, int]
 
 
-def db_fingerprint(engine: Engine) -> tuple[Any, ...]:
+def db_fingerprint(engine: Host) -> tuple[Any, ...]:
     """Changes whenever a managed skill, its visibility or its grants change."""
     with engine.db.session() as s:
         row = s.exec(
@@ -75,7 +75,7 @@ def db_fingerprint(engine: Engine) -> tuple[Any, ...]:
     return (row[0], str(row[1]))
 
 
-def list_accessible(engine: Engine, agent_id: str | None, user: str | None) -> Access:
+def list_accessible(engine: Host, agent_id: str | None, user: str | None) -> Access:
     """``ListAccessible(agent, user)`` (spec §12): active skills the caller may use."""
     tenant = engine.settings.tenant_id
     user = user or ""
@@ -105,7 +105,7 @@ def list_accessible(engine: Engine, agent_id: str | None, user: str | None) -> A
     return Access(frozenset(ids), pinned)
 
 
-def version_content(engine: Engine, skill_id: str, version: int) -> str | None:
+def version_content(engine: Host, skill_id: str, version: int) -> str | None:
     with engine.db.session() as s:
         row = s.get(SkillVersion, (skill_id, version))
         return row.content if row is not None else None
@@ -181,7 +181,7 @@ def _read_zip(path: Path) -> tuple[str, str, list[str]]:
 
 
 def add_skill(
-    engine: Engine,
+    engine: Host,
     text: str,
     slug: str,
     *,
@@ -244,7 +244,7 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def _skill(s: Session, engine: Engine, slug: str) -> Skill:
+def _skill(s: Session, engine: Host, slug: str) -> Skill:
     row = s.exec(
         select(Skill).where(Skill.tenant_id == engine.settings.tenant_id, Skill.slug == slug)
     ).first()
@@ -254,7 +254,7 @@ def _skill(s: Session, engine: Engine, slug: str) -> Skill:
 
 
 def grant(
-    engine: Engine,
+    engine: Host,
     slug: str,
     *,
     agent: str | None = None,
@@ -288,7 +288,7 @@ def grant(
     engine.db.run_write(_do)
 
 
-def revoke(engine: Engine, slug: str, *, agent: str | None = None, user: str | None = None) -> bool:
+def revoke(engine: Host, slug: str, *, agent: str | None = None, user: str | None = None) -> bool:
     """Remove grants; returns whether anything was removed."""
     if not agent and not user:
         raise ValidationError("revoke needs --agent or --user")
@@ -314,7 +314,7 @@ def revoke(engine: Engine, slug: str, *, agent: str | None = None, user: str | N
     return engine.db.run_write(_do)
 
 
-def set_visibility(engine: Engine, slug: str, visibility: str, owner: str | None = None) -> Skill:
+def set_visibility(engine: Host, slug: str, visibility: str, owner: str | None = None) -> Skill:
     vis = normalise_visibility(visibility)
 
     def _do(s: Session) -> Skill:
@@ -329,7 +329,7 @@ def set_visibility(engine: Engine, slug: str, visibility: str, owner: str | None
     return engine.db.run_write(_do)
 
 
-def managed_rows(engine: Engine) -> list[Skill]:
+def managed_rows(engine: Host) -> list[Skill]:
     with engine.db.session() as s:
         return list(
             s.exec(select(Skill).where(Skill.tenant_id == engine.settings.tenant_id).order_by(Skill.slug))

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from goclaw.store.columns import DEFAULT_TENANT, created_field, json_field, new_id, text_field
+from goclaw.contracts.columns import DEFAULT_TENANT, created_field, json_field, new_id, text_field
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 

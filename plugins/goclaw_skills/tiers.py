@@ -26,12 +26,12 @@ from goclaw_skills.parsing import (
 )
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 BUILTIN_ROOT = Path(__file__).resolve().parent / "builtin"
 
 
-def max_skill_bytes(engine: Engine) -> int:
+def max_skill_bytes(engine: Host) -> int:
     try:
         return int(engine.plugin_settings("skills").max_skill_bytes)
     except Exception:  # the skills plugin is disabled: tiers still work with the default
@@ -41,16 +41,16 @@ def max_skill_bytes(engine: Engine) -> int:
 class FolderTier:
     """A tier that is one folder of ``<slug>/SKILL.md`` sub-folders."""
 
-    def __init__(self, name: str, priority: int, root: Callable[[Engine], Path]) -> None:
+    def __init__(self, name: str, priority: int, root: Callable[[Host], Path]) -> None:
         self.name = name
         self.priority = priority
         self._root = root
         self._cache: ParseCache = {}
 
-    def roots(self, engine: Engine) -> list[Path]:
+    def roots(self, engine: Host) -> list[Path]:
         return [self._root(engine)]
 
-    def discover(self, engine: Engine) -> Iterable[SkillRecord | SkillProblem]:
+    def discover(self, engine: Host) -> Iterable[SkillRecord | SkillProblem]:
         limit = max_skill_bytes(engine)
         for root in self.roots(engine):
             items = list(discover_folder(root, source=self.name, max_bytes=limit, cache=self._cache))
@@ -68,12 +68,12 @@ class GlobalTier(FolderTier):
     def __init__(self) -> None:
         super().__init__("global", 4, lambda _e: Path.home() / ".goclaw" / "skills")
 
-    def discover(self, engine: Engine) -> Iterable[SkillRecord | SkillProblem]:
+    def discover(self, engine: Host) -> Iterable[SkillRecord | SkillProblem]:
         yield from super().discover(engine)
         yield from managed_records(engine)
 
 
-def managed_records(engine: Engine) -> list[SkillRecord | SkillProblem]:
+def managed_records(engine: Host) -> list[SkillRecord | SkillProblem]:
     """Active rows of the ``skills`` table as records (spec §12: tier 4 from the database)."""
     from sqlmodel import select
 

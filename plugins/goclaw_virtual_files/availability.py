@@ -8,7 +8,8 @@ that cannot happen.
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.types import ContextFile, PromptContext
+from goclaw.contracts.hooks import ContextFile
+from goclaw.contracts.host import PromptContext
 from goclaw_virtual_files.plugin import roster, settings
 
 NAME = "AVAILABILITY.md"

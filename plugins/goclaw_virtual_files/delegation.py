@@ -8,7 +8,8 @@ a large roster does not flood the prompt.
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.types import ContextFile, PromptContext
+from goclaw.contracts.hooks import ContextFile
+from goclaw.contracts.host import PromptContext
 from goclaw_virtual_files.plugin import describe, roster, settings
 
 NAME = "DELEGATION.md"

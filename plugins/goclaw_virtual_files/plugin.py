@@ -18,7 +18,7 @@ from goclaw.contracts.files import cache_seconds
 from goclaw.contracts.files import context_tracker as tracker
 
 if TYPE_CHECKING:
-    from goclaw.types import PromptContext
+    from goclaw.contracts.host import PromptContext
 
 
 class VirtualFilesSettings(BaseModel):

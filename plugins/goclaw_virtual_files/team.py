@@ -4,7 +4,8 @@ team name, the agent's role, teammates with descriptions, and how the team works
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.types import ContextFile, PromptContext
+from goclaw.contracts.hooks import ContextFile
+from goclaw.contracts.host import PromptContext
 from goclaw_virtual_files.plugin import describe, roster
 
 NAME = "TEAM.md"

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from goclaw.contracts.hooks import PromptRequest
 from goclaw.contracts.tools import ToolContext
-from goclaw.types import PromptRequest
 from tests.memory_helpers import write
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from goclaw.contracts.store import SystemConfig
 from goclaw.engine import Engine
-from goclaw.store.models import SystemConfig
 
 
 def test_a_second_engine_with_a_same_named_tracker_does_not_steal_the_invalidation(tmp_path: Path) -> None:

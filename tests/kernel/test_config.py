@@ -158,7 +158,7 @@ def test_unknown_key_inside_nested_env_table(workspace: Path, monkeypatch: pytes
 def test_settings_or_defaults_falls_back_only_when_the_table_is_not_the_plugins() -> None:
     from pydantic import BaseModel
 
-    from goclaw.config import settings_or_defaults
+    from goclaw.contracts.host import settings_or_defaults
     from goclaw.errors import FeatureUnavailableError
 
     class Table(BaseModel):

@@ -1,4 +1,4 @@
-"""goclaw.fsutil.atomic_write_text: whole files only, permissions kept, nothing left behind."""
+"""goclaw.contracts.fsutil.atomic_write_text: whole files only, permissions kept, nothing left behind."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from goclaw.fsutil import atomic_write_text
+from goclaw.contracts.fsutil import atomic_write_text
 
 
 def test_concurrent_writers_leave_one_whole_file_and_no_temp_files(tmp_path: Path) -> None:
@@ -97,7 +97,7 @@ def test_the_umask_is_read_without_setting_it_and_a_later_change_counts(
     set, and read when the file is written, so a umask the program sets after import counts."""
     import importlib
 
-    import goclaw.fsutil as fsutil
+    import goclaw.contracts.fsutil as fsutil
 
     calls: list[int] = []
     real_umask = os.umask
@@ -130,7 +130,7 @@ def test_the_umask_is_read_without_setting_it_and_a_later_change_counts(
 
 def test_without_proc_the_umask_is_still_read(monkeypatch: pytest.MonkeyPatch) -> None:
     """Where the kernel reports no umask (macOS, BSD, old Linux) it falls back to os.umask."""
-    import goclaw.fsutil as fsutil
+    import goclaw.contracts.fsutil as fsutil
 
     monkeypatch.setattr(fsutil, "_STATUS", "/nonexistent/status")
     assert fsutil._proc_umask() is None

@@ -11,9 +11,9 @@ import pytest
 from pluggy import Result
 
 from goclaw import hookimpl
+from goclaw.contracts.hooks import PromptRequest, SlashResult
 from goclaw.engine import Engine
 from goclaw.errors import PluginError
-from goclaw.types import PromptRequest, SlashResult
 
 
 @dataclass

@@ -21,11 +21,12 @@ import pytest
 
 from goclaw import hookimpl
 from goclaw.contracts.commands import CommandSpec
+from goclaw.contracts.hooks import ContextFile, PromptMode, PromptRequest, SearchHit
+from goclaw.contracts.host import PromptContext
 from goclaw.contracts.schema import ForgetScope
 from goclaw.engine import Engine
 from goclaw.hookspecs import HOOK_NAMES
 from goclaw.plugins import DEFAULT_PLUGINS, ESSENTIAL_PLUGINS
-from goclaw.types import ContextFile, PromptContext, PromptMode, PromptRequest, SearchHit
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS_DOC = ROOT / "docs" / "reference" / "hooks.md"

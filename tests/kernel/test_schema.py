@@ -355,7 +355,7 @@ def test_the_episodic_plugin_reads_sessions_through_the_service(make_engine: Any
 def test_a_plugin_author_generates_the_next_revision(make_engine: Any, tmp_path: Path) -> None:
     """``migrate.new_revision``: Alembic autogenerate on one component's tables only (no kernel or
     other plugin table in the diff), the file lands in the chain and the next open applies it."""
-    from goclaw.store.models import Agent
+    from goclaw.contracts.store import Agent
 
     chain = tmp_path / "notes_migrations"
     chain.mkdir()
@@ -409,22 +409,21 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_table_has_exactly_one_owner(workspace: Path) -> None:
-    """Each table is the kernel's (goclaw.store.models) or one component's, never both or none."""
+    """Each table is the kernel's (goclaw.store.models.KERNEL_TABLES: its private ones and the
+    shared ones of goclaw.contracts.store) or one component's, never both or none."""
     from sqlmodel import SQLModel
 
+    from goclaw.store.models import KERNEL_TABLES
+
+    kernel_tables = {t.__table__ for t in KERNEL_TABLES}  # type: ignore[attr-defined]
     with Engine.open(workspace, plugins=NO_EMBED) as engine:
         owners: dict[str, list[str]] = {}
         for comp in engine.hooks.schema_components():
             for name in comp.table_names:
                 owners.setdefault(name, []).append(comp.name)
         for table in SQLModel.metadata.sorted_tables:
-            kernel = any(
-                m.class_.__module__ == "goclaw.store.models"
-                for m in SQLModel._sa_registry.mappers  # type: ignore[attr-defined]
-                if m.local_table is table
-            )
             owners.setdefault(table.name, [])
-            if kernel:
+            if table in kernel_tables:
                 owners[table.name].append("kernel")
     bad = {name: who for name, who in owners.items() if len(who) != 1}
     assert not bad, bad

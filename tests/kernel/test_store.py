@@ -12,11 +12,11 @@ import pytest
 from sqlalchemy import text
 from sqlmodel import select
 
+from goclaw.contracts.store import AgentContextFile, EmbeddingCache
 from goclaw.engine import Engine
 from goclaw.errors import NotFoundError, StoreError, ValidationError
 from goclaw.store import migrate
 from goclaw.store.database import Database
-from goclaw.store.models import AgentContextFile, EmbeddingCache
 from goclaw_kg.tables import KGEntity
 
 

@@ -145,8 +145,8 @@ def test_episodic_ids_in_hits_and_memory_context_expand(make_engine: Any) -> Non
     memory_get, in the user's scope only (issue 14)."""
     import re
 
+    from goclaw.contracts.hooks import PromptRequest
     from goclaw.events import WorkerRunner
-    from goclaw.types import PromptRequest
     from tests.consolidation_helpers import end_session, record_session
 
     eng = make_engine()

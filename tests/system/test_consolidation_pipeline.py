@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
-from goclaw.types import PromptRequest
+from goclaw.contracts.hooks import PromptRequest
 from goclaw_episodic.tables import EpisodicSummary
 from goclaw_kg.tables import KGEntity
 from goclaw_memory.tables import MemoryDocument

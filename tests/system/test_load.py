@@ -22,7 +22,7 @@ from typing import Any
 
 from sqlmodel import func, select
 
-from goclaw.store.models import UserContextFile
+from goclaw.contracts.store import UserContextFile
 from goclaw_memory.tables import MemoryDocument, SessionMessage
 
 DURATION = 5.0

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from goclaw.contracts.hooks import PromptRequest
 from goclaw.errors import GoclawError, NotFoundError, PermissionDeniedError, ValidationError
-from goclaw.types import PromptRequest
 from tests.conftest import BACKENDS, module_engine
 from tests.helpers import run_cli
 

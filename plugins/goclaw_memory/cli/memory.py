@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from goclaw.cli.common import emit_json, engine, json_option, user_option
+from goclaw.contracts.cli import emit_json, engine, json_option, user_option
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 
-def _agent_name(eng: Engine, agent: str | None) -> str:
+def _agent_name(eng: Host, agent: str | None) -> str:
     """``--agent`` may be omitted when the workspace has exactly one agent."""
     if agent:
         return agent

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from goclaw.cli.common import emit_json, engine, json_option
+from goclaw.contracts.cli import emit_json, engine, json_option
 
 KIND_CHOICES = ("exact-code", "partial", "paraphrase", "temporal", "multi-hop", "preference", "unanswerable")
 

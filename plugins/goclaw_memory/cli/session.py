@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from goclaw.cli.common import agent_option, emit_json, engine, json_option, print_table, user_option
+from goclaw.contracts.cli import agent_option, emit_json, engine, json_option, print_table, user_option
 
 
 @click.group("session")

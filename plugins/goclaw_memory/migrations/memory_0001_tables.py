@@ -16,7 +16,7 @@ import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
-import goclaw.store.types
+import goclaw.contracts.columns
 
 revision = "memory_0001"
 down_revision = None
@@ -28,7 +28,7 @@ PG_TSV = (
     "(array_to_tsvector(array_remove(string_to_array(coalesce(lex, ''), ' '), ''))) STORED"
 )
 AutoString = sqlmodel.sql.sqltypes.AutoString
-UTC = goclaw.store.types.UTCDateTime
+UTC = goclaw.contracts.columns.UTCDateTime
 
 
 def _documents() -> None:
@@ -61,7 +61,7 @@ def _chunks() -> None:
         sa.Column("end_line", sa.Integer(), nullable=False),
         sa.Column("text", sa.Text(), server_default="", nullable=False),
         sa.Column("chunk_hash", AutoString(length=64), nullable=False),
-        sa.Column("embedding", goclaw.store.types.Vector(), nullable=True),
+        sa.Column("embedding", goclaw.contracts.columns.Vector(), nullable=True),
         sa.Column("embedding_provider", AutoString(length=128), nullable=True),
         sa.Column("embedding_model", AutoString(length=255), nullable=True),
         sa.Column("embedding_dim", sa.Integer(), nullable=True),

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
-import goclaw.store.types
+import goclaw.contracts.columns
 
 revision = "memory_0002"
 down_revision = "memory_0001"
@@ -33,8 +33,8 @@ def _create_sessions() -> None:
         sa.Column("compaction_count", sa.Integer(), nullable=False),
         sa.Column("flushed_cycle", sa.Integer(), nullable=False),
         sa.Column("summary", sa.Text(), server_default="", nullable=False),
-        sa.Column("created_at", goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("created_at", goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["agent_id"], ["agents.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("key"),
     )
@@ -50,7 +50,7 @@ def _create_session_messages() -> None:
         sa.Column("content", sa.Text(), server_default="", nullable=False),
         sa.Column("token_count", sa.Integer(), nullable=False),
         sa.Column("compacted", sa.Boolean(), nullable=False),
-        sa.Column("created_at", goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("created_at", goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["session_key"], ["sessions.key"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("session_key", "seq", name="uq_session_messages_seq"),

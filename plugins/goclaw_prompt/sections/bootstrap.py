@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from goclaw import hookimpl
 from goclaw.contracts.files import is_user_file_populated
-from goclaw.types import PromptContext, PromptSection
+from goclaw.contracts.host import PromptContext, PromptSection
 from goclaw_prompt.render import ALL_MODES, Section
 
 

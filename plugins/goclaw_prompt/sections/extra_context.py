@@ -4,7 +4,7 @@ in ``<extra_context>`` (its own wrapper tags inside are neutralised)."""
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.types import PromptContext, PromptSection
+from goclaw.contracts.host import PromptContext, PromptSection
 from goclaw_prompt.render import ALL_MODES, Section, escape_wrapped
 
 

@@ -8,7 +8,7 @@ inside it are neutralised (:func:`goclaw_prompt.render.escape_wrapped`).
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.types import PromptContext, PromptSection
+from goclaw.contracts.host import PromptContext, PromptSection
 from goclaw_prompt.render import ALL_MODES, Section, attr, escape_wrapped
 
 PREAMBLE = (

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
-import goclaw.store.types
+import goclaw.contracts.columns
 
 revision = "skills_0001"
 down_revision = None
@@ -23,7 +23,7 @@ branch_labels = None
 depends_on = None
 
 AutoString = sqlmodel.sql.sqltypes.AutoString
-UTC = goclaw.store.types.UTCDateTime
+UTC = goclaw.contracts.columns.UTCDateTime
 
 
 def _skills() -> None:

@@ -218,7 +218,7 @@ def test_writes_invalidate_the_cache_in_process_and_across_engines(make_engine: 
 def test_bulk_statements_also_invalidate_the_cache(make_engine: Any) -> None:
     from sqlmodel import update
 
-    from goclaw.store.models import UserContextFile
+    from goclaw.contracts.store import UserContextFile
 
     eng = make_engine(plugins={"context_files": {"cache_seconds": 3600}})
     eng.agents.create("op", "open")

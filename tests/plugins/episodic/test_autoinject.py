@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from goclaw import hookimpl
-from goclaw.types import PromptContext, PromptRequest
+from goclaw.contracts.hooks import PromptRequest
+from goclaw.contracts.host import PromptContext
 from goclaw_episodic.autoinject import MemoryContextSection
 from tests.memory_helpers import write
 

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
+from goclaw.contracts.columns import utcnow
 from goclaw.contracts.memory import NewEpisode
 from goclaw.engine import Engine
 from goclaw.store import migrate
 from goclaw.store.database import Database
-from goclaw.store.types import utcnow
 from goclaw_episodic.search import episode_lex, searcher
 from goclaw_search.tokenize import query_terms, terms
 from tests.conftest import BACKENDS, module_engine

@@ -7,10 +7,11 @@ from typing import Any
 
 from sqlmodel import select
 
+from goclaw.contracts.hooks import PromptRequest
+from goclaw.contracts.host import PromptContext
 from goclaw.contracts.memory import NewEpisode
+from goclaw.contracts.store import WorkerState
 from goclaw.events import WorkerRunner
-from goclaw.store.models import WorkerState
-from goclaw.types import PromptContext, PromptRequest
 from goclaw_episodic.autoinject import HEADER, MemoryContextSection
 from goclaw_episodic.store import EpisodicStore
 from goclaw_episodic.tables import EpisodicSummary

@@ -60,7 +60,7 @@ def test_a_save_after_the_next_load_is_written(eng: Any) -> None:
 def _agent(eng: Any, name: str, agent_id: str, note: str) -> str:
     """Agent ``name`` with the id ``agent_id`` (ids come from a database, not only from
     ``agents.create``) and one indexed note; returns the id."""
-    from goclaw.store.models import Agent
+    from goclaw.contracts.store import Agent
 
     with eng.db.write() as session:
         session.add(Agent(id=agent_id, tenant_id=eng.settings.tenant_id, name=name))

@@ -458,7 +458,8 @@ def test_tools_and_recall_section(eng: Any) -> None:
     assert hits[0]["path"] == "MEMORY.md" and hits[0]["tier"] == "document"
     got = tools["memory_get"].func(path=hits[0]["path"], agent="ada", from_line=2, to_line=2)
     assert got["text"] == "The printer on floor two is named Gutenberg."
-    from goclaw.types import PromptContext, PromptRequest, ToolInfo
+    from goclaw.contracts.hooks import PromptRequest, ToolInfo
+    from goclaw.contracts.host import PromptContext
 
     section = next(s for s in eng.hooks.prompt_sections() if s.name == "memory_recall")
     assert section.order == 5 and section.modes == frozenset({"full"})
@@ -474,7 +475,7 @@ class EpisodicTier:
 
     @hookimpl
     def goclaw_memory_search_extra(self, engine: Any, query: str, agent: Any, user: Any, limit: int) -> Any:
-        from goclaw.types import SearchHit
+        from goclaw.contracts.hooks import SearchHit
 
         return [
             SearchHit(id="e1", score=5.0, text="episode about printers", path="episodic:s1", tier="episodic")

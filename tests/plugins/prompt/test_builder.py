@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from goclaw import hookimpl
+from goclaw.contracts.hooks import ContextFile, PromptRequest, SlashResult, ToolInfo
+from goclaw.contracts.host import PromptContext
 from goclaw.errors import ValidationError
-from goclaw.types import ContextFile, PromptContext, PromptRequest, SlashResult, ToolInfo
 
 MINE_FULL = [
     "identity",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from goclaw.types import PromptRequest
+from goclaw.contracts.hooks import PromptRequest
 from goclaw_text.wrappers import WRAPPER_TAGS, neutralise, single_line, wrap
 from tests.skills_helpers import no_builtin, write_skill
 

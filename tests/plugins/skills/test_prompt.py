@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from goclaw.contracts.hooks import PromptRequest, SlashResult
+from goclaw.contracts.host import PromptContext
 from goclaw.tokenizer import CharsTokenizer
-from goclaw.types import PromptContext, PromptRequest, SlashResult
 from goclaw_skills.slash import DEFAULT_MESSAGE
 from tests.conftest import BACKENDS, module_engine
 from tests.skills_helpers import no_builtin, write_skill

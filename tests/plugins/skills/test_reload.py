@@ -8,7 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from goclaw.types import PromptContext, PromptRequest
+from goclaw.contracts.hooks import PromptRequest
+from goclaw.contracts.host import PromptContext
 from tests.skills_helpers import no_builtin, write_skill
 
 

@@ -7,7 +7,8 @@ using nothing from the built-in virtual-files plugins.
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.contracts.hooks import ContextFile, PromptContext
+from goclaw.contracts.hooks import ContextFile
+from goclaw.contracts.host import PromptContext
 
 
 @hookimpl
