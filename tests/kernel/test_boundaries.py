@@ -5,7 +5,7 @@
 * ``goclaw.contracts`` sits at the bottom: it imports nothing of goclaw but its own modules and
   ``goclaw.errors``, and no library or plugin;
 * a library (``libs/goclaw_*``) imports nothing of goclaw and no plugin;
-* a plugin (``plugins/goclaw_*``, and the example third-party plugins under ``tests/plugins``)
+* a plugin (``plugins/goclaw_*``, and the example third-party plugins under ``tests/third_party``)
   imports ``goclaw.contracts``, the hook markers (``from goclaw import hookimpl``),
   ``goclaw.errors``, libraries, its own package and third-party packages: never another kernel
   module (``goclaw.engine``, ``goclaw.store``, ...) and never another plugin;
@@ -145,7 +145,7 @@ class Tree:
 
 def _tree(root: Path) -> Tree:
     examples: dict[str, Path] = {}
-    for dist in sorted((root / "tests" / "plugins").glob("goclaw-*")):
+    for dist in sorted((root / "tests" / "third_party").glob("goclaw-*")):
         examples.update(_modules(dist, "goclaw_*"))
     return Tree(
         kernel=_modules(root, "goclaw"),
