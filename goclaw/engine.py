@@ -23,7 +23,7 @@ from goclaw.config import Settings, load_settings, validate_plugin_table
 from goclaw.errors import ConfigError, FeatureUnavailableError, PluginError
 from goclaw.events import EventQueue
 from goclaw.hooks import Hooks
-from goclaw.plugins import GoclawPluginManager, build_plugin_manager, route_renamed_tables
+from goclaw.plugins import GoclawPluginManager, build_plugin_manager, feature_of
 from goclaw.store import migrate
 from goclaw.store.database import Database
 
@@ -154,17 +154,17 @@ class Engine:
 
     def _validate_plugin_settings(self) -> None:
         models = self.hooks.settings_models()
-        tables = route_renamed_tables(
-            self.settings.plugins.feature_tables(), {_feature(name): m for name, m in models.items()}
+        tables = self.plugin_manager.installed.route_tables(
+            self.settings.plugins.feature_tables(), {feature_of(name): m for name, m in models.items()}
         )
-        known_features = {_feature(name) for name in self.plugin_manager.records}
+        known_features = {feature_of(name) for name in self.plugin_manager.records}
         for table in tables:
             if table not in known_features:
                 raise ConfigError(
                     f"[plugins.{table}] does not match any plugin; known: {', '.join(sorted(known_features))}"
                 )
         for plugin_name, model in models.items():
-            feature = _feature(plugin_name)
+            feature = feature_of(plugin_name)
             self._plugin_settings[feature] = validate_plugin_table(feature, model, tables.get(feature))
 
     # ------------------------------------------------------------------ settings and services
@@ -332,7 +332,3 @@ class Engine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _feature(plugin_name: str) -> str:
-    return plugin_name.removeprefix("goclaw.")

@@ -49,6 +49,19 @@ hookimpl = pluggy.HookimplMarker(NAME)
 # --------------------------------------------------------------------------- configuration
 
 
+@hookspec(historic=True)
+def goclaw_add_hookspecs(plugin_manager: pluggy.PluginManager) -> None:
+    """Add hook specifications of this plugin's own (``plugin_manager.add_hookspecs(module)``),
+    for other plugins to implement; the plugin calls them through ``engine.hooks``.
+
+    Semantics: historic: called when the plugin is registered, before any later plugin is,
+    so a plugin registered after it can implement the new hooks. A hook whose plugin is
+    disabled has no specification: a third-party implementation of it should be marked
+    ``@hookimpl(optionalhook=True)``, else its plugin is reported as failed (unknown hook).
+    Default plugin: ``goclaw.memory`` (``goclaw_memory_search_extra``, ``goclaw_memory_rerank``).
+    """
+
+
 @hookspec
 def goclaw_settings_model() -> type[BaseModel] | None:
     """Declare the pydantic model that validates this plugin's ``[plugins.<feature>]`` table.

@@ -24,7 +24,7 @@ from goclaw.contracts.commands import CommandSpec
 from goclaw.contracts.schema import ForgetScope
 from goclaw.engine import Engine
 from goclaw.hookspecs import HOOK_NAMES
-from goclaw.plugins import DEFAULT_PLUGINS, ESSENTIAL_PLUGINS
+from goclaw.plugins import builtin_plugins, discover
 from goclaw.types import ContextFile, PromptContext, PromptMode, PromptRequest, SearchHit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -208,7 +208,8 @@ def test_every_hook_is_reachable_through_the_facade(workspace: Path) -> None:
     assert spy.called == set(HOOK_NAMES)
 
 
-NON_ESSENTIAL = sorted(set(DEFAULT_PLUGINS) - ESSENTIAL_PLUGINS)
+BUILTINS = builtin_plugins()
+NON_ESSENTIAL = sorted(set(BUILTINS) - discover().essential)
 
 
 @pytest.mark.parametrize("name", NON_ESSENTIAL)
@@ -251,7 +252,7 @@ def _replacement_for(module_name: str) -> tuple[Any, list[str]]:
 
 @pytest.mark.parametrize("name", NON_ESSENTIAL)
 def test_default_plugin_can_be_replaced(name: str, workspace: Path) -> None:
-    replacement, calls = _replacement_for(DEFAULT_PLUGINS[name])
+    replacement, calls = _replacement_for(BUILTINS[name])
     # Registered under the built-in's feature name, so it owns the same [plugins.<feature>] table.
     new_name = name.removeprefix("goclaw.")
     with Engine.open(
@@ -260,7 +261,7 @@ def test_default_plugin_can_be_replaced(name: str, workspace: Path) -> None:
         record = engine.plugin_manager.records[new_name]
         assert record.status == "active", record.error
         hooks_of_builtin = {
-            h for h in dir(importlib.import_module(DEFAULT_PLUGINS[name])) if h.startswith("goclaw_")
+            h for h in dir(importlib.import_module(BUILTINS[name])) if h.startswith("goclaw_")
         }
         registered = set(record.hooks)
         assert registered == {h for h in hooks_of_builtin if h in HOOK_NAMES}
