@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import click
     from pydantic import BaseModel
 
@@ -120,12 +122,15 @@ def goclaw_cli_commands() -> list[CommandSpec] | None:
     Return :class:`goclaw.contracts.commands.CommandSpec` values: the command's name, its one-line
     help and ``"module:attribute"`` of its ``click`` command. ``goclaw --help`` lists them from
     the declaration; the module is imported only when that command runs, so the plugin's command
-    code costs nothing until used. Semantics: all collected when the CLI starts (third-party
-    plugins only); a name the kernel or an active built-in already uses, or that two plugins
-    declare, is an error naming both when the command runs. A disabled built-in's name is free,
-    so a replacement feature can ship its own ``goclaw memory``. Default plugins: none (the
-    kernel declares the built-ins' commands itself, ``goclaw.cli.registry``, so that it can name
-    the plugin behind a disabled feature's command without importing it).
+    code costs nothing until used. Semantics: all collected when the CLI starts; a name the
+    kernel or another loaded plugin already uses is an error naming both when the command runs.
+    A disabled plugin's name is free, so a replacement feature can ship its own ``goclaw
+    memory``. The same declarations may instead sit in the plugin's manifest (``COMMANDS``,
+    :mod:`goclaw.plugins`): the CLI then reads them without importing the plugin, and names the
+    plugin when it is disabled; a distribution that ships manifests is never imported for its
+    commands. Default plugins: none; the built-ins declare theirs in their manifests
+    (``goclaw.memory``: ``memory``, ``session``, ``eval``; ``goclaw.skills``, ``goclaw.prompt``,
+    ``goclaw.context_files``, ``goclaw.kg``, ``goclaw.channel_memory``: one each).
     """
 
 
@@ -136,6 +141,25 @@ def goclaw_register_commands(cli: click.Group) -> None:
     Semantics: all called when the CLI starts, so the plugin's command module is imported on
     every ``goclaw`` run, ``--help`` included; prefer ``goclaw_cli_commands``, which imports it
     only when the command runs. Kept for compatibility. Default plugin: none.
+    """
+
+
+@hookspec
+def goclaw_http_routes(engine: Engine, auth: Callable[..., Any]) -> Any:
+    """Contribute endpoints to the HTTP API (``goclaw serve``): return a FastAPI ``APIRouter``.
+
+    Args: ``engine`` — the served engine; ``auth`` — the FastAPI dependency that checks the
+    bearer token and returns its record: declare ``tok: Annotated[Any, Depends(auth)]`` on
+    each endpoint and call ``tok.check(agent, user)`` before any work (raises when the token's
+    scope does not cover them). Paths are relative to ``/v1``.
+    Semantics: all collected when the server starts; each router is included under ``/v1`` in
+    plugin-name order, after the kernel's own endpoints (health, agents, workers) and before
+    the tools. Import FastAPI inside the hook (the server's optional dependency), never at the
+    top of the plugin module. A goclaw error raised by an endpoint becomes the one-line JSON
+    error with its status (404, 422, ...).
+    Default plugins: ``goclaw.prompt`` (``/prompt``), ``goclaw.context_files`` (``/files``),
+    ``goclaw.skills`` (``/skills``), ``goclaw.memory`` (``/memory``, ``/sessions``),
+    ``goclaw.kg`` (``/kg``).
     """
 
 

@@ -60,6 +60,15 @@ class Spy:
         self.called.add(name)
 
     @hookimpl
+    def goclaw_add_hookspecs(self, plugin_manager: Any) -> None:
+        self._hit("goclaw_add_hookspecs")
+
+    @hookimpl
+    def goclaw_http_routes(self, engine: Any, auth: Any) -> Any:
+        self._hit("goclaw_http_routes")
+        return "router"
+
+    @hookimpl
     def goclaw_settings_model(self) -> Any:
         self._hit("goclaw_settings_model")
         return None
@@ -186,6 +195,7 @@ def test_every_hook_is_reachable_through_the_facade(workspace: Path) -> None:
             engine=engine, request=PromptRequest(agent="watched"), agent=agent, user="u", mode="full"
         )
         hooks.register_commands(click.Group("x"))
+        assert ("spy", "router") in hooks.http_routes(engine, auth=lambda: None)
         hooks.schema_components()
         with engine.db.engine.connect() as conn:
             hooks.forget_rows(engine, ForgetScope((agent.id,), "u"), conn)

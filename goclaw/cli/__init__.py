@@ -107,6 +107,9 @@ def _add_plugin_commands(argv: list[str]) -> None:
         hooks.register_commands(cli)
 
 
+cli.collect = _add_plugin_commands
+
+
 class _PluginsConfig:
     """The workspace's ``[plugins]`` settings, read once on first use; None when they cannot be
     read (the command that runs reports why)."""

@@ -67,6 +67,9 @@ class LazyGroup(click.Group):
         self.plugin_specs: dict[str, CommandSpec] = {}
         self.builtin_plugins: set[str] = set()
         self.installed: Installed | None = None  # the run's plugins, when it read them
+        self.collected = False
+        # Collects the plugins' declarations for a command line (goclaw.cli sets it).
+        self.collect: Callable[[list[str]], None] | None = None
         self.conflicts: dict[str, str] = {}
         self._loaded: dict[str, tuple[Any, click.Command]] = {}  # key -> (its module, command)
 
@@ -97,6 +100,7 @@ class LazyGroup(click.Group):
         ``goclaw.memory``, install a plugin with its own ``goclaw memory``).
         """
         self.clear_plugin_specs()
+        self.collected = True
         self.builtin_plugins = set(builtin_plugins)
         by_name: dict[str, list[CommandSpec]] = {}
         for plugin, spec in contributions:
@@ -119,10 +123,18 @@ class LazyGroup(click.Group):
             )
 
     # ------------------------------------------------------------------ click
+    def _collect(self) -> None:
+        """Used without the CLI's entry point (the generated reference, tests): collect the
+        plugins' declarations now."""
+        if not self.collected and self.collect is not None:
+            self.collect([])
+
     def list_commands(self, ctx: click.Context) -> list[str]:
+        self._collect()
         return sorted({*self.commands, *self.kernel_specs, *self.plugin_specs})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        self._collect()
         if cmd_name in self.conflicts:
             raise PluginError(self.conflicts[cmd_name])
         if cmd_name in self.commands:  # added eagerly (goclaw_register_commands)

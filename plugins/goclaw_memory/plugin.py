@@ -140,3 +140,10 @@ def _passage_kind(embedder: Any) -> str:
         if len(_KINDS) < 64:
             _KINDS[type(embedder)] = kind
     return kind
+
+
+@hookimpl
+def goclaw_http_routes(engine: Any, auth: Any) -> Any:
+    from goclaw_memory.http import router
+
+    return router(engine, auth)
