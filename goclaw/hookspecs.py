@@ -37,7 +37,6 @@ if TYPE_CHECKING:
         PromptMode,
         PromptRequest,
         PromptSection,
-        SearchHit,
         SkillTier,
         SlashCommand,
         Tool,
@@ -330,40 +329,6 @@ def goclaw_llm_providers() -> dict[str, Factory] | None:
 
     Semantics: a registry; selected by ``[plugins.llm] provider``.
     Default plugin: ``goclaw.llm`` (``litellm``).
-    """
-
-
-@hookspec
-def goclaw_memory_search_extra(
-    engine: Engine, query: str, agent: Agent, user: str | None, limit: int
-) -> list[SearchHit] | None:
-    """Search extra memory tiers alongside the indexed documents (spec §17: L1 + L2).
-
-    Returns: hits with ``tier`` set (e.g. ``"episodic"``) and scores in 0..1.
-    Semantics: all collected; ``memory_search`` merges them with document hits (tier
-    ``"document"``) by score. Default plugin: ``goclaw.episodic`` (episodic summaries).
-    """
-
-
-@hookspec(firstresult=True)
-def goclaw_memory_rerank(
-    engine: Engine, query: str, agent: Agent, user: str | None, hits: list[Any], query_vector: Any
-) -> list[Any] | None:
-    """Rerank the best candidates of a memory search (issue 11 item 6).
-
-    Called once per search, after fusion and temporal decay and before MMR and the cut to the
-    limit, with the best ``[plugins.memory] rerank_candidates`` (60) de-duplicated hits, best
-    first. A hit has ``path``, ``start_line``, ``end_line``, ``score``, ``scope``, ``snippet``
-    and ``tier``; a reranker may set ``score``. ``query_vector``: the query's embedding from
-    the configured embedder (float32, as its ``embed([query])[0]`` gives it), or ``None`` when
-    the search ran without one (full text only, no embedder, or it failed). An implementation
-    that does not name ``query_vector`` is called without it (pluggy passes the arguments an
-    implementation names), so one written before it existed keeps working.
-
-    Returns: the same hit objects in the new order (best first; hits left out are dropped,
-    objects that were not among ``hits`` are ignored), or ``None`` to keep the order.
-    Semantics: first non-None answer wins. Default plugin: ``goclaw.memory`` (trylast): the
-    term-overlap/proximity reranker when ``[plugins.memory] rerank = "overlap"``, else ``None``.
     """
 
 

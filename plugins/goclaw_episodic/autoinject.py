@@ -112,7 +112,9 @@ def recalled(
     doc_threshold = settings_of(engine).auto_inject_document_threshold
     limit = max_items * 2
     docs = engine.memory.search_response(message, agent, user or None, limit=limit, include_extra=False).hits
-    extra = engine.hooks.memory_search_extra(engine, message, agent, user or None, limit)
+    hook = "goclaw_memory_search_extra"
+    found = engine.hooks.call(hook, engine=engine, query=message, agent=agent, user=user or None, limit=limit)
+    extra = [hit for _plugin, hits in found for hit in hits]
     # Each tier keeps its own order (the memory search ranks its hits better than the absolute
     # score does); the two are interleaved by the absolute score of the next hit of each.
     documents = [

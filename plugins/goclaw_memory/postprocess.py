@@ -165,7 +165,15 @@ def apply_rerank(
     top, rest = hits[:n], hits[n:]
     if not top:
         return hits
-    result = engine.hooks.memory_rerank(engine, query, agent, user, list(top), query_vector)
+    result = engine.hooks.first(
+        "goclaw_memory_rerank",
+        engine=engine,
+        query=query,
+        agent=agent,
+        user=user,
+        hits=list(top),
+        query_vector=query_vector,
+    )
     if result is None:
         return hits
     allowed = set(map(id, top))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from goclaw.contracts.search import FusionSettings, SearchBackend, SearchQuery
 from goclaw.contracts.tools import memory_hit_id
 from goclaw.errors import ConfigError, GoclawError, ValidationError
+from goclaw_memory.hookspecs import extra_hits
 from goclaw_memory.hybrid import MemoryHit, block_hits, build_hits, with_texts
 from goclaw_memory.indexer import IndexReport, MemoryIndexer, Progress
 from goclaw_memory.paths import resolve_memory_path, validate_user_id
@@ -204,7 +205,7 @@ class MemoryService:
             )
             hits = _backend_hits(backend, request, notes)
         if include_extra and query.strip():
-            extra = self.engine.hooks.memory_search_extra(self.engine, query, a, user, limit)
+            extra = extra_hits(self.engine, query, a, user, limit)
             if extra:  # merged before the reranker, so both tiers are reranked alike
                 hits = _merge_tiers(hits, extra, len(hits) + len(extra))
         if reranks:

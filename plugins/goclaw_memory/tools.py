@@ -24,6 +24,7 @@ from goclaw.contracts.tools import (
     split_line_locator,
 )
 from goclaw.errors import ValidationError
+from goclaw_memory.hookspecs import extra_hits
 
 if TYPE_CHECKING:
     from goclaw.engine import Engine
@@ -56,7 +57,7 @@ def search_hits(
     rows: list[dict[str, Any]] = []
     for h in response.hits:
         rows.append(h.as_json())  # carries its stable id
-    extra = engine.hooks.memory_search_extra(engine, query, a, user, limit) if query.strip() else []
+    extra = extra_hits(engine, query, a, user, limit) if query.strip() else []
     for e in extra:
         rows.append(
             {
