@@ -113,6 +113,12 @@ class Hooks:
             return None
         return caller(**kwargs)
 
+    def implementers(self, hook: str) -> list[object]:
+        """The plugin objects implementing ``hook`` (wrappers included), e.g. for a plugin to
+        learn whether anyone but itself extends one of its own hooks."""
+        caller = getattr(self.manager.pm.hook, hook, None)
+        return [] if caller is None else [impl.plugin for impl in caller.get_hookimpls()]
+
     def owner(self, what: str, name: str) -> str | None:
         """The plugin that contributed item ``name`` of kind ``what`` (e.g. "prompt section")."""
         return self._owners.get((what, name))

@@ -216,7 +216,13 @@ def test_every_hook_is_reachable_through_the_facade(workspace: Path) -> None:
         assert hooks.tokenizers()["spy-tokenizer"](engine) == "tokenizer"
         # The memory plugin's own hooks, through the same generic facade its code uses.
         extra = hooks.call(
-            "goclaw_memory_search_extra", engine=engine, query="q", agent=agent, user=None, limit=5
+            "goclaw_memory_search_extra",
+            engine=engine,
+            query="q",
+            agent=agent,
+            user=None,
+            limit=5,
+            query_vector=None,
         )
         assert ("spy", [SearchHit(id="spy", score=1.0, text="q", tier="spy")]) in extra
         rerank = {"engine": engine, "query": "q", "agent": agent, "user": None, "query_vector": None}

@@ -199,12 +199,19 @@ class EpisodicStore:
             return {row.id: row for row in s.execute(_rows_statement(), {"ids": ids}).scalars()}
 
     def hits(
-        self, agent_id: str, user: str | None, query: str, limit: int, min_score: float = 0.0
+        self,
+        agent_id: str,
+        user: str | None,
+        query: str,
+        limit: int,
+        min_score: float = 0.0,
+        query_vector: Any = None,
     ) -> list[SearchHit]:
         """Search results as :class:`~goclaw.types.SearchHit` with ``tier="episodic"`` (the
-        ``memory_search`` tier: what a hit shows is kept with the search index, no row is read)."""
+        ``memory_search`` tier: what a hit shows is kept with the search index, no row is read).
+        ``query_vector``: the query's embedding by the configured embedder, if the caller has it."""
         found = searcher(self.engine).search_rows(
-            agent_id, user_scope(user), query, limit=limit, min_score=min_score
+            agent_id, user_scope(user), query, limit=limit, min_score=min_score, query_vector=query_vector
         )
         out: list[SearchHit] = []
         for row, score in found:

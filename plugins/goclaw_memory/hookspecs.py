@@ -20,10 +20,14 @@ HOOK_NAMES = ("goclaw_memory_search_extra", "goclaw_memory_rerank")
 
 @hookspec
 def goclaw_memory_search_extra(
-    engine: Any, query: str, agent: Any, user: str | None, limit: int
+    engine: Any, query: str, agent: Any, user: str | None, limit: int, query_vector: Any
 ) -> list[SearchHit] | None:
     """Search extra memory tiers alongside the indexed documents (spec §17: L1 + L2).
 
+    ``query_vector``: the query's embedding from the configured embedder (as its
+    ``embed([query])[0]`` gives it), when the search made one, else ``None``: a tier that
+    searches vectors of that embedder uses it instead of embedding the query again. An
+    implementation that does not name it is called without it.
     Returns: hits with ``tier`` set (e.g. ``"episodic"``) and scores in 0..1.
     Semantics: all collected; ``memory_search`` merges them with document hits (tier
     ``"document"``) by score. Default plugin: ``goclaw.episodic`` (episodic summaries).
@@ -52,9 +56,17 @@ def goclaw_memory_rerank(
     """
 
 
-def extra_hits(engine: Any, query: str, agent: Any, user: str | None, limit: int) -> list[SearchHit]:
+def extra_hits(
+    engine: Any, query: str, agent: Any, user: str | None, limit: int, query_vector: Any = None
+) -> list[SearchHit]:
     """Every plugin's ``goclaw_memory_search_extra`` hits, in call order."""
     found = engine.hooks.call(
-        "goclaw_memory_search_extra", engine=engine, query=query, agent=agent, user=user, limit=limit
+        "goclaw_memory_search_extra",
+        engine=engine,
+        query=query,
+        agent=agent,
+        user=user,
+        limit=limit,
+        query_vector=query_vector,
     )
     return [hit for _plugin, hits in found for hit in hits]

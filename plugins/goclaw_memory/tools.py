@@ -57,7 +57,7 @@ def search_hits(
     rows: list[dict[str, Any]] = []
     for h in response.hits:
         rows.append(h.as_json())  # carries its stable id
-    extra = extra_hits(engine, query, a, user, limit) if query.strip() else []
+    extra = extra_hits(engine, query, a, user, limit, response.query_vector) if query.strip() else []
     for e in extra:
         rows.append(
             {
