@@ -10,7 +10,6 @@ of the same name.
 # No `from __future__ import annotations` here: FastAPI reads the endpoints' annotations, and
 # the token dependency (`Tok`) is local to each route group.
 from collections.abc import Callable
-from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, Header
@@ -25,17 +24,6 @@ if TYPE_CHECKING:
     from goclaw.server.tokens import TokenStore
 
 ADMIN = TokenRecord(name="(no auth)", sha256="", agents=[ANY], users=[ANY])
-
-
-def row_json(obj: Any) -> dict[str, Any]:
-    """A stored row as JSON: its fields, datetimes in ISO 8601, embeddings left out."""
-    data = obj.model_dump() if hasattr(obj, "model_dump") else dict(obj)
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if key == "embedding" or key.startswith("embedding_"):
-            continue
-        out[key] = value.isoformat() if isinstance(value, datetime) else value
-    return out
 
 
 def build_router(engine: "Engine", tokens: "TokenStore | None") -> APIRouter:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
 
-from goclaw.server.routes import row_json
+from goclaw.contracts.records import row_json
 
 
 def router(engine: Any, auth: Callable[..., Any]) -> APIRouter:

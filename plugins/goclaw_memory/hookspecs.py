@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from goclaw.hookspecs import hookspec
+import pluggy
 
 if TYPE_CHECKING:
-    from goclaw.types import SearchHit
+    from goclaw.contracts.hooks import SearchHit
+
+hookspec = pluggy.HookspecMarker("goclaw")  # goclaw's project name: these are goclaw hooks
 
 HOOK_NAMES = ("goclaw_memory_search_extra", "goclaw_memory_rerank")
 

@@ -9,9 +9,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends, Query
 from pydantic import BaseModel, Field
 
-from goclaw.contracts.tools import ToolContext, memory_hit_id
+from goclaw.contracts.records import row_json
+from goclaw.contracts.tools import ToolContext
 from goclaw.errors import NotFoundError, ValidationError
-from goclaw.server.routes import row_json
+from goclaw_memory.hit_ids import memory_hit_id
 
 
 class SearchBody(BaseModel):

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from goclaw.contracts.search import FusionSettings, SearchBackend, SearchQuery
-from goclaw.contracts.tools import memory_hit_id
 from goclaw.errors import ConfigError, GoclawError, ValidationError
+from goclaw_memory.hit_ids import memory_hit_id
 from goclaw_memory.hookspecs import extra_hits
 from goclaw_memory.hybrid import MemoryHit, block_hits, build_hits, with_texts
 from goclaw_memory.indexer import IndexReport, MemoryIndexer, Progress

@@ -16,14 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from goclaw.contracts.tools import (
-    FunctionTool,
-    ToolContext,
-    ToolResult,
-    parse_memory_hit_id,
-    split_line_locator,
-)
+from goclaw.contracts.tools import FunctionTool, ToolContext, ToolResult
 from goclaw.errors import ValidationError
+from goclaw_memory.hit_ids import parse_memory_hit_id, split_line_locator
 from goclaw_memory.hookspecs import extra_hits
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ def router(engine: Any, auth: Callable[..., Any]) -> APIRouter:
 
     @r.post("/prompt", tags=["prompt"])
     def prompt(body: PromptBody, tok: Tok) -> dict[str, Any]:
-        from goclaw.types import PromptRequest, ToolInfo
+        from goclaw.contracts.hooks import PromptRequest, ToolInfo
 
         tok.check(body.agent, body.user)
         request = PromptRequest(
