@@ -309,7 +309,9 @@ class GoclawPluginManager:
         from goclaw.hookcall import instrument
 
         installed = self.installed
-        blocked = installed.blocked(self.config, (name for name, _ in self._extra), warn=True)
+        # The engine's manager says what is deprecated; the CLI's (a selection) stays quiet.
+        extra = (name for name, _ in self._extra)
+        blocked = installed.blocked(self.config, extra, warn=self._select is None)
         # Plugins may add hook specifications of their own (historic: a plugin registered
         # later is called at its registration, before anything can call its new hooks).
         self.pm.hook.goclaw_add_hookspecs.call_historic(kwargs={"plugin_manager": self.pm})

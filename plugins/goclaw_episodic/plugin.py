@@ -72,7 +72,7 @@ def goclaw_memory_search_extra(
     memory search's query vector, when it made one, spares embedding the query again."""
     if not query or not query.strip():
         return []
-    return EpisodicStore(engine).hits(agent.id, user, query, limit, query_vector=query_vector)
+    return EpisodicStore(engine).hits_for(agent.id, user, query, limit, 0.0, query_vector)
 
 
 def memory_expand(engine: Any, id: str, agent: str, user: str | None = None) -> dict[str, Any]:

@@ -199,17 +199,17 @@ class EpisodicStore:
             return {row.id: row for row in s.execute(_rows_statement(), {"ids": ids}).scalars()}
 
     def hits(
-        self,
-        agent_id: str,
-        user: str | None,
-        query: str,
-        limit: int,
-        min_score: float = 0.0,
-        query_vector: Any = None,
+        self, agent_id: str, user: str | None, query: str, limit: int, min_score: float = 0.0
     ) -> list[SearchHit]:
         """Search results as :class:`~goclaw.types.SearchHit` with ``tier="episodic"`` (the
-        ``memory_search`` tier: what a hit shows is kept with the search index, no row is read).
-        ``query_vector``: the query's embedding by the configured embedder, if the caller has it."""
+        ``memory_search`` tier: what a hit shows is kept with the search index, no row is read)."""
+        return self.hits_for(agent_id, user, query, limit, min_score, None)
+
+    def hits_for(
+        self, agent_id: str, user: str | None, query: str, limit: int, min_score: float, query_vector: Any
+    ) -> list[SearchHit]:
+        """:meth:`hits`, searching the vectors with ``query_vector`` (the query's embedding by the
+        configured embedder) when the caller has it, instead of embedding the query again."""
         found = searcher(self.engine).search_rows(
             agent_id, user_scope(user), query, limit=limit, min_score=min_score, query_vector=query_vector
         )
