@@ -69,7 +69,7 @@ def _para(seed: int, n: int) -> str:
 
 def others_disabled() -> list[str]:
     """Built-ins that contribute other issues' sections (skills, memory, consolidation)."""
-    from goclaw.plugins import DEFAULT_PLUGINS
+    from goclaw.plugins import builtin_plugins
 
     prefixes = (
         "goclaw.skills",
@@ -80,7 +80,7 @@ def others_disabled() -> list[str]:
         "goclaw.channel_memory",
         "goclaw.workers",
     )
-    return sorted(n for n in DEFAULT_PLUGINS if n.startswith(prefixes))
+    return sorted(n for n in builtin_plugins() if n.startswith(prefixes))
 
 
 def setup(

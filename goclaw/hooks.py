@@ -92,6 +92,30 @@ class Hooks:
                 items.append(item)
         return sorted(items, key=key)
 
+    def call(self, hook: str, **kwargs: Any) -> list[tuple[str | None, Any]]:
+        """Call any "everyone contributes" hook by name, a plugin's own included (one it added
+        through ``goclaw_add_hookspecs``): ``[(plugin, result)]`` in call order, Nones dropped,
+        a third party's failure reported and skipped. A hook nobody specified (its plugin is
+        off) answers ``[]``."""
+        caller = getattr(self.manager.pm.hook, hook, None)
+        if caller is None or caller.spec is None:
+            return []
+        return self._collect(hook, **kwargs)
+
+    def first(self, hook: str, **kwargs: Any) -> Any:
+        """Call a ``firstresult`` hook by name: the first non-None answer, or None (also when
+        nobody specified the hook)."""
+        caller = getattr(self.manager.pm.hook, hook, None)
+        if caller is None or caller.spec is None:
+            return None
+        return caller(**kwargs)
+
+    def implementers(self, hook: str) -> list[object]:
+        """The plugin objects implementing ``hook`` (wrappers included), e.g. for a plugin to
+        learn whether anyone but itself extends one of its own hooks."""
+        caller = getattr(self.manager.pm.hook, hook, None)
+        return [] if caller is None else [impl.plugin for impl in caller.get_hookimpls()]
+
     def owner(self, what: str, name: str) -> str | None:
         """The plugin that contributed item ``name`` of kind ``what`` (e.g. "prompt section")."""
         return self._owners.get((what, name))
@@ -171,6 +195,14 @@ class Hooks:
     def register_commands(self, cli: click.Group) -> None:
         self._collect("goclaw_register_commands", cli=cli)
 
+    def http_routes(self, engine: Host, auth: Callable[..., Any]) -> list[tuple[str, Any]]:
+        """``[(plugin, router)]`` from ``goclaw_http_routes``, in plugin-name order."""
+        found = [
+            (plugin or _WRAPPER, r)
+            for plugin, r in self._collect("goclaw_http_routes", engine=engine, auth=auth)
+        ]
+        return sorted(found, key=lambda pair: pair[0])
+
     # ------------------------------------------------------------------ storage
     def schema_components(self) -> list[SchemaComponent]:
         """Every enabled plugin's tables and migration chain, sorted by component name."""
@@ -244,31 +276,6 @@ class Hooks:
 
     def llm_providers(self) -> dict[str, Factory]:
         return self._registry("goclaw_llm_providers", "LLM provider")
-
-    def memory_search_extra(
-        self, engine: Host, query: str, agent: Agent, user: str | None, limit: int
-    ) -> list[SearchHit]:
-        hits: list[SearchHit] = []
-        for _plugin, result in self._collect(
-            "goclaw_memory_search_extra", engine=engine, query=query, agent=agent, user=user, limit=limit
-        ):
-            hits.extend(result)
-        return hits
-
-    def memory_rerank(
-        self,
-        engine: Host,
-        query: str,
-        agent: Agent,
-        user: str | None,
-        hits: list[Any],
-        query_vector: Any = None,
-    ) -> list[Any] | None:
-        """First answer wins; ``None``: keep the order."""
-        result: list[Any] | None = self.manager.pm.hook.goclaw_memory_rerank(
-            engine=engine, query=query, agent=agent, user=user, hits=hits, query_vector=query_vector
-        )
-        return result
 
     # ------------------------------------------------------------------ workers and tools
     def consolidation_workers(self) -> list[ConsolidationWorker]:

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import click
     from pydantic import BaseModel
 
@@ -43,6 +45,19 @@ hookimpl = pluggy.HookimplMarker(NAME)
 
 
 # --------------------------------------------------------------------------- configuration
+
+
+@hookspec(historic=True)
+def goclaw_add_hookspecs(plugin_manager: pluggy.PluginManager) -> None:
+    """Add hook specifications of this plugin's own (``plugin_manager.add_hookspecs(module)``),
+    for other plugins to implement; the plugin calls them through ``engine.hooks``.
+
+    Semantics: historic: called when the plugin is registered, before any later plugin is,
+    so a plugin registered after it can implement the new hooks. A hook whose plugin is
+    disabled has no specification: a third-party implementation of it should be marked
+    ``@hookimpl(optionalhook=True)``, else its plugin is reported as failed (unknown hook).
+    Default plugin: ``goclaw.memory`` (``goclaw_memory_search_extra``, ``goclaw_memory_rerank``).
+    """
 
 
 @hookspec
@@ -103,12 +118,15 @@ def goclaw_cli_commands() -> list[CommandSpec] | None:
     Return :class:`goclaw.contracts.commands.CommandSpec` values: the command's name, its one-line
     help and ``"module:attribute"`` of its ``click`` command. ``goclaw --help`` lists them from
     the declaration; the module is imported only when that command runs, so the plugin's command
-    code costs nothing until used. Semantics: all collected when the CLI starts (third-party
-    plugins only); a name the kernel or an active built-in already uses, or that two plugins
-    declare, is an error naming both when the command runs. A disabled built-in's name is free,
-    so a replacement feature can ship its own ``goclaw memory``. Default plugins: none (the
-    kernel declares the built-ins' commands itself, ``goclaw.cli.registry``, so that it can name
-    the plugin behind a disabled feature's command without importing it).
+    code costs nothing until used. Semantics: all collected when the CLI starts; a name the
+    kernel or another loaded plugin already uses is an error naming both when the command runs.
+    A disabled plugin's name is free, so a replacement feature can ship its own ``goclaw
+    memory``. The same declarations may instead sit in the plugin's manifest (``COMMANDS``,
+    :mod:`goclaw.plugins`): the CLI then reads them without importing the plugin, and names the
+    plugin when it is disabled; a distribution that ships manifests is never imported for its
+    commands. Default plugins: none; the built-ins declare theirs in their manifests
+    (``goclaw.memory``: ``memory``, ``session``, ``eval``; ``goclaw.skills``, ``goclaw.prompt``,
+    ``goclaw.context_files``, ``goclaw.kg``, ``goclaw.channel_memory``: one each).
     """
 
 
@@ -119,6 +137,25 @@ def goclaw_register_commands(cli: click.Group) -> None:
     Semantics: all called when the CLI starts, so the plugin's command module is imported on
     every ``goclaw`` run, ``--help`` included; prefer ``goclaw_cli_commands``, which imports it
     only when the command runs. Kept for compatibility. Default plugin: none.
+    """
+
+
+@hookspec
+def goclaw_http_routes(engine: Host, auth: Callable[..., Any]) -> Any:
+    """Contribute endpoints to the HTTP API (``goclaw serve``): return a FastAPI ``APIRouter``.
+
+    Args: ``engine`` — the served engine; ``auth`` — the FastAPI dependency that checks the
+    bearer token and returns its record: declare ``tok: Annotated[Any, Depends(auth)]`` on
+    each endpoint and call ``tok.check(agent, user)`` before any work (raises when the token's
+    scope does not cover them). Paths are relative to ``/v1``.
+    Semantics: all collected when the server starts; each router is included under ``/v1`` in
+    plugin-name order, after the kernel's own endpoints (health, agents, workers) and before
+    the tools. Import FastAPI inside the hook (the server's optional dependency), never at the
+    top of the plugin module. A goclaw error raised by an endpoint becomes the one-line JSON
+    error with its status (404, 422, ...).
+    Default plugins: ``goclaw.prompt`` (``/prompt``), ``goclaw.context_files`` (``/files``),
+    ``goclaw.skills`` (``/skills``), ``goclaw.memory`` (``/memory``, ``/sessions``),
+    ``goclaw.kg`` (``/kg``).
     """
 
 
@@ -289,40 +326,6 @@ def goclaw_llm_providers() -> dict[str, Factory] | None:
 
     Semantics: a registry; selected by ``[plugins.llm] provider``.
     Default plugin: ``goclaw.llm`` (``litellm``).
-    """
-
-
-@hookspec
-def goclaw_memory_search_extra(
-    engine: Host, query: str, agent: Agent, user: str | None, limit: int
-) -> list[SearchHit] | None:
-    """Search extra memory tiers alongside the indexed documents (spec §17: L1 + L2).
-
-    Returns: hits with ``tier`` set (e.g. ``"episodic"``) and scores in 0..1.
-    Semantics: all collected; ``memory_search`` merges them with document hits (tier
-    ``"document"``) by score. Default plugin: ``goclaw.episodic`` (episodic summaries).
-    """
-
-
-@hookspec(firstresult=True)
-def goclaw_memory_rerank(
-    engine: Host, query: str, agent: Agent, user: str | None, hits: list[Any], query_vector: Any
-) -> list[Any] | None:
-    """Rerank the best candidates of a memory search (issue 11 item 6).
-
-    Called once per search, after fusion and temporal decay and before MMR and the cut to the
-    limit, with the best ``[plugins.memory] rerank_candidates`` (60) de-duplicated hits, best
-    first. A hit has ``path``, ``start_line``, ``end_line``, ``score``, ``scope``, ``snippet``
-    and ``tier``; a reranker may set ``score``. ``query_vector``: the query's embedding from
-    the configured embedder (float32, as its ``embed([query])[0]`` gives it), or ``None`` when
-    the search ran without one (full text only, no embedder, or it failed). An implementation
-    that does not name ``query_vector`` is called without it (pluggy passes the arguments an
-    implementation names), so one written before it existed keeps working.
-
-    Returns: the same hit objects in the new order (best first; hits left out are dropped,
-    objects that were not among ``hits`` are ignored), or ``None`` to keep the order.
-    Semantics: first non-None answer wins. Default plugin: ``goclaw.memory`` (trylast): the
-    term-overlap/proximity reranker when ``[plugins.memory] rerank = "overlap"``, else ``None``.
     """
 
 

@@ -103,9 +103,10 @@ def configuration_page() -> str:
 
 
 def _renamed_section() -> list[str]:
-    """Old names that still work, from the kernel's own tables of them."""
-    from goclaw.plugins import MOVED_SETTINGS, RENAMED_PLUGINS
+    """Old names that still work, as the plugins' manifests declare them."""
+    from goclaw.plugins import discover, feature_of
 
+    installed = discover()
     out = [
         "## Renamed plugins and settings",
         "",
@@ -114,12 +115,16 @@ def _renamed_section() -> list[str]:
         "| old | now |",
         "|---|---|",
     ]
-    for old, new in sorted(RENAMED_PLUGINS.items()):
+    for old, new in sorted(installed.aliases.items()):
         out.append(f"| plugin `{old}` (`disable`/`only`) | {', '.join(f'`{n}`' for n in new)} |")
-        tables = ", ".join(f"`[plugins.{n.removeprefix('goclaw.')}]`" for n in new)
-        old_table = f"[plugins.{old.removeprefix('goclaw.')}]"
-        out.append(f"| `{old_table}` | each key in the new table(s) declaring it: {tables} |")
-    for (table, key), new_table in sorted(MOVED_SETTINGS.items()):
+        tables = ", ".join(f"`[plugins.{feature_of(n)}]`" for n in new)
+        out.append(f"| `[plugins.{feature_of(old)}]` | each key in the new table(s) declaring it: {tables} |")
+    moved = [
+        (old, key, feature_of(name))
+        for name, plugin in installed.plugins.items()
+        for key, old in plugin.declares("MOVED_SETTINGS", {}).items()
+    ]
+    for table, key, new_table in sorted(moved):
         out.append(f"| `[plugins.{table}] {key}` | `[plugins.{new_table}] {key}` |")
     return [*out, ""]
 

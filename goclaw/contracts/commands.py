@@ -3,10 +3,9 @@
 A :class:`CommandSpec` names one top-level ``goclaw`` command, its one-line help and where its
 ``click`` command lives (``"package.module:attribute"``). ``goclaw --help`` lists declarations
 from these fields alone; the module is imported only when the command runs, so a plugin's
-commands cost nothing until used. Built-in plugins are declared by the kernel
-(``goclaw.cli.registry.DEFAULT_COMMANDS``), so the kernel names a disabled plugin's commands
-without importing it; a third-party plugin returns its declarations from the hook
-``goclaw_cli_commands``.
+commands cost nothing until used. A plugin lists its declarations in its manifest (``COMMANDS``,
+:mod:`goclaw.plugins`), so the CLI names a disabled plugin's commands without importing it, or
+returns them from the hook ``goclaw_cli_commands``.
 """
 
 from __future__ import annotations
@@ -21,8 +20,8 @@ class CommandSpec:
     ``name`` is the command as typed (``goclaw <name>``); ``help`` is the one line ``goclaw
     --help`` shows (keep it equal to the first paragraph of the command's docstring);
     ``target`` is ``"module:attribute"`` of a ``click.Command`` or ``click.Group``, imported only
-    when the command runs; ``plugin`` is the owning plugin's name (the kernel fills it in for
-    hook contributions; empty for the kernel's own commands); ``startup`` opens the engine with
+    when the command runs; ``plugin`` is the owning plugin's name (the kernel fills it in from
+    the plugin's entry point; empty for the kernel's own commands); ``startup`` opens the engine with
     the start-up hooks (for example the skill-embedding backfill, spec §11), which a one-shot
     command that does not search should skip.
     """

@@ -93,3 +93,10 @@ def goclaw_tools(engine: Any) -> list[Tool]:
             func=write_context_file,
         ),
     ]
+
+
+@hookimpl
+def goclaw_http_routes(engine: Any, auth: Any) -> Any:
+    from goclaw_context_files.http import router
+
+    return router(engine, auth)

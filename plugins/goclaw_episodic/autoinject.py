@@ -111,8 +111,18 @@ def recalled(
         return [(row.l0_abstract or clip(row.summary, 500), _expand(row.id)) for row, _score in results]
     doc_threshold = settings_of(engine).auto_inject_document_threshold
     limit = max_items * 2
-    docs = engine.memory.search_response(message, agent, user or None, limit=limit, include_extra=False).hits
-    extra = engine.hooks.memory_search_extra(engine, message, agent, user or None, limit)
+    response = engine.memory.search_response(message, agent, user or None, limit=limit, include_extra=False)
+    docs = response.hits
+    found = engine.hooks.call(
+        "goclaw_memory_search_extra",
+        engine=engine,
+        query=message,
+        agent=agent,
+        user=user or None,
+        limit=limit,
+        query_vector=getattr(response, "query_vector", None),  # the memory search's, if it made one
+    )
+    extra = [hit for _plugin, hits in found for hit in hits]
     # Each tier keeps its own order (the memory search ranks its hits better than the absolute
     # score does); the two are interleaved by the absolute score of the next hit of each.
     documents = [

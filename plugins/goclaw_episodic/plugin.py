@@ -64,14 +64,15 @@ def goclaw_prompt_sections() -> list[Any]:
     return [MemoryContextSection()]
 
 
-@hookimpl
+@hookimpl(optionalhook=True)  # the memory plugin's hook: absent when goclaw.memory is off
 def goclaw_memory_search_extra(
-    engine: Any, query: str, agent: Any, user: str | None, limit: int
+    engine: Any, query: str, agent: Any, user: str | None, limit: int, query_vector: Any
 ) -> list[SearchHit]:
-    """Episodic summaries as ``memory_search`` hits (``tier="episodic"``, spec §17 L1)."""
+    """Episodic summaries as ``memory_search`` hits (``tier="episodic"``, spec §17 L1); the
+    memory search's query vector, when it made one, spares embedding the query again."""
     if not query or not query.strip():
         return []
-    return EpisodicStore(engine).hits(agent.id, user, query, limit)
+    return EpisodicStore(engine).hits_for(agent.id, user, query, limit, 0.0, query_vector)
 
 
 def memory_expand(engine: Any, id: str, agent: str, user: str | None = None) -> dict[str, Any]:

@@ -242,13 +242,18 @@ class EpisodicSearch:
         limit: int,
         min_score: float = 0.0,
         vector_query: str | None = None,
+        query_vector: Any = None,
     ) -> list[tuple[_HitRow, float]]:
         """``[(what the hit shows, score)]`` best first, at most ``limit``, each ≥ ``min_score``
-        (``row.id`` is the summary's id)."""
+        (``row.id`` is the summary's id). ``query_vector``: the query's embedding by the
+        configured embedder, when the caller made one (a memory search): not embedded again."""
         token = self._token(agent_id)
         if token is None:
             return []
-        qvec, space = self._query_vector(query, vector_query)
+        given = (
+            self._given_vector(query_vector) if query_vector is not None and vector_query is None else None
+        )
+        qvec, space = given or self._query_vector(query, vector_query)
         with self._lock:  # one index per embedding space: a flapping embedder rebuilds nothing
             st = self._states.get((agent_id, space))
             if st is None:
@@ -267,6 +272,21 @@ class EpisodicSearch:
             vector = idx.cosine(qvec) if qvec is not None and idx.has_vec[: idx.n].any() else None
             found = fuse_absolute(lexical, vector, mask, limit)
             return [(st.rows[int(idx.ids[slot])], s) for slot, s in found if s >= min_score]
+
+    def _given_vector(self, vector: Any) -> tuple[Any, Space] | None:
+        """A query vector the configured embedder made, normalised as stored vectors are
+        (:func:`goclaw.embedding.embed_texts`), with that embedder's space."""
+        try:
+            provider = self.engine.embedder()
+        except Exception:  # the caller's search already said why
+            return None
+        if provider is None:
+            return None
+        vectors = np.asarray(vector, dtype=np.float32).reshape(1, -1)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        vectors = vectors / norms
+        return vectors[0], (str(provider.provider), str(provider.model), int(vectors.shape[1]))
 
     def _query_vector(self, query: str, vector_query: str | None) -> tuple[Any, Space | None]:
         from goclaw.contracts.providers import embed_texts

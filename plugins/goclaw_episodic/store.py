@@ -204,8 +204,15 @@ class EpisodicStore:
     ) -> list[SearchHit]:
         """Search results as :class:`~goclaw.contracts.hooks.SearchHit` with ``tier="episodic"`` (the
         ``memory_search`` tier: what a hit shows is kept with the search index, no row is read)."""
+        return self.hits_for(agent_id, user, query, limit, min_score, None)
+
+    def hits_for(
+        self, agent_id: str, user: str | None, query: str, limit: int, min_score: float, query_vector: Any
+    ) -> list[SearchHit]:
+        """:meth:`hits`, searching the vectors with ``query_vector`` (the query's embedding by the
+        configured embedder) when the caller has it, instead of embedding the query again."""
         found = searcher(self.engine).search_rows(
-            agent_id, user_scope(user), query, limit=limit, min_score=min_score
+            agent_id, user_scope(user), query, limit=limit, min_score=min_score, query_vector=query_vector
         )
         out: list[SearchHit] = []
         for row, score in found:

@@ -43,3 +43,10 @@ def goclaw_forget_rows(engine: Any, scope: Any, connection: Any) -> list[Any]:
 @hookimpl
 def goclaw_services(engine: Any) -> dict[str, Any]:
     return {"kg": KnowledgeGraph(engine)}
+
+
+@hookimpl
+def goclaw_http_routes(engine: Any, auth: Any) -> Any:
+    from goclaw_kg.http import router
+
+    return router(engine, auth)

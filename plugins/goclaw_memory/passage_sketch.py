@@ -71,7 +71,7 @@ def with_sketches(engine: Host, docs: list[Doc], texts: Sequence[str], space: Sp
 
 
 def sketched_scorer(
-    engine: Host,
+    backend: Any,
     agent_id: str,
     hits: Sequence[Any],
     embedder: PassageSketchingEmbedder,
@@ -80,8 +80,9 @@ def sketched_scorer(
     """The passage scorer of :func:`goclaw_memory.postprocess.overlap_rerank` for ``hits``:
     those that are document chunks with a sketch in the agent's loaded index are scored from it
     (against ``query_vector``, the query's embedding, when given and the embedder takes one;
-    else the query's text), the rest by ``embedder.passage_similarity``."""
-    return SketchedScorer(engine, agent_id, hits, embedder, query_vector)
+    else the query's text), the rest by ``embedder.passage_similarity``. ``backend`` is the
+    memory service's search backend (it keeps the sketches)."""
+    return SketchedScorer(backend, agent_id, hits, embedder, query_vector)
 
 
 class SketchedScorer:
@@ -90,13 +91,13 @@ class SketchedScorer:
 
     def __init__(
         self,
-        engine: Host,
+        backend: Any,
         agent_id: str,
         hits: Sequence[Any],
         embedder: PassageSketchingEmbedder,
         query_vector: Any = None,
     ) -> None:
-        self.engine, self.agent_id, self.hits, self.embedder = engine, agent_id, hits, embedder
+        self.backend, self.agent_id, self.hits, self.embedder = backend, agent_id, hits, embedder
         self.space = (embedder.provider, embedder.model, int(embedder.dim))
         takes_vector = getattr(embedder, "token_similarity_takes_vectors", False) is True
         self.vector = query_vector if takes_vector else None
@@ -122,7 +123,7 @@ class SketchedScorer:
         from goclaw_search.passage_sketches import sketch_cosines
 
         embedder = self.embedder
-        backend = self.engine.memory.backend
+        backend = self.backend
         if not _keeps_sketches(backend):  # written to the contract before chunk_sketches
             return embedder.passage_similarity(query, list(map(text_of, range(len(ids)))))
         found = self._in_one_call(backend, ids)

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from goclaw.contracts.search import FusionSettings, SearchBackend, SearchQuery
-from goclaw.contracts.tools import memory_hit_id
 from goclaw.errors import ConfigError, GoclawError, ValidationError
+from goclaw_memory.hit_ids import memory_hit_id
+from goclaw_memory.hookspecs import extra_hits
 from goclaw_memory.hybrid import MemoryHit, block_hits, build_hits, with_texts
 from goclaw_memory.indexer import IndexReport, MemoryIndexer, Progress
 from goclaw_memory.paths import resolve_memory_path, validate_user_id
@@ -45,6 +46,7 @@ class SearchResponse:
     hits: list[MemoryHit]
     channels: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    query_vector: Any = None  # the query's embedding, when the search made one
 
 
 class MemoryService:
@@ -54,12 +56,16 @@ class MemoryService:
         self.engine = engine
         self._backend: SearchBackend | None = None
         self._lock = threading.Lock()
+        self._rerank_hook: bool | None = None  # whether another plugin reranks too
+        self._settings: MemorySettings | None = None
 
     # ------------------------------------------------------------------ plumbing
     @property
     def settings(self) -> MemorySettings:
-        settings: MemorySettings = self.engine.plugin_settings("memory")
-        return settings
+        """``[plugins.memory]``: one object for the engine's life (read once)."""
+        if self._settings is None:
+            self._settings = self.engine.plugin_settings("memory")
+        return self._settings
 
     @property
     def backend(self) -> SearchBackend:
@@ -185,7 +191,7 @@ class MemoryService:
         terms = tuple(query_terms(query)) if query.strip() else ()
         if channel in ("hybrid", "lexical") and terms:
             used.append("lexical")
-        qvec, space = self._query_vector(query, channel, used, notes)
+        qvec, space, embedder = self._query_vector(query, channel, used, notes)
         hits: list[MemoryHit] = []
         reranks = self._reranks()
         if used:
@@ -204,35 +210,62 @@ class MemoryService:
             )
             hits = _backend_hits(backend, request, notes)
         if include_extra and query.strip():
-            extra = self.engine.hooks.memory_search_extra(self.engine, query, a, user, limit)
+            extra = extra_hits(self.engine, query, a, user, limit, qvec)
             if extra:  # merged before the reranker, so both tiers are reranked alike
                 hits = _merge_tiers(hits, extra, len(hits) + len(extra))
         if reranks:
             agent_dir = self.engine.agent_dir(a) if cfg.decay else None
-            hits = postprocess(self.engine, cfg, query, a, user, agent_dir, hits, limit, qvec)
+            hits = postprocess(cfg, agent_dir, hits, limit, self.reranker(query, a, user, qvec, embedder))
         # The first ``limit`` (nothing else read the candidates when nothing reranks), with
         # their text: a backend's lazy rows are read here, for these hits only.
         hits = with_texts(hits, limit)
         for h in hits:  # the stable ids, for the hits returned only
             if h.chunk_id is not None and not h.id:
                 h.id = memory_hit_id("m", a.id, h.user_id, f"{h.path}#L{h.start_line}-L{h.end_line}")
-        return SearchResponse(hits, used, notes)
+        return SearchResponse(hits, used, notes, qvec)
 
     def _reranks(self) -> bool:
         """Whether anything will read a reranker's pool of candidates: temporal decay (it
         re-sorts them all before the cut), the built-in reranker, MMR, or another plugin's
-        ``goclaw_memory_rerank`` (this plugin's own is one of them)."""
+        ``goclaw_memory_rerank``."""
         cfg = self.settings
-        if cfg.rerank != "none" or cfg.mmr or cfg.decay:
-            return True
-        return len(self.engine.hooks.manager.pm.hook.goclaw_memory_rerank.get_hookimpls()) > 1
+        return cfg.rerank != "none" or cfg.mmr or cfg.decay or self._another_reranks()
+
+    def _another_reranks(self) -> bool:
+        """Whether a plugin other than this one implements ``goclaw_memory_rerank`` (the
+        plugins of an engine are fixed once it is open)."""
+        if self._rerank_hook is None:
+            from goclaw_memory import plugin
+
+            found = self.engine.hooks.implementers("goclaw_memory_rerank")
+            self._rerank_hook = any(p is not plugin for p in found)
+        return self._rerank_hook
+
+    def reranker(
+        self, query: str, agent: Agent, user: str | None, query_vector: Any, embedder: Any = None
+    ) -> Callable[[list[Any]], list[Any] | None]:
+        """What reorders a search's best candidates: this plugin's own reranker, called
+        directly, or, when another plugin implements ``goclaw_memory_rerank``, that hook (first
+        answer wins; this plugin's own answers last). ``embedder``: the one the search asked."""
+        if self._another_reranks():
+            engine = self.engine
+            args = {"engine": engine, "query": query, "agent": agent, "user": user}
+            return lambda hits: engine.hooks.first(
+                "goclaw_memory_rerank", hits=hits, query_vector=query_vector, **args
+            )
+        from goclaw_memory.postprocess import builtin_rerank
+
+        cfg, backend = self.settings, self.backend
+        asked = (lambda: embedder) if embedder is not None else (lambda: self.embedder()[0])
+        return lambda hits: builtin_rerank(cfg, query, agent.id, hits, query_vector, asked, backend)
 
     def _query_vector(
         self, query: str, channel: str, used: list[str], notes: list[str]
-    ) -> tuple[Any, tuple[str, str, int] | None]:
-        """The query's embedding and its space, or ``(None, None)`` with a note saying why
-        (no embedder, or it failed); appends "vector" to ``used`` when there is one."""
-        qvec, space = None, None
+    ) -> tuple[Any, tuple[str, str, int] | None, EmbeddingProvider | None]:
+        """The query's embedding, its space and the embedder, or ``(None, None, None)`` with a
+        note saying why (no embedder, or it failed); appends "vector" to ``used`` when there is
+        one."""
+        qvec, space, embedder = None, None, None
         if channel in ("hybrid", "vector") and query.strip():
             embedder, reason = self.embedder()
             if embedder is None:
@@ -252,7 +285,7 @@ class MemoryService:
                         f"{' '.join(str(exc).split())[:200]}); "
                         + ("full-text results only" if channel == "hybrid" else "no results")
                     )
-        return qvec, space
+        return qvec, space, embedder
 
     def invalidate(self, agent_id: str | None = None) -> None:
         """The agent's memory rows (every agent's when None) were changed outside an indexing

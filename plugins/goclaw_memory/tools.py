@@ -16,14 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from goclaw.contracts.tools import (
-    FunctionTool,
-    ToolContext,
-    ToolResult,
-    parse_memory_hit_id,
-    split_line_locator,
-)
+from goclaw.contracts.tools import FunctionTool, ToolContext, ToolResult
 from goclaw.errors import ValidationError
+from goclaw_memory.hit_ids import parse_memory_hit_id, split_line_locator
+from goclaw_memory.hookspecs import extra_hits
 
 if TYPE_CHECKING:
     from goclaw.contracts.host import Host, PromptContext
@@ -55,7 +51,7 @@ def search_hits(
     rows: list[dict[str, Any]] = []
     for h in response.hits:
         rows.append(h.as_json())  # carries its stable id
-    extra = engine.hooks.memory_search_extra(engine, query, a, user, limit) if query.strip() else []
+    extra = extra_hits(engine, query, a, user, limit, response.query_vector) if query.strip() else []
     for e in extra:
         rows.append(
             {

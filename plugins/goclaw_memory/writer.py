@@ -27,10 +27,10 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goclaw.contracts.tools import memory_hit_id, parse_memory_hit_id, split_line_locator
 from goclaw.errors import NotFoundError, PermissionDeniedError, ValidationError
 from goclaw_memory import entries as E
 from goclaw_memory.entries import MemoryEntry
+from goclaw_memory.hit_ids import memory_hit_id, parse_memory_hit_id, split_line_locator
 from goclaw_memory.paths import (
     atomic_write,
     resolve_memory_path,

@@ -59,3 +59,10 @@ def goclaw_resolve_prompt_mode(request: PromptRequest) -> str:
 @hookimpl
 def goclaw_services(engine: Any) -> dict[str, Any]:
     return {"prompt": PromptService(engine)}
+
+
+@hookimpl
+def goclaw_http_routes(engine: Any, auth: Any) -> Any:
+    from goclaw_prompt.http import router
+
+    return router(engine, auth)

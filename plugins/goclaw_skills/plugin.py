@@ -105,3 +105,10 @@ def goclaw_tools(engine: Host) -> list[Tool]:
             use_skill,
         ),
     ]
+
+
+@hookimpl
+def goclaw_http_routes(engine: Any, auth: Any) -> Any:
+    from goclaw_skills.http import router
+
+    return router(engine, auth)

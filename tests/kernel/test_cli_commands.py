@@ -9,20 +9,29 @@ import sys
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
 
-from goclaw.cli.lazy import LazyGroup
-from goclaw.cli.registry import DEFAULT_COMMANDS, KERNEL_COMMANDS
+from goclaw.cli.lazy import LazyGroup, block_reason
+from goclaw.cli.registry import KERNEL_COMMANDS
 from goclaw.config import PluginsConfig
 from goclaw.contracts.commands import CommandSpec
 from goclaw.errors import FeatureUnavailableError, PluginError
-from goclaw.plugins import DEFAULT_PLUGINS, ESSENTIAL_PLUGINS
+from goclaw.plugins import builtin_plugins, discover
 from tests.helpers import run_cli
 from tests.plugin_install import on_sys_path, pip_install_target
 
-ALL = (*KERNEL_COMMANDS, *DEFAULT_COMMANDS)
+INSTALLED = discover()
+BUILTINS = builtin_plugins()
+# Each built-in's commands, as its manifest declares them, with the plugin filled in.
+PLUGIN_COMMANDS = tuple(
+    CommandSpec(s.name, s.help, s.target, plugin=name, startup=s.startup)
+    for name in BUILTINS
+    for s in INSTALLED.plugins[name].commands()
+)
+ALL = (*KERNEL_COMMANDS, *PLUGIN_COMMANDS)
 
 
 def _first_paragraph(command: click.Command) -> str:
@@ -37,14 +46,13 @@ def test_each_declaration_matches_its_command(spec: CommandSpec) -> None:
     assert command.name == spec.name
     assert " ".join(spec.help.split()) == _first_paragraph(command), "the --help line drifted"
     if spec.plugin:  # a feature's commands live in its plugin's package
-        assert spec.plugin in DEFAULT_PLUGINS, spec.plugin
-        assert module.split(".")[0] == DEFAULT_PLUGINS[spec.plugin].split(".")[0]
+        assert module.split(".")[0] == BUILTINS[spec.plugin].split(".")[0]
     else:
         assert module.startswith("goclaw.cli.")
 
 
 def test_feature_commands_left_the_kernel() -> None:
-    owned = {s.name: s.plugin for s in DEFAULT_COMMANDS}
+    owned = {s.name: s.plugin for s in PLUGIN_COMMANDS}
     assert owned["memory"] == owned["session"] == owned["eval"] == "goclaw.memory"
     assert owned["skills"] == "goclaw.skills"
     assert owned["kg"] == "goclaw.kg" and owned["channel-memory"] == "goclaw.channel_memory"
@@ -52,6 +60,16 @@ def test_feature_commands_left_the_kernel() -> None:
     moved = {"memory.py", "memory_write.py", "memory_quality.py", "session.py", "skills.py"}
     moved |= {"files.py", "prompt.py", "kg.py", "channel_memory.py"}
     assert not moved & {p.name for p in root.iterdir()}
+    assert {s.name for s in KERNEL_COMMANDS} == {
+        "agent",
+        "team",
+        "forget",
+        "init",
+        "mcp",
+        "plugins",
+        "serve",
+        "workers",
+    }  # the kernel's own mechanisms; no feature
 
 
 def _run_help_and_list_modules(*args: str) -> set[str]:
@@ -68,14 +86,17 @@ def _run_help_and_list_modules(*args: str) -> set[str]:
 
 
 def test_help_imports_no_command_module_and_no_plugin() -> None:
+    """``--help`` reads the plugins' manifests (and their packages' ``__init__``), nothing else
+    of them: no plugin module, no command module, nothing heavy, not even pluggy."""
     modules = _run_help_and_list_modules()
     command_modules = {s.target.split(":")[0] for s in ALL}
     assert not modules & command_modules
-    assert not {m for m in modules if m.startswith("goclaw_")}
+    manifests = {ep.value for ep in metadata.entry_points(group="goclaw.manifests")}
+    assert {m for m in modules if m.startswith("goclaw_")} <= manifests | {m.split(".")[0] for m in manifests}
+    assert not modules & set(BUILTINS.values())
     heavy = {"litellm", "numpy", "sqlalchemy", "sqlmodel", "watchdog", "bm25s", "pydantic", "rich"}
     assert not modules & heavy
-    if not metadata.entry_points(group="goclaw"):  # no third-party plugin to ask for commands
-        assert "pluggy" not in modules and "goclaw.hookspecs" not in modules
+    assert "pluggy" not in modules and "goclaw.hookspecs" not in modules
 
 
 def test_one_command_imports_only_its_own_module() -> None:
@@ -134,7 +155,7 @@ def test_disabled_feature_command_says_so_in_one_line(
     assert result.out == ""
 
 
-OWNERS = sorted({s.plugin for s in DEFAULT_COMMANDS} - ESSENTIAL_PLUGINS)
+OWNERS = sorted({s.plugin for s in PLUGIN_COMMANDS} - INSTALLED.essential)
 
 
 @pytest.mark.parametrize("owner", OWNERS)
@@ -176,7 +197,8 @@ def test_disabled_feature_is_not_imported(workspace: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-c", code, str(workspace)], capture_output=True, text=True, timeout=60
     )
-    assert out.stdout.split("\n")[:2] == [str(FeatureUnavailableError.exit_code), "[]"], out
+    imported = str(["goclaw_memory", "goclaw_memory.manifest"])  # its declarations, no code
+    assert out.stdout.split("\n")[:2] == [str(FeatureUnavailableError.exit_code), imported], out
     assert out.stderr.count("\n") == 1 and "goclaw.memory, which is disabled" in out.stderr
 
 
@@ -205,14 +227,15 @@ def _replacement_memory() -> None:
     click.echo("replacement")
 
 
+MEMORY = CommandSpec("memory", "Memory.", "goclaw_memory.cli.memory:memory_group")
+
+
 def _group() -> LazyGroup:
-    return LazyGroup(
-        "root",
-        specs=[
-            CommandSpec("memory", "Memory.", "goclaw_memory.cli.memory:memory_group", plugin="goclaw.memory"),
-            CommandSpec("plugins", "Plugins.", "goclaw.cli.plugins:plugins_cmd"),
-        ],
-    )
+    return LazyGroup("root", specs=[CommandSpec("plugins", "Plugins.", "goclaw.cli.plugins:plugins_cmd")])
+
+
+def _reason(config: PluginsConfig) -> Any:
+    return lambda plugin: block_reason(config, plugin, INSTALLED)
 
 
 def _command(group: LazyGroup, name: str) -> click.Command | None:
@@ -223,7 +246,8 @@ def test_a_plugin_cannot_take_an_active_builtins_or_the_kernels_name(tmp_path: P
     group = _group()
     mine = CommandSpec("memory", "Mine.", f"{__name__}:_replacement_memory")
     kernel = CommandSpec("plugins", "Mine.", f"{__name__}:_replacement_memory")
-    group.set_plugin_specs([("mine", mine), ("other", kernel)], PluginsConfig())
+    declared = [("goclaw.memory", MEMORY), ("mine", mine), ("other", kernel)]
+    group.set_plugin_specs(declared, _reason(PluginsConfig()))
     with pytest.raises(PluginError, match=r"'goclaw memory' is provided by both 'goclaw\.memory' and 'mine'"):
         _command(group, "memory")
     with pytest.raises(PluginError, match="both 'the goclaw kernel' and 'other'"):
@@ -233,7 +257,8 @@ def test_a_plugin_cannot_take_an_active_builtins_or_the_kernels_name(tmp_path: P
 def test_a_replacement_takes_a_disabled_builtins_name() -> None:
     group = _group()
     mine = CommandSpec("memory", "Mine.", f"{__name__}:_replacement_memory")
-    group.set_plugin_specs([("mine", mine)], PluginsConfig(disable=["goclaw.memory"]))
+    declared = [("goclaw.memory", MEMORY), ("mine", mine)]
+    group.set_plugin_specs(declared, _reason(PluginsConfig(disable=["goclaw.memory"])))
     assert _command(group, "memory") is _replacement_memory
     assert group.spec("memory") == CommandSpec("memory", "Mine.", mine.target, plugin="mine")
 
@@ -241,7 +266,7 @@ def test_a_replacement_takes_a_disabled_builtins_name() -> None:
 def test_two_plugins_declaring_one_name_conflict() -> None:
     group = _group()
     a = CommandSpec("hi", "A.", f"{__name__}:_replacement_memory")
-    group.set_plugin_specs([("a", a), ("b", a)], PluginsConfig())
+    group.set_plugin_specs([("a", a), ("b", a)])
     with pytest.raises(PluginError, match="'goclaw hi' is provided by both 'a' and 'b'"):
         _command(group, "hi")
 
@@ -253,7 +278,6 @@ def test_a_plugin_command_that_cannot_load_is_one_plugin_error() -> None:
             ("gone", CommandSpec("gone", "Gone.", "no_such_module_anywhere:cmd")),
             ("odd", CommandSpec("odd", "Odd.", f"{__name__}:ALL")),
         ],
-        PluginsConfig(),
     )
     with pytest.raises(PluginError, match="of plugin 'gone' cannot be loaded from no_such_module"):
         _command(group, "gone")
@@ -268,6 +292,7 @@ def test_a_bad_target_is_refused_when_declared() -> None:
 
 def test_help_lists_declarations_with_clicks_shortening() -> None:
     group = _group()
+    group.set_plugin_specs([("goclaw.memory", MEMORY)])
     text = group.get_help(click.Context(group, info_name="root"))
     assert text.endswith("Commands:\n  memory   Memory.\n  plugins  Plugins.")
 

@@ -18,10 +18,11 @@ from sqlmodel import select
 
 from goclaw.engine import Engine
 from goclaw.events.runner import WorkerRunner
-from goclaw.plugins import DEFAULT_PLUGINS, ESSENTIAL_PLUGINS
+from goclaw.plugins import builtin_plugins, discover
 from goclaw.store.models import Event
 
-NON_ESSENTIAL = sorted(set(DEFAULT_PLUGINS) - ESSENTIAL_PLUGINS)
+BUILTINS = builtin_plugins()
+NON_ESSENTIAL = sorted(set(BUILTINS) - discover().essential)
 SETTINGS: dict[str, Any] = {"prompt": {"max_chars_per_file": 1000, "total_max_chars": 6000}}
 # Effects a plugin has outside its own package, on purpose.
 EXPECTED: dict[str, dict[str, Any]] = {
@@ -35,7 +36,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
 
 
 def _package(plugin: str) -> str:
-    return DEFAULT_PLUGINS[plugin].split(".")[0]
+    return BUILTINS[plugin].split(".")[0]
 
 
 def _observe(workspace: Path, disable: list[str]) -> dict[str, Any]:

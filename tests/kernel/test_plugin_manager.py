@@ -14,9 +14,12 @@ from goclaw import hookimpl
 from goclaw.config import PluginsConfig
 from goclaw.engine import Engine
 from goclaw.errors import PluginError
-from goclaw.plugins import DEFAULT_PLUGINS, ESSENTIAL_PLUGINS, build_plugin_manager
+from goclaw.plugins import build_plugin_manager, builtin_plugins, discover
 from tests.helpers import run_cli
 from tests.plugin_install import on_sys_path, pip_install_target
+
+BUILTINS = builtin_plugins()
+ESSENTIAL = discover().essential
 
 
 @pytest.fixture(scope="session")
@@ -43,14 +46,14 @@ def broken_installed(broken_site: Path) -> Iterator[Path]:
 
 def test_every_builtin_is_active_by_default() -> None:
     manager = build_plugin_manager(PluginsConfig())
-    for name in DEFAULT_PLUGINS:
+    for name in BUILTINS:
         assert manager.records[name].status == "active", name
         assert manager.records[name].builtin
         assert manager.pm.get_plugin(name) is not None
 
 
 def test_disable_blocks_before_import() -> None:
-    victim = next(n for n in sorted(DEFAULT_PLUGINS) if n not in ESSENTIAL_PLUGINS)
+    victim = next(n for n in sorted(BUILTINS) if n not in ESSENTIAL)
     manager = build_plugin_manager(PluginsConfig(disable=[victim]))
     assert manager.records[victim].status == "blocked"
     assert manager.pm.get_plugin(victim) is None
@@ -61,7 +64,7 @@ def test_unknown_name_lists_known_plugins() -> None:
         build_plugin_manager(PluginsConfig(disable=["goclaw.skils"]))
     message = str(err.value)
     assert "goclaw.skils" in message
-    for name in DEFAULT_PLUGINS:
+    for name in BUILTINS:
         assert name in message
     assert "\n" not in message
 
@@ -71,7 +74,7 @@ def test_unknown_name_in_only_is_an_error() -> None:
         build_plugin_manager(PluginsConfig(only=["nope"]))
 
 
-@pytest.mark.parametrize("name", sorted(ESSENTIAL_PLUGINS))
+@pytest.mark.parametrize("name", sorted(ESSENTIAL))
 def test_essential_plugin_cannot_be_disabled(name: str) -> None:
     with pytest.raises(PluginError, match="essential"):
         build_plugin_manager(PluginsConfig(disable=[name]))
@@ -81,7 +84,7 @@ def test_only_keeps_listed_and_essential() -> None:
     keep = "goclaw.llm"
     manager = build_plugin_manager(PluginsConfig(only=[keep]))
     active = set(manager.active_names())
-    assert active == {keep, *ESSENTIAL_PLUGINS}
+    assert active == {keep, *ESSENTIAL}
 
 
 def test_entry_point_plugin_loads_and_contributes(hello_installed: Path, workspace: Path) -> None:
@@ -107,7 +110,7 @@ def test_autoload_env_blocks_entry_points(hello_installed: Path, monkeypatch: py
     monkeypatch.setenv("GOCLAW_DISABLE_PLUGIN_AUTOLOAD", "1")
     manager = build_plugin_manager(PluginsConfig())
     assert manager.records["hello"].status == "blocked"
-    assert all(manager.records[n].status == "active" for n in DEFAULT_PLUGINS)
+    assert all(manager.records[n].status == "active" for n in BUILTINS)
 
 
 def test_broken_plugin_is_failed_and_everything_else_works(broken_installed: Path, workspace: Path) -> None:
@@ -133,7 +136,7 @@ def test_plugins_cli_shows_entry_point_and_failures(
     assert rows["hello"]["status"] == "active"
     assert rows["hello"]["distribution"] == "goclaw-hello"
     assert rows["broken"]["status"] == "failed"
-    for name in DEFAULT_PLUGINS:
+    for name in BUILTINS:
         assert rows[name]["status"] == "active"
     # Without --all only third-party plugins are listed.
     result = run_cli(["plugins", "--json"], workspace=workspace)

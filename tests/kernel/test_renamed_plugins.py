@@ -15,10 +15,10 @@ import pytest
 
 from goclaw.engine import Engine
 from goclaw.errors import ConfigError
-from goclaw.plugins import RENAMED_PLUGINS
+from goclaw.plugins import discover
 from tests.helpers import run_cli
 
-NEW = RENAMED_PLUGINS["goclaw.consolidation"]
+NEW = discover().aliases["goclaw.consolidation"]
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:

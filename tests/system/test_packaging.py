@@ -108,12 +108,12 @@ def test_wheel_contains_kernel_plugins_and_templates(wheel_venv: Path, tmp_path:
 
 
 def test_wheel_cli_lists_every_plugin_active(wheel_venv: Path, tmp_path: Path) -> None:
-    from goclaw.plugins import DEFAULT_PLUGINS
+    from goclaw.plugins import builtin_plugins
 
     result = _run(wheel_venv, "plugins", "--all", "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     rows = {r["name"]: r for r in json.loads(result.stdout)}
-    for name in DEFAULT_PLUGINS:
+    for name in builtin_plugins():
         assert rows[name]["status"] == "active", name
         assert rows[name]["hooks"], name
     assert rows["hello"]["status"] == "active"

@@ -224,6 +224,6 @@ def test_memory_files_keep_the_search_order_and_tiers_interleave(eng: Any, monke
     found = SimpleNamespace(hits=[first, second], used=[], notes=[])
     monkeypatch.setattr(eng.memory, "search_response", lambda *a, **k: found)
     episode = SimpleNamespace(score=0.9, text="an episode", tier="episodic", id="e1")
-    monkeypatch.setattr(eng.hooks, "memory_search_extra", lambda *a, **k: [episode])
+    monkeypatch.setattr(eng.hooks, "call", lambda *a, **k: [("goclaw.episodic", [episode])])
     got = autoinject.recalled(eng, eng.agents.get("ada"), "", message, None, 5)
     assert [body.split(":")[0] for body, _s in got] == ["an episode", "memory/a.md#L1-2", "memory/b.md#L1-2"]

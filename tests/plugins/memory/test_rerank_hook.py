@@ -97,9 +97,10 @@ def test_a_reranker_may_name_only_the_arguments_it_reads() -> None:
     import pluggy
 
     from goclaw import hookspecs
+    from goclaw_memory import hookspecs as memory_hookspecs
 
     pm = pluggy.PluginManager(hookspecs.NAME)
-    pm.add_hookspecs(hookspecs)
+    pm.add_hookspecs(memory_hookspecs)
     pm.register(Spy())
     out = pm.hook.goclaw_memory_rerank(
         engine=None, query="q", agent=None, user=None, hits=[1], query_vector=None

@@ -685,3 +685,65 @@ def test_vector_search_after_switching_embedder_says_what_to_run(
     other.memory.index("ada")  # re-embeds with the new provider: the note goes away
     again = other.memory.search_response("tomato plants", "ada", channel="vector")
     assert again.hits and not any("no indexed chunk" in n for n in again.notes)
+
+
+class VectorTier:
+    """An extra tier that reads the search's query vector (and names only what it reads)."""
+
+    from goclaw import hookimpl
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    @hookimpl
+    def goclaw_memory_search_extra(self, query: str, query_vector: Any) -> Any:
+        self.seen.append(query_vector)
+        return []
+
+
+def test_the_extra_tiers_get_the_searchs_query_vector(make_engine: Any) -> None:
+    tier = VectorTier()
+    eng = make_engine(extra_plugins=[("vector-tier", tier)])
+    eng.agents.create("ada")
+    write(ada_dir(eng), "MEMORY.md", "Printers are on floor two.\n")
+    eng.memory.index("ada")
+    eng.memory.search("printers", "ada")
+    eng.memory.search("printers", "ada", channel="lexical")  # no vector: none to hand on
+    hybrid, lexical = tier.seen
+    assert np.array_equal(hybrid, eng.embedder().embed(["printers"])[0])
+    assert lexical is None
+
+
+def test_a_search_embeds_the_query_once(make_engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The episodic tier searches its vectors with the memory search's query vector."""
+    from goclaw.contracts.memory import NewEpisode
+
+    eng = make_engine()
+    agent = eng.agents.create("ada")
+    write(ada_dir(eng), "MEMORY.md", "Printers are on floor two.\n")
+    eng.memory.index("ada")
+    episode = NewEpisode(agent.id, "", "s1", "The printers on floor two were repaired.", "src1")
+    eng.episodic.insert(eng.episodic.build(episode))
+    embedder, asked = eng.embedder(), []
+    real = embedder.embed
+    monkeypatch.setattr(
+        embedder, "embed", lambda texts, *a, **k: asked.append(list(texts)) or real(texts, *a, **k)
+    )
+    hits = eng.memory.search("printers floor", "ada")
+    assert asked == [["printers floor"]]
+    assert {h.tier for h in hits} == {"document", "episodic"}
+
+
+def test_the_own_reranker_is_called_directly(make_engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No other plugin reranks: the search never goes through the kernel's hook machinery."""
+    eng = make_engine()
+    eng.agents.create("ada")
+    write(ada_dir(eng), "MEMORY.md", "Printers are on floor two.\n\nThe printer is named Gutenberg.\n")
+    eng.memory.index("ada")
+    assert eng.memory.settings.rerank == "overlap"
+
+    def no_hook(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the reranker went through the hook")
+
+    monkeypatch.setattr(eng.hooks, "first", no_hook)
+    assert eng.memory.search("printer name", "ada")

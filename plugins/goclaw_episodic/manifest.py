@@ -1,0 +1,7 @@
+"""What goclaw reads of plugin ``goclaw.episodic`` without importing it (its manifest: entry-point group
+``goclaw.manifests``; the attributes are described in :mod:`goclaw.plugins`)."""
+
+from __future__ import annotations
+
+SERVICES = ("episodic",)
+REPLACES = ("goclaw.consolidation",)  # split into episodic, kg and channel memory

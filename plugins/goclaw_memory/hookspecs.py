@@ -1,0 +1,74 @@
+"""The hooks of the memory plugin: other plugins extend a memory search through these.
+
+``goclaw.memory`` adds them to the plugin manager when it registers (hook
+``goclaw_add_hookspecs``); a plugin registered after it implements them like any goclaw hook,
+with the ``goclaw.hookimpl`` marker. With ``goclaw.memory`` disabled they do not exist: mark an
+implementation ``@hookimpl(optionalhook=True)`` so that its plugin still loads then.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from goclaw.contracts.hooks import SearchHit
+
+hookspec = pluggy.HookspecMarker("goclaw")  # goclaw's project name: these are goclaw hooks
+
+HOOK_NAMES = ("goclaw_memory_search_extra", "goclaw_memory_rerank")
+
+
+@hookspec
+def goclaw_memory_search_extra(
+    engine: Any, query: str, agent: Any, user: str | None, limit: int, query_vector: Any
+) -> list[SearchHit] | None:
+    """Search extra memory tiers alongside the indexed documents (spec §17: L1 + L2).
+
+    ``query_vector``: the query's embedding from the configured embedder (as its
+    ``embed([query])[0]`` gives it), when the search made one, else ``None``: a tier that
+    searches vectors of that embedder uses it instead of embedding the query again. An
+    implementation that does not name it is called without it.
+    Returns: hits with ``tier`` set (e.g. ``"episodic"``) and scores in 0..1.
+    Semantics: all collected; ``memory_search`` merges them with document hits (tier
+    ``"document"``) by score. Default plugin: ``goclaw.episodic`` (episodic summaries).
+    """
+
+
+@hookspec(firstresult=True)
+def goclaw_memory_rerank(
+    engine: Any, query: str, agent: Any, user: str | None, hits: list[Any], query_vector: Any
+) -> list[Any] | None:
+    """Rerank the best candidates of a memory search (issue 11 item 6).
+
+    Called once per search, after fusion and temporal decay and before MMR and the cut to the
+    limit, with the best ``[plugins.memory] rerank_candidates`` (60) de-duplicated hits, best
+    first. A hit has ``path``, ``start_line``, ``end_line``, ``score``, ``scope``, ``snippet``
+    and ``tier``; a reranker may set ``score``. ``query_vector``: the query's embedding from
+    the configured embedder (float32, as its ``embed([query])[0]`` gives it), or ``None`` when
+    the search ran without one (full text only, no embedder, or it failed). An implementation
+    that does not name ``query_vector`` is called without it (pluggy passes the arguments an
+    implementation names), so one written before it existed keeps working.
+
+    Returns: the same hit objects in the new order (best first; hits left out are dropped,
+    objects that were not among ``hits`` are ignored), or ``None`` to keep the order.
+    Semantics: first non-None answer wins. Default plugin: ``goclaw.memory`` (trylast): the
+    term-overlap/proximity reranker when ``[plugins.memory] rerank = "overlap"``, else ``None``.
+    """
+
+
+def extra_hits(
+    engine: Any, query: str, agent: Any, user: str | None, limit: int, query_vector: Any = None
+) -> list[SearchHit]:
+    """Every plugin's ``goclaw_memory_search_extra`` hits, in call order."""
+    found = engine.hooks.call(
+        "goclaw_memory_search_extra",
+        engine=engine,
+        query=query,
+        agent=agent,
+        user=user,
+        limit=limit,
+        query_vector=query_vector,
+    )
+    return [hit for _plugin, hits in found for hit in hits]
