@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from goclaw.contracts.events import ConsolidationWorker
-    from goclaw.contracts.hooks import ContextFile, PromptMode, PromptRequest, SearchHit, Tool
+    from goclaw.contracts.hooks import ContextFile, PromptMode, PromptRequest, Tool
     from goclaw.contracts.host import (
         ContextFileSource,
         Factory,

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from goclaw.contracts.commands import CommandSpec
     from goclaw.contracts.events import ConsolidationWorker
-    from goclaw.contracts.hooks import ContextFile, PromptMode, PromptRequest, SearchHit, Tool
+    from goclaw.contracts.hooks import ContextFile, PromptMode, PromptRequest, Tool
     from goclaw.contracts.host import (
         ContextFileSource,
         Factory,

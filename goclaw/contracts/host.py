@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
-from goclaw.contracts.hooks import ContextFile, PromptMode, PromptRequest, SearchHit, SlashResult, Tool
+from goclaw.contracts.hooks import ContextFile, PromptMode, PromptRequest, SlashResult, Tool
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -236,19 +236,19 @@ class HookCalls(Protocol):
 
     def search_backends(self) -> dict[str, Factory]: ...
 
-    def memory_search_extra(
-        self, engine: Host, query: str, agent: Agent, user: str | None, limit: int
-    ) -> list[SearchHit]: ...
+    def call(self, hook: str, **kwargs: Any) -> list[tuple[str | None, Any]]:
+        """Call an "everyone contributes" hook by name, a plugin's own included (one it added
+        through ``goclaw_add_hookspecs``): ``[(plugin, result)]``, Nones dropped; ``[]`` when
+        nobody specified the hook (its plugin is off)."""
+        ...
 
-    def memory_rerank(
-        self,
-        engine: Host,
-        query: str,
-        agent: Agent,
-        user: str | None,
-        hits: list[Any],
-        query_vector: Any = None,
-    ) -> list[Any] | None: ...
+    def first(self, hook: str, **kwargs: Any) -> Any:
+        """Call a ``firstresult`` hook by name: the first non-None answer, or None."""
+        ...
+
+    def implementers(self, hook: str) -> list[object]:
+        """The plugin objects implementing ``hook``."""
+        ...
 
     def tools(self, engine: Host) -> list[Tool]: ...
 
