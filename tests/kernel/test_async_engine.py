@@ -1,4 +1,4 @@
-"""``goclaw.AsyncEngine`` (issue 14): awaitable per-turn calls on a bounded thread pool."""
+"""``goclaw.AsyncEngine``: awaitable per-turn calls on a bounded thread pool."""
 
 from __future__ import annotations
 

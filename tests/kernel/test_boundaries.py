@@ -343,7 +343,7 @@ def test_the_engine_is_a_host(workspace: Path) -> None:
 
 
 def test_truncation_holds_with_bootstrap_disabled(workspace: Path) -> None:
-    """Issue 13: with goclaw.bootstrap off, a 5,000-character AGENTS.md used to enter whole."""
+    """With goclaw.bootstrap off, the prompt still truncates AGENTS.md to the budget."""
     (workspace / "goclaw.toml").write_text(
         '[plugins]\ndisable = ["goclaw.bootstrap"]\n[plugins.prompt]\nmax_chars_per_file = 1000\n'
     )

@@ -1,4 +1,4 @@
-"""The CLI contract of issue 2: init, agent, files, plugins; errors on one line."""
+"""The CLI contract: init, agent, files, plugins; errors on one line."""
 
 from __future__ import annotations
 

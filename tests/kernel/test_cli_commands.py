@@ -1,4 +1,4 @@
-"""Each plugin owns its commands, declared and imported only when they run (issue 13 item 3)."""
+"""Each plugin owns its commands, declared and imported only when they run."""
 
 from __future__ import annotations
 

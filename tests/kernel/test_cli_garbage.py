@@ -1,4 +1,4 @@
-"""Every CLI command fed garbage exits with a one-line error, never a traceback (issue 7 §5)."""
+"""Every CLI command fed garbage exits with a one-line error, never a traceback."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Garbage input through the real CLI entry point gives one line on stderr, never "internal
-error" (issue 12): arguments and standard input that are not UTF-8, a goclaw.toml that is not
+error": arguments and standard input that are not UTF-8, a goclaw.toml that is not
 UTF-8 or is nested thousands deep, deeply nested JSON, numbers too large for the database."""
 
 from __future__ import annotations

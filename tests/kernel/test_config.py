@@ -1,4 +1,4 @@
-"""Configuration: goclaw.toml, GOCLAW_* overrides, per-plugin tables, one-line errors (issue 2 §4)."""
+"""Configuration: goclaw.toml, GOCLAW_* overrides, per-plugin tables, one-line errors."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def test_cli_reports_bad_config_on_one_line(workspace: Path) -> None:
     assert "Traceback" not in result.err
 
 
-# ------------------------------------------------------------ strict plugin tables (issue 13 item 6)
+# --------------------------------------------------------------------------- strict plugin tables
 
 
 @pytest.mark.parametrize(

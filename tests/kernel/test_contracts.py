@@ -1,4 +1,4 @@
-"""The contracts are true (issue 13 item 1): each built-in service satisfies its Protocol member
+"""The contracts are true: each built-in service satisfies its Protocol member
 by member, every ``goclaw_services`` name is documented and reachable, providers call tools."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The durable event queue (DESIGN.md §6): publish in the caller's transaction, claims,
+"""The durable event queue: publish in the caller's transaction, claims,
 backoff, dead-letter, crash recovery with a real SIGKILLed ``goclaw workers run``, and two
 PostgreSQL worker processes that never process one event twice."""
 

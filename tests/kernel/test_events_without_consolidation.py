@@ -1,4 +1,4 @@
-"""The event queue is the kernel's and always on (issue 13 item 2).
+"""The event queue is the kernel's and always on.
 
 With the consolidation plugin family disabled, ``session end`` still publishes ``run.completed``
 and a third-party worker subscribed through ``goclaw_consolidation_workers`` receives it through
@@ -104,8 +104,8 @@ def test_a_plugin_cannot_replace_the_kernel_queue(workspace: Path) -> None:
 def test_http_serve_with_workers_uses_the_kernel_queue_settings(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``goclaw serve --workers`` read the queue knobs from [plugins.consolidation], where they
-    no longer live: it crashed before serving (AttributeError)."""
+    """``goclaw serve --workers`` reads the queue knobs from the kernel's settings, not from
+    [plugins.consolidation], and starts serving with them."""
     pytest.importorskip("uvicorn")
     import uvicorn
 

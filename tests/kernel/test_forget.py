@@ -1,4 +1,4 @@
-"""``forget`` (issue 14): erase one user across files, index, sessions, episodic memory, KG facts,
+"""``forget``: erase one user across files, index, sessions, episodic memory, KG facts,
 channel memory and cached embeddings; dry run first; every other row and file counted intact."""
 
 from __future__ import annotations

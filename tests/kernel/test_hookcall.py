@@ -1,4 +1,4 @@
-"""Hooks run through pluggy's own call loop, with per-plugin isolation kept (issue 13 item 5)."""
+"""Hooks run through pluggy's own call loop, with per-plugin isolation kept."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``goclaw serve`` (issue 14): a real server process, real HTTP (keep-alive), on SQLite and
+"""``goclaw serve``: a real server process, real HTTP (keep-alive), on SQLite and
 PostgreSQL; scoped tokens, one-line JSON errors, body limits, and scope escapes refused."""
 
 from __future__ import annotations

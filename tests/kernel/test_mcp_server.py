@@ -1,4 +1,4 @@
-"""``goclaw mcp`` (issue 14): the official SDK's client against a real server process, over
+"""``goclaw mcp``: the official SDK's client against a real server process, over
 stdio and streamable HTTP, on SQLite and PostgreSQL; scope escapes through MCP are refused."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Meta-tests that keep the plugin contract honest (datasette's habit, STYLE.md §22).
+"""Meta-tests that keep the plugin contract honest (a habit borrowed from datasette).
 
 * every hook is documented in the hook reference, with an example;
 * every hook is reachable through the kernel's typed facade (a spy plugin implementing all of

@@ -1,4 +1,4 @@
-"""Upgrading an older database in place (issue 2 §5): data survives, the new schema applies."""
+"""Upgrading an older database in place: data survives, the new schema applies."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Disabling a plugin changes nothing outside its feature (issue 13 item 8).
+"""Disabling a plugin changes nothing outside its feature.
 
 For every non-essential default plugin: build a prompt under a truncation budget, search memory,
 end a session and run the workers once, with and without the plugin. Outside the plugin's own
@@ -62,8 +62,8 @@ def _observe(workspace: Path, disable: list[str]) -> dict[str, Any]:
             engine.sessions.end("k")
             with engine.db.session() as s:
                 events = len(list(s.exec(select(Event).where(Event.event_type == "run.completed"))))
-            # Every worker still active copes with its neighbours disabled (issue 13 item 4: the
-            # semantic worker reads summaries through the episodic service, for one).
+            # Every worker still active copes with its neighbours disabled (the semantic worker,
+            # for one, reads summaries through the episodic service).
             report = WorkerRunner(engine).run_once()
             failures = report.failed + report.dead
     return {"sections": sections, "agents_md": agents_md, "top": top, "events": events, "failures": failures}

@@ -1,4 +1,4 @@
-"""The plugin manager: built-ins, entry points, disable/only/strict, failures (issue 2 §3)."""
+"""The plugin manager: built-ins, entry points, disable/only/strict, failures."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The old plugin name ``goclaw.consolidation`` and its ``[plugins.consolidation]`` table keep
-working after the split into ``goclaw.episodic``/``goclaw.kg``/``goclaw.channel_memory``
-(issue 13 item 4), each with a one-line deprecation warning."""
+working as aliases of ``goclaw.episodic``/``goclaw.kg``/``goclaw.channel_memory``, each with a
+one-line deprecation warning."""
 
 from __future__ import annotations
 
@@ -137,7 +137,7 @@ def test_the_new_cache_seconds_key_wins(workspace: Path) -> None:
 
 
 def test_channel_memory_without_episodic_says_so_and_keeps_the_item(workspace: Path) -> None:
-    """Channel memory records an approved item through the episodic service (it no longer imports
+    """Channel memory records an approved item through the episodic service (it never imports
     the episodic store): with goclaw.episodic off, approving is a one-line error and the item
     stays pending, nothing half-written."""
     (workspace / "goclaw.toml").write_text('[plugins]\ndisable = ["goclaw.episodic"]\n')

@@ -1,4 +1,4 @@
-"""Replacing and removing whole features (issue 13 item 8), through the CLI:
+"""Replacing and removing whole features, through the CLI:
 
 * the built-in dreaming worker disabled and a from-scratch one (tests/third_party/goclaw-reverie,
   written only against ``goclaw.contracts``: the ``episodic`` service, the memory-file writer,

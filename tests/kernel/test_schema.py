@@ -1,6 +1,6 @@
-"""Each plugin owns its tables and migration chain (issue 13 item 3): the ``goclaw_schema`` hook.
+"""Each plugin owns its tables and migration chain: the ``goclaw_schema`` hook.
 
-A database made before the split (every table created by the kernel's chain 0001-0004, built
+A database made by an older goclaw (every table created by the kernel's chain 0001-0004, built
 here with those very files from tests/legacy_schema) upgrades in place on SQLite and PostgreSQL:
 rows kept, each plugin's chain stamped, a second open a no-op. A fresh database gets every
 enabled component; a disabled plugin's tables appear once it is enabled; a newer stamp is

@@ -1,4 +1,4 @@
-"""The search-backend contract is true (issue 13 item 1): every built-in backend implements
+"""The search-backend contract is true: every built-in backend implements
 :class:`goclaw.contracts.search.SearchBackend` member by member, and the semantics its
 docstrings promise hold (``invalidate`` leaves nothing derived from erased rows on disk)."""
 
@@ -151,8 +151,8 @@ def test_the_service_drives_the_backend_lifecycle(workspace: Path) -> None:
 
 
 def test_no_plugin_probes_backend_methods() -> None:
-    """Every call the memory plugin makes on a backend is a contract member (issue 13 item 1):
-    no ``getattr(<backend>, ...)`` / ``hasattr(<backend>, ...)`` probing is left."""
+    """Every call the memory plugin makes on a backend is a contract member:
+    no plugin probes a backend with ``getattr(<backend>, ...)`` / ``hasattr(<backend>, ...)``."""
     import ast
 
     root = Path(__file__).resolve().parents[2] / "plugins"

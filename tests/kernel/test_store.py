@@ -1,4 +1,4 @@
-"""The store on both backends: migrations, transactions, types, scoping (issue 2 §5)."""
+"""The store on both backends: migrations, transactions, types, scoping."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A replacement memory search backend written from scratch (issue 13 item 8): the pure-Python
+"""A replacement memory search backend written from scratch: the pure-Python
 ``minisearch`` plugin (tests/third_party/goclaw-minisearch), installed for real through its entry
 point and selected by config, passes the same backend suite as SQLite, PostgreSQL and LanceDB
 (every test of tests/plugins/memory/test_search.py, on a SQLite and a PostgreSQL database), and works

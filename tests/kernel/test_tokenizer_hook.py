@@ -1,4 +1,4 @@
-"""The tokenizer hook (issue 14): tiktoken offline by default, used by sessions and the skills
+"""The tokenizer hook: tiktoken offline by default, used by sessions and the skills
 section; characters ÷ 4 only as the fallback; a plugin can register its own."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The tool calling contract (issue 14): scope from the runtime, validated model arguments,
+"""The tool calling contract: scope from the runtime, validated model arguments,
 one result shape, schema export, and memory hit ids that cannot cross scopes."""
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def test_validate_arguments_unit() -> None:
 
 def test_episodic_ids_in_hits_and_memory_context_expand(make_engine: Any) -> None:
     """The ids memory_search and the Memory Context show are accepted by memory_expand and
-    memory_get, in the user's scope only (issue 14)."""
+    memory_get, in the user's scope only."""
     import re
 
     from goclaw.contracts.hooks import PromptRequest

@@ -4,7 +4,7 @@ Revision ID: 0001
 Revises: 
 Create Date: 2026-12-02 12:47:44.063194
 
-Every table of DESIGN.md §4, plus the full-text structures each backend needs:
+Every table of goclaw's schema, plus the full-text structures each backend needs:
 SQLite FTS5 external-content tables kept in sync by triggers; PostgreSQL generated
 ``tsvector`` columns with GIN indexes. HNSW indexes depend on the embedding dimension, so
 the PostgreSQL search backend creates them (one partial index per dimension) at run time.
