@@ -1,4 +1,4 @@
-"""The benchmarks' environment (issue 12): every third-party module a benchmark imports is
+"""The benchmarks' environment: every third-party module a benchmark imports is
 installed by goclaw's own dependencies or its ``bench`` extra, and benchmarks/README.md says to
 install that extra before its first command."""
 

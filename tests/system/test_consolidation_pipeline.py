@@ -1,4 +1,4 @@
-"""Issue 6 end to end, on SQLite and PostgreSQL: sessions → run.completed → ``workers run
+"""Consolidation end to end, on SQLite and PostgreSQL: sessions → run.completed → ``workers run
 --once`` → episodic summary → KG → dedup merge → dreaming document (indexed) → the Memory
 Context section in a later prompt. Once with litellm mocked, once with no model at all."""
 

@@ -1,4 +1,4 @@
-"""Fault injection at the kernel level (issue 7 §4).
+"""Fault injection at the kernel level.
 
 * ``kill -9`` in the middle of context-file writes: afterwards every file holds one complete
   version (old or new, never a mix), the SQLite database passes ``integrity_check``, and the

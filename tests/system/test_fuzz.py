@@ -1,4 +1,4 @@
-"""Property-based tests of the parsers and pipelines that eat untrusted text (issue 7 §5).
+"""Property-based tests of the parsers and pipelines that eat untrusted text.
 
 Invariants, not examples: hypothesis generates the inputs (including unicode, control
 characters, CRLF, NUL bytes and giant lines) and shrinks any failure to a minimal case.

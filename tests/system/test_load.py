@@ -1,4 +1,4 @@
-"""Load and concurrency (issue 7 §3): 4 threads and 2 processes at once, for a bounded time,
+"""Load and concurrency: 4 threads and 2 processes at once, for a bounded time,
 on one SQLite workspace and on one PostgreSQL database.
 
 Threads (sharing one engine, as a runtime would): build prompts, search memory, write and

@@ -1,4 +1,4 @@
-"""The built wheel works in a fresh virtual environment (issue 2 §1).
+"""The built wheel works in a fresh virtual environment.
 
 The wheel is built from this checkout and installed with ``--no-deps`` into a new venv whose
 dependencies come from the test venv's site-packages through a ``.pth`` line (nothing is

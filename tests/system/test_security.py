@@ -1,4 +1,4 @@
-"""Security review, as tests (issue 7 §6). docs/security.md maps each threat to these tests.
+"""Security review, as tests. docs/security.md maps each threat to these tests.
 
 Every test runs through the public surface a model or a user reaches (tools, services, CLI)
 and, where a database is involved, on both SQLite and PostgreSQL.
@@ -38,7 +38,7 @@ def tool(engine: Any, name: str) -> Any:
 @pytest.fixture(scope="module", params=BACKENDS)
 def probed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One engine per database for the parametrized refusal and query probes below (~100 fresh
-    engines otherwise), set up as each test used to set up its own: agents "sec", "sk", "mem"
+    engines otherwise), each set up as a test would set up its own: agents "sec", "sk", "mem"
     (its notes, another user's notes, a goclaw.toml in the workspace) and "q" (one indexed note
     to find after every nasty query). The probes must change nothing; each checks it."""
     base = tmp_path_factory.mktemp("security-probes")

@@ -1,4 +1,4 @@
-"""benchmarks/synth_memory.py: synthetic long memory with planted facts (issue 11 item 4)."""
+"""benchmarks/synth_memory.py: synthetic long memory with planted facts."""
 
 from __future__ import annotations
 

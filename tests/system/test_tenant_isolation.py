@@ -1,4 +1,4 @@
-"""Issue 12 §20: another tenant never reads episodic summaries or KG facts by agent id.
+"""Another tenant never reads episodic summaries or KG facts by agent id.
 
 ``memory search`` already answers "unknown agent" for an agent of another tenant; episodes and
 the knowledge graph must do the same on the CLI and through the Python services."""
