@@ -1,4 +1,4 @@
-"""Agent summoning (spec §7): one LLM call through litellm (mocked offline), tagged XML parsed
+"""Agent summoning: one LLM call through litellm (mocked offline), tagged XML parsed
 into the persona files, fallbacks to templates, status summoning -> active."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Passive channel memory and redaction (spec §18): realistic secrets never reach the database."""
+"""Passive channel memory and redaction: realistic secrets never reach the database."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seeding, write rules and merging of context files (spec §3, §4, §6), on SQLite and PostgreSQL."""
+"""Seeding, write rules and merging of context files, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def names(engine: Any, agent: str, user: str | None = None) -> list[str]:
     return sorted(i.name for i in engine.files.list(agent, user=user))
 
 
-# --------------------------------------------------------------------------- seeding (spec §3)
+# --------------------------------------------------------------------------- seeding
 
 
 def test_agent_creation_seeds_predefined_agent_level_only(engine: Any) -> None:
@@ -171,7 +171,7 @@ def test_size_cap_has_a_clear_error(make_engine: Any) -> None:
         eng.files.set("op", "NOTES.md", "x" * 101)
 
 
-# --------------------------------------------------------------------------- merging (spec §6)
+# --------------------------------------------------------------------------- merging
 
 
 def test_merge_precedence_user_over_agent_base_only_survive(engine: Any) -> None:
@@ -234,7 +234,8 @@ def test_bulk_statements_also_invalidate_the_cache(make_engine: Any) -> None:
 
 
 def test_chat_may_create_only_the_known_context_files(engine: Any) -> None:
-    """Issue 12 §3: a chat-created NOTES.md would be injected into every later prompt."""
+    """A chat creates no file outside the known context files: a NOTES.md would be injected into
+    every later prompt."""
     engine.agents.create("op", "open")
     for name in ("NOTES.md", "INSTRUCTIONS.md", "agents.md"):
         with pytest.raises(PermissionDeniedError, match="not a context file a chat may create"):

@@ -1,4 +1,4 @@
-"""Embedding providers (spec §14, DESIGN.md §5): static default, litellm (mocked), extras."""
+"""Embedding providers: static default, litellm (mocked), extras."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The Memory Context section searches with the memory service's fused retrieval (issue 11
-item 6): memory-file chunks can be injected, a match in meaning only included, and nothing is
+"""The Memory Context section searches with the memory service's fused retrieval: memory-file
+chunks can be injected, a match in meaning only included, and nothing is
 injected for a question the memory cannot answer."""
 
 from __future__ import annotations
@@ -135,8 +135,9 @@ def test_the_document_threshold_is_a_setting(eng: Any) -> None:
 def test_false_injections_on_the_labelled_unanswerable_questions(workspace: Path) -> None:
     """The shipped labelled set (examples/quickstart/eval): at the default thresholds few
     unanswerable questions inject anything, and many answerable ones inject their evidence
-    (measured: 5 of 24 and 61 of 149, docs/memory.md; the bounds leave room for noise). Gated
-    by the fused score instead (its best threshold, 0.75): 6 of 24 and 38 of 149."""
+    (measured: 5 of 24 and 61 of 149, docs/decisions.md "Auto-injection decides on an absolute
+    score" and benchmarks/results/2026-12-03-autoinject-eval.md; the bounds leave room for noise).
+    Gated by the fused score instead (its best threshold, 0.75): 6 of 24 and 38 of 149."""
     import shutil
 
     from goclaw.engine import Engine
@@ -169,8 +170,8 @@ def test_episodic_false_injections_on_the_labelled_questions(make_engine: Any) -
     """Session summaries made of the quick-start daily notes (one per day, 43): at the default
     threshold few unanswerable questions (nor questions whose day has no summary) inject a
     summary, and many answerable ones inject the summary of their evidence's day (measured 4 of
-    20 and 43 of 98, docs/consolidation.md "Auto-injection"). The first scoring normalised
-    BM25 by the query's best match: all 20 unanswerable questions injected a summary."""
+    20 and 43 of 98, docs/consolidation.md "Choosing the thresholds"). Scored with BM25 normalised
+    by the query's best match instead, all 20 unanswerable questions inject a summary."""
     import re
 
     from goclaw.contracts.memory import NewEpisode

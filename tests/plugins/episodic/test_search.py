@@ -1,4 +1,4 @@
-"""Episodic search on the shared retrieval engine (issue 11): nothing to pay when an agent has
+"""Episodic search on the shared retrieval engine: nothing to pay when an agent has
 no summary, exact hybrid scores when it has some, the index follows the table, and migration
 0004 upgrades a database with summaries in place."""
 

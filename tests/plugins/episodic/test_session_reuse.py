@@ -1,4 +1,4 @@
-"""A re-used session key is consolidated once per run (issue 12 item 13).
+"""A re-used session key is consolidated once per run.
 
 Append, end, ``workers run``; append again to the same key, end, ``workers run``: two
 episodes, each summarising its own run, with distinct source ids; replaying the events or

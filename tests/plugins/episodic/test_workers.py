@@ -1,4 +1,4 @@
-"""Dreaming rules (DECISIONS.md), auto-injection limits (spec §17), episodic idempotence."""
+"""Dreaming rules, auto-injection limits, episodic idempotence."""
 
 from __future__ import annotations
 

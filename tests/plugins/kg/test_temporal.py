@@ -1,4 +1,4 @@
-"""Temporal knowledge graph (spec §20, DECISIONS.md KG validity) and safe dedup (spec §18)."""
+"""Temporal knowledge graph (validity intervals, nothing deleted) and safe dedup."""
 
 from __future__ import annotations
 
@@ -197,7 +197,7 @@ def test_dedup_worker_merges_only_same_type_near_identicals(engine: Any) -> None
 
 def test_facts_for_episode_finds_later_mentions_only(make_engine: Any) -> None:
     """The summary's own entities and those a later summary mentioned again (``episodic_ids``),
-    selected in the database (it used to load every current entity of every agent: 1.3 s a call
+    selected in the database (loading every current entity of every agent costs 1.3 s a call
     at 20,000 entities) and still exact: an id that is a substring of another does not match."""
     engine = make_engine(plugins={"embeddings": {"provider": "none"}})
     ada, bob = engine.agents.create("ada"), engine.agents.create("bob")

@@ -1,4 +1,4 @@
-"""The ``lancedb`` search backend (plugin ``goclaw.lancedb``, issue 13 item 7) passes the same
+"""The ``lancedb`` search backend (plugin ``goclaw.lancedb``) passes the same
 backend behaviour tests as the built-in SQLite and PostgreSQL backends: every test of
 tests/plugins/memory/test_search.py runs again here with ``[plugins.memory] backend = "lancedb"`` (set
 through the environment, so the CLI tests select it too), on a SQLite and a PostgreSQL

@@ -1,4 +1,4 @@
-"""The ``lancedb`` backend's own guarantees (plugin ``goclaw.lancedb``, issue 13 item 7): it
+"""The ``lancedb`` backend's own guarantees (plugin ``goclaw.lancedb``): it
 keeps its own index through the write contract and never reads the chunk table to search; it
 catches up when it fell behind the database; it gives the SQLite backend's exact results;
 disabling it or missing the extra gives one-line errors, and ``forget`` leaves no trace in its

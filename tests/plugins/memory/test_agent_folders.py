@@ -1,4 +1,4 @@
-"""Issue 12 §22: an agent's folder is its own, and a user's folder is never reached through a
+"""An agent's folder is its own, and a user's folder is never reached through a
 symlink, so no agent or user reads another's memory through the file system."""
 
 from __future__ import annotations

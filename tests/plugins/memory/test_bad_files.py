@@ -1,4 +1,4 @@
-"""One bad memory file never stops indexing for the whole agent (issue 12 item 14).
+"""One bad memory file never stops indexing for the whole agent.
 
 A file name that is not UTF-8, a NUL byte in the content (PostgreSQL's text type refuses it)
 and a path longer than the index's 1,024-character column are skipped and reported, on both

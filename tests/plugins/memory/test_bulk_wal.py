@@ -1,5 +1,5 @@
 """A large index run on SQLite commits without WAL checkpoints and checkpoints once after it
-(issue 11: indexing speed; goclaw_memory.bulk_wal): its commits leave the log growing, the
+(for indexing speed; goclaw_memory.bulk_wal): its commits leave the log growing, the
 pool's connections get their setting back, the log is copied in the background (``close``
 waits), and a run killed midway leaves a consistent database that the next run completes."""
 

@@ -1,4 +1,4 @@
-"""A large index run's passage sketches and save after ``index()`` returns (issue 11: indexing
+"""A large index run's passage sketches and save after ``index()`` returns (for indexing
 speed; goclaw_memory.deferred_sketches): the index is searchable at once with the hits and
 scores of the finished one, the saved index waits for the sketches, ``close`` waits for the
 work, and a process killed meanwhile leaves a workspace whose next process searches right."""

@@ -1,4 +1,4 @@
-"""``goclaw memory doctor`` (issue 11 item 7): each problem provoked for real, then fixed."""
+"""``goclaw memory doctor``: each problem provoked for real, then fixed."""
 
 from __future__ import annotations
 

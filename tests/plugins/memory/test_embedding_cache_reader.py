@@ -1,7 +1,7 @@
 """The embedding cache's look-up on SQLite reads through a private connection
-(``embedding_cache._reader``). A PRAGMA failing after the connect (a locked or damaged file)
-used to raise out of the look-up and leave that connection open; it is now closed and the
-look-up reads through the engine's own session instead."""
+(``embedding_cache._reader``). When a PRAGMA fails after the connect (a locked or damaged file),
+that connection is closed and the look-up reads through the engine's own session instead, with
+nothing raised out of the look-up."""
 
 from __future__ import annotations
 

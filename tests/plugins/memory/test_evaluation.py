@@ -1,4 +1,4 @@
-"""The evaluation harness (issue 11 item 4): metrics by hand, question files, ``goclaw eval``."""
+"""The evaluation harness: metrics by hand, question files, ``goclaw eval``."""
 
 from __future__ import annotations
 

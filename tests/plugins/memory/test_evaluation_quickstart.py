@@ -1,4 +1,4 @@
-"""The labelled question set shipped with examples/quickstart (issue 11 item 4)."""
+"""The labelled question set shipped with examples/quickstart."""
 
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ def test_the_harness_runs_on_the_quickstart_memory(quickstart: Path) -> None:
             engine.memory.index(agent)
         report = evaluate(engine, questions).as_json()
     lexical = report["channels"]["lexical"]
-    # Floors, far below today's figures (docs/eval.md): they catch a broken harness or a broken
+    # Floors, far below the measured figures (docs/eval.md): they catch a broken harness or a broken
     # channel, not a ranking change.
     assert lexical["by_kind"]["exact-code"]["recall@10"] >= 0.9
     for channel in ("lexical", "vector", "hybrid"):

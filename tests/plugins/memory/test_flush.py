@@ -1,4 +1,4 @@
-"""Sessions, compaction and the memory flush (spec §16, DECISIONS.md "flush").
+"""Sessions, compaction and the memory flush, which runs before every compaction.
 
 The LLM is litellm with its offline mocking (``mock_response`` / ``mock_tool_calls``), scripted
 per call through a stand-in for ``litellm.completion``; never the network.

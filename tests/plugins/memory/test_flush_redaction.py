@@ -1,4 +1,4 @@
-"""Issue 12 §1: secrets from a conversation never reach memory files, the index, the session
+"""Secrets from a conversation never reach memory files, the index, the session
 summary or the episodic tables, whether the flush runs the model (litellm ``mock_response`` /
 ``mock_tool_calls``) or the extractive fallback (no LLM)."""
 

@@ -1,4 +1,4 @@
-"""The bulk forms an index run uses give what the one-at-a-time ones give (issue 11: indexing
+"""The bulk forms an index run uses give what the one-at-a-time ones give (for indexing
 speed): chunk fingerprints (goclaw_memory.sqlite_backend.fingerprints) and chunk hashes
 (goclaw_memory.chunking.hash_all)."""
 

@@ -1,4 +1,4 @@
-"""An index run pauses the cyclic garbage collector and restores it as it was (issue 11,
+"""An index run pauses the cyclic garbage collector and restores it as it was (for
 indexing speed), nested and concurrent runs included."""
 
 from __future__ import annotations

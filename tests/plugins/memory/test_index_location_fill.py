@@ -1,7 +1,7 @@
 """An index saved before format 6 gets its chunk locations from the table when a process loads
-it (SQLite backend). Loading used to save the filled index at once, before bringing it up to
-date: a forget that deleted the saved file while the locations were read found it written back,
-with the chunks it had just erased. Now the index is saved once current (reconciled with the
+it (SQLite backend). Saving the filled index at once, before bringing it up to date, would let
+a forget that deleted the saved file while the locations were read find it written back, with
+the chunks it had just erased. So the index is saved once current (reconciled with the
 table), under its state's lock, so a forget's flag is honoured too."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What an index run hands the search backend matches the rows it wrote (issue 11, indexing speed)."""
+"""What an index run hands the search backend matches the rows it wrote."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """An index run reads its files as it goes, not all before its first write; its transactions
-start small and grow; its progress counts the files listed (issue 11: indexing speed)."""
+start small and grow; its progress counts the files listed (for indexing speed)."""
 
 from __future__ import annotations
 

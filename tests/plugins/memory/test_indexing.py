@@ -1,4 +1,4 @@
-"""Chunking rules, crash safety and the watcher (spec §14, issue 5)."""
+"""Chunking rules, crash safety and the watcher."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``backend = "inprocess"`` (issue 11): the kernel engine kept in step through the search
+"""``backend = "inprocess"``: the shared search engine kept in step through the search
 contract's IndexSource, on SQLite and PostgreSQL. It passes the same backend suite as the
 built-in backends (every test of tests/plugins/memory/test_search.py: here on SQLite; on PostgreSQL
 ``auto`` selects it, so test_search.py runs the suite with it there), and on PostgreSQL

@@ -1,5 +1,5 @@
 """A memory search on the SQLite backend builds its candidates from the index and reads the
-chunks' text only when something reads it (issue 11 speed): the hits returned (one query), or,
+chunks' text only when something reads it (for query speed): the hits returned (one query), or,
 for a reranker that reads snippets, every candidate in one query; a chunk deleted in between
 gives a clean result. The results are those of reading every row."""
 

@@ -1,8 +1,8 @@
 """The lazy text of a memory search (SQLite backend: the hits built from the index, their text
 read afterwards) is the text of the chunk the search found. On SQLite a changed file's chunks
 are deleted and the new ones numbered from the largest id + 1, so the last file's new chunks
-take the ids its old ones had: a text read by id alone then returned another chunk's text under
-the old chunk's path, lines and score. Such a row reads as deleted now (its chunk hash is not
+take the ids its old ones had: a text read by id alone would return another chunk's text under
+the old chunk's path, lines and score. Such a row reads as deleted (its chunk hash is not
 the one the index held): the hit is left out and the next takes its place."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The reranker's passage step from the sketches the memory index keeps (issue 11;
-goclaw_memory.passage_sketch): same scores as reading the hits' text, without reading it, on
+"""The reranker's passage step from the sketches the memory index keeps
+(goclaw_memory.passage_sketch): same scores as reading the hits' text, without reading it, on
 SQLite (the sqlite backend) and PostgreSQL (inprocess), after a restart too; a third-party
 embedder gets it through goclaw.contracts.providers.PassageSketchingEmbedder."""
 

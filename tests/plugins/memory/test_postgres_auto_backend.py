@@ -1,4 +1,4 @@
-"""On PostgreSQL ``auto`` selects ``inprocess`` (docs/decisions.md, issue 11): the exact engine in
+"""On PostgreSQL ``auto`` selects ``inprocess`` (docs/decisions.md): the exact engine in
 memory, its index saved in the workspace, the database the source of truth. What a default
 PostgreSQL user relies on: another process's writes are seen, the saved index is where the docs
 say, ``goclaw memory index`` leaves one behind, a workspace where it cannot be saved still

@@ -1,5 +1,5 @@
 """Memory search after fusion: temporal decay, the reranker hook and MMR through the memory
-service on a real SQLite index (issue 11 item 6)."""
+service on a real SQLite index."""
 
 from __future__ import annotations
 

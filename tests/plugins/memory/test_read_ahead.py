@@ -1,5 +1,5 @@
 """An index run reads batch N+1's chunks and vectors on a background thread while batch N is
-tokenized (:func:`goclaw_memory.write_behind.read_ahead`, issue 11: indexing speed), with one
+tokenized (:func:`goclaw_memory.write_behind.read_ahead`, for indexing speed), with one
 read-only cache connection for the whole run; the run's results are unchanged."""
 
 from __future__ import annotations

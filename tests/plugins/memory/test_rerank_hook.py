@@ -1,7 +1,7 @@
-"""``goclaw_memory_rerank`` hands a reranker the query's embedding (``query_vector``, issue 11
-query speed): a third-party implementation written before it existed (without the argument) keeps
-working, one that names it gets the search's vector, and the built-in passage step scores with it
-instead of embedding the query again."""
+"""``goclaw_memory_rerank`` hands a reranker the query's embedding (``query_vector``, for
+query speed): a third-party implementation without the argument keeps working, one that names it
+gets the search's vector, and the built-in passage step scores with it instead of embedding the
+query again."""
 
 from __future__ import annotations
 

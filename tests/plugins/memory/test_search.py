@@ -1,4 +1,4 @@
-"""Memory indexing and hybrid search on SQLite and PostgreSQL (spec §14-§15, issue 5 "Must show")."""
+"""Memory indexing and hybrid search on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -114,8 +114,8 @@ def test_hybrid_weights_follow_decisions(eng: Any) -> None:
     lex = {h.path: h.score for h in eng.memory.search(q, "ada", channel="lexical")}
     vec = {h.path: h.score for h in eng.memory.search(q, "ada", channel="vector")}
     cfg = eng.plugin_settings("memory")
-    assert (cfg.text_weight, cfg.vector_weight) == (0.7, 0.3)  # the measured default (docs/memory.md)
-    for tw, vw in ((0.7, 0.3), (0.3, 0.7)):  # and the spec's weights, selectable
+    assert (cfg.text_weight, cfg.vector_weight) == (0.7, 0.3)  # the measured default (docs/decisions.md)
+    for tw, vw in ((0.7, 0.3), (0.3, 0.7)):  # and the reverse weights, selectable
         cfg.text_weight, cfg.vector_weight = tw, vw
         hyb = {h.path: h.score for h in eng.memory.search(q, "ada")}
         for path in hyb:
@@ -666,7 +666,7 @@ def test_a_failing_query_embedding_leaves_full_text_working(
 def test_vector_search_after_switching_embedder_says_what_to_run(
     make_engine: Any, plugin: EmbedderPlugin
 ) -> None:
-    """Issue 12 item 9: chunks embedded by one provider, searched with another and nothing
+    """Chunks embedded by one provider, searched with another and nothing
     re-indexed: the vector channel has no vector to compare, and says so (not a silent [])."""
     first = make_engine(extra_plugins=[("testemb", plugin)])
     first.agents.create("ada")

@@ -1,7 +1,7 @@
-"""Simultaneous first appends to one new session key (issue 12 item 18).
+"""Simultaneous first appends to one new session key.
 
-On PostgreSQL two transactions that both find no row and both INSERT it failed with
-``duplicate key ... sessions_pkey`` in about a quarter of the attempts: the session row is now
+On PostgreSQL two transactions that both find no row and both INSERT it would fail with
+``duplicate key ... sessions_pkey`` in about a quarter of the attempts: the session row is
 created with INSERT ... ON CONFLICT DO NOTHING, then locked, on both backends.
 """
 

@@ -1,7 +1,7 @@
 """An index run's hand-over to the SQLite backend (``apply_changes``) does not read the database
-again: the state it builds or patches is current as of the run's last version (issue 11: at
+again: the state it builds or patches is current as of the run's last version (at
 10,000 chunks that read, on a fresh connection beside the sketch job and the WAL checkpoint,
-took up to 0.3 s of the run)."""
+takes up to 0.3 s of the run)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""``memory watch`` over many folders (issue 12 item 17).
+"""``memory watch`` over many folders.
 
-Over ~10,000 folders the watcher looped on inotify queue overflows (about 60 % CPU while
-idle): watchdog's default mask reports every open/read/close of a watched folder, so its own
-re-walk after an overflow (and every re-index) flooded the queue again. The watcher now asks
+With watchdog's default mask, every open/read/close of a watched folder is an event, so over
+~10,000 folders the watcher's own re-walk after an inotify queue overflow (and every re-index)
+floods the queue again and loops (about 60 % CPU while idle). The watcher asks
 only for the events that can change memory, and treats an overflow (events lost) as one
 debounced full rescan. Real watchdog observers on real folders; the overflow itself is
 injected as the kernel's IN_Q_OVERFLOW event through watchdog's own inotify event type (the

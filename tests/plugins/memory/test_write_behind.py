@@ -1,4 +1,4 @@
-"""An index run writes batch N on a background thread while batch N+1 is prepared (issue 11,
+"""An index run writes batch N on a background thread while batch N+1 is prepared (for
 indexing speed): same transactions in the same order, and an interruption leaves every
 document whole and the next run finishing the job."""
 
@@ -273,9 +273,9 @@ def test_a_second_ctrl_c_while_stopping_leaves_no_writer_behind() -> None:
 
 def test_insert_many_keeps_to_the_connections_own_parameter_limit() -> None:
     """SQLite's parameter limit is a build option (999 before 3.32 and wherever a build keeps
-    the old value; 32,766 is only the default since): the statements are sized by the
-    connection's own limit, not guessed from the version (a 999 build refused every batch:
-    "too many SQL variables", and the index run failed)."""
+    that value; 32,766 is the default from 3.32 on): the statements are sized by the
+    connection's own limit, not guessed from the version (a 999 build refuses larger batches:
+    "too many SQL variables", and the index run would fail)."""
     import sqlite3
 
     from sqlalchemy import create_engine

@@ -1,4 +1,4 @@
-"""The memory write API (issue 14): add, correct, delete, list — Python and CLI."""
+"""The memory write API: add, correct, delete, list — Python and CLI."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""BuildSystemPrompt (spec §5): section order per mode, plugins adding and replacing sections and
+"""BuildSystemPrompt: section order per mode, plugins adding and replacing sections and
 virtual files, wrappers, slash-command plumbing. SQLite and PostgreSQL."""
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def test_exact_section_order_minimal_mode_from_subagent_and_cron_keys(engine: An
         assert [f["name"] for f in result.files] == ["AGENTS.md", "TOOLS.md"]
         assert "## Subagent Context" in result.prompt
         assert "SOUL.md" not in [f["name"] for f in result.files]
-    # an explicit mode never widens a subagent/cron session (issue 12): the key's minimal wins
+    # an explicit mode never widens a subagent/cron session: the key's minimal wins
     for key in ("agent:op:cron:x", "agent:op:subagent:1"):
         forced = engine.prompt.build(everything("op", session_key=key, mode="full"))
         assert forced.mode == "minimal"
@@ -251,7 +251,7 @@ def test_truncation_applies_to_stored_and_virtual_files(make_engine: Any) -> Non
     result = eng.prompt.build_for("op", "u")
     files = {f["name"]: f for f in result.files}
     assert files["AGENTS.md"]["truncated"] and files["AGENTS.md"]["original_chars"] == 150
-    # 70 % head + marker line + 20 % tail of the limit (DECISIONS.md); the marker comes on top
+    # 70 % head + marker line + 20 % tail of the limit (docs/decisions.md); the marker comes on top
     marker = "\n[...truncated, read AGENTS.md for full content...]\n"
     assert files["AGENTS.md"]["chars"] == 70 + len(marker) + 20
     assert "[...truncated, read AGENTS.md for full content...]" in result.prompt

@@ -1,4 +1,4 @@
-"""``goclaw prompt`` through the real CLI entry point (DESIGN.md §7)."""
+"""``goclaw prompt`` through the real CLI entry point."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def test_prompt_cli_options_reach_the_request(workspace: Path, database_url: Any
 def test_explicit_full_mode_cannot_widen_a_subagent_or_cron_session(
     workspace: Path, database_url: Any
 ) -> None:
-    # Issue 12: `--mode full` with a subagent key gave the subagent SOUL.md, USER.md, BOOTSTRAP.md.
+    # `--mode full` with a subagent key must not give the subagent SOUL.md, USER.md, BOOTSTRAP.md.
     cli(workspace, database_url, "agent", "create", "op")
     for key in ("agent:op:subagent:7", "agent:op:cron:nightly"):
         res = cli(

@@ -1,4 +1,4 @@
-"""The truncation pipeline (spec §2, DECISIONS.md): every edge, counted in characters."""
+"""The truncation pipeline (docs/decisions.md): every edge, counted in characters."""
 
 from __future__ import annotations
 
@@ -111,8 +111,8 @@ def test_everything_is_configurable() -> None:
 
 
 def test_small_limits_keep_the_70_20_shape_and_the_marker_comes_on_top() -> None:
-    # Issue 12: 100 chars at a 50-char limit gave 'aa\n[marker]\na' (head and tail shrunk to
-    # fit the marker). DECISIONS.md: head 70 % + marker + tail 20 % of the limit, always.
+    # Head and tail never shrink to fit the marker (100 chars at a 50-char limit would give
+    # 'aa\n[marker]\na'): head 70 % + marker + tail 20 % of the limit, always.
     text = "".join(chr(ord("a") + i % 26) for i in range(100))
     cfg = TruncateConfig(max_chars_per_file=50)
     [out] = build_context_files([F("X.md", text)], cfg)

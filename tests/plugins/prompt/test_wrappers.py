@@ -1,4 +1,4 @@
-"""Every wrapper of the system prompt holds (issue 12): an activated SKILL.md, recalled memories
+"""Every wrapper of the system prompt holds: an activated SKILL.md, recalled memories
 and runtime values (a user id) are neutralised the way context files are (goclaw_text.wrappers)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Managed store, visibility, grants and allow lists (spec §12, §12.5; issue 4 item 3)."""
+"""Managed store, visibility, grants and allow lists."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def test_allow_list_and_request_override(eng, workspace: Path) -> None:  # type:
     ]  # "mine" is not granted: the list cannot widen access
     eng.agents.update_settings("alice-bot", skill_allow_list=None)
     assert len(_slugs(eng, "alice-bot")) == 4
-    # The per-request filter overrides the agent's list (spec §12.5) but never the grants.
+    # The per-request filter overrides the agent's list but never the grants.
     eng.agents.update_settings("alice-bot", skill_allow_list=["fs-a"])
     assert _slugs(eng, "alice-bot", skill_filter=("fs-b", "mine")) == ["fs-b"]
     assert _slugs(eng, "alice-bot", skill_filter=()) == []

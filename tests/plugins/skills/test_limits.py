@@ -1,4 +1,4 @@
-"""Untrusted skills are parsed with limits (issue 12): YAML alias bombs, deep JSON/YAML, huge
+"""Untrusted skills are parsed with limits: YAML alias bombs, deep JSON/YAML, huge
 frontmatter, ZIP bombs and lying ZIP headers are refused with their path, quickly and in
 bounded memory, and one bad skill never hides the others."""
 

@@ -1,4 +1,4 @@
-"""SKILL.md parsing, malformed files and lint (spec §8, issue 4 deliverable 2)."""
+"""SKILL.md parsing, malformed files and lint."""
 
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def test_cli_list_warns_once_on_stderr_and_keeps_json_clean(workspace: Path, hom
     data = json.loads(res.out)
     assert [d["slug"] for d in data] == ["ok"]
     assert "broken" in res.err and "SKILL.md" in res.err and "invalid YAML" in res.err
-    # Issue 12: the loader's log line and the command's own line both reached stderr.
+    # One line on stderr: the command's own, not the loader's log line as well.
     [line] = res.err.splitlines()
     assert line.startswith("warning: skipped skill ") and line.count("broken") == 1
 

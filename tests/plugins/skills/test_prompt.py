@@ -1,4 +1,4 @@
-"""The Skills prompt section (spec §9) and the slash commands (spec §9.5)."""
+"""The Skills prompt section and the slash commands."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def test_inline_at_20_search_at_21(eng, workspace: Path) -> None:  # type: ignor
 
 def test_token_threshold(eng, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     # Two skills, name 2 chars each; descriptions sized so name+desc chars = 4 × 3500 exactly.
-    eng.__dict__["tokenizer"] = CharsTokenizer()  # the ÷ 4 fallback rule (DECISIONS.md "Units")
+    eng.__dict__["tokenizer"] = CharsTokenizer()  # the characters ÷ 4 fallback
     write_skill(workspace / "skills", "aa", "d" * 6998)
     write_skill(workspace / "skills", "bb", "d" * 6998)
     eng.skills.reload()
@@ -247,8 +247,8 @@ def test_unknown_with_and_without_suggestions(slash_eng) -> None:  # type: ignor
     ],
 )
 def test_prose_after_the_prefix_reaches_the_model(probe_eng, text: str) -> None:  # type: ignore[no-untyped-def]
-    # Issue 12: every short word is within 3 edits of a short slug ("ok" → "pdf"), so short
-    # prose was answered with "No skill matches `ok`. Did you mean ..." instead of the model.
+    # Every short word is within 3 edits of a short slug ("ok" → "pdf"): short prose goes to the
+    # model, not to a "No skill matches `ok`. Did you mean ..." reply.
     assert _slash(probe_eng, _ctx(probe_eng), text) is None
 
 

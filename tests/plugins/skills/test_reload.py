@@ -1,4 +1,4 @@
-"""Loader cache and hot reload with real files and a real watchdog observer (spec §13)."""
+"""Loader cache and hot reload with real files and a real watchdog observer."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Skill search on the shared retrieval engine (issue 11): BM25 (spec §10 formula) over the
-kernel tokenizer's terms, fused with vector similarity (spec §11), with embedding backfill."""
+"""Skill search on the shared retrieval engine: BM25 over the shared tokenizer's terms, fused
+with vector similarity, with embedding backfill."""
 
 from __future__ import annotations
 
@@ -154,9 +154,9 @@ def sim_of(a: str, b: str) -> float:
 
 
 def test_every_candidate_scored_on_both_channels(make_engine, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    """Issue 11 fusion: the only keyword match is not among the vector channel's best, yet it
-    gets its real cosine (0.3 × 1 + 0.7 × 0.5 = 0.65) and beats the vector-only skills (0.7 ×
-    0.707 = 0.49). The old merge gave it 0.3 (no cosine outside the vector top 2 × limit)."""
+    """Fusion scores every candidate on both channels: the only keyword match is not among the
+    vector channel's best, yet it gets its real cosine (0.3 × 1 + 0.7 × 0.5 = 0.65) and beats the
+    vector-only skills (0.7 × 0.707 = 0.49). Without its cosine it would score 0.3."""
     skills = [
         ("alpha", "Invoice deploy"),  # "invoice": the keyword match; cosine 0.5 with the query
         ("beta", "Payment billing"),  # cosine 0.707, no shared word

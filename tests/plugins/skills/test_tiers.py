@@ -1,4 +1,4 @@
-"""The five tiers, override by slug, shadows, and a third-party tier (spec §8, issue 4 item 1)."""
+"""The five tiers, override by slug, shadows, and a third-party tier."""
 
 from __future__ import annotations
 

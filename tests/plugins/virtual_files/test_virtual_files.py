@@ -1,4 +1,4 @@
-"""The virtual context files (spec §1): DELEGATION.md, TEAM.md and AVAILABILITY.md agree."""
+"""The virtual context files: DELEGATION.md, TEAM.md and AVAILABILITY.md agree."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def _boss_with_links(engine: Any, n: int) -> None:
 
 
 def test_availability_never_points_at_a_list_delegation_does_not_show(engine: Any) -> None:
-    # Issue 12: with 16 links (> 15: DELEGATION.md is description-only) AVAILABILITY.md said
+    # With 16 links (> 15: DELEGATION.md is description-only) AVAILABILITY.md must not say
     # "delegate only to the agents in DELEGATION.md", which lists none.
     _boss_with_links(engine, 16)
     prompt = engine.prompt.build_for("boss", "u").prompt
