@@ -1,5 +1,5 @@
-"""Decay, MMR and reranking on and off, measured (issue 11 item 6; docs/memory.md "Diversity,
-recency and reranking").
+"""Decay, MMR and reranking on and off, measured (docs/memory.md "After fusion: reranker, passages,
+decay and MMR"; docs/decisions.md "The overlap reranker is on; decay and MMR are off").
 
     python benchmarks/postprocess_eval.py [--synth-chunks 10000] [--json OUT]
 

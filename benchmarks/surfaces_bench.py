@@ -1,4 +1,4 @@
-"""Per-turn latency through each surface, side by side (issue 14).
+"""Per-turn latency through each surface, side by side.
 
 On the quickstart workspace (``examples/quickstart``, set up by its ``run.sh``), for agent
 ``support`` and user ``ada``: the system-prompt build and a memory search through

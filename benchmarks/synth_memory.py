@@ -1,4 +1,4 @@
-"""Synthetic long memory with planted facts (issue 11 item 4): retrieval quality at 10k-1M chunks.
+"""Synthetic long memory with planted facts: retrieval quality at 10k-1M chunks.
 
     python benchmarks/synth_memory.py OUT_DIR --chunks 100000 --facts 150 --seed 7
 
