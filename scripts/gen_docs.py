@@ -22,8 +22,9 @@ from pydantic import BaseModel
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
-# Help texts and field descriptions may cite sections of the design notes ("(spec §12)",
-# "(§9)"), which mean nothing to a reader of the docs: the pages leave them out.
+# Help texts and field descriptions may cite numbered sections of design notes (a section sign
+# and a number, after an optional "spec"), which mean nothing to a reader of the docs: the pages
+# leave them out.
 _SECTION_REF = re.compile(r"\s*(?:\bspec\s+)?§\s*\d+(?:\.\d+)*")
 _EMPTY_PARENS = re.compile(r"\s*\(\s*[,;]?\s*\)")
 
