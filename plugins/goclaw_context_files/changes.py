@@ -1,4 +1,4 @@
-"""Cache invalidation for the warm prompt build (issue 3: no database round trips when warm).
+"""Cache invalidation for the warm prompt build, which makes no database round trips.
 
 The mechanism is the kernel's :mod:`goclaw.changes`; this module names the watched tables.
 
