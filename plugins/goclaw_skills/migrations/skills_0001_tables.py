@@ -5,8 +5,8 @@ Revises:
 Create Date: 2026-12-03 06:30:00
 
 ``skills``, ``skill_versions``, ``skill_agent_grants`` and ``skill_user_grants`` as the kernel's
-chain created them up to its 0004 (its 0005 hands feature tables to their plugins). A database
-that chain made already has them, with rows: they are adopted as they are. Otherwise they are
+chain created them up to its 0004. A database made by an older goclaw, whose kernel chain owned
+these tables, already has them, with rows: they are adopted as they are. Otherwise they are
 created.
 """
 
