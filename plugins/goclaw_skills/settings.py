@@ -17,9 +17,7 @@ class SkillsSettings(BaseModel):
     max_results: int = Field(default=5, ge=1, le=100, description="skill_search results")
     lexical_weight: float = Field(default=0.3, ge=0, description="BM25 weight in hybrid search")
     vector_weight: float = Field(default=0.7, ge=0, description="vector weight in hybrid search")
-    watch: bool = Field(
-        default=True, description="hot reload: watch skill folders once prompts are built"
-    )
+    watch: bool = Field(default=True, description="hot reload: watch skill folders once prompts are built")
     debounce_ms: int = Field(default=500, ge=0, description="hot-reload trailing debounce")
     max_skill_bytes: int = Field(default=256 * 1024, ge=1, description="larger SKILL.md files are skipped")
     db_check_seconds: float = Field(
@@ -28,6 +26,4 @@ class SkillsSettings(BaseModel):
         description="trust the managed store/system_configs this long before re-checking for writes by "
         "other processes (in-process writes are seen at once; 0 = check on every use)",
     )
-    backfill_embeddings: bool = Field(
-        default=True, description="embed skills lacking vectors at start-up"
-    )
+    backfill_embeddings: bool = Field(default=True, description="embed skills lacking vectors at start-up")
