@@ -1,4 +1,4 @@
-"""The reranker's passage step from sketches kept in the memory index (issue 11; docs/memory.md
+"""The reranker's passage step from sketches kept in the memory index (docs/memory.md
 "Passages").
 
 When the configured embedder can sketch passages
