@@ -151,7 +151,7 @@ class SkillView:
 
 
 def embedding_text(record: SkillRecord) -> str:
-    """The text a skill is embedded by (reference: ``name + ": " + description``)."""
+    """The text a skill is embedded by: ``name + ": " + description``."""
     return f"{record.name}: {record.description}"
 
 

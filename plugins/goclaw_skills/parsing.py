@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from goclaw_skills.limits import SkillParseError as SkillParseError  # re-exported: its old home
+from goclaw_skills.limits import SkillParseError as SkillParseError  # re-exported here too
 from goclaw_skills.limits import check_frontmatter_size, load_json, load_yaml
 
 SKILL_FILE = "SKILL.md"

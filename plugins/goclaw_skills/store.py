@@ -1,10 +1,10 @@
 """The managed skill store: ``skills``, ``skill_versions`` and the two grant tables.
 
-Visibility (the UI's "access mode"): ``public`` = every agent and user of the tenant;
-``private`` = only the owner (``owner_id`` equals the calling user); ``internal`` = only
-agents with a ``skill_agent_grants`` row or users with a ``skill_user_grants`` row.
-:func:`list_accessible` says which of them a caller may use. Every write here
-also touches ``skills.updated_at`` so that loaders in other processes notice (the loader's
+Visibility (the "access mode" ``goclaw skills visibility`` sets): ``public`` = every agent and
+user of the tenant; ``private`` = only the owner (``owner_id`` equals the calling user);
+``internal`` = only agents with a ``skill_agent_grants`` row or users with a
+``skill_user_grants`` row. :func:`list_accessible` says which of them a caller may use. Every
+write here also touches ``skills.updated_at`` so that loaders in other processes notice (the loader's
 database fingerprint).
 """
 
