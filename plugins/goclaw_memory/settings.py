@@ -1,4 +1,4 @@
-"""``[plugins.memory]``: the spec's defaults for indexing, search, sessions and the flush."""
+"""``[plugins.memory]``: settings for indexing, search, sessions and the flush."""
 
 from __future__ import annotations
 
