@@ -275,7 +275,7 @@ class EpisodicSearch:
 
     def _given_vector(self, vector: Any) -> tuple[Any, Space] | None:
         """A query vector the configured embedder made, normalised as stored vectors are
-        (:func:`goclaw.embedding.embed_texts`), with that embedder's space."""
+        (:func:`goclaw.contracts.providers.embed_texts`), with that embedder's space."""
         try:
             provider = self.engine.embedder()
         except Exception:  # the caller's search already said why
