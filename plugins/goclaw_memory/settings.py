@@ -89,7 +89,7 @@ class MemorySettings(BaseModel):
         "server (a lock, a hung server); then the search fails with an error instead of waiting",
     )
     # Post-processing of the fused candidates; defaults chosen by the
-    # measurements in docs/memory.md "Diversity, recency and reranking".
+    # measurements in docs/memory.md "After fusion: reranker, passages, decay and MMR".
     mmr: bool = Field(
         default=False, description="maximal-marginal-relevance diversification of the fused candidates"
     )
