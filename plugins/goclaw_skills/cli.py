@@ -68,7 +68,7 @@ def skills_list(agent: str | None, user: str | None, as_json: bool) -> None:
 def skills_search(
     query: str, agent: str | None, user: str | None, channel: str, limit: int | None, as_json: bool
 ) -> None:
-    """Search skills by keywords (BM25, fused with vector similarity when an embedder is available)."""
+    """Search skills by keywords (BM25, plus vectors when an embedder is configured)."""
     hits = engine().skills.search(
         query, agent, user, channel=channel, limit=limit, include_all=agent is None and user is None
     )
