@@ -1,10 +1,9 @@
-"""Plugin ``goclaw.bootstrap``: templates seeded into new agents and users (spec §3, §4),
-the truncation settings (spec §2) and the summoner (spec §7).
+"""Plugin ``goclaw.bootstrap``: templates seeded into new agents and users, and the summoner.
 
-* ``SeedToStore`` (:func:`seed_to_store`), on the ``goclaw_agent_created`` hook: a predefined
+* :func:`seed_to_store`, on the ``goclaw_agent_created`` hook: a predefined
   agent gets AGENTS.md, SOUL.md, IDENTITY.md and USER_PREDEFINED.md at agent level; an open
   agent gets nothing there (its files are per user).
-* ``SeedUserFiles`` (:func:`seed_user_files`), on a user's first prompt (the prompt builder
+* :func:`seed_user_files`, on a user's first prompt (the prompt builder
   calls the ``seeder`` service): an open agent's user gets all six files, a predefined agent's
   user gets USER.md (the agent-level USER.md when it has content) and the predefined
   BOOTSTRAP.md.
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
     from goclaw.contracts.host import Host
     from goclaw.contracts.store import Agent
 
-# spec §3: what each level receives, in the spec's order.
+# What each level receives, in the order of goclaw.contracts.files.KNOWN_FILES.
 PREDEFINED_AGENT_FILES: tuple[str, ...] = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER_PREDEFINED.md")
 OPEN_USER_FILES: tuple[str, ...] = (
     "AGENTS.md",
@@ -46,7 +45,7 @@ PREDEFINED_USER_FILES: tuple[str, ...] = ("USER.md", "BOOTSTRAP.md")
 
 
 class BootstrapSettings(BaseModel):
-    """``[plugins.bootstrap]``: the summoner (spec §7). Truncation is the prompt's
+    """``[plugins.bootstrap]``: the summoner. Truncation is the prompt's
     (``[plugins.prompt]``), the context-file cache ``[plugins.context_files]``'s."""
 
     summon_timeout: float = Field(default=60.0, gt=0, description="seconds for the summoning LLM call")
@@ -71,7 +70,7 @@ def _with_retry(engine: Host, fn: Any) -> Any:
 
 
 def seed_to_store(engine: Host, agent: Agent) -> list[str]:
-    """Seed agent-level files (spec §3 ``SeedToStore``). Returns the names written."""
+    """Seed agent-level files. Returns the names written."""
     if agent.agent_type != "predefined":
         return []
     store = engine.files
@@ -91,7 +90,7 @@ def seed_to_store(engine: Host, agent: Agent) -> list[str]:
 
 
 def seed_user_files(engine: Host, agent: Agent, user: str, *, skip_if_any_exist: bool = True) -> list[str]:
-    """Seed one user's files (spec §3 ``SeedUserFiles``). Returns the names written.
+    """Seed one user's files. Returns the names written.
 
     ``skip_if_any_exist`` (the first-chat default): a user who has any file already had a first
     chat, so nothing is written (a finished ritual's BOOTSTRAP.md is not re-created). With

@@ -1,4 +1,4 @@
-"""Agent summoning (spec §7): one LLM call turns a description into the persona files.
+"""Agent summoning: one LLM call turns a description into the persona files.
 
 The model answers with tagged blocks, ``<soul>…</soul>``, ``<identity>…</identity>``,
 ``<agents>…</agents>``, ``<tools>…</tools>`` and optionally
@@ -101,7 +101,7 @@ class SummonResult:
 
 
 class Summoner:
-    """``engine.service("summoner")`` (spec §7)."""
+    """``engine.service("summoner")``."""
 
     def __init__(self, engine: Host) -> None:
         self.engine = engine

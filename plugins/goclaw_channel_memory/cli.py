@@ -1,4 +1,4 @@
-"""``goclaw channel-memory enable|disable|ingest|list|approve|reject`` (spec §18 passive memory)."""
+"""``goclaw channel-memory enable|disable|ingest|list|approve|reject`` (passive channel memory)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Passive channel memory (spec §18): opt-in per channel, redact first, review by default.
+"""Passive channel memory: opt-in per channel, redact first, review by default.
 
 A runtime hands over a channel's pending message group with :meth:`ChannelMemory.ingest`.
 Nothing happens unless the channel was enabled (``goclaw channel-memory enable``; stored in
@@ -157,7 +157,7 @@ class ChannelMemory:
         stmt = select(ChannelMemoryItem)
         if agent:
             stmt = stmt.where(ChannelMemoryItem.agent_id == require_agent(self.engine, agent).id)
-        else:  # this tenant's agents only (issue 12 §20)
+        else:  # this tenant's agents only: another tenant's items stay invisible
             tenant_agents = select(Agent.id).where(Agent.tenant_id == self.engine.settings.tenant_id)
             stmt = stmt.where(col(ChannelMemoryItem.agent_id).in_(tenant_agents))
         if channel:

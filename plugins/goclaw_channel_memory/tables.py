@@ -1,7 +1,7 @@
 """The channel-memory plugin's table (component ``channel_memory``; migrations in ``migrations/``).
 
 ``channel_memory_extraction_items``: passive channel memory candidates, redacted, awaiting
-review (spec §18). Never change the table here without adding a revision under ``migrations/``.
+review. Never change the table here without adding a revision under ``migrations/``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 
 
 class ChannelMemoryItem(SQLModel, table=True):
-    """Passive channel memory candidates, redacted, awaiting review (spec §18)."""
+    """Passive channel memory candidates, redacted, awaiting review."""
 
     __tablename__ = "channel_memory_extraction_items"
     __table_args__ = (Index("ix_channel_memory_scope", "agent_id", "channel"),)

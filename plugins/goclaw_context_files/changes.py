@@ -1,4 +1,4 @@
-"""Cache invalidation for the warm prompt build (issue 3: no database round trips when warm).
+"""Cache invalidation for the warm prompt build, which makes no database round trips.
 
 The mechanism is the kernel's :mod:`goclaw.changes`; this module names the watched tables.
 
@@ -30,8 +30,8 @@ def tracker(engine: Host) -> ChangeTracker:
 
 
 def cache_seconds(engine: Host) -> float:
-    """``[plugins.context_files] cache_seconds`` (5 s default; it was ``[plugins.bootstrap]``'s,
-    which still works with a deprecation warning: :data:`goclaw.plugins.MOVED_SETTINGS`)."""
+    """``[plugins.context_files] cache_seconds`` (5 s default; ``[plugins.bootstrap]
+    cache_seconds`` still works, with a deprecation warning: the manifest's ``MOVED_SETTINGS``)."""
     try:
         return float(engine.plugin_settings("context_files").cache_seconds)
     except Exception:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from goclaw.contracts.commands import CommandSpec
 
-# The kernel's prompt and every agent read context files: this plugin cannot be disabled.
+# The prompt and every agent read context files: this plugin cannot be disabled.
 ESSENTIAL = True
 SERVICES = ("files",)
-# The context-file cache is this plugin's; it was read from [plugins.bootstrap] once.
+# The context-file cache is this plugin's; [plugins.bootstrap] cache_seconds still moves here,
+# with a deprecation warning.
 MOVED_SETTINGS = {"cache_seconds": "bootstrap"}
 COMMANDS = (
     CommandSpec(

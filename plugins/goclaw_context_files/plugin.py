@@ -1,10 +1,10 @@
-"""Plugin ``goclaw.context_files``: context files stored in the database (spec §4).
+"""Plugin ``goclaw.context_files``: context files stored in the database.
 
 Agent-level files live in ``agent_context_files``, per-user files in ``user_context_files``.
 This plugin offers the ``files`` service (``engine.files``) and the two default context-file
 sources: agent level (order 10) then per user (order 20, so a user's copy overrides the
-agent's same-name file while agent-only files survive, spec §6). It also gives runtimes the
-chat-path file tools ``read_context_file`` / ``write_context_file`` (spec §3, §5): they apply the
+agent's same-name file while agent-only files survive). It also gives runtimes the
+chat-path file tools ``read_context_file`` / ``write_context_file``: they apply the
 write rules of a model's write, and answer "already loaded in system prompt" for virtual files.
 """
 

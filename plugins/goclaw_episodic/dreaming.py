@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.workers.dreaming``: the DreamingWorker (spec §18 step 4, DECISIONS.md).
+"""Plugin ``goclaw.workers.dreaming``: the DreamingWorker, the last consolidation step.
 
 On ``episodic.created`` for ``(agent, user)``:
 

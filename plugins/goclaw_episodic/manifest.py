@@ -4,4 +4,4 @@
 from __future__ import annotations
 
 SERVICES = ("episodic",)
-REPLACES = ("goclaw.consolidation",)  # split into episodic, kg and channel memory
+REPLACES = ("goclaw.consolidation",)  # the deprecated name for episodic, kg and channel memory

@@ -1,5 +1,5 @@
-"""Episodic search on the shared retrieval engine (issue 11: one engine; "the episodic tier
-costs nothing when empty and little when full").
+"""Episodic search on the shared retrieval library (:mod:`goclaw_search`): the episodic tier
+costs nothing when empty and little when full.
 
 Every ``memory_search`` asks this tier too, so its fixed cost matters more than its peak:
 
@@ -14,12 +14,12 @@ Every ``memory_search`` asks this tier too, so its fixed cost matters more than 
   passes. Every summary is scored on both channels.
 * **The change token**: the agent's counter in ``episodic_versions``, which triggers move on
   every change a search can see, whoever writes (migration ``episodic_0002``): one indexed read
-  instead of a pass over the agent's rows. PostgreSQL once searched in the database (``tsv`` +
-  GIN, HNSW): 7-15 ms at 1,000 summaries and 30 ms at 2,000, as the terms held had to be counted
+  instead of a pass over the agent's rows. Searching in PostgreSQL itself (``tsv`` + GIN, HNSW)
+  costs 7-15 ms at 1,000 summaries and 30 ms at 2,000, as the terms held have to be counted
   over every full-text match (docs/consolidation.md has the figures).
 
 The score is absolute (:mod:`goclaw_search.answer`): 0.7 × the share of the query's terms a
-summary holds + 0.3 × its cosine, the reference's episodic weights; a channel with no hit
+summary holds + 0.3 × its cosine; a channel with no hit
 leaves the other at weight 1.0.
 """
 
@@ -275,7 +275,7 @@ class EpisodicSearch:
 
     def _given_vector(self, vector: Any) -> tuple[Any, Space] | None:
         """A query vector the configured embedder made, normalised as stored vectors are
-        (:func:`goclaw.embedding.embed_texts`), with that embedder's space."""
+        (:func:`goclaw.contracts.providers.embed_texts`), with that embedder's space."""
         try:
             provider = self.engine.embedder()
         except Exception:  # the caller's search already said why

@@ -1,11 +1,10 @@
-"""Episodic memory (L1): the ``episodic_summaries`` table and its search (spec §17, §19).
+"""Episodic memory (L1): the ``episodic_summaries`` table and its search.
 
 Rows are unique per ``(agent_id, user_id, source_id)``. Each stores the full summary, the L0
 abstract, key topics, an optional embedding (with provider, model and dimension, so models
 never mix), its retrieval terms (``lex``) and ``expires_at``. Search runs on the shared retrieval
-engine (:mod:`goclaw_episodic.search`, issue 11): an in-memory index per agent on either
-backend; every summary is scored on both channels and fused 0.7 (text) / 0.3 (vector), the
-reference's episodic weights.
+engine (:mod:`goclaw_episodic.search`): an in-memory index per agent on either
+backend; every summary is scored on both channels and fused 0.7 (text) / 0.3 (vector).
 """
 
 from __future__ import annotations
@@ -153,7 +152,7 @@ class EpisodicStore:
         any_tenant: bool = False,
     ) -> list[EpisodicSummary]:
         """Summaries of ``agent_id`` (an agent of this engine's tenant unless ``any_tenant``,
-        which only workers handling events of every tenant pass; issue 12 §20)."""
+        which only workers handling events of every tenant pass)."""
         if not any_tenant and not in_tenant(self.engine, agent_id):
             return []
         scope = [user or ""] if exact_user else user_scope(user)
@@ -183,7 +182,7 @@ class EpisodicStore:
         vector_query: str | None = None,
     ) -> list[tuple[EpisodicSummary, float]]:
         """Hybrid episodic search (:mod:`goclaw_episodic.search`); ``[(row,
-        score)]`` best first. Only an agent of this engine's tenant has results (issue 12 §20);
+        score)]`` best first. Only an agent of this engine's tenant has results;
         an agent without summaries costs one cached check."""
         found = searcher(self.engine).search_rows(
             agent_id, user_scope(user), query, limit=limit, min_score=min_score, vector_query=vector_query
@@ -236,7 +235,7 @@ class EpisodicStore:
 
     # ------------------------------------------------------------------ retention
     def prune_expired(self, now: datetime | None = None) -> int:
-        """Delete episodic rows whose ``expires_at`` has passed (DECISIONS.md retention)."""
+        """Delete episodic rows whose ``expires_at`` has passed."""
         cutoff = now or utcnow()
 
         def _do(session: Session) -> int:

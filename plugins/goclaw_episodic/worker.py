@@ -1,8 +1,8 @@
-"""Plugin ``goclaw.workers.episodic``: the EpisodicWorker (spec §18 step 1).
+"""Plugin ``goclaw.workers.episodic``: the EpisodicWorker, the first consolidation step.
 
-On ``run.completed``: dedup by ``source_id = session_key:compaction_count`` (DECISIONS.md), with
-``:r<run>`` appended from a key's second run on (issue 12: a re-used key was consolidated once;
-``engine.sessions.end`` numbers the runs and names each run's messages, ``first_seq..last_seq``);
+On ``run.completed``: dedup by ``source_id = session_key:compaction_count``, with
+``:r<run>`` appended from a key's second run on, so every run of a re-used key gets its own
+summary (``engine.sessions.end`` numbers the runs and names each run's messages, ``first_seq..last_seq``);
 summary = the compaction summary in the event when there is one, else the LLM over the
 session's messages, else an extractive fallback; then L0 abstract, key topics, embedding and
 expiry; insert and publish ``episodic.created`` in one transaction. A replay finds the
@@ -62,7 +62,7 @@ def _seq(value: Any) -> int | None:
 
 
 def run_source_id(key: str, compaction: int, run: Any) -> str:
-    """``session_key:compaction_count``; a key's later runs add ``:r<run>`` (issue 12)."""
+    """``session_key:compaction_count``; a key's later runs add ``:r<run>``, so each is summarised."""
     number = _seq(run)
     return f"{key}:{compaction}" if number is None or number <= 1 else f"{key}:{compaction}:r{number}"
 

@@ -1,4 +1,4 @@
-"""``goclaw kg entities|relations|candidates|merge|reject|supersede`` (spec §20)."""
+"""``goclaw kg entities|relations|candidates|merge|reject|supersede``."""
 
 from __future__ import annotations
 

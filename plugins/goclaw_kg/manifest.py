@@ -6,7 +6,7 @@ from __future__ import annotations
 from goclaw.contracts.commands import CommandSpec
 
 SERVICES = ("kg",)
-REPLACES = ("goclaw.consolidation",)  # split into episodic, kg and channel memory
+REPLACES = ("goclaw.consolidation",)  # the deprecated name for episodic, kg and channel memory
 COMMANDS = (
     CommandSpec(
         "kg",

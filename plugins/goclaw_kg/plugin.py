@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.kg``: the temporal knowledge graph (spec §18, §20).
+"""Plugin ``goclaw.kg``: the temporal knowledge graph.
 
 Provides the ``kg`` service (``engine.kg``) and owns the KG tables (component ``kg``,
 :mod:`goclaw_kg.tables`). Its workers are separate default plugins in this

@@ -1,4 +1,4 @@
-"""Upserts into the knowledge graph (the semantic worker's writes, spec §18): an entity by name
+"""Upserts into the knowledge graph (the semantic worker's writes): an entity by name
 and type (following ``merged_into`` from a merged alias), a relation (an ``exclusive`` type
 closes the source's other current relation of that type). Part of :class:`~goclaw_kg.graph.KnowledgeGraph`."""
 

@@ -3,7 +3,7 @@
 Writes: :meth:`LanceDBSearchBackend.apply_changes` receives every indexing run's written
 records and removed ids and patches the agent's LanceDB table (delete, add, then LanceDB's
 ``optimize`` brings the full-text and id indexes up to date). Reads: :meth:`search` runs
-LanceDB's full-text search (BM25 over the kernel's terms) and its exact (flat) cosine vector
+LanceDB's full-text search (BM25 over goclaw_search's terms) and its exact (flat) cosine vector
 search, both filtered to the query's scope in LanceDB's ``where``; every candidate of either
 channel is then scored on the other one too (:mod:`goclaw_lancedb.search`), and the channels
 are fused by :func:`goclaw_search.fusion.fuse`. For the weighted fusion

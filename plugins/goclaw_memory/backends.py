@@ -1,4 +1,4 @@
-"""The built-in memory search backends (issue 11): ``sqlite`` (the retrieval engine's
+"""The built-in memory search backends: ``sqlite`` (the retrieval engine's
 in-memory index, :mod:`goclaw_memory.sqlite_backend`) and ``postgresql`` (tsvector + pgvector,
 :mod:`goclaw_memory.pg_backend`). Both implement :class:`goclaw.contracts.search.SearchBackend`.
 """

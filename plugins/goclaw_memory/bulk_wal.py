@@ -1,9 +1,9 @@
-"""A large index run's SQLite WAL checkpoint, after the run (issue 11: indexing speed).
+"""A large index run's SQLite WAL checkpoint, after the run, for indexing speed.
 
 goclaw's SQLite database is in WAL mode with ``synchronous=NORMAL``: a commit appends the
 transaction's pages to the write-ahead log, and once the log passes 1,000 pages (8 MB) the
 committing connection copies it back into the database file and syncs both (a checkpoint).
-Every transaction of a large index run passes that size, so each of its commits paid a
+Every transaction of a large index run passes that size, so each of its commits would pay a
 checkpoint: ~45 ms each, 0.75 s of a 100,000-chunk run written in the caller's thread.
 
 During a run of :data:`BULK` chunks or more, each transaction's connection skips the automatic

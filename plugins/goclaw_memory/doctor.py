@@ -1,4 +1,4 @@
-"""``goclaw memory doctor``: check each memory channel and say what to run (issue 11 item 7).
+"""``goclaw memory doctor``: check each memory channel and say what to run.
 
 Checks, read straight from the tables with plain SQL (no ORM, nothing cached):
 

@@ -1,4 +1,4 @@
-"""The index checks of ``goclaw memory doctor`` (issue 11): the search backend in use, its saved
+"""The index checks of ``goclaw memory doctor``: the search backend in use, its saved
 index, the full-text terms, and PostgreSQL's full-text and HNSW indexes.
 
 Backend: which one ``[plugins.memory] backend`` selects (``auto``: ``sqlite`` on SQLite,

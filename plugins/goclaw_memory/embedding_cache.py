@@ -1,6 +1,6 @@
 """Vectors for chunks during indexing: from ``embedding_cache`` when the text was embedded before
 by this (provider, model, dimension), else from the embedder (and then cached), so unchanged
-text is never embedded twice (spec §14)."""
+text is never embedded twice."""
 
 from __future__ import annotations
 
@@ -118,9 +118,9 @@ def _packed(cursor: sqlite3.Cursor, space: Space, part: Sequence[str]) -> list[t
     """The cached ``(hash, vector)`` of ``part`` in one result row: the hashes, the vectors'
     bytes end to end and their lengths, each joined by SQLite (one row: the driver gives the
     GIL up and takes it back once, not once a row, which with the index run's other threads
-    waiting for it cost ~1 s of a 100,000-chunk run). When every vector has the space's size
+    waiting for it costs ~1 s of a 100,000-chunk run). When every vector has the space's size
     they come as the rows of one read-only float32 array over the row's bytes (no copy per
-    vector: a 100,000-chunk run allocated ~200 MB less), else as float32 bytes each. Read row
+    vector: a 100,000-chunk run allocates ~200 MB less), else as float32 bytes each. Read row
     by row when what came back does not add up (a hash holding a comma)."""
     marked = marks(len(part))
     # fetchall: the statement runs to its end, so the read transaction ends here (one left

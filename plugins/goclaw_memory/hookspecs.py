@@ -24,7 +24,7 @@ HOOK_NAMES = ("goclaw_memory_search_extra", "goclaw_memory_rerank")
 def goclaw_memory_search_extra(
     engine: Any, query: str, agent: Any, user: str | None, limit: int, query_vector: Any
 ) -> list[SearchHit] | None:
-    """Search extra memory tiers alongside the indexed documents (spec §17: L1 + L2).
+    """Search extra memory tiers (episodic summaries, facts) alongside the indexed documents.
 
     ``query_vector``: the query's embedding from the configured embedder (as its
     ``embed([query])[0]`` gives it), when the search made one, else ``None``: a tier that
@@ -40,7 +40,7 @@ def goclaw_memory_search_extra(
 def goclaw_memory_rerank(
     engine: Any, query: str, agent: Any, user: str | None, hits: list[Any], query_vector: Any
 ) -> list[Any] | None:
-    """Rerank the best candidates of a memory search (issue 11 item 6).
+    """Rerank the best candidates of a memory search.
 
     Called once per search, after fusion and temporal decay and before MMR and the cut to the
     limit, with the best ``[plugins.memory] rerank_candidates`` (60) de-duplicated hits, best

@@ -1,9 +1,9 @@
 """The SQL of memory indexing: rows of ``memory_documents`` / ``memory_chunks`` and the agent's
-index version token (spec §14).
+index version token.
 
 Plain SQL with ``executemany`` straight to the driver, the same text on SQLite and PostgreSQL
 (``?`` placeholders, :func:`driver_sql`): the ORM's per-statement and SQLAlchemy's per-row
-parameter processing were most of the indexing time. Every function runs inside the caller's
+parameter processing would be most of the indexing time. Every function runs inside the caller's
 write transaction.
 """
 

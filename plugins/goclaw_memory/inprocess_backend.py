@@ -1,4 +1,4 @@
-"""``backend = "inprocess"``: the kernel retrieval engine over any database (issue 11); what
+"""``backend = "inprocess"``: the :mod:`goclaw_search` retrieval engine over any database; what
 ``auto`` selects on PostgreSQL.
 
 The SQLite backend's exact search (every chunk scored on both channels, the forward index for
@@ -96,7 +96,7 @@ class InProcessSearchBackend(SQLiteSearchBackend):
         """Catch up, and save a large catch-up (a first build) so the next process loads it."""
         # The token read before the catch-up is one the caught-up index holds at least: it is
         # saved with it. (The caller sets ``st.token`` only after this returns; saving the
-        # old one made every later process re-read all fingerprints: 0.7 s at 100k chunks.)
+        # stale one would make every later process re-read all fingerprints: 0.7 s at 100k chunks.)
         token = self._token(agent_id)
         with paused_gc():  # as an index run: a build makes ~100 long-lived objects per chunk
             super()._reconcile(agent_id, st)

@@ -1,5 +1,5 @@
-"""The reranker's passage step from sketches kept in the memory index (issue 11; docs/memory.md
-"Passages").
+"""The reranker's passage step from sketches kept in the memory index (docs/memory.md "After
+fusion: reranker, passages, decay and MMR").
 
 When the configured embedder can sketch passages
 (:class:`goclaw.contracts.providers.PassageSketchingEmbedder`, the bundled static model does)

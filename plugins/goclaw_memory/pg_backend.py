@@ -1,5 +1,5 @@
 """The PostgreSQL search backend: ``tsvector`` + GIN over the retrieval engine's terms and
-pgvector HNSW (DESIGN.md §4, issue 11).
+pgvector HNSW.
 
 The ``tsv`` column is generated from ``memory_chunks.lex`` (the terms of
 :mod:`goclaw_search.tokenize`: stemmed words, whole codes and their parts, CJK bigrams),
@@ -68,7 +68,7 @@ PG_RANK_BUDGET = 1_000
 
 
 class PostgresSearchBackend(SearchBackend):
-    """tsvector + GIN and pgvector HNSW (DESIGN.md §4)."""
+    """tsvector + GIN and pgvector HNSW."""
 
     name = "postgresql"
 

@@ -1,5 +1,5 @@
 """One autocommit psycopg connection, outside the store's pool, for the small reads every
-PostgreSQL memory search makes with the ``inprocess`` backend (issue 11): the agent's version
+PostgreSQL memory search makes with the ``inprocess`` backend: the agent's version
 token and the winners' rows.
 
 Through the pool each read costs three round trips (the pre-ping on checkout, the query, the

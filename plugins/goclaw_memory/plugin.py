@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.memory``: memory indexing, hybrid search, sessions and the flush (spec §14-§16).
+"""Plugin ``goclaw.memory``: memory indexing, hybrid search, sessions and the flush.
 
 Contributes the ``memory`` and ``sessions`` services, the ``memory`` tables (``goclaw_schema``,
 :mod:`goclaw_memory.tables`) and their erasure (``goclaw_forget_rows``), the ``sqlite`` and ``postgresql``

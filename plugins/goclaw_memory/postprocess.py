@@ -1,4 +1,4 @@
-"""After fusion, before the cut to ``limit`` (issue 11 item 6): temporal decay, the reranker
+"""After fusion, before the cut to ``limit``: temporal decay, the reranker
 hook and MMR diversification, over the de-duplicated candidates of one search.
 
 Order: decay (scores × age factor, re-sorted) -> the reranker (this plugin's own, or the

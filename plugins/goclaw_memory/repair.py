@@ -1,4 +1,4 @@
-"""``goclaw memory doctor --repair``: fix what no other command fixes (issue 11 item 7).
+"""``goclaw memory doctor --repair``: fix what no other command fixes.
 
 * forget documents whose chunks disagree with their recorded count (the next ``memory index``
   re-chunks them: it would otherwise skip them while their files are unchanged);

@@ -1,6 +1,6 @@
-"""``engine.memory``: index, search, read and watch an agent's memory files (spec §14-§15).
+"""``engine.memory``: index, search, read and watch an agent's memory files.
 
-Scopes (DESIGN.md §7): ``index`` without a user covers the agent folder and every
+Scopes: ``index`` without a user covers the agent folder and every
 ``users/<U>/`` below it; ``search`` without a user sees agent-level memory only, with a user
 the agent level plus that user's own (user hits ×1.2, the user's copy wins a tie on
 (path, start line)). Another agent's or user's rows are never returned.
@@ -380,8 +380,8 @@ def _backend_hits(backend: SearchBackend, request: SearchQuery, notes: list[str]
     if type(result) is IndexedResult:  # this plugin's backends: hits from the index's columns
         return block_hits(chunks, result.block)
     rows = result.rows if result.rows is not None else backend.rows(a_id, [c.id for c in chunks])
-    # Every de-duplicated candidate, then decay / rerank / MMR before the cut (issue 11
-    # item 6; goclaw_memory.postprocess).
+    # Every de-duplicated candidate, then decay / rerank / MMR before the cut
+    # (goclaw_memory.postprocess).
     hits = build_hits(chunks, rows, len(chunks))
     if len(hits) < request.limit and len(rows) < len(chunks):
         # A backend may leave out the rows it knows cannot be shown (the SQLite backend
@@ -395,7 +395,7 @@ def _backend_hits(backend: SearchBackend, request: SearchQuery, notes: list[str]
 
 
 def _merge_tiers(hits: list[MemoryHit], extra: list[Any], limit: int) -> list[MemoryHit]:
-    """Merge extra-tier hits (spec §17: episodic) with document hits by score."""
+    """Merge extra-tier hits (episodic summaries) with document hits by score."""
     merged: list[MemoryHit] = list(hits)
     for h in extra:
         merged.append(

@@ -1,7 +1,7 @@
 """The memory service's :class:`goclaw.contracts.search.IndexSource`: read-only access to the
 chunk table and the agents' index version tokens, handed to the search backend
 (:meth:`~goclaw.contracts.search.SearchBackend.open`) so a backend with an index of its own
-catches up through the contract instead of reading this plugin's tables (issue 13 item 1).
+catches up through the contract instead of reading this plugin's tables.
 """
 
 from __future__ import annotations

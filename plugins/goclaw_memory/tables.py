@@ -61,7 +61,7 @@ class MemoryChunk(SQLModel, table=True):
     embedding_dim: int | None = Field(default=None)
 
 
-# --------------------------------------------------------------------------- sessions (spec §16-§17)
+# --------------------------------------------------------------------------- sessions
 
 
 class Session(SQLModel, table=True):

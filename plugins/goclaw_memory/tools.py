@@ -1,4 +1,4 @@
-"""Runtime tools ``memory_search`` / ``memory_get`` and the Memory Recall prompt section (spec §5, §17).
+"""Runtime tools ``memory_search`` / ``memory_get`` and the Memory Recall prompt section.
 
 The tools follow the tool calling contract (:mod:`goclaw.contracts.tools`): the runtime calls
 ``engine.tools.call("memory_search", {"query": "..."}, ToolContext(agent="ada", user="u1"))``;
@@ -215,7 +215,7 @@ def _add_tool(engine: Host) -> FunctionTool:
 
 @dataclass(frozen=True)
 class MemoryRecallSection:
-    """Spec §5 section 5 (full mode only), shown when the memory tools are available."""
+    """Prompt section 5 (full mode only), shown when the memory tools are available."""
 
     name: str = "memory_recall"
     order: float = 5

@@ -1,4 +1,4 @@
-"""The memory write API: add, correct, delete and list memories (issue 14).
+"""The memory write API: add, correct, delete and list memories.
 
 A memory added through the API is appended to the scope's dated file, ``memory/YYYY-MM-DD.md``
 of the agent (no user) or of ``users/<U>/``, as one entry:
@@ -84,7 +84,7 @@ class MemoryWriter:
         return a, uid, self.engine.agent_dir(a)
 
     def _redact(self, text: str) -> str:
-        # The project's redactor: a plugin's "redaction" service, else the kernel's (issue 12 §1).
+        # The project's redactor: a plugin's "redaction" service, else goclaw_text.redaction's.
         return redact_for(self.engine, text)
 
     def _reindex(self, a: Agent, uid: str) -> None:

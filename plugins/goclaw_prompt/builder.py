@@ -1,8 +1,8 @@
-"""``BuildSystemPrompt`` (spec §5): the ``prompt`` service.
+"""The ``prompt`` service: build an agent's system prompt.
 
 One build: resolve the agent, seed the user's files on the first prompt for (agent, user),
 pick the mode, load context files from every source (merged by name, later source wins,
-base-only files survive: spec §6), keep the mode's allow-listed files, add virtual files unless
+base-only files survive), keep the mode's allow-listed files, add virtual files unless
 BOOTSTRAP.md is pending, run the truncation pipeline over all of them, run slash commands, then
 render every section of the mode in ``(order, name)`` order, leaving out empty ones.
 
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class PromptResult:
-    """A built system prompt and what went into it (``goclaw prompt --json``, DESIGN.md §7)."""
+    """A built system prompt and what went into it (``goclaw prompt --json``)."""
 
     prompt: str
     mode: str
@@ -56,7 +56,7 @@ class PromptResult:
 
 
 def file_order(f: ContextFile) -> tuple[int, int, str]:
-    """DECISIONS.md order: the spec's files in spec order, other stored files by name, then
+    """Prompt order: the known files in ``KNOWN_FILES`` order, other stored files by name, then
     virtual files (DELEGATION.md, TEAM.md, AVAILABILITY.md, then plugin-added ones by name)."""
     if f.virtual:
         rank = VIRTUAL_FILES.index(f.name) if f.name in VIRTUAL_FILES else len(VIRTUAL_FILES)
@@ -68,7 +68,7 @@ def file_order(f: ContextFile) -> tuple[int, int, str]:
 
 def merge_sources(layers: list[list[ContextFile]]) -> dict[str, ContextFile]:
     """Merge file lists by name; a later layer overrides an earlier one, earlier-only files
-    survive (spec §6). A blank later copy does not hide a non-blank earlier one (the user's
+    survive. A blank later copy does not hide a non-blank earlier one (the user's
     copy is read first, the agent-level one is the fallback)."""
     merged: dict[str, ContextFile] = {}
     for layer in layers:
@@ -188,7 +188,7 @@ class PromptService:
         return agent
 
     def _seed_user(self, agent: Agent, user: str) -> None:
-        """spec §3: the first prompt for (agent, user) seeds the user's files (once per process;
+        """The first prompt for (agent, user) seeds the user's files (once per process;
         the seeder itself never overwrites and skips users who already have files)."""
         key = (agent.id, user)
         if key in self._seeded:
@@ -199,7 +199,7 @@ class PromptService:
 
     def _truncate_config(self) -> TruncateConfig:
         """``[plugins.prompt]``'s truncation settings: the prompt's own, so the budget holds
-        whatever other plugins are disabled (issue 13)."""
+        whatever other plugins are disabled."""
         cfg = self.engine.plugin_settings("prompt")
         if isinstance(cfg, TruncateConfig):
             return cfg

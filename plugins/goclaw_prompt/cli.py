@@ -1,4 +1,4 @@
-"""``goclaw prompt``: print the assembled system prompt (spec §5, DESIGN.md §7)."""
+"""``goclaw prompt``: print the assembled system prompt."""
 
 from __future__ import annotations
 

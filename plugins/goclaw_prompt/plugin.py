@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.prompt``: prompt modes, mode resolution and the ``prompt`` service (spec §5).
+"""Plugin ``goclaw.prompt``: prompt modes, mode resolution and the ``prompt`` service.
 
 The sections themselves are separate default plugins (``goclaw.section.<name>``, modules in
 ``goclaw_prompt.sections``), so one can be disabled or replaced without touching the others.
@@ -20,9 +20,9 @@ MINIMAL_FILES = frozenset({"AGENTS.md", "TOOLS.md"})
 
 
 class PromptSettings(TruncateConfig):
-    """``[plugins.prompt]``: context-file truncation (spec §2) and knobs of the default sections.
+    """``[plugins.prompt]``: context-file truncation and knobs of the default sections.
 
-    The prompt owns truncation (issue 13): it applies to every context file whatever plugins are
+    The prompt owns truncation: it applies to every context file whatever plugins are
     disabled."""
 
     spawn_tools: list[str] = Field(

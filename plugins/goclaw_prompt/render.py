@@ -1,10 +1,10 @@
-"""Rendering helpers shared by the prompt sections (spec §5).
+"""Rendering helpers shared by the prompt sections.
 
 Context-file content must never break out of its wrapper: an opening or closing tag of one of
 the prompt's own wrappers (``context_file``, ``system_context``, ``extra_context``, ...) inside
 content has its ``<`` replaced by the look-alike ``＜`` (U+FF1C). The replacement keeps the
-length, so the truncation budget still holds. The mechanism is the kernel's
-:mod:`goclaw_text.wrappers`, which every other plugin's wrapper uses too (issue 12).
+length, so the truncation budget still holds. The mechanism is the library
+:mod:`goclaw_text.wrappers`, which every other plugin's wrapper uses too.
 """
 
 from __future__ import annotations

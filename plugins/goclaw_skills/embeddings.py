@@ -1,4 +1,4 @@
-"""Skill vectors through the ``embedding_cache`` table (spec §11 auto-backfill).
+"""Skill vectors through the ``embedding_cache`` table, and their start-up backfill.
 
 Vectors are keyed by (sha256 of the embedded text, provider, model), so unchanged skills
 are never embedded twice, across processes and restarts. Start-up backfill embeds only the

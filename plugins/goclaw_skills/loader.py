@@ -1,4 +1,4 @@
-"""The skill loader: tier resolution with a cache between version bumps (spec §8, §13).
+"""The skill loader: tier resolution with a cache between version bumps.
 
 A :class:`Snapshot` holds every tier's records, read once per loader version (the watcher
 bumps the version after a change; the managed store is re-read when its database
@@ -6,7 +6,7 @@ fingerprint changes). A :class:`SkillView` is what one caller sees: records the 
 access, resolved by tier (the highest tier's copy of a slug wins, lower copies are listed as
 ``shadows``), then narrowed by the allow list. Views are cached per snapshot and caller, and
 each view lazily builds its search index (the retrieval engine's :class:`SearchIndex`: BM25
-postings and the skill vectors on the same slots, issue 11), so a prompt build or a search
+postings and the skill vectors on the same slots), so a prompt build or a search
 never rescans the disk.
 """
 
@@ -42,7 +42,7 @@ class ResolvedSkill:
         return self.record.slug
 
     def as_dict(self) -> dict[str, Any]:
-        """The ``goclaw skills list --json`` item (DESIGN.md §7)."""
+        """The ``goclaw skills list --json`` item."""
         r = self.record
         return {
             "slug": r.slug,
@@ -151,7 +151,7 @@ class SkillView:
 
 
 def embedding_text(record: SkillRecord) -> str:
-    """The text a skill is embedded by (reference: ``name + ": " + description``)."""
+    """The text a skill is embedded by: ``name + ": " + description``."""
     return f"{record.name}: {record.description}"
 
 
@@ -192,7 +192,7 @@ class SkillLoader:
         self.scans = 0  # how many times the tiers were read (tests check the cache with it)
 
     def bump(self) -> int:
-        """Mark the tiers changed; the next snapshot re-reads them (spec §13 BumpVersion)."""
+        """Mark the tiers changed; the next snapshot re-reads them."""
         with self._lock:
             self.version += 1
             return self.version

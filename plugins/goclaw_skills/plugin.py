@@ -1,5 +1,5 @@
 """Plugin ``goclaw.skills``: the ``skills`` service, the Skills prompt section, the
-``skill_search`` / ``use_skill`` tools and the start-up embedding backfill (spec §8-§13).
+``skill_search`` / ``use_skill`` tools and the start-up embedding backfill.
 
 Owns the ``skills`` tables (``goclaw_schema``, :mod:`goclaw_skills.tables`). The tiers are
 separate plugins (``goclaw.skills.tier.*``) and so are the slash commands
@@ -60,7 +60,7 @@ def goclaw_services(engine: Host) -> dict[str, Any]:
 
 @hookimpl
 def goclaw_startup(engine: Host) -> None:
-    """Spec §11: embed skills lacking vectors (nothing to do without an embedder)."""
+    """Embed skills lacking vectors (nothing to do without an embedder)."""
     if engine.has_service("skills") and engine.plugin_settings("skills").backfill_embeddings:
         engine.skills.backfill_embeddings()
 

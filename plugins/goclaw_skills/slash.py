@@ -1,13 +1,13 @@
-"""Plugin ``goclaw.slash_commands``: the spec's four slash commands (spec §9.5).
+"""Plugin ``goclaw.slash_commands``: the four skill slash commands.
 
 ``/<slug> prompt``, ``/use <slug-or-name> prompt`` (alias ``/activate``), ``/list-skills`` and
 ``/help <slug-or-name>``. Tenant settings come from ``system_configs``:
 ``skills.slash_commands.enabled`` (true), ``.suggest_not_found`` (true), ``.partial_matching``
 (false) and ``.prefix`` (``/``; exactly one non-space character, else ``/``). A first token
 that looks like a path (contains ``/``, ``\\`` or ``.``) is not a command; an unknown command
-with no close suggestion passes the message through unchanged (DECISIONS.md): a word under 3
+with no close suggestion passes the message through unchanged: a word under 3
 chars never gets one, and the edit distance allowed grows with the word's length (at most 3),
-so ``/ok thanks`` reaches the model (issue 12). Every lookup runs over the caller's own view
+so ``/ok thanks`` reaches the model. Every lookup runs over the caller's own view
 (grants, allow list, request filter), so activation, listing, help and suggestions never reveal
 a hidden skill.
 """
@@ -174,7 +174,7 @@ def allowed_distance(length: int) -> int:
     """Edits tolerated for a typed word of ``length`` chars: 1 up to 5 chars, 2 up to 8, then 3.
 
     The bound grows with the word, so a short word of prose (``/why is this``) is never "close"
-    to a skill just because every short string is within 3 edits of every other one (issue 12).
+    to a skill just because every short string is within 3 edits of every other one.
     """
     return min(MAX_DISTANCE, 1 if length <= 5 else 2 if length <= 8 else 3)
 
@@ -230,7 +230,7 @@ def _unknown(command: str, target: str, cfg: SlashConfig, view: Any, prefix: str
         return None
     found = suggestions(view, target)
     if not found:
-        return None  # passes through unchanged (DECISIONS.md)
+        return None  # nothing close: the message passes through unchanged
     listed = ", ".join(f"`{prefix}{s}`" for s in found)
     return SlashResult(
         command=command,

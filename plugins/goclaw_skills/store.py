@@ -1,10 +1,10 @@
-"""The managed skill store: ``skills``, ``skill_versions`` and the two grant tables (spec §12).
+"""The managed skill store: ``skills``, ``skill_versions`` and the two grant tables.
 
-Visibility (the UI's "access mode"): ``public`` = every agent and user of the tenant;
-``private`` = only the owner (``owner_id`` equals the calling user); ``internal`` = only
-agents with a ``skill_agent_grants`` row or users with a ``skill_user_grants`` row.
-:func:`list_accessible` is the spec's ``ListAccessible(agentID, userID)``. Every write here
-also touches ``skills.updated_at`` so that loaders in other processes notice (the loader's
+Visibility (the "access mode" ``goclaw skills visibility`` sets): ``public`` = every agent and
+user of the tenant; ``private`` = only the owner (``owner_id`` equals the calling user);
+``internal`` = only agents with a ``skill_agent_grants`` row or users with a
+``skill_user_grants`` row. :func:`list_accessible` says which of them a caller may use. Every
+write here also touches ``skills.updated_at`` so that loaders in other processes notice (the loader's
 database fingerprint).
 """
 
@@ -76,7 +76,7 @@ def db_fingerprint(engine: Host) -> tuple[Any, ...]:
 
 
 def list_accessible(engine: Host, agent_id: str | None, user: str | None) -> Access:
-    """``ListAccessible(agent, user)`` (spec §12): active skills the caller may use."""
+    """The active skills the caller (an agent, a user or both) may use."""
     tenant = engine.settings.tenant_id
     user = user or ""
     with engine.db.session() as s:
@@ -117,7 +117,7 @@ def version_content(engine: Host, skill_id: str, version: int) -> str | None:
 def read_skill_source(path: Path) -> tuple[str, str, list[str]]:
     """``(slug, SKILL.md text, ignored files)`` from a skill folder, a SKILL.md or a ZIP.
 
-    Everything is read within the limits of :mod:`goclaw_skills.limits` (issue 12): the
+    Everything is read within the limits of :mod:`goclaw_skills.limits`: the
     SKILL.md's size is checked before it is read, an archive is opened only within its size
     and entry limits and its SKILL.md is streamed with a byte cap.
     """
@@ -191,7 +191,7 @@ def add_skill(
     """Insert a managed skill or add a new version; returns ``(row, created)``.
 
     An unchanged SKILL.md (same hash) adds no version. ``visibility=None`` keeps the current
-    one (``private`` for a new skill, the reference default).
+    one (``private`` for a new skill).
     """
     validate_slug(slug)
     frontmatter, _body = split_frontmatter(text)

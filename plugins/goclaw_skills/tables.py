@@ -1,7 +1,7 @@
 """The skills plugin's tables (component ``skills``; migrations in ``migrations/``).
 
-The managed skill store (tier 4, spec §8-§12): ``skills`` with their ``skill_versions``, and
-the grants that give agents and users access (spec §12). Never change a table here without
+The managed skill store (tier 4): ``skills`` with their ``skill_versions``, and
+the grants that give agents and users access. Never change a table here without
 adding a revision under ``migrations/``.
 """
 
@@ -20,7 +20,7 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 
 
 class Skill(SQLModel, table=True):
-    """A skill in the managed store (tier 4); grants apply to these (spec §12)."""
+    """A skill in the managed store (tier 4); grants apply to these."""
 
     __tablename__ = "skills"
     __table_args__ = (UniqueConstraint("tenant_id", "slug", name="uq_skills_tenant_slug"),)

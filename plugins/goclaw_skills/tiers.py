@@ -1,4 +1,4 @@
-"""The five skill tiers (spec §8, DECISIONS.md "tiers"), each registered by its own plugin.
+"""The five skill tiers, each registered by its own plugin.
 
 1 ``workspace`` ``<workspace>/skills``; 2 ``project`` ``<workspace>/.agents/skills``;
 3 ``personal`` ``~/.agents/skills``; 4 ``global`` ``~/.goclaw/skills`` plus the managed store
@@ -74,7 +74,7 @@ class GlobalTier(FolderTier):
 
 
 def managed_records(engine: Host) -> list[SkillRecord | SkillProblem]:
-    """Active rows of the ``skills`` table as records (spec §12: tier 4 from the database)."""
+    """Active rows of the ``skills`` table as records (the database part of tier 4)."""
     from sqlmodel import select
 
     from goclaw_skills.tables import Skill
@@ -99,7 +99,7 @@ def managed_record(
         record = parse_skill_text(content, slug, path=where, base_dir=where, source="managed")
     except SkillParseError as exc:
         return SkillProblem(where, str(exc), "managed")
-    except Exception as exc:  # one bad row never hides the other managed skills (issue 12)
+    except Exception as exc:  # one bad row never hides the other managed skills
         return SkillProblem(where, f"cannot parse: {type(exc).__name__}: {exc}", "managed")
     record.managed = True
     record.skill_id = row.id

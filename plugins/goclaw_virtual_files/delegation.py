@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.virtual.delegation``: DELEGATION.md (spec §1).
+"""Plugin ``goclaw.virtual.delegation``: DELEGATION.md.
 
 Present when the agent has manual links. Up to ``delegation_inline_max`` (15) targets are listed
 inline with their descriptions; beyond that only a description of how to delegate is given, so

@@ -25,7 +25,7 @@ class VirtualFilesSettings(BaseModel):
     """``[plugins.virtual_files]``"""
 
     delegation_inline_max: int = Field(
-        default=15, ge=0, description="list delegation targets inline up to this many (spec §1)"
+        default=15, ge=0, description="list delegation targets inline up to this many"
     )
 
 

@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.virtual.team``: TEAM.md (spec §1), present when the agent is in a team:
+"""Plugin ``goclaw.virtual.team``: TEAM.md, present when the agent is in a team:
 team name, the agent's role, teammates with descriptions, and how the team works together."""
 
 from __future__ import annotations

@@ -274,7 +274,7 @@ RULES: tuple[Rule, ...] = (
         re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{86}==(?![A-Za-z0-9+/=])"),
         check=_not_a_digest,
     ),
-    # Personal data (spec §18).
+    # Personal data.
     # Not the password of a URL's user:password@host (that is a credential, and the host stays).
     Rule(
         "email",

@@ -5,8 +5,8 @@ Revises:
 Create Date: 2026-12-03 07:00:00
 
 ``channel_memory_extraction_items`` as the kernel's chain created it up to its 0005. A database
-made before issue 13 item 3 already has it, with rows: it is adopted as it is. Otherwise it is
-created.
+made by an older goclaw, whose kernel chain owned the table, already has it, with rows: it is
+adopted as it is. Otherwise it is created.
 """
 
 from __future__ import annotations

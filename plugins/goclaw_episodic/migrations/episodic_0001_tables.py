@@ -5,8 +5,9 @@ Revises:
 Create Date: 2026-12-03 07:00:00
 
 ``episodic_summaries`` as the kernel's chain left it at its 0004 (``lex`` terms; PostgreSQL
-``tsv`` generated from ``lex`` with a GIN index; no SQLite FTS5). A database made before issue
-13 item 3 already has it, with rows: it is adopted as it is. Otherwise it is created.
+``tsv`` generated from ``lex`` with a GIN index; no SQLite FTS5). A database made by an older
+goclaw, whose kernel chain owned the table, already has it, with rows: it is adopted as it is.
+Otherwise it is created.
 """
 
 from __future__ import annotations

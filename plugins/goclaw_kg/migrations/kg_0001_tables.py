@@ -5,9 +5,9 @@ Revises:
 Create Date: 2026-12-03 07:00:00
 
 ``kg_entities``, ``kg_relations`` and ``kg_dedup_candidates`` as the kernel's chain created them
-up to its 0005. A database made before issue 13 item 3 already has them, with rows: they are
-adopted as they are. Otherwise (a new database, or one made while the plugin was disabled) they
-are created.
+up to its 0005. A database made by an older goclaw, whose kernel chain owned these tables,
+already has them, with rows: they are adopted as they are. Otherwise (a new database, or one
+made while the plugin was disabled) they are created.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""``goclaw memory index|search|get|watch`` (spec §14-§15, DESIGN.md §7).
+"""``goclaw memory index|search|get|watch``.
 
-The memory plugin's commands, declared in :mod:`goclaw.cli.registry` and imported only when
-``goclaw memory`` runs (issue 13 item 3).
+The memory plugin's commands, declared in its manifest (:mod:`goclaw_memory.manifest`) and
+imported only when ``goclaw memory`` runs.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def memory_index(agent: str | None, user: str | None, bulk: bool, as_json: bool)
 
 
 def _note_skipped(report: Any) -> None:
-    """Name the files an index run skipped (issue 12: reported, never fatal)."""
+    """Name the files an index run skipped (reported, never fatal)."""
     skipped = getattr(report, "skipped_files", None) or []
     if skipped:
         n = len(skipped)

@@ -1,6 +1,6 @@
-"""``goclaw eval`` and ``goclaw memory doctor``: measure retrieval, check the index (issue 11).
+"""``goclaw eval`` and ``goclaw memory doctor``: measure retrieval, check the index.
 
-The harness is the kernel's (``goclaw_memory.evaluation``, imported inside the command so
+The harness is :mod:`goclaw_memory.evaluation` (imported inside the command so
 that ``goclaw --help`` stays fast); the doctor is the memory service's (``engine.memory.doctor``).
 """
 

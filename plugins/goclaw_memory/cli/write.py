@@ -1,4 +1,4 @@
-"""``goclaw memory add|correct|delete|list`` (issue 14): the memory write API on the CLI.
+"""``goclaw memory add|correct|delete|list``: the memory write API on the CLI.
 
 Without ``--user`` the agent-level memory is written; with it, that user's own. ``TEXT`` of
 ``-`` (or no TEXT) reads stdin.

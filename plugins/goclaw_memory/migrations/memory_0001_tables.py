@@ -6,8 +6,9 @@ Create Date: 2026-12-03 06:30:00
 
 ``memory_documents`` and ``memory_chunks`` as the kernel's chain left them at its 0004
 (``lex`` terms; PostgreSQL ``tsv`` generated from ``lex`` with a GIN index; no SQLite FTS5).
-A database made before issue 13 item 3 already has them, with rows: they are adopted as they
-are. Otherwise (a new database, or one made while this plugin was disabled) they are created.
+A database made by an older goclaw, whose kernel chain owned these tables, already has them,
+with rows: they are adopted as they are. Otherwise (a new database, or one made while this
+plugin was disabled) they are created.
 """
 
 from __future__ import annotations

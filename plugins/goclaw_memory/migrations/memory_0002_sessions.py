@@ -5,8 +5,9 @@ Revises: memory_0001
 Create Date: 2026-12-03 07:00:00
 
 ``sessions`` and ``session_messages`` (the ``sessions`` service of this plugin) as the kernel's
-chain created them up to its 0005. A database made before issue 13 item 3 already has them, with
-rows: they are adopted as they are. Otherwise they are created.
+chain created them up to its 0005. A database made by an older goclaw, whose kernel chain owned
+these tables, already has them, with rows: they are adopted as they are. Otherwise they are
+created.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Section 1.5, First-run Bootstrap Override (spec §3, §5).
+"""Section 1.5, First-run Bootstrap Override.
 
 While BOOTSTRAP.md is pending it takes priority: open agents run the full ritual (learn the user,
 choose an identity), predefined agents onboard the user softly. When no ritual is pending but

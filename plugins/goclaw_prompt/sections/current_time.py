@@ -1,4 +1,4 @@
-"""Section 8, Current Time (spec §5). The date only, in UTC, so the prompt stays cacheable all day."""
+"""Section 8, Current Time. The date only, in UTC, so the prompt stays cacheable all day."""
 
 from __future__ import annotations
 

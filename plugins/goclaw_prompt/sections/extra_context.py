@@ -1,4 +1,4 @@
-"""Section 10, Extra Context / Subagent Context (spec §5): the runtime's extra prompt, isolated
+"""Section 10, Extra Context / Subagent Context: the runtime's extra prompt, isolated
 in ``<extra_context>`` (its own wrapper tags inside are neutralised)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Section 1, Identity (spec §5): who the model is and where it runs."""
+"""Section 1, Identity: who the model is and where it runs."""
 
 from __future__ import annotations
 

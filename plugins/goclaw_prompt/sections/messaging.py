@@ -1,4 +1,4 @@
-"""Section 9, Messaging (spec §5, full mode): how replies reach the user."""
+"""Section 9, Messaging (full mode): how replies reach the user."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Section 11, Project Context (spec §5): the context files and virtual files.
+"""Section 11, Project Context: the context files and virtual files.
 
 Stored files are wrapped in ``<context_file name="...">`` after a defensive preamble; virtual
 files in ``<system_context name="...">``. Content cannot close its wrapper early: wrapper tags

@@ -1,4 +1,4 @@
-"""Section 15, Runtime (spec §5): one line of facts about this run."""
+"""Section 15, Runtime: one line of facts about this run."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Section 3, Safety (spec §5): hard directives that no context file can override."""
+"""Section 3, Safety: hard directives that no context file can override."""
 
 from __future__ import annotations
 

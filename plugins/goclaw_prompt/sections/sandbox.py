@@ -1,4 +1,4 @@
-"""Section 6.5, Sandbox (spec §5): only when the runtime runs tools in a sandbox."""
+"""Section 6.5, Sandbox: only when the runtime runs tools in a sandbox."""
 
 from __future__ import annotations
 

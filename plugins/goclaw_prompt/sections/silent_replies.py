@@ -1,4 +1,4 @@
-"""Section 12, Silent Replies (spec §5, full mode): the NO_REPLY convention."""
+"""Section 12, Silent Replies (full mode): the NO_REPLY convention."""
 
 from __future__ import annotations
 

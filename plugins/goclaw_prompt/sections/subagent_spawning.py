@@ -1,4 +1,4 @@
-"""Section 14, Sub-Agent Spawning (spec §5): only when the runtime offers a spawn tool
+"""Section 14, Sub-Agent Spawning: only when the runtime offers a spawn tool
 (``[plugins.prompt] spawn_tools``)."""
 
 from __future__ import annotations

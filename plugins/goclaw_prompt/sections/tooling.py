@@ -1,4 +1,4 @@
-"""Section 2, Tooling (spec §5): the tools the runtime offers this turn, sorted by name."""
+"""Section 2, Tooling: the tools the runtime offers this turn, sorted by name."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Section 7, User Identity (spec §5, full mode): who is on the other side."""
+"""Section 7, User Identity (full mode): who is on the other side."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Section 6, Workspace (spec §5): where the agent's own files live (DESIGN.md §2b)."""
+"""Section 6, Workspace: where the agent's own files live."""
 
 from __future__ import annotations
 
