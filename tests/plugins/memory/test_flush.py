@@ -76,17 +76,28 @@ def litellm_module() -> Any:
     return import_litellm()
 
 
-@pytest.fixture
-def llm_engine(make_engine: Any) -> Any:
+def _llm_engine(make_engine: Any, timeout: float) -> Any:
     eng = make_engine(
         plugins={
             "llm": {"model": "gpt-4o-mini"},
             "embeddings": {"provider": "none"},
-            "memory": {"flush": {"timeout": 1.0}},
+            "memory": {"flush": {"timeout": timeout}},
         }
     )
     eng.agents.create("ada")
     return eng
+
+
+@pytest.fixture
+def llm_engine(make_engine: Any) -> Any:
+    """A flush budget no loaded machine reaches: the scripted model answers at once."""
+    return _llm_engine(make_engine, 60.0)
+
+
+@pytest.fixture
+def impatient_engine(make_engine: Any) -> Any:
+    """A 1 s flush budget, for the model that never answers in time."""
+    return _llm_engine(make_engine, 1.0)
 
 
 def script(monkeypatch: pytest.MonkeyPatch, litellm: Any, steps: list[Any]) -> Script:
@@ -215,12 +226,12 @@ def test_flush_error_falls_back(
 
 
 def test_flush_timeout_falls_back(
-    llm_engine: Any, monkeypatch: pytest.MonkeyPatch, litellm_module: Any
+    impatient_engine: Any, monkeypatch: pytest.MonkeyPatch, litellm_module: Any
 ) -> None:
     script(monkeypatch, litellm_module, [("sleep", 3.0)])  # the flush budget is 1 s here
-    result = llm_engine.sessions.compact(record(llm_engine), keep_last=0)
+    result = impatient_engine.sessions.compact(record(impatient_engine), keep_last=0)
     assert result.flush.method == "fallback" and result.flush.reason == "timeout"
-    assert "2026-03-01" in daily(llm_engine).read_text()
+    assert "2026-03-01" in daily(impatient_engine).read_text()
 
 
 def test_flush_tools_are_confined(
