@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
-from goclaw.contracts.hooks import ContextFile, PromptMode, PromptRequest, SlashResult, Tool
+from goclaw.contracts.hooks import ContextFile, PromptRequest, SlashResult, Tool
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -206,8 +206,9 @@ class ToolCaller(Protocol):
 
 
 class HookCalls(Protocol):
-    """``host.hooks``: the other plugins' contributions, collected (each list sorted, each
-    registry checked for clashes)."""
+    """``host.hooks``: the plugins' contributions to a hook, collected (each list sorted, each
+    registry checked for clashes). A plugin calls the hooks it declares itself through the
+    generic :meth:`call`, :meth:`first`, :meth:`items` and :meth:`registry`."""
 
     @property
     def manager(self) -> Any:
@@ -220,22 +221,6 @@ class HookCalls(Protocol):
         returned (re-raised under ``plugins.strict``); a built-in's failure propagates."""
         ...
 
-    def prompt_sections(self) -> list[PromptSection]: ...
-
-    def prompt_modes(self) -> dict[str, PromptMode]: ...
-
-    def resolve_prompt_mode(self, request: PromptRequest) -> str | None: ...
-
-    def context_file_sources(self) -> list[ContextFileSource]: ...
-
-    def virtual_context_files(self, ctx: PromptContext) -> list[ContextFile]: ...
-
-    def slash_commands(self) -> list[SlashCommand]: ...
-
-    def skill_tiers(self) -> list[SkillTier]: ...
-
-    def search_backends(self) -> dict[str, Factory]: ...
-
     def call(self, hook: str, **kwargs: Any) -> list[tuple[str | None, Any]]:
         """Call an "everyone contributes" hook by name, a plugin's own included (one it added
         through ``goclaw_add_hookspecs``): ``[(plugin, result)]``, Nones dropped; ``[]`` when
@@ -244,6 +229,19 @@ class HookCalls(Protocol):
 
     def first(self, hook: str, **kwargs: Any) -> Any:
         """Call a ``firstresult`` hook by name: the first non-None answer, or None."""
+        ...
+
+    def items(
+        self, hook: str, what: str, key: Callable[[Any], Any] = lambda item: item.name, **kwargs: Any
+    ) -> list[Any]:
+        """Call a hook whose answers are lists of named items (``what`` names them in errors):
+        flattened, sorted by ``key``; a name two plugins contribute is an error naming both;
+        kept for the host's life when the hook takes no arguments."""
+        ...
+
+    def registry(self, hook: str, what: str) -> dict[str, Factory]:
+        """Call a registry hook (``{name: factory}`` answers): merged; a name two plugins
+        register is an error naming both."""
         ...
 
     def implementers(self, hook: str) -> list[object]:

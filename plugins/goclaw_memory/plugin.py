@@ -103,11 +103,3 @@ def goclaw_http_routes(engine: Any, auth: Any) -> Any:
     from goclaw_memory.http import router
 
     return router(engine, auth)
-
-
-@hookimpl
-def goclaw_add_hookspecs(plugin_manager: Any) -> None:
-    """This plugin's own hooks (:mod:`goclaw_memory.hookspecs`), for other plugins to implement."""
-    from goclaw_memory import hookspecs
-
-    plugin_manager.add_hookspecs(hookspecs)
