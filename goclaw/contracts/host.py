@@ -7,9 +7,8 @@ plugin that asks for nothing else keeps working whatever the kernel does inside.
 hands out one of its own objects (``host.db``, ``host.agents``, ``host.hooks``, ...), the type
 here describes the part a plugin may use, not the kernel's class.
 
-Feature services are reached by name: ``host.service("memory")`` (typed helpers such as
-:func:`goclaw.contracts.services.memory_service` return them as their contract Protocol),
-``host.has_service("kg")`` to ask first.
+Feature services are reached by name: ``host.service("memory")`` (its contract Protocol is in
+:data:`goclaw.contracts.services.SERVICES`), ``host.has_service("kg")`` to ask first.
 
 The protocols that hold or receive the host live here too, since the host's hooks return them:
 :class:`PromptContext` (what a prompt section reads), :class:`PromptSection`,

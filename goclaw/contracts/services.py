@@ -1,8 +1,7 @@
 """Service contracts: what each ``goclaw_services`` name promises (issue 13 item 1).
 
 A plugin contributes services by name through ``goclaw_services``; a plugin reaches one with
-``host.service(name)``, typed by the Protocol below through the helpers at the end
-(``memory_service(host)`` is a :class:`MemoryService`). A third
+``host.service(name)`` and may type it with the Protocol below. A third
 party replaces a feature by disabling its plugin and providing an object that satisfies the same
 Protocol under the same name. :data:`SERVICES` maps every documented name to its Protocol; the
 meta-tests check each built-in against it, member by member and parameter by parameter.
@@ -16,7 +15,7 @@ from __future__ import annotations
 
 import builtins
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from goclaw.contracts.host import EventPublisher
 from goclaw.contracts.memory import (
@@ -29,7 +28,6 @@ from goclaw.contracts.memory import (
 
 if TYPE_CHECKING:
     from goclaw.contracts.hooks import PromptRequest
-    from goclaw.contracts.host import Host
     from goclaw.contracts.store import Agent
 
 
@@ -225,51 +223,6 @@ SERVICES: dict[str, tuple[type, str]] = {
     "events": (EventPublisher, "kernel"),
 }
 
-# --------------------------------------------------------------------------- typed lookups
-# ``host.service(name)`` typed as its contract (no runtime check: the meta-tests check the
-# built-ins against these Protocols, and a replacement answers for its own).
-
-
-def files_service(host: Host) -> ContextFileService:
-    """``host.service("files")``."""
-    return cast("ContextFileService", host.service("files"))
-
-
-def prompt_service(host: Host) -> PromptService:
-    """``host.service("prompt")``."""
-    return cast("PromptService", host.service("prompt"))
-
-
-def skills_service(host: Host) -> SkillsService:
-    """``host.service("skills")``."""
-    return cast("SkillsService", host.service("skills"))
-
-
-def memory_service(host: Host) -> MemoryService:
-    """``host.service("memory")``."""
-    return cast("MemoryService", host.service("memory"))
-
-
-def sessions_service(host: Host) -> SessionService:
-    """``host.service("sessions")``."""
-    return cast("SessionService", host.service("sessions"))
-
-
-def episodic_service(host: Host) -> EpisodicService:
-    """``host.service("episodic")``."""
-    return cast("EpisodicService", host.service("episodic"))
-
-
-def kg_service(host: Host) -> KnowledgeGraphService:
-    """``host.service("kg")``."""
-    return cast("KnowledgeGraphService", host.service("kg"))
-
-
-def channel_memory_service(host: Host) -> ChannelMemoryService:
-    """``host.service("channel_memory")``."""
-    return cast("ChannelMemoryService", host.service("channel_memory"))
-
-
 __all__ = [
     "SERVICES",
     "ContextFileService",
@@ -278,12 +231,4 @@ __all__ = [
     "Seeder",
     "SkillsService",
     "Summoner",
-    "channel_memory_service",
-    "episodic_service",
-    "files_service",
-    "kg_service",
-    "memory_service",
-    "prompt_service",
-    "sessions_service",
-    "skills_service",
 ]
