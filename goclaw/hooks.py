@@ -210,6 +210,9 @@ class Hooks:
             steps.extend(result)
         return steps
 
+    def forgotten(self, engine: Host, scope: ForgetScope) -> None:
+        self._collect("goclaw_forgotten", engine=engine, scope=scope)
+
     # ------------------------------------------------------------------ registries
     def embedding_providers(self) -> dict[str, Factory]:
         return self.registry("goclaw_embedding_providers", "embedding provider")

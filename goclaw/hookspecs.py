@@ -193,6 +193,19 @@ def goclaw_forget_rows(engine: Host, scope: ForgetScope, connection: Any) -> lis
     """
 
 
+@hookspec
+def goclaw_forgotten(engine: Host, scope: ForgetScope) -> None:
+    """React to an erasure by ``goclaw forget``: the rows of ``scope`` (and its folders) are
+    gone; drop what was derived from them outside those rows (caches, a search index of one's
+    own), so no erased text survives.
+
+    Semantics: every implementation is called once, after the erasing transaction committed
+    and before the erasure is checked (nothing of ``scope`` may be written again).
+    Default plugin: ``goclaw.memory`` (gives each agent's memory index a new version, so every
+    process's search backend catches up, and has its own backend drop the erased rows).
+    """
+
+
 # --------------------------------------------------------------------------- registries
 
 

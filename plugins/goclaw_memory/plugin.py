@@ -40,6 +40,13 @@ def goclaw_forget_rows(engine: Any, scope: Any, connection: Any) -> list[Any]:
 
 
 @hookimpl
+def goclaw_forgotten(engine: Any, scope: Any) -> None:
+    from goclaw_memory.erase import forgotten
+
+    forgotten(engine, scope)
+
+
+@hookimpl
 def goclaw_services(engine: Any) -> dict[str, Any]:
     from goclaw_memory.service import MemoryService
     from goclaw_memory.sessions import SessionService

@@ -117,6 +117,10 @@ class Spy:
         return []
 
     @hookimpl
+    def goclaw_forgotten(self, engine: Any, scope: Any) -> None:
+        self._hit("goclaw_forgotten")
+
+    @hookimpl
     def goclaw_cli_commands(self) -> list[Any]:
         self._hit("goclaw_cli_commands")
         return [CommandSpec("spy", "Spy.", "spy_module:spy")]
@@ -215,6 +219,7 @@ def test_every_hook_is_reachable_through_the_facade(workspace: Path) -> None:
         hooks.schema_components()
         with engine.db.engine.connect() as conn:
             hooks.forget_rows(engine, ForgetScope((agent.id,), "u"), conn)
+        hooks.forgotten(engine, ForgetScope((agent.id,), "u"))
         assert hooks.cli_commands() == [("spy", CommandSpec("spy", "Spy.", "spy_module:spy"))]
         # The plugins' own hooks, through the generic facade calls their code makes.
         prompt_hooks.sections(engine)
