@@ -1,4 +1,4 @@
-"""Erase one user's data (a GDPR erasure request, issue 14): ``goclaw forget --user U``.
+"""Erase one user's data (a GDPR erasure request): ``goclaw forget --user U``.
 
 What goes, for every agent (or the one named):
 

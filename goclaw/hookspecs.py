@@ -98,7 +98,7 @@ def goclaw_startup(engine: Host) -> None:
     Semantics: every implementation is called, in pluggy's call order (use ``tryfirst`` /
     ``trylast`` to order); an exception in a third-party implementation is reported and
     skipped unless ``plugins.strict``.
-    Default plugins: ``goclaw.skills`` (embedding backfill, spec §11), ``goclaw.memory``
+    Default plugins: ``goclaw.skills`` (embedding backfill), ``goclaw.memory``
     (optional watcher).
     """
 
@@ -107,13 +107,13 @@ def goclaw_startup(engine: Host) -> None:
 def goclaw_agent_created(engine: Host, agent: Agent) -> None:
     """React to a new agent. Called after the agent row is committed, outside any transaction.
 
-    Default plugin: ``goclaw.bootstrap`` seeds the agent-level context files (spec §3).
+    Default plugin: ``goclaw.bootstrap`` seeds the agent-level context files.
     """
 
 
 @hookspec
 def goclaw_cli_commands() -> list[CommandSpec] | None:
-    """Declare top-level ``goclaw`` commands, lazily (issue 13 item 3): the preferred form.
+    """Declare top-level ``goclaw`` commands, lazily: the preferred form.
 
     Return :class:`goclaw.contracts.commands.CommandSpec` values: the command's name, its one-line
     help and ``"module:attribute"`` of its ``click`` command. ``goclaw --help`` lists them from
@@ -159,7 +159,7 @@ def goclaw_http_routes(engine: Host, auth: Callable[..., Any]) -> Any:
     """
 
 
-# --------------------------------------------------------------------------- storage (issue 13 item 3)
+# --------------------------------------------------------------------------- storage
 
 
 @hookspec
@@ -249,7 +249,7 @@ def goclaw_llm_providers() -> dict[str, Factory] | None:
 
 @hookspec
 def goclaw_consolidation_workers() -> list[ConsolidationWorker] | None:
-    """Contribute consolidation workers subscribed to durable event types (spec §18).
+    """Contribute consolidation workers subscribed to durable event types.
 
     Returns: objects with ``name``, ``event_types`` and ``handle(event, engine)``
     (:class:`goclaw.contracts.events.ConsolidationWorker`; event names and payload shapes are in

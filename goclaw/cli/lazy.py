@@ -1,4 +1,4 @@
-"""Commands declared, listed and imported only when they run (issue 13 item 3).
+"""Commands declared, listed and imported only when they run.
 
 :class:`LazyGroup` is the root ``goclaw`` group. It holds :class:`CommandSpec` declarations:
 ``goclaw --help`` lists them from the declaration alone, and a command's module is imported only

@@ -1,4 +1,4 @@
-"""``goclaw workers run|status|events|retry|prune`` (DESIGN.md §6)."""
+"""``goclaw workers run|status|events|retry|prune``: the durable event queue's workers."""
 
 from __future__ import annotations
 

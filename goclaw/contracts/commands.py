@@ -1,4 +1,4 @@
-"""CLI commands a plugin declares without importing them (issue 13 item 3).
+"""CLI commands a plugin declares without importing them.
 
 A :class:`CommandSpec` names one top-level ``goclaw`` command, its one-line help and where its
 ``click`` command lives (``"package.module:attribute"``). ``goclaw --help`` lists declarations
@@ -22,7 +22,7 @@ class CommandSpec:
     ``target`` is ``"module:attribute"`` of a ``click.Command`` or ``click.Group``, imported only
     when the command runs; ``plugin`` is the owning plugin's name (the kernel fills it in from
     the plugin's entry point; empty for the kernel's own commands); ``startup`` opens the engine with
-    the start-up hooks (for example the skill-embedding backfill, spec §11), which a one-shot
+    the start-up hooks (for example the skill-embedding backfill), which a one-shot
     command that does not search should skip.
     """
 

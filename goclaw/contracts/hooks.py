@@ -39,11 +39,11 @@ class ToolInfo:
 
 @dataclass(frozen=True)
 class PromptRequest:
-    """What a runtime knows when it asks for a system prompt (spec §5).
+    """What a runtime knows when it asks for a system prompt.
 
     ``mode=None`` lets the engine pick: subagent and cron session keys give ``minimal``,
-    everything else ``full`` (DECISIONS.md, modes). A subagent or cron key keeps its mode even
-    when ``mode`` names another one (issue 12).
+    everything else ``full``. A subagent or cron key keeps its mode even when ``mode`` names
+    another one.
     """
 
     agent: str
@@ -55,7 +55,7 @@ class PromptRequest:
     channel: str | None = None
     sandbox: bool = False
     extra_prompt: str | None = None
-    # Per-request skill filter (spec §12.5): None = use the agent's allow list.
+    # Per-request skill filter: None = use the agent's allow list.
     skill_filter: tuple[str, ...] | None = None
     now: datetime | None = None
 
@@ -84,7 +84,7 @@ class PromptMode:
 
 @dataclass
 class SlashResult:
-    """What a slash command did to this turn (spec §9.5).
+    """What a slash command did to this turn.
 
     ``skill`` narrows the turn to one skill whose full SKILL.md is injected; ``reply`` is a
     direct answer (``/list-skills``, ``/help``); ``message`` replaces the user message.

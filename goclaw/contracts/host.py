@@ -360,9 +360,9 @@ class PromptContext:
 
 @runtime_checkable
 class PromptSection(Protocol):
-    """A section of the system prompt (spec §5).
+    """A section of the system prompt.
 
-    ``order`` positions it (the spec's numbers: Identity 1, Bootstrap override 1.5, ...);
+    ``order`` positions it (Identity 1, Bootstrap override 1.5, ...);
     ``modes`` lists the prompt modes it appears in. ``render`` returns the text, or ``None``
     / ``""`` to leave the section out of this build.
     """
@@ -397,7 +397,7 @@ class SlashCommand(Protocol):
 
 @runtime_checkable
 class SkillTier(Protocol):
-    """A place skills come from (spec §8). ``priority`` 1 is the highest tier; a higher tier's
+    """A place skills come from. ``priority`` 1 is the highest tier; a higher tier's
     skill overrides a lower tier's skill with the same folder slug."""
 
     name: str

@@ -1,4 +1,4 @@
-"""Service contracts: what each ``goclaw_services`` name promises (issue 13 item 1).
+"""Service contracts: what each ``goclaw_services`` name promises.
 
 A plugin contributes services by name through ``goclaw_services``; a plugin reaches one with
 ``host.service(name)`` and may type it with the Protocol below. A third
@@ -8,7 +8,7 @@ meta-tests check each built-in against it, member by member and parameter by par
 
 Return values that are plugin records (``MemoryHit``, ``ResolvedSkill``, ``EpisodicSummary``
 rows, ...) are typed ``Any`` here: their documented fields are listed in the docstrings, and
-their ``as_dict()`` / JSON shapes are the CLI contract of DESIGN.md §7.
+their ``as_dict()`` / JSON shapes are what the CLI prints with ``--json``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 @runtime_checkable
 class ContextFileService(Protocol):
     """``host.service("files")`` (``goclaw.context_files``, essential): agent-level and per-user context
-    files (AGENTS.md, SOUL.md, ...; spec §1, §4). ``user=None`` means agent level."""
+    files (AGENTS.md, SOUL.md, ...). ``user=None`` means agent level."""
 
     @property
     def cache_seconds(self) -> float:
@@ -69,7 +69,7 @@ class ContextFileService(Protocol):
         ...
 
     def write_from_chat(self, agent: str, user: str, name: str, content: str) -> str:
-        """The file tool's write, with the predefined agents' write protection (DECISIONS.md)."""
+        """The file tool's write, with the predefined agents' write protection."""
         ...
 
 
@@ -78,18 +78,18 @@ class Seeder(Protocol):
     """``host.service("seeder")`` (``goclaw.bootstrap``): seed context files from templates."""
 
     def seed_agent(self, agent: str | Agent) -> list[str]:
-        """Seed the agent-level files (spec §3); returns the names written."""
+        """Seed the agent-level files from templates; returns the names written."""
         ...
 
     def seed_user(self, agent: str | Agent, user: str, *, skip_if_any_exist: bool = True) -> list[str]:
-        """Seed a user's files on their first prompt (spec §3); never overwrites."""
+        """Seed a user's files on their first prompt; never overwrites."""
         ...
 
 
 @runtime_checkable
 class Summoner(Protocol):
     """``host.service("summoner")`` (``goclaw.bootstrap``): create an agent from a description
-    with one LLM call, falling back to templates (spec §7)."""
+    with one LLM call, falling back to templates."""
 
     def summon(
         self, name: str, description: str, *, agent_type: str = "predefined", **llm_options: Any
@@ -101,7 +101,7 @@ class Summoner(Protocol):
 
 @runtime_checkable
 class PromptBuild(Protocol):
-    """A built system prompt (``goclaw prompt --json``, DESIGN.md §7)."""
+    """A built system prompt (``goclaw prompt --json``)."""
 
     prompt: str
     mode: str
@@ -116,7 +116,7 @@ class PromptBuild(Protocol):
 
 @runtime_checkable
 class PromptService(Protocol):
-    """``host.service("prompt")`` (``goclaw.prompt``, essential): BuildSystemPrompt (spec §5)."""
+    """``host.service("prompt")`` (``goclaw.prompt``, essential): builds the system prompt."""
 
     def build(self, request: PromptRequest) -> Any:
         """Build the prompt for ``request``; returns a :class:`PromptBuild`."""
@@ -132,7 +132,7 @@ class PromptService(Protocol):
 
 @runtime_checkable
 class SkillsService(Protocol):
-    """``host.service("skills")`` (``goclaw.skills``): tiered skills, search, grants (spec §8-§12).
+    """``host.service("skills")`` (``goclaw.skills``): tiered skills, search, grants.
 
     Listing and search honour the agent's allow list and grants: a skill the caller cannot
     access is never revealed. Items have ``slug``, ``name``, ``description``, ``source``,

@@ -1,4 +1,4 @@
-"""``goclaw mcp``: an MCP server over stdio or streamable HTTP (issue 14), on the official SDK.
+"""``goclaw mcp``: an MCP server over stdio or streamable HTTP, on the official SDK.
 
 What a client sees, scoped at start to one agent (and one user, or a user per HTTP connection):
 
