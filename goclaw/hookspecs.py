@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from goclaw.contracts.commands import CommandSpec
     from goclaw.contracts.events import ConsolidationWorker
-    from goclaw.contracts.hooks import Tool
+    from goclaw.contracts.hooks import McpPrompt, Tool
     from goclaw.contracts.host import Factory, Host
     from goclaw.contracts.schema import ForgetScope, ForgetStep, SchemaComponent
     from goclaw.contracts.store import Agent
@@ -270,6 +270,17 @@ def goclaw_tools(engine: Host) -> list[Tool] | None:
     Default plugins: ``goclaw.context_files`` (read/write_context_file), ``goclaw.skills``
     (skill_search, use_skill), ``goclaw.memory`` (memory_search, memory_get),
     ``goclaw.episodic`` (memory_expand).
+    """
+
+
+@hookspec
+def goclaw_mcp_prompts(engine: Host) -> list[McpPrompt] | None:
+    """Contribute prompts (and resources) to ``goclaw mcp``: :class:`goclaw.contracts.hooks.McpPrompt`.
+
+    Semantics: all collected when a client lists or asks for one, sorted by name; a duplicate
+    name is an error. A prompt with a ``uri`` is a Markdown resource too (read without
+    arguments). Default plugin: ``goclaw.prompt`` (``system_prompt``, resource
+    ``goclaw://prompt/system``: the assembled system prompt of the server's scope).
     """
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 __all__ = [
     "ContextFile",
+    "McpPrompt",
     "PromptMode",
     "PromptRequest",
     "SearchHit",
@@ -77,6 +78,22 @@ class PromptMode:
     name: str
     description: str = ""
     file_allowlist: frozenset[str] | None = None
+
+
+@dataclass(frozen=True)
+class McpPrompt:
+    """A prompt ``goclaw mcp`` offers (hook ``goclaw_mcp_prompts``) and, with a ``uri``, the same
+    text as a Markdown resource. ``render(context, arguments)`` returns the text for the server's
+    scope (a :class:`~goclaw.contracts.tools.ToolContext`) and the client's arguments
+    (``arguments``: ``(name, description)`` pairs, all optional). ``description`` may name the
+    server's agent as ``{agent}``; ``title`` names the text in the result and the resource."""
+
+    name: str
+    title: str
+    description: str
+    render: Callable[[Any, Mapping[str, str]], str]
+    arguments: tuple[tuple[str, str], ...] = ()
+    uri: str | None = None
 
 
 # --------------------------------------------------------------------------- slash commands

@@ -188,8 +188,13 @@ class Tokenizer(Protocol):
 
 
 class ToolCaller(Protocol):
-    """``host.tools``: run a runtime tool under the tool calling contract
+    """``host.tools``: list and run the runtime tools under the tool calling contract
     (:mod:`goclaw.contracts.tools`)."""
+
+    def list(self, context: ToolContext | None = None) -> builtins.list[Any]:
+        """The tools (``name``, ``description``, ...) sorted by name; with a context, only those
+        usable in it."""
+        ...
 
     def call(
         self,

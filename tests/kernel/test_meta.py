@@ -193,6 +193,11 @@ class Spy:
         return list(reversed(hits))
 
     @hookimpl
+    def goclaw_mcp_prompts(self, engine: Any) -> list[Any]:
+        self._hit("goclaw_mcp_prompts")
+        return []
+
+    @hookimpl
     def goclaw_consolidation_workers(self) -> list[Any]:
         self._hit("goclaw_consolidation_workers")
         return []
@@ -249,6 +254,7 @@ def test_every_hook_is_reachable_through_the_facade(workspace: Path) -> None:
         assert hooks.first("goclaw_memory_rerank", hits=[1, 2], **rerank) == [2, 1]
         hooks.consolidation_workers()
         hooks.tools(engine)
+        hooks.items("goclaw_mcp_prompts", "MCP prompt", engine=engine)
     assert spy.called == ALL_HOOKS
 
 
