@@ -249,6 +249,21 @@ def test_misspelled_hook_fails_at_startup() -> None:
     assert manager.records["typo"].status == "failed"
 
 
+def test_a_plugins_own_hook_exists_while_that_plugin_is_disabled() -> None:
+    """The skills plugin's hook comes from its manifest (HOOKSPECS): a plugin implementing it
+    (no optionalhook) loads with goclaw.skills disabled, and nobody calls it."""
+
+    class Tier:
+        @hookimpl
+        def goclaw_skill_tiers(self) -> list[Any]:
+            raise AssertionError("called while goclaw.skills is off")
+
+    manager = build_plugin_manager(PluginsConfig(disable=["goclaw.skills"], strict=True), [("tier", Tier())])
+    assert manager.records["tier"].status == "active"
+    assert manager.records["goclaw.skills.tier.project"].status == "active"
+    assert manager.pm.hook.goclaw_skill_tiers.spec is not None
+
+
 class _BadRender:
     @hookimpl
     def goclaw_prompt_sections(self) -> list[Any]:
