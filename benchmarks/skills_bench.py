@@ -159,6 +159,7 @@ def bench_engine(quick: bool) -> list[dict[str, Any]]:
     from goclaw.contracts.hooks import PromptRequest
     from goclaw.contracts.host import PromptContext
     from goclaw.engine import Engine
+    from goclaw_prompt import hookspecs as prompt_hooks
 
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -174,7 +175,7 @@ def bench_engine(quick: bool) -> list[dict[str, Any]]:
         try:
             eng.agents.create("bench")
             agent = eng.agents.get("bench")
-            [section] = [s for s in eng.hooks.prompt_sections() if s.name == "skills"]
+            [section] = [s for s in prompt_hooks.sections(eng) if s.name == "skills"]
 
             def render() -> None:
                 ctx = PromptContext(eng, PromptRequest(agent="bench"), agent, "", "full")

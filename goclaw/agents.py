@@ -1,4 +1,4 @@
-"""Agents: the scope every other row hangs from (spec §4), plus links and teams (spec §1)."""
+"""Agents: the scope every other row hangs from, plus links (DELEGATION.md) and teams (TEAM.md)."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ class AgentService:
         settings: dict[str, Any] | None = None,
         status: str = "active",
     ) -> Agent:
-        """Create an agent; the ``goclaw_agent_created`` hook then seeds its files (spec §3)."""
+        """Create an agent; the ``goclaw_agent_created`` hook then seeds its files."""
         validate_agent_name(name)
         if agent_type not in AGENT_TYPES:
             raise ValidationError(f"invalid agent type {agent_type!r}: use 'open' or 'predefined'")
@@ -133,7 +133,7 @@ class AgentService:
         agent: Agent = tracker.cached(("agent", self.tenant, name), ttl, lambda: self.get(name))
         return agent
 
-    # ------------------------------------------------------------------ folders (issue 12 §22)
+    # ------------------------------------------------------------------ folders
     def _folder(self, name: str, workspace_dir: str | None) -> Path:
         if workspace_dir:
             path = Path(workspace_dir).expanduser()
@@ -145,7 +145,7 @@ class AgentService:
     def check_agent_dir(self, name: str, workspace_dir: str | None, *, exclude_id: str | None = None) -> None:
         """An agent's folder holds its memory: it must lie below the workspace's agents folder
         (symlinks resolved) and must neither be, contain nor sit inside another agent's folder,
-        so no agent can read another's memory through its own (issue 12 §22)."""
+        so no agent can read another's memory through its own."""
         area = (self.engine.workspace / self.engine.settings.agents_dir).resolve()
         if workspace_dir is not None:
             if not workspace_dir.strip() or "\x00" in workspace_dir:

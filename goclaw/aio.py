@@ -1,4 +1,4 @@
-"""``goclaw.AsyncEngine``: the per-turn calls for asyncio runtimes (issue 14).
+"""``goclaw.AsyncEngine``: the per-turn calls for asyncio runtimes.
 
 Concurrency model. goclaw's engine is synchronous and thread-safe: services share one SQLAlchemy
 connection pool, SQLite writes are serialised by the store (busy timeout and retries), and

@@ -1,4 +1,4 @@
-"""The :class:`Engine` facade: what the CLI and embedding applications use (DESIGN.md §7).
+"""The :class:`Engine` facade: what the CLI and embedding applications use.
 
 ``Engine.open(workspace=...)`` reads the configuration, builds a fresh plugin manager, opens
 and migrates the database, validates every plugin's settings table and runs the start-up
@@ -58,7 +58,7 @@ class Engine:
         self.db = db
         self.agents = AgentService(self)
         cfg = settings.events
-        # The event queue is the kernel's (issue 13 item 2): publishers never ask whether it exists.
+        # The event queue is the kernel's: publishers never ask whether it exists.
         self.events = EventQueue(
             self,
             max_attempts=cfg.max_attempts,
@@ -191,14 +191,14 @@ class Engine:
 
     @functools.cached_property
     def tokenizer(self) -> Tokenizer:
-        """The token counter (setting ``tokenizer``; :mod:`goclaw.tokenizer`, issue 14)."""
+        """The token counter (setting ``tokenizer``; :mod:`goclaw.tokenizer`)."""
         from goclaw.tokenizer import make_tokenizer
 
         return make_tokenizer(self.settings.tokenizer, self.hooks.tokenizers(), self)
 
     @functools.cached_property
     def tools(self) -> ToolRegistry:
-        """The runtime tools under the tool calling contract (:mod:`goclaw.tools`, issue 14)."""
+        """The runtime tools under the tool calling contract (:mod:`goclaw.tools`)."""
         from goclaw.tools import ToolRegistry
 
         return ToolRegistry(self)

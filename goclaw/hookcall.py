@@ -1,4 +1,4 @@
-"""Per-plugin failure isolation and attribution inside pluggy's own call loop (issue 13 item 5).
+"""Per-plugin failure isolation and attribution inside pluggy's own call loop.
 
 Every hook is called through ``pm.hook.<name>(...)``, so pluggy's wrappers (``wrapper=True`` and
 old-style ``hookwrapper=True``), ``add_hookcall_monitoring`` and tracing see every call. Two

@@ -1,4 +1,6 @@
-"""The typed facade through which the kernel calls every hook (STYLE.md §11).
+"""The facade through which goclaw calls every hook: typed methods for the kernel's hooks, and
+generic ones (:meth:`Hooks.call`, :meth:`Hooks.first`, :meth:`Hooks.items`,
+:meth:`Hooks.registry`) for the hooks a plugin declares for itself.
 
 Nothing else in goclaw touches ``pm.hook.*``. Every call goes through pluggy's own call loop
 (``pm.hook.<name>(...)``), so hook wrappers, ``add_hookcall_monitoring`` and tracing work as in
@@ -6,8 +8,8 @@ any pluggy application. Each method knows which plugin produced each contributio
 (:mod:`goclaw.hookcall`), so results are sorted by an explicit key, duplicates are errors naming
 both plugins, and a third-party implementation that raises is reported and skipped (or re-raised
 under ``plugins.strict``), while a built-in's exception propagates (it is our bug). Objects a
-plugin contributed (sections, slash commands, context-file sources) are run through
-:meth:`Hooks.guard` for the same isolation.
+plugin contributed (a prompt section, a slash command, ...) are run through :meth:`Hooks.guard`
+for the same isolation.
 """
 
 from __future__ import annotations
@@ -24,16 +26,8 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from goclaw.contracts.events import ConsolidationWorker
-    from goclaw.contracts.hooks import ContextFile, PromptMode, PromptRequest, Tool
-    from goclaw.contracts.host import (
-        ContextFileSource,
-        Factory,
-        Host,
-        PromptContext,
-        PromptSection,
-        SkillTier,
-        SlashCommand,
-    )
+    from goclaw.contracts.hooks import Tool
+    from goclaw.contracts.host import Factory, Host
     from goclaw.contracts.schema import ForgetScope, ForgetStep, SchemaComponent
     from goclaw.contracts.store import Agent
     from goclaw.plugins import GoclawPluginManager
@@ -72,25 +66,6 @@ class Hooks:
                 only = next(iter(wrappers))
                 pairs = [(owner or only, result) for owner, result in pairs]
         return [(owner, result) for owner, result in pairs if result is not None]
-
-    def _items(self, hook: str, key: Callable[[Any], Any], what: str, **kwargs: Any) -> list[Any]:
-        """Flatten list contributions, reject duplicate names, sort by ``key``."""
-        seen: dict[str, str] = {}
-        items: list[Any] = []
-        for plugin, result in self._collect(hook, **kwargs):
-            for item in result:
-                name = item.name
-                owner = plugin or _WRAPPER
-                if name in seen:
-                    raise PluginError(
-                        f"{what} {name!r} is provided by both {seen[name]!r} and {owner!r}; "
-                        f"disable one of them"
-                    )
-                seen[name] = owner
-                if plugin is not None:
-                    self._owners[(what, name)] = plugin
-                items.append(item)
-        return sorted(items, key=key)
 
     def call(self, hook: str, **kwargs: Any) -> list[tuple[str | None, Any]]:
         """Call any "everyone contributes" hook by name, a plugin's own included (one it added
@@ -132,46 +107,65 @@ class Hooks:
             self.manager.report_failure(plugin, f"{what} {name!r}", exc)
             return default
 
-    def _registry(self, hook: str, what: str) -> dict[str, Factory]:
-        if hook in self._cache:
-            return dict(self._cache[hook])
+    def items(
+        self, hook: str, what: str, key: Callable[[Any], Any] = lambda item: item.name, **kwargs: Any
+    ) -> list[Any]:
+        """Call a hook whose answers are lists of named items (``what``: "prompt section", ...):
+        the items flattened and sorted by ``key``; a name two plugins contribute is an error
+        naming both. A hook called without arguments answers the same for the engine's life, so
+        that answer is kept. ``[]`` when nobody specified the hook."""
+        cached = not kwargs
+        if cached and hook in self._cache:
+            return list(self._cache[hook])
+        seen: dict[str, str] = {}
+        items: list[Any] = []
+        for plugin, result in self.call(hook, **kwargs):
+            for item in result:
+                name = item.name
+                owner = plugin or _WRAPPER
+                if name in seen:
+                    raise PluginError(
+                        f"{what} {name!r} is provided by both {seen[name]!r} and {owner!r}; "
+                        f"disable one of them"
+                    )
+                seen[name] = owner
+                if plugin is not None:
+                    self._owners[(what, name)] = plugin
+                items.append(item)
+        items.sort(key=key)
+        if cached:
+            self._cache[hook] = items
+        return list(items)
+
+    def registry(self, hook: str, what: str) -> dict[str, Factory]:
+        """Call a registry hook (``{name: factory}`` answers; ``what``: "search backend", ...):
+        the merged registry; a name two plugins register is an error naming both. Kept for the
+        engine's life."""
+        if hook not in self._cache:
+            hint = "; disable one of them (replacing a built-in means disabling it first)"
+            self._cache[hook] = self._merged(hook, what, "registered", hint)
+        return dict(self._cache[hook])
+
+    def _merged(self, hook: str, what: str, verb: str, hint: str = "", **kwargs: Any) -> dict[str, Any]:
+        """The ``{name: value}`` answers of ``hook`` merged; a name given twice is an error."""
         owners: dict[str, str] = {}
-        registry: dict[str, Factory] = {}
-        for plugin, result in self._collect(hook):
-            for name, factory in result.items():
+        merged: dict[str, Any] = {}
+        for plugin, result in self.call(hook, **kwargs):
+            for name, value in result.items():
                 if name in owners:
                     raise PluginError(
-                        f"{what} {name!r} is registered by both {owners[name]!r} and "
-                        f"{plugin or _WRAPPER!r}; "
-                        f"disable one of them (replacing a built-in means disabling it first)"
+                        f"{what} {name!r} is {verb} by both {owners[name]!r} and {plugin or _WRAPPER!r}{hint}"
                     )
                 owners[name] = plugin or _WRAPPER
-                registry[name] = factory
-        self._cache[hook] = registry
-        return dict(registry)
-
-    def _cached(self, key: str, build: Callable[[], T]) -> T:
-        if key not in self._cache:
-            self._cache[key] = build()
-        result: T = self._cache[key]
-        return result
+                merged[name] = value
+        return merged
 
     # ------------------------------------------------------------------ configuration / lifecycle
     def settings_models(self) -> dict[str, type[BaseModel]]:
         return {plugin: model for plugin, model in self._collect("goclaw_settings_model") if plugin}
 
     def services(self, engine: Host) -> dict[str, Any]:
-        owners: dict[str, str] = {}
-        services: dict[str, Any] = {}
-        for plugin, result in self._collect("goclaw_services", engine=engine):
-            for name, service in result.items():
-                if name in owners:
-                    raise PluginError(
-                        f"service {name!r} is provided by both {owners[name]!r} and {plugin or _WRAPPER!r}"
-                    )
-                owners[name] = plugin or _WRAPPER
-                services[name] = service
-        return services
+        return self._merged("goclaw_services", "service", "provided", engine=engine)
 
     def startup(self, engine: Host) -> None:
         self._collect("goclaw_startup", engine=engine)
@@ -206,10 +200,7 @@ class Hooks:
     # ------------------------------------------------------------------ storage
     def schema_components(self) -> list[SchemaComponent]:
         """Every enabled plugin's tables and migration chain, sorted by component name."""
-        return self._cached(
-            "schema",
-            lambda: self._items("goclaw_schema", lambda c: c.name, "schema component"),
-        )
+        return self.items("goclaw_schema", "schema component")
 
     def forget_rows(self, engine: Host, scope: ForgetScope, connection: Any) -> list[ForgetStep]:
         """Every plugin's erasure steps, plugins in name order, each plugin's in its order."""
@@ -219,70 +210,22 @@ class Hooks:
             steps.extend(result)
         return steps
 
-    # ------------------------------------------------------------------ prompt
-    def prompt_sections(self) -> list[PromptSection]:
-        return self._cached(
-            "sections",
-            lambda: self._items("goclaw_prompt_sections", lambda s: (s.order, s.name), "prompt section"),
-        )
-
-    def prompt_modes(self) -> dict[str, PromptMode]:
-        return self._cached(
-            "modes",
-            lambda: {m.name: m for m in self._items("goclaw_prompt_modes", lambda m: m.name, "prompt mode")},
-        )
-
-    def resolve_prompt_mode(self, request: PromptRequest) -> str | None:
-        """First answer wins; a third-party resolver that raises is reported and skipped."""
-        result: str | None = self.manager.pm.hook.goclaw_resolve_prompt_mode(request=request)
-        return result
-
-    def context_file_sources(self) -> list[ContextFileSource]:
-        return self._cached(
-            "sources",
-            lambda: self._items(
-                "goclaw_context_file_sources", lambda s: (s.order, s.name), "context-file source"
-            ),
-        )
-
-    def virtual_context_files(self, ctx: PromptContext) -> list[ContextFile]:
-        files: list[ContextFile] = []
-        for _plugin, result in self._collect("goclaw_virtual_context_files", ctx=ctx):
-            files.extend(result)
-        return files
-
-    def slash_commands(self) -> list[SlashCommand]:
-        return self._cached(
-            "slash",
-            lambda: self._items("goclaw_slash_commands", lambda c: (c.order, c.name), "slash command"),
-        )
-
-    # ------------------------------------------------------------------ skills
-    def skill_tiers(self) -> list[SkillTier]:
-        return self._cached(
-            "tiers",
-            lambda: self._items("goclaw_skill_tiers", lambda t: (t.priority, t.name), "skill tier"),
-        )
+    def forgotten(self, engine: Host, scope: ForgetScope) -> None:
+        self._collect("goclaw_forgotten", engine=engine, scope=scope)
 
     # ------------------------------------------------------------------ registries
-    def search_backends(self) -> dict[str, Factory]:
-        return self._registry("goclaw_search_backends", "search backend")
-
     def embedding_providers(self) -> dict[str, Factory]:
-        return self._registry("goclaw_embedding_providers", "embedding provider")
+        return self.registry("goclaw_embedding_providers", "embedding provider")
 
     def tokenizers(self) -> dict[str, Factory]:
-        return self._registry("goclaw_tokenizers", "tokenizer")
+        return self.registry("goclaw_tokenizers", "tokenizer")
 
     def llm_providers(self) -> dict[str, Factory]:
-        return self._registry("goclaw_llm_providers", "LLM provider")
+        return self.registry("goclaw_llm_providers", "LLM provider")
 
     # ------------------------------------------------------------------ workers and tools
     def consolidation_workers(self) -> list[ConsolidationWorker]:
-        return self._cached(
-            "workers",
-            lambda: self._items("goclaw_consolidation_workers", lambda w: w.name, "consolidation worker"),
-        )
+        return self.items("goclaw_consolidation_workers", "consolidation worker")
 
     def tools(self, engine: Host) -> list[Tool]:
-        return self._items("goclaw_tools", lambda t: t.name, "tool", engine=engine)
+        return self.items("goclaw_tools", "tool", engine=engine)

@@ -20,6 +20,9 @@ optional (:class:`Installed`):
   declarations: ``goclaw --help`` lists them without importing the plugin, and a disabled
   plugin's command says which plugin provides it (the same answer its ``goclaw_cli_commands``
   hook would give);
+* ``HOOKSPECS`` — the module (``"package.module"``) of the hooks the plugin declares for other
+  plugins to implement: added for every installed plugin, enabled or not, so an implementation
+  never fails for want of its specification;
 * ``ESSENTIAL`` — true for a plugin the others cannot do without: disabling it is a loud
   error and ``plugins.only`` always keeps it;
 * ``REPLACES`` — former plugin names this plugin was split from: such a name in ``disable`` /
@@ -36,6 +39,7 @@ plugin is still never imported. A plugin with nothing to declare needs no manife
 from __future__ import annotations
 
 import functools
+import importlib
 import logging
 import os
 from collections.abc import Callable, Iterable
@@ -312,8 +316,10 @@ class GoclawPluginManager:
         # The engine's manager says what is deprecated; the CLI's (a selection) stays quiet.
         extra = (name for name, _ in self._extra)
         blocked = installed.blocked(self.config, extra, warn=self._select is None)
-        # Plugins may add hook specifications of their own (historic: a plugin registered
-        # later is called at its registration, before anything can call its new hooks).
+        # Plugins' own hook specifications: from every installed plugin's manifest, and from
+        # goclaw_add_hookspecs (historic: a plugin registered later is called at registration).
+        for p in installed.plugins.values():
+            self._add_hookspecs(p)
         self.pm.hook.goclaw_add_hookspecs.call_historic(kwargs={"plugin_manager": self.pm})
         chosen = [p for p in installed.plugins.values() if self._select is None or p.name in self._select]
         for p in (p for p in chosen if p.builtin):  # sorted by name
@@ -352,6 +358,17 @@ class GoclawPluginManager:
             plugin = self.pm.get_plugin(name)
             if plugin is not None and record.status == "active":
                 record.hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or [])
+
+    def _add_hookspecs(self, p: Declared) -> None:
+        module = p.declares("HOOKSPECS", None)
+        if not module:
+            return
+        try:
+            self.pm.add_hookspecs(importlib.import_module(module))
+        except Exception as exc:
+            if p.builtin or self.config.strict:
+                raise PluginError(f"plugin {p.name!r}: hook specifications {module}: {exc}") from exc
+            log.warning("plugin %s: hook specifications %s skipped: %s", p.name, module, exc)
 
     @staticmethod
     def _record(p: Declared, status: str, error: str | None = None) -> PluginRecord:

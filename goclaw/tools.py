@@ -1,4 +1,4 @@
-"""``engine.tools``: the runtime's tools under the tool calling contract (issue 14).
+"""``engine.tools``: the runtime's tools under the tool calling contract.
 
     tools = engine.tools
     ctx = ToolContext(agent="ada", user="u1", session="s-42")

@@ -1,4 +1,4 @@
-"""The ``goclaw`` command line (DESIGN.md §7).
+"""The ``goclaw`` command line.
 
 Global options come before the command: ``goclaw --workspace DIR --database-url URL <command>``.
 Every listing command takes ``--json`` and then prints one JSON document on stdout and nothing

@@ -50,8 +50,8 @@ class CliState:
 
     def host(self) -> Engine:
         """The engine for the running command. Commands whose declaration says ``startup``
-        (their work benefits from the start-up hooks, e.g. the skill-embedding backfill, spec
-        §11) open it with them; the others skip them: a one-shot ``agent list`` should not pay
+        (their work benefits from the start-up hooks, e.g. the skill-embedding backfill) open
+        it with them; the others skip them: a one-shot ``agent list`` should not pay
         for scanning skill tiers and loading an embedding model."""
         root = click.get_current_context().find_root()
         spec_of = getattr(root.command, "spec", None)
@@ -95,7 +95,7 @@ def non_utf8_argument(args: Sequence[str]) -> str | None:
 
     Python decodes the raw bytes of ``argv`` with ``surrogateescape``: an invalid byte becomes a
     lone surrogate, which fails later, deep inside (a database write, a file name). Refuse it at
-    the entry instead (issue 12).
+    the entry instead.
     """
     for i, arg in enumerate(args, 1):
         try:
@@ -110,7 +110,7 @@ def input_error(exc: BaseException) -> str | None:
 
     Huge numbers (``--limit 10**30`` reaching the database), text that is not UTF-8 (standard
     input, a file, an environment variable) and input nested so deeply that a parser recursed
-    out (TOML/JSON) are user mistakes, not bugs (issue 12).
+    out (TOML/JSON) are user mistakes, not bugs.
     """
     if isinstance(exc, OverflowError):
         return f"a number is out of range ({shown(str(exc))})"

@@ -1,4 +1,4 @@
-"""``goclaw forget --user U``: erase one user's data (issue 14); a dry run unless ``--yes``."""
+"""``goclaw forget --user U``: erase one user's data; a dry run unless ``--yes``."""
 
 from __future__ import annotations
 

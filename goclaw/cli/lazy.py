@@ -1,4 +1,4 @@
-"""Commands declared, listed and imported only when they run (issue 13 item 3).
+"""Commands declared, listed and imported only when they run.
 
 :class:`LazyGroup` is the root ``goclaw`` group. It holds :class:`CommandSpec` declarations:
 ``goclaw --help`` lists them from the declaration alone, and a command's module is imported only
@@ -131,7 +131,8 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         self._collect()
-        return sorted({*self.commands, *self.kernel_specs, *self.plugin_specs})
+        # "<group> <name>" declarations are subcommands of a KernelGroup, not top-level commands
+        return sorted({*self.commands, *self.kernel_specs, *(n for n in self.plugin_specs if " " not in n)})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         self._collect()
@@ -146,7 +147,7 @@ class LazyGroup(click.Group):
             reason = _block_reason_for(ctx, spec.plugin, self.installed)
             if reason is not None:
                 raise FeatureUnavailableError(
-                    f"'goclaw {cmd_name}' is provided by plugin {spec.plugin}, {reason}"
+                    f"'goclaw {spec.name}' is provided by plugin {spec.plugin}, {reason}"
                 )
         return self.load(spec)
 
@@ -209,6 +210,28 @@ class LazyGroup(click.Group):
                 lines.append((name, click.Command(name, help=item.help).get_short_help_str(limit)))
         with formatter.section("Commands"):
             formatter.write_dl(lines)
+
+
+class KernelGroup(LazyGroup):
+    """A kernel command group that plugins add subcommands to: a plugin's declaration named
+    ``"<group> <name>"`` (``CommandSpec("workers prune", ...)``) is this group's ``<name>``,
+    imported only when it runs, with the root group's rules (a disabled plugin's subcommand
+    answers in one line naming it; a name the kernel's group has is a conflict)."""
+
+    def _collect(self) -> None:
+        from goclaw.cli import cli
+
+        cli._collect()
+        prefix = f"{self.name} "
+        subs = {n.removeprefix(prefix): s for n, s in cli.plugin_specs.items() if n.startswith(prefix)}
+        self.installed, self.builtin_plugins = cli.installed, cli.builtin_plugins
+        self.plugin_specs = {n: s for n, s in subs.items() if n not in self.commands}
+        self.conflicts = {n.removeprefix(prefix): m for n, m in cli.conflicts.items() if n.startswith(prefix)}
+        for name in set(subs) & set(self.commands):
+            self.conflicts[name] = (
+                f"command 'goclaw {self.name} {name}' is provided by both the goclaw kernel and "
+                f"{subs[name].plugin!r}; disable one of them"
+            )
 
 
 def _block_reason_for(ctx: click.Context, plugin: str, installed: Installed | None) -> str | None:

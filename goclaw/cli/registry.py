@@ -1,4 +1,4 @@
-"""The kernel's own ``goclaw`` commands, declared by import path (issue 13 item 3).
+"""The kernel's own ``goclaw`` commands, declared by import path.
 
 ``goclaw --help`` lists these lines, and a command's module is imported only when it runs. A
 feature's commands are its plugin's: declared in the plugin's manifest (``COMMANDS``, see

@@ -1,4 +1,4 @@
-"""``goclaw serve``: the HTTP API (issue 14); ``goclaw serve token create|list|revoke``."""
+"""``goclaw serve``: the HTTP API; ``goclaw serve token create|list|revoke``."""
 
 from __future__ import annotations
 

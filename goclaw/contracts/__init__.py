@@ -12,8 +12,7 @@ party can replace a feature by implementing its contract from scratch:
 * :mod:`goclaw.contracts.hooks` — the plain values hooks pass and return;
 * :mod:`goclaw.contracts.services` — a Protocol per ``goclaw_services`` name (files, prompt,
   skills; the memory family — memory and its file writer, sessions, episodic, KG, channel
-  memory — in :mod:`goclaw.contracts.memory`), ``SERVICES``, the name → Protocol map, and
-  typed lookups (``memory_service(host)``, ...);
+  memory — in :mod:`goclaw.contracts.memory`) and ``SERVICES``, the name → Protocol map;
 * :mod:`goclaw.contracts.search` — the memory search backend, writes included;
 * :mod:`goclaw.contracts.events` — event names and payload types, queued events, workers;
 * :mod:`goclaw.contracts.providers` — embedding and LLM providers, with tool calling, and the

@@ -47,7 +47,7 @@ def find_agent(host: Host, agent: str | Agent, session: Session | None = None) -
 
 
 def require_agent(host: Host, agent: str | Agent) -> Agent:
-    """The caller's agent by name or id, **within the host's tenant** (issue 12 §20).
+    """The caller's agent by name or id, **within the host's tenant**.
 
     Public paths (CLI, services, tools) use this; an agent of another tenant is "unknown",
     exactly as ``host.agents.get`` answers for memory search. Workers, which handle events
@@ -70,12 +70,12 @@ def in_tenant(host: Host, agent_id: str) -> bool:
 
 
 def user_scope(user: str | None) -> list[str]:
-    """Rows visible to ``user``: agent level ("") plus the user's own (DESIGN.md §7)."""
+    """Rows visible to ``user``: agent level ("") plus the user's own."""
     return ["", user] if user else [""]
 
 
 def agent_override(agent: Agent | None, key: str, default: Any) -> Any:
-    """The agent's own value for ``key`` (``agents.settings``, spec §17 per-agent keys) coerced
+    """The agent's own value for ``key`` (``agents.settings``, the per-agent keys) coerced
     to the type of ``default``, else ``default`` (a plugin's table value)."""
     value = (getattr(agent, "settings", None) or {}).get(key)
     if value is None:

@@ -3,7 +3,7 @@ plugins' tables alike (a plugin declares its tables with these so that its rows 
 kernel's: UTC datetimes, JSON, float32 vectors, ``""``-defaulted text).
 
 * :class:`Vector` — float32 vectors: a ``BLOB`` on SQLite, pgvector's ``vector`` (no fixed
-  dimension: the embedding model decides it, DESIGN.md §4) on PostgreSQL. Python side is
+  dimension: the embedding model decides it) on PostgreSQL. Python side is
   always a 1-D ``numpy.ndarray`` of float32.
 * :class:`UTCDateTime` — timezone-aware UTC datetimes on both backends (SQLite stores naive
   text, so the zone is re-attached on load); :func:`utcnow` is the time to store.

@@ -1,6 +1,6 @@
-"""CLI commands a plugin declares without importing them (issue 13 item 3).
+"""CLI commands a plugin declares without importing them.
 
-A :class:`CommandSpec` names one top-level ``goclaw`` command, its one-line help and where its
+A :class:`CommandSpec` names one ``goclaw`` command, its one-line help and where its
 ``click`` command lives (``"package.module:attribute"``). ``goclaw --help`` lists declarations
 from these fields alone; the module is imported only when the command runs, so a plugin's
 commands cost nothing until used. A plugin lists its declarations in its manifest (``COMMANDS``,
@@ -15,15 +15,16 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class CommandSpec:
-    """One lazily loaded top-level command.
+    """One lazily loaded command.
 
-    ``name`` is the command as typed (``goclaw <name>``); ``help`` is the one line ``goclaw
+    ``name`` is the command as typed (``goclaw <name>``), or ``"<group> <name>"`` for a
+    subcommand of a kernel group that takes them (``agent``, ``workers``); ``help`` is the one line ``goclaw
     --help`` shows (keep it equal to the first paragraph of the command's docstring);
     ``target`` is ``"module:attribute"`` of a ``click.Command`` or ``click.Group``, imported only
     when the command runs; ``plugin`` is the owning plugin's name (the kernel fills it in from
-    the plugin's entry point; empty for the kernel's own commands); ``startup`` opens the engine with
-    the start-up hooks (for example the skill-embedding backfill, spec §11), which a one-shot
-    command that does not search should skip.
+    the plugin's entry point; empty for the kernel's own commands); ``startup`` opens the engine
+    with the start-up hooks (for example the skill-embedding backfill), which a one-shot command
+    that does not search should skip.
     """
 
     name: str

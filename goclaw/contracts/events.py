@@ -1,4 +1,4 @@
-"""Event contracts: the queue, the event names and their payloads (spec §18, issue 13 item 1).
+"""Event contracts: the queue, the event names and their payloads.
 
 The queue is the kernel's (``host.events``, an :class:`EventPublisher`) and exists whatever
 plugins are disabled, so a publisher never asks whether it is there. A worker is any object with

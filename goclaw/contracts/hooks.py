@@ -18,6 +18,7 @@ from typing import Any
 
 __all__ = [
     "ContextFile",
+    "McpPrompt",
     "PromptMode",
     "PromptRequest",
     "SearchHit",
@@ -39,11 +40,11 @@ class ToolInfo:
 
 @dataclass(frozen=True)
 class PromptRequest:
-    """What a runtime knows when it asks for a system prompt (spec §5).
+    """What a runtime knows when it asks for a system prompt.
 
     ``mode=None`` lets the engine pick: subagent and cron session keys give ``minimal``,
-    everything else ``full`` (DECISIONS.md, modes). A subagent or cron key keeps its mode even
-    when ``mode`` names another one (issue 12).
+    everything else ``full``. A subagent or cron key keeps its mode even when ``mode`` names
+    another one.
     """
 
     agent: str
@@ -55,7 +56,7 @@ class PromptRequest:
     channel: str | None = None
     sandbox: bool = False
     extra_prompt: str | None = None
-    # Per-request skill filter (spec §12.5): None = use the agent's allow list.
+    # Per-request skill filter: None = use the agent's allow list.
     skill_filter: tuple[str, ...] | None = None
     now: datetime | None = None
 
@@ -79,12 +80,28 @@ class PromptMode:
     file_allowlist: frozenset[str] | None = None
 
 
+@dataclass(frozen=True)
+class McpPrompt:
+    """A prompt ``goclaw mcp`` offers (hook ``goclaw_mcp_prompts``) and, with a ``uri``, the same
+    text as a Markdown resource. ``render(context, arguments)`` returns the text for the server's
+    scope (a :class:`~goclaw.contracts.tools.ToolContext`) and the client's arguments
+    (``arguments``: ``(name, description)`` pairs, all optional). ``description`` may name the
+    server's agent as ``{agent}``; ``title`` names the text in the result and the resource."""
+
+    name: str
+    title: str
+    description: str
+    render: Callable[[Any, Mapping[str, str]], str]
+    arguments: tuple[tuple[str, str], ...] = ()
+    uri: str | None = None
+
+
 # --------------------------------------------------------------------------- slash commands
 
 
 @dataclass
 class SlashResult:
-    """What a slash command did to this turn (spec §9.5).
+    """What a slash command did to this turn.
 
     ``skill`` narrows the turn to one skill whose full SKILL.md is injected; ``reply`` is a
     direct answer (``/list-skills``, ``/help``); ``message`` replaces the user message.

@@ -7,9 +7,8 @@ plugin that asks for nothing else keeps working whatever the kernel does inside.
 hands out one of its own objects (``host.db``, ``host.agents``, ``host.hooks``, ...), the type
 here describes the part a plugin may use, not the kernel's class.
 
-Feature services are reached by name: ``host.service("memory")`` (typed helpers such as
-:func:`goclaw.contracts.services.memory_service` return them as their contract Protocol),
-``host.has_service("kg")`` to ask first.
+Feature services are reached by name: ``host.service("memory")`` (its contract Protocol is in
+:data:`goclaw.contracts.services.SERVICES`), ``host.has_service("kg")`` to ask first.
 
 The protocols that hold or receive the host live here too, since the host's hooks return them:
 :class:`PromptContext` (what a prompt section reads), :class:`PromptSection`,
@@ -26,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
-from goclaw.contracts.hooks import ContextFile, PromptMode, PromptRequest, SlashResult, Tool
+from goclaw.contracts.hooks import ContextFile, PromptRequest, SlashResult, Tool
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -189,8 +188,13 @@ class Tokenizer(Protocol):
 
 
 class ToolCaller(Protocol):
-    """``host.tools``: run a runtime tool under the tool calling contract
+    """``host.tools``: list and run the runtime tools under the tool calling contract
     (:mod:`goclaw.contracts.tools`)."""
+
+    def list(self, context: ToolContext | None = None) -> builtins.list[Any]:
+        """The tools (``name``, ``description``, ...) sorted by name; with a context, only those
+        usable in it."""
+        ...
 
     def call(
         self,
@@ -206,8 +210,9 @@ class ToolCaller(Protocol):
 
 
 class HookCalls(Protocol):
-    """``host.hooks``: the other plugins' contributions, collected (each list sorted, each
-    registry checked for clashes)."""
+    """``host.hooks``: the plugins' contributions to a hook, collected (each list sorted, each
+    registry checked for clashes). A plugin calls the hooks it declares itself through the
+    generic :meth:`call`, :meth:`first`, :meth:`items` and :meth:`registry`."""
 
     @property
     def manager(self) -> Any:
@@ -220,22 +225,6 @@ class HookCalls(Protocol):
         returned (re-raised under ``plugins.strict``); a built-in's failure propagates."""
         ...
 
-    def prompt_sections(self) -> list[PromptSection]: ...
-
-    def prompt_modes(self) -> dict[str, PromptMode]: ...
-
-    def resolve_prompt_mode(self, request: PromptRequest) -> str | None: ...
-
-    def context_file_sources(self) -> list[ContextFileSource]: ...
-
-    def virtual_context_files(self, ctx: PromptContext) -> list[ContextFile]: ...
-
-    def slash_commands(self) -> list[SlashCommand]: ...
-
-    def skill_tiers(self) -> list[SkillTier]: ...
-
-    def search_backends(self) -> dict[str, Factory]: ...
-
     def call(self, hook: str, **kwargs: Any) -> list[tuple[str | None, Any]]:
         """Call an "everyone contributes" hook by name, a plugin's own included (one it added
         through ``goclaw_add_hookspecs``): ``[(plugin, result)]``, Nones dropped; ``[]`` when
@@ -244,6 +233,19 @@ class HookCalls(Protocol):
 
     def first(self, hook: str, **kwargs: Any) -> Any:
         """Call a ``firstresult`` hook by name: the first non-None answer, or None."""
+        ...
+
+    def items(
+        self, hook: str, what: str, key: Callable[[Any], Any] = lambda item: item.name, **kwargs: Any
+    ) -> list[Any]:
+        """Call a hook whose answers are lists of named items (``what`` names them in errors):
+        flattened, sorted by ``key``; a name two plugins contribute is an error naming both;
+        kept for the host's life when the hook takes no arguments."""
+        ...
+
+    def registry(self, hook: str, what: str) -> dict[str, Factory]:
+        """Call a registry hook (``{name: factory}`` answers): merged; a name two plugins
+        register is an error naming both."""
         ...
 
     def implementers(self, hook: str) -> list[object]:
@@ -363,9 +365,9 @@ class PromptContext:
 
 @runtime_checkable
 class PromptSection(Protocol):
-    """A section of the system prompt (spec §5).
+    """A section of the system prompt.
 
-    ``order`` positions it (the spec's numbers: Identity 1, Bootstrap override 1.5, ...);
+    ``order`` positions it (Identity 1, Bootstrap override 1.5, ...);
     ``modes`` lists the prompt modes it appears in. ``render`` returns the text, or ``None``
     / ``""`` to leave the section out of this build.
     """
@@ -400,7 +402,7 @@ class SlashCommand(Protocol):
 
 @runtime_checkable
 class SkillTier(Protocol):
-    """A place skills come from (spec §8). ``priority`` 1 is the highest tier; a higher tier's
+    """A place skills come from. ``priority`` 1 is the highest tier; a higher tier's
     skill overrides a lower tier's skill with the same folder slug."""
 
     name: str

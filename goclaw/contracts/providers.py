@@ -1,4 +1,4 @@
-"""Provider contracts: embeddings and LLMs, including tool calling (DESIGN.md §5, issue 13 item 1).
+"""Provider contracts: embeddings and LLMs, including tool calling.
 
 A provider is registered by name (``goclaw_embedding_providers`` / ``goclaw_llm_providers``) and
 selected by config. An LLM provider must :meth:`~LLMProvider.complete`; one that can call tools
@@ -145,7 +145,7 @@ ToolSchema = Mapping[str, Any]
 
 @runtime_checkable
 class LLMProvider(Protocol):
-    """Completes chat messages with text. Every caller has a deterministic fallback (DESIGN.md §5)."""
+    """Completes chat messages with text. Every caller has a deterministic fallback."""
 
     name: str
 

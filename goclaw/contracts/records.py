@@ -1,4 +1,4 @@
-"""JSON shapes of the knowledge-graph and episodic records (DESIGN.md §7: ``goclaw kg ...``,
+"""JSON shapes of the knowledge-graph and episodic records (``goclaw kg ...``,
 ``goclaw session episodes``, ``memory_expand``).
 
 The rows belong to the plugins that write them (their tables, ``goclaw_schema``); their public

@@ -1,4 +1,4 @@
-"""The schema contract: a plugin's own tables and migration chain (issue 13 item 3).
+"""The schema contract: a plugin's own tables and migration chain.
 
 A plugin that stores rows answers the ``goclaw_schema`` hook with one :class:`SchemaComponent`
 per independent set of tables. The kernel keeps only the tables its own mechanisms use (agents,

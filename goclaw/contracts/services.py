@@ -1,22 +1,21 @@
-"""Service contracts: what each ``goclaw_services`` name promises (issue 13 item 1).
+"""Service contracts: what each ``goclaw_services`` name promises.
 
 A plugin contributes services by name through ``goclaw_services``; a plugin reaches one with
-``host.service(name)``, typed by the Protocol below through the helpers at the end
-(``memory_service(host)`` is a :class:`MemoryService`). A third
+``host.service(name)`` and may type it with the Protocol below. A third
 party replaces a feature by disabling its plugin and providing an object that satisfies the same
 Protocol under the same name. :data:`SERVICES` maps every documented name to its Protocol; the
 meta-tests check each built-in against it, member by member and parameter by parameter.
 
 Return values that are plugin records (``MemoryHit``, ``ResolvedSkill``, ``EpisodicSummary``
 rows, ...) are typed ``Any`` here: their documented fields are listed in the docstrings, and
-their ``as_dict()`` / JSON shapes are the CLI contract of DESIGN.md §7.
+their ``as_dict()`` / JSON shapes are what the CLI prints with ``--json``.
 """
 
 from __future__ import annotations
 
 import builtins
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from goclaw.contracts.host import EventPublisher
 from goclaw.contracts.memory import (
@@ -29,7 +28,6 @@ from goclaw.contracts.memory import (
 
 if TYPE_CHECKING:
     from goclaw.contracts.hooks import PromptRequest
-    from goclaw.contracts.host import Host
     from goclaw.contracts.store import Agent
 
 
@@ -39,7 +37,7 @@ if TYPE_CHECKING:
 @runtime_checkable
 class ContextFileService(Protocol):
     """``host.service("files")`` (``goclaw.context_files``, essential): agent-level and per-user context
-    files (AGENTS.md, SOUL.md, ...; spec §1, §4). ``user=None`` means agent level."""
+    files (AGENTS.md, SOUL.md, ...). ``user=None`` means agent level."""
 
     @property
     def cache_seconds(self) -> float:
@@ -71,7 +69,7 @@ class ContextFileService(Protocol):
         ...
 
     def write_from_chat(self, agent: str, user: str, name: str, content: str) -> str:
-        """The file tool's write, with the predefined agents' write protection (DECISIONS.md)."""
+        """The file tool's write, with the predefined agents' write protection."""
         ...
 
 
@@ -80,18 +78,18 @@ class Seeder(Protocol):
     """``host.service("seeder")`` (``goclaw.bootstrap``): seed context files from templates."""
 
     def seed_agent(self, agent: str | Agent) -> list[str]:
-        """Seed the agent-level files (spec §3); returns the names written."""
+        """Seed the agent-level files from templates; returns the names written."""
         ...
 
     def seed_user(self, agent: str | Agent, user: str, *, skip_if_any_exist: bool = True) -> list[str]:
-        """Seed a user's files on their first prompt (spec §3); never overwrites."""
+        """Seed a user's files on their first prompt; never overwrites."""
         ...
 
 
 @runtime_checkable
 class Summoner(Protocol):
     """``host.service("summoner")`` (``goclaw.bootstrap``): create an agent from a description
-    with one LLM call, falling back to templates (spec §7)."""
+    with one LLM call, falling back to templates."""
 
     def summon(
         self, name: str, description: str, *, agent_type: str = "predefined", **llm_options: Any
@@ -103,7 +101,7 @@ class Summoner(Protocol):
 
 @runtime_checkable
 class PromptBuild(Protocol):
-    """A built system prompt (``goclaw prompt --json``, DESIGN.md §7)."""
+    """A built system prompt (``goclaw prompt --json``)."""
 
     prompt: str
     mode: str
@@ -118,7 +116,7 @@ class PromptBuild(Protocol):
 
 @runtime_checkable
 class PromptService(Protocol):
-    """``host.service("prompt")`` (``goclaw.prompt``, essential): BuildSystemPrompt (spec §5)."""
+    """``host.service("prompt")`` (``goclaw.prompt``, essential): builds the system prompt."""
 
     def build(self, request: PromptRequest) -> Any:
         """Build the prompt for ``request``; returns a :class:`PromptBuild`."""
@@ -134,7 +132,7 @@ class PromptService(Protocol):
 
 @runtime_checkable
 class SkillsService(Protocol):
-    """``host.service("skills")`` (``goclaw.skills``): tiered skills, search, grants (spec §8-§12).
+    """``host.service("skills")`` (``goclaw.skills``): tiered skills, search, grants.
 
     Listing and search honour the agent's allow list and grants: a skill the caller cannot
     access is never revealed. Items have ``slug``, ``name``, ``description``, ``source``,
@@ -225,51 +223,6 @@ SERVICES: dict[str, tuple[type, str]] = {
     "events": (EventPublisher, "kernel"),
 }
 
-# --------------------------------------------------------------------------- typed lookups
-# ``host.service(name)`` typed as its contract (no runtime check: the meta-tests check the
-# built-ins against these Protocols, and a replacement answers for its own).
-
-
-def files_service(host: Host) -> ContextFileService:
-    """``host.service("files")``."""
-    return cast("ContextFileService", host.service("files"))
-
-
-def prompt_service(host: Host) -> PromptService:
-    """``host.service("prompt")``."""
-    return cast("PromptService", host.service("prompt"))
-
-
-def skills_service(host: Host) -> SkillsService:
-    """``host.service("skills")``."""
-    return cast("SkillsService", host.service("skills"))
-
-
-def memory_service(host: Host) -> MemoryService:
-    """``host.service("memory")``."""
-    return cast("MemoryService", host.service("memory"))
-
-
-def sessions_service(host: Host) -> SessionService:
-    """``host.service("sessions")``."""
-    return cast("SessionService", host.service("sessions"))
-
-
-def episodic_service(host: Host) -> EpisodicService:
-    """``host.service("episodic")``."""
-    return cast("EpisodicService", host.service("episodic"))
-
-
-def kg_service(host: Host) -> KnowledgeGraphService:
-    """``host.service("kg")``."""
-    return cast("KnowledgeGraphService", host.service("kg"))
-
-
-def channel_memory_service(host: Host) -> ChannelMemoryService:
-    """``host.service("channel_memory")``."""
-    return cast("ChannelMemoryService", host.service("channel_memory"))
-
-
 __all__ = [
     "SERVICES",
     "ContextFileService",
@@ -278,12 +231,4 @@ __all__ = [
     "Seeder",
     "SkillsService",
     "Summoner",
-    "channel_memory_service",
-    "episodic_service",
-    "files_service",
-    "kg_service",
-    "memory_service",
-    "prompt_service",
-    "sessions_service",
-    "skills_service",
 ]

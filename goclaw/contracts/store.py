@@ -90,12 +90,12 @@ class Agent(SQLModel, table=True):
     tenant_id: str = Field(default=DEFAULT_TENANT, max_length=64)
     name: str = Field(max_length=128)
     display_name: str = Field(default="", max_length=255)
-    agent_type: str = Field(default="open", max_length=32)  # open | predefined (spec §4)
-    status: str = Field(default="active", max_length=32)  # summoning | active (spec §7)
+    agent_type: str = Field(default="open", max_length=32)  # open | predefined
+    status: str = Field(default="active", max_length=32)  # summoning | active
     description: str = _text()
     # The agent's own folder for memory files; relative to the workspace unless absolute.
     workspace_dir: str | None = Field(default=None)
-    # Per-agent settings: skill_allow_list (null = all), auto-inject config (spec §17), ...
+    # Per-agent settings: skill_allow_list (null = all), auto-inject config, ...
     settings: dict[str, Any] = _json({})
     created_at: datetime = _created()
     updated_at: datetime = _created()
@@ -125,7 +125,7 @@ class UserContextFile(SQLModel, table=True):
 
 
 class AgentLink(SQLModel, table=True):
-    """Manual delegation links (drive DELEGATION.md, spec §1)."""
+    """Manual delegation links (drive DELEGATION.md)."""
 
     __tablename__ = "agent_links"
     __table_args__ = (UniqueConstraint("source_agent_id", "target_agent_id", name="uq_agent_links"),)
@@ -156,11 +156,11 @@ class TeamMember(SQLModel, table=True):
     role: str = Field(default="member", max_length=64)
 
 
-# --------------------------------------------------------------------------- settings (spec §9.5)
+# --------------------------------------------------------------------------- settings
 
 
 class SystemConfig(SQLModel, table=True):
-    """Tenant settings such as ``skills.slash_commands.enabled`` (spec §9.5)."""
+    """Tenant settings such as ``skills.slash_commands.enabled``."""
 
     __tablename__ = "system_configs"
 

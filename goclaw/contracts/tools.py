@@ -1,4 +1,4 @@
-"""The tool calling contract (issue 14): scope set by the runtime, arguments by the model.
+"""The tool calling contract: scope set by the runtime, arguments by the model.
 
 A runtime hands its model tools (``memory_search``, ``use_skill``, ...). Two namespaces meet
 in a tool call and must never mix:
@@ -39,7 +39,7 @@ class ToolContext:
 
     ``agent`` is required. ``user`` is ``None`` for agent-level calls (cron, admin tools);
     ``session`` is the runtime's session key; ``channel`` the channel the turn came from;
-    ``skill_filter`` restricts which skills are visible this turn (spec §12.5).
+    ``skill_filter`` restricts which skills are visible this turn.
     """
 
     agent: str

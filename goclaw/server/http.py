@@ -1,4 +1,4 @@
-"""``goclaw serve``: the HTTP API (issue 14), a FastAPI app served by uvicorn.
+"""``goclaw serve``: the HTTP API, a FastAPI app served by uvicorn.
 
 The operations of the CLI contract (prompt, files, skills, memory, sessions, workers, kg) plus
 the tools of the tool calling contract, under ``/v1``; OpenAPI at ``/openapi.json`` and docs at
@@ -192,7 +192,7 @@ def serve(
     if workers:
         from goclaw.events import WorkerRunner
 
-        cfg = engine.settings.events  # the kernel's queue settings (issue 13 item 2)
+        cfg = engine.settings.events  # the kernel's queue settings ([events])
         runner = WorkerRunner(engine, batch_size=cfg.batch_size, poll_interval=cfg.poll_interval_seconds)
         threading.Thread(target=runner.serve, args=(stop,), name="goclaw-workers", daemon=True).start()
     app: FastAPI = create_app(engine, tokens, max_body=max_body)

@@ -1,12 +1,13 @@
-"""``goclaw mcp``: an MCP server over stdio or streamable HTTP (issue 14), on the official SDK.
+"""``goclaw mcp``: an MCP server over stdio or streamable HTTP, on the official SDK.
 
 What a client sees, scoped at start to one agent (and one user, or a user per HTTP connection):
 
 * tools — every tool of ``engine.tools`` for the scope (memory, skills, context files), with the
   model-facing schemas of the tool calling contract; results carry the text and, as
   ``structuredContent``, the data;
-* the prompt ``system_prompt`` and the resource ``goclaw://prompt/system`` — the assembled
-  system prompt of the scope.
+* prompts and resources the plugins contribute (hook ``goclaw_mcp_prompts``): the prompt plugin's
+  ``system_prompt``, also the resource ``goclaw://prompt/system``, is the assembled system prompt
+  of the scope.
 
 Scope is fixed by the server, never by a tool argument: ``agent``/``user`` in arguments are
 refused by the contract. Over HTTP without a fixed ``--user``, a request may name its user in a
@@ -22,6 +23,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from goclaw.contracts.hooks import McpPrompt
 from goclaw.contracts.tools import ToolContext, ToolResult
 from goclaw.errors import GoclawError, PermissionDeniedError
 
@@ -30,8 +32,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PROMPT_NAME = "system_prompt"
-PROMPT_URI = "goclaw://prompt/system"
 DEFAULT_USER_HEADER = "x-goclaw-user"
 
 
@@ -103,8 +103,8 @@ def build_server(engine: Engine, scope: McpScope, *, max_threads: int = 8) -> An
 
 
 class _Handlers:
-    """The MCP request handlers of one server: tools, the system prompt as a prompt and as a
-    resource. Each engine call runs in a worker thread (at most ``max_threads`` at once)."""
+    """The MCP request handlers of one server: tools, and the plugins' prompts and resources.
+    Each engine call runs in a worker thread (at most ``max_threads`` at once)."""
 
     def __init__(self, engine: Engine, scope: McpScope, max_threads: int) -> None:
         import anyio
@@ -141,71 +141,68 @@ class _Handlers:
         result = await self._in_thread(self.engine.tools.call, params.name, params.arguments or {}, tool_ctx)
         return _to_call_result(result)
 
-    # ------------------------------------------------------------------ the system prompt
-    def _prompt_text(self, tool_ctx: ToolContext, mode: str | None, message: str | None) -> str:
-        from goclaw.contracts.hooks import PromptRequest, ToolInfo
+    # ------------------------------------------------------------------ prompts and resources
+    def _prompts(self) -> list[McpPrompt]:
+        return self.engine.hooks.items("goclaw_mcp_prompts", "MCP prompt", engine=self.engine)
 
-        tools = tuple(ToolInfo(t.name, t.description) for t in self.engine.tools.list(tool_ctx))
-        request = PromptRequest(
-            agent=tool_ctx.agent, user=tool_ctx.user, mode=mode, message=message, tools=tools
-        )
-        text: str = self.engine.prompt.build(request).prompt
+    def _find(self, kind: str, key: str, found: dict[str, McpPrompt]) -> McpPrompt:
+        if key not in found:
+            raise ValueError(f"unknown {kind} {key!r}; available: {', '.join(found) or 'none'}")
+        return found[key]
+
+    async def _text(self, ctx: Any, prompt: McpPrompt, arguments: dict[str, str]) -> str:
+        text: str = await self._in_thread(prompt.render, self._context(ctx), arguments)
         return text
 
     async def list_prompts(self, ctx: Any, params: Any) -> Any:
         import mcp_types as types
 
-        return types.ListPromptsResult(
-            prompts=[
-                types.Prompt(
-                    name=PROMPT_NAME,
-                    description=f"The assembled system prompt of agent {self.scope.agent!r}",
-                    arguments=[
-                        types.PromptArgument(name="mode", description="full or minimal", required=False),
-                        types.PromptArgument(
-                            name="message", description="this turn's message", required=False
-                        ),
-                    ],
-                )
-            ]
-        )
+        prompts = [
+            types.Prompt(
+                name=p.name,
+                description=p.description.format(agent=repr(self.scope.agent)),
+                arguments=[
+                    types.PromptArgument(name=n, description=d, required=False) for n, d in p.arguments
+                ],
+            )
+            for p in self._prompts()
+        ]
+        return types.ListPromptsResult(prompts=prompts)
 
     async def get_prompt(self, ctx: Any, params: Any) -> Any:
         import mcp_types as types
 
-        if params.name != PROMPT_NAME:
-            raise ValueError(f"unknown prompt {params.name!r}; available: {PROMPT_NAME}")
-        args = params.arguments or {}
-        tool_ctx = self._context(ctx)
-        text = await self._in_thread(self._prompt_text, tool_ctx, args.get("mode"), args.get("message"))
+        prompt = self._find("prompt", params.name, {p.name: p for p in self._prompts()})
+        text = await self._text(ctx, prompt, dict(params.arguments or {}))
         return types.GetPromptResult(
-            description=f"system prompt of {self.scope.agent}",
+            description=f"{prompt.title} of {self.scope.agent}",
             messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))],
         )
+
+    def _resources(self) -> dict[str, McpPrompt]:
+        return {p.uri: p for p in self._prompts() if p.uri}
 
     async def list_resources(self, ctx: Any, params: Any) -> Any:
         import mcp_types as types
 
-        return types.ListResourcesResult(
-            resources=[
-                types.Resource(
-                    uri=PROMPT_URI,
-                    name="system prompt",
-                    description=f"The assembled system prompt of agent {self.scope.agent!r}",
-                    mime_type="text/markdown",
-                )
-            ]
-        )
+        resources = [
+            types.Resource(
+                uri=uri,
+                name=p.title,
+                description=p.description.format(agent=repr(self.scope.agent)),
+                mime_type="text/markdown",
+            )
+            for uri, p in self._resources().items()
+        ]
+        return types.ListResourcesResult(resources=resources)
 
     async def read_resource(self, ctx: Any, params: Any) -> Any:
         import mcp_types as types
 
-        if str(params.uri) != PROMPT_URI:
-            raise ValueError(f"unknown resource {params.uri!s}; available: {PROMPT_URI}")
-        tool_ctx = self._context(ctx)
-        text = await self._in_thread(self._prompt_text, tool_ctx, None, None)
+        uri = str(params.uri)
+        text = await self._text(ctx, self._find("resource", uri, self._resources()), {})
         return types.ReadResourceResult(
-            contents=[types.TextResourceContents(uri=PROMPT_URI, mime_type="text/markdown", text=text)]
+            contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=text)]
         )
 
 

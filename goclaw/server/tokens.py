@@ -1,4 +1,4 @@
-"""Bearer tokens for ``goclaw serve`` (issue 14): scoped to agents and users, stored hashed.
+"""Bearer tokens for ``goclaw serve``: scoped to agents and users, stored hashed.
 
 Tokens live in ``<workspace>/.goclaw/api_tokens.json`` (mode 0600): per token its name, the
 SHA-256 of the secret (tokens are 256-bit random, so a fast hash is enough; the secret itself

@@ -1,4 +1,4 @@
-"""Database access for both backends (DESIGN.md §4).
+"""Database access for both backends: SQLite and PostgreSQL.
 
 ``Database`` wraps one SQLAlchemy engine. SQLite is the embedded default
 (``<workspace>/.goclaw/goclaw.db``, WAL mode, a busy timeout, ``BEGIN IMMEDIATE`` for write

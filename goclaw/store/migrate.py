@@ -1,4 +1,4 @@
-"""Bring a database to the schema this goclaw knows, or refuse it (issue 2 §5, issue 13 item 3).
+"""Bring a database to the schema this goclaw knows, or refuse it.
 
 The schema is made of independent Alembic chains: the kernel's (``goclaw/store/migrations``,
 stamped in ``goclaw_schema_version``) and one per plugin component (the ``goclaw_schema`` hook,

@@ -30,7 +30,7 @@ from goclaw.contracts.store import (
     WorkerState,
 )
 
-# --------------------------------------------------------------------------- events (DESIGN.md §6)
+# --------------------------------------------------------------------------- events
 
 
 class Event(SQLModel, table=True):

@@ -3,4 +3,13 @@
 
 from __future__ import annotations
 
+from goclaw.contracts.commands import CommandSpec
+
 SERVICES = ("seeder", "summoner")
+COMMANDS = (
+    CommandSpec(
+        "agent summon",
+        "Generate SOUL, IDENTITY, AGENTS and TOOLS from a description with one LLM call.",
+        "goclaw_bootstrap.cli:summon_cmd",
+    ),
+)

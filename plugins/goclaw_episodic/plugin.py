@@ -64,7 +64,7 @@ def goclaw_prompt_sections() -> list[Any]:
     return [MemoryContextSection()]
 
 
-@hookimpl(optionalhook=True)  # the memory plugin's hook: absent when goclaw.memory is off
+@hookimpl
 def goclaw_memory_search_extra(
     engine: Any, query: str, agent: Any, user: str | None, limit: int, query_vector: Any
 ) -> list[SearchHit]:

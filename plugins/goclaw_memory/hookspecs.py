@@ -1,9 +1,9 @@
-"""The hooks of the memory plugin: other plugins extend a memory search through these.
+"""The hooks of the memory plugin: other plugins add search backends and extend a memory search
+through these.
 
-``goclaw.memory`` adds them to the plugin manager when it registers (hook
-``goclaw_add_hookspecs``); a plugin registered after it implements them like any goclaw hook,
-with the ``goclaw.hookimpl`` marker. With ``goclaw.memory`` disabled they do not exist: mark an
-implementation ``@hookimpl(optionalhook=True)`` so that its plugin still loads then.
+``goclaw.memory`` declares them in its manifest (``HOOKSPECS``), so they exist whenever goclaw
+is installed, whether the memory plugin is enabled or not; a plugin implements them like any
+goclaw hook, with the ``goclaw.hookimpl`` marker.
 """
 
 from __future__ import annotations
@@ -14,10 +14,25 @@ import pluggy
 
 if TYPE_CHECKING:
     from goclaw.contracts.hooks import SearchHit
+    from goclaw.contracts.host import Factory, Host
 
 hookspec = pluggy.HookspecMarker("goclaw")  # goclaw's project name: these are goclaw hooks
 
-HOOK_NAMES = ("goclaw_memory_search_extra", "goclaw_memory_rerank")
+HOOK_NAMES = ("goclaw_search_backends", "goclaw_memory_search_extra", "goclaw_memory_rerank")
+
+
+@hookspec
+def goclaw_search_backends() -> dict[str, Factory] | None:
+    """Register search backends by name: ``{"sqlite": factory}``; ``factory(engine)`` builds one.
+
+    Semantics: a registry; the one used is chosen by config (``[plugins.memory] backend``,
+    default: the database's backend). A backend implements
+    :class:`goclaw.contracts.search.SearchBackend` (writes as well as queries, so it can keep
+    an index of its own); the memory service calls its ``open(source)`` with an
+    :class:`~goclaw.contracts.search.IndexSource` right after the factory and its ``close()``
+    when the engine closes. Default plugins: ``goclaw.memory`` (``sqlite``, ``postgresql``),
+    ``goclaw.lancedb`` (``lancedb``, optional).
+    """
 
 
 @hookspec
@@ -72,3 +87,8 @@ def extra_hits(
         query_vector=query_vector,
     )
     return [hit for _plugin, hits in found for hit in hits]
+
+
+def search_backends(host: Host) -> dict[str, Factory]:
+    """Every plugin's search backends by name (a name two plugins register is an error)."""
+    return host.hooks.registry("goclaw_search_backends", "search backend")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from goclaw.contracts.commands import CommandSpec
 
+HOOKSPECS = "goclaw_memory.hookspecs"  # this plugin's own hooks, for other plugins to implement
 SERVICES = ("memory", "sessions")
 COMMANDS = (
     CommandSpec(

@@ -40,6 +40,13 @@ def goclaw_forget_rows(engine: Any, scope: Any, connection: Any) -> list[Any]:
 
 
 @hookimpl
+def goclaw_forgotten(engine: Any, scope: Any) -> None:
+    from goclaw_memory.erase import forgotten
+
+    forgotten(engine, scope)
+
+
+@hookimpl
 def goclaw_services(engine: Any) -> dict[str, Any]:
     from goclaw_memory.service import MemoryService
     from goclaw_memory.sessions import SessionService
@@ -103,11 +110,3 @@ def goclaw_http_routes(engine: Any, auth: Any) -> Any:
     from goclaw_memory.http import router
 
     return router(engine, auth)
-
-
-@hookimpl
-def goclaw_add_hookspecs(plugin_manager: Any) -> None:
-    """This plugin's own hooks (:mod:`goclaw_memory.hookspecs`), for other plugins to implement."""
-    from goclaw_memory import hookspecs
-
-    plugin_manager.add_hookspecs(hookspecs)

@@ -77,7 +77,9 @@ class MemoryService:
                     from goclaw_memory.settings import resolve_backend
 
                     name = resolve_backend(self.settings.backend, self.engine.db.backend)
-                    registry = self.engine.hooks.search_backends()
+                    from goclaw_memory.hookspecs import search_backends
+
+                    registry = search_backends(self.engine)
                     if name not in registry:
                         raise ConfigError(
                             f"unknown memory search backend {name!r}; registered: "

@@ -20,6 +20,7 @@ from goclaw.contracts.files import BOOTSTRAP_FILE, KNOWN_FILES, VIRTUAL_FILES, c
 from goclaw.contracts.hooks import ContextFile, PromptRequest, SlashResult
 from goclaw.contracts.host import PromptContext
 from goclaw.errors import ValidationError
+from goclaw_prompt import hookspecs
 from goclaw_prompt.modes import pick_mode
 from goclaw_prompt.truncate import TruncateConfig, build_context_files
 
@@ -94,14 +95,14 @@ class PromptService:
 
     def build(self, request: PromptRequest) -> PromptResult:
         engine = self.engine
-        hooks = engine.hooks
         agent = self._agent(request.agent)
         user = request.user or ""
         if user:
             self._seed_user(agent, user)
 
-        mode = pick_mode(request, hooks.resolve_prompt_mode)  # a subagent/cron key beats --mode
-        modes = hooks.prompt_modes()
+        # a subagent/cron key beats --mode
+        mode = pick_mode(request, lambda r: hookspecs.resolve_mode(engine, r))
+        modes = hookspecs.modes(engine)
         if mode not in modes:
             raise ValidationError(
                 f"unknown prompt mode {mode!r}; registered modes: {', '.join(sorted(modes))}"
@@ -148,14 +149,14 @@ class PromptService:
         merged = merge_sources(
             [
                 hooks.guard("context-file source", source.name, lambda s=source: s.load(ctx), [])
-                for source in hooks.context_file_sources()
+                for source in hookspecs.context_file_sources(self.engine)
             ]
         )
         files = [f for f in merged.values() if allow is None or f.name in allow]
         ctx.bootstrapping = any(f.name == BOOTSTRAP_FILE and (f.content or "").strip() for f in files)
         ctx.files = files
         if not ctx.bootstrapping:
-            for vf in hooks.virtual_context_files(ctx):
+            for vf in hookspecs.virtual_context_files(self.engine, ctx):
                 if vf.name in merged or (allow is not None and vf.name not in allow):
                     continue
                 files.append(ContextFile(vf.name, vf.content, "virtual", virtual=True))
@@ -167,7 +168,7 @@ class PromptService:
         hooks = self.engine.hooks
         parts: list[str] = []
         section_report: list[dict[str, Any]] = []
-        for section in hooks.prompt_sections():
+        for section in hookspecs.sections(self.engine):
             if mode not in section.modes:
                 continue
             # A third-party section that raises is reported and left out, not fatal.
@@ -212,7 +213,7 @@ class PromptService:
         if not message:
             return None
         hooks = self.engine.hooks
-        for command in hooks.slash_commands():
+        for command in hookspecs.slash_commands(self.engine):
             # A third-party command that raises is reported and passed over, not fatal.
             result = hooks.guard(
                 "slash command", command.name, lambda c=command: c.handle(message, ctx), None

@@ -7,6 +7,7 @@ from goclaw.contracts.commands import CommandSpec
 
 # The system prompt is what goclaw serves: this plugin cannot be disabled.
 ESSENTIAL = True
+HOOKSPECS = "goclaw_prompt.hookspecs"  # this plugin's own hooks, for other plugins to implement
 SERVICES = ("prompt",)
 COMMANDS = (
     CommandSpec(

@@ -198,7 +198,9 @@ class SkillLoader:
             return self.version
 
     def tiers(self) -> list[Any]:
-        return list(self.engine.hooks.skill_tiers())
+        from goclaw_skills.hookspecs import tiers
+
+        return tiers(self.engine)
 
     def _fingerprint(self) -> Any:
         if self._fingerprint_fn is not None:

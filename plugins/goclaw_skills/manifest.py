@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from goclaw.contracts.commands import CommandSpec
 
+HOOKSPECS = "goclaw_skills.hookspecs"  # this plugin's own hooks, for other plugins to implement
 SERVICES = ("skills",)
 COMMANDS = (
     CommandSpec(

@@ -14,6 +14,7 @@ from goclaw import hookimpl
 from goclaw.contracts.hooks import PromptRequest, SlashResult
 from goclaw.engine import Engine
 from goclaw.errors import PluginError
+from goclaw_prompt import hookspecs as prompt_hooks
 
 
 @dataclass
@@ -218,4 +219,4 @@ def test_duplicate_added_by_a_wrapper_names_the_wrapper(workspace: Path) -> None
         Engine.open(workspace, extra_plugins=[("dupwrap", _DuplicateViaWrapper())]) as engine,
         pytest.raises(PluginError, match=r"'goclaw\.section\.safety' and 'dupwrap'"),
     ):
-        engine.hooks.prompt_sections()
+        prompt_hooks.sections(engine)

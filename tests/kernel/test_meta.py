@@ -1,7 +1,7 @@
 """Meta-tests that keep the plugin contract honest (a habit borrowed from datasette).
 
 * every hook is documented in the hook reference, with an example;
-* every hook is reachable through the kernel's typed facade (a spy plugin implementing all of
+* every hook is reachable through the kernel's facade (a spy plugin implementing all of
   them sees each one called);
 * every non-essential default plugin can be disabled, and a test plugin can take its place;
 * the generated reference pages match the code.
@@ -27,14 +27,19 @@ from goclaw.contracts.schema import ForgetScope
 from goclaw.engine import Engine
 from goclaw.hookspecs import HOOK_NAMES
 from goclaw.plugins import builtin_plugins, discover
-from goclaw_memory.hookspecs import HOOK_NAMES as MEMORY_HOOK_NAMES
+from goclaw_memory import hookspecs as memory_hooks
+from goclaw_prompt import hookspecs as prompt_hooks
+from goclaw_skills import hookspecs as skill_hooks
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS_DOC = ROOT / "docs" / "reference" / "hooks.md"
 
 
+# The kernel's hooks, then each built-in plugin's own (the module its manifest names).
+PLUGIN_SPECS = sorted({p.declares("HOOKSPECS", None) for p in discover().plugins.values()} - {None})
 SPECS = [("goclaw.hookspecs", h) for h in HOOK_NAMES]
-SPECS += [("goclaw_memory.hookspecs", h) for h in MEMORY_HOOK_NAMES]  # the memory plugin's own
+SPECS += [(m, h) for m in PLUGIN_SPECS for h in importlib.import_module(m).HOOK_NAMES]
+ALL_HOOKS = {h for _module, h in SPECS}
 
 
 @pytest.mark.parametrize(("module", "hook"), SPECS)
@@ -45,6 +50,13 @@ def test_every_hook_is_documented_with_an_example(module: str, hook: str) -> Non
     body = match.group(1)
     assert f"::: {module}.{hook}" in body, "the section must render the hookspec docstring"
     assert "```python" in body and f"def {hook}(" in body, "the section needs a runnable example"
+
+
+@pytest.mark.parametrize("module", ["goclaw.hookspecs", *PLUGIN_SPECS])
+def test_hook_names_list_every_hookspec_of_the_module(module: str) -> None:
+    mod = importlib.import_module(module)
+    specs = {n for n in dir(mod) if n.startswith("goclaw_") and hasattr(getattr(mod, n), "goclaw_spec")}
+    assert specs == set(mod.HOOK_NAMES)
 
 
 def test_every_hookspec_has_a_docstring() -> None:
@@ -103,6 +115,10 @@ class Spy:
     def goclaw_forget_rows(self, engine: Any, scope: Any, connection: Any) -> list[Any]:
         self._hit("goclaw_forget_rows")
         return []
+
+    @hookimpl
+    def goclaw_forgotten(self, engine: Any, scope: Any) -> None:
+        self._hit("goclaw_forgotten")
 
     @hookimpl
     def goclaw_cli_commands(self) -> list[Any]:
@@ -177,6 +193,11 @@ class Spy:
         return list(reversed(hits))
 
     @hookimpl
+    def goclaw_mcp_prompts(self, engine: Any) -> list[Any]:
+        self._hit("goclaw_mcp_prompts")
+        return []
+
+    @hookimpl
     def goclaw_consolidation_workers(self) -> list[Any]:
         self._hit("goclaw_consolidation_workers")
         return []
@@ -203,19 +224,22 @@ def test_every_hook_is_reachable_through_the_facade(workspace: Path) -> None:
         hooks.schema_components()
         with engine.db.engine.connect() as conn:
             hooks.forget_rows(engine, ForgetScope((agent.id,), "u"), conn)
+        hooks.forgotten(engine, ForgetScope((agent.id,), "u"))
         assert hooks.cli_commands() == [("spy", CommandSpec("spy", "Spy.", "spy_module:spy"))]
-        hooks.prompt_sections()
-        assert "spy-mode" in hooks.prompt_modes()
-        assert hooks.resolve_prompt_mode(PromptRequest(agent="watched", channel="spy")) == "spy-mode"
-        hooks.context_file_sources()
-        assert [f.name for f in hooks.virtual_context_files(ctx) if f.name == "SPY.md"] == ["SPY.md"]
-        hooks.slash_commands()
-        hooks.skill_tiers()
-        assert hooks.search_backends()["spy-backend"](engine) == "backend"
+        # The plugins' own hooks, through the generic facade calls their code makes.
+        prompt_hooks.sections(engine)
+        assert "spy-mode" in prompt_hooks.modes(engine)
+        assert prompt_hooks.resolve_mode(engine, PromptRequest(agent="watched", channel="spy")) == "spy-mode"
+        prompt_hooks.context_file_sources(engine)
+        assert [f.name for f in prompt_hooks.virtual_context_files(engine, ctx) if f.name == "SPY.md"] == [
+            "SPY.md"
+        ]
+        prompt_hooks.slash_commands(engine)
+        skill_hooks.tiers(engine)
+        assert memory_hooks.search_backends(engine)["spy-backend"](engine) == "backend"
         assert engine.embedder("spy-embedder") == "embedder"
         assert engine.llm("spy-llm") == "llm"
         assert hooks.tokenizers()["spy-tokenizer"](engine) == "tokenizer"
-        # The memory plugin's own hooks, through the same generic facade its code uses.
         extra = hooks.call(
             "goclaw_memory_search_extra",
             engine=engine,
@@ -230,7 +254,8 @@ def test_every_hook_is_reachable_through_the_facade(workspace: Path) -> None:
         assert hooks.first("goclaw_memory_rerank", hits=[1, 2], **rerank) == [2, 1]
         hooks.consolidation_workers()
         hooks.tools(engine)
-    assert spy.called == {*HOOK_NAMES, *MEMORY_HOOK_NAMES}
+        hooks.items("goclaw_mcp_prompts", "MCP prompt", engine=engine)
+    assert spy.called == ALL_HOOKS
 
 
 BUILTINS = builtin_plugins()
@@ -290,7 +315,7 @@ def test_default_plugin_can_be_replaced(name: str, workspace: Path) -> None:
             h for h in dir(importlib.import_module(BUILTINS[name])) if h.startswith("goclaw_")
         }
         registered = set(record.hooks)
-        assert registered == {h for h in hooks_of_builtin if h in {*HOOK_NAMES, *MEMORY_HOOK_NAMES}}
+        assert registered == {h for h in hooks_of_builtin if h in ALL_HOOKS}
         engine.agents.create("replaced")
     if {"goclaw_settings_model", "goclaw_services", "goclaw_startup", "goclaw_agent_created"} & registered:
         assert calls, "the replacement's hooks were never called"

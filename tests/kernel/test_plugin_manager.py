@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from goclaw.config import PluginsConfig
 from goclaw.engine import Engine
 from goclaw.errors import PluginError
 from goclaw.plugins import build_plugin_manager, builtin_plugins, discover
+from goclaw_prompt import hookspecs as prompt_hooks
 from tests.helpers import run_cli
 from tests.plugin_install import on_sys_path, pip_install_target
 
@@ -96,7 +98,7 @@ def test_entry_point_plugin_loads_and_contributes(hello_installed: Path, workspa
     assert "goclaw_prompt_sections" in record.hooks
     with Engine.open(workspace, plugins={"hello": {"greeting": "Ahoy"}}) as engine:
         assert engine.plugin_settings("hello").greeting == "Ahoy"
-        assert "hello" in [s.name for s in engine.hooks.prompt_sections()]
+        assert "hello" in [s.name for s in prompt_hooks.sections(engine)]
         assert engine.embedder("hello").dim == 26
 
 
@@ -197,6 +199,11 @@ class _RaisingPlugin:
         raise ValueError("boom")
 
 
+def _sections(hooks: Any) -> list[Any]:
+    """The prompt plugin's call of its sections hook, on a bare hook facade."""
+    return prompt_hooks.sections(SimpleNamespace(hooks=hooks))
+
+
 def _manager(*extra: tuple[str, object], strict: bool = False) -> Any:
     from goclaw.hooks import Hooks
 
@@ -205,7 +212,7 @@ def _manager(*extra: tuple[str, object], strict: bool = False) -> Any:
 
 def test_sections_sorted_by_order_then_name_not_registration() -> None:
     hooks = _manager(("two", _TwoSections()))
-    names = [s.name for s in hooks.prompt_sections() if s.name in {"zeta", "alpha", "first"}]
+    names = [s.name for s in _sections(hooks) if s.name in {"zeta", "alpha", "first"}]
     assert names == ["first", "alpha", "zeta"]
 
 
@@ -218,7 +225,7 @@ def test_registry_duplicate_names_both_plugins() -> None:
 
 def test_raising_third_party_hook_is_skipped_and_reported() -> None:
     hooks = _manager(("raiser", _RaisingPlugin()))
-    sections = hooks.prompt_sections()
+    sections = _sections(hooks)
     assert all(s.name != "boom" for s in sections)
     assert hooks.manager.records["raiser"].status == "failed"
     assert "boom" in hooks.manager.records["raiser"].error
@@ -227,7 +234,7 @@ def test_raising_third_party_hook_is_skipped_and_reported() -> None:
 def test_raising_third_party_hook_is_fatal_when_strict() -> None:
     hooks = _manager(("raiser", _RaisingPlugin()), strict=True)
     with pytest.raises(PluginError, match="raiser"):
-        hooks.prompt_sections()
+        _sections(hooks)
 
 
 def test_misspelled_hook_fails_at_startup() -> None:
@@ -240,6 +247,21 @@ def test_misspelled_hook_fails_at_startup() -> None:
         build_plugin_manager(PluginsConfig(strict=True), [("typo", Typo())])
     manager = build_plugin_manager(PluginsConfig(), [("typo", Typo())])
     assert manager.records["typo"].status == "failed"
+
+
+def test_a_plugins_own_hook_exists_while_that_plugin_is_disabled() -> None:
+    """The skills plugin's hook comes from its manifest (HOOKSPECS): a plugin implementing it
+    (no optionalhook) loads with goclaw.skills disabled, and nobody calls it."""
+
+    class Tier:
+        @hookimpl
+        def goclaw_skill_tiers(self) -> list[Any]:
+            raise AssertionError("called while goclaw.skills is off")
+
+    manager = build_plugin_manager(PluginsConfig(disable=["goclaw.skills"], strict=True), [("tier", Tier())])
+    assert manager.records["tier"].status == "active"
+    assert manager.records["goclaw.skills.tier.project"].status == "active"
+    assert manager.pm.hook.goclaw_skill_tiers.spec is not None
 
 
 class _BadRender:

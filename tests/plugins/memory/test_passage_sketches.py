@@ -229,7 +229,7 @@ class OlderBackend:
     name = "older"
 
     def __init__(self, engine: Any) -> None:
-        self.base = engine.hooks.search_backends()[
+        self.base = engine.hooks.registry("goclaw_search_backends", "search backend")[
             "sqlite" if engine.db.backend == "sqlite" else "inprocess"
         ](engine)
 

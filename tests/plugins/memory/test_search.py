@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
+from goclaw_prompt import hookspecs as prompt_hooks
 from tests.helpers import run_cli
 from tests.memory_helpers import EmbedderPlugin, chunk_rows, write
 
@@ -461,7 +462,7 @@ def test_tools_and_recall_section(eng: Any) -> None:
     from goclaw.contracts.hooks import PromptRequest, ToolInfo
     from goclaw.contracts.host import PromptContext
 
-    section = next(s for s in eng.hooks.prompt_sections() if s.name == "memory_recall")
+    section = next(s for s in prompt_hooks.sections(eng) if s.name == "memory_recall")
     assert section.order == 5 and section.modes == frozenset({"full"})
     agent = eng.agents.get("ada")
     ctx = PromptContext(eng, PromptRequest(agent="ada"), agent, "", "full")

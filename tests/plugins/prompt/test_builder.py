@@ -12,6 +12,7 @@ from goclaw import hookimpl
 from goclaw.contracts.hooks import ContextFile, PromptRequest, SlashResult, ToolInfo
 from goclaw.contracts.host import PromptContext
 from goclaw.errors import ValidationError
+from goclaw_prompt import hookspecs as prompt_hooks
 
 MINE_FULL = [
     "identity",
@@ -63,7 +64,7 @@ def test_exact_section_order_full_mode(engine: Any) -> None:
     got = [s["name"] for s in result.sections]
     assert [n for n in got if n in MINE_FULL] == MINE_FULL
     # every section (ours and other plugins') follows (order, name)
-    order = {s.name: (s.order, s.name) for s in engine.hooks.prompt_sections()}
+    order = {s.name: (s.order, s.name) for s in prompt_hooks.sections(engine)}
     assert got == sorted(got, key=order.__getitem__)
     # and the text appears in that order
     positions = [

@@ -12,6 +12,7 @@ import pytest
 from goclaw.contracts.hooks import PromptRequest, SlashResult
 from goclaw.contracts.host import PromptContext
 from goclaw.tokenizer import CharsTokenizer
+from goclaw_prompt import hookspecs as prompt_hooks
 from goclaw_skills.slash import DEFAULT_MESSAGE
 from tests.conftest import BACKENDS, module_engine
 from tests.skills_helpers import no_builtin, write_skill
@@ -30,14 +31,14 @@ def _ctx(
 
 
 def _section(eng: Any) -> Any:
-    [section] = [s for s in eng.hooks.prompt_sections() if s.name == "skills"]
+    [section] = [s for s in prompt_hooks.sections(eng) if s.name == "skills"]
     assert section.order == 4 and section.modes == frozenset({"full"})
     return section
 
 
 def _slash(eng: Any, ctx: PromptContext, text: str) -> SlashResult | None:
     """What the prompt builder does: the first command in (order, name) order that answers."""
-    for cmd in eng.hooks.slash_commands():
+    for cmd in prompt_hooks.slash_commands(eng):
         result = cmd.handle(text, ctx)
         if result is not None:
             ctx.state["slash"] = result

@@ -10,6 +10,7 @@ from typing import Any
 
 from goclaw.contracts.hooks import PromptRequest
 from goclaw.contracts.host import PromptContext
+from goclaw_prompt import hookspecs as prompt_hooks
 from tests.skills_helpers import no_builtin, write_skill
 
 
@@ -17,7 +18,7 @@ def _render(eng: Any) -> tuple[str | None, PromptContext]:
     ctx = PromptContext(
         engine=eng, request=PromptRequest(agent="bot"), agent=eng.agents.get("bot"), user="", mode="full"
     )
-    [section] = [s for s in eng.hooks.prompt_sections() if s.name == "skills"]
+    [section] = [s for s in prompt_hooks.sections(eng) if s.name == "skills"]
     return section.render(ctx), ctx
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from goclaw import hookimpl
+from goclaw_skills import hookspecs as skill_hooks
 from goclaw_skills.parsing import discover_folder
 from goclaw_skills.tiers import BUILTIN_ROOT
 from tests.helpers import run_cli
@@ -96,7 +97,7 @@ def test_third_party_tier_at_chosen_priority(
     eng = make_engine(
         plugins=no_builtin(), extra_plugins=[("team-tier", ExtraTierPlugin(ExtraTier(team, 3)))]
     )
-    tiers = [(t.name, t.priority) for t in eng.hooks.skill_tiers()]
+    tiers = [(t.name, t.priority) for t in skill_hooks.tiers(eng)]
     # Same priority as "personal": ties sort by name, so "personal" < "team-share".
     assert tiers.index(("personal", 3)) < tiers.index(("team-share", 3))
     items = {s.slug: s for s in eng.skills.list()}

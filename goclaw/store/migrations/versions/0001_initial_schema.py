@@ -7,12 +7,13 @@ Create Date: 2026-12-02 12:47:44.063194
 The kernel's tables: agents, their links, teams and context files, ``system_configs``, the
 event queue, ``worker_state`` and the embedding cache.
 
-Until issue 13 item 3 this revision created every feature's table too, with the full-text
-structures each backend needed (SQLite FTS5 tables, PostgreSQL generated ``tsvector`` columns);
-databases made then keep them, and each plugin's own chain adopts its tables (see 0005).
-Since then it only runs on an empty database, so it creates the tables the kernel still owns;
-the feature tables come from the plugins' chains (``goclaw_schema`` hook). The original text of this
-revision is kept in ``tests/legacy_schema`` to build pre-split databases in tests.
+Before feature tables moved to their plugins, this revision created every feature's table too,
+with the full-text structures each backend needed (SQLite FTS5 tables, PostgreSQL generated
+``tsvector`` columns); databases made then keep them, and each plugin's own chain adopts its
+tables (see 0005). Since then it only runs on an empty database, so it creates the tables the
+kernel still owns; the feature tables come from the plugins' chains (``goclaw_schema`` hook).
+The original text of this revision is kept in ``tests/legacy_schema`` to build pre-split
+databases in tests.
 """
 
 from __future__ import annotations
