@@ -18,12 +18,12 @@ from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-SOURCE = "libs/goclaw_search/_accel.c"
+SOURCE = "libs/goclaw_search/_vec.c"
 # Each optional extension module, built next to its source: the accelerator, the passage
 # sketcher (libs/goclaw_search/_sketch.c, used by goclaw_embeddings.static_passages), the
 # vector-channel kernels (libs/goclaw_search/_vec.c, used by goclaw_search.vecq) and the
 # reranker's features and passage scores (libs/goclaw_search/_rerank.c, goclaw_search.rerank).
-SOURCES = (SOURCE, "libs/goclaw_search/_sketch.c", "libs/goclaw_search/_vec.c", "libs/goclaw_search/_rerank.c")
+SOURCES = (SOURCE,)
 
 
 class AccelBuildHook(BuildHookInterface):  # type: ignore[type-arg]
