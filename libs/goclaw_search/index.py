@@ -240,9 +240,10 @@ class SearchIndex(IndexWrites, IndexReads):
         of every slot to ``query`` (a :meth:`unit_query`; ``None``: no vector channel), found
         without computing them all: the int8 scan bounds each slot's cosine and only the slots
         that can reach the result are rescored (:func:`goclaw_search.fusion.fuse_bounded`).
-        ``scan``: ``"int8"`` (the C scan), ``"blas"`` (the float32 product's bounds: the path
-        without the C module) or ``"dense"`` (every exact cosine); by default ``"dense"`` below
-        :data:`DENSE_BELOW` slots, else ``"int8"`` (``"blas"`` without the C module). The
+        ``scan``: ``"int8"`` (the compiled scan), ``"blas"`` (the float32 product's bounds: the
+        path without the compiled module) or ``"dense"`` (every exact cosine); by default
+        ``"dense"`` below :data:`DENSE_BELOW` slots, else ``"int8"`` (``"blas"`` without the
+        compiled module). The
         result is the same whichever runs."""
         args: dict[str, Any] = dict(limit=limit, method=method, boost=boost, pool=pool)
         args.update(text_weight=text_weight, vector_weight=vector_weight)
