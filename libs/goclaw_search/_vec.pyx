@@ -5,7 +5,9 @@ compares them).
 
 * quantize: each row's int8 copy about the centre, its scale, error and norm (the squared sums
   in 8 lanes, j mod 8, added in lane order);
-* scan: each row's bounds on its exact cosine from one int8 dot product;
+* scan: each row's bounds on its exact cosine from one int8 dot product (the dots by
+  _vec_dots.h: AVX-VNNI, AVX512-VNNI or AVX2 where the CPU has them, else a portable loop;
+  the same exact int32 dots);
 * exact: the exact cosine of some rows (16 float64 lanes, j mod 16, added as a fixed tree);
 * fuse_cut: the scan with the weighted fusion's cut in the same pass (the candidates to rescore).
 
@@ -15,6 +17,7 @@ there; without it goclaw_search.vecq runs the numpy versions.
 """
 
 from libc.math cimport fabs, fabsf, sqrt, nextafterf, INFINITY, isfinite
+from libc.stddef cimport ptrdiff_t
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
 from libc.stdlib cimport malloc, free
 
@@ -124,12 +127,25 @@ def quantize(const float[:, ::1] vec, const float[::1] mu, int8_t[:, ::1] q8, fl
 # ------------------------------------------------------------------ scan
 
 
-cdef inline int32_t dot_i8(const int8_t *a, const int8_t *b, Py_ssize_t d) noexcept nogil:
-    cdef int32_t acc = 0
-    cdef Py_ssize_t j
-    for j in range(d):
-        acc += <int32_t>a[j] * <int32_t>b[j]
-    return acc
+cdef extern from "_vec_dots.h" nogil:
+    ctypedef void (*goclaw_dots_fn)(const int8_t *, ptrdiff_t, const int8_t *, ptrdiff_t, ptrdiff_t,
+                                    int32_t *) noexcept nogil
+    goclaw_dots_fn goclaw_dots_for(int portable, const char **name)
+
+
+cdef const char *KERNEL = NULL
+cdef goclaw_dots_fn DOTS = goclaw_dots_for(0, &KERNEL)
+
+
+def kernel():
+    """The int8 dot kernel in use: "avxvnni", "avx512vnni", "avx2" or "portable"."""
+    return KERNEL.decode("ascii")
+
+
+def use_portable(bint portable):
+    """The portable dot loop (True) or the best the CPU has (False); the tests compare them."""
+    global DOTS
+    DOTS = goclaw_dots_for(portable, &KERNEL)
 
 
 cdef void bounds(const int8_t *q8, const int8_t *qhat, const float *scale, const float *err,
@@ -138,9 +154,11 @@ cdef void bounds(const int8_t *q8, const int8_t *qhat, const float *scale, const
     """Rows from_..from_+count's bounds (a zero row, scale and err both 0: exactly 0)."""
     cdef Py_ssize_t i, r
     cdef double a, rr
+    cdef int32_t dots[BLOCK]
+    DOTS(q8, d, qhat, from_, count, dots)
     for i in range(count):
         r = from_ + i
-        a = mq + (<double>scale[r] * t) * <double>dot_i8(q8 + r * d, qhat, d)
+        a = mq + (<double>scale[r] * t) * <double>dots[i]
         rr = (eq * <double>norm[r] + m * <double>err[r]) + slack
         if scale[r] == 0.0 and err[r] == 0.0:
             lo[i] = 0.0
@@ -164,8 +182,12 @@ def scan(const int8_t[:, ::1] q8, const float[::1] scale, const float[::1] err, 
         return
     cdef const int8_t *rows = &q8[0, 0] if d else NULL
     cdef const int8_t *qh = &qhat[0] if d else NULL
+    cdef Py_ssize_t from_ = 0
     with nogil:
-        bounds(rows, qh, &scale[0], &err[0], &norm[0], 0, n, d, t, eq, m, mq, slack, &lo[0], &hi[0])
+        while from_ < n:
+            bounds(rows, qh, &scale[0], &err[0], &norm[0], from_, min(BLOCK, n - from_), d, t, eq, m, mq, slack,
+                   &lo[from_], &hi[from_])
+            from_ += BLOCK
 
 
 # ------------------------------------------------------------------ exact

@@ -353,3 +353,37 @@ def test_the_numpy_path_gives_the_same_searches() -> None:
     assert default["compiled"] is (vecq.compiled is not None)
     assert numpy_only["hits"] == default["hits"]
     assert all(len(h[0]) == 10 for h in default["hits"])
+
+
+@needs_c
+@pytest.mark.parametrize("d", (1, 17, 31, 32, 33, 64, 95, 256, 384))
+def test_the_dot_kernels_give_the_same_bits(d: int) -> None:
+    """The int8 dots of the CPU's kernel (AVX-VNNI, AVX512-VNNI or AVX2) and of the portable
+    loop: the same bounds and the same one-pass fusion, whatever the row count modulo 4."""
+    c: Any = vecq.compiled
+    rng = np.random.default_rng(d)
+    for n in (1, 3, 4, 5, 259, 517):
+        m = _rows(rng, n, d)
+        mu = vecq.centre(m)
+        q8, s, e, nrm = _quantized(m, mu)
+        q8[n // 2] = rng.integers(-127, 128, d)  # any int8 row, extremes included
+        q = vecq.unit(rng.standard_normal(d), d)
+        assert q is not None
+        query = vecq.prepare(q)
+        lexical = (rng.random(n) * (rng.random(n) < 0.3)).astype(np.float32)
+        got = []
+        try:
+            for portable in (False, True):
+                c.use_portable(portable)
+                got.append(
+                    (
+                        vecq.scan(q8, s, e, nrm, mu, query),
+                        vecq.fuse_scan(q8, s, e, nrm, mu, m, q, lexical, None, None, limit=min(n, 7),
+                                       text_weight=0.7, vector_weight=0.3),
+                    )
+                )  # fmt: skip
+        finally:
+            c.use_portable(False)
+        (best, one), (portable_, other) = got
+        assert np.array_equal(best[0], portable_[0]) and np.array_equal(best[1], portable_[1]), c.kernel()
+        assert one == other
