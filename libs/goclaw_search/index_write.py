@@ -80,12 +80,11 @@ class IndexWrites(IndexSlots):
         first = np.full(len(gmap), -1, dtype=np.int64)
         first[unknown[::-1]] = np.arange(len(unknown) - 1, -1, -1, dtype=np.int64)
         new = np.flatnonzero(first >= 0)
-        for g in new[np.argsort(first[new], kind="stable")].tolist():
-            term = table[g]
-            tid = vocab.get(term)
-            if tid is None:
-                tid = vocab[term] = len(vocab)
-            gmap[g] = tid
+        new = new[np.argsort(first[new], kind="stable")]
+        terms = list(map(table.__getitem__, new.tolist()))  # distinct: one global id per term
+        fresh = [t for t, tid in zip(terms, map(vocab.get, terms), strict=True) if tid is None]
+        vocab.update(zip(fresh, range(len(vocab), len(vocab) + len(fresh)), strict=True))
+        gmap[new] = np.fromiter(map(vocab.__getitem__, terms), dtype=np.int64, count=len(terms))
         out: NDArray[np.int64] = gmap[gids]
         return out
 

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 SHORT = 16  # bytes of a piece read as two 64-bit words
 _M0 = np.uint64(0x9E3779B97F4A7C15)  # odd multipliers of the words' hash
 _M1 = np.uint64(0xC2B2AE3D27D4EB4F)
+WIDE = 48  # bytes of a piece's stored form kept in the fixed-width copy
 MAX_PIECE_KEY = 1_000  # longer pieces are tokenized each time they occur, never kept
 
 
@@ -60,18 +61,18 @@ class _TermIdOf(dict[str, int]):
 def _words(
     joined: bytes, starts: NDArray[np.int64], size: NDArray[np.int64]
 ) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
-    """Bytes ``0..7`` and ``8..15`` of each piece as big-endian 64-bit words, the bytes past
-    its end zero (a piece holds no NUL byte: two pieces differ in their words)."""
-    padded = joined + bytes(2 * 8)
-    # The 8 bytes from every offset, as one big-endian word each (a strided view: no copy).
-    every = np.ndarray((len(joined) + 8,), dtype=">u8", buffer=padded, strides=(1,))
-    keep = _KEEP[np.minimum(size, 8)]
-    w0 = every[starts].astype(np.uint64) & keep
-    w1 = every[starts + 8].astype(np.uint64) & _KEEP[np.clip(size - 8, 0, 8)]
-    return w0, w1
+    """Bytes ``0..7`` and ``8..15`` of each piece as two 64-bit words (native byte order), the
+    bytes past its end zero (a piece holds no NUL byte: two pieces differ in their words)."""
+    raw = np.frombuffer(joined + bytes(SHORT), dtype=np.uint8)
+    # The 16 bytes from every offset (a strided view: no copy), those of each piece copied out.
+    every = np.lib.stride_tricks.as_strided(raw, shape=(len(joined), SHORT), strides=(1, 1), writeable=False)
+    window = every[starts]
+    window &= _KEEP[size]
+    pair = window.view(np.uint64)
+    return pair[:, 0], pair[:, 1]
 
 
-_KEEP = np.array([0] + [(2**64 - 1) ^ (2 ** (8 * (8 - k)) - 1) for k in range(1, 9)], dtype=np.uint64)
+_KEEP = np.array([[255] * k + [0] * (SHORT - k) for k in range(SHORT + 1)], dtype=np.uint8)
 
 
 _is_none = partial(is_, None)
@@ -122,6 +123,7 @@ class TermTable:
         self._lex = bytearray()  # each piece's stored form and a space ("" for one without terms)
         self._lex_start = array("q")
         self._lex_len = array("q")
+        self._wide = np.zeros(0, dtype=f"S{WIDE}")  # the stored forms of up to WIDE bytes, by piece
 
     @property
     def pieces(self) -> int:
@@ -134,7 +136,11 @@ class TermTable:
         counts = list(map(len, found))
         self._start.extend(accumulate(counts[:-1], initial=len(self._flat)))
         self._count.extend(counts)
-        self._flat.extend(map(self.ids.__getitem__, chain.from_iterable(found)))
+        ids = self.ids
+        new = [t for t in dict.fromkeys(chain.from_iterable(found)) if t not in ids]
+        ids.update(zip(new, range(len(self.terms), len(self.terms) + len(new)), strict=True))
+        self.terms.extend(new)
+        self._flat.extend(map(ids.__getitem__, chain.from_iterable(found)))
         stored = [" ".join(t).encode("utf-8") + b" " if t else b"" for t in found]
         self._lex_start.extend(accumulate(map(len, stored[:-1]), initial=len(self._lex)))
         self._lex_len.extend(map(len, stored))
@@ -166,15 +172,13 @@ class TermTable:
         start = np.frombuffer(self._start, dtype=np.int64)[pid]
         gids = np.frombuffer(self._flat, dtype=np.int32)[_ranges(start, count)]
         lex_len = np.frombuffer(self._lex_len, dtype=np.int64)[pid]
-        lex_start = np.frombuffer(self._lex_start, dtype=np.int64)[pid]
-        lex_bytes = np.frombuffer(self._lex, dtype=np.uint8)[_ranges(lex_start, lex_len)]
+        raw = self._stored(pid, lex_len)
         # (the views above are dropped on return: the arrays can grow again)
         term_end = np.zeros(len(pid) + 1, dtype=np.int64)
         np.cumsum(count, out=term_end[1:])
         lex_end = np.zeros(len(pid) + 1, dtype=np.int64)
         np.cumsum(lex_len, out=lex_end[1:])
         term_at, lex_at = term_end[bounds].tolist(), lex_end[bounds].tolist()
-        raw = lex_bytes.tobytes()
         # Cut at byte offsets: in the decoded text when every byte is a character (ASCII).
         stored: Any = raw.decode("ascii") if raw.isascii() else raw
         words = self.terms
@@ -186,6 +190,25 @@ class TermTable:
                 lex = lex.decode("utf-8")
             out.append(TermIds(gids, term_at[i], term_at[i + 1], lex, words))
         return out
+
+    def _stored(self, pid: NDArray[np.int64], lex_len: NDArray[np.int64]) -> bytes:
+        """The stored forms of these pieces one after the other: rows of the fixed-width copy
+        (:data:`WIDE` bytes, NUL-padded: a stored form holds no NUL) when every one fits,
+        else byte ranges of the flat copy."""
+        if len(self._lex_len) and int(lex_len.max(initial=0)) <= WIDE:
+            if len(self._wide) < len(self._lex_len):  # the new pieces' rows
+                start = np.frombuffer(self._lex_start, dtype=np.int64)[len(self._wide) :]
+                size = np.frombuffer(self._lex_len, dtype=np.int64)[len(self._wide) :]
+                rows = np.zeros((len(start), WIDE), dtype=np.uint8)
+                fits = size <= WIDE
+                flat = np.frombuffer(self._lex, dtype=np.uint8)
+                col = _ranges(np.zeros(int(fits.sum()), dtype=np.int64), size[fits])
+                row = np.repeat(np.flatnonzero(fits), size[fits])
+                rows[row, col] = flat[_ranges(start[fits], size[fits])]
+                self._wide = np.concatenate([self._wide, rows.view(f"S{WIDE}").reshape(-1)])
+            return self._wide[pid].tobytes().replace(b"\0", b"")
+        lex_start = np.frombuffer(self._lex_start, dtype=np.int64)[pid]
+        return np.frombuffer(self._lex, dtype=np.uint8)[_ranges(lex_start, lex_len)].tobytes()
 
     def _ascii_pieces(self, texts: Sequence[str]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """The piece id of every piece of these ASCII texts, in order, and how many pieces
