@@ -145,13 +145,16 @@ def test_term_ids_of_batches_and_tables_mix(tmp_path: Path) -> None:
     assert _saved(c, tmp_path / "c") == _saved(d, tmp_path / "d")
 
 
-def test_postings_count_each_term_per_document() -> None:
-    """The postings of a segment (scipy's COO to CSR): term-major, slots ascending, each
-    (term, slot) once with its count."""
+@pytest.mark.parametrize("scipy_from", [0, 10**9])
+def test_postings_count_each_term_per_document(monkeypatch: pytest.MonkeyPatch, scipy_from: int) -> None:
+    """The postings of a segment (scipy's COO to CSR, or the numpy sort for a small one):
+    term-major, slots ascending, each (term, slot) once with its count."""
     import numpy as np
 
+    from goclaw_search import index_build
     from goclaw_search.index_build import _postings
 
+    monkeypatch.setattr(index_build, "SCIPY_FROM", scipy_from)
     rng = np.random.default_rng(3)
     lens = rng.integers(0, 40, 300)
     tids = rng.integers(0, 50, int(lens.sum()))
