@@ -5,7 +5,6 @@ test_vec_kernels.py runs too, GOCLAW_SEARCH_NUMPY=1)."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -13,17 +12,12 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.helpers import source_copy
 
 
 @pytest.mark.slow
 def test_a_wheel_builds_without_a_c_compiler(tmp_path: Path) -> None:
-    src = tmp_path / "src"  # a copy: no build folder or module left by another build
-    ignore = shutil.ignore_patterns("__pycache__", "*.so", "build", "*.egg-info")
-    for name in ("goclaw", "libs", "plugins", "templates"):
-        shutil.copytree(ROOT / name, src / name, ignore=ignore)
-    for name in ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md"):
-        shutil.copy(ROOT / name, src / name)
+    src = source_copy(tmp_path / "src")  # no build folder or module left by another build
     env = dict(os.environ, CC="/bin/false", CXX="/bin/false", LDSHARED="/bin/false")
     subprocess.run(
         [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path), str(src)],
