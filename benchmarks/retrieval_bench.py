@@ -400,7 +400,7 @@ class Baseline:
         self.proc.wait(timeout=60)
 
 
-def _cold(pythons: dict[str, str], ws: Path, label: str, rows: list[dict[str, Any]], rounds: int = 3) -> None:
+def _cold(pythons: dict[str, str], ws: Path, label: str, rows: list[dict[str, Any]], rounds: int = 5) -> None:
     """Cold start of each interpreter's goclaw, fresh processes taking turns: ``import goclaw``,
     and until its first search returns (``Engine.open`` included)."""
     got: dict[str, list[list[float]]] = {name: [] for name in pythons}
