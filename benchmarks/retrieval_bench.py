@@ -2,6 +2,7 @@
 
     python benchmarks/retrieval_bench.py --quick         # 10,000 chunks
     python benchmarks/retrieval_bench.py                 # 10,000 and 100,000 chunks
+    python benchmarks/retrieval_bench.py --baseline /path/to/other/checkout/.venv/bin/python
     GOCLAW_BENCH_DATABASE_URL=postgresql+psycopg://... python benchmarks/retrieval_bench.py
 
 Needs the ``bench`` extra (``pip install -e '.[bench]'``: lancedb, chromadb, sqlite-vec +
@@ -27,6 +28,11 @@ machine noise hits all alike), ratio = peer ÷ goclaw (above 1: goclaw faster); 
 it: hit@10 / MRR on the planted facts, and top-10 overlap with the exact fused result (the
 formula applied to every chunk); indexing time given the same precomputed vectors; the first
 search after opening a fresh process; and the fusion-method comparison.
+
+``--baseline PYTHON``: another checkout's interpreter (its editable goclaw), e.g. the code
+before a change, in the same run: its hybrid search on the same workspace, in a process of its
+own timed inside that process and interleaved with the others ("baseline" rows), and the cold
+start of both (a fresh process: ``import goclaw``, then ``Engine.open`` and a first search).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import os
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -329,6 +336,92 @@ class Chroma:
         return [int(i) for i in res["ids"][0]]
 
 
+# --------------------------------------------------------------------------- another checkout
+
+BASELINE_WORKER = r"""
+import json, sys, time
+from goclaw.engine import Engine
+eng = Engine.open(sys.argv[1])
+for line in sys.stdin:
+    q = json.loads(line)
+    t = time.perf_counter()
+    hits = eng.memory.search_response(q, "bench", limit=10, channel="hybrid", include_extra=False).hits
+    took = time.perf_counter() - t
+    print(json.dumps([took, [h.chunk_id for h in hits if h.chunk_id is not None]]), flush=True)
+eng.close()
+"""
+
+COLD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import goclaw
+t1 = time.perf_counter()
+from goclaw.engine import Engine
+eng = Engine.open(sys.argv[1])
+eng.memory.search_response("printer outage", "bench", limit=10, include_extra=False)
+t2 = time.perf_counter()
+eng.close()
+print(json.dumps([t1 - t0, t2 - t0]))
+"""
+
+
+def _env() -> dict[str, str]:
+    return dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", HF_HUB_OFFLINE="1")
+
+
+class Baseline:
+    """Another checkout's hybrid search on the same workspace, in its own process; ``last`` is
+    the time its last search took there."""
+
+    name = "baseline"
+
+    def __init__(self, python: str, ws: Path) -> None:
+        self.proc = subprocess.Popen(
+            [python, "-c", BASELINE_WORKER, str(ws)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=str(ws.parent),
+            env=_env(),
+        )
+        self.last = 0.0
+
+    def hybrid(self, q: str) -> list[int]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(q) + "\n")
+        self.proc.stdin.flush()
+        took, ids = json.loads(self.proc.stdout.readline())
+        self.last = float(took)
+        return [int(i) for i in ids]
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def _cold(pythons: dict[str, str], ws: Path, label: str, rows: list[dict[str, Any]], rounds: int = 5) -> None:
+    """Cold start of each interpreter's goclaw, fresh processes taking turns: ``import goclaw``,
+    and until its first search returns (``Engine.open`` included)."""
+    got: dict[str, list[list[float]]] = {name: [] for name in pythons}
+    for _ in range(rounds):
+        for name, python in pythons.items():
+            out = subprocess.run(
+                [python, "-c", COLD, str(ws)], capture_output=True, text=True, env=_env(), cwd=str(ws.parent)
+            )
+            if out.returncode != 0:
+                raise SystemExit(f"cold start failed ({python}): {out.stderr.strip().splitlines()[-1:]}")
+            got[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    ours = got["goclaw"]
+    for name, runs in got.items():
+        if name == "goclaw":
+            continue
+        for i, what in enumerate(("import goclaw", "first search (fresh process, includes import and open)")):
+            mine = statistics.median(r[i] for r in ours) * 1000
+            theirs = statistics.median(r[i] for r in runs) * 1000
+            rows.append(row(f"cold start, {what}, {label} (SQLite) vs {name}", mine, "ms", theirs, name))
+
+
 # --------------------------------------------------------------------------- the run
 
 
@@ -356,7 +449,9 @@ def _exact_fused(g: Goclaw, q: str) -> list[int]:
     return [int(idx.ids[s]) for s in top]
 
 
-def run_size(n_chunks: int, pg_url: str | None, rows: list[dict[str, Any]], tmp: Path) -> None:
+def run_size(
+    n_chunks: int, pg_url: str | None, rows: list[dict[str, Any]], tmp: Path, baseline: str | None = None
+) -> None:
     label = f"{n_chunks:,} chunks"
     agent_src = tmp / f"src-{n_chunks}"
     questions = generate(agent_src, n_chunks=n_chunks, n_facts=150, seed=7)
@@ -413,9 +508,12 @@ def run_size(n_chunks: int, pg_url: str | None, rows: list[dict[str, Any]], tmp:
     first = time.perf_counter() - t
     fresh.close()
     rows.append(row(f"first search after open, {label} (SQLite, includes Engine.open)", first * 1000, "ms"))
+    if baseline:
+        _cold({"goclaw": sys.executable, "baseline": baseline}, g.ws, label, rows)
     g = Goclaw.__new__(Goclaw)
     g.ws, g.url = tmp / f"ws-{n_chunks}", None
     g.eng = Engine.open(g.ws)
+    base = Baseline(baseline, g.ws) if baseline else None
 
     def goc(channel: str) -> Callable[[str], list[int]]:
         def f(q: str) -> list[int]:
@@ -446,6 +544,8 @@ def run_size(n_chunks: int, pg_url: str | None, rows: list[dict[str, Any]], tmp:
         sv.name: {"hybrid": sv.hybrid, "lexical": sv.lexical, "vector": sv.vector},
         ch.name: {"vector": ch.vector},
     }
+    if base is not None:
+        systems[base.name] = {"hybrid": base.hybrid}
     to_place = {
         "goclaw": lambda r: [place[pos[i]] for i in r],
         "goclaw, reranker off": lambda r: [place[pos[i]] for i in r],
@@ -453,6 +553,8 @@ def run_size(n_chunks: int, pg_url: str | None, rows: list[dict[str, Any]], tmp:
     for sname in systems:
         if not sname.startswith("goclaw"):
             to_place[sname] = lambda r: [place[i] for i in r]
+    if base is not None:  # chunk ids, as goclaw's
+        to_place[base.name] = lambda r: [place[pos[i]] for i in r]
 
     for channel in ("hybrid", "lexical", "vector"):
         times: dict[str, list[float]] = {s: [] for s in systems if channel in systems[s]}
@@ -469,7 +571,8 @@ def run_size(n_chunks: int, pg_url: str | None, rows: list[dict[str, Any]], tmp:
             for s in names:
                 t = time.perf_counter()
                 systems[s][channel](q)
-                times[s].append(time.perf_counter() - t)
+                took = time.perf_counter() - t
+                times[s].append(base.last if base is not None and s == base.name else took)
         ours = _med_ms(times["goclaw"])
         qual = {s: _quality(s, _placed(to_place[s], systems[s][channel]), answerable) for s in times}
         for s in times:
@@ -518,6 +621,8 @@ def run_size(n_chunks: int, pg_url: str | None, rows: list[dict[str, Any]], tmp:
             )
         )
     settings.fusion = "weighted"
+    if base is not None:
+        base.close()
     g.close()
 
     if pg_url:
@@ -580,7 +685,7 @@ def _pg(
         admin.dispose()
 
 
-def run(quick: bool) -> list[dict[str, Any]]:
+def run(quick: bool, baseline: str | None = None) -> list[dict[str, Any]]:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     rows: list[dict[str, Any]] = []
     pg_url = os.environ.get("GOCLAW_BENCH_DATABASE_URL") or os.environ.get("GOCLAW_TEST_DATABASE_URL")
@@ -588,7 +693,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
     try:
         sizes = [int(x) for x in os.environ.get("GOCLAW_BENCH_CHUNKS", "").split(",") if x]
         for n in sizes or ((10_000,) if quick else (10_000, 100_000)):
-            run_size(n, pg_url, rows, tmp)
+            run_size(n, pg_url, rows, tmp, baseline)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return rows
@@ -598,8 +703,9 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--baseline", help="another checkout's python (its editable goclaw), timed alike")
     args = ap.parse_args()
-    rows = run(args.quick)
+    rows = run(args.quick, args.baseline)
     if args.json:
         print(json.dumps(rows, indent=1))
     else:

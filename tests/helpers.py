@@ -44,3 +44,19 @@ def run_cli(
     finally:
         sys.stdin, sys.stdout, sys.stderr = old
     return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def source_copy(dest: Path) -> Path:
+    """A copy of what the package is built from (setup.py, pyproject.toml and the package
+    folders), without a build folder, compiled module or cache: builds and editable installs
+    of it never write into the checkout, whose compiled module other test processes have
+    loaded."""
+    import shutil
+
+    root = Path(__file__).resolve().parent.parent
+    ignore = shutil.ignore_patterns("__pycache__", "*.so", "build", "*.egg-info")
+    for name in ("goclaw", "libs", "plugins", "templates"):
+        shutil.copytree(root / name, dest / name, ignore=ignore)
+    for name in ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md"):
+        shutil.copy(root / name, dest / name)
+    return dest

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from goclaw_search.rerank import TermMatches, compiled, match_batch, term_matches
+from goclaw_search.rerank import TermMatches, match_batch
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -75,21 +75,10 @@ class ForwardIndex:
         """For each slot, its occurrences of the query terms ``asked`` as a
         :class:`goclaw_search.rerank.TermMatches` (``known``: those of them in the index,
         ``term_ids`` their ids), with the overlap reranker's features computed for all the slots
-        in one call of the C reranker (``_rerank.c``) when it is built, else in numpy; the
-        positions themselves are read when a mapping is read as one, from the arrays of now
-        (an edit meanwhile replaces them, never changes them)."""
+        at once in numpy."""
         self._join()
-        terms, ptr = self.terms, self.ptr
         at = np.asarray(slots, dtype=np.int64)
-        ids = np.asarray(term_ids, dtype=np.int64)
-
-        def occurrences() -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
-            return _occurrences(terms, ptr, at, ids)
-
-        if compiled is not None and terms.dtype == np.int32 and ptr.dtype == np.int64:
-            matched, window = compiled.overlap_features(terms, ptr, at, ids)
-            return term_matches(asked, known, matched, window, occurrences)
-        owner, codes, pos = occurrences()
+        owner, codes, pos = _occurrences(self.terms, self.ptr, at, np.asarray(term_ids, dtype=np.int64))
         return match_batch(asked, known, len(at), owner, codes, pos)
 
     def arrays(self) -> dict[str, Any]:

@@ -6,7 +6,7 @@ happened not to contain it. Methods (``[plugins.memory] fusion``):
 
 ``weighted``
     The spec's formula (§15): BM25 normalised by the best BM25 of the query's scope,
-    × ``text_weight`` (0.3) + cosine × ``vector_weight`` (0.7); a channel with nothing leaves the
+    × ``text_weight`` (0.7) + cosine × ``vector_weight`` (0.3); a channel with nothing leaves the
     other at weight 1.0. Computed over every document when the channels are dense arrays, so the
     result is exactly the formula applied to every chunk.
 ``rrf``
@@ -109,8 +109,8 @@ def fuse(
     *,
     limit: int,
     method: str = "weighted",
-    text_weight: float = 0.3,
-    vector_weight: float = 0.7,
+    text_weight: float = 0.7,
+    vector_weight: float = 0.3,
     boost: NDArray[np.float32] | None = None,
     pool: int | None = None,
 ) -> list[Scored]:
@@ -155,8 +155,8 @@ def fuse_lists(
     *,
     limit: int,
     method: str = "weighted",
-    text_weight: float = 0.3,
-    vector_weight: float = 0.7,
+    text_weight: float = 0.7,
+    vector_weight: float = 0.3,
     boost: NDArray[np.float32] | None = None,
     pool: int | None = None,
 ) -> Fused:
@@ -279,8 +279,8 @@ def fuse_bounded(
     *,
     limit: int,
     method: str = "weighted",
-    text_weight: float = 0.3,
-    vector_weight: float = 0.7,
+    text_weight: float = 0.7,
+    vector_weight: float = 0.3,
     boost: NDArray[np.float32] | None = None,
     pool: int | None = None,
 ) -> tuple[Fused, int]:

@@ -46,11 +46,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from goclaw_search import tokenize, vecq
+from goclaw_search import vecq
 from goclaw_search.fusion import Fused, fuse_bounded, fuse_lists
 from goclaw_search.index_build import Doc, _global_ids, _postings
 from goclaw_search.index_build import Vocab as Vocab  # re-exported, as each `X as X` here
-from goclaw_search.index_build import _counted as _counted
 from goclaw_search.index_build import _has_norm as _has_norm
 from goclaw_search.index_build import _normalise_rows as _normalise_rows
 from goclaw_search.index_read import CONTRIB_CACHE as CONTRIB_CACHE
@@ -74,7 +73,7 @@ _controller: Any = None
 
 # Documents in one upsert from which their vectors are set (copied, normalised, quantized) on
 # a second thread while this one builds the postings, when the machine is otherwise idle: both
-# run mostly without the GIL (numpy, libs/goclaw_search/_vec.c and _accel.c's postings).
+# run mostly without the GIL (numpy, scipy's postings count, the vector kernels).
 SIDE_AT = 20_000
 
 
@@ -186,15 +185,11 @@ class SearchIndex(IndexWrites, IndexReads):
             tids = self._local_ids(*given)
         else:
             with self.vocab.numbering():
-                if tokenize.accel is not None:  # the same pass in C (libs/goclaw_search/_accel.c)
-                    raw = tokenize.accel.term_ids(self.vocab, [d.terms for d in docs], int(lens.sum()))
-                    tids = np.frombuffer(raw, dtype=np.int64)
-                else:
-                    tids = np.fromiter(
-                        map(self.vocab.__getitem__, itertools.chain.from_iterable(d.terms for d in docs)),
-                        dtype=np.int64,
-                        count=int(lens.sum()),
-                    )
+                tids = np.fromiter(
+                    map(self.vocab.__getitem__, itertools.chain.from_iterable(d.terms for d in docs)),
+                    dtype=np.int64,
+                    count=int(lens.sum()),
+                )
         side = None
         if self.dim:
             with_vec = [(i, d.vector) for i, d in enumerate(docs) if d.vector is not None]
@@ -235,8 +230,8 @@ class SearchIndex(IndexWrites, IndexReads):
         *,
         limit: int,
         method: str = "weighted",
-        text_weight: float = 0.3,
-        vector_weight: float = 0.7,
+        text_weight: float = 0.7,
+        vector_weight: float = 0.3,
         boost: NDArray[np.float32] | None = None,
         pool: int | None = None,
         scan: str | None = None,
@@ -245,9 +240,10 @@ class SearchIndex(IndexWrites, IndexReads):
         of every slot to ``query`` (a :meth:`unit_query`; ``None``: no vector channel), found
         without computing them all: the int8 scan bounds each slot's cosine and only the slots
         that can reach the result are rescored (:func:`goclaw_search.fusion.fuse_bounded`).
-        ``scan``: ``"int8"`` (the C scan), ``"blas"`` (the float32 product's bounds: the path
-        without the C module) or ``"dense"`` (every exact cosine); by default ``"dense"`` below
-        :data:`DENSE_BELOW` slots, else ``"int8"`` (``"blas"`` without the C module). The
+        ``scan``: ``"int8"`` (the compiled scan), ``"blas"`` (the float32 product's bounds: the
+        path without the compiled module) or ``"dense"`` (every exact cosine); by default
+        ``"dense"`` below :data:`DENSE_BELOW` slots, else ``"int8"`` (``"blas"`` without the
+        compiled module). The
         result is the same whichever runs."""
         args: dict[str, Any] = dict(limit=limit, method=method, boost=boost, pool=pool)
         args.update(text_weight=text_weight, vector_weight=vector_weight)

@@ -2,8 +2,7 @@
 documents it takes (:class:`Doc`), its term numbering (:class:`Vocab`), and the vectorised
 passes of a write: postings counted from term ids (:func:`_postings`), a batch's tokenizer ids
 in one array (:func:`_global_ids`), vectors normalised in place (:func:`_normalise_rows`).
-Plain functions over numpy arrays, with the C equivalents of libs/goclaw_search/_accel.c where
-it is built (the same arrays)."""
+Plain functions over numpy arrays (scipy.sparse for a large write's postings)."""
 
 from __future__ import annotations
 
@@ -19,9 +18,12 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 
+SCIPY_FROM = 2_000_000  # term occurrences in one write from which scipy counts the postings
+
+
 def _counted(keys: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """``numpy.unique(keys, return_counts=True)`` by one sort, in place (``keys`` is the
-    caller's temporary; numpy's own was ~4x slower on the millions of keys of a bulk load)."""
+    caller's temporary)."""
     keys.sort()
     first = np.empty(len(keys), dtype=np.bool_)
     first[:1] = True
@@ -37,19 +39,27 @@ def _postings(
     tids: NDArray[np.int32] | NDArray[np.int64], lens: NDArray[np.int64], first: int, n_terms: int
 ) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.float32]]:
     """The postings of documents ``first``, ``first + 1``, ... (``lens``: their term counts,
-    ``tids``: their terms in order): ``(term, slot, tf)`` arrays term-major, slots ascending."""
-    if tokenize.accel is not None:  # a counting sort in C: the same arrays
-        raw = tokenize.accel.postings(np.ascontiguousarray(tids, dtype=np.int32), lens, first, n_terms)
-        return (
-            np.frombuffer(raw[0], dtype=np.int64),
-            np.frombuffer(raw[1], dtype=np.int32),
-            np.frombuffer(raw[2], dtype=np.float32),
-        )
-    owner = np.repeat(np.arange(first, first + len(lens), dtype=np.int64), lens)
-    stride = np.int64(max(first + len(lens), 1))
-    pairs, tf = _counted(tids.astype(np.int64) * stride + owner)  # term-major, then slot
-    terms, slots_of = np.divmod(pairs, stride)
-    return terms, slots_of.astype(np.int32), tf.astype(np.float32)
+    ``tids``: their terms in order): ``(term, slot, tf)`` arrays term-major, slots ascending.
+    A large write: a term x document count matrix from its occurrences, COO to CSR (scipy's
+    counting sort, which keeps each term's documents in order and adds up the repeats); a
+    smaller one (below :data:`SCIPY_FROM` occurrences, a typical run: no scipy import, ~0.3 s)
+    by one numpy sort of ``term x documents + slot`` keys. The same arrays either way."""
+    n_docs = len(lens)
+    if len(tids) < SCIPY_FROM:
+        owner = np.repeat(np.arange(first, first + n_docs, dtype=np.int64), lens)
+        stride = np.int64(max(first + n_docs, 1))
+        pairs, tf = _counted(tids.astype(np.int64) * stride + owner)  # term-major, then slot
+        terms, slots_of = np.divmod(pairs, stride)
+        return terms, slots_of.astype(np.int32), tf.astype(np.float32)
+    from scipy.sparse import coo_array
+
+    owner = np.repeat(np.arange(n_docs, dtype=np.int32 if n_docs < 2**31 else np.int64), lens)
+    ones = np.ones(len(owner), dtype=np.float32)
+    counts = coo_array((ones, (tids, owner)), shape=(n_terms, max(n_docs, 1))).tocsr()
+    terms = np.repeat(np.arange(n_terms, dtype=np.int64), np.diff(counts.indptr))
+    slots = counts.indices.astype(np.int32)
+    slots += np.int32(first)
+    return terms, slots, counts.data.astype(np.float32, copy=False)
 
 
 class Vocab(dict[str, int]):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from goclaw_search import tokenize, vecq
+from goclaw_search import vecq
 from goclaw_search.index_build import _has_norm, _normalise_rows
 from goclaw_search.index_slots import IndexSlots
 
@@ -74,17 +74,17 @@ class IndexWrites(IndexSlots):
             grown[: len(self._gmap)] = self._gmap
             self._gmap = grown
         gmap, vocab = self._gmap, self.vocab
-        if tokenize.accel is not None:  # the same loop in C, and the ids as int32
-            return np.frombuffer(tokenize.accel.number_new(gids, gmap, vocab, table), dtype=np.int32)
-        else:
-            unknown = gids[gmap[gids] < 0]
-            uniq, first = np.unique(unknown, return_index=True)
-            for g in uniq[np.argsort(first, kind="stable")].tolist():
-                term = table[g]
-                tid = vocab.get(term)
-                if tid is None:
-                    tid = vocab[term] = len(vocab)
-                gmap[g] = tid
+        unknown = gids[gmap[gids] < 0]
+        # Where each unknown id first occurs: written from the last occurrence back, so the
+        # first one's position is what stays (a repeated index keeps the last value written).
+        first = np.full(len(gmap), -1, dtype=np.int64)
+        first[unknown[::-1]] = np.arange(len(unknown) - 1, -1, -1, dtype=np.int64)
+        new = np.flatnonzero(first >= 0)
+        new = new[np.argsort(first[new], kind="stable")]
+        terms = list(map(table.__getitem__, new.tolist()))  # distinct: one global id per term
+        fresh = [t for t, tid in zip(terms, map(vocab.get, terms), strict=True) if tid is None]
+        vocab.update(zip(fresh, range(len(vocab), len(vocab) + len(fresh)), strict=True))
+        gmap[new] = np.fromiter(map(vocab.__getitem__, terms), dtype=np.int64, count=len(terms))
         out: NDArray[np.int64] = gmap[gids]
         return out
 

@@ -23,12 +23,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from goclaw_search.rerank import compiled
-
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["PassageSketch", "PassageSketches", "SketchBatch", "sketch_cosines"]
+__all__ = ["PassageSketch", "PassageSketches", "SketchBatch", "sketch_cosines", "token_dots"]
 
 
 class PassageSketch(NamedTuple):
@@ -85,9 +83,6 @@ class SketchBatch(NamedTuple):
         )
 
 
-_C_SELECT: tuple[Any, ...] = (np.uint16, "<u2", np.int64, "<u2", "<f4", np.int64, np.bool_)
-
-
 def _cat(arrays: Sequence[NDArray[Any]], dtype: Any) -> NDArray[Any]:
     return np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)
 
@@ -103,15 +98,6 @@ def sketch_cosines(batch: SketchBatch, token_scores: NDArray[Any]) -> NDArray[np
     """For each text of ``batch``, its best passage's cosine (0 when none is positive, and for a
     text without a sketch); ``token_scores[i]`` is ``E_t·q`` of ``batch.tokens[i]`` for the unit
     query ``q``. Sums in float64: the same figure as embedding each passage, within 1e-6."""
-    if compiled is not None and _c_types(batch, token_scores):
-        try:
-            found = compiled.sketch_best(
-                batch.seg_len, batch.refs, batch.nref, batch.norms, batch.n_pass, token_scores
-            )
-        except BufferError:  # an array that is not contiguous: numpy below
-            pass
-        else:
-            return np.frombuffer(found, dtype=np.float32).copy()
     best = np.zeros(len(batch.has), dtype=np.float32)
     if not len(batch.norms):
         return best
@@ -127,20 +113,17 @@ def sketch_cosines(batch: SketchBatch, token_scores: NDArray[Any]) -> NDArray[np
     return best
 
 
-def _c_types(batch: SketchBatch, token_scores: Any) -> bool:
-    """Whether the C ``sketch_best`` takes these arrays as they are (a batch from
-    :meth:`PassageSketches.select`: yes; one from :meth:`SketchBatch.of`: its own types)."""
-    try:
-        return (
-            token_scores.dtype == np.float32
-            and batch.seg_len.dtype == _WORD
-            and batch.refs.dtype == np.int64
-            and batch.nref.dtype == _WORD
-            and batch.norms.dtype == np.float32
-            and batch.n_pass.dtype == np.int64
-        )
-    except AttributeError:  # not arrays
-        return False
+def token_dots(matrix: NDArray[np.float32], q: NDArray[np.float32], ids: Any) -> NDArray[np.float32]:
+    """``matrix[i]·q`` (float32) for each token id ``i`` of ``ids``, each distinct row read once
+    (one gather of the distinct rows and one product)."""
+    ids = np.asarray(ids).reshape(-1)  # uint16 ids index as they are
+    seen = np.zeros(matrix.shape[0], dtype=np.bool_)
+    seen[ids] = True
+    rows = np.flatnonzero(seen)
+    dense = np.empty(matrix.shape[0], dtype=np.float32)  # only the rows read are ever read back
+    dense[rows] = np.einsum("ij,j->i", matrix.take(rows, axis=0), q)
+    out: NDArray[np.float32] = dense[ids]
+    return out
 
 
 _WORD = np.dtype("<u2")  # a layout word
@@ -234,11 +217,8 @@ class PassageSketches:
         self._views = None
 
     def select(self, slots: Sequence[int]) -> SketchBatch:
-        """The sketches of these slots side by side (a slot ``< 0`` or beyond: none): in one
-        call of the C reranker (``_rerank.c``) when it is built, else with numpy."""
+        """The sketches of these slots side by side (a slot ``< 0`` or beyond: none)."""
         self._join()
-        if compiled is not None and self.tokens.dtype == np.uint16:
-            return self._select_c(slots)
         if self._views is None:
             views: Any = (np.ascontiguousarray(self.tokens), np.ascontiguousarray(self.layout))
             self._views = (memoryview(views[0]), memoryview(views[1]), self.has.tobytes())
@@ -278,38 +258,14 @@ class PassageSketches:
 
     def best_cosines(
         self, slots: Sequence[int], matrix: NDArray[np.float32], q: NDArray[np.float32]
-    ) -> tuple[NDArray[np.float32], NDArray[np.bool_]] | None:
+    ) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
         """For each slot, its best passage's cosine with the unit query ``q`` (0 when none is
         positive or the slot has no sketch) and whether it has a sketch, the token scores being
-        the rows of ``matrix`` (float32, ``E_t``) dot ``q``: :meth:`select`, the token scores and
-        :func:`sketch_cosines` in one call of the C reranker (the same figures); None without it
-        (the caller then goes that way)."""
-        self._join()
-        if compiled is None or self.tokens.dtype != np.uint16:
-            return None
-        best, has = compiled.sketch_scores(
-            self.tokens,
-            self.layout,
-            self.counts,
-            self.has,
-            self.ptr,
-            np.asarray(slots, dtype=np.int64),
-            matrix,
-            q,
-        )
-        return np.frombuffer(best, dtype=np.float32).copy(), np.frombuffer(has, dtype=np.bool_)
-
-    def _select_c(self, slots: Sequence[int]) -> SketchBatch:
-        """:meth:`select` by ``_rerank.sketch_select`` (it checks every pointer and count)."""
-        parts = compiled.sketch_select(
-            self.tokens,
-            self.layout,
-            self.counts,
-            self.has,
-            self.ptr,
-            np.asarray(slots, dtype=np.int64),
-        )
-        return SketchBatch(*(np.frombuffer(b, dtype=t) for b, t in zip(parts, _C_SELECT, strict=True)))
+        the rows of ``matrix`` (float32, ``E_t``) dot ``q``: :meth:`select`,
+        :func:`token_dots` and :func:`sketch_cosines` in one call."""
+        batch = self.select(slots)
+        scores = token_dots(matrix, q, batch.tokens) if len(batch.tokens) else np.zeros(0, np.float32)
+        return sketch_cosines(batch, scores), batch.has
 
     def _one(self, slot: int) -> PassageSketch | None:
         """One slot's sketch (for a selection too large for :meth:`select`'s fast path)."""

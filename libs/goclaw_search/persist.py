@@ -84,7 +84,7 @@ def load_index(cls: type[Index], path: Path) -> Index:
 
     A format 3 or 4 index (saved before the centred int8 copy of the vectors) still loads: its
     vectors are quantized here, in memory, once per load (~1 ms per 1,000 rows of 256
-    dimensions with the C kernels, :func:`goclaw_search.vecq.quantize`); the next
+    dimensions with the compiled kernels, :func:`goclaw_search.vecq.quantize`); the next
     :func:`save_index` writes the current format, which loads without that pass. An index
     saved before format 6 has no locations: it loads with every code -1 and ``located``
     False, and its owner fills them (:meth:`SearchIndex.set_locations`; the memory backends

@@ -40,10 +40,8 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 __all__ = [
-    "RERANK_ABI",
     "TermMatches",
     "age_days",
-    "compiled",
     "cosine_matrix",
     "date_from_path",
     "decay_factor",
@@ -56,22 +54,6 @@ __all__ = [
     "window_features",
     "word_set",
 ]
-
-RERANK_ABI = 2  # the ABI of libs/goclaw_search/_rerank.c this package calls (its ABI constant)
-
-
-def _usable(module: Any) -> bool:
-    """Whether a built module is of this package's ABI (an editable install keeps the module its
-    last ``pip install -e`` built: one from an older checkout must not be called)."""
-    return getattr(module, "ABI", None) == RERANK_ABI
-
-
-try:  # the optional C reranker steps (hatch_build.py); the numpy paths give the same figures
-    from goclaw_search import _rerank as compiled
-except ImportError:  # pragma: no cover - built wherever a C compiler is present
-    compiled = None  # type: ignore[assignment]
-if compiled is not None and not _usable(compiled):  # pragma: no cover - a stale build
-    compiled = None  # type: ignore[assignment]
 
 _WORDS = re.compile(r"[^\W_]+")
 # A date in the file name of a note under memory/ (any depth): memory/2026-03-01.md,
@@ -284,8 +266,7 @@ def window_features(
     ascending within a document): how many distinct terms it holds and the length of the
     shortest window holding them all (0 for none, 1 for one). Computed for all documents at
     once: for each occurrence taken as a window's right end, the left end is the earliest of
-    the latest occurrence so far of each of the document's terms (the C version, ``_rerank.c``
-    ``overlap_features``, reads the forward index directly)."""
+    the latest occurrence so far of each of the document's terms."""
     owner = np.asarray(owner, dtype=np.int64)
     codes, pos = np.asarray(codes, dtype=np.int64), np.asarray(pos, dtype=np.int64)
     if not len(owner):

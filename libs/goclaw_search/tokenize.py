@@ -16,9 +16,9 @@ Rules, in order:
 
 Pure Python + PyStemmer (a C extension). Speed comes from caching each distinct *piece* of
 text (a run of word characters and connectors) with its terms: indexing costs a split and a
-dictionary look-up per piece (see :class:`Tokenizer`). With the optional C accelerator
-(``_accel.c``) an ASCII text is split and looked up in C, and :meth:`Tokenizer.batch` hands a
-bulk load its terms as integer ids (:class:`TermIds`) without a Python object per term.
+dictionary look-up per piece (see :class:`Tokenizer`). :meth:`Tokenizer.batch` hands a bulk
+load its terms as integer ids (:class:`TermIds`): each distinct piece is numbered once with its
+terms' ids, so a batch's ids are one numpy gather, with no Python object per term.
 """
 
 from __future__ import annotations
@@ -28,38 +28,23 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache
 from itertools import chain
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from typing import TYPE_CHECKING, Any, overload
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
+    from goclaw_search.term_table import TermTable
+
 __all__ = [
     "STOPWORDS",
     "TermIds",
     "Tokenizer",
-    "accel",
     "default_tokenizer",
     "lex_of",
     "query_terms",
     "terms",
 ]
-
-ACCEL_ABI = 3  # the ABI of libs/goclaw_search/_accel.c this module calls (its ABI constant)
-
-
-def _usable(module: Any) -> bool:
-    """Whether a built accelerator is of this module's ABI (an editable install keeps the module
-    its last ``pip install -e`` built: one from an older checkout must not be called)."""
-    return getattr(module, "ABI", None) == ACCEL_ABI
-
-
-try:  # the optional C accelerator (hatch_build.py); the pure-Python path gives the same terms
-    from goclaw_search import _accel as accel
-except ImportError:  # pragma: no cover - built wherever a C compiler is present
-    accel = None  # type: ignore[assignment]
-if accel is not None and not _usable(accel):  # pragma: no cover - a stale build
-    accel = None  # type: ignore[assignment]
 
 STOPWORDS = frozenset(
     [
@@ -191,28 +176,13 @@ class Tokenizer:
 
     version = "goclaw-1"  # stored with persisted indexes: a change forces a rebuild
 
-    def __init__(
-        self, *, stem: bool = True, stopwords: frozenset[str] = STOPWORDS, compiled: bool = True
-    ) -> None:
-        self._compiled = compiled and accel is not None
+    def __init__(self, *, stem: bool = True, stopwords: frozenset[str] = STOPWORDS) -> None:
         self._stemmer = _make_stemmer() if stem else None
         self._stopwords = stopwords
         self._cache = _PieceCache(self._piece)
         self._ascii = _PieceCache(self._ascii_piece)  # the same, keyed by ASCII bytes
         self._words: dict[str, str | None] = {}
-        self._table = self._new_table()
-        self._fast = self._table.terms_of if self._compiled else None
-
-    def _new_table(self) -> _Table:
-        """The term table: global term ids, and in C the ASCII fast path (its rules are
-        :meth:`_ascii_piece`'s; what a word or an odd piece becomes is asked of this object)."""
-        if self._compiled:
-            # A number is its own term (:meth:`_word`) unless a stopword is one: then it is asked.
-            digits = not any(w.isascii() and w.isdigit() for w in self._stopwords)
-            return accel.TermTable(
-                self._word, self._cache.__getitem__, self._unicode_terms, CACHE_SIZE, plain_digits=digits
-            )
-        return _PyTermTable(self.terms)
+        self._table: TermTable | None = None  # made by the first batch
 
     def _word(self, word: str) -> str | None:
         """The term of one plain word (``None``: a stopword); each distinct word is looked at
@@ -259,24 +229,25 @@ class Tokenizer:
 
     def _ascii_piece(self, piece: bytes) -> tuple[str, ...]:
         """:meth:`_piece` of an ASCII piece (bytes from :meth:`terms`' fast path), cached."""
-        text = piece.decode("ascii")
-        out: tuple[str, ...]
-        tok = text if text.isalnum() else text.strip("-_./:@#+")  # "end." is the token "end"
-        if len(tok) > MAX_TERM_CHARS:
-            out = self._cache[text]
-        elif tok.isalnum():  # one plain word
-            term = self._word(tok)
-            out = () if term is None else (term,)
-        else:  # a code (TCK-4471, src/app.py) when its connectors are single: whole + parts
-            parts = tok.translate(_CONNECTORS_TO_SPACE).split()
-            if len(parts) - 1 == len(tok) - sum(map(len, parts)):
-                words, word = self._words, self._word  # parts repeat: mostly a dict hit
-                out = (tok, *[t for p in parts if (t := words[p] if p in words else word(p)) is not None])
-            else:  # "a--b", or nothing but connectors: the general rules
-                out = self._cache[text]
+        out = self.ascii_rules(piece.decode("ascii"))
         if len(self._ascii) < CACHE_SIZE:
             self._ascii[piece] = out
         return out
+
+    def ascii_rules(self, text: str) -> tuple[str, ...]:
+        """The terms of one lower-cased ASCII piece (not cached here)."""
+        tok = text if text.isalnum() else text.strip("-_./:@#+")  # "end." is the token "end"
+        if len(tok) > MAX_TERM_CHARS:
+            return self._cache[text]
+        if tok.isalnum():  # one plain word
+            term = self._word(tok)
+            return () if term is None else (term,)
+        # a code (TCK-4471, src/app.py) when its connectors are single: whole + parts
+        parts = tok.translate(_CONNECTORS_TO_SPACE).split()
+        if len(parts) - 1 == len(tok) - sum(map(len, parts)):
+            words, word = self._words, self._word  # parts repeat: mostly a dict hit
+            return (tok, *[t for p in parts if (t := words[p] if p in words else word(p)) is not None])
+        return self._cache[text]  # "a--b", or nothing but connectors: the general rules
 
     def _normalise(self, text: str) -> str:
         if text.isascii():
@@ -298,8 +269,6 @@ class Tokenizer:
         if keep_stopwords:
             return self._terms_keeping_stopwords(text)
         if text.isascii():
-            if self._fast is not None:  # the same steps in C (the term table's piece cache)
-                return self._fast(text)
             pieces = text.encode("ascii").translate(_ASCII_BYTES).split()
             return list(chain.from_iterable(map(self._ascii.__getitem__, pieces)))
         return self._unicode_terms(text)
@@ -307,26 +276,27 @@ class Tokenizer:
     def _unicode_terms(self, text: str) -> list[str]:
         return list(chain.from_iterable(map(self._cache.__getitem__, self.pieces(text))))
 
+    def piece_keys(self, text: str) -> list[Any]:
+        """The pieces of ``text`` as the piece caches key them: ASCII bytes (lower-cased, split
+        by :data:`_ASCII_BYTES`) for an ASCII text, normalised strings otherwise; a piece's terms
+        are ``_ascii[key]`` or ``_cache[key]`` (:meth:`piece_terms`)."""
+        if text.isascii():
+            return text.encode("ascii").translate(_ASCII_BYTES).split()
+        return self.pieces(text)
+
+    def piece_terms(self, key: Any) -> tuple[str, ...]:
+        """The terms of a piece of :meth:`piece_keys` (cached as :meth:`terms` caches them)."""
+        return self._ascii[key] if type(key) is bytes else self._cache[key]
+
     def batch(self, texts: Sequence[str]) -> list[TermIds]:
         """:meth:`terms` of each text, for indexing: as global term ids of this tokenizer's term
         table (:class:`TermIds`, a sequence of the same terms), with the stored form (``lex``)
-        made alongside. In C (the accelerator) no Python object is made per term."""
-        import numpy as np
+        made alongside (:class:`goclaw_search.term_table.TermTable`)."""
+        from goclaw_search.term_table import TermTable
 
-        if len(self._table.terms) > TABLE_TERMS:  # a bound on the table's memory
-            self._table = self._new_table()
-            self._fast = self._table.terms_of if self._compiled else None
-        table = self._table
-        raw, counts, lex = table.batch(list(texts))
-        ids = np.frombuffer(raw, dtype=np.int32)
-        ends = np.cumsum(np.frombuffer(counts, dtype=np.int64)).tolist()
-        words = table.terms
-        out = []
-        lo = 0
-        for hi, joined in zip(ends, lex, strict=True):
-            out.append(TermIds(ids, lo, hi, joined, words))
-            lo = hi
-        return out
+        if self._table is None or len(self._table.terms) > TABLE_TERMS:  # a bound on its memory
+            self._table = TermTable(self, CACHE_SIZE)
+        return self._table.batch(texts)
 
     def _terms_keeping_stopwords(self, text: str) -> list[str]:
         """:meth:`terms`, where a token with no term (a stopword) stands for itself."""
@@ -343,42 +313,6 @@ class Tokenizer:
         if not terms:
             terms = list(dict.fromkeys(self.terms(text, keep_stopwords=True)))
         return terms[:MAX_QUERY_TERMS]
-
-
-class _Table(Protocol):
-    """A term table (``_accel.TermTable`` or :class:`_PyTermTable`)."""
-
-    @property
-    def terms(self) -> list[str]: ...
-    def batch(self, texts: list[str]) -> tuple[bytes, bytes, list[str]]: ...
-    def terms_of(self, text: str) -> list[str]: ...
-
-
-class _PyTermTable:
-    """The pure-Python term table: what ``_accel.TermTable`` gives, from :meth:`Tokenizer.terms`."""
-
-    def __init__(self, terms_of: Callable[[str], list[str]]) -> None:
-        self.terms: list[str] = []  # gid -> term
-        self.ids: dict[str, int] = {}  # term -> gid
-        self.terms_of = terms_of
-
-    def _gid(self, term: str) -> int:
-        gid = self.ids.get(term)
-        if gid is None:
-            gid = self.ids[term] = len(self.terms)
-            self.terms.append(term)
-        return gid
-
-    def batch(self, texts: list[str]) -> tuple[bytes, bytes, list[str]]:
-        from array import array
-
-        gids, counts, lex = array("i"), array("q"), []
-        for text in texts:
-            found = self.terms_of(text)
-            gids.extend(map(self._gid, found))
-            counts.append(len(found))
-            lex.append(" ".join(found))
-        return gids.tobytes(), counts.tobytes(), lex
 
 
 class TermIds(Sequence[str]):

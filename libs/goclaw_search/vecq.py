@@ -21,25 +21,28 @@ slots whose bounds reach its cut only.
 it (BLAS gives a row's product different last bits by its position in the matrix and by the
 number of threads): each product in float64 (exact, for float32 factors), summed in 16 lanes
 (lane ``l`` sums the elements ``j = l mod 16`` in order), the lanes added pairwise (8, 4, 2, 1),
-rounded to float32. The C kernels (``libs/goclaw_search/_vec.c``, AVX2 or portable) and the numpy
-fallback below compute exactly that.
+rounded to float32. The compiled kernels (``libs/goclaw_search/_vec.pyx``, Cython) and the
+numpy versions below compute exactly that, and the same bits for every other figure.
 
-Without the C module (no compiler, ``GOCLAW_NO_ACCEL=1`` at build time) the scan is the float32
-BLAS product with a rounding-error bound instead (:func:`blas_bounds`), and the rescoring runs in
-numpy: the same results, more time.
+The compiled module is optional: a wheel built without a C compiler has none, and
+``GOCLAW_SEARCH_NUMPY=1`` in the environment leaves it unused (the tests run both). Without it
+the scan is the float32 BLAS product with a rounding-error bound instead (:func:`blas_bounds`),
+and the rescoring runs in numpy: the same results, more time.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from goclaw_search.fusion import _ranked
+
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-VEC_ABI = 4  # the ABI of libs/goclaw_search/_vec.c this module calls (its VEC_ABI constant)
 LANES = 16
 # Every float rounding the bounds do not otherwise count: the scan's own (the bound's terms in
 # float64, lo/hi rounded to float32: < 2e-7) and the exact cosine's (float32: < 1e-7).
@@ -47,12 +50,6 @@ SLACK = 2.0**-20
 # SearchIndex.fuse's weighted fusion takes the one-pass fuse_scan (False: the scan's bounds,
 # then fusion.fuse_bounded; the tests compare both)
 FUSE_IN_SCAN = True
-
-
-def _usable(module: Any) -> bool:
-    """Whether a built module is of this module's ABI (an editable install keeps the module its
-    last ``pip install -e`` built: one from an older checkout must not be called)."""
-    return getattr(module, "ABI", None) == VEC_ABI
 
 
 __all__ = [
@@ -68,12 +65,12 @@ __all__ = [
     "unit",
 ]
 
-try:  # the optional C kernels (hatch_build.py); the numpy paths give the same results
-    from goclaw_search import _vec as compiled
-except ImportError:  # pragma: no cover - built wherever a C compiler is present
-    compiled = None  # type: ignore[assignment]
-if compiled is not None and not _usable(compiled):  # pragma: no cover - a stale build
-    compiled = None  # type: ignore[assignment]
+compiled: Any = None
+if os.environ.get("GOCLAW_SEARCH_NUMPY") != "1":
+    try:  # the optional compiled kernels (setup.py builds them where a C compiler is)
+        from goclaw_search import _vec as compiled
+    except ImportError:  # pragma: no cover - a build without a C compiler
+        compiled = None
 
 
 class Query(NamedTuple):
@@ -115,8 +112,8 @@ def quantize_numpy(
     vec: NDArray[np.float32], mu: NDArray[np.float32]
 ) -> tuple[NDArray[np.int8], NDArray[np.float32], NDArray[np.float32], NDArray[np.float32]]:
     """:func:`quantize` in numpy: ``(q8, scale, err, norm)`` of the rows of ``vec`` (the same
-    ``q8`` and ``scale`` bits as the C kernel; ``err`` and ``norm`` within an ulp, their float64
-    sums in another order)."""
+    ``q8`` and ``scale`` bits as the compiled kernel; ``err`` and ``norm`` within an ulp, their
+    float64 sums in another order)."""
     n, d = vec.shape
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         x = vec.astype(np.float64) - mu.astype(np.float64)
@@ -234,13 +231,14 @@ def fuse_scan(
     vector_weight: float,
 ) -> Scanned | None:
     """The ``weighted`` :func:`goclaw_search.fusion.fuse_bounded` of ``lexical`` and the
-    exact cosines of the rows of ``vec`` to ``unit``, in one C call (``_vec.c`` ``fuse_scan``):
-    the int8 scan gives each slot bounds on its fused score and keeps the slots that can reach
-    the ``limit``-th best lower bound, in the same pass; those are rescored exactly and ranked.
-    The same slots, order and scores. ``None`` when it cannot decide alone (no C module, a
-    ``limit`` outside ``1..len(q8)``, an array of another type, a value that is not finite, or
-    no lower bound in scope above 0, so whether the vector channel counts is open): then the
-    caller takes the two-pass path, which settles every case."""
+    exact cosines of the rows of ``vec`` to ``unit``, the int8 scan in one compiled pass
+    (``_vec.fuse_cut``): each slot gets bounds on its fused score and the slots that can reach
+    the ``limit``-th best lower bound are kept in the same pass; those are rescored exactly
+    and ranked here (fusion.py ``_ranked``'s float32 operations). The same slots, order and
+    scores. ``None`` when it cannot decide alone (no compiled module, a ``limit`` outside
+    ``1..len(q8)``, an array of another type, a value that is not finite, or no lower bound in
+    scope above 0, so whether the vector channel counts is open): then the caller takes the
+    two-pass path, which settles every case."""
     n = len(q8)
     if compiled is None or not 0 < limit <= n:
         return None
@@ -248,10 +246,15 @@ def fuse_scan(
         if array is not None and (array.dtype != dtype or not array.flags.c_contiguous):
             return None
     slack = SLACK + q8.shape[1] * 2.0**-50
-    got = compiled.fuse_scan(
-        q8, scale, err, norm, mu, vec, unit, lexical, mask, boost, text_weight, vector_weight, limit, slack
+    got = compiled.fuse_cut(
+        q8, scale, err, norm, mu, unit, lexical, mask, boost, text_weight, vector_weight, limit, slack
     )
-    return None if got is None else Scanned(*got)
+    if got is None:
+        return None
+    cand, _best_lo, best_lex = got
+    tw, vw = (text_weight, vector_weight) if best_lex > 0 else (0.0, 1.0)
+    fused = _ranked(lexical, cand, exact(vec, unit, cand), best_lex, tw, vw, boost, limit)
+    return Scanned(fused.slots, fused.scores, fused.lexical, fused.vector, len(cand))
 
 
 def blas_bounds(
@@ -290,7 +293,7 @@ def exact(
         prod = np.concatenate([prod, np.zeros((k, pad))], axis=1)
     blocks = prod.reshape(k, -1, LANES)
     acc = np.zeros((k, LANES))
-    for b in range(blocks.shape[1]):  # each lane in order of j, as the C loop
+    for b in range(blocks.shape[1]):  # each lane in order of j, as the compiled loop
         acc += blocks[:, b, :]
     width = LANES // 2
     while width:

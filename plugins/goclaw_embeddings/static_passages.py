@@ -14,17 +14,14 @@ joins across whitespace), so each distinct piece of a batch is tokenised once (o
 
 from __future__ import annotations
 
-import json
-import weakref
 from collections.abc import Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from goclaw_search.passage_sketches import PassageSketch
+from goclaw_search.passage_sketches import PassageSketch, token_dots
 from goclaw_search.passages import passage_layout
-from goclaw_search.rerank import compiled as rerank_c
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -32,21 +29,6 @@ if TYPE_CHECKING:
     from goclaw_embeddings.static_model import StaticEmbedder
 
 _BATCH = 256  # texts whose pieces are looked up (and new ones tokenised) together
-SKETCH_ABI = 2  # the ABI of libs/goclaw_search/_sketch.c this module calls (its ABI constant)
-
-
-def _usable(module: Any) -> bool:
-    """Whether a built sketcher is of this module's ABI (an editable install keeps the module its
-    last ``pip install -e`` built: one from an older checkout must not be called)."""
-    return getattr(module, "ABI", None) == SKETCH_ABI
-
-
-try:  # the optional C sketcher (hatch_build.py); the pure-Python path gives the same bytes
-    from goclaw_search import _sketch as compiled
-except ImportError:  # pragma: no cover - built wherever a C compiler is present
-    compiled = None
-if compiled is not None and not _usable(compiled):  # pragma: no cover - a stale build
-    compiled = None
 
 
 def _uint(top: int) -> Any:
@@ -54,94 +36,18 @@ def _uint(top: int) -> Any:
     return np.uint8 if top < 2**8 else np.uint16 if top < 2**16 else np.uint32
 
 
-def sketches(emb: StaticEmbedder, texts: Sequence[str], *, use_compiled: bool = True) -> list[PassageSketch]:
-    """The passage sketch of each text (see the module docstring): with the C sketcher
-    (``libs/goclaw_search/_sketch.c``, its own piece cache) when it is built and
-    ``use_compiled``, else (or while another thread's call of it tokenises) in Python; the
-    same bytes either way."""
+def sketches(emb: StaticEmbedder, texts: Sequence[str]) -> list[PassageSketch]:
+    """The passage sketch of each text (see the module docstring), batch after batch: each
+    new piece tokenised by the embedder's tokenizer (HF ``tokenizers``), the rest in numpy."""
     emb.load()
     matrix = emb._matrix
     assert matrix is not None
-    sketcher = _sketcher(emb, matrix) if use_compiled else None
     out: list[PassageSketch] = []
     local: dict[str, list[int]] = {}  # this call's pieces (a bulk load's outgrow the cache)
     for start in range(0, len(texts), _BATCH):
         part = texts[start : start + _BATCH]
-        found = sketcher.batch(part) if sketcher is not None else None
-        if found is None:
-            flat = _flat(emb, part, local)
-        else:
-            flat = _Flat(*(np.frombuffer(b, dtype=t) for b, t in zip(found, _C_TYPES, strict=True)))
-        out.extend(_cut(len(part), flat, matrix.shape[0]))
+        out.extend(_cut(len(part), _flat(emb, part, local), matrix.shape[0]))
     return out
-
-
-_C_TYPES = (np.uint32, np.uint32, np.uint32, np.uint8, np.float32, np.int64)
-
-
-def _sketcher(emb: StaticEmbedder, matrix: NDArray[np.float32]) -> Any:
-    """The embedder's C sketcher (made on first use, for its matrix), or None when not built."""
-    if compiled is None:
-        return None
-    held = getattr(emb, "_c_sketcher", None)
-    if held is None or held[0] is not matrix:
-        held = (matrix, compiled.Sketcher(matrix, _piece_ids_of(weakref.ref(emb)), **_wordpiece(emb)))
-        emb._c_sketcher = held  # type: ignore[attr-defined]
-    return held[1]
-
-
-def _wordpiece(emb: StaticEmbedder) -> dict[str, Any]:
-    """The settings with which the C sketcher tokenises printable-ASCII pieces itself (BERT
-    WordPiece: lowercased, split at punctuation, greedy longest match), when the embedder's
-    tokenizer is that setup (the bundled model's); else ``{}`` (every new piece goes through
-    ``_piece_ids``)."""
-    tok = emb._tokenizer
-    assert tok is not None
-    try:
-        spec = json.loads(tok.to_str())
-        norm, pre, model = spec.get("normalizer") or {}, spec.get("pre_tokenizer") or {}, spec["model"]
-        trunc = tok.truncation
-        bert = (
-            norm.get("type") == "BertNormalizer"
-            and norm.get("lowercase") is True
-            and pre.get("type") == "BertPreTokenizer"
-            and spec.get("post_processor") is None
-            and model.get("type") == "WordPiece"
-            and model.get("continuing_subword_prefix") == "##"
-            and 0 <= int(model.get("max_input_chars_per_word", 100)) <= 120
-            and all("[" in str(t.get("content", "")) for t in spec.get("added_tokens") or [])
-            and (trunc is None or (trunc.get("stride") == 0 and trunc.get("direction") == "right"))
-        )
-        if not bert:
-            return {}
-        vocab = model["vocab"]  # what WordPiece matches (get_vocab() costs 12 ms more)
-        if not isinstance(vocab, dict):
-            return {}
-        conf = emb._conf()
-        unk = conf.get("unk_token_id")
-        return {
-            "vocab": vocab,
-            "unk": int(vocab[model["unk_token"]]),
-            "drop": int(unk) if unk is not None and conf.get("drop_unk_tokens", True) else -1,
-            "max_chars": int(model.get("max_input_chars_per_word", 100)),
-            "max_tokens": int(trunc["max_length"]) if trunc else 0,
-        }
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return {}
-
-
-def _piece_ids_of(ref: weakref.ReferenceType[StaticEmbedder]) -> Any:
-    """The sketcher's tokenize callback: the embedder's ``_piece_ids`` through a weak reference
-    (the embedder holds the sketcher, and a sketcher is invisible to the cycle collector, so a
-    bound method would keep both alive forever once the embedder is dropped)."""
-
-    def piece_ids(words: list[str]) -> list[list[int]]:
-        emb = ref()
-        if emb is None:  # pragma: no cover - sketches() holds the embedder during each call
-            raise RuntimeError("the embedder of this passage sketcher is gone")
-        return emb._piece_ids(words)
-
-    return piece_ids
 
 
 class _Flat(NamedTuple):
@@ -190,7 +96,7 @@ def _cut(n: int, flat: _Flat, rows: int) -> list[PassageSketch]:
 
 
 def _flat(emb: StaticEmbedder, texts: Sequence[str], local: dict[str, list[int]]) -> _Flat:
-    """The pure-Python sketches of a batch, computed over the whole batch at once (flat arrays
+    """The sketches of a batch, computed over the whole batch at once (flat arrays
     of its segments, passages and tokens)."""
     matrix = emb._matrix
     assert matrix is not None
@@ -254,7 +160,7 @@ def _norms(
     matrix: NDArray[np.float32], tokens: NDArray[np.int64], owner: NDArray[np.int64], n: int
 ) -> NDArray[np.float32]:
     """``‖Σ_t E_t‖`` of each of ``n`` passages, ``owner[i]`` the passage of ``tokens[i]`` (in
-    passage order), in an order of operations C repeats exactly: each passage's rows added one
+    passage order), in a fixed order of operations: each passage's rows added one
     after the other in float64 (one step per token rank, all passages at once), the sums
     rounded to float32, their squares (exact in float64) added column after column."""
     sums = np.zeros((n, matrix.shape[1]), dtype=np.float64)  # passages, longest first
@@ -291,33 +197,14 @@ _EMPTY = PassageSketch(
 def token_scores(emb: StaticEmbedder, query: str | Any, token_ids: Any) -> NDArray[np.float32]:
     """``E_t·q`` for each token id, ``q`` the query's unit embedding (all 0 when the query
     embeds to nothing); ``query`` is its text or its embedding (as ``embed([query])[0]`` gives
-    it: a search passes the vector it computed). In one call of the C reranker
-    (``libs/goclaw_search/_rerank.c`` ``token_dots``) when it is built, else with one numpy gather
-    of the distinct rows; each distinct row is read once either way."""
+    it: a search passes the vector it computed), one gather of the distinct rows
+    (:func:`goclaw_search.passage_sketches.token_dots`)."""
     ids = np.asarray(token_ids).reshape(-1)  # uint16 ids index as they are
     q = emb._unit_query(query) if isinstance(query, str) else _unit(query)
     matrix = emb._matrix
     if q is None or matrix is None or not len(ids):
         return np.zeros(len(ids), dtype=np.float32)
-    if (
-        rerank_c is not None
-        and ids.dtype in _C_IDS
-        and matrix.dtype == np.float32
-        and matrix.flags.c_contiguous
-        and q.dtype == np.float32
-        and q.shape == (matrix.shape[1],)
-    ):
-        return np.frombuffer(rerank_c.token_dots(matrix, np.ascontiguousarray(q), ids), dtype=np.float32)
-    seen = np.zeros(matrix.shape[0], dtype=np.bool_)
-    seen[ids] = True
-    rows = np.flatnonzero(seen)
-    dense = np.empty(matrix.shape[0], dtype=np.float32)  # only the rows read are ever read back
-    dense[rows] = np.einsum("ij,j->i", matrix.take(rows, axis=0), q)
-    scores: NDArray[np.float32] = dense[ids]
-    return scores
-
-
-_C_IDS = (np.dtype(np.uint16), np.dtype(np.int64))
+    return token_dots(matrix, q, ids)
 
 
 def _unit(vector: Any) -> NDArray[np.float32] | None:

@@ -14,13 +14,10 @@ Rules:
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import re
 from dataclasses import dataclass
 from functools import cached_property
-
-from goclaw_search import tokenize
 
 DEFAULT_MAX_CHUNK_LEN = 1000
 _NON_SPACE = re.compile(r"\S")
@@ -77,15 +74,10 @@ def split_long_line(line: str, max_len: int) -> list[str]:
     return pieces
 
 
-def chunk_text(text: str, max_len: int = DEFAULT_MAX_CHUNK_LEN, *, compiled: bool = True) -> list[TextChunk]:
-    """Chunk ``text`` per the rules in the module docstring (in one C pass with the optional
-    accelerator, :func:`goclaw_search._accel.chunks`: the same chunks; ``compiled=False``
-    forces this Python loop)."""
+def chunk_text(text: str, max_len: int = DEFAULT_MAX_CHUNK_LEN) -> list[TextChunk]:
+    """Chunk ``text`` per the rules in the module docstring."""
     if max_len <= 0:
         max_len = DEFAULT_MAX_CHUNK_LEN
-    if compiled and tokenize.accel is not None:
-        split = functools.partial(split_long_line, max_len=max_len)
-        return [TextChunk(b, s, e) for b, s, e in tokenize.accel.chunks(text, max_len, split)]
     half = max_len // 2
     lines = text.split("\n")
     chunks: list[TextChunk] = []

@@ -370,7 +370,7 @@ class SQLiteSearchBackend(SearchBackend):
         """:meth:`chunk_sketches` scored in one call: each chunk's best passage cosine with the
         unit query ``q`` and whether it has a sketch
         (:meth:`goclaw_search.passage_sketches.PassageSketches.best_cosines`: ``matrix``
-        the embedder's token rows), or None (no such index loaded, or no C reranker)."""
+        the embedder's token rows), or None (no such index loaded)."""
         st = self._states.get(agent_id)
         if st is None or st.space is None or tuple(st.space) != tuple(space):
             return None

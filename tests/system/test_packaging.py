@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import source_copy
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -40,8 +42,9 @@ def _venv_with_test_deps(env_dir: Path) -> tuple[Path, Path, str]:
 @pytest.fixture(scope="module")
 def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     dist = tmp_path_factory.mktemp("dist")
+    src = source_copy(tmp_path_factory.mktemp("src"))
     subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(ROOT)],
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(src)],
         check=True,
         capture_output=True,
     )
@@ -132,8 +135,10 @@ def test_wheel_cli_runs_the_kernel_tour(wheel_venv: Path, tmp_path: Path) -> Non
 
 
 def test_editable_install_imports_the_checkout(tmp_path: Path) -> None:
-    """`pip install -e .` (what scripts/quickstart.sh does) must import goclaw from the checkout."""
+    """`pip install -e .` (what scripts/quickstart.sh does) must import goclaw from the checkout
+    (a copy of it: the install builds the compiled module in place), and only the packages."""
     _env_dir, py, purelib = _venv_with_test_deps(tmp_path / "editable")
+    src = source_copy(tmp_path / "checkout")
     subprocess.run(
         [
             sys.executable,
@@ -146,7 +151,7 @@ def test_editable_install_imports_the_checkout(tmp_path: Path) -> None:
             "--no-deps",
             "--no-build-isolation",
             "-e",
-            str(ROOT),
+            str(src),
         ],
         check=True,
         capture_output=True,
@@ -156,17 +161,19 @@ def test_editable_install_imports_the_checkout(tmp_path: Path) -> None:
         [
             str(py),
             "-c",
-            "import goclaw.cli, goclaw_bootstrap.templates as t; import goclaw;"
-            "print(goclaw.__file__); print(len(t.load_template('AGENTS.md')))",
+            "import goclaw.cli, goclaw_bootstrap.templates as t; import goclaw, importlib.util;"
+            "print(goclaw.__file__); print(len(t.load_template('AGENTS.md')));"
+            "print(sum(importlib.util.find_spec(n) is not None for n in ('plugins', 'libs', 'templates')))",
         ],
         capture_output=True,
         text=True,
         cwd=tmp_path,
     )
     assert probe.returncode == 0, probe.stderr
-    kernel_file, template_chars = probe.stdout.split()
-    assert kernel_file.startswith(str(ROOT))
+    kernel_file, template_chars, folders = probe.stdout.split()
+    assert kernel_file.startswith(str(src))
     assert int(template_chars) > 100
+    assert folders == "0", "only the listed packages are importable, no 'plugins' or 'libs'"
 
 
 def test_the_psycopg_pin_has_the_client_side_read_deadline() -> None:

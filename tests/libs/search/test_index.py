@@ -112,7 +112,7 @@ def test_weighted_fusion_is_exact_and_single_channel_rule() -> None:
     lex = rng.random(500).astype(np.float32) * (rng.random(500) > 0.7)
     vec = rng.random(500).astype(np.float32)
     hits = fuse(lex, vec, None, limit=10)
-    fused = 0.3 * lex / lex.max() + 0.7 * vec
+    fused = 0.7 * lex / lex.max() + 0.3 * vec  # the default weights (FusionSettings)
     assert [h.slot for h in hits] == list(np.argsort(-fused, kind="stable")[:10])
     assert hits[0].lexical is not None and hits[0].vector is not None
     alone = fuse(lex, None, None, limit=3)  # one channel: weight 1.0, max-normalised

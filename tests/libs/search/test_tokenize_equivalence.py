@@ -199,15 +199,10 @@ def _synthetic_notes() -> list[str]:
         return [p.read_text(encoding="utf-8") for p in sorted(Path(tmp).rglob("*.md"))]
 
 
-# The pure-Python path always; the C accelerator's too where it is built (CI builds it).
-COMPILED = [False, True] if fast.accel is not None else [False]
-
-
-@pytest.mark.parametrize("compiled", COMPILED)
 @pytest.mark.parametrize("stem", [True, False])
-def test_fast_terms_equal_the_frozen_implementation(stem: bool, compiled: bool) -> None:
+def test_fast_terms_equal_the_frozen_implementation(stem: bool) -> None:
     corpus = FIXED + _random_texts(11, 1500) + _synthetic_notes()
-    ref, new = FrozenTokenizer(stem=stem), Tokenizer(stem=stem, compiled=compiled)
+    ref, new = FrozenTokenizer(stem=stem), Tokenizer(stem=stem)
     for text in corpus:
         assert new.terms(text) == ref.terms(text), repr(text)
         assert new.terms(text) == ref.terms(text), repr(text)  # again, from the cache
@@ -217,8 +212,7 @@ def test_fast_terms_equal_the_frozen_implementation(stem: bool, compiled: bool) 
         assert list(got) == ref.terms(text) and got.lex == " ".join(got), repr(text)
 
 
-@pytest.mark.parametrize("compiled", COMPILED)
-def test_fast_terms_equal_on_ascii_text(compiled: bool) -> None:
+def test_fast_terms_equal_on_ascii_text() -> None:
     """ASCII text takes the bytes path (one translate + split): every ASCII character, controls
     and separators included, in random mixes with codes, paths and stopwords."""
     rng = random.Random(21)
@@ -249,31 +243,24 @@ def test_fast_terms_equal_on_ascii_text(compiled: bool) -> None:
             parts.append(rng.choice([" ", "\n", ", ", ". ", "-", "/", "", "\t", "\x1f", "\x0b"]))
         texts.append("".join(parts))
     texts += ["x" * 250 + " tail", "A" * 201, "TCK-4471." + "9" * 300]  # over-long pieces
-    ref, new = FrozenTokenizer(), Tokenizer(compiled=compiled)
+    ref, new = FrozenTokenizer(), Tokenizer()
     for text in texts:
         assert text.isascii()
         assert new.terms(text) == ref.terms(text), repr(text)
         assert new.terms(text) == ref.terms(text), repr(text)  # again, from the cache
-    if compiled:
-        assert new._table.cached[0]  # type: ignore[attr-defined]  # the C piece cache served them
-    else:
-        assert new._ascii  # the bytes cache served them
+    assert new._ascii  # the bytes cache served them
 
 
-@pytest.mark.parametrize("compiled", COMPILED)
-def test_fast_terms_equal_when_the_cache_is_full(monkeypatch: pytest.MonkeyPatch, compiled: bool) -> None:
+def test_fast_terms_equal_when_the_cache_is_full(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fast, "CACHE_SIZE", 5)
-    ref, new = FrozenTokenizer(), Tokenizer(compiled=compiled)
+    ref, new = FrozenTokenizer(), Tokenizer()
     corpus = FIXED + _random_texts(12, 200) + ["plain ascii words, TCK-4471 and src/app.py"] * 2
     for text in corpus:
         assert new.terms(text) == ref.terms(text), repr(text)
     for text, got in zip(corpus, new.batch(corpus), strict=True):
         assert list(got) == ref.terms(text), repr(text)
     assert len(new._cache) == 5
-    if compiled:
-        assert new._table.cached == (5, 5)  # type: ignore[attr-defined]
-    else:
-        assert len(new._ascii) == 5
+    assert len(new._ascii) == 5
 
 
 def test_custom_stopwords() -> None:

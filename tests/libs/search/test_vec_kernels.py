@@ -1,10 +1,15 @@
-"""The vector channel's kernels (libs/goclaw_search/_vec.c, libs/goclaw_search/vecq.py): the exact
-cosine is the same bits from the AVX2 kernel, the portable one and numpy; the int8 scan's bounds
-hold the exact cosine on random and adversarial rows; bad buffers raise instead of crashing."""
+"""The vector channel's kernels (libs/goclaw_search/_vec.pyx, Cython, and
+libs/goclaw_search/vecq.py's numpy versions): the exact cosine, the int8 copies and the scan's
+bounds are the same bits from both; the bounds hold the exact cosine on random and adversarial
+rows; bad arrays raise; the one-pass fusion (vecq.fuse_scan) gives the exact result; with
+GOCLAW_SEARCH_NUMPY=1 (and so in a build without a C compiler) a search gives the same hits."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,29 +17,61 @@ import numpy as np
 import pytest
 
 from goclaw_search import vecq
+from goclaw_search.fusion import Fused, fuse_lists
+from goclaw_search.index import Doc, SearchIndex
 
-needs_c = pytest.mark.skipif(vecq.compiled is None, reason="the C kernels are not built")
+needs_c = pytest.mark.skipif(vecq.compiled is None, reason="the compiled kernels are not built (or not used)")
 DIMS = (1, 7, 16, 17, 31, 32, 33, 100, 256, 384)
+WORDS = [f"w{i}" for i in range(40)]
 
 
-VARIANTS = ("avx512vnni", "avxvnni", "avx2", "portable")
+def _index(rng: np.random.Generator, n: int, d: int) -> SearchIndex:
+    """Clustered vectors (many cosines close together), exact duplicates, near-duplicates a few
+    ulps apart, rows without a vector; few words, so BM25 ties too; three scopes."""
+    centres = rng.standard_normal((4, d))
+    docs = []
+    for i in range(n):
+        kind = rng.random()
+        vec: Any = centres[i % 4] + 0.3 * rng.standard_normal(d)
+        if kind < 0.1 and i > 2:
+            vec = docs[int(rng.integers(0, i))].vector  # a duplicate (maybe None)
+        elif kind < 0.2 and i > 2 and docs[i - 1].vector is not None:
+            vec = np.asarray(docs[i - 1].vector) * (1 + 1e-7 * rng.standard_normal(d))  # a near-tie
+        elif kind < 0.3:
+            vec = None
+        terms = [str(w) for w in rng.choice(WORDS[: 10 + i % 30], size=int(rng.integers(1, 8)))]
+        docs.append(Doc(i + 1, ("", "u1", "u2")[i % 3], terms, vec))
+    idx = SearchIndex(d)
+    for at in range(0, n, 97):  # several writes: several segments
+        idx.upsert(docs[at : at + 97])
+    return idx
 
 
-@pytest.fixture(params=VARIANTS)
-def simd(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Each kernel variant in turn (the portable one everywhere; AVX2 and the VNNI int8 dots
-    where the CPU has them)."""
-    if vecq.compiled is None:
-        yield "numpy"
-        return
-    vecq.compiled.set_simd(request.param)
-    if vecq.compiled.simd() != request.param:
-        vecq.compiled.set_simd(True)
-        pytest.skip(f"no {request.param} here")
+def _query(rng: np.random.Generator, idx: SearchIndex) -> Any:
+    roll = rng.random()
+    if roll < 0.2:
+        live = np.flatnonzero(idx.has_vec[: idx.n])
+        return idx.vec[int(rng.choice(live))] if len(live) else rng.standard_normal(idx.dim)
+    if roll < 0.3:
+        return -idx.vec[: idx.n].sum(axis=0)  # most cosines negative
+    return rng.standard_normal(idx.dim)
+
+
+def _same(a: Fused, b: Fused) -> None:
+    assert a.slots == b.slots
+    assert a.scores == b.scores
+    assert a.lexical == b.lexical
+    assert a.vector == b.vector
+
+
+def _two_pass(idx: SearchIndex, *args: Any, **kwargs: Any) -> Fused:
+    """SearchIndex.fuse on the int8 path without the one-pass fuse_scan (the scan's bounds, then
+    fusion.fuse_bounded)."""
+    vecq.FUSE_IN_SCAN = False
     try:
-        yield request.param
+        return idx.fuse(*args, scan="int8", **kwargs)
     finally:
-        vecq.compiled.set_simd(True)
+        vecq.FUSE_IN_SCAN = True
 
 
 def _rows(rng: np.random.Generator, n: int, d: int) -> np.ndarray[Any, np.dtype[np.float32]]:
@@ -64,7 +101,7 @@ def _centres(m: np.ndarray[Any, Any]) -> list[Any]:
 
 
 @pytest.mark.parametrize("d", DIMS)
-def test_exact_is_the_same_bits_in_every_kernel(d: int, simd: str) -> None:
+def test_exact_is_the_same_bits_compiled_and_numpy(d: int) -> None:
     rng = np.random.default_rng(d)
     m = _rows(rng, 203, d)
     q = vecq.unit(rng.standard_normal(d), d)
@@ -85,7 +122,7 @@ def test_exact_is_the_same_bits_in_every_kernel(d: int, simd: str) -> None:
 
 
 @pytest.mark.parametrize("d", DIMS)
-def test_quantize_c_and_numpy_agree_and_bound_the_error(d: int, simd: str) -> None:
+def test_quantize_compiled_and_numpy_agree_and_bound_the_error(d: int) -> None:
     rng = np.random.default_rng(100 + d)
     m = _rows(rng, 157, d)
     m[5] = m[6] = vecq.centre(m)  # rows equal to the centre
@@ -115,12 +152,9 @@ def test_quantize_marks_rows_it_cannot_bound() -> None:
         assert np.isfinite(e[0]) and np.isinf(e[1:]).all() and np.isinf(nrm[1:]).all() and not q8[1:].any()
 
 
-@needs_c
 @pytest.mark.parametrize("d", (*DIMS, 64, 65, 95, 128, 256))
-def test_scan_is_the_same_bits_in_every_kernel(d: int) -> None:
-    """The int8 dots (four rows in flight, a scalar tail of columns and rows) are exact in every
-    variant: the same bounds, whatever the row count modulo 4 and the block of 256 rows."""
-    c: Any = vecq.compiled
+def test_scan_is_the_same_bits_compiled_and_numpy(d: int) -> None:
+    """The int8 dots are exact: the same bounds, whatever the row count and the block of 256 rows."""
     rng = np.random.default_rng(d)
     for n in (1, 3, 4, 5, 259, 517):
         m = _rows(rng, n, d)
@@ -132,19 +166,14 @@ def test_scan_is_the_same_bits_in_every_kernel(d: int) -> None:
         query = vecq.prepare(q)
         query = query._replace(qhat=np.where(rng.random(d) < 0.3, -127, query.qhat).astype(np.int8))
         want = vecq.scan(q8, s, e, nrm, mu, query, use_compiled=False)
+        got = vecq.scan(q8, s, e, nrm, mu, query)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
         dots = q8.astype(np.int64) @ query.qhat.astype(np.int64)
-        try:
-            for variant in VARIANTS:
-                c.set_simd(variant)
-                got = vecq.scan(q8, s, e, nrm, mu, query)
-                assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), c.simd()
-        finally:
-            c.set_simd(True)
         assert np.abs(dots).max() <= 127 * 127 * d
 
 
 @pytest.mark.parametrize("d", DIMS)
-def test_scan_bounds_hold_the_exact_cosine(d: int, simd: str) -> None:
+def test_scan_bounds_hold_the_exact_cosine(d: int) -> None:
     for seed in range(4):
         rng = np.random.default_rng(seed * 1000 + d)
         m = _rows(rng, 300, d)
@@ -176,7 +205,7 @@ def test_unit_query_refuses_what_has_no_direction() -> None:
 
 
 @needs_c
-def test_bad_buffers_raise_instead_of_crashing() -> None:
+def test_bad_arrays_raise_instead_of_crashing() -> None:
     c: Any = vecq.compiled
     m = np.ones((4, 8), dtype=np.float32)
     q8 = np.zeros((4, 8), dtype=np.int8)
@@ -190,14 +219,14 @@ def test_bad_buffers_raise_instead_of_crashing() -> None:
     c.scan(q8, f4, f4, f4, qhat, out, out.copy(), 1.0, 0.0, 0.0, 0.0, 0.0)
     c.exact(m, q, np.array([0, 3]), np.zeros(2, dtype=np.float32))
     mask = np.ones(4, dtype=bool)
-    fuse = (q8, f4, f4, f4, mu, m, q, f4, mask, f4)
-    c.fuse_scan(*fuse, 0.3, 0.7, 2, 0.0)
-    c.fuse_scan(q8, f4, f4, f4, mu, m, q, None, None, None, 0.3, 0.7, 4, 0.0)
+    cut = (q8, f4, f4, f4, mu, q, f4, mask, f4)
+    c.fuse_cut(*cut, 0.3, 0.7, 2, 0.0)
+    c.fuse_cut(q8, f4, f4, f4, mu, q, None, None, None, 0.3, 0.7, 4, 0.0)
 
     def fused(at: int, value: Any, *tail: Any) -> Any:
-        args = list(fuse)
+        args = list(cut)
         args[at] = value
-        return lambda: c.fuse_scan(*args, *(tail or (0.3, 0.7, 2, 0.0)))
+        return lambda: c.fuse_cut(*args, *(tail or (0.3, 0.7, 2, 0.0)))
 
     bad_calls = [
         lambda: c.quantize(m.astype(np.float64), mu, q8, f4, f4, f4),  # wrong type
@@ -224,24 +253,19 @@ def test_bad_buffers_raise_instead_of_crashing() -> None:
         lambda: c.exact(m, q, None, out[:3]),
         lambda: c.exact(m, q, None, b"x" * 16),  # read-only output
         lambda: c.exact("vec", q, None, out),
-        fused(8, mask.astype(np.uint8)),  # the mask must be bool
-        fused(8, mask[:3]),
-        fused(7, f4[:3]),  # lexical
-        fused(9, f4[:3]),  # boost
-        fused(7, f4.astype(np.float64)),
+        fused(7, mask[:3]),
+        fused(6, f4[:3]),  # lexical
+        fused(8, f4[:3]),  # boost
+        fused(6, f4.astype(np.float64)),
         fused(4, mu[:7]),
-        fused(5, m[:3]),  # vec: another row count, another dimension
-        fused(5, m[:, :7]),
-        fused(5, m.reshape(-1)),
-        fused(6, q[:7]),
+        fused(5, q[:7]),
         fused(0, q8.astype(np.uint8)),
         fused(0, wide),
         fused(0, q8, 0.3, 0.7, 0, 0.0),  # limit out of 1..n
         fused(0, q8, 0.3, 0.7, 5, 0.0),
         fused(0, q8, 0.3, 0.7, "2", 0.0),
         fused(0, q8, "x", 0.7, 2, 0.0),
-        lambda: c.fuse_scan(*fuse, 0.3, 0.7, 2),  # missing one
-        lambda: c.set_simd("sse9"),
+        lambda: c.fuse_cut(*cut, 0.3, 0.7, 2),  # missing one
     ]
     for call in bad_calls:
         with pytest.raises((ValueError, TypeError, IndexError, BufferError)):
@@ -252,51 +276,114 @@ def test_bad_buffers_raise_instead_of_crashing() -> None:
         c.scan(q8, f4, f4, f4, qhat, ro, out, 1.0, 0.0, 0.0, 0.0, 0.0)
 
 
-@pytest.mark.parametrize("portable", [False, True])
-def test_the_build_hook_builds_the_kernels_portable_ones_too(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, portable: bool
-) -> None:
-    """hatch_build.py builds _vec.c; built with only the portable loops (what aarch64 or a
-    compiler without the x86 intrinsics gets: GOCLAW_VEC_PORTABLE) it gives the same bits."""
-    import importlib.machinery
-    import importlib.util
-    import shutil
-    import sysconfig
+@needs_c
+def test_one_pass_fusion_is_exact_in_every_edge_case() -> None:
+    """The scan and the weighted cut in one compiled pass (vecq.fuse_scan) rescore exactly the
+    slots the two-pass path rescores and give the dense exact result: limits from 1 to every
+    slot; scopes smaller than the limit; weights with one channel at 0; boosts with zeros;
+    lexical scores that are not finite and negative boosts (left to the two-pass path, which
+    decides or refuses them as before)."""
+    for d, n in ((33, 900), (100, 1100)):
+        rng = np.random.default_rng(d + n)
+        idx = _index(rng, n, d)
+        n = idx.n
+        for round_ in range(30):
+            unit = idx.unit_query(_query(rng, idx))
+            assert unit is not None
+            lexical = idx.bm25(list(rng.choice(WORDS, size=3))) if round_ % 5 else None
+            mask = [None, idx.scope_filter(["u1"]), np.arange(n) < 5][round_ % 3]
+            boost = None if round_ % 4 else (rng.integers(0, 3, n) * 0.5).astype(np.float32)
+            limit = [1, 7, 30, n][round_ % 4]
+            weights = [(0.3, 0.7), (0.0, 1.0), (1.0, 0.0), (0.7, 0.3)][round_ % 4]
+            args: dict[str, Any] = dict(limit=limit, text_weight=weights[0], vector_weight=weights[1])
+            want = fuse_lists(lexical, vecq.exact(idx.vec[:n], unit), mask, boost=boost, **args)
+            _same(idx.fuse(lexical, unit, mask, boost=boost, scan="int8", **args), want)
+            one = idx.rescored
+            _same(_two_pass(idx, lexical, unit, mask, boost=boost, **args), want)
+            assert idx.rescored == one
+        bad = np.ones(n, dtype=np.float32)
+        bad[3] = np.nan
+        unit = idx.unit_query(idx.vec[5])
+        q8 = (idx.q8[:n], idx.q8s[:n], idx.q8e[:n], idx.q8n[:n], idx.q8mu, idx.vec[:n], unit)
+        assert vecq.fuse_scan(*q8, bad, None, None, limit=5, text_weight=0.3, vector_weight=0.7) is None
+        negative = np.ones(n, dtype=np.float32)
+        negative[7] = -1.0
+        assert vecq.fuse_scan(*q8, None, None, negative, limit=5, text_weight=0.3, vector_weight=0.7) is None
+        with pytest.raises(ValueError, match="negative boost"):
+            idx.fuse(None, unit, None, limit=5, boost=negative, scan="int8")
 
+
+NUMPY_RUN = r"""
+import json, sys
+import numpy as np
+from goclaw_search import vecq
+from goclaw_search.index import Doc, SearchIndex
+rng = np.random.default_rng(5)
+idx = SearchIndex(48)
+words = [f"w{i}" for i in range(30)]
+idx.upsert([Doc(i, "", list(rng.choice(words, 5)), rng.standard_normal(48)) for i in range(3000)])
+out = {"compiled": vecq.compiled is not None, "hits": []}
+for k in range(20):
+    unit = idx.unit_query(rng.standard_normal(48))
+    lexical = idx.bm25(list(rng.choice(words, 2)))
+    got = idx.fuse(lexical, unit, None, limit=10)
+    out["hits"].append([got.slots, got.scores, got.vector])
+print(json.dumps(out))
+"""
+
+
+def _search_run(numpy_only: bool) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if k != "GOCLAW_SEARCH_NUMPY"}
+    if numpy_only:
+        env["GOCLAW_SEARCH_NUMPY"] = "1"
     root = Path(__file__).resolve().parents[3]
-    spec = importlib.util.spec_from_file_location("goclaw_hatch_build", root / "hatch_build.py")
-    assert spec is not None and spec.loader is not None
-    hook = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hook)
-    assert "libs/goclaw_search/_vec.c" in hook.SOURCES
-    cc = str(sysconfig.get_config_var("CC") or "cc")
-    if not shutil.which(cc.split()[0]):
-        pytest.skip("no C compiler")
-    if portable:
-        monkeypatch.setenv("CC", cc + " -DGOCLAW_VEC_PORTABLE")
-    target = tmp_path / ("_vec" + str(sysconfig.get_config_var("EXT_SUFFIX")))
-    assert hook._compile(root / "libs/goclaw_search/_vec.c", target)
-    loader = importlib.machinery.ExtensionFileLoader("goclaw_search._vec", str(target))
-    found = importlib.util.spec_from_file_location("goclaw_search._vec", target, loader=loader)
-    assert found is not None
-    module: Any = importlib.util.module_from_spec(found)
-    loader.exec_module(module)
-    assert vecq._usable(module)
-    if portable:
-        assert module.simd() == "portable" and module.set_simd(True) is False
-    rng = np.random.default_rng(9)
-    m = _rows(rng, 120, 100)
-    q = vecq.unit(rng.standard_normal(100), 100)
-    out = np.empty(len(m), dtype=np.float32)
-    module.exact(m, q, None, out)
-    assert np.array_equal(out, vecq.exact(m, q, use_compiled=False))
-    q8, s, e, nrm = np.empty(m.shape, dtype=np.int8), *(np.empty(120, np.float32) for _ in range(3))
-    module.quantize(m, vecq.centre(m), q8, s, e, nrm)
-    assert np.array_equal(q8, vecq.quantize_numpy(m, vecq.centre(m))[0])
-    lexical = (rng.random(120) * (rng.random(120) < 0.3)).astype(np.float32)
-    assert vecq.compiled is not None
-    got = [
-        kernels.fuse_scan(q8, s, e, nrm, vecq.centre(m), m, q, lexical, None, None, 0.3, 0.7, 10, 1e-6)
-        for kernels in (module, vecq.compiled)
-    ]
-    assert got[0] == got[1] and got[0] is not None and len(got[0][0]) == 10
+    done = subprocess.run(
+        [sys.executable, "-c", NUMPY_RUN], capture_output=True, text=True, env=env, cwd=root, check=True
+    )
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+def test_the_numpy_path_gives_the_same_searches() -> None:
+    """GOCLAW_SEARCH_NUMPY=1 leaves the compiled kernels unused (what a build without a C
+    compiler has): the same hits, scores and cosines, in a process of its own each."""
+    numpy_only = _search_run(True)
+    assert numpy_only["compiled"] is False
+    default = _search_run(False)
+    assert default["compiled"] is (vecq.compiled is not None)
+    assert numpy_only["hits"] == default["hits"]
+    assert all(len(h[0]) == 10 for h in default["hits"])
+
+
+@needs_c
+@pytest.mark.parametrize("d", (1, 17, 31, 32, 33, 64, 95, 256, 384))
+def test_the_dot_kernels_give_the_same_bits(d: int) -> None:
+    """The int8 dots of the CPU's kernel (AVX-VNNI, AVX512-VNNI or AVX2) and of the portable
+    loop: the same bounds and the same one-pass fusion, whatever the row count modulo 4."""
+    c: Any = vecq.compiled
+    rng = np.random.default_rng(d)
+    for n in (1, 3, 4, 5, 259, 517):
+        m = _rows(rng, n, d)
+        mu = vecq.centre(m)
+        q8, s, e, nrm = _quantized(m, mu)
+        q8[n // 2] = rng.integers(-127, 128, d)  # any int8 row, extremes included
+        q = vecq.unit(rng.standard_normal(d), d)
+        assert q is not None
+        query = vecq.prepare(q)
+        lexical = (rng.random(n) * (rng.random(n) < 0.3)).astype(np.float32)
+        got = []
+        try:
+            for portable in (False, True):
+                c.use_portable(portable)
+                got.append(
+                    (
+                        vecq.scan(q8, s, e, nrm, mu, query),
+                        vecq.fuse_scan(q8, s, e, nrm, mu, m, q, lexical, None, None, limit=min(n, 7),
+                                       text_weight=0.7, vector_weight=0.3),
+                    )
+                )  # fmt: skip
+        finally:
+            c.use_portable(False)
+        (best, one), (portable_, other) = got
+        assert np.array_equal(best[0], portable_[0]) and np.array_equal(best[1], portable_[1]), c.kernel()
+        assert one == other

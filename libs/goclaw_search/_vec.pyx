@@ -1,0 +1,448 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The vector channel's int8 kernels (see goclaw_search.vecq, which defines what each computes
+and holds the numpy versions: the same results, bit for bit; tests/libs/search/test_vec_kernels.py
+compares them).
+
+* quantize: each row's int8 copy about the centre, its scale, error and norm (the squared sums
+  in 8 lanes, j mod 8, added in lane order);
+* scan: each row's bounds on its exact cosine from one int8 dot product (the dots by
+  _vec_dots.h: AVX-VNNI, AVX512-VNNI or AVX2 where the CPU has them, else a portable loop;
+  the same exact int32 dots);
+* exact: the exact cosine of some rows (16 float64 lanes, j mod 16, added as a fixed tree);
+* fuse_cut: the scan with the weighted fusion's cut in the same pass (the candidates to rescore).
+
+Arrays arrive as typed memoryviews (type, dimensions and C-contiguity checked on entry); the
+loops run without the GIL. Built by setuptools from this file (Cython) when a C compiler is
+there; without it goclaw_search.vecq runs the numpy versions.
+"""
+
+from libc.math cimport fabs, fabsf, sqrt, nextafterf, INFINITY, isfinite
+from libc.stddef cimport ptrdiff_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
+from libc.stdlib cimport malloc, free
+
+cdef double MAGIC = 6755399441055744.0  # 1.5 x 2^52: (x + MAGIC) - MAGIC rounds to an integer, halves to even
+
+cdef double TWO_M20 = 1.0 / 1048576.0  # 2^-20
+
+cdef enum:
+    QLANES = 8  # quantize's squared sums: lane j mod 8
+    LANES = 16  # exact's float64 accumulators: lane j mod 16
+    BLOCK = 256  # rows whose bounds fuse_cut computes at once
+    MAX_DIM = 65536  # an int32 dot of int8 rows cannot overflow below 133,000
+
+
+cdef inline double rint(double x) noexcept nogil:
+    return (x + MAGIC) - MAGIC
+
+
+cdef inline float round_up(double x) noexcept nogil:
+    cdef float f = <float>x
+    if <double>f < x:
+        f = nextafterf(f, INFINITY)
+    return f
+
+
+cdef inline double up(double x) noexcept nogil:
+    return x * (1.0 + 1e-12) + 1e-300
+
+
+# ------------------------------------------------------------------ quantize
+
+
+cdef void quantize_rows(const float *vec, const float *mu, Py_ssize_t n, Py_ssize_t d, int8_t *q8,
+                        float *scale, float *err, float *norm) noexcept nogil:
+    cdef Py_ssize_t i, j, lane
+    cdef const float *v
+    cdef int8_t *out
+    cdef float top, a, s
+    cdef double topd, c, ds, x, r, diff, se, sn
+    cdef int finite
+    cdef double e2[QLANES]
+    cdef double n2[QLANES]
+    for i in range(n):
+        v = vec + i * d
+        out = q8 + i * d
+        top = 0.0
+        topd = 0.0
+        finite = 1
+        for j in range(d):
+            a = fabsf(v[j])
+            c = fabs(<double>v[j] - <double>mu[j])
+            finite &= (a <= <float>3.402823466e38) & (c <= 1e300)  # false for NaN and inf
+            top = a if a > top else top
+            topd = c if c > topd else topd
+        for j in range(d):
+            out[j] = 0
+        if not finite:  # a row the bounds cannot describe: always rescored
+            scale[i] = 0.0
+            err[i] = INFINITY
+            norm[i] = INFINITY
+            continue
+        if top == 0.0:  # a zero row (no vector): its cosine is exactly 0
+            scale[i] = 0.0
+            err[i] = 0.0
+            norm[i] = 0.0
+            continue
+        s = <float>(topd / 127.0)
+        ds = <double>s if s > 0.0 else INFINITY  # x / inf = 0
+        for lane in range(QLANES):
+            e2[lane] = 0.0
+            n2[lane] = 0.0
+        for j in range(d):
+            x = <double>v[j] - <double>mu[j]
+            r = rint(x / ds)
+            r = 127.0 if r > 127.0 else (-127.0 if r < -127.0 else r)
+            out[j] = <int8_t>r
+            diff = x - <double>s * r  # s r is exact
+            e2[j % QLANES] += diff * diff
+            n2[j % QLANES] += x * x
+        se = 0.0
+        sn = 0.0
+        for lane in range(QLANES):
+            se += e2[lane]
+            sn += n2[lane]
+        scale[i] = s
+        err[i] = round_up(sqrt(se) * (1.0 + TWO_M20) + 1e-9)
+        norm[i] = round_up(sqrt(sn) * (1.0 + TWO_M20) + 1e-9)
+
+
+def quantize(const float[:, ::1] vec, const float[::1] mu, int8_t[:, ::1] q8, float[::1] scale,
+             float[::1] err, float[::1] norm):
+    """Each row of ``vec`` less ``mu`` as int8 into ``q8``, its scale, error and norm."""
+    cdef Py_ssize_t n = vec.shape[0], d = vec.shape[1]
+    if mu.shape[0] != d or q8.shape[0] != n or q8.shape[1] != d or scale.shape[0] != n or \
+            err.shape[0] != n or norm.shape[0] != n:
+        raise ValueError("quantize: mu needs one item per column, q8 vec's shape, scale, err and norm one per row")
+    if n == 0 or d == 0:
+        for i in range(n):
+            scale[i] = 0.0
+            err[i] = 0.0
+            norm[i] = 0.0
+        return
+    with nogil:
+        quantize_rows(&vec[0, 0], &mu[0], n, d, &q8[0, 0], &scale[0], &err[0], &norm[0])
+
+
+# ------------------------------------------------------------------ scan
+
+
+cdef extern from "_vec_dots.h" nogil:
+    ctypedef void (*goclaw_dots_fn)(const int8_t *, ptrdiff_t, const int8_t *, ptrdiff_t, ptrdiff_t,
+                                    int32_t *) noexcept nogil
+    goclaw_dots_fn goclaw_dots_for(int portable, const char **name)
+
+
+cdef const char *KERNEL = NULL
+cdef goclaw_dots_fn DOTS = goclaw_dots_for(0, &KERNEL)
+
+
+def kernel():
+    """The int8 dot kernel in use: "avxvnni", "avx512vnni", "avx2" or "portable"."""
+    return KERNEL.decode("ascii")
+
+
+def use_portable(bint portable):
+    """The portable dot loop (True) or the best the CPU has (False); the tests compare them."""
+    global DOTS
+    DOTS = goclaw_dots_for(portable, &KERNEL)
+
+
+cdef void bounds(const int8_t *q8, const int8_t *qhat, const float *scale, const float *err,
+                 const float *norm, Py_ssize_t from_, Py_ssize_t count, Py_ssize_t d, double t,
+                 double eq, double m, double mq, double slack, float *lo, float *hi) noexcept nogil:
+    """Rows from_..from_+count's bounds (a zero row, scale and err both 0: exactly 0)."""
+    cdef Py_ssize_t i, r
+    cdef double a, rr
+    cdef int32_t dots[BLOCK]
+    DOTS(q8, d, qhat, from_, count, dots)
+    for i in range(count):
+        r = from_ + i
+        a = mq + (<double>scale[r] * t) * <double>dots[i]
+        rr = (eq * <double>norm[r] + m * <double>err[r]) + slack
+        if scale[r] == 0.0 and err[r] == 0.0:
+            lo[i] = 0.0
+            hi[i] = 0.0
+        else:
+            lo[i] = <float>(a - rr)
+            hi[i] = <float>(a + rr)
+
+
+def scan(const int8_t[:, ::1] q8, const float[::1] scale, const float[::1] err, const float[::1] norm,
+         const int8_t[::1] qhat, float[::1] lo, float[::1] hi, double t, double eq, double m, double mq,
+         double slack):
+    """Each row's lower and upper cosine bound into ``lo`` and ``hi``."""
+    cdef Py_ssize_t n = q8.shape[0], d = q8.shape[1]
+    if scale.shape[0] != n or err.shape[0] != n or norm.shape[0] != n or lo.shape[0] != n or \
+            hi.shape[0] != n or qhat.shape[0] != d:
+        raise ValueError("scan: scale, err, norm, lo and hi need one item per row, qhat one per column")
+    if d > MAX_DIM:
+        raise ValueError("scan: more than 65536 dimensions")
+    if n == 0:
+        return
+    cdef const int8_t *rows = &q8[0, 0] if d else NULL
+    cdef const int8_t *qh = &qhat[0] if d else NULL
+    cdef Py_ssize_t from_ = 0
+    with nogil:
+        while from_ < n:
+            bounds(rows, qh, &scale[0], &err[0], &norm[0], from_, min(BLOCK, n - from_), d, t, eq, m, mq, slack,
+                   &lo[from_], &hi[from_])
+            from_ += BLOCK
+
+
+# ------------------------------------------------------------------ exact
+
+
+cdef void exact_rows(const float *vec, Py_ssize_t d, const double *q, const int64_t *slots, Py_ssize_t k,
+                     float *out) noexcept nogil:
+    cdef Py_ssize_t i, j, l, w
+    cdef Py_ssize_t full = d - d % LANES
+    cdef const float *v
+    cdef double acc[LANES]
+    for i in range(k):
+        v = vec + (slots[i] if slots != NULL else i) * d
+        for l in range(LANES):
+            acc[l] = 0.0
+        j = 0
+        while j < full:
+            for l in range(LANES):
+                acc[l] += <double>v[j + l] * q[j + l]
+            j += LANES
+        for j in range(full, d):
+            acc[j - full] += <double>v[j] * q[j]
+        w = LANES // 2
+        while w >= 1:
+            for l in range(w):
+                acc[l] = acc[l] + acc[l + w]
+            w //= 2
+        out[i] = <float>acc[0]
+
+
+def exact(const float[:, ::1] vec, const float[::1] q, slots, float[::1] out):
+    """The exact cosines of the rows ``slots`` (int64; ``None``: every row) into ``out``."""
+    cdef Py_ssize_t n = vec.shape[0], d = vec.shape[1], k, i, j
+    cdef const int64_t[::1] at
+    cdef const int64_t *sp = NULL
+    if slots is not None:
+        at = slots
+        k = at.shape[0]
+        for i in range(k):
+            if at[i] < 0 or at[i] >= n:
+                raise IndexError("exact: a slot outside vec")
+        if k:
+            sp = &at[0]
+    else:
+        k = n
+    if q.shape[0] != d or out.shape[0] != k:
+        raise ValueError("exact: q needs one item per column, out one per row asked")
+    if k == 0:
+        return
+    if d == 0:
+        for i in range(k):
+            out[i] = 0.0
+        return
+    cdef double *q64 = <double *>malloc(sizeof(double) * d)
+    if q64 == NULL:
+        raise MemoryError()
+    for j in range(d):
+        q64[j] = <double>q[j]
+    with nogil:
+        exact_rows(&vec[0, 0], d, q64, sp, k, &out[0])
+    free(q64)
+
+
+# ------------------------------------------------------------------ the scan with the fusion's cut
+
+
+cdef inline void heap_push(float *heap, Py_ssize_t cnt, float x) noexcept nogil:
+    cdef Py_ssize_t i = cnt, p
+    while i > 0:
+        p = (i - 1) // 2
+        if not (heap[p] > x):
+            break
+        heap[i] = heap[p]
+        i = p
+    heap[i] = x
+
+
+cdef inline void heap_replace_top(float *heap, Py_ssize_t k, float x) noexcept nogil:
+    cdef Py_ssize_t i = 0, c
+    while True:
+        c = 2 * i + 1
+        if c >= k:
+            break
+        if c + 1 < k and heap[c + 1] < heap[c]:
+            c += 1
+        if not (heap[c] < x):
+            break
+        heap[i] = heap[c]
+        i = c
+    heap[i] = x
+
+
+cdef Py_ssize_t fuse_rows(const int8_t *q8, const float *scale, const float *err, const float *norm,
+                          const int8_t *qhat, Py_ssize_t n, Py_ssize_t d, double t, double eq, double m,
+                          double mq, double slack, const float *lex, const uint8_t *mask,
+                          const float *boost, float tw, float vw, Py_ssize_t k, int64_t *cand,
+                          float *high_of, float *heap, float *best_lo) noexcept nogil:
+    """The scan with the weighted fusion's cut (fusion.py _weighted_bounded): each row in scope
+    gets bounds low <= fused score <= high; the k-th best low (a min-heap) is the cut; the rows
+    whose high reaches it (or is positive, when fewer than k rows are in scope) go to ``cand``
+    in row order. Returns how many, or -1 for a value the bounds cannot order (lo > hi, NaN, a
+    negative or infinite boost). ``best_lo``: the best lower cosine bound in scope (-inf: none)."""
+    cdef float lo[BLOCK]
+    cdef float hi[BLOCK]
+    cdef float low, high, a, b, w, p
+    cdef Py_ssize_t from_, count, r, row, cnt = 0, got = 0, out = 0, c
+    cdef float cut = -INFINITY, final
+    cdef float best = -INFINITY
+    cdef int any_in_scope = 0
+    from_ = 0
+    while from_ < n:
+        count = n - from_ if n - from_ < BLOCK else BLOCK
+        bounds(q8, qhat, scale, err, norm, from_, count, d, t, eq, m, mq, slack, lo, hi)
+        for r in range(count):
+            row = from_ + r
+            if not (lo[r] <= hi[r]):
+                return -1
+            a = lo[r] if lo[r] > 0.0 else 0.0
+            b = hi[r] if hi[r] > 0.0 else 0.0
+            low = a * vw
+            high = b * vw
+            if lex != NULL:
+                p = lex[row] * tw
+                low = p + low
+                high = p + high
+            if boost != NULL:
+                w = boost[row]
+                if not (w >= 0.0) or not (w <= <float>3.4028235e38):
+                    return -1
+                low = low * w
+                high = high * w
+            if low != low or high != high:
+                return -1
+            if mask != NULL and not mask[row]:
+                continue
+            if not any_in_scope or lo[r] > best:
+                best = lo[r]
+                any_in_scope = 1
+            # low <= high (lo <= hi, weights and boosts >= 0, float rounding monotonic): a row
+            # whose high is below the cut can neither enter the heap nor be a candidate
+            if not (high >= cut):
+                continue
+            if cnt < k:
+                heap_push(heap, cnt, low)
+                cnt += 1
+                if cnt == k:
+                    cut = heap[0]
+            elif low > cut:
+                heap_replace_top(heap, k, low)
+                cut = heap[0]
+            if high > 0.0 and high >= cut:  # the cut only grows: a superset
+                cand[got] = row
+                high_of[got] = high
+                got += 1
+        from_ += BLOCK
+    # _reaching: the k-th best low in scope when k rows are in scope, else none (-inf)
+    final = cut if cnt == k else -INFINITY
+    for c in range(got):
+        if (high_of[c] >= final) if final > 0.0 else (high_of[c] > 0.0):
+            cand[out] = cand[c]
+            out += 1
+    best_lo[0] = best
+    return out
+
+
+def fuse_cut(const int8_t[:, ::1] q8, const float[::1] scale, const float[::1] err, const float[::1] norm,
+             const float[::1] mu, const float[::1] q, lexical, mask, boost, double text_weight,
+             double vector_weight, Py_ssize_t limit, double slack):
+    """The candidates of the weighted fusion from one pass over the int8 rows: ``(cand int64,
+    best_lo, best_lex)`` (best_lex: the best lexical score in scope, 0 when none is positive),
+    or ``None`` when the pass cannot decide (a value that is not finite, or no lower bound in
+    scope above 0: whether the vector channel counts is open)."""
+    cdef Py_ssize_t n = q8.shape[0], d = q8.shape[1], j, i
+    cdef const float[::1] lex_v
+    cdef const uint8_t[::1] mask_v
+    cdef const float[::1] boost_v
+    cdef const float *lex = NULL
+    cdef const uint8_t *inscope = NULL
+    cdef const float *bst = NULL
+    if scale.shape[0] != n or err.shape[0] != n or norm.shape[0] != n or mu.shape[0] != d or q.shape[0] != d:
+        raise ValueError("fuse_cut: scale, err and norm need one item per row of q8, mu and q one per column")
+    if d > MAX_DIM:
+        raise ValueError("fuse_cut: more than 65536 dimensions")
+    if limit < 1 or limit > n:
+        raise ValueError("fuse_cut: limit must be between 1 and the number of rows")
+    if d == 0:
+        return None
+    if lexical is not None:
+        lex_v = lexical
+        if lex_v.shape[0] != n:
+            raise ValueError("fuse_cut: lexical needs one item per row")
+        lex = &lex_v[0]
+    if mask is not None:
+        mask_v = mask.view("u1")
+        if mask_v.shape[0] != n:
+            raise ValueError("fuse_cut: mask needs one item per row")
+        inscope = &mask_v[0]
+    if boost is not None:
+        boost_v = boost
+        if boost_v.shape[0] != n:
+            raise ValueError("fuse_cut: boost needs one item per row")
+        bst = &boost_v[0]
+    # The best lexical score in scope (0 if none is positive); a value that is not finite: undecided.
+    cdef float best_lex = 0.0, x
+    if lex != NULL:
+        for i in range(n):
+            x = lex[i]
+            if not isfinite(x):
+                return None
+            if (inscope == NULL or inscope[i]) and x > best_lex:
+                best_lex = x
+    if not (text_weight >= 0.0) or not (vector_weight >= 0.0) or not (text_weight <= 3.4e38) or \
+            not (vector_weight <= 3.4e38):
+        return None
+    # The unit query quantized as vecq.prepare does (the same qhat and t; eq and m valid upper
+    # bounds) and mq = mu . q.
+    cdef double top = 0.0, aq, tq, e2 = 0.0, m2 = 0.0, mq = 0.0, xq, rq, trq, eqv, mv
+    for j in range(d):
+        aq = fabs(<double>q[j])
+        if not (aq <= 3.5e38):
+            return None
+        top = aq if aq > top else top
+    tq = top / 127.0 if top > 0.0 else 1.0
+    import numpy as np
+    qhat_a = np.empty(d, dtype=np.int8)
+    cdef int8_t[::1] qhat = qhat_a
+    for j in range(d):
+        xq = <double>q[j]
+        rq = rint(xq / tq)
+        rq = 127.0 if rq > 127.0 else (-127.0 if rq < -127.0 else rq)
+        qhat[j] = <int8_t>rq
+        trq = tq * rq
+        e2 += (xq - trq) * (xq - trq)
+        m2 += trq * trq
+        mq += <double>mu[j] * xq
+    if not isfinite(mq):
+        return None
+    eqv = up(sqrt(e2))
+    mv = up(sqrt(m2))
+    cdef int has_lex = best_lex > 0.0
+    cdef float tw = <float>(text_weight / <double>best_lex) if has_lex else 0.0
+    cdef float vw = <float>(vector_weight if has_lex else 1.0)
+    if not has_lex:
+        lex = NULL
+    cand_a = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] cand = cand_a
+    cdef float *high_of = <float *>malloc(sizeof(float) * (n + limit))
+    if high_of == NULL:
+        raise MemoryError()
+    cdef Py_ssize_t found
+    cdef float best_lo = -INFINITY
+    with nogil:
+        found = fuse_rows(&q8[0, 0], &scale[0], &err[0], &norm[0], &qhat[0], n, d, tq, eqv, mv, mq, slack,
+                          lex, inscope, bst, tw, vw, limit, &cand[0], high_of, high_of + n, &best_lo)
+    free(high_of)
+    if found < 0 or not (best_lo > 0.0):
+        return None
+    return cand_a[:found], float(best_lo), float(best_lex)

@@ -1,0 +1,85 @@
+"""The reranker's features and passage scores in numpy (goclaw_search.forward,
+goclaw_search.passage_sketches) against brute force: the shortest window holding every matched
+query term, and each slot's best passage cosine from its sketch."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+
+from goclaw_search.forward import ForwardIndex
+from goclaw_search.passage_sketches import PassageSketch, PassageSketches, sketch_cosines, token_dots
+
+
+def test_the_features_are_the_shortest_windows() -> None:
+    rng = random.Random(9)
+    for _ in range(300):
+        n_q = rng.randint(1, 5)
+        doc = [rng.randrange(n_q + 3) for _ in range(rng.randint(0, 40))]
+        fwd = ForwardIndex()
+        fwd.append(np.asarray(doc, dtype=np.int64), np.asarray([len(doc)], dtype=np.int64))
+        names = [f"t{i}" for i in range(n_q)]
+        [found] = fwd.matches(names, names, list(range(n_q)), [0])
+        present = {t for t in doc if t < n_q}
+        best = 0
+        if present:
+            best = min(
+                b - a + 1
+                for a in range(len(doc))
+                for b in range(a, len(doc))
+                if present <= set(doc[a : b + 1])
+            )
+        assert (found.matched, found.window) == (len(present), best)
+        assert {k: list(v) for k, v in found.items()} == {
+            f"t{t}": [i for i, x in enumerate(doc) if x == t] for t in sorted(present)
+        }
+
+
+def _random_sketch(rng: random.Random) -> PassageSketch | None:
+    if rng.random() < 0.15:
+        return None
+    n_seg = rng.randint(1, 7)
+    seg_len = [rng.randint(1, 9) for _ in range(n_seg)]
+    passages = [
+        sorted(rng.sample(range(n_seg), rng.randint(1, min(3, n_seg)))) for _ in range(rng.randint(1, 6))
+    ]
+    return PassageSketch(
+        np.asarray([rng.randrange(600) for _ in range(sum(seg_len))], dtype=np.uint16),
+        np.asarray(seg_len, dtype=np.uint16),
+        np.asarray([r for p in passages for r in p], dtype=np.uint8),
+        np.asarray([len(p) for p in passages], dtype=np.uint8),
+        np.asarray([rng.uniform(0.2, 3.0) for _ in passages], dtype=np.float32),
+    )
+
+
+def _best(sketch: PassageSketch | None, scores: np.ndarray) -> float:
+    """A sketch's best passage cosine, passage by passage."""
+    if sketch is None:
+        return 0.0
+    bounds = np.concatenate([[0], np.cumsum(sketch.seg_len.astype(np.int64))])
+    seg = [float(scores[sketch.tokens[a:b]].astype(np.float64).sum()) for a, b in itertools.pairwise(bounds)]
+    refs, best, at = sketch.refs.tolist(), 0.0, 0
+    for count, norm in zip(sketch.nref.tolist(), sketch.norms.tolist(), strict=True):
+        best = max(best, sum(seg[r] for r in refs[at : at + count]) / norm)
+        at += count
+    return best
+
+
+def test_best_cosines_are_each_slots_best_passage() -> None:
+    rng = random.Random(4)
+    store = PassageSketches()
+    sketches = [_random_sketch(rng) for _ in range(200)]
+    store.append(sketches[:120])
+    store.append(sketches[120:])  # two parts, joined on the first read
+    matrix = np.asarray(np.random.default_rng(5).normal(size=(600, 16)), dtype=np.float32)
+    q = matrix[7] / np.linalg.norm(matrix[7])
+    every = matrix @ q
+    for slots in ([], [3], [5, -1, 199, 250, 5, 0], list(range(200))):
+        best, has = store.best_cosines(slots, matrix, q)
+        want = [_best(sketches[s] if 0 <= s < 200 else None, every) for s in slots]
+        assert np.allclose(best, want, atol=1e-6)
+        assert has.tolist() == [0 <= s < 200 and sketches[s] is not None for s in slots]
+        batch = store.select(slots)
+        assert np.array_equal(best, sketch_cosines(batch, token_dots(matrix, q, batch.tokens)))
