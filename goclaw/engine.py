@@ -270,6 +270,17 @@ class Engine:
         """Register a callable run by :meth:`close` (watchers, thread pools)."""
         self._closers.append(fn)
 
+    def run_workers(self, stop: threading.Event | None = None) -> dict[str, Any]:
+        """One pass of the consolidation workers (its report); with ``stop``, serve until set."""
+        from goclaw.events import WorkerRunner
+
+        cfg = self.settings.events
+        runner = WorkerRunner(self, batch_size=cfg.batch_size, poll_interval=cfg.poll_interval_seconds)
+        if stop is None:
+            return runner.run_once().as_dict()
+        runner.serve(stop)
+        return {}
+
     def close(self) -> None:
         while self._closers:
             fn = self._closers.pop()

@@ -189,14 +189,6 @@ class Hooks:
     def register_commands(self, cli: click.Group) -> None:
         self._collect("goclaw_register_commands", cli=cli)
 
-    def http_routes(self, engine: Host, auth: Callable[..., Any]) -> list[tuple[str, Any]]:
-        """``[(plugin, router)]`` from ``goclaw_http_routes``, in plugin-name order."""
-        found = [
-            (plugin or _WRAPPER, r)
-            for plugin, r in self._collect("goclaw_http_routes", engine=engine, auth=auth)
-        ]
-        return sorted(found, key=lambda pair: pair[0])
-
     # ------------------------------------------------------------------ storage
     def schema_components(self) -> list[SchemaComponent]:
         """Every enabled plugin's tables and migration chain, sorted by component name."""

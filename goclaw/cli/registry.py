@@ -6,9 +6,9 @@ feature's commands are its plugin's: declared in the plugin's manifest (``COMMAN
 
 The kernel keeps the commands of its own mechanisms: ``init`` (the workspace and its config),
 ``plugins`` (the plugin manager), ``workers`` (the always-on event queue), ``agent``/``team``
-(agents and teams are kernel rows every feature is scoped by), ``forget`` (one user's erasure
-across every plugin, through the ``goclaw_forget_rows`` hook), and ``serve``/``mcp``
-(transports that expose every service through its contract, whichever plugin provides it).
+(agents and teams are kernel rows every feature is scoped by) and ``forget`` (one user's erasure
+across every plugin, through the ``goclaw_forget_rows`` hook). The transports, ``serve`` and
+``mcp``, are the built-in plugins ``goclaw.http`` and ``goclaw.mcp``.
 ``tests/kernel/test_cli_commands.py`` checks each line, and each plugin's, against the command it names.
 """
 
@@ -28,16 +28,10 @@ KERNEL_COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec(
         "init", "Create goclaw.toml, the workspace folders and the database.", "goclaw.cli.workspace:init_cmd"
     ),
-    CommandSpec("mcp", "Run an MCP server scoped to one agent (and user).", "goclaw.cli.mcp:mcp_cmd"),
     CommandSpec(
         "plugins",
         "List plugins: name, distribution, version, hooks and status (active/blocked/failed).",
         "goclaw.cli.plugins:plugins_cmd",
-    ),
-    CommandSpec(
-        "serve",
-        "Serve the HTTP API (OpenAPI docs at /docs). Create a token first: goclaw serve token create.",
-        "goclaw.cli.serve:serve_group",
     ),
     CommandSpec(
         "workers",

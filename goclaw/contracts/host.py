@@ -20,6 +20,7 @@ the provider and backend registries hold). The plain values they exchange are in
 from __future__ import annotations
 
 import builtins
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -328,6 +329,11 @@ class Host(Protocol):
 
     def on_close(self, fn: Callable[[], object]) -> None:
         """Run ``fn`` when the host closes (watchers, thread pools)."""
+        ...
+
+    def run_workers(self, stop: threading.Event | None = None) -> dict[str, Any]:
+        """One pass of the consolidation workers, its report as ``goclaw workers run --once
+        --json`` prints it; with ``stop``, serve the queue until it is set (``[events]``)."""
         ...
 
 
