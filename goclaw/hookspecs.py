@@ -56,7 +56,7 @@ def goclaw_add_hookspecs(plugin_manager: pluggy.PluginManager) -> None:
     plugin with a manifest names the module there instead (``HOOKSPECS``, :mod:`goclaw.plugins`):
     its hooks then exist whenever it is installed, enabled or not.
     Default plugin: none; the built-ins declare theirs in their manifests (``goclaw.prompt``,
-    ``goclaw.skills``, ``goclaw.memory``).
+    ``goclaw.skills``, ``goclaw.memory``, ``goclaw.http``, ``goclaw.mcp``).
     """
 
 
@@ -124,9 +124,7 @@ def goclaw_cli_commands() -> list[CommandSpec] | None:
     memory``. The same declarations may instead sit in the plugin's manifest (``COMMANDS``,
     :mod:`goclaw.plugins`): the CLI then reads them without importing the plugin, and names the
     plugin when it is disabled; a distribution that ships manifests is never imported for its
-    commands. Default plugins: none; the built-ins declare theirs in their manifests
-    (``goclaw.memory``: ``memory``, ``session``, ``eval``; ``goclaw.skills``, ``goclaw.prompt``,
-    ``goclaw.context_files``, ``goclaw.kg``, ``goclaw.channel_memory``: one each).
+    commands. Default plugins: none; the built-ins declare theirs in their manifests.
     """
 
 

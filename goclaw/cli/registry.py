@@ -1,16 +1,8 @@
-"""The kernel's own ``goclaw`` commands, declared by import path.
-
-``goclaw --help`` lists these lines, and a command's module is imported only when it runs. A
-feature's commands are its plugin's: declared in the plugin's manifest (``COMMANDS``, see
-:mod:`goclaw.plugins`) or by its ``goclaw_cli_commands`` hook, never here.
-
-The kernel keeps the commands of its own mechanisms: ``init`` (the workspace and its config),
-``plugins`` (the plugin manager), ``workers`` (the always-on event queue), ``agent``/``team``
-(agents and teams are kernel rows every feature is scoped by) and ``forget`` (one user's erasure
-across every plugin, through the ``goclaw_forget_rows`` hook). The transports, ``serve`` and
-``mcp``, are the built-in plugins ``goclaw.http`` and ``goclaw.mcp``.
-``tests/kernel/test_cli_commands.py`` checks each line, and each plugin's, against the command it names.
-"""
+"""The kernel's own ``goclaw`` commands (:class:`~goclaw.contracts.commands.CommandSpec`), those
+of its mechanisms: ``init`` (the workspace and its config), ``plugins`` (the plugin manager),
+``workers`` (the always-on event queue), ``agent``/``team`` (kernel rows every feature is scoped
+by) and ``forget`` (one user's erasure across every plugin). Every other command, the transports
+``serve`` and ``mcp`` included, is a plugin's (declared in its manifest)."""
 
 from __future__ import annotations
 
