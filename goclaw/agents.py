@@ -126,9 +126,7 @@ class AgentService:
         return agent
 
     def get_cached(self, name: str, ttl: float = 5.0) -> Agent:
-        """:meth:`get` through the engine's ``agents`` change tracker: no database round trip
-        while no agent was written in this process and for at most ``ttl`` seconds (another
-        process's rename or delete is seen after that)."""
+        """:meth:`get` through the engine's ``agents`` change tracker (see ``AgentDirectory``)."""
         tracker = self.engine.change_tracker("agents", (Agent,))
         agent: Agent = tracker.cached(("agent", self.tenant, name), ttl, lambda: self.get(name))
         return agent

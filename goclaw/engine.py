@@ -157,10 +157,7 @@ class Engine:
             ) from None
 
     def service(self, name: str) -> Any:
-        """The service ``name`` a plugin contributed (``goclaw_services``), or the kernel's
-        ``events``. A service no active plugin provides raises
-        :class:`~goclaw.errors.FeatureUnavailableError`, naming the plugin whose manifest
-        declares it and its status when it is installed but off."""
+        """:meth:`~goclaw.contracts.host.Host.service`; the error names the plugin that is off."""
         if name == "events":
             return self.events
         try:
@@ -215,17 +212,12 @@ class Engine:
             return self._providers[key]
 
     def embedding_provider_name(self) -> str:
-        """The configured embedding provider's name (``[plugins.embeddings] provider``); ``"none"``
-        when none is configured or the embeddings plugin is disabled."""
+        """``[plugins.embeddings] provider``; ``"none"`` also when that plugin is disabled."""
         cfg = self._plugin_settings.get("embeddings")
         return str(getattr(cfg, "provider", None) or "none")
 
     def embedder(self, name: str | None = None) -> EmbeddingProvider | None:
-        """The configured embedding provider (``[plugins.embeddings] provider``), or None.
-
-        Raises a :class:`~goclaw.errors.GoclawError` when the configured provider cannot start
-        (e.g. a hosted model without its API key); callers degrade to full text only.
-        """
+        """:meth:`~goclaw.contracts.host.Host.embedder` (``[plugins.embeddings] provider``)."""
         if name is None:
             name = self.embedding_provider_name()
         if name == "none":
@@ -247,8 +239,7 @@ class Engine:
 
     # ------------------------------------------------------------------ caches
     def change_tracker(self, name: str, watched: Iterable[type[Any]]) -> ChangeTracker:
-        """The engine's :class:`~goclaw.changes.ChangeTracker` called ``name`` (made on first
-        use, watching ``watched`` tables; closed with the engine)."""
+        """:meth:`~goclaw.contracts.host.Host.change_tracker` (a :mod:`goclaw.changes` tracker)."""
         with self._lock:
             found = self._trackers.get(name)
             if found is None:
@@ -269,6 +260,17 @@ class Engine:
     def on_close(self, fn: Any) -> None:
         """Register a callable run by :meth:`close` (watchers, thread pools)."""
         self._closers.append(fn)
+
+    def run_workers(self, stop: threading.Event | None = None) -> dict[str, Any]:
+        """One pass of the consolidation workers (its report); with ``stop``, serve until set."""
+        from goclaw.events import WorkerRunner
+
+        cfg = self.settings.events
+        runner = WorkerRunner(self, batch_size=cfg.batch_size, poll_interval=cfg.poll_interval_seconds)
+        if stop is None:
+            return runner.run_once().as_dict()
+        runner.serve(stop)
+        return {}
 
     def close(self) -> None:
         while self._closers:

@@ -1,21 +1,10 @@
 """Erase one user's data (a GDPR erasure request): ``goclaw forget --user U``.
 
-What goes, for every agent (or the one named):
-
-* the user's folder ``<agent>/users/<U>/`` (memory files and anything else in it), and the
-  index of those files (documents and chunks);
-* cached embeddings whose text only this user's chunks had (another scope's identical text keeps
-  its cache row);
-* sessions with their messages and per-session worker state; episodic summaries; knowledge-graph
-  entities, relations and dedup candidates; passive channel-memory items; per-user context files;
-  queued events about the user (with their deliveries); the dreaming worker's state for the user;
-* across all agents only: the user's skill grants.
-
-Each plugin erases its own tables' rows (``goclaw_forget_rows``: memory, sessions, episodic,
-KG, channel memory, skill grants); the kernel erases its own (context files, events, worker
-state, agents: :mod:`goclaw.forget_kernel`) last, all in one transaction. Then each plugin drops
-what it derived from the erased rows elsewhere (``goclaw_forgotten``: the memory search
-backend's own index).
+For every agent (or the one named), the user's folder ``<agent>/users/<U>/`` goes, and every
+row of the user's (the full list: ``docs/runtime.md``). Each plugin erases its own tables' rows
+(``goclaw_forget_rows``); the kernel erases its own (context files, events, worker state, agents:
+:mod:`goclaw.forget_kernel`) last, all in one transaction. Then each plugin drops what it
+derived from them elsewhere (``goclaw_forgotten``: a search backend's own index).
 
 Nothing of another user or of the agent level is touched: every delete is filtered by
 ``user_id = U`` (and the agents), and the tests count every other row before and after.

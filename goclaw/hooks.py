@@ -1,15 +1,7 @@
-"""The facade through which goclaw calls every hook: typed methods for the kernel's hooks, and
-generic ones (:meth:`Hooks.call`, :meth:`Hooks.first`, :meth:`Hooks.items`,
-:meth:`Hooks.registry`) for the hooks a plugin declares for itself.
-
-Nothing else in goclaw touches ``pm.hook.*``. Every call goes through pluggy's own call loop
-(``pm.hook.<name>(...)``), so hook wrappers, ``add_hookcall_monitoring`` and tracing work as in
-any pluggy application. Each method knows which plugin produced each contribution
-(:mod:`goclaw.hookcall`), so results are sorted by an explicit key, duplicates are errors naming
-both plugins, and a third-party implementation that raises is reported and skipped (or re-raised
-under ``plugins.strict``), while a built-in's exception propagates (it is our bug). Objects a
-plugin contributed (a prompt section, a slash command, ...) are run through :meth:`Hooks.guard`
-for the same isolation.
+"""The facade through which goclaw calls every hook (``host.hooks``, its contract
+:class:`~goclaw.contracts.host.HookCalls`): typed methods for the kernel's hooks, generic ones for
+the hooks a plugin declares for itself. Nothing else in goclaw touches ``pm.hook.*``; isolation
+and attribution happen inside pluggy's own call loop (:mod:`goclaw.hookcall`).
 """
 
 from __future__ import annotations
@@ -37,6 +29,9 @@ _WRAPPER = "a hook wrapper"
 
 
 class Hooks:
+    """Implements :class:`~goclaw.contracts.host.HookCalls` (whose docstrings describe the
+    generic calls), plus the kernel's typed calls."""
+
     def __init__(self, manager: GoclawPluginManager) -> None:
         self.manager = manager
         self._cache: dict[str, Any] = {}
@@ -68,26 +63,18 @@ class Hooks:
         return [(owner, result) for owner, result in pairs if result is not None]
 
     def call(self, hook: str, **kwargs: Any) -> list[tuple[str | None, Any]]:
-        """Call any "everyone contributes" hook by name, a plugin's own included (one it added
-        through ``goclaw_add_hookspecs``): ``[(plugin, result)]`` in call order, Nones dropped,
-        a third party's failure reported and skipped. A hook nobody specified (its plugin is
-        off) answers ``[]``."""
         caller = getattr(self.manager.pm.hook, hook, None)
         if caller is None or caller.spec is None:
             return []
         return self._collect(hook, **kwargs)
 
     def first(self, hook: str, **kwargs: Any) -> Any:
-        """Call a ``firstresult`` hook by name: the first non-None answer, or None (also when
-        nobody specified the hook)."""
         caller = getattr(self.manager.pm.hook, hook, None)
         if caller is None or caller.spec is None:
             return None
         return caller(**kwargs)
 
     def implementers(self, hook: str) -> list[object]:
-        """The plugin objects implementing ``hook`` (wrappers included), e.g. for a plugin to
-        learn whether anyone but itself extends one of its own hooks."""
         caller = getattr(self.manager.pm.hook, hook, None)
         return [] if caller is None else [impl.plugin for impl in caller.get_hookimpls()]
 
@@ -96,8 +83,6 @@ class Hooks:
         return self._owners.get((what, name))
 
     def guard(self, what: str, name: str, fn: Callable[[], T], default: T) -> T:
-        """Run a contributed object's method: a third-party failure is reported and ``default``
-        returned (re-raised under ``plugins.strict``); a built-in's failure propagates."""
         try:
             return fn()
         except Exception as exc:
@@ -110,10 +95,6 @@ class Hooks:
     def items(
         self, hook: str, what: str, key: Callable[[Any], Any] = lambda item: item.name, **kwargs: Any
     ) -> list[Any]:
-        """Call a hook whose answers are lists of named items (``what``: "prompt section", ...):
-        the items flattened and sorted by ``key``; a name two plugins contribute is an error
-        naming both. A hook called without arguments answers the same for the engine's life, so
-        that answer is kept. ``[]`` when nobody specified the hook."""
         cached = not kwargs
         if cached and hook in self._cache:
             return list(self._cache[hook])
@@ -138,9 +119,6 @@ class Hooks:
         return list(items)
 
     def registry(self, hook: str, what: str) -> dict[str, Factory]:
-        """Call a registry hook (``{name: factory}`` answers; ``what``: "search backend", ...):
-        the merged registry; a name two plugins register is an error naming both. Kept for the
-        engine's life."""
         if hook not in self._cache:
             hint = "; disable one of them (replacing a built-in means disabling it first)"
             self._cache[hook] = self._merged(hook, what, "registered", hint)
@@ -188,14 +166,6 @@ class Hooks:
 
     def register_commands(self, cli: click.Group) -> None:
         self._collect("goclaw_register_commands", cli=cli)
-
-    def http_routes(self, engine: Host, auth: Callable[..., Any]) -> list[tuple[str, Any]]:
-        """``[(plugin, router)]`` from ``goclaw_http_routes``, in plugin-name order."""
-        found = [
-            (plugin or _WRAPPER, r)
-            for plugin, r in self._collect("goclaw_http_routes", engine=engine, auth=auth)
-        ]
-        return sorted(found, key=lambda pair: pair[0])
 
     # ------------------------------------------------------------------ storage
     def schema_components(self) -> list[SchemaComponent]:

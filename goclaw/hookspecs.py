@@ -4,7 +4,9 @@ Plugin authors implement these with the ``goclaw.hookimpl`` marker. A plugin dec
 it calls itself in a module of its own (named by its manifest's ``HOOKSPECS``, or added through
 ``goclaw_add_hookspecs``): the prompt's sections, modes, context-file sources, virtual files and
 slash commands (``goclaw_prompt.hookspecs``), the skill tiers (``goclaw_skills.hookspecs``), the
-memory search backends and search extensions (``goclaw_memory.hookspecs``). Conventions:
+memory search backends and search extensions (``goclaw_memory.hookspecs``), the HTTP API's
+endpoints (``goclaw_http.hookspecs``) and the MCP server's prompts (``goclaw_mcp.hookspecs``).
+Conventions:
 
 * every hook is called with keyword arguments; implementations may accept any subset;
 * "everyone contributes" hooks return a list (or ``None``) and are all collected; the kernel
@@ -23,14 +25,12 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     import click
     from pydantic import BaseModel
 
     from goclaw.contracts.commands import CommandSpec
     from goclaw.contracts.events import ConsolidationWorker
-    from goclaw.contracts.hooks import McpPrompt, Tool
+    from goclaw.contracts.hooks import Tool
     from goclaw.contracts.host import Factory, Host
     from goclaw.contracts.schema import ForgetScope, ForgetStep, SchemaComponent
     from goclaw.contracts.store import Agent
@@ -56,7 +56,7 @@ def goclaw_add_hookspecs(plugin_manager: pluggy.PluginManager) -> None:
     plugin with a manifest names the module there instead (``HOOKSPECS``, :mod:`goclaw.plugins`):
     its hooks then exist whenever it is installed, enabled or not.
     Default plugin: none; the built-ins declare theirs in their manifests (``goclaw.prompt``,
-    ``goclaw.skills``, ``goclaw.memory``).
+    ``goclaw.skills``, ``goclaw.memory``, ``goclaw.http``, ``goclaw.mcp``).
     """
 
 
@@ -124,9 +124,7 @@ def goclaw_cli_commands() -> list[CommandSpec] | None:
     memory``. The same declarations may instead sit in the plugin's manifest (``COMMANDS``,
     :mod:`goclaw.plugins`): the CLI then reads them without importing the plugin, and names the
     plugin when it is disabled; a distribution that ships manifests is never imported for its
-    commands. Default plugins: none; the built-ins declare theirs in their manifests
-    (``goclaw.memory``: ``memory``, ``session``, ``eval``; ``goclaw.skills``, ``goclaw.prompt``,
-    ``goclaw.context_files``, ``goclaw.kg``, ``goclaw.channel_memory``: one each).
+    commands. Default plugins: none; the built-ins declare theirs in their manifests.
     """
 
 
@@ -137,25 +135,6 @@ def goclaw_register_commands(cli: click.Group) -> None:
     Semantics: all called when the CLI starts, so the plugin's command module is imported on
     every ``goclaw`` run, ``--help`` included; prefer ``goclaw_cli_commands``, which imports it
     only when the command runs. Kept for compatibility. Default plugin: none.
-    """
-
-
-@hookspec
-def goclaw_http_routes(engine: Host, auth: Callable[..., Any]) -> Any:
-    """Contribute endpoints to the HTTP API (``goclaw serve``): return a FastAPI ``APIRouter``.
-
-    Args: ``engine`` — the served engine; ``auth`` — the FastAPI dependency that checks the
-    bearer token and returns its record: declare ``tok: Annotated[Any, Depends(auth)]`` on
-    each endpoint and call ``tok.check(agent, user)`` before any work (raises when the token's
-    scope does not cover them). Paths are relative to ``/v1``.
-    Semantics: all collected when the server starts; each router is included under ``/v1`` in
-    plugin-name order, after the kernel's own endpoints (health, agents, workers) and before
-    the tools. Import FastAPI inside the hook (the server's optional dependency), never at the
-    top of the plugin module. A goclaw error raised by an endpoint becomes the one-line JSON
-    error with its status (404, 422, ...).
-    Default plugins: ``goclaw.prompt`` (``/prompt``), ``goclaw.context_files`` (``/files``),
-    ``goclaw.skills`` (``/skills``), ``goclaw.memory`` (``/memory``, ``/sessions``),
-    ``goclaw.kg`` (``/kg``).
     """
 
 
@@ -270,17 +249,6 @@ def goclaw_tools(engine: Host) -> list[Tool] | None:
     Default plugins: ``goclaw.context_files`` (read/write_context_file), ``goclaw.skills``
     (skill_search, use_skill), ``goclaw.memory`` (memory_search, memory_get),
     ``goclaw.episodic`` (memory_expand).
-    """
-
-
-@hookspec
-def goclaw_mcp_prompts(engine: Host) -> list[McpPrompt] | None:
-    """Contribute prompts (and resources) to ``goclaw mcp``: :class:`goclaw.contracts.hooks.McpPrompt`.
-
-    Semantics: all collected when a client lists or asks for one, sorted by name; a duplicate
-    name is an error. A prompt with a ``uri`` is a Markdown resource too (read without
-    arguments). Default plugin: ``goclaw.prompt`` (``system_prompt``, resource
-    ``goclaw://prompt/system``: the assembled system prompt of the server's scope).
     """
 
 

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from goclaw.cli.common import emit_json, engine, json_option, print_table
+from goclaw.cli.common import engine
 from goclaw.cli.lazy import KernelGroup
+from goclaw.contracts.cli import emit_json, json_option, print_table
 
 if TYPE_CHECKING:
     from goclaw.contracts.store import Agent

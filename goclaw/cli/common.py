@@ -1,5 +1,5 @@
-"""Shared CLI plumbing: the lazily opened engine, errors; the options and output helpers every
-command uses are :mod:`goclaw.contracts.cli`'s (re-exported here for the kernel's commands)."""
+"""Shared CLI plumbing of the kernel's commands: the lazily opened engine and errors (the options
+and output helpers every command uses are :mod:`goclaw.contracts.cli`'s)."""
 
 from __future__ import annotations
 
@@ -10,26 +10,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from goclaw.contracts.cli import agent_option, emit_json, json_option, print_table, user_option
-
 if TYPE_CHECKING:
     from goclaw.engine import Engine
     from goclaw.errors import GoclawError
 
-__all__ = [
-    "CliState",
-    "agent_option",
-    "emit_json",
-    "engine",
-    "fail",
-    "input_error",
-    "json_option",
-    "non_utf8_argument",
-    "print_table",
-    "shown",
-    "state",
-    "user_option",
-]
+__all__ = ["CliState", "engine", "fail", "input_error", "non_utf8_argument", "shown", "state"]
 
 
 class CliState:

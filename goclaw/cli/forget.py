@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from goclaw.cli.common import emit_json, engine, json_option
+from goclaw.cli.common import engine
+from goclaw.contracts.cli import emit_json, json_option
 
 
 @click.command("forget")

@@ -1,13 +1,7 @@
-"""Commands declared, listed and imported only when they run.
-
-:class:`LazyGroup` is the root ``goclaw`` group. It holds :class:`CommandSpec` declarations:
-``goclaw --help`` lists them from the declaration alone, and a command's module is imported only
-when that command is resolved. The kernel declares its own commands
-(:mod:`goclaw.cli.registry`); each plugin declares its own, in its manifest (read without
-importing the plugin, so with the plugin disabled ``goclaw kg`` still fails with one line naming
-it) or through the hook ``goclaw_cli_commands``; the eager hook ``goclaw_register_commands``
-still adds ready-made commands (kept for compatibility).
-"""
+"""Commands declared, listed and imported only when they run: :class:`LazyGroup`, the root
+``goclaw`` group, holds the kernel's declarations (:mod:`goclaw.cli.registry`) and the plugins'
+(their manifests' ``COMMANDS`` or hook ``goclaw_cli_commands``); ``goclaw --help`` lists them
+from the declarations alone, and a disabled plugin's command fails with one line naming it."""
 
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
-"""The kernel's own ``goclaw`` commands, declared by import path.
-
-``goclaw --help`` lists these lines, and a command's module is imported only when it runs. A
-feature's commands are its plugin's: declared in the plugin's manifest (``COMMANDS``, see
-:mod:`goclaw.plugins`) or by its ``goclaw_cli_commands`` hook, never here.
-
-The kernel keeps the commands of its own mechanisms: ``init`` (the workspace and its config),
-``plugins`` (the plugin manager), ``workers`` (the always-on event queue), ``agent``/``team``
-(agents and teams are kernel rows every feature is scoped by), ``forget`` (one user's erasure
-across every plugin, through the ``goclaw_forget_rows`` hook), and ``serve``/``mcp``
-(transports that expose every service through its contract, whichever plugin provides it).
-``tests/kernel/test_cli_commands.py`` checks each line, and each plugin's, against the command it names.
-"""
+"""The kernel's own ``goclaw`` commands (:class:`~goclaw.contracts.commands.CommandSpec`), those
+of its mechanisms: ``init`` (the workspace and its config), ``plugins`` (the plugin manager),
+``workers`` (the always-on event queue), ``agent``/``team`` (kernel rows every feature is scoped
+by) and ``forget`` (one user's erasure across every plugin). Every other command, the transports
+``serve`` and ``mcp`` included, is a plugin's (declared in its manifest)."""
 
 from __future__ import annotations
 
@@ -28,16 +20,10 @@ KERNEL_COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec(
         "init", "Create goclaw.toml, the workspace folders and the database.", "goclaw.cli.workspace:init_cmd"
     ),
-    CommandSpec("mcp", "Run an MCP server scoped to one agent (and user).", "goclaw.cli.mcp:mcp_cmd"),
     CommandSpec(
         "plugins",
         "List plugins: name, distribution, version, hooks and status (active/blocked/failed).",
         "goclaw.cli.plugins:plugins_cmd",
-    ),
-    CommandSpec(
-        "serve",
-        "Serve the HTTP API (OpenAPI docs at /docs). Create a token first: goclaw serve token create.",
-        "goclaw.cli.serve:serve_group",
     ),
     CommandSpec(
         "workers",

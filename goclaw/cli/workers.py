@@ -10,8 +10,9 @@ from typing import Any
 
 import click
 
-from goclaw.cli.common import emit_json, engine, json_option, print_table
+from goclaw.cli.common import engine
 from goclaw.cli.lazy import KernelGroup
+from goclaw.contracts.cli import emit_json, json_option, print_table
 
 
 @click.group("workers", cls=KernelGroup)

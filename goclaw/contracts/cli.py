@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["agent_option", "emit_json", "engine", "json_option", "print_table", "user_option"]
+__all__ = ["agent_option", "emit_json", "engine", "json_option", "print_table", "user_option", "workspace"]
 
 
 def engine() -> Host:
@@ -33,6 +34,12 @@ def engine() -> Host:
             return cast("Host", opener())
         ctx = ctx.parent
     raise RuntimeError("no goclaw host on the click context: run the command under `goclaw`")
+
+
+def workspace() -> Path:
+    """The workspace folder of the running command (``goclaw --workspace``), engine left closed."""
+    root = click.get_current_context().find_root()
+    return Path(getattr(root.obj, "workspace", None) or ".").expanduser().resolve()
 
 
 def json_option(f: F) -> F:

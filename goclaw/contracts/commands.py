@@ -1,12 +1,6 @@
-"""CLI commands a plugin declares without importing them.
-
-A :class:`CommandSpec` names one ``goclaw`` command, its one-line help and where its
-``click`` command lives (``"package.module:attribute"``). ``goclaw --help`` lists declarations
-from these fields alone; the module is imported only when the command runs, so a plugin's
-commands cost nothing until used. A plugin lists its declarations in its manifest (``COMMANDS``,
+"""CLI commands a plugin declares without importing them: in its manifest (``COMMANDS``,
 :mod:`goclaw.plugins`), so the CLI names a disabled plugin's commands without importing it, or
-returns them from the hook ``goclaw_cli_commands``.
-"""
+from the hook ``goclaw_cli_commands``. ``goclaw --help`` lists them from these fields alone."""
 
 from __future__ import annotations
 

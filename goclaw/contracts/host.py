@@ -10,16 +10,15 @@ here describes the part a plugin may use, not the kernel's class.
 Feature services are reached by name: ``host.service("memory")`` (its contract Protocol is in
 :data:`goclaw.contracts.services.SERVICES`), ``host.has_service("kg")`` to ask first.
 
-The protocols that hold or receive the host live here too, since the host's hooks return them:
-:class:`PromptContext` (what a prompt section reads), :class:`PromptSection`,
-:class:`ContextFileSource`, :class:`SlashCommand`, :class:`SkillTier` and :data:`Factory` (what
-the provider and backend registries hold). The plain values they exchange are in
-:mod:`goclaw.contracts.hooks`.
+The protocols that hold or receive the host live here too (prompt context and sections,
+context-file sources, slash commands, skill tiers, registry factories); the plain values they
+exchange are in :mod:`goclaw.contracts.hooks`.
 """
 
 from __future__ import annotations
 
 import builtins
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -227,8 +226,8 @@ class HookCalls(Protocol):
 
     def call(self, hook: str, **kwargs: Any) -> list[tuple[str | None, Any]]:
         """Call an "everyone contributes" hook by name, a plugin's own included (one it added
-        through ``goclaw_add_hookspecs``): ``[(plugin, result)]``, Nones dropped; ``[]`` when
-        nobody specified the hook (its plugin is off)."""
+        through ``goclaw_add_hookspecs``): ``[(plugin, result)]``, Nones dropped, a third party's
+        failure reported and skipped; ``[]`` when nobody specified the hook (its plugin is off)."""
         ...
 
     def first(self, hook: str, **kwargs: Any) -> Any:
@@ -244,12 +243,12 @@ class HookCalls(Protocol):
         ...
 
     def registry(self, hook: str, what: str) -> dict[str, Factory]:
-        """Call a registry hook (``{name: factory}`` answers): merged; a name two plugins
-        register is an error naming both."""
+        """Call a registry hook (``{name: factory}`` answers): merged, kept for the host's life;
+        a name two plugins register is an error naming both."""
         ...
 
     def implementers(self, hook: str) -> list[object]:
-        """The plugin objects implementing ``hook``."""
+        """The plugin objects implementing ``hook`` (wrappers included)."""
         ...
 
     def tools(self, engine: Host) -> list[Tool]: ...
@@ -328,6 +327,11 @@ class Host(Protocol):
 
     def on_close(self, fn: Callable[[], object]) -> None:
         """Run ``fn`` when the host closes (watchers, thread pools)."""
+        ...
+
+    def run_workers(self, stop: threading.Event | None = None) -> dict[str, Any]:
+        """One pass of the consolidation workers, its report as ``goclaw workers run --once
+        --json`` prints it; with ``stop``, serve the queue until it is set (``[events]``)."""
         ...
 
 

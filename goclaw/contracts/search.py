@@ -1,4 +1,4 @@
-"""The memory search-backend contract (issues 11 and 13).
+"""The memory search-backend contract.
 
 A search backend is selected by name (``[plugins.memory] backend``) from the registry the
 ``goclaw_search_backends`` hook builds: ``{name: factory(engine) -> SearchBackend}``. The

@@ -9,8 +9,8 @@ queries them with these classes, never through the kernel's modules. Every featu
 live in the plugin that owns them (:mod:`goclaw.contracts.schema`).
 
 The same tables serve SQLite and PostgreSQL. Every row is scoped by ``agent_id`` (and
-``user_id`` where the spec scopes per user; ``""`` means agent level). Never change a table
-here without adding a migration under ``goclaw/store/migrations/versions``.
+``user_id`` for per-user data; ``""`` means agent level). Never change a table here without
+adding a migration under ``goclaw/store/migrations/versions``.
 """
 
 from __future__ import annotations

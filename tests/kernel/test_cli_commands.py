@@ -57,18 +57,17 @@ def test_feature_commands_left_the_kernel() -> None:
     assert owned["skills"] == "goclaw.skills"
     assert owned["kg"] == "goclaw.kg" and owned["channel-memory"] == "goclaw.channel_memory"
     assert owned["workers prune"] == "goclaw.episodic" and owned["agent summon"] == "goclaw.bootstrap"
+    assert owned["serve"] == "goclaw.http" and owned["mcp"] == "goclaw.mcp"  # transports are plugins
     root = Path(importlib.import_module("goclaw.cli").__file__ or "").parent
     moved = {"memory.py", "memory_write.py", "memory_quality.py", "session.py", "skills.py"}
-    moved |= {"files.py", "prompt.py", "kg.py", "channel_memory.py"}
+    moved |= {"files.py", "prompt.py", "kg.py", "channel_memory.py", "serve.py", "mcp.py"}
     assert not moved & {p.name for p in root.iterdir()}
     assert {s.name for s in KERNEL_COMMANDS} == {
         "agent",
         "team",
         "forget",
         "init",
-        "mcp",
         "plugins",
-        "serve",
         "workers",
     }  # the kernel's own mechanisms; no feature
 

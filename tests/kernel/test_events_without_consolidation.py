@@ -109,7 +109,7 @@ def test_http_serve_with_workers_uses_the_kernel_queue_settings(
     pytest.importorskip("uvicorn")
     import uvicorn
 
-    from goclaw.server.http import serve
+    from goclaw_http.server import serve
 
     ran: list[str] = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: ran.append(kwargs["host"]))

@@ -27,6 +27,8 @@ from goclaw.contracts.schema import ForgetScope
 from goclaw.engine import Engine
 from goclaw.hookspecs import HOOK_NAMES
 from goclaw.plugins import builtin_plugins, discover
+from goclaw_http import hookspecs as http_hooks
+from goclaw_mcp import hookspecs as mcp_hooks
 from goclaw_memory import hookspecs as memory_hooks
 from goclaw_prompt import hookspecs as prompt_hooks
 from goclaw_skills import hookspecs as skill_hooks
@@ -220,7 +222,7 @@ def test_every_hook_is_reachable_through_the_facade(workspace: Path) -> None:
             engine=engine, request=PromptRequest(agent="watched"), agent=agent, user="u", mode="full"
         )
         hooks.register_commands(click.Group("x"))
-        assert ("spy", "router") in hooks.http_routes(engine, auth=lambda: None)
+        assert ("spy", "router") in http_hooks.routes(engine, auth=lambda: None)
         hooks.schema_components()
         with engine.db.engine.connect() as conn:
             hooks.forget_rows(engine, ForgetScope((agent.id,), "u"), conn)
@@ -254,7 +256,7 @@ def test_every_hook_is_reachable_through_the_facade(workspace: Path) -> None:
         assert hooks.first("goclaw_memory_rerank", hits=[1, 2], **rerank) == [2, 1]
         hooks.consolidation_workers()
         hooks.tools(engine)
-        hooks.items("goclaw_mcp_prompts", "MCP prompt", engine=engine)
+        mcp_hooks.prompts(engine)
     assert spy.called == ALL_HOOKS
 
 

@@ -1,10 +1,10 @@
 """The ``/v1`` endpoints of ``goclaw serve`` (imported only when the server starts).
 
-The kernel serves its own mechanisms here: health, agents, one worker pass and the runtime tools
-(whatever plugin contributed them). Every feature's endpoints are its plugin's, added through the
-hook ``goclaw_http_routes``. Each endpoint checks the bearer token's scope for its
-``agent``/``user`` before doing anything, then calls the same engine service as the CLI command
-of the same name.
+The server's own endpoints are the kernel's mechanisms: health, agents, one worker pass and the
+runtime tools (whatever plugin contributed them). Every feature's endpoints are its plugin's,
+added through the hook ``goclaw_http_routes``. Each endpoint checks the bearer token's scope for
+its ``agent``/``user`` before doing anything, then calls the same engine service as the CLI
+command of the same name.
 """
 
 # No `from __future__ import annotations` here: FastAPI reads the endpoints' annotations, and
@@ -14,25 +14,26 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, Header
 
-from goclaw.contracts.tools import ToolContext
+from goclaw.contracts.tools import ToolContext, export_schema
 from goclaw.errors import PluginError
-from goclaw.server.bodies import ToolCallBody
-from goclaw.server.tokens import ANY, TokenRecord
+from goclaw_http.bodies import ToolCallBody
+from goclaw_http.hookspecs import routes
+from goclaw_http.tokens import ANY, TokenRecord
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
-    from goclaw.server.tokens import TokenStore
+    from goclaw.contracts.host import Host
+    from goclaw_http.tokens import TokenStore
 
 ADMIN = TokenRecord(name="(no auth)", sha256="", agents=[ANY], users=[ANY])
 
 
-def build_router(engine: "Engine", tokens: "TokenStore | None") -> APIRouter:
-    """The ``/v1`` router: the kernel's endpoints, then each plugin's (hook
+def build_router(engine: "Host", tokens: "TokenStore | None") -> APIRouter:
+    """The ``/v1`` router: the server's own endpoints, then each plugin's (hook
     ``goclaw_http_routes``, in plugin-name order), then the tools."""
     auth = _authenticator(tokens)
     r = APIRouter(prefix="/v1")
     _core_routes(r, engine, auth)
-    for plugin, router in engine.hooks.http_routes(engine, auth):
+    for plugin, router in routes(engine, auth):
         if not isinstance(router, APIRouter):
             raise PluginError(
                 f"plugin {plugin!r}: goclaw_http_routes returned {type(router).__name__}, not an APIRouter"
@@ -44,7 +45,7 @@ def build_router(engine: "Engine", tokens: "TokenStore | None") -> APIRouter:
 
 def _authenticator(tokens: "TokenStore | None") -> Callable[..., TokenRecord]:
     """The dependency that turns the ``Authorization`` header into the caller's token record."""
-    from goclaw.server.http import AuthError
+    from goclaw_http.server import AuthError
 
     def auth(authorization: Annotated[str | None, Header()] = None) -> TokenRecord:
         if tokens is None:
@@ -59,7 +60,7 @@ def _authenticator(tokens: "TokenStore | None") -> Callable[..., TokenRecord]:
     return auth
 
 
-def _core_routes(r: APIRouter, engine: "Engine", auth: Callable[..., TokenRecord]) -> None:
+def _core_routes(r: APIRouter, engine: "Host", auth: Callable[..., TokenRecord]) -> None:
     """Health (no token), the agent list and one pass of the workers (``goclaw workers``)."""
     Tok = Annotated[TokenRecord, Depends(auth)]
 
@@ -74,14 +75,11 @@ def _core_routes(r: APIRouter, engine: "Engine", auth: Callable[..., TokenRecord
 
     @r.post("/workers/run-once", tags=["workers"])
     def workers_run_once(tok: Tok) -> dict[str, Any]:
-        from goclaw.events import WorkerRunner
-
         tok.check(None, None)
-        report: dict[str, Any] = WorkerRunner(engine).run_once().as_dict()
-        return report
+        return engine.run_workers()
 
 
-def _tool_routes(r: APIRouter, engine: "Engine", auth: Callable[..., TokenRecord]) -> None:
+def _tool_routes(r: APIRouter, engine: "Host", auth: Callable[..., TokenRecord]) -> None:
     """The runtime tools under the tool calling contract."""
     Tok = Annotated[TokenRecord, Depends(auth)]
 
@@ -90,7 +88,7 @@ def _tool_routes(r: APIRouter, engine: "Engine", auth: Callable[..., TokenRecord
         tok: Tok, agent: str, user: str | None = None, format: str = "openai"
     ) -> list[dict[str, Any]]:
         tok.check(agent, user)
-        return engine.tools.schemas(format, ToolContext(agent, user))
+        return [export_schema(t, format) for t in engine.tools.list(ToolContext(agent, user))]
 
     @r.post("/tools/{name}", tags=["tools"])
     def tools_call(name: str, body: ToolCallBody, tok: Tok) -> dict[str, Any]:

@@ -6,10 +6,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from goclaw.cli.common import emit_json, json_option, print_table, state
+from goclaw.contracts.cli import emit_json, engine, json_option, print_table, workspace
+from goclaw.errors import ConfigError, FeatureUnavailableError
 
 if TYPE_CHECKING:
-    from goclaw.server.tokens import TokenStore
+    from goclaw_http.tokens import TokenStore
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -37,12 +38,17 @@ def serve_group(
     """Serve the HTTP API (OpenAPI docs at /docs). Create a token first: goclaw serve token create."""
     if ctx.invoked_subcommand is not None:
         return
-    from goclaw.errors import ConfigError
-    from goclaw.server.http import serve
-    from goclaw.server.tokens import TokenStore
+    try:
+        import fastapi  # noqa: F401  (the http extra: FastAPI served by uvicorn)
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise FeatureUnavailableError(
+            f"goclaw serve needs the http extra ({exc.name or exc} is missing): pip install 'goclaw[http]'"
+        ) from None
+    from goclaw_http.server import serve
+    from goclaw_http.tokens import TokenStore
 
-    st = state()
-    eng = st.engine(startup=True)
+    eng = engine()
     tokens = TokenStore(eng.workspace)
     if no_auth:
         if host not in LOOPBACK:
@@ -64,9 +70,9 @@ def token_group() -> None:
 
 
 def _store() -> TokenStore:
-    from goclaw.server.tokens import TokenStore
+    from goclaw_http.tokens import TokenStore
 
-    return TokenStore(state().workspace.expanduser().resolve())
+    return TokenStore(workspace())
 
 
 @token_group.command("create")

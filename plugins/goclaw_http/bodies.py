@@ -1,4 +1,4 @@
-"""The JSON request bodies of the kernel's ``/v1`` endpoints (:mod:`goclaw.server.routes`); a
+"""The JSON request bodies of the server's own ``/v1`` endpoints (:mod:`goclaw_http.routes`); a
 plugin's endpoints declare their own."""
 
 from typing import Any

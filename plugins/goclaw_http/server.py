@@ -3,7 +3,7 @@
 The operations of the CLI contract (prompt, files, skills, memory, sessions, workers, kg) plus
 the tools of the tool calling contract, under ``/v1``; OpenAPI at ``/openapi.json`` and docs at
 ``/docs``. Every request but ``/v1/health`` carries ``Authorization: Bearer <token>``; a token is
-scoped to agents and users (:mod:`goclaw.server.tokens`) and the scope is checked before any
+scoped to agents and users (:mod:`goclaw_http.tokens`) and the scope is checked before any
 work. Errors are one line of JSON: ``{"error": {"type": ..., "message": ...}}``. Request bodies
 are limited in size (1 MiB by default; 413 above).
 
@@ -29,8 +29,8 @@ from goclaw.errors import (
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from goclaw.engine import Engine
-    from goclaw.server.tokens import TokenStore
+    from goclaw.contracts.host import Host
+    from goclaw_http.tokens import TokenStore
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ class _TooLarge(Exception):
 
 
 def create_app(
-    engine: Engine,
+    engine: Host,
     tokens: TokenStore | None,
     *,
     max_body: int = DEFAULT_MAX_BODY,
@@ -129,7 +129,7 @@ def create_app(
     from fastapi.responses import JSONResponse
     from starlette.exceptions import HTTPException
 
-    from goclaw.server.routes import build_router
+    from goclaw_http.routes import build_router
 
     app = FastAPI(
         title="goclaw",
@@ -175,7 +175,7 @@ def _version() -> str:
 
 
 def serve(
-    engine: Engine,
+    engine: Host,
     tokens: TokenStore | None,
     *,
     host: str,
@@ -190,11 +190,7 @@ def serve(
 
     stop = threading.Event()
     if workers:
-        from goclaw.events import WorkerRunner
-
-        cfg = engine.settings.events  # the kernel's queue settings ([events])
-        runner = WorkerRunner(engine, batch_size=cfg.batch_size, poll_interval=cfg.poll_interval_seconds)
-        threading.Thread(target=runner.serve, args=(stop,), name="goclaw-workers", daemon=True).start()
+        threading.Thread(target=engine.run_workers, args=(stop,), name="goclaw-workers", daemon=True).start()
     app: FastAPI = create_app(engine, tokens, max_body=max_body)
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning")

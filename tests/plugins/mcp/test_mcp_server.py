@@ -138,7 +138,7 @@ def test_http_server_takes_the_user_per_connection(http_server: str) -> None:
 
 
 def test_scope_refuses_a_header_naming_another_user() -> None:
-    from goclaw.server.mcp import McpScope
+    from goclaw_mcp.server import McpScope
 
     class Req:
         def __init__(self, user: str) -> None:

@@ -2,7 +2,7 @@
 
 What a client sees, scoped at start to one agent (and one user, or a user per HTTP connection):
 
-* tools — every tool of ``engine.tools`` for the scope (memory, skills, context files), with the
+* tools — every tool of ``host.tools`` for the scope (memory, skills, context files), with the
   model-facing schemas of the tool calling contract; results carry the text and, as
   ``structuredContent``, the data;
 * prompts and resources the plugins contribute (hook ``goclaw_mcp_prompts``): the prompt plugin's
@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from goclaw.contracts.hooks import McpPrompt
-from goclaw.contracts.tools import ToolContext, ToolResult
+from goclaw.contracts.tools import ToolContext, ToolResult, export_schema
 from goclaw.errors import GoclawError, PermissionDeniedError
+from goclaw_mcp.hookspecs import prompts
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ def _to_call_result(result: ToolResult) -> Any:
     )
 
 
-def build_server(engine: Engine, scope: McpScope, *, max_threads: int = 8) -> Any:
+def build_server(engine: Host, scope: McpScope, *, max_threads: int = 8) -> Any:
     """The SDK ``Server`` serving ``engine`` for ``scope`` (run it with stdio or HTTP)."""
     from mcp.server import Server
 
@@ -106,7 +107,7 @@ class _Handlers:
     """The MCP request handlers of one server: tools, and the plugins' prompts and resources.
     Each engine call runs in a worker thread (at most ``max_threads`` at once)."""
 
-    def __init__(self, engine: Engine, scope: McpScope, max_threads: int) -> None:
+    def __init__(self, engine: Host, scope: McpScope, max_threads: int) -> None:
         import anyio
 
         self.engine = engine
@@ -125,13 +126,16 @@ class _Handlers:
     async def list_tools(self, ctx: Any, params: Any) -> Any:
         import mcp_types as types
 
-        decls = await self._in_thread(self.engine.tools.mcp, self._context(ctx))
+        decls = await self._in_thread(self._tools, self._context(ctx))
         return types.ListToolsResult(
             tools=[
                 types.Tool(name=d["name"], description=d["description"], input_schema=d["inputSchema"])
                 for d in decls
             ]
         )
+
+    def _tools(self, context: ToolContext) -> list[dict[str, Any]]:
+        return [export_schema(t, "mcp") for t in self.engine.tools.list(context)]
 
     async def call_tool(self, ctx: Any, params: Any) -> Any:
         try:
@@ -143,7 +147,7 @@ class _Handlers:
 
     # ------------------------------------------------------------------ prompts and resources
     def _prompts(self) -> list[McpPrompt]:
-        return self.engine.hooks.items("goclaw_mcp_prompts", "MCP prompt", engine=self.engine)
+        return prompts(self.engine)
 
     def _find(self, kind: str, key: str, found: dict[str, McpPrompt]) -> McpPrompt:
         if key not in found:
@@ -206,7 +210,7 @@ class _Handlers:
         )
 
 
-def run_stdio(engine: Engine, scope: McpScope) -> None:
+def run_stdio(engine: Host, scope: McpScope) -> None:
     """Serve one client on stdin/stdout until it disconnects."""
     import anyio
     from mcp.server.stdio import stdio_server
@@ -220,13 +224,13 @@ def run_stdio(engine: Engine, scope: McpScope) -> None:
     anyio.run(main)
 
 
-def http_app(engine: Engine, scope: McpScope, *, host: str = "127.0.0.1", path: str = "/mcp") -> Any:
+def http_app(engine: Host, scope: McpScope, *, host: str = "127.0.0.1", path: str = "/mcp") -> Any:
     """The streamable HTTP ASGI app (Starlette) for ``scope``."""
     server = build_server(engine, scope)
     return server.streamable_http_app(streamable_http_path=path, host=host)
 
 
-def run_http(engine: Engine, scope: McpScope, *, host: str, port: int, path: str = "/mcp") -> None:
+def run_http(engine: Host, scope: McpScope, *, host: str, port: int, path: str = "/mcp") -> None:
     import uvicorn
 
     uvicorn.run(http_app(engine, scope, host=host, path=path), host=host, port=port, log_level="warning")

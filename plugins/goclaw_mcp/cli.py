@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from goclaw.cli.common import state
+from goclaw.contracts.cli import engine
+from goclaw.errors import FeatureUnavailableError, ValidationError
 
 
 @click.command("mcp")
@@ -36,14 +37,19 @@ def mcp_cmd(
     user_header: str | None,
 ) -> None:
     """Run an MCP server scoped to one agent (and user)."""
-    from goclaw.errors import ValidationError
-    from goclaw.server.mcp import McpScope, run_http, run_stdio
+    try:
+        import mcp  # noqa: F401  (the mcp extra: the official MCP SDK)
+    except ImportError as exc:
+        raise FeatureUnavailableError(
+            f"goclaw mcp needs the mcp extra ({exc.name or exc} is missing): pip install 'goclaw[mcp]'"
+        ) from None
+    from goclaw_mcp.server import McpScope, run_http, run_stdio
 
     if user_header and user:
         raise ValidationError("--user-header and --user exclude each other")
     if user_header and transport != "http":
         raise ValidationError("--user-header needs --transport http")
-    eng = state().engine(startup=True)
+    eng = engine()
     eng.agents.get(agent)
     scope = McpScope(agent=agent, user=user, user_header=user_header.lower() if user_header else None)
     if transport == "stdio":
