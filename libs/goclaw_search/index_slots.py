@@ -1,4 +1,4 @@
-"""The state of a :class:`goclaw_search.index.SearchIndex` (issue 11): every attribute,
+"""The state of a :class:`goclaw_search.index.SearchIndex`: every attribute,
 set in one ``__init__``, and the per-slot arrays' growth. :class:`IndexSlots` is the base of the
 index's write side (:mod:`goclaw_search.index_write`) and read side
 (:mod:`goclaw_search.index_read`), which :class:`~goclaw_search.index.SearchIndex`

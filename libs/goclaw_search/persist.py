@@ -1,4 +1,4 @@
-"""Saving and loading a :class:`goclaw_search.index.SearchIndex` (issue 11): one folder
+"""Saving and loading a :class:`goclaw_search.index.SearchIndex`: one folder
 holding ``meta.json``, ``vocab.txt`` and one ``.npy`` per array, memory-mapped on load."""
 
 from __future__ import annotations

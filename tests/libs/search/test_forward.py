@@ -1,4 +1,4 @@
-"""The forward index (issue 11): each slot's term positions, kept through edits, compaction and
+"""The forward index: each slot's term positions, kept through edits, compaction and
 a save / load, and what the memory search hands the reranker."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The search hot path's shortcuts return exactly what the plain computations return (issue 11
-speed): the sampled top-k cut, BM25 contributions remembered across queries, the scope filter
-that skips masking, and the memory search that reads only the rows it can show."""
+"""The search hot path's shortcuts return exactly what the plain computations return: the sampled top-k
+cut, BM25 contributions remembered across queries, the scope filter that skips masking, and the
+memory search that reads only the rows it can show."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The kernel retrieval engine (issue 11): tokenizer, in-memory BM25 + vector index, fusion."""
+"""The search library: tokenizer, in-memory BM25 + vector index, fusion."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The search index's bulk-load paths (issue 11, indexing speed): the same index as doc-by-doc."""
+"""The search index's bulk-load paths: the same index as doc-by-doc."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Each slot's location (path code, start and end line) in :class:`SearchIndex`: kept by upsert,
 remove and compact, saved and loaded (format 6); an index saved before format 6 loads without
-them and the memory backend fills them from the chunk table (issue 11 speed)."""
+them and the memory backend fills them from the chunk table."""
 
 from __future__ import annotations
 

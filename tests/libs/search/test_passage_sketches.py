@@ -1,6 +1,6 @@
 """Passage sketches (goclaw_search.passage_sketches; the static embedder's side in
 goclaw_embeddings.static_passages): the passage step scored from what the index keeps, checked
-against the straightforward reference, embedding every passage with embed() (issue 11)."""
+against the straightforward reference, embedding every passage with embed()."""
 
 from __future__ import annotations
 

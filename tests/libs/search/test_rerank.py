@@ -1,5 +1,5 @@
-"""goclaw_search.rerank: temporal decay, MMR and the overlap reranker as pure functions
-(issue 11 item 6)."""
+"""goclaw_search.rerank: temporal decay, MMR and the overlap reranker as pure
+functions."""
 
 from __future__ import annotations
 

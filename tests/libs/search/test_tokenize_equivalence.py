@@ -1,4 +1,4 @@
-"""The fast tokenizer (issue 11, indexing speed) produces exactly the terms of the implementation
+"""The term-table tokenizer produces exactly the terms of the implementation
 it replaced: a frozen copy of that implementation lives here and both run over a varied corpus
 (codes, paths, e-mails, CJK, accents, numbers, punctuation, mixed case, blobs, stopwords)."""
 
