@@ -29,14 +29,15 @@ from collections.abc import Sequence
 from functools import partial
 from itertools import accumulate, chain, compress
 from operator import is_
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+
+from goclaw_search.term_ids import TermIds
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from goclaw_search.tokenize import TermIds, Tokenizer
 
 SHORT = 16  # bytes of a piece read as two 64-bit words
 _M0 = np.uint64(0x9E3779B97F4A7C15)  # odd multipliers of the words' hash
@@ -97,11 +98,21 @@ def _ranges(lo: NDArray[np.int64], count: NDArray[np.int64]) -> NDArray[np.int64
     return out
 
 
+class PieceRules(Protocol):
+    """What the table asks of its tokenizer (:class:`goclaw_search.tokenize.Tokenizer`)."""
+
+    def piece_terms(self, key: Any) -> tuple[str, ...]: ...
+
+    def ascii_rules(self, text: str) -> tuple[str, ...]: ...
+
+    def piece_keys(self, text: str) -> list[Any]: ...
+
+
 class TermTable:
     """See the module docstring. At most :data:`goclaw_search.tokenize.CACHE_SIZE` pieces are
     kept (plus one batch's): then the piece numbering starts again (the term ids stay)."""
 
-    def __init__(self, tokenizer: Tokenizer, limit: int) -> None:
+    def __init__(self, tokenizer: PieceRules, limit: int) -> None:
         self._tok = tokenizer
         self._limit = limit
         self.terms: list[str] = []
@@ -148,7 +159,6 @@ class TermTable:
         return list(range(first, first + len(found)))
 
     def batch(self, texts: Sequence[str]) -> list[TermIds]:
-        from goclaw_search.tokenize import TermIds
 
         if len(self._count) > self._limit:  # the pieces kept are bounded: numbered again
             self._restart_pieces()

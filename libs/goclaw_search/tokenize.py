@@ -25,15 +25,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from itertools import chain
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
+
+from goclaw_search.term_ids import TermIds
 
 if TYPE_CHECKING:
-    import numpy as np
-    from numpy.typing import NDArray
-
     from goclaw_search.term_table import TermTable
 
 __all__ = [
@@ -292,9 +291,9 @@ class Tokenizer:
         """:meth:`terms` of each text, for indexing: as global term ids of this tokenizer's term
         table (:class:`TermIds`, a sequence of the same terms), with the stored form (``lex``)
         made alongside (:class:`goclaw_search.term_table.TermTable`)."""
-        from goclaw_search.term_table import TermTable
-
         if self._table is None or len(self._table.terms) > TABLE_TERMS:  # a bound on its memory
+            from goclaw_search.term_table import TermTable
+
             self._table = TermTable(self, CACHE_SIZE)
         return self._table.batch(texts)
 
@@ -313,51 +312,6 @@ class Tokenizer:
         if not terms:
             terms = list(dict.fromkeys(self.terms(text, keep_stopwords=True)))
         return terms[:MAX_QUERY_TERMS]
-
-
-class TermIds(Sequence[str]):
-    """The terms of one text as global term ids (:meth:`Tokenizer.batch`): a sequence of the
-    terms (``table[gid]`` for each id), ``lex`` the terms joined by spaces (the form
-    ``memory_chunks.lex`` stores). Ids live in ``base[lo:hi]``, one array for a whole batch of
-    texts, so :meth:`goclaw_search.index.SearchIndex.upsert` takes a batch's ids at once."""
-
-    __slots__ = ("base", "hi", "lex", "lo", "table")
-
-    def __init__(self, base: NDArray[np.int32], lo: int, hi: int, lex: str, table: list[str]) -> None:
-        self.base = base
-        self.lo = lo
-        self.hi = hi
-        self.lex = lex
-        self.table = table
-
-    @property
-    def ids(self) -> NDArray[np.int32]:
-        return self.base[self.lo : self.hi]
-
-    def __len__(self) -> int:
-        return self.hi - self.lo
-
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[str]: ...
-    def __getitem__(self, i: int | slice) -> str | list[str]:
-        if isinstance(i, slice):
-            return [self.table[g] for g in self.ids[i].tolist()]
-        return self.table[int(self.base[self.lo + range(len(self))[i]])]
-
-    def __iter__(self) -> Iterator[str]:
-        return map(self.table.__getitem__, self.ids.tolist())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (list, tuple, TermIds)):
-            return list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"TermIds({list(self)!r})"
 
 
 def lex_of(terms: Sequence[str]) -> str:
