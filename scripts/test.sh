@@ -40,11 +40,17 @@ if [ -z "${GOCLAW_TEST_DATABASE_URL:-}" ]; then
 fi
 
 echo "==> ruff" >&2
-.venv/bin/ruff check goclaw libs plugins tests benchmarks scripts
-.venv/bin/ruff format --check goclaw libs plugins tests benchmarks scripts
+.venv/bin/ruff check goclaw libs plugins tests benchmarks scripts setup.py
+.venv/bin/ruff format --check goclaw libs plugins tests benchmarks scripts setup.py
 echo "==> mypy (kernel)" >&2
 .venv/bin/mypy
 echo "==> mkdocs build --strict" >&2
 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 echo "==> pytest" >&2
 .venv/bin/python -m pytest -q -n 2 "$@"
+if [ $# -eq 0 ]; then
+  # The search library once more without its compiled module (what a build without a C
+  # compiler runs): the numpy versions of the vector kernels.
+  echo "==> pytest tests/libs/search, GOCLAW_SEARCH_NUMPY=1" >&2
+  GOCLAW_SEARCH_NUMPY=1 .venv/bin/python -m pytest -q -n 2 tests/libs/search
+fi

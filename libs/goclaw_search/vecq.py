@@ -285,6 +285,8 @@ def exact(
     if compiled is not None and use_compiled:
         compiled.exact(vec, q, None if slots is None else np.ascontiguousarray(slots, dtype=np.int64), out)
         return out
+    if not k:
+        return out
     d = vec.shape[1]
     rows = vec if slots is None else vec[slots]
     pad = -d % LANES

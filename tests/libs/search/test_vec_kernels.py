@@ -6,6 +6,7 @@ GOCLAW_SEARCH_NUMPY=1 (and so in a build without a C compiler) a search gives th
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -196,6 +197,15 @@ def test_scan_bounds_hold_the_exact_cosine(d: int) -> None:
                 assert float(np.max(bhi - blo)) < 1e-4  # the BLAS bounds are tight
 
 
+def test_exact_of_no_rows_is_empty() -> None:
+    m = np.ones((3, 20), dtype=np.float32)
+    q = vecq.unit(np.ones(20), 20)
+    assert q is not None
+    for use in (True, False):
+        assert vecq.exact(m, q, np.zeros(0, dtype=np.int64), use_compiled=use).shape == (0,)
+        assert vecq.exact(m[:0], q, use_compiled=use).shape == (0,)
+
+
 def test_unit_query_refuses_what_has_no_direction() -> None:
     assert vecq.unit(np.zeros(4), 4) is None
     assert vecq.unit([1.0, np.nan, 0, 0], 4) is None
@@ -350,7 +360,7 @@ def test_the_numpy_path_gives_the_same_searches() -> None:
     numpy_only = _search_run(True)
     assert numpy_only["compiled"] is False
     default = _search_run(False)
-    assert default["compiled"] is (vecq.compiled is not None)
+    assert default["compiled"] is (importlib.util.find_spec("goclaw_search._vec") is not None)
     assert numpy_only["hits"] == default["hits"]
     assert all(len(h[0]) == 10 for h in default["hits"])
 
