@@ -1,5 +1,5 @@
-"""Auto-injection thresholds, measured (issue 11 item 6; docs/memory.md "Auto-injection
-thresholds", docs/consolidation.md "Choosing `auto_inject_threshold`").
+"""Auto-injection thresholds, measured (docs/decisions.md "Auto-injection decides on an absolute
+score", docs/consolidation.md "Choosing the thresholds"; dated tables in benchmarks/results/).
 
     python benchmarks/autoinject_eval.py [--json OUT]
 

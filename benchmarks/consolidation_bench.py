@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Benchmark the episodic tier of memory search (issue 11 item 3: "the episodic tier costs
-nothing when empty and little when full").
+"""Benchmark the episodic tier of memory search: it should cost nothing when empty and little
+when full.
 
     python benchmarks/consolidation_bench.py [--quick] [--chunks N] [--summaries N]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Choose goclaw's offline default embedder by numbers (issue 11 item 5).
+"""Choose goclaw's offline default embedder by numbers.
 
 Every candidate is measured the same way, in one run:
 
@@ -59,7 +59,8 @@ the first at load ~4; recall@10 / MRR; install = MB beyond goclaw's dependencies
     st-minilm         0.843 / 0.603    0.857 / 0.720    (same vectors as onnx-minilm: cosine 1.0000)
     full text alone                    0.823 / 0.712                      0.840 / 0.705
 
-Decision (docs/memory.md, "Choosing the default"): the default stays static-256; the full MiniLM
+Decision (docs/decisions.md, "The default embedder is a bundled static model"; the dated table is
+benchmarks/results/2026-12-03-embedder-eval.md): the default stays static-256; the full MiniLM
 is a much better vector channel but adds only +0.02-0.03 hybrid recall@10, embeds 70x slower and
 is not installable as a small offline default.
 """

@@ -1,4 +1,4 @@
-"""Indexing with precomputed vectors: goclaw against LanceDB and the sqlite-vec + FTS5 recipe (issue 11).
+"""Indexing with precomputed vectors: goclaw against LanceDB and the sqlite-vec + FTS5 recipe.
 
     python benchmarks/indexing_bench.py                        # 10,000 and 100,000 chunks
     python benchmarks/indexing_bench.py --sizes 10000 --rounds 3
@@ -29,7 +29,7 @@ Wall seconds and CPU seconds (every thread of the process) per system; the media
 rounds are printed, with chunks/s and the ratios system ÷ goclaw end to end and system ÷
 goclaw's write path (above 1: goclaw is faster). goclaw's wall time is until ``index()``
 returns (the index is then complete and searchable); a large run leaves its passage sketches
-and the save of the index to a background thread (docs/memory.md), whose time is printed
+and the save of the index to a background thread (docs/decisions.md), whose time is printed
 as "then" (``Engine.close`` waiting for it) and whose CPU is in "cpu incl. background". The
 machine's load average is printed with each size: compare within a size, not across runs.
 """

@@ -1,10 +1,10 @@
-"""Memory benchmarks (issue 5): indexing speed, unchanged re-index, edit + next search.
+"""Memory benchmarks: indexing speed, unchanged re-index, edit + next search.
 
     python benchmarks/memory_bench.py            # full sizes (10k documents, 10k and 100k chunks)
     python benchmarks/memory_bench.py --quick    # smaller sizes, well under a minute
 
 Search speed and quality against LanceDB, chroma, sqlite-vec + FTS5 and numpy + bm25s (on
-SQLite and PostgreSQL) are measured by ``retrieval_bench.py`` (issue 11).
+SQLite and PostgreSQL) are measured by ``retrieval_bench.py``.
 """
 
 from __future__ import annotations

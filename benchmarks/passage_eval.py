@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Hybrid vs full text with and without the reranker's passage step (issue 11, "hybrid beats its
-best channel on hit@10 and MRR at 100k chunks"; docs/memory.md "Passages").
+"""Hybrid vs full text with and without the reranker's passage step: does hybrid beat its best
+channel on hit@10 and MRR at 100k chunks? (docs/decisions.md "The reranker re-measures the best
+20 hits on their best passage"; dated tables in benchmarks/results/).
 
 For the labelled quick-start set (``examples/quickstart/eval``, through
 ``goclaw_memory.evaluation.evaluate``, recall@10 / hit@10 / MRR) and for synthetic memories

@@ -1,4 +1,4 @@
-"""PostgreSQL memory search against the exact result (issue 11): quality, fidelity, latency,
+"""PostgreSQL memory search against the exact result: quality, fidelity, latency,
 start-up.
 
 The SQLite backend scores every chunk (exact by construction). On PostgreSQL the default

@@ -1,5 +1,5 @@
-"""Decay, MMR and reranking on and off, measured (issue 11 item 6; docs/memory.md "Diversity,
-recency and reranking").
+"""Decay, MMR and reranking on and off, measured (docs/memory.md "After fusion: reranker, passages,
+decay and MMR"; docs/decisions.md "The overlap reranker is on; decay and MMR are off").
 
     python benchmarks/postprocess_eval.py [--synth-chunks 10000] [--json OUT]
 
@@ -137,7 +137,7 @@ def _step_costs(engine: Any, questions: Any, agent: str) -> dict[str, float]:
         cands.append((q.question, build_hits(result.chunks, rows, len(result.chunks))))
     steps = {
         "decay": lambda q, h: apply_decay(h, root, settings),
-        "reranker hook, none answering": lambda q, h: apply_rerank(engine, q, a, None, h, 20),
+        "reranker, none answering": lambda q, h: apply_rerank(memory.reranker(q, a, None, None), h, 20),
         "overlap reranker, chunks seen before": lambda q, h: overlap_rerank(q, h[:20]),
         "overlap reranker, first sight": lambda q, h: (_TERMS.clear(), overlap_rerank(q, h[:20])),
         "mmr (pick 10 of ~30), chunks seen before": lambda q, h: apply_mmr(h, 0.7, 10),

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Benchmark the warm system-prompt build (issue 3, DESIGN.md §8).
+"""Benchmark the warm system-prompt build.
 
     python benchmarks/prompt_bench.py [--quick] [--skills 20] [--postgres URL]
 
-Set-up: an open agent with 13 context files populated (10 stored: the spec's files plus extras,
+Set-up: an open agent with 13 context files populated (10 stored: the standard files plus extras,
 large enough that truncation works; 3 virtual: DELEGATION.md with 5 targets, TEAM.md, and a
 plugin-free AVAILABILITY.md check), ``--skills`` workspace skills, and a user whose files exist.
 
@@ -68,8 +68,8 @@ def _para(seed: int, n: int) -> str:
 
 
 def others_disabled() -> list[str]:
-    """Built-ins that contribute other issues' sections (skills, memory, consolidation)."""
-    from goclaw.plugins import DEFAULT_PLUGINS
+    """Built-ins that contribute other features' sections (skills, memory, consolidation)."""
+    from goclaw.plugins import builtin_plugins
 
     prefixes = (
         "goclaw.skills",
@@ -80,7 +80,7 @@ def others_disabled() -> list[str]:
         "goclaw.channel_memory",
         "goclaw.workers",
     )
-    return sorted(n for n in DEFAULT_PLUGINS if n.startswith(prefixes))
+    return sorted(n for n in builtin_plugins() if n.startswith(prefixes))
 
 
 def setup(
@@ -108,7 +108,7 @@ def setup(
     eng.agents.create("bench", "open", description="benchmark agent")
     sizes = {
         "AGENTS.md": 6000, "SOUL.md": 3000, "TOOLS.md": 2500, "IDENTITY.md": 600, "USER.md": 900,
-        "CAPABILITIES.md": 1500, "HEARTBEAT.md": 800, "STYLE.md": 1200, "PROJECTS.md": 2000,
+        "CAPABILITIES.md": 1500, "HEARTBEAT.md": 800, "VOICE.md": 1200, "PROJECTS.md": 2000,
     }  # fmt: skip
     for n, (name, size) in enumerate(sizes.items()):
         eng.files.set("bench", name, f"# {name}\n" + _para(n, size), user="u")
@@ -123,7 +123,7 @@ def setup(
 
 
 def measure(eng: Any, repeats: int) -> tuple[float, dict[str, Any]]:
-    from goclaw.types import PromptRequest, ToolInfo
+    from goclaw.contracts.hooks import PromptRequest, ToolInfo
 
     req = PromptRequest(
         agent="bench", user="u", tools=(ToolInfo("read_file", "read"), ToolInfo("spawn", "sub-agent")),
@@ -160,7 +160,7 @@ def count_io(eng: Any) -> tuple[int, int, int]:
     sections, file opens) during one warm build."""
     from sqlalchemy import event
 
-    from goclaw.types import PromptRequest
+    from goclaw.contracts.hooks import PromptRequest
 
     counts = {"ours": 0, "others": 0}
 

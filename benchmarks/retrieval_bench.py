@@ -1,4 +1,4 @@
-"""Memory retrieval against what users would pick instead (issue 11), in one run on the same data.
+"""Memory retrieval against what users would pick instead, in one run on the same data.
 
     python benchmarks/retrieval_bench.py --quick         # 10,000 chunks
     python benchmarks/retrieval_bench.py                 # 10,000 and 100,000 chunks
@@ -117,7 +117,7 @@ class Goclaw:
         self.eng.memory.index("bench")
         secs = time.perf_counter() - t
         # What the run left to the background (passage sketches, the index's save) must not
-        # run during the next timing: waited for here, untimed (docs/memory.md, the pipeline).
+        # run during the next timing: waited for here, untimed (docs/decisions.md).
         getattr(self.eng.memory.backend, "wait_background", lambda: True)()
         return secs
 
@@ -432,7 +432,7 @@ def _placed(
 
 
 def _exact_fused(g: Goclaw, q: str) -> list[int]:
-    """The spec's formula over every chunk (goclaw's dense BM25 + a fresh cosine product)."""
+    """The weighted fusion formula over every chunk (goclaw's dense BM25 + a fresh cosine product)."""
     from goclaw_search.tokenize import query_terms
 
     backend = g.eng.memory.backend

@@ -1,21 +1,20 @@
 #!/usr/bin/env python3
-"""Benchmark skill search and the Skills prompt section (issue 4, DESIGN.md §8).
+"""Benchmark skill search and the Skills prompt section.
 
     python benchmarks/skills_bench.py [--quick]
 
 Rows (medians over every query of several rounds, this machine, one process):
 
 * ``bm25 search N skills``: one query (tokenise, score every skill, top 5) on a skill view's
-  search index (the shared retrieval engine's ``SearchIndex`` + ``fuse``, issue 11), against
+  search index (the shared retrieval engine's ``SearchIndex`` + ``fuse``), against
   the baseline ``rank_bm25`` on the same corpus and queries in the same run. Both get the
   same tokens (the shared tokenizer's terms of name + description; the query's distinct
-  terms), and the baseline is ``rank_bm25.BM25Okapi`` with its IDF replaced by the spec's
+  terms), and the baseline is ``rank_bm25.BM25Okapi`` with its IDF replaced by goclaw's
   ``ln((N-df+0.5)/(df+0.5)+1)`` and ``k1 = 1.2`` so both compute the same scores; the
   ``agreement`` row is the share of queries whose top 5 are identical (float32 against
   float64 scores can swap near-ties). Index build time is reported separately.
-  Target: under 1 ms per query at 10,000 skills. (The old private index was 10x rank_bm25 at
-  1,000 skills with the spec's plain tokenizer; on the shared engine a query has a fixed cost
-  of a few dozen microseconds of numpy calls, and the baseline now gets pre-stemmed tokens.)
+  Target: under 1 ms per query at 10,000 skills. (On the shared engine a query has a fixed cost
+  of a few dozen microseconds of numpy calls, and the baseline gets pre-stemmed tokens.)
 * ``engine search 1000 skills``: ``engine.skills.search`` end to end (caller view, database
   fingerprint check, BM25, fusion) with embeddings off.
 * ``skills section 500 skills (warm)``: rendering the Skills prompt section for an agent
@@ -73,15 +72,15 @@ def queries(count: int, seed: int = 11) -> list[str]:
     return [" ".join(rng.sample(vocab, rng.randint(1, 3))) for _ in range(count)]
 
 
-def _spec_rank_bm25(tokenized: list[list[str]]) -> Any:
+def _goclaw_idf_bm25(tokenized: list[list[str]]) -> Any:
     from rank_bm25 import BM25Okapi
 
-    class SpecBM25(BM25Okapi):  # type: ignore[misc]
+    class GoclawIdfBM25(BM25Okapi):  # type: ignore[misc]
         def _calc_idf(self, nd: dict[str, int]) -> None:
             for word, freq in nd.items():
                 self.idf[word] = math.log((self.corpus_size - freq + 0.5) / (freq + 0.5) + 1)
 
-    return SpecBM25(tokenized, k1=1.2, b=0.75)
+    return GoclawIdfBM25(tokenized, k1=1.2, b=0.75)
 
 
 def _per_query(fn: Any, qs: list[str], rounds: int) -> float:
@@ -115,7 +114,7 @@ def bench_bm25(n: int, qs: list[str], rounds: int) -> list[dict[str, Any]]:
     view = _view(items)
     index = view.search_index()
     build_ms = (time.perf_counter() - t0) * 1000
-    baseline = _spec_rank_bm25([terms(f"{name} {desc}") for _slug, name, desc in items])
+    baseline = _goclaw_idf_bm25([terms(f"{name} {desc}") for _slug, name, desc in items])
 
     def ours(q: str) -> list[int]:
         return [s.slot for s in fuse(index.bm25(query_terms(q)), None, None, limit=5)]
@@ -157,8 +156,10 @@ def _write_skills(root: Path, items: list[tuple[str, str, str]]) -> None:
 
 
 def bench_engine(quick: bool) -> list[dict[str, Any]]:
+    from goclaw.contracts.hooks import PromptRequest
+    from goclaw.contracts.host import PromptContext
     from goclaw.engine import Engine
-    from goclaw.types import PromptContext, PromptRequest
+    from goclaw_prompt import hookspecs as prompt_hooks
 
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -174,7 +175,7 @@ def bench_engine(quick: bool) -> list[dict[str, Any]]:
         try:
             eng.agents.create("bench")
             agent = eng.agents.get("bench")
-            [section] = [s for s in eng.hooks.prompt_sections() if s.name == "skills"]
+            [section] = [s for s in prompt_hooks.sections(eng) if s.name == "skills"]
 
             def render() -> None:
                 ctx = PromptContext(eng, PromptRequest(agent="bench"), agent, "", "full")
@@ -197,7 +198,7 @@ def bench_engine(quick: bool) -> list[dict[str, Any]]:
                     _timed(lambda: eng.prompt.build(PromptRequest(agent="bench"))) for _ in range(n)
                 )
                 rows.append(_row("prompt build 500 skills (warm)", build, "ms"))
-            except Exception as exc:  # the builder belongs to another issue
+            except Exception as exc:  # the prompt builder may be disabled
                 print(f"(prompt build not measured: {exc})", file=sys.stderr)
 
             # Hot reload: edit a SKILL.md, poll builds until the change shows.

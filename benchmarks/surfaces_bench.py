@@ -1,4 +1,4 @@
-"""Per-turn latency through each surface, side by side (issue 14).
+"""Per-turn latency through each surface, side by side.
 
 On the quickstart workspace (``examples/quickstart``, set up by its ``run.sh``), for agent
 ``support`` and user ``ada``: the system-prompt build and a memory search through
@@ -78,8 +78,8 @@ def setup(ws: Path) -> None:
 
 
 def python_api(ws: Path, n: int) -> dict[str, float]:
+    from goclaw.contracts.hooks import PromptRequest
     from goclaw.engine import Engine
-    from goclaw.types import PromptRequest
 
     with Engine.open(ws) as eng:
         request = PromptRequest(agent=AGENT, user=USER, message=MESSAGE)

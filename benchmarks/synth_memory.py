@@ -1,4 +1,4 @@
-"""Synthetic long memory with planted facts (issue 11 item 4): retrieval quality at 10k-1M chunks.
+"""Synthetic long memory with planted facts: retrieval quality at 10k-1M chunks.
 
     python benchmarks/synth_memory.py OUT_DIR --chunks 100000 --facts 150 --seed 7
 
@@ -19,7 +19,7 @@ templates recur with other companies, cities, people and numbers, and the plante
 own templates recur as distractors with other entities, so a retriever must match the right
 entity, not just the topic.
 
-Guarantees (tested in tests/test_synth_memory.py):
+Guarantees (tested in tests/system/test_synth_memory.py):
 
 * exactly ``n_chunks`` chunks with goclaw's default chunker (``max_chunk_len`` 1,000): every
   section is 560-950 characters and sections are separated by a blank line, so each section

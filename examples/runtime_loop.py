@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from goclaw import Engine
+from goclaw.contracts.hooks import PromptRequest, ToolInfo
 from goclaw.contracts.tools import ToolContext
-from goclaw.types import PromptRequest, ToolInfo
 
 
 def run_turn(

@@ -1,23 +1,22 @@
-"""Agents: the scope every other row hangs from (spec §4), plus links and teams (spec §1)."""
+"""Agents: the scope every other row hangs from, plus links (DELEGATION.md) and teams (TEAM.md)."""
 
 from __future__ import annotations
 
 import builtins
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
+from goclaw.contracts.columns import utcnow
+from goclaw.contracts.host import HookCalls, Host, HostSettings
+from goclaw.contracts.store import Agent, AgentLink, Team, TeamMember
 from goclaw.errors import NotFoundError, ValidationError
-from goclaw.store.models import Agent, AgentLink, Team, TeamMember
-from goclaw.store.types import utcnow
 
 if TYPE_CHECKING:
     from sqlmodel import Session
-
-    from goclaw.engine import Engine
 
 AGENT_TYPES = ("open", "predefined")
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -32,10 +31,30 @@ def validate_agent_name(name: str) -> str:
     return name
 
 
+class _Settings(HostSettings, Protocol):
+    @property
+    def agents_dir(self) -> str: ...
+
+
+class _Hooks(HookCalls, Protocol):
+    def agent_created(self, engine: Host, agent: Agent) -> None: ...
+
+
+class _Engine(Host, Protocol):
+    """What the agent service uses of its engine: the host, plus the agents folder setting and
+    the ``goclaw_agent_created`` call (a Protocol: the engine imports this module)."""
+
+    @property
+    def settings(self) -> _Settings: ...
+
+    @property
+    def hooks(self) -> _Hooks: ...
+
+
 class AgentService:
     """``engine.agents``: create, look up and list agents; link them; group them in teams."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: _Engine) -> None:
         self.engine = engine
 
     @property
@@ -54,7 +73,7 @@ class AgentService:
         settings: dict[str, Any] | None = None,
         status: str = "active",
     ) -> Agent:
-        """Create an agent; the ``goclaw_agent_created`` hook then seeds its files (spec §3)."""
+        """Create an agent; the ``goclaw_agent_created`` hook then seeds its files."""
         validate_agent_name(name)
         if agent_type not in AGENT_TYPES:
             raise ValidationError(f"invalid agent type {agent_type!r}: use 'open' or 'predefined'")
@@ -107,14 +126,12 @@ class AgentService:
         return agent
 
     def get_cached(self, name: str, ttl: float = 5.0) -> Agent:
-        """:meth:`get` through the engine's ``agents`` change tracker: no database round trip
-        while no agent was written in this process and for at most ``ttl`` seconds (another
-        process's rename or delete is seen after that)."""
+        """:meth:`get` through the engine's ``agents`` change tracker (see ``AgentDirectory``)."""
         tracker = self.engine.change_tracker("agents", (Agent,))
         agent: Agent = tracker.cached(("agent", self.tenant, name), ttl, lambda: self.get(name))
         return agent
 
-    # ------------------------------------------------------------------ folders (issue 12 §22)
+    # ------------------------------------------------------------------ folders
     def _folder(self, name: str, workspace_dir: str | None) -> Path:
         if workspace_dir:
             path = Path(workspace_dir).expanduser()
@@ -126,7 +143,7 @@ class AgentService:
     def check_agent_dir(self, name: str, workspace_dir: str | None, *, exclude_id: str | None = None) -> None:
         """An agent's folder holds its memory: it must lie below the workspace's agents folder
         (symlinks resolved) and must neither be, contain nor sit inside another agent's folder,
-        so no agent can read another's memory through its own (issue 12 §22)."""
+        so no agent can read another's memory through its own."""
         area = (self.engine.workspace / self.engine.settings.agents_dir).resolve()
         if workspace_dir is not None:
             if not workspace_dir.strip() or "\x00" in workspace_dir:
@@ -278,74 +295,3 @@ class AgentService:
                 ).all()
                 out.append((team, membership.role, [(m, tm.role) for m, tm in mates]))
             return out
-
-
-# --------------------------------------------------------------------------- scope helpers
-# Shared by the memory features (episodic, KG, channel memory), which never import each other
-# (issue 13 item 4): resolving an agent, the tenant rule (issue 12 §20), the user scope.
-
-
-def find_agent(engine: Engine, agent: str | Agent, session: Session | None = None) -> Agent | None:
-    """The agent by object, id or name (events carry ids; the CLI passes names). Any tenant by
-    id: workers handle the events of every tenant; a name is looked up in the engine's tenant."""
-    if isinstance(agent, Agent):
-        return agent
-    if not agent:
-        return None
-
-    def _q(s: Session) -> Agent | None:
-        row = s.exec(select(Agent).where(Agent.id == agent)).first()
-        if row is None:
-            row = s.exec(
-                select(Agent).where(Agent.name == agent, Agent.tenant_id == engine.settings.tenant_id)
-            ).first()
-        return row
-
-    if session is not None:
-        return _q(session)
-    with engine.db.session() as s:
-        return _q(s)
-
-
-def require_agent(engine: Engine, agent: str | Agent) -> Agent:
-    """The caller's agent by name or id, **within the engine's tenant** (issue 12 §20).
-
-    Public paths (CLI, services, tools) use this; an agent of another tenant is "unknown",
-    exactly as ``engine.agents.get`` answers for memory search. Workers, which handle events
-    of every tenant, use :func:`find_agent`.
-    """
-    if isinstance(agent, Agent):
-        if agent.tenant_id != engine.settings.tenant_id:
-            raise NotFoundError(f"unknown agent {agent.name!r}")
-        return agent
-    if not agent:
-        raise NotFoundError("no agent given")
-    return engine.agents.get(agent)
-
-
-def in_tenant(engine: Engine, agent_id: str) -> bool:
-    """Whether ``agent_id`` is an agent of the engine's tenant (id-based public paths)."""
-    with engine.db.session() as s:
-        row = s.get(Agent, agent_id)
-    return row is not None and row.tenant_id == engine.settings.tenant_id
-
-
-def user_scope(user: str | None) -> builtins.list[str]:
-    """Rows visible to ``user``: agent level ("") plus the user's own (DESIGN.md §7)."""
-    return ["", user] if user else [""]
-
-
-def agent_override(agent: Agent | None, key: str, default: Any) -> Any:
-    """The agent's own value for ``key`` (``agents.settings``, spec §17 per-agent keys) coerced
-    to the type of ``default``, else ``default`` (a plugin's table value)."""
-    value = (getattr(agent, "settings", None) or {}).get(key)
-    if value is None:
-        return default
-    if isinstance(default, bool):
-        if isinstance(value, str):
-            return value.strip().lower() in {"1", "true", "yes", "on"}
-        return bool(value)
-    try:
-        return type(default)(value)
-    except (TypeError, ValueError):
-        return default

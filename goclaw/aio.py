@@ -1,4 +1,4 @@
-"""``goclaw.AsyncEngine``: the per-turn calls for asyncio runtimes (issue 14).
+"""``goclaw.AsyncEngine``: the per-turn calls for asyncio runtimes.
 
 Concurrency model. goclaw's engine is synchronous and thread-safe: services share one SQLAlchemy
 connection pool, SQLite writes are serialised by the store (busy timeout and retries), and
@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    from goclaw.contracts.hooks import PromptRequest
     from goclaw.contracts.tools import ToolContext, ToolResult
     from goclaw.engine import Engine
-    from goclaw.types import PromptRequest
 
 T = TypeVar("T")
 

@@ -15,7 +15,7 @@ import tomllib
 import types
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar, Union, get_args, get_origin
+from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
@@ -48,8 +48,8 @@ class PluginsConfig(BaseModel):
 
 
 class EventsSettings(BaseModel):
-    """The ``[events]`` table: the kernel's durable event queue (DESIGN.md §6). The queue is a
-    kernel mechanism, on whatever plugins are disabled (issue 13 item 2)."""
+    """The ``[events]`` table: the kernel's durable event queue, on whatever plugins are
+    disabled."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -117,7 +117,7 @@ def load_settings(workspace: Path, **overrides: Any) -> Settings:
                 tomllib.load(fh)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-        except UnicodeDecodeError as exc:  # issue 12: one line, not "internal error"
+        except UnicodeDecodeError as exc:  # one line, not "internal error"
             raise ConfigError(f"{path}: not UTF-8 text (invalid byte at offset {exc.start})") from None
         except RecursionError:
             raise ConfigError(f"{path}: not valid TOML: nested too deeply") from None
@@ -132,29 +132,15 @@ def load_settings(workspace: Path, **overrides: Any) -> Settings:
         settings: Settings = cls(**{k: v for k, v in overrides.items() if v is not None})
     except PydanticValidationError as exc:
         raise ConfigError(_one_line(exc, f"{path} / GOCLAW_* environment")) from None
-    except RecursionError:  # a GOCLAW_* JSON value nested thousands deep (issue 12)
+    except RecursionError:  # a GOCLAW_* JSON value nested thousands deep
         raise ConfigError(f"{path} / GOCLAW_* environment: a value is nested too deeply") from None
     return settings
-
-
-_M = TypeVar("_M", bound=BaseModel)
-
-
-def settings_or_defaults(engine: Any, feature: str, model: type[_M]) -> _M:
-    """``engine.plugin_settings(feature)`` when it is a ``model``, else ``model()``'s defaults:
-    for code of a plugin that runs while the plugin owning the table is disabled or replaced
-    (a worker, a tool)."""
-    try:
-        cfg = engine.plugin_settings(feature)
-    except Exception:
-        return model()
-    return cfg if isinstance(cfg, model) else model()
 
 
 def validate_plugin_table(feature: str, model: type[BaseModel], table: Any) -> BaseModel:
     """Parse one ``[plugins.<feature>]`` table with its plugin's model.
 
-    Strict (issue 13 item 6): a key the model does not declare, at any depth, is an error naming
+    Strict: a key the model does not declare, at any depth, is an error naming
     the key and the known ones, unless the model itself allows extra keys. A string given to a
     list, dict or nested-model setting is read as JSON, which is how such a value arrives from
     an environment variable (``GOCLAW_PLUGINS__LLM__OPTIONS='{"temperature": 0}'``).

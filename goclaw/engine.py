@@ -1,11 +1,11 @@
-"""The :class:`Engine` facade: what the CLI and embedding applications use (DESIGN.md §7).
+"""The :class:`Engine` facade: what the CLI and embedding applications use.
 
 ``Engine.open(workspace=...)`` reads the configuration, builds a fresh plugin manager, opens
 and migrates the database, validates every plugin's settings table and runs the start-up
-hooks. Features appear as attributes contributed by plugins (``engine.files``,
-``engine.prompt``, ``engine.skills``, ``engine.memory``, ``engine.sessions``, ``engine.kg``);
-``engine.agents`` and ``engine.events`` (the durable event queue, configured by ``[events]``)
-are the kernel's own and exist whatever is disabled.
+hooks. Features are the services plugins contribute (hook ``goclaw_services``), by name:
+``engine.service("memory")``, or as an attribute, ``engine.memory``; the engine knows none of
+them. ``engine.agents`` and ``engine.events`` (the durable event queue, configured by
+``[events]``) are the kernel's own and exist whatever is disabled.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import logging
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from goclaw.agents import AgentService
 from goclaw.changes import ChangeTracker
@@ -23,41 +23,20 @@ from goclaw.config import Settings, load_settings, validate_plugin_table
 from goclaw.errors import ConfigError, FeatureUnavailableError, PluginError
 from goclaw.events import EventQueue
 from goclaw.hooks import Hooks
-from goclaw.plugins import GoclawPluginManager, build_plugin_manager, route_renamed_tables
+from goclaw.plugins import GoclawPluginManager, build_plugin_manager, feature_of
 from goclaw.store import migrate
 from goclaw.store.database import Database
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from goclaw.contracts.memory import (
-        ChannelMemoryService,
-        EpisodicService,
-        KnowledgeGraphService,
-        MemoryService,
-        SessionService,
-    )
-    from goclaw.contracts.services import ContextFileService, PromptService, Seeder, SkillsService, Summoner
-    from goclaw.store.models import Agent
+    from goclaw.contracts.providers import EmbeddingProvider, LLMProvider
+    from goclaw.contracts.store import Agent
     from goclaw.tokenizer import Tokenizer
     from goclaw.tools import ToolRegistry
-    from goclaw.types import EmbeddingProvider, LLMProvider
 
 log = logging.getLogger(__name__)
 
-# Which plugin owns each facade attribute, for a helpful error when it is disabled.
-SERVICE_OWNERS = {
-    "files": "goclaw.context_files",
-    "seeder": "goclaw.bootstrap",
-    "summoner": "goclaw.bootstrap",
-    "prompt": "goclaw.prompt",
-    "skills": "goclaw.skills",
-    "memory": "goclaw.memory",
-    "sessions": "goclaw.memory",
-    "kg": "goclaw.kg",
-    "episodic": "goclaw.episodic",
-    "channel_memory": "goclaw.channel_memory",
-}
 # Services the kernel itself provides (always present, whatever is disabled).
 KERNEL_SERVICES = frozenset({"events"})
 
@@ -79,7 +58,7 @@ class Engine:
         self.db = db
         self.agents = AgentService(self)
         cfg = settings.events
-        # The event queue is the kernel's (issue 13 item 2): publishers never ask whether it exists.
+        # The event queue is the kernel's: publishers never ask whether it exists.
         self.events = EventQueue(
             self,
             max_attempts=cfg.max_attempts,
@@ -154,17 +133,17 @@ class Engine:
 
     def _validate_plugin_settings(self) -> None:
         models = self.hooks.settings_models()
-        tables = route_renamed_tables(
-            self.settings.plugins.feature_tables(), {_feature(name): m for name, m in models.items()}
+        tables = self.plugin_manager.installed.route_tables(
+            self.settings.plugins.feature_tables(), {feature_of(name): m for name, m in models.items()}
         )
-        known_features = {_feature(name) for name in self.plugin_manager.records}
+        known_features = {feature_of(name) for name in self.plugin_manager.records}
         for table in tables:
             if table not in known_features:
                 raise ConfigError(
                     f"[plugins.{table}] does not match any plugin; known: {', '.join(sorted(known_features))}"
                 )
         for plugin_name, model in models.items():
-            feature = _feature(plugin_name)
+            feature = feature_of(plugin_name)
             self._plugin_settings[feature] = validate_plugin_table(feature, model, tables.get(feature))
 
     # ------------------------------------------------------------------ settings and services
@@ -178,75 +157,45 @@ class Engine:
             ) from None
 
     def service(self, name: str) -> Any:
+        """:meth:`~goclaw.contracts.host.Host.service`; the error names the plugin that is off."""
         if name == "events":
             return self.events
         try:
             return self._services[name]
         except KeyError:
-            owner = SERVICE_OWNERS.get(name)
-            if owner and self.plugin_manager.records.get(owner, None) is not None:
-                status = self.plugin_manager.records[owner].status
-                if status != "active":
-                    raise FeatureUnavailableError(
-                        f"'{name}' is not available: plugin {owner} is {status}"
-                    ) from None
+            owner = self.plugin_manager.service_owner(name)
+            if owner is not None and owner[1] != "active":
+                raise FeatureUnavailableError(
+                    f"'{name}' is not available: plugin {owner[0]} is {owner[1]}"
+                ) from None
             raise FeatureUnavailableError(f"no active plugin provides the '{name}' service") from None
 
     def has_service(self, name: str) -> bool:
         return name in self._services or name in KERNEL_SERVICES
 
-    # Each attribute is typed by its contract (goclaw.contracts.services); a disabled plugin's
-    # attribute raises FeatureUnavailableError naming the plugin.
-    @property
-    def files(self) -> ContextFileService:
-        return cast("ContextFileService", self.service("files"))
-
-    @property
-    def prompt(self) -> PromptService:
-        return cast("PromptService", self.service("prompt"))
-
-    @property
-    def skills(self) -> SkillsService:
-        return cast("SkillsService", self.service("skills"))
-
-    @property
-    def memory(self) -> MemoryService:
-        return cast("MemoryService", self.service("memory"))
-
-    @property
-    def sessions(self) -> SessionService:
-        return cast("SessionService", self.service("sessions"))
-
-    @property
-    def kg(self) -> KnowledgeGraphService:
-        return cast("KnowledgeGraphService", self.service("kg"))
-
-    @property
-    def episodic(self) -> EpisodicService:
-        return cast("EpisodicService", self.service("episodic"))
-
-    @property
-    def channel_memory(self) -> ChannelMemoryService:
-        return cast("ChannelMemoryService", self.service("channel_memory"))
-
-    @property
-    def seeder(self) -> Seeder:
-        return cast("Seeder", self.service("seeder"))
-
-    @property
-    def summoner(self) -> Summoner:
-        return cast("Summoner", self.service("summoner"))
+    def __getattr__(self, name: str) -> Any:
+        """A service as an attribute: ``engine.memory`` is ``engine.service("memory")``. A name
+        that is neither a service nor declared by any plugin's manifest is a plain
+        ``AttributeError``."""
+        services = self.__dict__.get("_services")
+        if name.startswith("_") or services is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        if name in services:
+            return services[name]
+        if self.plugin_manager.service_owner(name) is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return self.service(name)
 
     @functools.cached_property
     def tokenizer(self) -> Tokenizer:
-        """The token counter (setting ``tokenizer``; :mod:`goclaw.tokenizer`, issue 14)."""
+        """The token counter (setting ``tokenizer``; :mod:`goclaw.tokenizer`)."""
         from goclaw.tokenizer import make_tokenizer
 
         return make_tokenizer(self.settings.tokenizer, self.hooks.tokenizers(), self)
 
     @functools.cached_property
     def tools(self) -> ToolRegistry:
-        """The runtime tools under the tool calling contract (:mod:`goclaw.tools`, issue 14)."""
+        """The runtime tools under the tool calling contract (:mod:`goclaw.tools`)."""
         from goclaw.tools import ToolRegistry
 
         return ToolRegistry(self)
@@ -263,17 +212,12 @@ class Engine:
             return self._providers[key]
 
     def embedding_provider_name(self) -> str:
-        """The configured embedding provider's name (``[plugins.embeddings] provider``); ``"none"``
-        when none is configured or the embeddings plugin is disabled."""
+        """``[plugins.embeddings] provider``; ``"none"`` also when that plugin is disabled."""
         cfg = self._plugin_settings.get("embeddings")
         return str(getattr(cfg, "provider", None) or "none")
 
     def embedder(self, name: str | None = None) -> EmbeddingProvider | None:
-        """The configured embedding provider (``[plugins.embeddings] provider``), or None.
-
-        Raises a :class:`~goclaw.errors.GoclawError` when the configured provider cannot start
-        (e.g. a hosted model without its API key); callers degrade to full text only.
-        """
+        """:meth:`~goclaw.contracts.host.Host.embedder` (``[plugins.embeddings] provider``)."""
         if name is None:
             name = self.embedding_provider_name()
         if name == "none":
@@ -295,8 +239,7 @@ class Engine:
 
     # ------------------------------------------------------------------ caches
     def change_tracker(self, name: str, watched: Iterable[type[Any]]) -> ChangeTracker:
-        """The engine's :class:`~goclaw.changes.ChangeTracker` called ``name`` (made on first
-        use, watching ``watched`` tables; closed with the engine)."""
+        """:meth:`~goclaw.contracts.host.Host.change_tracker` (a :mod:`goclaw.changes` tracker)."""
         with self._lock:
             found = self._trackers.get(name)
             if found is None:
@@ -318,6 +261,17 @@ class Engine:
         """Register a callable run by :meth:`close` (watchers, thread pools)."""
         self._closers.append(fn)
 
+    def run_workers(self, stop: threading.Event | None = None) -> dict[str, Any]:
+        """One pass of the consolidation workers (its report); with ``stop``, serve until set."""
+        from goclaw.events import WorkerRunner
+
+        cfg = self.settings.events
+        runner = WorkerRunner(self, batch_size=cfg.batch_size, poll_interval=cfg.poll_interval_seconds)
+        if stop is None:
+            return runner.run_once().as_dict()
+        runner.serve(stop)
+        return {}
+
     def close(self) -> None:
         while self._closers:
             fn = self._closers.pop()
@@ -332,7 +286,3 @@ class Engine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _feature(plugin_name: str) -> str:
-    return plugin_name.removeprefix("goclaw.")

@@ -1,19 +1,10 @@
-"""Erase one user's data (a GDPR erasure request, issue 14): ``goclaw forget --user U``.
+"""Erase one user's data (a GDPR erasure request): ``goclaw forget --user U``.
 
-What goes, for every agent (or the one named):
-
-* the user's folder ``<agent>/users/<U>/`` (memory files and anything else in it), and the
-  index of those files (documents and chunks, through the memory service so its caches follow);
-* cached embeddings whose text only this user's chunks had (another scope's identical text keeps
-  its cache row);
-* sessions with their messages and per-session worker state; episodic summaries; knowledge-graph
-  entities, relations and dedup candidates; passive channel-memory items; per-user context files;
-  queued events about the user (with their deliveries); the dreaming worker's state for the user;
-* across all agents only: the user's skill grants.
-
-Each plugin erases its own tables' rows (``goclaw_forget_rows``: memory, sessions, episodic,
-KG, channel memory, skill grants); the kernel erases its own (context files, events, worker
-state, agents: :mod:`goclaw.forget_kernel`) last, all in one transaction.
+For every agent (or the one named), the user's folder ``<agent>/users/<U>/`` goes, and every
+row of the user's (the full list: ``docs/runtime.md``). Each plugin erases its own tables' rows
+(``goclaw_forget_rows``); the kernel erases its own (context files, events, worker state, agents:
+:mod:`goclaw.forget_kernel`) last, all in one transaction. Then each plugin drops what it
+derived from them elsewhere (``goclaw_forgotten``: a search backend's own index).
 
 Nothing of another user or of the agent level is touched: every delete is filtered by
 ``user_id = U`` (and the agents), and the tests count every other row before and after.
@@ -30,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from goclaw.errors import PermissionDeniedError, ValidationError
 
 if TYPE_CHECKING:
-    from goclaw.contracts.schema import ForgetStep
+    from goclaw.contracts.schema import ForgetScope, ForgetStep
+    from goclaw.contracts.store import Agent
     from goclaw.engine import Engine
-    from goclaw.store.models import Agent
 
 
 @dataclass
@@ -99,11 +90,15 @@ class Forgetter:
         self.agent_ids = [a.id for a in self.agents]
 
     # ------------------------------------------------------------------ selection
-    def _steps(self, conn: Any) -> list[ForgetStep]:
+    def _scope(self) -> ForgetScope:
         from goclaw.contracts.schema import ForgetScope
+
+        return ForgetScope(tuple(self.agent_ids), self.user, self.all_agents)
+
+    def _steps(self, conn: Any) -> list[ForgetStep]:
         from goclaw.forget_kernel import kernel_steps
 
-        scope = ForgetScope(tuple(self.agent_ids), self.user, self.all_agents)
+        scope = self._scope()
         return [*self.engine.hooks.forget_rows(self.engine, scope, conn), *kernel_steps(scope)]
 
     @staticmethod
@@ -142,11 +137,7 @@ class Forgetter:
         from goclaw.store import models
         from goclaw.store.migrate import VERSION_TABLE
 
-        kernel = {
-            str(getattr(obj, "__tablename__", ""))
-            for obj in vars(models).values()
-            if isinstance(obj, type) and obj.__module__ == models.__name__
-        }
+        kernel = {str(t.__tablename__) for t in models.KERNEL_TABLES}
         declared = {name for c in self.engine.hooks.schema_components() for name in c.table_names}
         present = set(inspect(conn).get_table_names())
         return sorted(t for t in present - kernel - declared if not t.startswith((VERSION_TABLE, "sqlite_")))
@@ -157,14 +148,8 @@ class Forgetter:
 
     # ------------------------------------------------------------------ erasing
     def _remove_files(self) -> None:
-        """The files, then their index through the memory service (its caches follow)."""
-        for a in self.agents:
-            folder = _user_folder(self.engine, a, self.user)
-            if folder is not None:
-                shutil.rmtree(folder)
-        if self.engine.has_service("memory"):
-            for a in self.agents:
-                self.engine.memory.index(a, self.user)
+        for folder in self._folders():
+            shutil.rmtree(folder)
 
     def erase(self) -> ForgetReport:
         before, steps = self._plan()
@@ -175,7 +160,7 @@ class Forgetter:
                 session.execute(step.sa_table.delete().where(step.where))
 
         self.engine.db.run_write(_do)
-        self._invalidate()
+        self.engine.hooks.forgotten(self.engine, self._scope())
         self._check_gone()
         return replace(before, dry_run=False)
 
@@ -185,13 +170,6 @@ class Forgetter:
             from goclaw.errors import StoreError
 
             raise StoreError(f"forget left {left.total_rows} rows and {left.files} files of {self.user!r}")
-
-    def _invalidate(self) -> None:
-        """Let the memory backend drop what it cached from the deleted rows."""
-        if not self.engine.has_service("memory"):
-            return
-        for a in self.agents:
-            self.engine.memory.invalidate(a.id)
 
 
 class AgentForgetter(Forgetter):
@@ -204,25 +182,14 @@ class AgentForgetter(Forgetter):
         self.all_agents = False
         self.agent_ids = [self.agents[0].id]
 
-    def _folder(self) -> Path | None:
-        folder = self.engine.agent_dir(self.agents[0])
-        if not folder.exists() and not folder.is_symlink():
-            return None
-        if folder.is_symlink():
-            raise PermissionDeniedError(f"{folder} is a link; remove it by hand")
-        return folder
-
     def _new_report(self) -> ForgetReport:
         return ForgetReport("", [self.agents[0].name], dry_run=True)
 
     def _folders(self) -> list[Path]:
-        folder = self._folder()
-        return [] if folder is None else [folder]
-
-    def _remove_files(self) -> None:
-        folder = self._folder()
-        if folder is not None:
-            shutil.rmtree(folder)
+        folder = self.engine.agent_dir(self.agents[0])
+        if folder.is_symlink():
+            raise PermissionDeniedError(f"{folder} is a link; remove it by hand")
+        return [folder] if folder.exists() else []
 
     def _check_gone(self) -> None:
         pass  # the agent row is gone: nothing left to count by

@@ -9,8 +9,9 @@ from typing import Any
 
 from sqlalchemy import or_
 
+from goclaw.contracts import store as m
 from goclaw.contracts.schema import ForgetScope, ForgetStep
-from goclaw.store import models as m
+from goclaw.store.models import Event, EventDelivery
 
 
 def _t(model: Any) -> Any:
@@ -19,7 +20,7 @@ def _t(model: Any) -> Any:
 
 def kernel_steps(scope: ForgetScope) -> list[ForgetStep]:
     """Children first; for a whole agent the agent row goes last."""
-    ws, ev, d = _t(m.WorkerState), _t(m.Event), _t(m.EventDelivery)
+    ws, ev, d = _t(m.WorkerState), _t(Event), _t(EventDelivery)
     ids = list(scope.agent_ids)
     if scope.whole_agent:
         per_scope = or_(*(ws.c.scope.like(f"{a}:%") for a in ids)) if ids else ws.c.scope.in_([])

@@ -1,4 +1,4 @@
-"""Per-plugin failure isolation and attribution inside pluggy's own call loop (issue 13 item 5).
+"""Per-plugin failure isolation and attribution inside pluggy's own call loop.
 
 Every hook is called through ``pm.hook.<name>(...)``, so pluggy's wrappers (``wrapper=True`` and
 old-style ``hookwrapper=True``), ``add_hookcall_monitoring`` and tracing see every call. Two
@@ -22,12 +22,11 @@ import functools
 import threading
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    import pluggy
     from pluggy import HookImpl
-
-    from goclaw.plugins import GoclawPluginManager
 
 _MARK = "__goclaw_instrumented__"
 
@@ -78,7 +77,22 @@ def attribute(results: list[Any], recorded: list[tuple[str, object]]) -> list[tu
     return out
 
 
-def instrument(manager: GoclawPluginManager, plugin: object) -> None:
+class _Manager(Protocol):
+    """What the guards use of :class:`goclaw.plugins.GoclawPluginManager` (which imports this
+    module, so it is described here rather than imported)."""
+
+    @property
+    def pm(self) -> pluggy.PluginManager: ...
+
+    @property
+    def recorder(self) -> CallRecorder: ...
+
+    def is_builtin(self, name: str) -> bool: ...
+
+    def report_failure(self, name: str, hook: str, exc: BaseException) -> None: ...
+
+
+def instrument(manager: _Manager, plugin: object) -> None:
     """Wrap every hook implementation of the registered ``plugin`` (see the module docstring)."""
     for caller in manager.pm.get_hookcallers(plugin) or []:
         for impl in caller.get_hookimpls():
@@ -97,9 +111,7 @@ def instrument(manager: GoclawPluginManager, plugin: object) -> None:
             setattr(impl, "function", guarded)  # noqa: B010
 
 
-def _guard_plain(
-    manager: GoclawPluginManager, impl: HookImpl, hook: str, isolate: bool
-) -> Callable[..., Any]:
+def _guard_plain(manager: _Manager, impl: HookImpl, hook: str, isolate: bool) -> Callable[..., Any]:
     fn = impl.function
     plugin = impl.plugin_name
 
@@ -119,7 +131,7 @@ def _guard_plain(
     return guarded
 
 
-def _guard_wrapper(manager: GoclawPluginManager, impl: HookImpl, hook: str) -> Callable[..., Any]:
+def _guard_wrapper(manager: _Manager, impl: HookImpl, hook: str) -> Callable[..., Any]:
     """A generator standing in for a third-party wrapper: it forwards pluggy's ``send``/``throw``
     to the plugin's generator and turns the plugin's own failures into a report and a no-op."""
     fn = impl.function

@@ -1,13 +1,7 @@
-"""The typed facade through which the kernel calls every hook (STYLE.md §11).
-
-Nothing else in goclaw touches ``pm.hook.*``. Every call goes through pluggy's own call loop
-(``pm.hook.<name>(...)``), so hook wrappers, ``add_hookcall_monitoring`` and tracing work as in
-any pluggy application. Each method knows which plugin produced each contribution
-(:mod:`goclaw.hookcall`), so results are sorted by an explicit key, duplicates are errors naming
-both plugins, and a third-party implementation that raises is reported and skipped (or re-raised
-under ``plugins.strict``), while a built-in's exception propagates (it is our bug). Objects a
-plugin contributed (sections, slash commands, context-file sources) are run through
-:meth:`Hooks.guard` for the same isolation.
+"""The facade through which goclaw calls every hook (``host.hooks``, its contract
+:class:`~goclaw.contracts.host.HookCalls`): typed methods for the kernel's hooks, generic ones for
+the hooks a plugin declares for itself. Nothing else in goclaw touches ``pm.hook.*``; isolation
+and attribution happen inside pluggy's own call loop (:mod:`goclaw.hookcall`).
 """
 
 from __future__ import annotations
@@ -23,30 +17,21 @@ if TYPE_CHECKING:
     import click
     from pydantic import BaseModel
 
+    from goclaw.contracts.events import ConsolidationWorker
+    from goclaw.contracts.hooks import Tool
+    from goclaw.contracts.host import Factory, Host
     from goclaw.contracts.schema import ForgetScope, ForgetStep, SchemaComponent
-    from goclaw.engine import Engine
+    from goclaw.contracts.store import Agent
     from goclaw.plugins import GoclawPluginManager
-    from goclaw.store.models import Agent
-    from goclaw.types import (
-        ConsolidationWorker,
-        ContextFile,
-        ContextFileSource,
-        Factory,
-        PromptContext,
-        PromptMode,
-        PromptRequest,
-        PromptSection,
-        SearchHit,
-        SkillTier,
-        SlashCommand,
-        Tool,
-    )
 
 T = TypeVar("T")
 _WRAPPER = "a hook wrapper"
 
 
 class Hooks:
+    """Implements :class:`~goclaw.contracts.host.HookCalls` (whose docstrings describe the
+    generic calls), plus the kernel's typed calls."""
+
     def __init__(self, manager: GoclawPluginManager) -> None:
         self.manager = manager
         self._cache: dict[str, Any] = {}
@@ -77,11 +62,45 @@ class Hooks:
                 pairs = [(owner or only, result) for owner, result in pairs]
         return [(owner, result) for owner, result in pairs if result is not None]
 
-    def _items(self, hook: str, key: Callable[[Any], Any], what: str, **kwargs: Any) -> list[Any]:
-        """Flatten list contributions, reject duplicate names, sort by ``key``."""
+    def call(self, hook: str, **kwargs: Any) -> list[tuple[str | None, Any]]:
+        caller = getattr(self.manager.pm.hook, hook, None)
+        if caller is None or caller.spec is None:
+            return []
+        return self._collect(hook, **kwargs)
+
+    def first(self, hook: str, **kwargs: Any) -> Any:
+        caller = getattr(self.manager.pm.hook, hook, None)
+        if caller is None or caller.spec is None:
+            return None
+        return caller(**kwargs)
+
+    def implementers(self, hook: str) -> list[object]:
+        caller = getattr(self.manager.pm.hook, hook, None)
+        return [] if caller is None else [impl.plugin for impl in caller.get_hookimpls()]
+
+    def owner(self, what: str, name: str) -> str | None:
+        """The plugin that contributed item ``name`` of kind ``what`` (e.g. "prompt section")."""
+        return self._owners.get((what, name))
+
+    def guard(self, what: str, name: str, fn: Callable[[], T], default: T) -> T:
+        try:
+            return fn()
+        except Exception as exc:
+            plugin = self.owner(what, name)
+            if plugin is None or self.manager.is_builtin(plugin):
+                raise
+            self.manager.report_failure(plugin, f"{what} {name!r}", exc)
+            return default
+
+    def items(
+        self, hook: str, what: str, key: Callable[[Any], Any] = lambda item: item.name, **kwargs: Any
+    ) -> list[Any]:
+        cached = not kwargs
+        if cached and hook in self._cache:
+            return list(self._cache[hook])
         seen: dict[str, str] = {}
         items: list[Any] = []
-        for plugin, result in self._collect(hook, **kwargs):
+        for plugin, result in self.call(hook, **kwargs):
             for item in result:
                 name = item.name
                 owner = plugin or _WRAPPER
@@ -94,69 +113,42 @@ class Hooks:
                 if plugin is not None:
                     self._owners[(what, name)] = plugin
                 items.append(item)
-        return sorted(items, key=key)
+        items.sort(key=key)
+        if cached:
+            self._cache[hook] = items
+        return list(items)
 
-    def owner(self, what: str, name: str) -> str | None:
-        """The plugin that contributed item ``name`` of kind ``what`` (e.g. "prompt section")."""
-        return self._owners.get((what, name))
+    def registry(self, hook: str, what: str) -> dict[str, Factory]:
+        if hook not in self._cache:
+            hint = "; disable one of them (replacing a built-in means disabling it first)"
+            self._cache[hook] = self._merged(hook, what, "registered", hint)
+        return dict(self._cache[hook])
 
-    def guard(self, what: str, name: str, fn: Callable[[], T], default: T) -> T:
-        """Run a contributed object's method: a third-party failure is reported and ``default``
-        returned (re-raised under ``plugins.strict``); a built-in's failure propagates."""
-        try:
-            return fn()
-        except Exception as exc:
-            plugin = self.owner(what, name)
-            if plugin is None or self.manager.is_builtin(plugin):
-                raise
-            self.manager.report_failure(plugin, f"{what} {name!r}", exc)
-            return default
-
-    def _registry(self, hook: str, what: str) -> dict[str, Factory]:
-        if hook in self._cache:
-            return dict(self._cache[hook])
+    def _merged(self, hook: str, what: str, verb: str, hint: str = "", **kwargs: Any) -> dict[str, Any]:
+        """The ``{name: value}`` answers of ``hook`` merged; a name given twice is an error."""
         owners: dict[str, str] = {}
-        registry: dict[str, Factory] = {}
-        for plugin, result in self._collect(hook):
-            for name, factory in result.items():
+        merged: dict[str, Any] = {}
+        for plugin, result in self.call(hook, **kwargs):
+            for name, value in result.items():
                 if name in owners:
                     raise PluginError(
-                        f"{what} {name!r} is registered by both {owners[name]!r} and "
-                        f"{plugin or _WRAPPER!r}; "
-                        f"disable one of them (replacing a built-in means disabling it first)"
+                        f"{what} {name!r} is {verb} by both {owners[name]!r} and {plugin or _WRAPPER!r}{hint}"
                     )
                 owners[name] = plugin or _WRAPPER
-                registry[name] = factory
-        self._cache[hook] = registry
-        return dict(registry)
-
-    def _cached(self, key: str, build: Callable[[], T]) -> T:
-        if key not in self._cache:
-            self._cache[key] = build()
-        result: T = self._cache[key]
-        return result
+                merged[name] = value
+        return merged
 
     # ------------------------------------------------------------------ configuration / lifecycle
     def settings_models(self) -> dict[str, type[BaseModel]]:
         return {plugin: model for plugin, model in self._collect("goclaw_settings_model") if plugin}
 
-    def services(self, engine: Engine) -> dict[str, Any]:
-        owners: dict[str, str] = {}
-        services: dict[str, Any] = {}
-        for plugin, result in self._collect("goclaw_services", engine=engine):
-            for name, service in result.items():
-                if name in owners:
-                    raise PluginError(
-                        f"service {name!r} is provided by both {owners[name]!r} and {plugin or _WRAPPER!r}"
-                    )
-                owners[name] = plugin or _WRAPPER
-                services[name] = service
-        return services
+    def services(self, engine: Host) -> dict[str, Any]:
+        return self._merged("goclaw_services", "service", "provided", engine=engine)
 
-    def startup(self, engine: Engine) -> None:
+    def startup(self, engine: Host) -> None:
         self._collect("goclaw_startup", engine=engine)
 
-    def agent_created(self, engine: Engine, agent: Agent) -> None:
+    def agent_created(self, engine: Host, agent: Agent) -> None:
         self._collect("goclaw_agent_created", engine=engine, agent=agent)
 
     def cli_commands(self) -> list[tuple[str, CommandSpec]]:
@@ -178,12 +170,9 @@ class Hooks:
     # ------------------------------------------------------------------ storage
     def schema_components(self) -> list[SchemaComponent]:
         """Every enabled plugin's tables and migration chain, sorted by component name."""
-        return self._cached(
-            "schema",
-            lambda: self._items("goclaw_schema", lambda c: c.name, "schema component"),
-        )
+        return self.items("goclaw_schema", "schema component")
 
-    def forget_rows(self, engine: Engine, scope: ForgetScope, connection: Any) -> list[ForgetStep]:
+    def forget_rows(self, engine: Host, scope: ForgetScope, connection: Any) -> list[ForgetStep]:
         """Every plugin's erasure steps, plugins in name order, each plugin's in its order."""
         pairs = self._collect("goclaw_forget_rows", engine=engine, scope=scope, connection=connection)
         steps: list[ForgetStep] = []
@@ -191,95 +180,22 @@ class Hooks:
             steps.extend(result)
         return steps
 
-    # ------------------------------------------------------------------ prompt
-    def prompt_sections(self) -> list[PromptSection]:
-        return self._cached(
-            "sections",
-            lambda: self._items("goclaw_prompt_sections", lambda s: (s.order, s.name), "prompt section"),
-        )
-
-    def prompt_modes(self) -> dict[str, PromptMode]:
-        return self._cached(
-            "modes",
-            lambda: {m.name: m for m in self._items("goclaw_prompt_modes", lambda m: m.name, "prompt mode")},
-        )
-
-    def resolve_prompt_mode(self, request: PromptRequest) -> str | None:
-        """First answer wins; a third-party resolver that raises is reported and skipped."""
-        result: str | None = self.manager.pm.hook.goclaw_resolve_prompt_mode(request=request)
-        return result
-
-    def context_file_sources(self) -> list[ContextFileSource]:
-        return self._cached(
-            "sources",
-            lambda: self._items(
-                "goclaw_context_file_sources", lambda s: (s.order, s.name), "context-file source"
-            ),
-        )
-
-    def virtual_context_files(self, ctx: PromptContext) -> list[ContextFile]:
-        files: list[ContextFile] = []
-        for _plugin, result in self._collect("goclaw_virtual_context_files", ctx=ctx):
-            files.extend(result)
-        return files
-
-    def slash_commands(self) -> list[SlashCommand]:
-        return self._cached(
-            "slash",
-            lambda: self._items("goclaw_slash_commands", lambda c: (c.order, c.name), "slash command"),
-        )
-
-    # ------------------------------------------------------------------ skills
-    def skill_tiers(self) -> list[SkillTier]:
-        return self._cached(
-            "tiers",
-            lambda: self._items("goclaw_skill_tiers", lambda t: (t.priority, t.name), "skill tier"),
-        )
+    def forgotten(self, engine: Host, scope: ForgetScope) -> None:
+        self._collect("goclaw_forgotten", engine=engine, scope=scope)
 
     # ------------------------------------------------------------------ registries
-    def search_backends(self) -> dict[str, Factory]:
-        return self._registry("goclaw_search_backends", "search backend")
-
     def embedding_providers(self) -> dict[str, Factory]:
-        return self._registry("goclaw_embedding_providers", "embedding provider")
+        return self.registry("goclaw_embedding_providers", "embedding provider")
 
     def tokenizers(self) -> dict[str, Factory]:
-        return self._registry("goclaw_tokenizers", "tokenizer")
+        return self.registry("goclaw_tokenizers", "tokenizer")
 
     def llm_providers(self) -> dict[str, Factory]:
-        return self._registry("goclaw_llm_providers", "LLM provider")
-
-    def memory_search_extra(
-        self, engine: Engine, query: str, agent: Agent, user: str | None, limit: int
-    ) -> list[SearchHit]:
-        hits: list[SearchHit] = []
-        for _plugin, result in self._collect(
-            "goclaw_memory_search_extra", engine=engine, query=query, agent=agent, user=user, limit=limit
-        ):
-            hits.extend(result)
-        return hits
-
-    def memory_rerank(
-        self,
-        engine: Engine,
-        query: str,
-        agent: Agent,
-        user: str | None,
-        hits: list[Any],
-        query_vector: Any = None,
-    ) -> list[Any] | None:
-        """First answer wins; ``None``: keep the order."""
-        result: list[Any] | None = self.manager.pm.hook.goclaw_memory_rerank(
-            engine=engine, query=query, agent=agent, user=user, hits=hits, query_vector=query_vector
-        )
-        return result
+        return self.registry("goclaw_llm_providers", "LLM provider")
 
     # ------------------------------------------------------------------ workers and tools
     def consolidation_workers(self) -> list[ConsolidationWorker]:
-        return self._cached(
-            "workers",
-            lambda: self._items("goclaw_consolidation_workers", lambda w: w.name, "consolidation worker"),
-        )
+        return self.items("goclaw_consolidation_workers", "consolidation worker")
 
-    def tools(self, engine: Engine) -> list[Tool]:
-        return self._items("goclaw_tools", lambda t: t.name, "tool", engine=engine)
+    def tools(self, engine: Host) -> list[Tool]:
+        return self.items("goclaw_tools", "tool", engine=engine)

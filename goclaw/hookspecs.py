@@ -1,12 +1,18 @@
-"""Every extension point of goclaw, as pluggy hook specifications.
+"""The kernel's extension points, as pluggy hook specifications: the hooks the kernel calls.
 
-Plugin authors implement these with the ``goclaw.hookimpl`` marker. Conventions:
+Plugin authors implement these with the ``goclaw.hookimpl`` marker. A plugin declares the hooks
+it calls itself in a module of its own (named by its manifest's ``HOOKSPECS``, or added through
+``goclaw_add_hookspecs``): the prompt's sections, modes, context-file sources, virtual files and
+slash commands (``goclaw_prompt.hookspecs``), the skill tiers (``goclaw_skills.hookspecs``), the
+memory search backends and search extensions (``goclaw_memory.hookspecs``), the HTTP API's
+endpoints (``goclaw_http.hookspecs``) and the MCP server's prompts (``goclaw_mcp.hookspecs``).
+Conventions:
 
 * every hook is called with keyword arguments; implementations may accept any subset;
 * "everyone contributes" hooks return a list (or ``None``) and are all collected; the kernel
   sorts the combined result by an explicit key (``order``/``priority`` then name), so output
   never depends on registration order;
-* registry hooks (search backends, embedding providers, LLM providers) return
+* registry hooks (embedding providers, LLM providers, tokenizers) return
   ``{name: factory}``; a name claimed by two plugins is an error naming both;
 * ``firstresult`` hooks stop at the first non-``None`` answer; the default implementation is
   ``trylast`` so a third-party plugin wins without disabling anything.
@@ -23,23 +29,11 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from goclaw.contracts.commands import CommandSpec
+    from goclaw.contracts.events import ConsolidationWorker
+    from goclaw.contracts.hooks import Tool
+    from goclaw.contracts.host import Factory, Host
     from goclaw.contracts.schema import ForgetScope, ForgetStep, SchemaComponent
-    from goclaw.engine import Engine
-    from goclaw.store.models import Agent
-    from goclaw.types import (
-        ConsolidationWorker,
-        ContextFile,
-        ContextFileSource,
-        Factory,
-        PromptContext,
-        PromptMode,
-        PromptRequest,
-        PromptSection,
-        SearchHit,
-        SkillTier,
-        SlashCommand,
-        Tool,
-    )
+    from goclaw.contracts.store import Agent
 
 NAME = "goclaw"
 hookspec = pluggy.HookspecMarker(NAME)
@@ -47,6 +41,23 @@ hookimpl = pluggy.HookimplMarker(NAME)
 
 
 # --------------------------------------------------------------------------- configuration
+
+
+@hookspec(historic=True)
+def goclaw_add_hookspecs(plugin_manager: pluggy.PluginManager) -> None:
+    """Add hook specifications of this plugin's own (``plugin_manager.add_hookspecs(module)``),
+    for other plugins to implement; the plugin calls them through ``engine.hooks`` (its generic
+    ``call``, ``first``, ``items`` and ``registry``).
+
+    Semantics: historic: called when the plugin is registered, before any later plugin is,
+    so a plugin registered after it can implement the new hooks. A hook added so does not exist
+    while its plugin is disabled: an implementation of it should then be marked
+    ``@hookimpl(optionalhook=True)``, else its plugin is reported as failed (unknown hook). A
+    plugin with a manifest names the module there instead (``HOOKSPECS``, :mod:`goclaw.plugins`):
+    its hooks then exist whenever it is installed, enabled or not.
+    Default plugin: none; the built-ins declare theirs in their manifests (``goclaw.prompt``,
+    ``goclaw.skills``, ``goclaw.memory``, ``goclaw.http``, ``goclaw.mcp``).
+    """
 
 
 @hookspec
@@ -66,7 +77,7 @@ def goclaw_settings_model() -> type[BaseModel] | None:
 
 
 @hookspec
-def goclaw_services(engine: Engine) -> dict[str, Any] | None:
+def goclaw_services(engine: Host) -> dict[str, Any] | None:
     """Contribute named service objects to the :class:`~goclaw.Engine` facade.
 
     Args: engine — the engine being opened.
@@ -81,38 +92,39 @@ def goclaw_services(engine: Engine) -> dict[str, Any] | None:
 
 
 @hookspec
-def goclaw_startup(engine: Engine) -> None:
+def goclaw_startup(engine: Host) -> None:
     """Run start-up work once the engine is open and migrated (e.g. backfill embeddings).
 
     Semantics: every implementation is called, in pluggy's call order (use ``tryfirst`` /
     ``trylast`` to order); an exception in a third-party implementation is reported and
     skipped unless ``plugins.strict``.
-    Default plugins: ``goclaw.skills`` (embedding backfill, spec §11), ``goclaw.memory``
+    Default plugins: ``goclaw.skills`` (embedding backfill), ``goclaw.memory``
     (optional watcher).
     """
 
 
 @hookspec
-def goclaw_agent_created(engine: Engine, agent: Agent) -> None:
+def goclaw_agent_created(engine: Host, agent: Agent) -> None:
     """React to a new agent. Called after the agent row is committed, outside any transaction.
 
-    Default plugin: ``goclaw.bootstrap`` seeds the agent-level context files (spec §3).
+    Default plugin: ``goclaw.bootstrap`` seeds the agent-level context files.
     """
 
 
 @hookspec
 def goclaw_cli_commands() -> list[CommandSpec] | None:
-    """Declare top-level ``goclaw`` commands, lazily (issue 13 item 3): the preferred form.
+    """Declare top-level ``goclaw`` commands, lazily: the preferred form.
 
     Return :class:`goclaw.contracts.commands.CommandSpec` values: the command's name, its one-line
     help and ``"module:attribute"`` of its ``click`` command. ``goclaw --help`` lists them from
     the declaration; the module is imported only when that command runs, so the plugin's command
-    code costs nothing until used. Semantics: all collected when the CLI starts (third-party
-    plugins only); a name the kernel or an active built-in already uses, or that two plugins
-    declare, is an error naming both when the command runs. A disabled built-in's name is free,
-    so a replacement feature can ship its own ``goclaw memory``. Default plugins: none (the
-    kernel declares the built-ins' commands itself, ``goclaw.cli.registry``, so that it can name
-    the plugin behind a disabled feature's command without importing it).
+    code costs nothing until used. Semantics: all collected when the CLI starts; a name the
+    kernel or another loaded plugin already uses is an error naming both when the command runs.
+    A disabled plugin's name is free, so a replacement feature can ship its own ``goclaw
+    memory``. The same declarations may instead sit in the plugin's manifest (``COMMANDS``,
+    :mod:`goclaw.plugins`): the CLI then reads them without importing the plugin, and names the
+    plugin when it is disabled; a distribution that ships manifests is never imported for its
+    commands. Default plugins: none; the built-ins declare theirs in their manifests.
     """
 
 
@@ -126,7 +138,7 @@ def goclaw_register_commands(cli: click.Group) -> None:
     """
 
 
-# --------------------------------------------------------------------------- storage (issue 13 item 3)
+# --------------------------------------------------------------------------- storage
 
 
 @hookspec
@@ -147,7 +159,7 @@ def goclaw_schema() -> list[SchemaComponent] | None:
 
 
 @hookspec
-def goclaw_forget_rows(engine: Engine, scope: ForgetScope, connection: Any) -> list[ForgetStep] | None:
+def goclaw_forget_rows(engine: Host, scope: ForgetScope, connection: Any) -> list[ForgetStep] | None:
     """Say which rows of this plugin's tables ``goclaw forget`` erases for ``scope``.
 
     Args: ``scope`` — :class:`goclaw.contracts.schema.ForgetScope` (a user of some agents, or
@@ -160,105 +172,20 @@ def goclaw_forget_rows(engine: Engine, scope: ForgetScope, connection: Any) -> l
     """
 
 
-# --------------------------------------------------------------------------- prompt (spec §5)
-
-
 @hookspec
-def goclaw_prompt_sections() -> list[PromptSection] | None:
-    """Contribute sections of the system prompt.
+def goclaw_forgotten(engine: Host, scope: ForgetScope) -> None:
+    """React to an erasure by ``goclaw forget``: the rows of ``scope`` (and its folders) are
+    gone; drop what was derived from them outside those rows (caches, a search index of one's
+    own), so no erased text survives.
 
-    Returns: objects with ``name``, ``order`` (float; the spec's numbers), ``modes``
-    (frozenset of mode names) and ``render(ctx) -> str | None``.
-    Semantics: all collected, sorted by ``(order, name)``; a duplicate name is an error.
-    Default plugins: one per section, ``goclaw.section.<name>`` (Identity, Bootstrap
-    override, Tooling, Safety, Workspace, Sandbox, User Identity, Current Time, Messaging,
-    Extra Context, Project Context, Silent Replies, Sub-Agent Spawning, Runtime),
-    ``goclaw.skills`` (Skills),
-    ``goclaw.memory`` (Memory Recall), ``goclaw.episodic`` (Memory Context).
-    """
-
-
-@hookspec
-def goclaw_prompt_modes() -> list[PromptMode] | None:
-    """Register prompt modes (``full``, ``minimal``, or more).
-
-    Semantics: all collected; a duplicate mode name is an error.
-    Default plugin: ``goclaw.prompt``.
-    """
-
-
-@hookspec(firstresult=True)
-def goclaw_resolve_prompt_mode(request: PromptRequest) -> str | None:
-    """Pick the prompt mode for a request that did not name one, or whose session key is a
-    subagent or cron key (that answer beats an explicit mode).
-
-    Semantics: first non-None answer wins. Default plugin: ``goclaw.prompt`` (trylast):
-    ``agent:<id>:subagent:...`` and ``agent:<id>:cron:...`` keys → ``minimal``, else ``full``.
-    """
-
-
-@hookspec
-def goclaw_context_file_sources() -> list[ContextFileSource] | None:
-    """Contribute sources of context files (AGENTS.md, SOUL.md, ...).
-
-    Returns: objects with ``name``, ``order`` and ``load(ctx) -> list[ContextFile]``.
-    Semantics: all collected and loaded in ``(order, name)`` order; a later source's file
-    overrides an earlier one of the same name, files only in earlier sources survive (spec §6).
-    Default plugin: ``goclaw.context_files`` (agent-level then per-user database files).
-    """
-
-
-@hookspec
-def goclaw_virtual_context_files(ctx: PromptContext) -> list[ContextFile] | None:
-    """Contribute system-injected files rendered in ``<system_context>`` (spec §1, §5).
-
-    Semantics: all collected; not called while BOOTSTRAP.md is pending.
-    Default plugins: ``goclaw.virtual.delegation`` (DELEGATION.md), ``goclaw.virtual.team``
-    (TEAM.md), ``goclaw.virtual.availability`` (AVAILABILITY.md).
-    """
-
-
-@hookspec
-def goclaw_slash_commands() -> list[SlashCommand] | None:
-    """Contribute slash commands (spec §9.5).
-
-    Returns: objects with ``name``, ``order`` and ``handle(text, ctx) -> SlashResult | None``.
-    Semantics: all collected, tried in ``(order, name)`` order; the first that returns a
-    result handles the message. Default plugin: ``goclaw.slash_commands`` (``/<slug>``, ``/use``,
-    ``/list-skills``, ``/help``).
-    """
-
-
-# --------------------------------------------------------------------------- skills (spec §8)
-
-
-@hookspec
-def goclaw_skill_tiers() -> list[SkillTier] | None:
-    """Contribute skill tiers.
-
-    Returns: objects with ``name``, ``priority`` (1 = highest), ``roots(engine)`` and
-    ``discover(engine)``. Semantics: all collected, sorted by ``(priority, name)``; a
-    duplicate tier name is an error. Default plugins: one per tier,
-    ``goclaw.skills.tier.workspace`` (1), ``.project`` (2), ``.personal`` (3),
-    ``.global`` (4: ``~/.goclaw/skills`` plus the managed store) and ``.builtin`` (5).
+    Semantics: every implementation is called once, after the erasing transaction committed
+    and before the erasure is checked (nothing of ``scope`` may be written again).
+    Default plugin: ``goclaw.memory`` (gives each agent's memory index a new version, so every
+    process's search backend catches up, and has its own backend drop the erased rows).
     """
 
 
 # --------------------------------------------------------------------------- registries
-
-
-@hookspec
-def goclaw_search_backends() -> dict[str, Factory] | None:
-    """Register search backends by name: ``{"sqlite": factory}``; ``factory(engine)`` builds one.
-
-    Semantics: a registry; the one used is chosen by config (``[plugins.memory] backend``,
-    default: the database's backend). A backend implements
-    :class:`goclaw.contracts.search.SearchBackend` (writes as well as queries, so it can keep
-    an index of its own); the memory service calls its ``open(source)`` with an
-    :class:`~goclaw.contracts.search.IndexSource` right after the factory and its ``close()``
-    when the engine closes. Default plugins: ``goclaw.memory`` (``sqlite``, ``postgresql``),
-    ``goclaw.lancedb`` (``lancedb``, optional).
-    """
 
 
 @hookspec
@@ -296,46 +223,12 @@ def goclaw_llm_providers() -> dict[str, Factory] | None:
     """
 
 
-@hookspec
-def goclaw_memory_search_extra(
-    engine: Engine, query: str, agent: Agent, user: str | None, limit: int
-) -> list[SearchHit] | None:
-    """Search extra memory tiers alongside the indexed documents (spec §17: L1 + L2).
-
-    Returns: hits with ``tier`` set (e.g. ``"episodic"``) and scores in 0..1.
-    Semantics: all collected; ``memory_search`` merges them with document hits (tier
-    ``"document"``) by score. Default plugin: ``goclaw.episodic`` (episodic summaries).
-    """
-
-
-@hookspec(firstresult=True)
-def goclaw_memory_rerank(
-    engine: Engine, query: str, agent: Agent, user: str | None, hits: list[Any], query_vector: Any
-) -> list[Any] | None:
-    """Rerank the best candidates of a memory search (issue 11 item 6).
-
-    Called once per search, after fusion and temporal decay and before MMR and the cut to the
-    limit, with the best ``[plugins.memory] rerank_candidates`` (60) de-duplicated hits, best
-    first. A hit has ``path``, ``start_line``, ``end_line``, ``score``, ``scope``, ``snippet``
-    and ``tier``; a reranker may set ``score``. ``query_vector``: the query's embedding from
-    the configured embedder (float32, as its ``embed([query])[0]`` gives it), or ``None`` when
-    the search ran without one (full text only, no embedder, or it failed). An implementation
-    that does not name ``query_vector`` is called without it (pluggy passes the arguments an
-    implementation names), so one written before it existed keeps working.
-
-    Returns: the same hit objects in the new order (best first; hits left out are dropped,
-    objects that were not among ``hits`` are ignored), or ``None`` to keep the order.
-    Semantics: first non-None answer wins. Default plugin: ``goclaw.memory`` (trylast): the
-    term-overlap/proximity reranker when ``[plugins.memory] rerank = "overlap"``, else ``None``.
-    """
-
-
 # --------------------------------------------------------------------------- workers and tools
 
 
 @hookspec
 def goclaw_consolidation_workers() -> list[ConsolidationWorker] | None:
-    """Contribute consolidation workers subscribed to durable event types (spec §18).
+    """Contribute consolidation workers subscribed to durable event types.
 
     Returns: objects with ``name``, ``event_types`` and ``handle(event, engine)``
     (:class:`goclaw.contracts.events.ConsolidationWorker`; event names and payload shapes are in
@@ -349,7 +242,7 @@ def goclaw_consolidation_workers() -> list[ConsolidationWorker] | None:
 
 
 @hookspec
-def goclaw_tools(engine: Engine) -> list[Tool] | None:
+def goclaw_tools(engine: Host) -> list[Tool] | None:
     """Contribute runtime tools (``skill_search``, ``use_skill``, ``memory_search``, ...).
 
     Semantics: all collected; a duplicate tool name is an error.
@@ -364,7 +257,3 @@ HOOK_NAMES: tuple[str, ...] = tuple(
     name for name in list(globals()) if name.startswith("goclaw_") and callable(globals()[name])
 )
 __all__ = ["HOOK_NAMES", "NAME", "hookimpl", "hookspec"]
-
-# Kept for type checkers: these names are only used in annotations above.
-if TYPE_CHECKING:
-    _unused = (ContextFile, PromptContext)

@@ -1,8 +1,8 @@
-"""Token counting (issue 14): a real BPE tokenizer by default, characters ÷ 4 as the fallback.
+"""Token counting: a real BPE tokenizer by default, characters ÷ 4 as the fallback.
 
 ``engine.tokenizer.count(text)`` is what goclaw uses wherever it estimates tokens: session
 token counts and so the memory-flush and compaction thresholds, and the skills section's
-inline-mode estimate. Context-file budgets stay in characters (DECISIONS.md "Units").
+inline-mode estimate. Context-file budgets stay in characters.
 
 Selected by the top-level setting ``tokenizer`` (``GOCLAW_TOKENIZER``):
 
@@ -13,8 +13,8 @@ Selected by the top-level setting ``tokenizer`` (``GOCLAW_TOKENIZER``):
   when tiktoken cannot load its encoding;
 * any name a plugin registers with the ``goclaw_tokenizers`` hook.
 
-Against o200k, characters ÷ 4 undercounts Chinese about 2.7×, Japanese 3.1× and code 1.5× (issue
-14), so a flush or compaction threshold measured in ÷4 tokens fires late.
+Against o200k, characters ÷ 4 undercounts Chinese about 2.7×, Japanese 3.1× and code 1.5×, so a
+flush or compaction threshold measured in ÷4 tokens fires late.
 """
 
 from __future__ import annotations
@@ -24,28 +24,21 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
+
+from goclaw.contracts.host import Tokenizer
 
 log = logging.getLogger(__name__)
 
 BUILTIN = ("o200k_base", "cl100k_base", "chars")
+__all__ = ["BUILTIN", "CharsTokenizer", "TiktokenTokenizer", "Tokenizer", "make_tokenizer"]
 _ENCODINGS: dict[str, Any] = {}
 _LOCK = threading.Lock()
 
 
-@runtime_checkable
-class Tokenizer(Protocol):
-    """Counts the tokens of a text."""
-
-    @property
-    def name(self) -> str: ...
-
-    def count(self, text: str) -> int: ...
-
-
 @dataclass(frozen=True)
 class CharsTokenizer:
-    """Characters ÷ 4, rounded up (Unicode code points, DECISIONS.md "Units")."""
+    """Characters ÷ 4, rounded up (Unicode code points)."""
 
     name: str = "chars"
 

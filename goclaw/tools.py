@@ -1,4 +1,4 @@
-"""``engine.tools``: the runtime's tools under the tool calling contract (issue 14).
+"""``engine.tools``: the runtime's tools under the tool calling contract.
 
     tools = engine.tools
     ctx = ToolContext(agent="ada", user="u1", session="s-42")
@@ -8,7 +8,7 @@
 
 Tools come from the ``goclaw_tools`` hook. A plugin may contribute tools that implement
 :class:`~goclaw.contracts.tools.ContractTool` (``run(args, context)``) or older
-:class:`~goclaw.types.Tool` values whose ``func`` takes the model's arguments plus the caller as
+:class:`~goclaw.contracts.hooks.Tool` values whose ``func`` takes the model's arguments plus the caller as
 keywords; the registry adapts the latter: the scope keys are taken out of the model's schema and
 filled from the :class:`ToolContext`, so the model can neither see nor set them.
 """
@@ -35,15 +35,15 @@ from goclaw.contracts.tools import (
 from goclaw.errors import GoclawError, NotFoundError
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
-    from goclaw.types import Tool
+    from goclaw.contracts.hooks import Tool
+    from goclaw.contracts.host import Host
 
 FORMATS = ("openai", "anthropic", "mcp")
 
 
 @dataclass(frozen=True)
 class KeywordTool:
-    """Adapts a :class:`~goclaw.types.Tool` (``func(**args, agent=, user=)``) to the contract."""
+    """Adapts a :class:`~goclaw.contracts.hooks.Tool` (``func(**args, agent=, user=)``) to the contract."""
 
     name: str
     description: str
@@ -84,7 +84,7 @@ class KeywordTool:
 class ToolRegistry:
     """The tools offered to a model; one per engine (``engine.tools``)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
         self._tools: dict[str, ContractTool] | None = None
         self._lock = threading.Lock()

@@ -24,7 +24,7 @@ Exact commands used (Debian 12, Python 3.11, 2 CPU cores, no GPU)
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 /tmp/distill-venv/bin/python scripts/distill_embedder.py
 
 Variants measured against the bundled model by ``benchmarks/embedder_eval.py`` (not shipped, see
-docs/memory.md "Embedding providers"): ``--pca-dims 384 --out DIR`` (all 384 dims, centred and
+benchmarks/results/2026-12-03-embedder-eval.md): ``--pca-dims 384 --out DIR`` (all 384 dims, centred and
 rotated), ``--pca-dims 0`` (no PCA at all), ``--vocabulary N`` (adds whole-word tokens for
 wordfreq's top N English words that WordPiece splits; needs ``pip install wordfreq``; every added
 word is one more transformer pass, so N = 50000 adds ~26k passes, 20+ minutes on 2 busy cores).

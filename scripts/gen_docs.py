@@ -11,6 +11,7 @@ when a page is out of date (the test suite runs it).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,21 @@ from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+
+# Help texts and field descriptions may cite numbered sections of design notes (a section sign
+# and a number, after an optional "spec"), which mean nothing to a reader of the docs: the pages
+# leave them out.
+_SECTION_REF = re.compile(r"\s*(?:\bspec\s+)?§\s*\d+(?:\.\d+)*")
+_EMPTY_PARENS = re.compile(r"\s*\(\s*[,;]?\s*\)")
+
+
+def _reader_text(text: str) -> str:
+    """``text`` without references to design-note sections, and without the parentheses or
+    commas they leave behind."""
+    text = _SECTION_REF.sub("", text)
+    text = re.sub(r"\(\s*,\s*", "(", text)
+    text = re.sub(r"\s+,", ",", text)
+    return _EMPTY_PARENS.sub("", text)
 
 
 def _type_name(annotation: Any) -> str:
@@ -38,7 +54,7 @@ def _model_table(model: type[BaseModel]) -> list[str]:
         else:
             default = field.default
         shown = "" if default is None else f"`{default!r}`"
-        desc = (field.description or "").replace("|", "\\|").replace("\n", " ")
+        desc = _reader_text(field.description or "").replace("|", "\\|").replace("\n", " ")
         lines.append(f"| `{name}` | `{_type_name(field.annotation)}` | {shown} | {desc} |")
     return lines
 
@@ -88,9 +104,10 @@ def configuration_page() -> str:
 
 
 def _renamed_section() -> list[str]:
-    """Old names that still work (issue 13 item 4), from the kernel's own tables of them."""
-    from goclaw.plugins import MOVED_SETTINGS, RENAMED_PLUGINS
+    """Old names that still work, as the plugins' manifests declare them."""
+    from goclaw.plugins import discover, feature_of
 
+    installed = discover()
     out = [
         "## Renamed plugins and settings",
         "",
@@ -99,12 +116,16 @@ def _renamed_section() -> list[str]:
         "| old | now |",
         "|---|---|",
     ]
-    for old, new in sorted(RENAMED_PLUGINS.items()):
+    for old, new in sorted(installed.aliases.items()):
         out.append(f"| plugin `{old}` (`disable`/`only`) | {', '.join(f'`{n}`' for n in new)} |")
-        tables = ", ".join(f"`[plugins.{n.removeprefix('goclaw.')}]`" for n in new)
-        old_table = f"[plugins.{old.removeprefix('goclaw.')}]"
-        out.append(f"| `{old_table}` | each key in the new table(s) declaring it: {tables} |")
-    for (table, key), new_table in sorted(MOVED_SETTINGS.items()):
+        tables = ", ".join(f"`[plugins.{feature_of(n)}]`" for n in new)
+        out.append(f"| `[plugins.{feature_of(old)}]` | each key in the new table(s) declaring it: {tables} |")
+    moved = [
+        (old, key, feature_of(name))
+        for name, plugin in installed.plugins.items()
+        for key, old in plugin.declares("MOVED_SETTINGS", {}).items()
+    ]
+    for table, key, new_table in sorted(moved):
         out.append(f"| `[plugins.{table}] {key}` | `[plugins.{new_table}] {key}` |")
     return [*out, ""]
 
@@ -112,7 +133,8 @@ def _renamed_section() -> list[str]:
 def _command_doc(cmd: click.Command, path: str, out: list[str], level: int) -> None:
     ctx = click.Context(cmd, info_name=path.split()[-1], terminal_width=100, max_content_width=100)
     out += [f"{'#' * level} `{path}`", ""]
-    out += ["```text", cmd.get_help(ctx).replace(f"Usage: {path.split()[-1]}", f"Usage: {path}"), "```", ""]
+    text = _reader_text(cmd.get_help(ctx)).replace(f"Usage: {path.split()[-1]}", f"Usage: {path}")
+    out += ["```text", text, "```", ""]
     if isinstance(cmd, click.Group):
         from goclaw.cli.lazy import LazyGroup
 

@@ -8,6 +8,10 @@ cd "$(dirname "$0")/.."
 export LITELLM_LOCAL_MODEL_COST_MAP=True HF_HUB_OFFLINE=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 
 if [ ! -x .venv/bin/python ]; then
+  if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "error: goclaw needs Python 3.11 or newer; python3 is $(python3 -V 2>&1 || echo missing)" >&2
+    exit 2
+  fi
   python3 -m venv .venv
 fi
 echo "==> installing goclaw into .venv" >&2
@@ -16,14 +20,6 @@ echo "==> installing goclaw into .venv" >&2
 GOCLAW=.venv/bin/goclaw
 WS=.quickstart
 rm -rf "$WS"
-if [ -d examples/quickstart ]; then
-  cp -r examples/quickstart "$WS"
-  exec bash examples/quickstart/run.sh "$GOCLAW" "$WS"
-fi
+cp -r examples/quickstart "$WS"
+exec bash examples/quickstart/run.sh "$GOCLAW" "$WS"
 
-# Fallback while the example workspace does not exist: the kernel tour.
-$GOCLAW -w "$WS" init
-$GOCLAW -w "$WS" agent create support --type predefined --description "Customer support"
-$GOCLAW -w "$WS" agent create scratchpad --type open
-$GOCLAW -w "$WS" agent list
-$GOCLAW -w "$WS" plugins --all

@@ -1,10 +1,10 @@
-"""Recall and false positives of the redactor on tests/data/secrets_corpus.jsonl (issue 12 §2).
+"""Recall and false positives of the redactor on tests/data/secrets_corpus.jsonl.
 
 tests/data/secrets_holdout.jsonl holds 25 more secrets of formats no detector was written or
 tuned for (added after the detectors were done): its recall says how the detectors generalise.
 
     python scripts/redaction_corpus.py            # the current redactor (goclaw_text.redaction)
-    python scripts/redaction_corpus.py --before   # also the pre-issue-12 redactor, from git
+    python scripts/redaction_corpus.py --before   # also the redactor of commit 8130828, from git
     python scripts/redaction_corpus.py -v         # list every miss and false positive
 
 A secret counts as caught when none of its parts survives; a benign line is a false
@@ -76,7 +76,7 @@ def old_redactor() -> Callable[[str], str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", action="store_true", help="also score the pre-issue-12 redactor")
+    parser.add_argument("--before", action="store_true", help="also score the redactor of commit 8130828")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     from goclaw_text.redaction import redact

@@ -1,4 +1,4 @@
-"""Shared helpers for the issue-6 tests: recording sessions, a litellm mock, a test worker
+"""Shared helpers for the consolidation tests: recording sessions, a litellm mock, a test worker
 plugin installed through a real entry point (a ``*.dist-info`` folder on ``PYTHONPATH``)."""
 
 from __future__ import annotations

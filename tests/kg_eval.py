@@ -1,4 +1,4 @@
-"""Precision / recall of the model-free entity extractor on a small labelled set (issue 12).
+"""Precision / recall of the model-free entity extractor on a small labelled set.
 
 ``tests/data/kg_entities.jsonl``: one sentence a line, in the style of the episodic summaries
 the extractor reads (agent conversations, the extractive summary's "User:"/"Session about"

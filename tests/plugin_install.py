@@ -1,4 +1,4 @@
-"""Install the example third-party plugins under ``tests/plugins/`` for real, with pip.
+"""Install the example third-party plugins under ``tests/third_party/`` for real, with pip.
 
 ``pip install --target`` puts a real ``*.dist-info`` (with ``entry_points.txt``) in a folder;
 adding that folder to ``sys.path`` is exactly how an installed plugin becomes visible to
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-PLUGINS_DIR = Path(__file__).parent / "plugins"
+PLUGINS_DIR = Path(__file__).parent / "third_party"
 TEST_PLUGIN_MODULES = (
     "goclaw_hello",
     "goclaw_broken",

@@ -1,4 +1,4 @@
-"""The ``goclaw`` command line (DESIGN.md §7).
+"""The ``goclaw`` command line.
 
 Global options come before the command: ``goclaw --workspace DIR --database-url URL <command>``.
 Every listing command takes ``--json`` and then prints one JSON document on stdout and nothing
@@ -18,13 +18,14 @@ import click
 
 from goclaw.cli.common import CliState, fail, input_error, non_utf8_argument
 from goclaw.cli.lazy import LazyGroup
-from goclaw.cli.registry import DEFAULT_COMMANDS, KERNEL_COMMANDS
+from goclaw.cli.registry import KERNEL_COMMANDS
+from goclaw.contracts.commands import CommandSpec
 from goclaw.errors import GoclawError
 
 
 @click.group(
     cls=LazyGroup,
-    specs=(*KERNEL_COMMANDS, *DEFAULT_COMMANDS),
+    specs=KERNEL_COMMANDS,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.option(
@@ -53,35 +54,81 @@ def cli(ctx: click.Context, workspace: Path | None, database_url: str | None) ->
 
 
 def _add_plugin_commands(argv: list[str]) -> None:
-    """Let third-party plugins add commands: lazily declared (hook ``goclaw_cli_commands``) or
-    ready-made (hook ``goclaw_register_commands``, the eager form kept for compatibility).
-
-    Only entry-point plugins are loaded here, never the built-ins, whose commands the kernel
-    declares itself (:mod:`goclaw.cli.registry`). Best effort: a broken config or plugin must
-    not break ``--help``; the real error surfaces when a command runs.
+    """Collect every installed plugin's commands: declared in its manifest (read without
+    importing the plugin, whether it is enabled or not), or, for a distribution that ships no
+    manifest, by its ``goclaw_cli_commands`` hook (lazy) or ``goclaw_register_commands`` hook
+    (eager, kept for compatibility); those plugins are loaded under the workspace's
+    ``[plugins]`` settings. Best effort: a broken config or plugin must not break ``--help``;
+    the real error surfaces when a command runs.
     """
-    from importlib import metadata
+    from goclaw.plugins import discover
 
     cli.clear_plugin_specs()
-    if not metadata.entry_points(group="goclaw"):
-        return
+    installed = discover()
+    cli.installed = installed
+    contributions: list[tuple[str, CommandSpec]] = []
+    for p in installed.plugins.values():
+        try:
+            contributions.extend((p.name, spec) for spec in p.commands())
+        except GoclawError:
+            if p.builtin:
+                raise
+    declaring = {p.distribution for p in installed.plugins.values() if p.manifest is not None}
+    unread = [n for n, p in installed.plugins.items() if p.distribution not in declaring]
     workspace = Path(os.environ.get("GOCLAW_WORKSPACE", "."))
     for i, arg in enumerate(argv):
         if arg in ("--workspace", "-w") and i + 1 < len(argv):
             workspace = Path(argv[i + 1])
         elif arg.startswith("--workspace="):
             workspace = Path(arg.split("=", 1)[1])
-    try:
-        from goclaw.config import load_settings
+    config = _PluginsConfig(workspace)
+    hooks = None
+    if unread and config() is not None:
         from goclaw.hooks import Hooks
-        from goclaw.plugins import build_plugin_manager
+        from goclaw.plugins import GoclawPluginManager
 
-        settings = load_settings(workspace.resolve())
-        hooks = Hooks(build_plugin_manager(settings.plugins, include_builtins=False))
-        cli.set_plugin_specs(hooks.cli_commands(), settings.plugins)
+        try:
+            manager = GoclawPluginManager(config(), installed=installed, select=unread)
+            manager.load()
+            hooks = Hooks(manager)
+            contributions.extend(hooks.cli_commands())
+        except GoclawError:
+            hooks = None
+
+    def reason(plugin: str) -> str | None:
+        from goclaw.cli.lazy import block_reason
+
+        settings = config()
+        return None if settings is None else block_reason(settings, plugin, installed)
+
+    builtins = {n for n, p in installed.plugins.items() if p.builtin}
+    cli.set_plugin_specs(contributions, reason, builtins)
+    if hooks is not None:
         hooks.register_commands(cli)
-    except GoclawError:
-        return
+
+
+cli.collect = _add_plugin_commands
+
+
+class _PluginsConfig:
+    """The workspace's ``[plugins]`` settings, read once on first use; None when they cannot be
+    read (the command that runs reports why)."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        self._read = False
+        self._config: Any = None
+
+    def __call__(self) -> Any:
+        if not self._read:
+            self._read = True
+            from goclaw.config import load_settings
+
+            try:
+                self._config = load_settings(self.workspace.resolve()).plugins
+            except GoclawError:
+                self._config = None
+        return self._config
 
 
 class _WarningLines(logging.Handler):

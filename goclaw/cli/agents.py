@@ -1,4 +1,5 @@
-"""``goclaw agent ...`` and ``goclaw team ...``."""
+"""``goclaw agent ...`` and ``goclaw team ...`` (plugins add ``agent`` subcommands of their own:
+``goclaw agent summon`` is the bootstrap plugin's)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,16 @@ from typing import TYPE_CHECKING
 
 import click
 
-from goclaw.cli.common import emit_json, engine, json_option, print_table
+from goclaw.cli.common import engine
+from goclaw.cli.lazy import KernelGroup
+from goclaw.contracts.cli import emit_json, json_option, print_table
 
 if TYPE_CHECKING:
+    from goclaw.contracts.store import Agent
     from goclaw.engine import Engine
-    from goclaw.store.models import Agent
 
 
-@click.group("agent")
+@click.group("agent", cls=KernelGroup)
 def agent_group() -> None:
     """Create, list, summon and link agents."""
 
@@ -60,31 +63,6 @@ def agent_list(as_json: bool) -> None:
         ["name", "type", "status", "description"],
         [(a.name, a.agent_type, a.status, a.description) for a in agents],
     )
-
-
-@agent_group.command("summon")
-@click.argument("name")
-@click.argument("description")
-@click.option(
-    "--type",
-    "agent_type",
-    type=click.Choice(["open", "predefined"]),
-    default="predefined",
-    show_default=True,
-    help="Type used when the agent does not exist yet.",
-)
-@json_option
-def agent_summon(name: str, description: str, agent_type: str, as_json: bool) -> None:
-    """Generate SOUL, IDENTITY, AGENTS and TOOLS from a description with one LLM call."""
-    eng = engine()
-    result = eng.service("summoner").summon(name, description, agent_type=agent_type)
-    data = (
-        result if isinstance(result, dict) else getattr(result, "as_dict", lambda: {"result": str(result)})()
-    )
-    if as_json:
-        emit_json(data)
-    else:
-        click.echo(data.get("message") or f"summoned {name}")
 
 
 @agent_group.command("link")

@@ -1,12 +1,12 @@
-"""Shared CLI plumbing: the lazily opened engine, JSON output, tables, errors."""
+"""Shared CLI plumbing of the kernel's commands: the lazily opened engine and errors (the options
+and output helpers every command uses are :mod:`goclaw.contracts.cli`'s)."""
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -14,11 +14,12 @@ if TYPE_CHECKING:
     from goclaw.engine import Engine
     from goclaw.errors import GoclawError
 
-F = TypeVar("F", bound=Callable[..., Any])
+__all__ = ["CliState", "engine", "fail", "input_error", "non_utf8_argument", "shown", "state"]
 
 
 class CliState:
-    """Carried in ``click.Context.obj``: global options and the engine, opened on demand."""
+    """Carried in ``click.Context.obj``: global options and the engine, opened on demand
+    (:meth:`host` is what :func:`goclaw.contracts.cli.engine` calls)."""
 
     def __init__(self, workspace: Path, database_url: str | None) -> None:
         self.workspace = workspace
@@ -31,6 +32,16 @@ class CliState:
 
             self._engine = Engine.open(self.workspace, self.database_url, **kwargs)
         return self._engine
+
+    def host(self) -> Engine:
+        """The engine for the running command. Commands whose declaration says ``startup``
+        (their work benefits from the start-up hooks, e.g. the skill-embedding backfill) open
+        it with them; the others skip them: a one-shot ``agent list`` should not pay
+        for scanning skill tiers and loading an embedding model."""
+        root = click.get_current_context().find_root()
+        spec_of = getattr(root.command, "spec", None)
+        spec = spec_of(root.invoked_subcommand or "") if spec_of is not None else None
+        return self.engine(startup=bool(spec is not None and spec.startup))
 
     def close(self) -> None:
         if self._engine is not None:
@@ -46,48 +57,8 @@ def state() -> CliState:
 
 
 def engine() -> Engine:
-    """The engine for the running command. Commands whose declaration says ``startup`` (their
-    work benefits from the start-up hooks, e.g. the skill-embedding backfill, spec §11) open it
-    with them; the others skip them: a one-shot ``agent list`` should not pay for scanning skill
-    tiers and loading an embedding model."""
-    ctx = click.get_current_context()
-    root = ctx.find_root()
-    spec_of = getattr(root.command, "spec", None)
-    spec = spec_of(root.invoked_subcommand or "") if spec_of is not None else None
-    return state().engine(startup=bool(spec is not None and spec.startup))
-
-
-def json_option(f: F) -> F:
-    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(f)
-
-
-def agent_option(required: bool = True) -> Callable[[F], F]:
-    return click.option("--agent", "-a", required=required, help="Agent name.")
-
-
-def user_option(help: str = "User id (omit for the agent level).") -> Callable[[F], F]:
-    return click.option("--user", "-u", default=None, help=help)
-
-
-def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
-
-
-def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None) -> None:
-    """A rich table on a terminal; tab-separated lines when piped (stable for scripts)."""
-    if not sys.stdout.isatty():
-        for row in rows:
-            click.echo("\t".join("" if v is None else str(v) for v in row))
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=title, show_lines=False)
-    for col in columns:
-        table.add_column(col)
-    for row in rows:
-        table.add_row(*("" if v is None else str(v) for v in row))
-    Console().print(table)
+    """The engine for the running command (:meth:`CliState.host`)."""
+    return state().host()
 
 
 def fail(exc: GoclawError) -> NoReturn:
@@ -109,7 +80,7 @@ def non_utf8_argument(args: Sequence[str]) -> str | None:
 
     Python decodes the raw bytes of ``argv`` with ``surrogateescape``: an invalid byte becomes a
     lone surrogate, which fails later, deep inside (a database write, a file name). Refuse it at
-    the entry instead (issue 12).
+    the entry instead.
     """
     for i, arg in enumerate(args, 1):
         try:
@@ -124,7 +95,7 @@ def input_error(exc: BaseException) -> str | None:
 
     Huge numbers (``--limit 10**30`` reaching the database), text that is not UTF-8 (standard
     input, a file, an environment variable) and input nested so deeply that a parser recursed
-    out (TOML/JSON) are user mistakes, not bugs (issue 12).
+    out (TOML/JSON) are user mistakes, not bugs.
     """
     if isinstance(exc, OverflowError):
         return f"a number is out of range ({shown(str(exc))})"

@@ -1,10 +1,11 @@
-"""``goclaw forget --user U``: erase one user's data (issue 14); a dry run unless ``--yes``."""
+"""``goclaw forget --user U``: erase one user's data; a dry run unless ``--yes``."""
 
 from __future__ import annotations
 
 import click
 
-from goclaw.cli.common import emit_json, engine, json_option
+from goclaw.cli.common import engine
+from goclaw.contracts.cli import emit_json, json_option
 
 
 @click.command("forget")

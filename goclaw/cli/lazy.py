@@ -1,20 +1,14 @@
-"""Commands declared, listed and imported only when they run (issue 13 item 3).
-
-:class:`LazyGroup` is the root ``goclaw`` group. It holds :class:`CommandSpec` declarations:
-``goclaw --help`` lists them from the declaration alone, and a command's module is imported only
-when that command is resolved. The kernel declares its own commands and the built-in plugins'
-(:mod:`goclaw.cli.registry`), so it knows who owns ``goclaw kg`` without importing anything: with
-that plugin disabled the command fails with one line naming the plugin. Third-party plugins
-declare theirs through the hook ``goclaw_cli_commands``; the eager hook
-``goclaw_register_commands`` still adds ready-made commands (kept for compatibility).
-"""
+"""Commands declared, listed and imported only when they run: :class:`LazyGroup`, the root
+``goclaw`` group, holds the kernel's declarations (:mod:`goclaw.cli.registry`) and the plugins'
+(their manifests' ``COMMANDS`` or hook ``goclaw_cli_commands``); ``goclaw --help`` lists them
+from the declarations alone, and a disabled plugin's command fails with one line naming it."""
 
 from __future__ import annotations
 
 import importlib
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,25 +20,26 @@ from goclaw.errors import FeatureUnavailableError, GoclawError, PluginError
 
 if TYPE_CHECKING:
     from goclaw.config import PluginsConfig
+    from goclaw.plugins import Installed
 
 
-def block_reason(config: PluginsConfig, plugin: str) -> str | None:
-    """Why ``plugin`` is not loaded under ``config`` (``[plugins] disable / only``), or None.
+def block_reason(config: PluginsConfig, plugin: str, installed: Installed | None = None) -> str | None:
+    """Why ``plugin`` is not loaded under ``config`` (``[plugins] disable / only / autoload``), or
+    None: the rule the plugin manager applies before it imports anything
+    (:meth:`goclaw.plugins.Installed.blocked`). A bad name in the settings is left to the
+    engine, which reports it when the command opens it."""
+    from goclaw.plugins import discover
 
-    The same rule the plugin manager applies before it imports anything; name validation is
-    left to the engine, which reports an unknown name when the command opens it.
-    """
-    from goclaw.plugins import ESSENTIAL_PLUGINS, RENAMED_PLUGINS
-
-    def named(names: Iterable[str]) -> set[str]:  # an old plugin name stands for its successors
-        return {n for name in names for n in (name, *RENAMED_PLUGINS.get(name, ()))}
-
-    if not plugin or plugin in ESSENTIAL_PLUGINS:
+    try:
+        why = (installed or discover()).blocked(config).get(plugin) if plugin else None
+    except PluginError:
         return None
-    if plugin in named(config.disable):
+    if why == "disable":
         return f"which is disabled {_source('DISABLE')}"
-    if config.only is not None and plugin not in named(config.only):
+    if why == "only":
         return f"which plugins.only leaves out {_source('ONLY')}"
+    if why == "autoload":
+        return "which is a third-party plugin, and those are not loaded (plugins.autoload is off)"
     return None
 
 
@@ -58,55 +53,83 @@ class LazyGroup(click.Group):
 
     def __init__(self, *args: Any, specs: Iterable[CommandSpec] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.builtin_specs: dict[str, CommandSpec] = {}
+        self.kernel_specs: dict[str, CommandSpec] = {}
         for spec in specs:
-            if spec.name in self.builtin_specs:
+            if spec.name in self.kernel_specs:
                 raise ValueError(f"command {spec.name!r} is declared twice")
-            self.builtin_specs[spec.name] = spec
+            self.kernel_specs[spec.name] = spec
         self.plugin_specs: dict[str, CommandSpec] = {}
+        self.builtin_plugins: set[str] = set()
+        self.installed: Installed | None = None  # the run's plugins, when it read them
+        self.collected = False
+        # Collects the plugins' declarations for a command line (goclaw.cli sets it).
+        self.collect: Callable[[list[str]], None] | None = None
         self.conflicts: dict[str, str] = {}
         self._loaded: dict[str, tuple[Any, click.Command]] = {}  # key -> (its module, command)
 
     # ------------------------------------------------------------------ declarations
     def spec(self, name: str) -> CommandSpec | None:
-        """The declaration a run of ``goclaw <name>`` uses (a third party's first)."""
-        return self.plugin_specs.get(name) or self.builtin_specs.get(name)
+        """The declaration a run of ``goclaw <name>`` uses."""
+        return self.kernel_specs.get(name) or self.plugin_specs.get(name)
 
     def clear_plugin_specs(self) -> None:
-        """Forget the third-party declarations (each CLI run collects its own)."""
+        """Forget the plugins' declarations (each CLI run collects its own)."""
         self.plugin_specs = {}
+        self.builtin_plugins = set()
         self.conflicts = {}
 
     def set_plugin_specs(
-        self, contributions: Iterable[tuple[str, CommandSpec]], config: PluginsConfig
+        self,
+        contributions: Iterable[tuple[str, CommandSpec]],
+        reason: Callable[[str], str | None] = lambda plugin: None,
+        builtin_plugins: Iterable[str] = (),
     ) -> None:
-        """Replace the third-party declarations with ``[(plugin, spec)]`` (one CLI run's).
+        """Replace the plugins' declarations with ``[(plugin, spec)]`` (one CLI run's), loaded
+        plugins' and not loaded ones' alike; ``reason(plugin)`` says why a plugin is not loaded
+        (None: it is), and is asked only when two plugins declare one name.
 
-        A name already taken by the kernel, by an active built-in or by another plugin is a
-        conflict: running that command then fails naming both plugins, ``--help`` still works.
-        A built-in's name is free once its plugin is disabled (that is how a feature is replaced).
+        A name the kernel uses, or that two loaded plugins declare, is a conflict: running that
+        command then fails naming both, ``--help`` still works. A plugin that is not loaded
+        gives its names way to one that is: that is how a feature is replaced (disable
+        ``goclaw.memory``, install a plugin with its own ``goclaw memory``).
         """
         self.clear_plugin_specs()
+        self.collected = True
+        self.builtin_plugins = set(builtin_plugins)
+        by_name: dict[str, list[CommandSpec]] = {}
         for plugin, spec in contributions:
-            builtin = self.builtin_specs.get(spec.name)
-            taken_by = self.plugin_specs.get(spec.name)
-            if taken_by is not None:
-                owner = taken_by.plugin
-            elif builtin is not None and block_reason(config, builtin.plugin) is None:
-                owner = builtin.plugin or "the goclaw kernel"
+            by_name.setdefault(spec.name, []).append(replace(spec, plugin=plugin))
+        for name, specs in by_name.items():
+            if name in self.kernel_specs:
+                owners = ["the goclaw kernel", specs[0].plugin]
+            elif len(specs) > 1:
+                loaded = [s for s in specs if reason(s.plugin) is None]
+                if len(loaded) <= 1:
+                    self.plugin_specs[name] = (loaded or specs)[0]
+                    continue
+                owners = [loaded[0].plugin, loaded[1].plugin]
             else:
-                self.plugin_specs[spec.name] = replace(spec, plugin=plugin)
+                self.plugin_specs[name] = specs[0]
                 continue
-            self.conflicts[spec.name] = (
-                f"command 'goclaw {spec.name}' is provided by both {owner!r} and {plugin!r}; "
+            self.conflicts[name] = (
+                f"command 'goclaw {name}' is provided by both {owners[0]!r} and {owners[1]!r}; "
                 "disable one of them"
             )
 
     # ------------------------------------------------------------------ click
+    def _collect(self) -> None:
+        """Used without the CLI's entry point (the generated reference, tests): collect the
+        plugins' declarations now."""
+        if not self.collected and self.collect is not None:
+            self.collect([])
+
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*self.commands, *self.builtin_specs, *self.plugin_specs})
+        self._collect()
+        # "<group> <name>" declarations are subcommands of a KernelGroup, not top-level commands
+        return sorted({*self.commands, *self.kernel_specs, *(n for n in self.plugin_specs if " " not in n)})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        self._collect()
         if cmd_name in self.conflicts:
             raise PluginError(self.conflicts[cmd_name])
         if cmd_name in self.commands:  # added eagerly (goclaw_register_commands)
@@ -114,11 +137,11 @@ class LazyGroup(click.Group):
         spec = self.spec(cmd_name)
         if spec is None:
             return None
-        if spec.plugin and cmd_name not in self.plugin_specs:
-            reason = _block_reason_for(ctx, spec.plugin)
+        if spec.plugin:
+            reason = _block_reason_for(ctx, spec.plugin, self.installed)
             if reason is not None:
                 raise FeatureUnavailableError(
-                    f"'goclaw {cmd_name}' is provided by plugin {spec.plugin}, {reason}"
+                    f"'goclaw {spec.name}' is provided by plugin {spec.plugin}, {reason}"
                 )
         return self.load(spec)
 
@@ -130,7 +153,7 @@ class LazyGroup(click.Group):
         cached = self._loaded.get(key)
         if cached is not None and sys.modules.get(module_name) is cached[0]:
             return cached[1]
-        builtin = self.builtin_specs.get(spec.name) == spec
+        builtin = not spec.plugin or spec.plugin in self.builtin_plugins
         try:
             command = getattr(importlib.import_module(module_name), attribute)
         except Exception as exc:
@@ -183,7 +206,29 @@ class LazyGroup(click.Group):
             formatter.write_dl(lines)
 
 
-def _block_reason_for(ctx: click.Context, plugin: str) -> str | None:
+class KernelGroup(LazyGroup):
+    """A kernel command group that plugins add subcommands to: a plugin's declaration named
+    ``"<group> <name>"`` (``CommandSpec("workers prune", ...)``) is this group's ``<name>``,
+    imported only when it runs, with the root group's rules (a disabled plugin's subcommand
+    answers in one line naming it; a name the kernel's group has is a conflict)."""
+
+    def _collect(self) -> None:
+        from goclaw.cli import cli
+
+        cli._collect()
+        prefix = f"{self.name} "
+        subs = {n.removeprefix(prefix): s for n, s in cli.plugin_specs.items() if n.startswith(prefix)}
+        self.installed, self.builtin_plugins = cli.installed, cli.builtin_plugins
+        self.plugin_specs = {n: s for n, s in subs.items() if n not in self.commands}
+        self.conflicts = {n.removeprefix(prefix): m for n, m in cli.conflicts.items() if n.startswith(prefix)}
+        for name in set(subs) & set(self.commands):
+            self.conflicts[name] = (
+                f"command 'goclaw {self.name} {name}' is provided by both the goclaw kernel and "
+                f"{subs[name].plugin!r}; disable one of them"
+            )
+
+
+def _block_reason_for(ctx: click.Context, plugin: str, installed: Installed | None) -> str | None:
     """Is ``plugin`` blocked in this run's workspace? A settings problem is left to the command
     (the engine reports it when it opens), so ``goclaw memory --help`` works with a broken file."""
     from goclaw.config import load_settings
@@ -193,4 +238,4 @@ def _block_reason_for(ctx: click.Context, plugin: str) -> str | None:
         settings = load_settings(Path(workspace).resolve())
     except GoclawError:
         return None
-    return block_reason(settings.plugins, plugin)
+    return block_reason(settings.plugins, plugin, installed)

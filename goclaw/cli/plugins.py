@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from goclaw.cli.common import emit_json, json_option, print_table, state
+from goclaw.cli.common import state
+from goclaw.contracts.cli import emit_json, json_option, print_table
 
 
 @click.command("plugins")

@@ -1,4 +1,5 @@
-"""``goclaw workers run|status|events|retry|prune`` (DESIGN.md §6)."""
+"""``goclaw workers run|status|events|retry``: the durable event queue's workers (plugins add
+subcommands of their own: ``goclaw workers prune`` is the episodic plugin's)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from typing import Any
 
 import click
 
-from goclaw.cli.common import emit_json, engine, json_option, print_table
+from goclaw.cli.common import engine
+from goclaw.cli.lazy import KernelGroup
+from goclaw.contracts.cli import emit_json, json_option, print_table
 
 
-@click.group("workers")
+@click.group("workers", cls=KernelGroup)
 def workers_group() -> None:
     """Run and inspect the consolidation workers and their durable queue."""
 
@@ -125,14 +128,3 @@ def workers_retry(event_id: int | None, worker: str | None, replay: bool) -> Non
     """Make dead (or, with --replay, done) deliveries run again."""
     n = engine().events.retry(event_id, worker, dead_only=not replay)
     click.echo(f"{n} deliveries queued again")
-
-
-@workers_group.command("prune")
-@json_option
-def workers_prune(as_json: bool) -> None:
-    """Delete expired episodic summaries now (retention; also runs every 6 h in workers run)."""
-    n = engine().service("episodic").prune_expired()
-    if as_json:
-        emit_json({"pruned": n})
-    else:
-        click.echo(f"pruned {n} expired episodic summaries")

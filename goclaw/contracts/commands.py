@@ -1,13 +1,6 @@
-"""CLI commands a plugin declares without importing them (issue 13 item 3).
-
-A :class:`CommandSpec` names one top-level ``goclaw`` command, its one-line help and where its
-``click`` command lives (``"package.module:attribute"``). ``goclaw --help`` lists declarations
-from these fields alone; the module is imported only when the command runs, so a plugin's
-commands cost nothing until used. Built-in plugins are declared by the kernel
-(``goclaw.cli.registry.DEFAULT_COMMANDS``), so the kernel names a disabled plugin's commands
-without importing it; a third-party plugin returns its declarations from the hook
-``goclaw_cli_commands``.
-"""
+"""CLI commands a plugin declares without importing them: in its manifest (``COMMANDS``,
+:mod:`goclaw.plugins`), so the CLI names a disabled plugin's commands without importing it, or
+from the hook ``goclaw_cli_commands``. ``goclaw --help`` lists them from these fields alone."""
 
 from __future__ import annotations
 
@@ -16,15 +9,16 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class CommandSpec:
-    """One lazily loaded top-level command.
+    """One lazily loaded command.
 
-    ``name`` is the command as typed (``goclaw <name>``); ``help`` is the one line ``goclaw
+    ``name`` is the command as typed (``goclaw <name>``), or ``"<group> <name>"`` for a
+    subcommand of a kernel group that takes them (``agent``, ``workers``); ``help`` is the one line ``goclaw
     --help`` shows (keep it equal to the first paragraph of the command's docstring);
     ``target`` is ``"module:attribute"`` of a ``click.Command`` or ``click.Group``, imported only
-    when the command runs; ``plugin`` is the owning plugin's name (the kernel fills it in for
-    hook contributions; empty for the kernel's own commands); ``startup`` opens the engine with
-    the start-up hooks (for example the skill-embedding backfill, spec §11), which a one-shot
-    command that does not search should skip.
+    when the command runs; ``plugin`` is the owning plugin's name (the kernel fills it in from
+    the plugin's entry point; empty for the kernel's own commands); ``startup`` opens the engine
+    with the start-up hooks (for example the skill-embedding backfill), which a one-shot command
+    that does not search should skip.
     """
 
     name: str

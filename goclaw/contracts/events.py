@@ -1,26 +1,23 @@
-"""Event contracts: the queue, the event names and their payloads (spec §18, issue 13 item 1).
+"""Event contracts: the queue, the event names and their payloads.
 
-The queue is the kernel's (:class:`goclaw.events.EventQueue`, ``engine.events``) and exists
-whatever plugins are disabled, so a publisher never asks whether it is there. A worker is any
-object with ``name``, ``event_types`` and ``handle(event, engine)`` contributed through
-``goclaw_consolidation_workers``; it receives a :class:`QueuedEvent` whose ``payload`` has the
-shape named below for its ``event_type``. Handlers must be idempotent (a retry or replay
-delivers the same event again).
+The queue is the kernel's (``host.events``, an :class:`EventPublisher`) and exists whatever
+plugins are disabled, so a publisher never asks whether it is there. A worker is any object with
+``name``, ``event_types`` and ``handle(event, engine)`` contributed through
+``goclaw_consolidation_workers`` (a :class:`ConsolidationWorker`); it receives a
+:class:`QueuedEvent` whose ``payload`` has the shape named below for its ``event_type``.
+Handlers must be idempotent (a retry or replay delivers the same event again).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol, TypedDict, runtime_checkable
 
-from goclaw.events import DeferEvent, QueuedEvent
+from goclaw.contracts.host import EventPublisher, Host
 
-if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
-    from goclaw.engine import Engine
-
-#: A session run ended (``engine.sessions.end``, ``goclaw session end``): starts the pipeline.
+#: A session run ended (``host.service("sessions").end``, ``goclaw session end``): starts the pipeline.
 RUN_COMPLETED = "run.completed"
 #: An episodic summary was stored (episodic worker, channel-memory approval).
 EPISODIC_CREATED = "episodic.created"
@@ -68,30 +65,27 @@ PAYLOADS: dict[str, type] = {
 }
 
 
-@runtime_checkable
-class EventPublisher(Protocol):
-    """``engine.events``: publish into the durable queue and see who listens."""
+class DeferEvent(Exception):
+    """Raised by a handler to be called again after ``delay`` seconds (not a failure)."""
 
-    def publish(
-        self,
-        session: Session,
-        event_type: str,
-        payload: Mapping[str, Any],
-        agent_id: str = "",
-        user_id: str = "",
-    ) -> int:
-        """Insert the event and one delivery per subscribed worker in ``session``'s transaction."""
-        ...
+    def __init__(self, delay: float, reason: str = "") -> None:
+        super().__init__(reason or f"deferred for {delay:.0f}s")
+        self.delay = max(0.0, float(delay))
 
-    def publish_now(
-        self, event_type: str, payload: Mapping[str, Any], agent_id: str = "", user_id: str = ""
-    ) -> int:
-        """Publish in a transaction of its own."""
-        ...
 
-    def subscribers(self, event_type: str) -> list[str]:
-        """Names of the workers subscribed to ``event_type``, sorted."""
-        ...
+@dataclass(frozen=True)
+class QueuedEvent:
+    """What a worker's ``handle`` receives: the event plus this delivery's bookkeeping."""
+
+    id: int
+    event_type: str
+    agent_id: str
+    user_id: str
+    payload: Mapping[str, Any]
+    created_at: datetime
+    worker: str = ""
+    attempts: int = 0
+    claimed_by: str = ""
 
 
 @runtime_checkable
@@ -103,7 +97,7 @@ class ConsolidationWorker(Protocol):
     name: str
     event_types: frozenset[str]
 
-    def handle(self, event: QueuedEvent, engine: Engine) -> None: ...
+    def handle(self, event: QueuedEvent, engine: Host) -> None: ...
 
 
 __all__ = [

@@ -1,5 +1,5 @@
 """The context-file contract: names, order and cache invalidation shared by every plugin that
-reads context files (spec §1, §5, §6; DESIGN.md §3 "contracts, not imports").
+reads context files, so that those plugins never import each other.
 
 The context-file store (``goclaw.context_files``), the seeding plugin (``goclaw.bootstrap``), the
 prompt (``goclaw.prompt``) and the virtual files meet here instead of importing each other.
@@ -10,10 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from goclaw.changes import ChangeTracker
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import ChangeTracker, Host
 
-# Spec §1 file names, in the spec's order (DECISIONS.md, order of files).
+# The stored context files, in the order the prompt renders them.
 KNOWN_FILES: tuple[str, ...] = (
     "AGENTS.md",
     "SOUL.md",
@@ -23,7 +22,7 @@ KNOWN_FILES: tuple[str, ...] = (
     "BOOTSTRAP.md",
     "USER_PREDEFINED.md",
 )
-# Virtual files are generated per build and never stored (spec §1); their names are reserved.
+# Virtual files are generated per build and never stored; their names are reserved.
 VIRTUAL_FILES: tuple[str, ...] = ("DELEGATION.md", "TEAM.md", "AVAILABILITY.md")
 BOOTSTRAP_FILE = "BOOTSTRAP.md"
 DEFAULT_CACHE_SECONDS = 5.0
@@ -33,7 +32,7 @@ TRACKER_NAME = "prompt"
 def is_user_file_populated(content: str | None) -> bool:
     """USER.md counts as filled in once it is non-blank and its Name field has a value.
 
-    The template's blank ``- **Name:**`` line is what marks it unpopulated (spec §3).
+    The template's blank ``- **Name:**`` line is what marks it unpopulated.
     """
     if not content or not content.strip():
         return False
@@ -43,24 +42,17 @@ def is_user_file_populated(content: str | None) -> bool:
     return True
 
 
-def context_tracker(engine: Engine) -> ChangeTracker:
+def context_tracker(engine: Host) -> ChangeTracker:
     """The engine's change tracker for the prompt-side tables (agents, context files, links,
     teams): a cache keyed on it is invalidated by any committed write to them."""
-    from goclaw.store.models import (
-        Agent,
-        AgentContextFile,
-        AgentLink,
-        Team,
-        TeamMember,
-        UserContextFile,
-    )
+    from goclaw.contracts.store import Agent, AgentContextFile, AgentLink, Team, TeamMember, UserContextFile
 
     return engine.change_tracker(
         TRACKER_NAME, (Agent, AgentContextFile, UserContextFile, AgentLink, Team, TeamMember)
     )
 
 
-def cache_seconds(engine: Engine) -> float:
+def cache_seconds(engine: Host) -> float:
     """How long a prompt-side cache may trust an entry written by another process: the context-
     file service's ``cache_seconds`` (``[plugins.context_files] cache_seconds``), else 5 s."""
     if not engine.has_service("files"):

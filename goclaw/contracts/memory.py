@@ -1,5 +1,5 @@
 """Memory-family service contracts: memory files and their writer, sessions, episodic memory,
-the knowledge graph and channel memory (spec §13-§20, issue 13 item 1).
+the knowledge graph and channel memory.
 
 Part of :mod:`goclaw.contracts.services` (which lists every service name in ``SERVICES``); the
 search backend a memory service uses is :mod:`goclaw.contracts.search`.
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from goclaw.store.models import Agent
+    from goclaw.contracts.store import Agent
 
 
 # --------------------------------------------------------------------------- memory
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 @runtime_checkable
 class MemoryFileWriter(Protocol):
-    """``engine.memory.writer``: add, correct, delete and list memories in the Markdown memory
+    """``host.service("memory").writer``: add, correct, delete and list memories in the Markdown memory
     files (atomic writes, re-indexed at once). The flush and dreaming write through it."""
 
     def add(
@@ -65,7 +65,7 @@ class MemoryFileWriter(Protocol):
 
 @runtime_checkable
 class MemoryService(Protocol):
-    """``engine.memory`` (``goclaw.memory``): index and search the memory files (spec §13-§15).
+    """``host.service("memory")`` (``goclaw.memory``): index and search the memory files.
 
     Search without ``user`` sees agent-level memory only; with ``user`` agent-level plus that
     user's own. Hits have ``path``, ``start_line``, ``end_line``, ``score``, ``scope``,
@@ -145,8 +145,8 @@ class MemoryService(Protocol):
 
 @runtime_checkable
 class SessionService(Protocol):
-    """``engine.sessions`` (``goclaw.memory``): conversation records, compaction and the memory
-    flush (spec §16). :meth:`end` publishes ``run.completed`` in the same transaction."""
+    """``host.service("sessions")`` (``goclaw.memory``): conversation records, compaction and the memory
+    flush. :meth:`end` publishes ``run.completed`` in the same transaction."""
 
     def append(
         self, agent: str | Agent, key: str, role: str, content: str, user: str | None = None
@@ -198,7 +198,7 @@ class NewEpisode:
 
 @runtime_checkable
 class EpisodicService(Protocol):
-    """``engine.service("episodic")``: episodic summaries (spec §17 L1)."""
+    """``host.service("episodic")``: episodic summaries of sessions."""
 
     def build(self, new: NewEpisode, *, redact_text: bool = True) -> Any:
         """A ready-to-insert row: redacted summary, L0 abstract, topics, embedding, expiry
@@ -252,8 +252,8 @@ class EpisodicService(Protocol):
 
 @runtime_checkable
 class KnowledgeGraphService(Protocol):
-    """``engine.kg``: the temporal knowledge graph (spec §20). As-of queries follow
-    DECISIONS.md: ``valid_from <= t AND (valid_until IS NULL OR valid_until > t)``."""
+    """``host.service("kg")``: the temporal knowledge graph. An as-of query at
+    ``t`` sees the rows with ``valid_from <= t AND (valid_until IS NULL OR valid_until > t)``."""
 
     def entities(
         self,
@@ -318,8 +318,8 @@ class KnowledgeGraphService(Protocol):
 
 @runtime_checkable
 class ChannelMemoryService(Protocol):
-    """``engine.service("channel_memory")``: memory gathered from shared channels, with
-    per-channel opt-in, exclusions and approval (spec §19)."""
+    """``host.service("channel_memory")``: memory gathered from shared channels, with
+    per-channel opt-in, exclusions and approval."""
 
     def configure(
         self,

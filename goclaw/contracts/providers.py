@@ -1,4 +1,4 @@
-"""Provider contracts: embeddings and LLMs, including tool calling (DESIGN.md §5, issue 13 item 1).
+"""Provider contracts: embeddings and LLMs, including tool calling.
 
 A provider is registered by name (``goclaw_embedding_providers`` / ``goclaw_llm_providers``) and
 selected by config. An LLM provider must :meth:`~LLMProvider.complete`; one that can call tools
@@ -8,14 +8,25 @@ through any provider. :func:`chat` gives every provider that shape: a provider w
 answers with plain text and no tool calls. An embedding provider may also offer
 :class:`PassageScoringEmbedder` (the memory reranker's passage step) and, to make that step
 nearly free, :class:`PassageSketchingEmbedder`.
+
+Two helpers degrade gracefully, for the features that store what a model made:
+:func:`llm_complete` (one model call, or ``None``: use the deterministic fallback) and
+:func:`embed_texts` (L2-normalised vectors, or ``None``: store the row without one, search
+degrades to full text). They take the :class:`~goclaw.contracts.host.Host`; all they use of
+it is ``llm()`` / ``embedder()`` (:class:`LLMSource`, :class:`EmbedderSource`).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
+
+from goclaw.errors import GoclawError
+
+log = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -134,7 +145,7 @@ ToolSchema = Mapping[str, Any]
 
 @runtime_checkable
 class LLMProvider(Protocol):
-    """Completes chat messages with text. Every caller has a deterministic fallback (DESIGN.md §5)."""
+    """Completes chat messages with text. Every caller has a deterministic fallback."""
 
     name: str
 
@@ -177,12 +188,89 @@ def chat(
     return ChatMessage("assistant", provider.complete(messages, timeout=timeout, **options))
 
 
+# --------------------------------------------------------------------------- degrading helpers
+
+
+class LLMSource(Protocol):
+    """What :func:`llm_complete` uses of the host."""
+
+    def llm(self, name: str | None = None) -> LLMProvider | None: ...
+
+
+class EmbedderSource(Protocol):
+    """What :func:`embed_texts` uses of the host."""
+
+    def embedder(self, name: str | None = None) -> EmbeddingProvider | None: ...
+
+
+def llm_complete(
+    host: LLMSource, messages: Sequence[Mapping[str, Any]], *, timeout: float, **options: Any
+) -> str | None:
+    """One model call, or ``None`` (no model configured, or the call failed): use the fallback.
+    Shared by episodic summaries, KG extraction, channel memory and dreaming."""
+    try:
+        llm = host.llm()
+    except GoclawError as exc:
+        log.debug("no LLM: %s", exc)
+        return None
+    if llm is None:
+        return None
+    try:
+        text = llm.complete(messages, timeout=timeout, **options)
+    except Exception as exc:
+        log.warning("LLM call failed, using the fallback: %s", exc)
+        return None
+    text = (text or "").strip()
+    return text or None
+
+
+@dataclass
+class Embedded:
+    """What :func:`embed_texts` returns: the vectors and the space they belong to."""
+
+    vectors: Any  # float32 (n, dim), L2-normalised
+    provider: str
+    model: str
+    dim: int
+
+
+def embed_texts(host: EmbedderSource, texts: Sequence[str]) -> Embedded | None:
+    """Embed ``texts`` with the configured provider for storage; ``None`` when there is none or
+    it fails (the caller stores its row without a vector). Used by episodic memory and the
+    knowledge graph."""
+    if not texts:
+        return None
+    try:
+        provider = host.embedder()
+    except GoclawError as exc:
+        log.debug("no embedder: %s", exc)
+        return None
+    if provider is None:
+        return None
+    try:
+        import numpy as np
+
+        vectors = np.asarray(provider.embed(list(texts)), dtype=np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        vectors = vectors / norms
+    except Exception as exc:  # a provider failing mid-way must not lose the row
+        log.warning("embedding failed, storing without vectors: %s", exc)
+        return None
+    return Embedded(vectors, str(provider.provider), str(provider.model), int(vectors.shape[1]))
+
+
 __all__ = [
     "ChatMessage",
+    "Embedded",
+    "EmbedderSource",
     "EmbeddingProvider",
     "LLMProvider",
+    "LLMSource",
     "ToolCall",
     "ToolCallingLLMProvider",
     "ToolSchema",
     "chat",
+    "embed_texts",
+    "llm_complete",
 ]

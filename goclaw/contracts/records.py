@@ -1,4 +1,4 @@
-"""JSON shapes of the knowledge-graph and episodic records (DESIGN.md §7: ``goclaw kg ...``,
+"""JSON shapes of the knowledge-graph and episodic records (``goclaw kg ...``,
 ``goclaw session episodes``, ``memory_expand``).
 
 The rows belong to the plugins that write them (their tables, ``goclaw_schema``); their public
@@ -166,3 +166,15 @@ def episode_dict(row: EpisodeRecord, score: float | None = None) -> dict[str, An
 
 
 __all__ = ["EntityRecord", "EpisodeRecord", "RelationRecord", "entity_dict", "episode_dict", "relation_dict"]
+
+
+def row_json(obj: Any) -> dict[str, Any]:
+    """A stored row as the HTTP API returns it: its fields, datetimes in ISO 8601, embeddings
+    left out (sessions, KG entities and relations)."""
+    data = obj.model_dump() if hasattr(obj, "model_dump") else dict(obj)
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "embedding" or key.startswith("embedding_"):
+            continue
+        out[key] = value.isoformat() if isinstance(value, datetime) else value
+    return out

@@ -1,4 +1,4 @@
-"""The schema contract: a plugin's own tables and migration chain (issue 13 item 3).
+"""The schema contract: a plugin's own tables and migration chain.
 
 A plugin that stores rows answers the ``goclaw_schema`` hook with one :class:`SchemaComponent`
 per independent set of tables. The kernel keeps only the tables its own mechanisms use (agents,
@@ -13,11 +13,9 @@ refused by that component's own Alembic chain:
 * ``migrations`` — the folder of the chain's Alembic revision files (``revision`` /
   ``down_revision``, ``upgrade()`` with ``alembic.op``), a single head.
 
-The kernel chain runs first, then each enabled component's chain in name order, all in one
-transaction under one lock (SQLite write lock, PostgreSQL advisory lock). A component whose
-plugin is disabled is not touched: its tables are not created (or stay as they are) until the
-plugin is enabled again. A chain's first revision should create its tables *unless they
-already exist* when it takes over tables an older release created; see
+The kernel chain runs first, then each enabled component's (:mod:`goclaw.store.migrate`); a
+disabled plugin's tables stay as they are. A chain's first revision should create its tables
+*unless they already exist* when it takes over tables an older release created; see
 ``docs/plugins.md`` ("Tables and migrations").
 
 A plugin that erases per-user or per-agent data also answers ``goclaw_forget_rows`` with

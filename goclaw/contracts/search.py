@@ -1,4 +1,4 @@
-"""The memory search-backend contract (issues 11 and 13).
+"""The memory search-backend contract.
 
 A search backend is selected by name (``[plugins.memory] backend``) from the registry the
 ``goclaw_search_backends`` hook builds: ``{name: factory(engine) -> SearchBackend}``. The
@@ -20,7 +20,7 @@ whatever it searches. The service's calls, in order:
 5. :meth:`SearchBackend.close` when the engine closes.
 
 Subclass :class:`SearchBackend` explicitly to inherit the no-op defaults of ``open``,
-``prepare_vectors``, ``bulk_load`` and ``close``; ``tests/plugins/goclaw-minisearch`` is a
+``prepare_vectors``, ``bulk_load`` and ``close``; ``tests/third_party/goclaw-minisearch`` is a
 complete backend in pure Python written against this module alone.
 
 The built-in backends (``sqlite``, ``postgresql``) and the fusion rules they follow are

@@ -1,14 +1,14 @@
-"""Service contracts: what each ``goclaw_services`` name promises (issue 13 item 1).
+"""Service contracts: what each ``goclaw_services`` name promises.
 
-A plugin contributes services by name through ``goclaw_services``; the engine exposes each as an
-attribute typed by the Protocol below (``engine.memory`` is a :class:`MemoryService`). A third
+A plugin contributes services by name through ``goclaw_services``; a plugin reaches one with
+``host.service(name)`` and may type it with the Protocol below. A third
 party replaces a feature by disabling its plugin and providing an object that satisfies the same
 Protocol under the same name. :data:`SERVICES` maps every documented name to its Protocol; the
 meta-tests check each built-in against it, member by member and parameter by parameter.
 
 Return values that are plugin records (``MemoryHit``, ``ResolvedSkill``, ``EpisodicSummary``
 rows, ...) are typed ``Any`` here: their documented fields are listed in the docstrings, and
-their ``as_dict()`` / JSON shapes are the CLI contract of DESIGN.md §7.
+their ``as_dict()`` / JSON shapes are what the CLI prints with ``--json``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import builtins
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from goclaw.contracts.events import EventPublisher
+from goclaw.contracts.host import EventPublisher
 from goclaw.contracts.memory import (
     ChannelMemoryService,
     EpisodicService,
@@ -27,8 +27,8 @@ from goclaw.contracts.memory import (
 )
 
 if TYPE_CHECKING:
-    from goclaw.store.models import Agent
-    from goclaw.types import PromptRequest
+    from goclaw.contracts.hooks import PromptRequest
+    from goclaw.contracts.store import Agent
 
 
 # --------------------------------------------------------------------------- context files
@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 
 @runtime_checkable
 class ContextFileService(Protocol):
-    """``engine.files`` (``goclaw.context_files``, essential): agent-level and per-user context
-    files (AGENTS.md, SOUL.md, ...; spec §1, §4). ``user=None`` means agent level."""
+    """``host.service("files")`` (``goclaw.context_files``, essential): agent-level and per-user context
+    files (AGENTS.md, SOUL.md, ...). ``user=None`` means agent level."""
 
     @property
     def cache_seconds(self) -> float:
@@ -69,27 +69,27 @@ class ContextFileService(Protocol):
         ...
 
     def write_from_chat(self, agent: str, user: str, name: str, content: str) -> str:
-        """The file tool's write, with the predefined agents' write protection (DECISIONS.md)."""
+        """The file tool's write, with the predefined agents' write protection."""
         ...
 
 
 @runtime_checkable
 class Seeder(Protocol):
-    """``engine.service("seeder")`` (``goclaw.bootstrap``): seed context files from templates."""
+    """``host.service("seeder")`` (``goclaw.bootstrap``): seed context files from templates."""
 
     def seed_agent(self, agent: str | Agent) -> list[str]:
-        """Seed the agent-level files (spec §3); returns the names written."""
+        """Seed the agent-level files from templates; returns the names written."""
         ...
 
     def seed_user(self, agent: str | Agent, user: str, *, skip_if_any_exist: bool = True) -> list[str]:
-        """Seed a user's files on their first prompt (spec §3); never overwrites."""
+        """Seed a user's files on their first prompt; never overwrites."""
         ...
 
 
 @runtime_checkable
 class Summoner(Protocol):
-    """``engine.service("summoner")`` (``goclaw.bootstrap``): create an agent from a description
-    with one LLM call, falling back to templates (spec §7)."""
+    """``host.service("summoner")`` (``goclaw.bootstrap``): create an agent from a description
+    with one LLM call, falling back to templates."""
 
     def summon(
         self, name: str, description: str, *, agent_type: str = "predefined", **llm_options: Any
@@ -101,7 +101,7 @@ class Summoner(Protocol):
 
 @runtime_checkable
 class PromptBuild(Protocol):
-    """A built system prompt (``goclaw prompt --json``, DESIGN.md §7)."""
+    """A built system prompt (``goclaw prompt --json``)."""
 
     prompt: str
     mode: str
@@ -116,7 +116,7 @@ class PromptBuild(Protocol):
 
 @runtime_checkable
 class PromptService(Protocol):
-    """``engine.prompt`` (``goclaw.prompt``, essential): BuildSystemPrompt (spec §5)."""
+    """``host.service("prompt")`` (``goclaw.prompt``, essential): builds the system prompt."""
 
     def build(self, request: PromptRequest) -> Any:
         """Build the prompt for ``request``; returns a :class:`PromptBuild`."""
@@ -132,7 +132,7 @@ class PromptService(Protocol):
 
 @runtime_checkable
 class SkillsService(Protocol):
-    """``engine.skills`` (``goclaw.skills``): tiered skills, search, grants (spec §8-§12).
+    """``host.service("skills")`` (``goclaw.skills``): tiered skills, search, grants.
 
     Listing and search honour the agent's allow list and grants: a skill the caller cannot
     access is never revealed. Items have ``slug``, ``name``, ``description``, ``source``,

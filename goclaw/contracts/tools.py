@@ -1,4 +1,4 @@
-"""The tool calling contract (issue 14): scope set by the runtime, arguments by the model.
+"""The tool calling contract: scope set by the runtime, arguments by the model.
 
 A runtime hands its model tools (``memory_search``, ``use_skill``, ...). Two namespaces meet
 in a tool call and must never mix:
@@ -12,22 +12,17 @@ in a tool call and must never mix:
 Every tool answers with one shape, :class:`ToolResult`: ``text`` for the model plus
 ``data``, the same answer as structured JSON for the runtime. Errors a user or a model can cause
 come back as a result with ``is_error=True`` (the runtime passes the text back to the model).
-
-Memory search hits carry a stable :func:`memory_hit_id` that ``memory_get`` / ``memory_expand``
-accept. The id embeds a tag of the scope it was found in, so an id copied from another agent's
-or user's results is refused (:func:`parse_memory_hit_id`), never read.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from goclaw.errors import PermissionDeniedError, ValidationError
+from goclaw.errors import ValidationError
 
 # Keyword names a tool function receives from the runtime, never from the model.
 CONTEXT_KEYS = frozenset({"agent", "user", "session", "session_key", "channel", "skill_filter"})
@@ -44,7 +39,7 @@ class ToolContext:
 
     ``agent`` is required. ``user`` is ``None`` for agent-level calls (cron, admin tools);
     ``session`` is the runtime's session key; ``channel`` the channel the turn came from;
-    ``skill_filter`` restricts which skills are visible this turn (spec §12.5).
+    ``skill_filter`` restricts which skills are visible this turn.
     """
 
     agent: str
@@ -110,7 +105,7 @@ class FunctionTool:
     """A :class:`ContractTool` made from a function ``handler(args, context) -> ToolResult``.
 
     ``func`` optionally keeps the older keyword form ``func(**model_args, agent=..., user=...)``
-    for existing callers; new code calls ``engine.tools.call(name, args, context)``.
+    for existing callers; new code calls ``host.tools.call(name, args, context)``.
     """
 
     name: str
@@ -196,68 +191,15 @@ def check_tool_name(name: str) -> str:
     return name
 
 
-# ---------------------------------------------------------------------- memory hit ids
-def scope_tag(agent_id: str, user_id: str) -> str:
-    """A short tag naming one memory scope (an agent's level, or one user of it)."""
-    return hashlib.sha256(f"{agent_id}\0{user_id}".encode()).hexdigest()[:10]
-
-
-def memory_hit_id(kind: str, agent_id: str, user_id: str, locator: str) -> str:
-    """The stable id of a memory search hit: ``<kind>:<scope tag>:<locator>``.
-
-    ``kind`` is ``m`` (a memory file's lines; locator ``path#Lstart-Lend``) or ``e`` (an
-    episodic summary; locator its id). The same chunk gets the same id on every search.
-    """
-    return f"{kind}:{scope_tag(agent_id, user_id)}:{locator}"
-
-
-@dataclass(frozen=True)
-class MemoryRef:
-    kind: str  # "m" | "e"
-    user_id: str  # "" = agent level
-    locator: str
-
-
-_ID_RE = re.compile(r"^(?P<kind>[me]):(?P<tag>[0-9a-f]{10}):(?P<loc>.+)$", re.S)
-
-
-def parse_memory_hit_id(hit_id: str, agent_id: str, user: str | None) -> MemoryRef:
-    """Resolve a hit id within the caller's scope (agent level, plus ``user``'s own).
-
-    Refuses (:class:`PermissionDeniedError`) an id from another agent's or user's results.
-    """
-    m = _ID_RE.match(hit_id or "")
-    if m is None:
-        raise ValidationError(f"{hit_id!r} is not a memory hit id (ids come from memory_search)")
-    scopes = [""] + ([user] if user else [])
-    for uid in scopes:
-        if scope_tag(agent_id, uid) == m["tag"]:
-            return MemoryRef(m["kind"], uid, m["loc"])
-    raise PermissionDeniedError(f"memory id {hit_id!r} belongs to another agent or user")
-
-
-def split_line_locator(locator: str) -> tuple[str, int, int]:
-    """``path#L3-L9`` → ``("path", 3, 9)``."""
-    m = re.match(r"^(?P<path>.+)#L(?P<s>\d+)-L(?P<e>\d+)$", locator, re.S)
-    if m is None:
-        raise ValidationError(f"bad memory locator {locator!r}")
-    return m["path"], int(m["s"]), int(m["e"])
-
-
 __all__ = [
     "CONTEXT_KEYS",
     "ContractTool",
     "FunctionTool",
-    "MemoryRef",
     "ToolArgumentError",
     "ToolContext",
     "ToolResult",
     "check_tool_name",
     "export_schema",
-    "memory_hit_id",
     "model_schema",
-    "parse_memory_hit_id",
-    "scope_tag",
-    "split_line_locator",
     "validate_arguments",
 ]

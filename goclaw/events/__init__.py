@@ -1,4 +1,4 @@
-"""The durable event queue and the worker runner (DESIGN.md §6, spec §18).
+"""The durable event queue and the worker runner.
 
 The queue is an outbox in the workspace database:
 
@@ -15,7 +15,7 @@ The queue is an outbox in the workspace database:
   claims order by ``available_at`` so healthy events flow past a failing one.
 * A worker that dies mid-event leaves its delivery ``processing``. It is taken back when its
   lease (``lease_seconds``) expires, or at once when the claimer ran on this host and its
-  process is gone (:meth:`EventQueue.recover_orphans`). Handlers are idempotent (the spec's
+  process is gone (:meth:`EventQueue.recover_orphans`). Handlers are idempotent (a
   ``source_id`` dedup), so a retry never duplicates anything.
 * Processed rows are kept (``done`` with ``processed_at``) for inspection.
 

@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ class Listener:
 class PgListener(Listener):
     """A dedicated autocommit connection that ``LISTEN``s on the queue's channel."""
 
-    def __init__(self, engine: Engine, channel: str) -> None:
+    def __init__(self, engine: Host, channel: str) -> None:
         raw = engine.db.engine.raw_connection()
         conn: Any = raw.driver_connection
         raw.detach()  # ours alone, never returned to the pool mid-LISTEN

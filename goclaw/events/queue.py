@@ -7,18 +7,17 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import and_, func, or_, select, tuple_, update
 
+from goclaw.contracts.columns import utcnow
+from goclaw.contracts.events import ConsolidationWorker, DeferEvent, QueuedEvent
+from goclaw.contracts.host import HookCalls, Host
 from goclaw.store.models import Event, EventDelivery
-from goclaw.store.types import utcnow
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
-
-    from goclaw.engine import Engine
-    from goclaw.types import ConsolidationWorker
 
 from goclaw.events.identity import host_name as host_name  # re-exported: imported from here
 from goclaw.events.identity import new_worker_id as new_worker_id  # re-exported
@@ -34,27 +33,27 @@ _deliveries = EventDelivery.__table__  # type: ignore[attr-defined]
 _events = Event.__table__  # type: ignore[attr-defined]
 
 
-class DeferEvent(Exception):
-    """Raised by a handler to be called again after ``delay`` seconds (not a failure)."""
+__all__ = [
+    "TICK_SCOPE",
+    "DeferEvent",
+    "EventQueue",
+    "QueueStats",
+    "QueuedEvent",
+    "host_name",
+    "new_worker_id",
+]
 
-    def __init__(self, delay: float, reason: str = "") -> None:
-        super().__init__(reason or f"deferred for {delay:.0f}s")
-        self.delay = max(0.0, float(delay))
+
+class _Hooks(HookCalls, Protocol):
+    def consolidation_workers(self) -> list[ConsolidationWorker]: ...
 
 
-@dataclass(frozen=True)
-class QueuedEvent:
-    """What a worker's ``handle`` receives: the event plus this delivery's bookkeeping."""
+class _Engine(Host, Protocol):
+    """What the queue uses of its engine: the host, plus the workers the plugins contribute
+    (a Protocol: the engine imports this module)."""
 
-    id: int
-    event_type: str
-    agent_id: str
-    user_id: str
-    payload: Mapping[str, Any]
-    created_at: datetime
-    worker: str = ""
-    attempts: int = 0
-    claimed_by: str = ""
+    @property
+    def hooks(self) -> _Hooks: ...
 
 
 @dataclass
@@ -72,7 +71,7 @@ class EventQueue:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: _Engine,
         *,
         max_attempts: int = 5,
         backoff_base: float = 2.0,

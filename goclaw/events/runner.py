@@ -7,17 +7,16 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from goclaw.events.queue import TICK_SCOPE, DeferEvent, EventQueue, QueuedEvent, new_worker_id
-from goclaw.store.models import WorkerState
-from goclaw.store.types import utcnow
+from goclaw.contracts.columns import utcnow
+from goclaw.contracts.events import ConsolidationWorker, DeferEvent, QueuedEvent
+from goclaw.contracts.host import Host
+from goclaw.contracts.store import WorkerState
+from goclaw.events.queue import TICK_SCOPE, EventQueue, new_worker_id
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
-
-    from goclaw.engine import Engine
-    from goclaw.types import ConsolidationWorker
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +43,20 @@ class RunReport:
         }
 
 
+class _Engine(Host, Protocol):
+    """What the runner uses of its engine: the host, with its event queue as the kernel's
+    (claims and outcomes, not only publishing; a Protocol: the engine imports this package)."""
+
+    @property
+    def events(self) -> EventQueue: ...
+
+
 class WorkerRunner:
     """Serve the consolidation queue for some (default: all) workers in this process."""
 
     def __init__(
         self,
-        engine: Engine,
+        engine: _Engine,
         queue: EventQueue | None = None,
         *,
         workers: Iterable[str] | None = None,

@@ -1,4 +1,4 @@
-"""Database access for both backends (DESIGN.md §4).
+"""Database access for both backends: SQLite and PostgreSQL.
 
 ``Database`` wraps one SQLAlchemy engine. SQLite is the embedded default
 (``<workspace>/.goclaw/goclaw.db``, WAL mode, a busy timeout, ``BEGIN IMMEDIATE`` for write
@@ -127,7 +127,7 @@ class Database:
 
         @event.listens_for(engine, "checkout")
         def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
-            # Binary pgvector values on every connection (goclaw.store.types.Vector binds
+            # Binary pgvector values on every connection (goclaw.contracts.columns.Vector binds
             # float32 arrays); retried until the migration has created the extension.
             if not record.info.get("goclaw_vectors"):
                 record.info["goclaw_vectors"] = register_pg_vectors(dbapi_conn)

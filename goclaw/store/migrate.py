@@ -1,4 +1,4 @@
-"""Bring a database to the schema this goclaw knows, or refuse it (issue 2 §5, issue 13 item 3).
+"""Bring a database to the schema this goclaw knows, or refuse it.
 
 The schema is made of independent Alembic chains: the kernel's (``goclaw/store/migrations``,
 stamped in ``goclaw_schema_version``) and one per plugin component (the ``goclaw_schema`` hook,
@@ -12,10 +12,7 @@ stamped in ``goclaw_schema_version``) and one per plugin component (the ``goclaw
 * a database that has tables but no goclaw stamp is refused too: it is not ours;
 * a component whose plugin is disabled is left as it is (created or upgraded once enabled).
 
-Why one version table per chain rather than Alembic branch labels in one table: Alembic refuses
-a version table holding a revision it cannot locate, so a disabled or uninstalled plugin's head
-would make every other chain unmigratable. Separate tables keep each chain a plain Alembic
-chain (``alembic revision`` works on it) with its own refusal.
+One version table per chain, not branch labels in one: ``docs/decisions.md`` says why.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Absolute answer scores: whether a hit answers a message at all, not how it ranks (issue 11
-item 6).
+"""Absolute answer scores: whether a hit answers a message at all, not how it ranks.
 
 A search's own scores rank well but do not say whether anything answers: the memory fusion
 divides BM25 by the query's best match, so the best hit of any message sharing one word scores
@@ -12,9 +11,9 @@ episodic tier therefore score on one absolute scale:
 (:func:`goclaw_search.tokenize.query_terms`: stemmed, stopwords dropped, codes whole and by
 their parts) a hit holds. A channel with no positive score among the hits considered gives its
 weight to the other: the cosine alone when no hit holds any of the terms (so a match in meaning
-only can still count), the coverage alone without vectors. The weights are the reference's
-episodic ones (spec §17). Why coverage and not an IDF-weighted share, and the thresholds chosen
-on the labelled set: docs/consolidation.md, "Choosing ``auto_inject_threshold``".
+only can still count), the coverage alone without vectors. The weights are GoClaw's episodic
+ones. Why coverage and not an IDF-weighted share, and the thresholds chosen
+on the labelled set: docs/consolidation.md, "Choosing the thresholds".
 
 Plain functions over numpy arrays and hit-like objects (or dicts): ``channels`` (``{"vector":
 cosine}``), ``terms`` (the query terms' positions or all of the hit's terms, as the memory

@@ -1,4 +1,4 @@
-"""A forward index: each slot's term ids in document order (issue 11, the reranker's input).
+"""A forward index: each slot's term ids in document order (the reranker's input).
 
 :class:`goclaw_search.index.SearchIndex` answers "which documents hold this term" (postings);
 this answers "where in this document are the query's terms", which term proximity needs. With

@@ -1,11 +1,11 @@
-"""Fusion of the lexical and vector channels (issue 11 "fusion that is right").
+"""Fusion of the lexical and vector channels.
 
 Every candidate is scored on **both** channels (its real BM25 and its real cosine) before the
 channels are fused; a candidate is never given 0 on a channel because that channel's top-k
 happened not to contain it. Methods (``[plugins.memory] fusion``):
 
 ``weighted``
-    The spec's formula (§15): BM25 normalised by the best BM25 of the query's scope,
+    GoClaw's formula: BM25 normalised by the best BM25 of the query's scope,
     × ``text_weight`` (0.7) + cosine × ``vector_weight`` (0.3); a channel with nothing leaves the
     other at weight 1.0. Computed over every document when the channels are dense arrays, so the
     result is exactly the formula applied to every chunk.

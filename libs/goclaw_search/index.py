@@ -1,4 +1,4 @@
-"""An in-memory search index: BM25 postings and a cosine matrix over the same slots (issue 11).
+"""An in-memory search index: BM25 postings and a cosine matrix over the same slots.
 
 One :class:`SearchIndex` holds one collection (for memory: one agent's chunks, every user
 scope). Each document occupies a *slot*; the lexical channel (BM25 over
@@ -12,7 +12,7 @@ for lack of a lookup (the bug of the first memory search).
 * Removal marks a slot dead; document frequencies, ``N`` and the mean length count live slots
   only, so BM25 is exact at every moment. :meth:`compact` drops dead slots when they pile up.
 * BM25: k1 = 1.2, b = 0.75, IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))`` (Lucene's, never
-  negative; the spec's skill formula).
+  negative; GoClaw's skill formula).
 * The vector channel keeps, beside the float32 rows, an int8 copy of each row with its scale
   and error bound (:mod:`goclaw_search.vecq`): :meth:`fuse` scans the int8 copy for bounds
   and rescores exactly only the slots that can reach the result, which is the result of the

@@ -1,4 +1,4 @@
-"""The building blocks of a :class:`goclaw_search.index.SearchIndex` (issue 11): the
+"""The building blocks of a :class:`goclaw_search.index.SearchIndex`: the
 documents it takes (:class:`Doc`), its term numbering (:class:`Vocab`), and the vectorised
 passes of a write: postings counted from term ids (:func:`_postings`), a batch's tokenizer ids
 in one array (:func:`_global_ids`), vectors normalised in place (:func:`_normalise_rows`).

@@ -1,4 +1,4 @@
-"""The read side of a :class:`goclaw_search.index.SearchIndex` (issue 11), a mixin over
+"""The read side of a :class:`goclaw_search.index.SearchIndex`, a mixin over
 its state (:class:`goclaw_search.index_slots.IndexSlots`): scope masks, a term's postings,
 BM25 of every slot, the unit query vector, term positions, ids and locations of slots.
 :meth:`~goclaw_search.index.SearchIndex.cosine` and

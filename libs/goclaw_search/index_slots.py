@@ -1,4 +1,4 @@
-"""The state of a :class:`goclaw_search.index.SearchIndex` (issue 11): every attribute,
+"""The state of a :class:`goclaw_search.index.SearchIndex`: every attribute,
 set in one ``__init__``, and the per-slot arrays' growth. :class:`IndexSlots` is the base of the
 index's write side (:mod:`goclaw_search.index_write`) and read side
 (:mod:`goclaw_search.index_read`), which :class:`~goclaw_search.index.SearchIndex`
@@ -13,7 +13,6 @@ import numpy as np
 from goclaw_search.forward import ForwardIndex
 from goclaw_search.index_build import Vocab
 from goclaw_search.passage_sketches import PassageSketches
-from goclaw_search.persist import ARRAYS
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -23,7 +22,11 @@ class IndexSlots:
     """A search index's slots: per-slot arrays, postings, vocabulary, forward index and
     passage sketches (see :mod:`goclaw_search.index`)."""
 
-    _ARRAYS = ARRAYS  # the per-slot arrays (goclaw_search.persist saves one .npy each)
+    # The per-slot arrays (goclaw_search.persist saves one .npy each).
+    _ARRAYS = (
+        *("ids", "scope", "dl", "alive", "fp", "vec", "has_vec", "q8", "q8s", "q8e", "q8n"),
+        *("loc_path", "loc_start", "loc_end"),
+    )
 
     def __init__(self, dim: int | None = None, *, meta: dict[str, Any] | None = None) -> None:
         self.dim = int(dim) if dim else 0

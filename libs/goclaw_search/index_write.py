@@ -1,4 +1,4 @@
-"""The write side of a :class:`goclaw_search.index.SearchIndex` (issue 11), a mixin over
+"""The write side of a :class:`goclaw_search.index.SearchIndex`, a mixin over
 its state (:class:`goclaw_search.index_slots.IndexSlots`): vectors set, normalised and
 quantized, locations interned, a batch's terms numbered, documents removed, postings segments
 merged into the base CSR and dead slots compacted. :meth:`SearchIndex.upsert

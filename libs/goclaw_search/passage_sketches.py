@@ -1,4 +1,4 @@
-"""Passage sketches: the reranker's passage step without a tokenizer at search time (issue 11).
+"""Passage sketches: the reranker's passage step without a tokenizer at search time.
 
 Under a static model (a text's embedding is the normalised sum of its tokens' rows ``E_t``) a
 passage's cosine with a unit query ``q`` is ``(Σ_t E_t·q) / ‖Σ_t E_t‖``. A chunk's **sketch**

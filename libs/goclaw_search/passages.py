@@ -1,5 +1,5 @@
-"""Passages of a memory chunk and the reranker's passage step (issue 11: hybrid beats full text
-at 100k chunks; measured in docs/memory.md "Passages").
+"""Passages of a memory chunk and the reranker's passage step (it lets hybrid beat full
+text at 100k chunks: docs/decisions.md, "The reranker re-measures the best 20 hits").
 
 A chunk of notes (up to 1,000 characters) holds several facts, and its one mean vector blurs the
 fact a query asks about among the others: at 100,000 chunks the answer's chunk was often no

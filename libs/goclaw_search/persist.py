@@ -1,4 +1,4 @@
-"""Saving and loading a :class:`goclaw_search.index.SearchIndex` (issue 11): one folder
+"""Saving and loading a :class:`goclaw_search.index.SearchIndex`: one folder
 holding ``meta.json``, ``vocab.txt`` and one ``.npy`` per array, memory-mapped on load."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -16,16 +16,15 @@ from goclaw_search.forward import ForwardIndex
 from goclaw_search.passage_sketches import PassageSketches
 
 if TYPE_CHECKING:
-    from goclaw_search.index import SearchIndex
+    from goclaw_search.index_write import IndexWrites
+
+# The index's class (SearchIndex, which imports this module; its write side suffices here).
+Index = TypeVar("Index", bound="IndexWrites")
 
 # 2: the forward index (fwd_terms, fwd_ptr); 3: the passage sketches (psk_*); 4: the int8 copy
 # of the vectors (q8, q8s, q8e: goclaw_search.vecq); 5: centred (q8n, q8mu); 6: each slot's
 # location (loc_path: a code in paths.json, loc_start, loc_end)
-FORMAT = 6
-ARRAYS = (
-    *("ids", "scope", "dl", "alive", "fp", "vec", "has_vec", "q8", "q8s", "q8e", "q8n"),
-    *("loc_path", "loc_start", "loc_end"),
-)  # per slot
+FORMAT = 6  # the per-slot arrays saved are IndexSlots._ARRAYS
 QUANTIZED = ("q8", "q8s", "q8e", "q8n")  # absent from a format 3 index, recomputed from a format 4 one
 LOCATED = ("loc_path", "loc_start", "loc_end")  # absent before format 6: unknown (-1) until filled
 
@@ -36,7 +35,7 @@ def _mapped(path: Path) -> Any:
     return np.load(path, mmap_mode="c").view(np.ndarray)
 
 
-def save_index(index: SearchIndex, path: Path) -> None:
+def save_index(index: IndexWrites, path: Path) -> None:
     """Write the whole index to the folder ``path``: ``meta.json``, ``vocab.txt`` and one
     ``.npy`` per array (memory-mapped on load). Written to a temporary folder first and
     renamed into place, so a reader never sees half an index; a crash between the two
@@ -78,7 +77,7 @@ def save_index(index: SearchIndex, path: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def load_index(cls: type[SearchIndex], path: Path) -> SearchIndex:
+def load_index(cls: type[Index], path: Path) -> Index:
     """Read an index written by :func:`save_index` into a new ``cls`` (raises ``ValueError``
     if it is not one). The arrays are memory-mapped copy-on-write: loading 100k chunks takes
     milliseconds and the pages are read on first use.

@@ -1,4 +1,4 @@
-"""Post-processing of fused candidates (issue 11 item 6, "beyond the spec"): temporal decay,
+"""Post-processing of fused candidates: temporal decay,
 maximal-marginal-relevance diversification and a term-overlap/proximity reranker.
 
 All three are plain functions over a small candidate list (the backend's ``limit`` × 3 fused

@@ -1,4 +1,4 @@
-"""The one tokenizer of goclaw's retrieval engine (issue 11): memory chunks, episodic summaries,
+"""The one tokenizer of goclaw's search library: memory chunks, episodic summaries,
 skills and KG dedup all index and query with it, on SQLite (in-memory BM25) and PostgreSQL
 (``tsvector`` over the same terms), so every backend agrees on what a term is.
 

@@ -1,4 +1,4 @@
-"""The vector channel's int8 scan and exact rescoring (issue 11: query speed).
+"""The vector channel's int8 scan and exact rescoring
 
 A :class:`goclaw_search.index.SearchIndex` keeps its float32 matrix of unit rows (the source
 of truth) and, per row, an int8 copy ``q8`` of the row *centred* on the index's centre ``mu``

@@ -1,6 +1,6 @@
-"""Model-free entity names and types (spec §18 ``extractEntityNames``; issue 12 item 6).
+"""Model-free entity names and types.
 
-A kernel text mechanism (issue 13 item 4) shared by two features that never import each other:
+A shared text mechanism used by two features that never import each other:
 the episodic key topics and the knowledge graph's fallback extractor when no model is configured.
 Measured on ``tests/data/kg_entities.jsonl`` (``python -m tests.kg_eval``); the rules:
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from goclaw_text.sentences import sentences
 
-MAX_NAMES = 20  # names kept per text (episodic key topics, spec §18)
+MAX_NAMES = 20  # names kept per text (as many as the episodic key topics hold)
 
 # Capitalised words that start sentences or address roles, never entities on their own.
 NOT_ENTITIES = frozenset(
@@ -309,7 +309,7 @@ def normalize_name(name: str) -> str:
 
 
 def entity_names(text: str, limit: int = MAX_NAMES) -> list[str]:
-    """Candidate entity names (spec §18 ``extractEntityNames``) by the rules above,
+    """Candidate entity names by the rules above,
     deduplicated case-insensitively, at most ``limit``."""
     seen: set[str] = set()
     out: list[str] = []

@@ -1,7 +1,7 @@
-"""A useful summary with no model (DESIGN.md §5: every LLM step has a deterministic fallback).
+"""A useful summary with no model: every LLM step in goclaw has a deterministic fallback.
 
 Shared by the episodic worker (a session's summary) and channel memory (a channel's candidate
-memory), which meet only through the kernel.
+memory), which never import each other.
 """
 
 from __future__ import annotations

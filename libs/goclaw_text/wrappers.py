@@ -1,4 +1,4 @@
-"""Prompt wrappers: the one way untrusted text is kept inside its block (spec §5, issue 12).
+"""Prompt wrappers: the one way untrusted text is kept inside its block.
 
 The system prompt isolates text it does not control in XML-like wrappers: context files in
 ``<context_file>``, virtual files in ``<system_context>``, the runtime's extra prompt in
@@ -10,7 +10,7 @@ still hold. Values written into a prompt *line* (a user id, a channel, a path) g
 :func:`single_line`: no line breaks or control characters, and the same neutralising.
 
 Every plugin that puts untrusted text into a prompt uses :func:`wrap` or :func:`neutralise`
-(plugins cannot import each other, so this lives in the kernel).
+(plugins cannot import each other, so this lives in a library).
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Bootstrap: context files in the database, templates, seeding and truncation (spec §1-§4)."""
+"""Bootstrap: the default context-file templates, seeding them, and agent summoning."""

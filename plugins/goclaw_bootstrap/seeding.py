@@ -1,10 +1,9 @@
-"""Plugin ``goclaw.bootstrap``: templates seeded into new agents and users (spec §3, §4),
-the truncation settings (spec §2) and the summoner (spec §7).
+"""Plugin ``goclaw.bootstrap``: templates seeded into new agents and users, and the summoner.
 
-* ``SeedToStore`` (:func:`seed_to_store`), on the ``goclaw_agent_created`` hook: a predefined
+* :func:`seed_to_store`, on the ``goclaw_agent_created`` hook: a predefined
   agent gets AGENTS.md, SOUL.md, IDENTITY.md and USER_PREDEFINED.md at agent level; an open
   agent gets nothing there (its files are per user).
-* ``SeedUserFiles`` (:func:`seed_user_files`), on a user's first prompt (the prompt builder
+* :func:`seed_user_files`, on a user's first prompt (the prompt builder
   calls the ``seeder`` service): an open agent's user gets all six files, a predefined agent's
   user gets USER.md (the agent-level USER.md when it has content) and the predefined
   BOOTSTRAP.md.
@@ -22,17 +21,17 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
 from goclaw import hookimpl
+from goclaw.contracts.store import AgentContextFile, UserContextFile
 from goclaw.errors import StoreError
-from goclaw.store.models import AgentContextFile, UserContextFile
 from goclaw_bootstrap.templates import load_template
 
 if TYPE_CHECKING:
     from sqlmodel import Session
 
-    from goclaw.engine import Engine
-    from goclaw.store.models import Agent
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.store import Agent
 
-# spec §3: what each level receives, in the spec's order.
+# What each level receives, in the order of goclaw.contracts.files.KNOWN_FILES.
 PREDEFINED_AGENT_FILES: tuple[str, ...] = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER_PREDEFINED.md")
 OPEN_USER_FILES: tuple[str, ...] = (
     "AGENTS.md",
@@ -46,7 +45,7 @@ PREDEFINED_USER_FILES: tuple[str, ...] = ("USER.md", "BOOTSTRAP.md")
 
 
 class BootstrapSettings(BaseModel):
-    """``[plugins.bootstrap]``: the summoner (spec §7). Truncation is the prompt's
+    """``[plugins.bootstrap]``: the summoner. Truncation is the prompt's
     (``[plugins.prompt]``), the context-file cache ``[plugins.context_files]``'s."""
 
     summon_timeout: float = Field(default=60.0, gt=0, description="seconds for the summoning LLM call")
@@ -59,7 +58,7 @@ def _contents(session: Session, model: Any, **where: Any) -> dict[str, str]:
     return {r.file_name: r.content for r in session.exec(stmt)}
 
 
-def _with_retry(engine: Engine, fn: Any) -> Any:
+def _with_retry(engine: Host, fn: Any) -> Any:
     """Two processes seeding the same agent/user race on the unique key: the loser retries and
     then finds the rows already there."""
     try:
@@ -70,8 +69,8 @@ def _with_retry(engine: Engine, fn: Any) -> Any:
         return engine.db.run_write(fn)
 
 
-def seed_to_store(engine: Engine, agent: Agent) -> list[str]:
-    """Seed agent-level files (spec §3 ``SeedToStore``). Returns the names written."""
+def seed_to_store(engine: Host, agent: Agent) -> list[str]:
+    """Seed agent-level files. Returns the names written."""
     if agent.agent_type != "predefined":
         return []
     store = engine.files
@@ -90,8 +89,8 @@ def seed_to_store(engine: Engine, agent: Agent) -> list[str]:
     return result
 
 
-def seed_user_files(engine: Engine, agent: Agent, user: str, *, skip_if_any_exist: bool = True) -> list[str]:
-    """Seed one user's files (spec §3 ``SeedUserFiles``). Returns the names written.
+def seed_user_files(engine: Host, agent: Agent, user: str, *, skip_if_any_exist: bool = True) -> list[str]:
+    """Seed one user's files. Returns the names written.
 
     ``skip_if_any_exist`` (the first-chat default): a user who has any file already had a first
     chat, so nothing is written (a finished ritual's BOOTSTRAP.md is not re-created). With
@@ -128,7 +127,7 @@ def seed_user_files(engine: Engine, agent: Agent, user: str, *, skip_if_any_exis
 class Seeder:
     """``engine.service("seeder")``: the seeding operations bound to one engine."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
 
     def seed_agent(self, agent: str | Agent) -> list[str]:
@@ -146,13 +145,13 @@ def goclaw_settings_model() -> type[BootstrapSettings]:
 
 
 @hookimpl
-def goclaw_agent_created(engine: Engine, agent: Agent) -> None:
+def goclaw_agent_created(engine: Host, agent: Agent) -> None:
     if engine.has_service("files"):
         seed_to_store(engine, agent)
 
 
 @hookimpl
-def goclaw_services(engine: Engine) -> dict[str, Any]:
+def goclaw_services(engine: Host) -> dict[str, Any]:
     from goclaw_bootstrap.summoner import Summoner
 
     return {"seeder": Seeder(engine), "summoner": Summoner(engine)}

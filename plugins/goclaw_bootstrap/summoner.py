@@ -1,4 +1,4 @@
-"""Agent summoning (spec §7): one LLM call turns a description into the persona files.
+"""Agent summoning: one LLM call turns a description into the persona files.
 
 The model answers with tagged blocks, ``<soul>…</soul>``, ``<identity>…</identity>``,
 ``<agents>…</agents>``, ``<tools>…</tools>`` and optionally
@@ -20,7 +20,7 @@ from goclaw.errors import NotFoundError, ValidationError
 from goclaw_bootstrap.templates import load_template
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 # tag -> file, in the order files are written.
 SUMMON_TAGS: dict[str, str] = {
@@ -101,9 +101,9 @@ class SummonResult:
 
 
 class Summoner:
-    """``engine.service("summoner")`` (spec §7)."""
+    """``engine.service("summoner")``."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
 
     def summon(

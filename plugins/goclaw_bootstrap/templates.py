@@ -1,4 +1,4 @@
-"""The embedded default context files (spec §3: templates seeded into new agents and users).
+"""The embedded default context files: templates seeded into new agents and users.
 
 The wheel ships the repository's ``templates/`` folder as the top-level data folder
 ``goclaw_templates/`` in site-packages; a source checkout (and an editable install) reads

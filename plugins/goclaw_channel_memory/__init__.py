@@ -1,2 +1,2 @@
-"""Passive channel memory (spec §18): opt-in per channel, redacted, reviewed before it becomes
+"""Passive channel memory: opt-in per channel, redacted, reviewed before it becomes
 episodic memory."""

@@ -1,4 +1,4 @@
-"""``goclaw channel-memory enable|disable|ingest|list|approve|reject`` (spec §18 passive memory)."""
+"""``goclaw channel-memory enable|disable|ingest|list|approve|reject`` (passive channel memory)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from goclaw.cli.common import agent_option, emit_json, engine, json_option, print_table
+from goclaw.contracts.cli import agent_option, emit_json, engine, json_option, print_table
 
 
 @click.group("channel-memory")

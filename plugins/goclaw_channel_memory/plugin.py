@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.channel_memory``: passive channel memory (spec §18).
+"""Plugin ``goclaw.channel_memory``: passive channel memory.
 
 Provides the ``channel_memory`` service and owns its table (component ``channel_memory``,
 :mod:`goclaw_channel_memory.tables`). An approved item becomes an episodic summary through

@@ -1,4 +1,4 @@
-"""Passive channel memory (spec §18): opt-in per channel, redact first, review by default.
+"""Passive channel memory: opt-in per channel, redact first, review by default.
 
 A runtime hands over a channel's pending message group with :meth:`ChannelMemory.ingest`.
 Nothing happens unless the channel was enabled (``goclaw channel-memory enable``; stored in
@@ -17,12 +17,12 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from goclaw.agents import require_agent
-from goclaw.completion import llm_complete
+from goclaw.contracts.agents import require_agent
+from goclaw.contracts.columns import utcnow
 from goclaw.contracts.memory import NewEpisode
+from goclaw.contracts.providers import llm_complete
+from goclaw.contracts.store import Agent
 from goclaw.errors import NotFoundError, ValidationError
-from goclaw.store.models import Agent
-from goclaw.store.types import utcnow
 from goclaw_channel_memory.settings import settings_of
 from goclaw_channel_memory.tables import ChannelMemoryItem
 from goclaw_text.redaction import ExcludedPatterns, PatternError, redactor_of
@@ -157,7 +157,7 @@ class ChannelMemory:
         stmt = select(ChannelMemoryItem)
         if agent:
             stmt = stmt.where(ChannelMemoryItem.agent_id == require_agent(self.engine, agent).id)
-        else:  # this tenant's agents only (issue 12 §20)
+        else:  # this tenant's agents only: another tenant's items stay invisible
             tenant_agents = select(Agent.id).where(Agent.tenant_id == self.engine.settings.tenant_id)
             stmt = stmt.where(col(ChannelMemoryItem.agent_id).in_(tenant_agents))
         if channel:

@@ -1,6 +1,7 @@
-"""``[plugins.channel_memory]``: passive channel memory (spec §18). Per-channel opt-in, exclusions
+"""``[plugins.channel_memory]``: passive channel memory. Per-channel opt-in, exclusions
 and auto-approval live in ``agents.settings["passive_memory"]`` (``goclaw channel-memory``).
-The old ``[plugins.consolidation]`` table still works (issue 13 item 4)."""
+The deprecated ``[plugins.consolidation]`` table still works (its keys are routed here, with a
+warning)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from goclaw.config import settings_or_defaults
+from goclaw.contracts.host import settings_or_defaults
 
 
 class ChannelMemorySettings(BaseModel):

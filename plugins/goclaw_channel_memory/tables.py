@@ -1,7 +1,7 @@
 """The channel-memory plugin's table (component ``channel_memory``; migrations in ``migrations/``).
 
 ``channel_memory_extraction_items``: passive channel memory candidates, redacted, awaiting
-review (spec §18). Never change the table here without adding a revision under ``migrations/``.
+review. Never change the table here without adding a revision under ``migrations/``.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from pathlib import Path
 from sqlalchemy import Index
 from sqlmodel import Field, SQLModel
 
-from goclaw.store.columns import created_field, text_field, ts_field
+from goclaw.contracts.columns import created_field, text_field, ts_field
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
 class ChannelMemoryItem(SQLModel, table=True):
-    """Passive channel memory candidates, redacted, awaiting review (spec §18)."""
+    """Passive channel memory candidates, redacted, awaiting review."""
 
     __tablename__ = "channel_memory_extraction_items"
     __table_args__ = (Index("ix_channel_memory_scope", "agent_id", "channel"),)

@@ -1,1 +1,1 @@
-"""Context files stored in the database (spec §4-§6): the essential ``files`` service."""
+"""Context files stored in the database: the essential ``files`` service."""

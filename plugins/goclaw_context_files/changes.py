@@ -1,4 +1,4 @@
-"""Cache invalidation for the warm prompt build (issue 3: no database round trips when warm).
+"""Cache invalidation for the warm prompt build, which makes no database round trips.
 
 The mechanism is the kernel's :mod:`goclaw.changes`; this module names the watched tables.
 
@@ -16,30 +16,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from goclaw.store.models import (
-    Agent,
-    AgentContextFile,
-    AgentLink,
-    Team,
-    TeamMember,
-    UserContextFile,
-)
+from goclaw.contracts.store import Agent, AgentContextFile, AgentLink, Team, TeamMember, UserContextFile
 
 if TYPE_CHECKING:
-    from goclaw.changes import ChangeTracker
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import ChangeTracker, Host
 
 WATCHED = (Agent, AgentContextFile, UserContextFile, AgentLink, Team, TeamMember)
 
 
-def tracker(engine: Engine) -> ChangeTracker:
+def tracker(engine: Host) -> ChangeTracker:
     """The engine's tracker for the prompt-side tables (created on first use)."""
     return engine.change_tracker("prompt", WATCHED)
 
 
-def cache_seconds(engine: Engine) -> float:
-    """``[plugins.context_files] cache_seconds`` (5 s default; it was ``[plugins.bootstrap]``'s,
-    which still works with a deprecation warning: :data:`goclaw.plugins.MOVED_SETTINGS`)."""
+def cache_seconds(engine: Host) -> float:
+    """``[plugins.context_files] cache_seconds`` (5 s default; ``[plugins.bootstrap]
+    cache_seconds`` still works, with a deprecation warning: the manifest's ``MOVED_SETTINGS``)."""
     try:
         return float(engine.plugin_settings("context_files").cache_seconds)
     except Exception:

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from goclaw.cli.common import emit_json, engine, json_option, print_table
+from goclaw.contracts.cli import emit_json, engine, json_option, print_table
 from goclaw.errors import ValidationError
 
 

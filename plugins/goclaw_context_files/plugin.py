@@ -1,10 +1,10 @@
-"""Plugin ``goclaw.context_files``: context files stored in the database (spec §4).
+"""Plugin ``goclaw.context_files``: context files stored in the database.
 
 Agent-level files live in ``agent_context_files``, per-user files in ``user_context_files``.
 This plugin offers the ``files`` service (``engine.files``) and the two default context-file
 sources: agent level (order 10) then per user (order 20, so a user's copy overrides the
-agent's same-name file while agent-only files survive, spec §6). It also gives runtimes the
-chat-path file tools ``read_context_file`` / ``write_context_file`` (spec §3, §5): they apply the
+agent's same-name file while agent-only files survive). It also gives runtimes the
+chat-path file tools ``read_context_file`` / ``write_context_file``: they apply the
 write rules of a model's write, and answer "already loaded in system prompt" for virtual files.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from goclaw import hookimpl
-from goclaw.types import Tool
+from goclaw.contracts.hooks import Tool
 from goclaw_context_files.store import ContextFileStore, DatabaseFileSource
 
 
@@ -93,3 +93,10 @@ def goclaw_tools(engine: Any) -> list[Tool]:
             func=write_context_file,
         ),
     ]
+
+
+@hookimpl
+def goclaw_http_routes(engine: Any, auth: Any) -> Any:
+    from goclaw_context_files.http import router
+
+    return router(engine, auth)

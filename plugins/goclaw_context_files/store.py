@@ -1,4 +1,4 @@
-"""The database store of context files and its name rules (spec §4, issue 3 §3)."""
+"""The database store of context files and its name rules."""
 
 from __future__ import annotations
 
@@ -10,30 +10,30 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, select
 
+from goclaw.contracts.columns import utcnow
 from goclaw.contracts.files import KNOWN_FILES, VIRTUAL_FILES
+from goclaw.contracts.hooks import ContextFile
+from goclaw.contracts.store import AgentContextFile, UserContextFile
 from goclaw.errors import NotFoundError, PermissionDeniedError, ValidationError
-from goclaw.store.models import AgentContextFile, UserContextFile
-from goclaw.store.types import utcnow
-from goclaw.types import ContextFile
 
 if TYPE_CHECKING:
     from sqlmodel import Session
 
-    from goclaw.engine import Engine
-    from goclaw.store.models import Agent
-    from goclaw.types import PromptContext
+    from goclaw.contracts.host import Host, PromptContext
+    from goclaw.contracts.store import Agent
 
-# Spec §1 file names in spec order, and the reserved virtual names: goclaw.contracts.files.
-# Files a predefined agent shares across users (spec §1 and §4 tables): chat writes are refused.
+# The known file names, in prompt order, and the reserved virtual names: goclaw.contracts.files.
+# Files a predefined agent shares across users: chat writes are refused.
 PREDEFINED_SHARED: frozenset[str] = frozenset(
     {"AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER_PREDEFINED.md"}
 )
 # Files that are always personal (per user), for both agent types.
 PER_USER_FILES: frozenset[str] = frozenset({"USER.md", "BOOTSTRAP.md"})
 BOOTSTRAP_FILE = "BOOTSTRAP.md"
-# The names a chat may create (issue 12 §3): the spec's context files (§1), which spec §6 merges
-# per user. Any other NAME.md is injected into every later prompt, so only an operator creates
-# one (`goclaw files set`); once it exists, a chat may update it like the known files.
+# The names a chat may create: the known context files, which the prompt merges per user (a
+# user's copy overrides the agent's). Any other NAME.md is injected into every later prompt, so
+# only an operator creates one (`goclaw files set`); once it exists, a chat may update it like
+# the known files.
 CHAT_CREATABLE: tuple[str, ...] = KNOWN_FILES
 ALREADY_LOADED = "{name} is already loaded in system prompt; there is nothing to read or write."
 _MD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\- ]{0,120}\.md$")
@@ -77,7 +77,7 @@ def _order(name: str) -> tuple[int, str]:
 class ContextFileStore:
     """``engine.files``: read and write agent-level and per-user context files."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
 
     @property
@@ -137,14 +137,14 @@ class ContextFileStore:
         """Write a file through the admin path (``goclaw files set``, the summoner).
 
         The admin path may write any level. Writing ``BOOTSTRAP.md`` empty (or whitespace only)
-        deletes it instead (spec §3). Returns ``"written"`` or ``"deleted"``.
+        deletes it instead. Returns ``"written"`` or ``"deleted"``.
         """
         return self.write(agent, name, content, user=user, via="admin")
 
     def write_from_chat(self, agent: str, user: str, name: str, content: str) -> str:
-        """Write a file on behalf of the model (the runtime's file tool; spec §3, §7).
+        """Write a file on behalf of the model (the runtime's file tool).
 
-        Rules, in this order (DECISIONS.md): virtual names are refused; ``BOOTSTRAP.md`` written
+        Rules, in this order: virtual names are refused; ``BOOTSTRAP.md`` written
         empty is deleted (before the write-block, so the first-run ritual can always end); a name
         outside :data:`CHAT_CREATABLE` that does not exist yet is refused; for a predefined agent
         a write to a shared agent-level file is refused; everything else goes to the user's own
@@ -196,7 +196,7 @@ class ContextFileStore:
         return self.engine.db.run_write(_do)
 
     def read_from_chat(self, agent: str, user: str | None, name: str) -> str:
-        """Read a file for the model: the user's copy first, then the agent level (spec §4).
+        """Read a file for the model: the user's copy first, then the agent level.
 
         A virtual file answers with the reminder that it is already loaded in system prompt.
         """

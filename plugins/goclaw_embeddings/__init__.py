@@ -1,1 +1,1 @@
-"""Embedding providers: the offline static default, a local transformer, litellm (spec §14)."""
+"""Embedding providers: the offline static default, a local transformer, litellm."""

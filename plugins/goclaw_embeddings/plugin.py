@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.embeddings``: the embedding-provider registry (spec §14, DESIGN.md §5).
+"""Plugin ``goclaw.embeddings``: the embedding-provider registry.
 
 Providers, selected by ``[plugins.embeddings] provider``:
 

@@ -1,4 +1,4 @@
-"""Embedding providers (spec §14, DESIGN.md §5): hosted models through litellm and a local
+"""Embedding providers: hosted models through litellm and a local
 full-transformer model through sentence-transformers. The offline default (``static``) is
 :class:`~goclaw_embeddings.static_model.StaticEmbedder` itself.
 

@@ -1,5 +1,5 @@
-"""The static embedder's passage sketches and token scores (issue 11; the memory reranker's
-passage step, docs/memory.md "Passages").
+"""The static embedder's passage sketches and token scores, for the memory reranker's passage
+step (docs/memory.md "After fusion: reranker, passages, decay and MMR").
 
 A static model embeds a text as the normalised sum of its tokens' rows, so a passage's cosine
 with a unit query ``q`` is ``(Σ_t E_t·q) / ‖Σ_t E_t‖``: :func:`sketch` keeps, per text, its

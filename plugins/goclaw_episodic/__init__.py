@@ -1,2 +1,2 @@
-"""Episodic memory (spec §17-§19): summaries of past sessions, their search, the Memory Context
+"""Episodic memory: summaries of past sessions, their search, the Memory Context
 auto-injection and the episodic, dreaming and retention workers."""

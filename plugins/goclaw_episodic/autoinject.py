@@ -1,7 +1,7 @@
-"""Auto-injection of recalled memory into the system prompt (spec §17 "L0 loading").
+"""Auto-injection of recalled memory into the system prompt.
 
 Once per prompt build (full mode only), the user message is searched with the same fused
-retrieval as ``memory_search`` (issue 11 item 6): the memory service's hybrid search of the
+retrieval as ``memory_search``: the memory service's hybrid search of the
 memory files (``engine.memory.search_response``, full text + vectors, with its decay, reranker
 and MMR settings) plus the extra tiers the service merges in (``goclaw_memory_search_extra``:
 the episodic summaries), so a summary or a note related to the message can be injected.
@@ -19,9 +19,8 @@ both chosen on the labelled quick-start set (docs/memory.md, docs/consolidation.
 files keep the search's order (it ranks better than the absolute score), episodic summaries
 theirs, and the two are interleaved by the absolute score of each one's next hit; at most
 ``auto_inject_max_items`` (5); the whole section is held to ``auto_inject_max_tokens`` (200
-tokens = 800 characters, DECISIONS.md units) — the Go code
-declares but never enforces that cap; we do. Per agent (``agents.settings``) with the plugin
-defaults.
+tokens = 800 characters, at four characters a token), a hard cap. Per agent
+(``agents.settings``) with the plugin defaults.
 
 Without the memory service (``goclaw.memory`` disabled) the episodic index is searched
 directly, with the last user turns as context for its vector query.
@@ -43,7 +42,7 @@ log = logging.getLogger("goclaw.episodic")
 
 HEADER = "## Memory Context\n\nRelevant memories from past sessions (use memory_search for details):\n"
 # Recalled text is data, not instructions: it sits in its own wrapper, and wrapper tags inside
-# it are neutralised (goclaw_text.wrappers, issue 12). The wrapper counts against the budget.
+# it are neutralised (goclaw_text.wrappers). The wrapper counts against the budget.
 OPEN, CLOSE = "<memory_context>\n", "\n</memory_context>"
 DOCUMENT_CHARS = 240  # a memory-file chunk is clipped to this in the section
 
@@ -111,8 +110,18 @@ def recalled(
         return [(row.l0_abstract or clip(row.summary, 500), _expand(row.id)) for row, _score in results]
     doc_threshold = settings_of(engine).auto_inject_document_threshold
     limit = max_items * 2
-    docs = engine.memory.search_response(message, agent, user or None, limit=limit, include_extra=False).hits
-    extra = engine.hooks.memory_search_extra(engine, message, agent, user or None, limit)
+    response = engine.memory.search_response(message, agent, user or None, limit=limit, include_extra=False)
+    docs = response.hits
+    found = engine.hooks.call(
+        "goclaw_memory_search_extra",
+        engine=engine,
+        query=message,
+        agent=agent,
+        user=user or None,
+        limit=limit,
+        query_vector=getattr(response, "query_vector", None),  # the memory search's, if it made one
+    )
+    extra = [hit for _plugin, hits in found for hit in hits]
     # Each tier keeps its own order (the memory search ranks its hits better than the absolute
     # score does); the two are interleaved by the absolute score of the next hit of each.
     documents = [
@@ -150,7 +159,7 @@ def _interleave(
 
 
 def _expand(episodic_id: Any) -> str:
-    return f" (memory_expand id: {episodic_id})"  # issue 14: the model can expand it
+    return f" (memory_expand id: {episodic_id})"  # the model can ask for the full summary
 
 
 class MemoryContextSection:

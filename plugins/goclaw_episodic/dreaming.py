@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.workers.dreaming``: the DreamingWorker (spec §18 step 4, DECISIONS.md).
+"""Plugin ``goclaw.workers.dreaming``: the DreamingWorker, the last consolidation step.
 
 On ``episodic.created`` for ``(agent, user)``:
 
@@ -26,12 +26,12 @@ from typing import Any
 from sqlmodel import Session
 
 from goclaw import hookimpl
-from goclaw.agents import find_agent
-from goclaw.completion import llm_complete
-from goclaw.events import DeferEvent
-from goclaw.fsutil import atomic_write_text
-from goclaw.store.models import WorkerState
-from goclaw.store.types import utcnow
+from goclaw.contracts.agents import find_agent
+from goclaw.contracts.columns import utcnow
+from goclaw.contracts.events import DeferEvent
+from goclaw.contracts.fsutil import atomic_write_text
+from goclaw.contracts.providers import llm_complete
+from goclaw.contracts.store import WorkerState
 from goclaw_episodic.settings import agent_setting, settings_of
 from goclaw_episodic.store import EpisodicStore
 from goclaw_episodic.tables import EpisodicSummary
@@ -154,5 +154,5 @@ def goclaw_consolidation_workers() -> list[Any]:
 
 
 def atomic_write(path: Path, content: str) -> None:
-    """Write ``content`` to ``path`` atomically (:func:`goclaw.fsutil.atomic_write_text`)."""
+    """Write ``content`` to ``path`` atomically (:func:`goclaw.contracts.fsutil.atomic_write_text`)."""
     atomic_write_text(path, content)

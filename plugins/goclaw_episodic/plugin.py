@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.episodic``: episodic memory (spec §17-§19).
+"""Plugin ``goclaw.episodic``: episodic memory.
 
 Provides the ``episodic`` service (``engine.episodic``), the auto-injected "Memory Context"
 prompt section, episodic hits for ``memory_search`` and the ``memory_expand`` tool; owns the
@@ -18,9 +18,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from goclaw import hookimpl
-from goclaw.agents import find_agent
+from goclaw.contracts.agents import find_agent
+from goclaw.contracts.hooks import SearchHit, Tool
 from goclaw.contracts.records import entity_dict, episode_dict, relation_dict
-from goclaw.types import SearchHit, Tool
 from goclaw_episodic.autoinject import MemoryContextSection
 from goclaw_episodic.settings import EpisodicSettings
 from goclaw_episodic.store import EpisodicStore
@@ -66,16 +66,17 @@ def goclaw_prompt_sections() -> list[Any]:
 
 @hookimpl
 def goclaw_memory_search_extra(
-    engine: Any, query: str, agent: Any, user: str | None, limit: int
+    engine: Any, query: str, agent: Any, user: str | None, limit: int, query_vector: Any
 ) -> list[SearchHit]:
-    """Episodic summaries as ``memory_search`` hits (``tier="episodic"``, spec §17 L1)."""
+    """Episodic summaries as ``memory_search`` hits (``tier="episodic"``); the
+    memory search's query vector, when it made one, spares embedding the query again."""
     if not query or not query.strip():
         return []
-    return EpisodicStore(engine).hits(agent.id, user, query, limit)
+    return EpisodicStore(engine).hits_for(agent.id, user, query, limit, 0.0, query_vector)
 
 
 def memory_expand(engine: Any, id: str, agent: str, user: str | None = None) -> dict[str, Any]:
-    """Full episodic summary plus its linked KG facts (spec §17 ``memory_expand``); the facts
+    """Full episodic summary plus its linked KG facts (the ``memory_expand`` tool); the facts
     come from the ``kg`` service and are empty when ``goclaw.kg`` is disabled.
 
     Scoped: the summary must belong to ``agent`` and be agent-level or ``user``'s own.
@@ -83,7 +84,7 @@ def memory_expand(engine: Any, id: str, agent: str, user: str | None = None) -> 
     from goclaw.errors import NotFoundError
 
     a = find_agent(engine, agent)
-    if a is not None and a.tenant_id != engine.settings.tenant_id:  # issue 12 §20
+    if a is not None and a.tenant_id != engine.settings.tenant_id:  # another tenant's: unknown here
         a = None
     row = EpisodicStore(engine).get(id)
     if a is None or row is None or row.agent_id != a.id or row.user_id not in ("", user or ""):

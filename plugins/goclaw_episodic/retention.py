@@ -1,5 +1,5 @@
 """Plugin ``goclaw.workers.retention``: the periodic prune of expired episodic rows
-(DECISIONS.md retention: 90 days by default, ``episodic_ttl_days`` per agent).
+(90 days by default, ``episodic_ttl_days`` per agent).
 
 It subscribes to no event; the worker runner calls :meth:`RetentionWorker.tick` at most once
 per ``retention_interval_seconds`` (6 h) across every ``goclaw workers run`` process.

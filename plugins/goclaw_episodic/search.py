@@ -1,5 +1,5 @@
-"""Episodic search on the shared retrieval engine (issue 11: one engine; "the episodic tier
-costs nothing when empty and little when full").
+"""Episodic search on the shared retrieval library (:mod:`goclaw_search`): the episodic tier
+costs nothing when empty and little when full.
 
 Every ``memory_search`` asks this tier too, so its fixed cost matters more than its peak:
 
@@ -14,12 +14,12 @@ Every ``memory_search`` asks this tier too, so its fixed cost matters more than 
   passes. Every summary is scored on both channels.
 * **The change token**: the agent's counter in ``episodic_versions``, which triggers move on
   every change a search can see, whoever writes (migration ``episodic_0002``): one indexed read
-  instead of a pass over the agent's rows. PostgreSQL once searched in the database (``tsv`` +
-  GIN, HNSW): 7-15 ms at 1,000 summaries and 30 ms at 2,000, as the terms held had to be counted
+  instead of a pass over the agent's rows. Searching in PostgreSQL itself (``tsv`` + GIN, HNSW)
+  costs 7-15 ms at 1,000 summaries and 30 ms at 2,000, as the terms held have to be counted
   over every full-text match (docs/consolidation.md has the figures).
 
 The score is absolute (:mod:`goclaw_search.answer`): 0.7 × the share of the query's terms a
-summary holds + 0.3 × its cosine, the reference's episodic weights; a channel with no hit
+summary holds + 0.3 × its cosine; a channel with no hit
 leaves the other at weight 1.0.
 """
 
@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import text
 
-from goclaw.store.types import utcnow
+from goclaw.contracts.columns import utcnow
 from goclaw_episodic.terms import Space, episode_lex, topics
 from goclaw_search.answer import coverage, fuse_absolute
 from goclaw_search.index import Doc, SearchIndex
@@ -242,13 +242,18 @@ class EpisodicSearch:
         limit: int,
         min_score: float = 0.0,
         vector_query: str | None = None,
+        query_vector: Any = None,
     ) -> list[tuple[_HitRow, float]]:
         """``[(what the hit shows, score)]`` best first, at most ``limit``, each ≥ ``min_score``
-        (``row.id`` is the summary's id)."""
+        (``row.id`` is the summary's id). ``query_vector``: the query's embedding by the
+        configured embedder, when the caller made one (a memory search): not embedded again."""
         token = self._token(agent_id)
         if token is None:
             return []
-        qvec, space = self._query_vector(query, vector_query)
+        given = (
+            self._given_vector(query_vector) if query_vector is not None and vector_query is None else None
+        )
+        qvec, space = given or self._query_vector(query, vector_query)
         with self._lock:  # one index per embedding space: a flapping embedder rebuilds nothing
             st = self._states.get((agent_id, space))
             if st is None:
@@ -268,8 +273,23 @@ class EpisodicSearch:
             found = fuse_absolute(lexical, vector, mask, limit)
             return [(st.rows[int(idx.ids[slot])], s) for slot, s in found if s >= min_score]
 
+    def _given_vector(self, vector: Any) -> tuple[Any, Space] | None:
+        """A query vector the configured embedder made, normalised as stored vectors are
+        (:func:`goclaw.contracts.providers.embed_texts`), with that embedder's space."""
+        try:
+            provider = self.engine.embedder()
+        except Exception:  # the caller's search already said why
+            return None
+        if provider is None:
+            return None
+        vectors = np.asarray(vector, dtype=np.float32).reshape(1, -1)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        vectors = vectors / norms
+        return vectors[0], (str(provider.provider), str(provider.model), int(vectors.shape[1]))
+
     def _query_vector(self, query: str, vector_query: str | None) -> tuple[Any, Space | None]:
-        from goclaw.embedding import embed_texts
+        from goclaw.contracts.providers import embed_texts
 
         emb = embed_texts(self.engine, [vector_query or query]) if query.strip() else None
         if emb is None:

@@ -1,11 +1,10 @@
-"""Episodic memory (L1): the ``episodic_summaries`` table and its search (spec §17, §19).
+"""Episodic memory (L1): the ``episodic_summaries`` table and its search.
 
 Rows are unique per ``(agent_id, user_id, source_id)``. Each stores the full summary, the L0
 abstract, key topics, an optional embedding (with provider, model and dimension, so models
 never mix), its retrieval terms (``lex``) and ``expires_at``. Search runs on the shared retrieval
-engine (:mod:`goclaw_episodic.search`, issue 11): an in-memory index per agent on either
-backend; every summary is scored on both channels and fused 0.7 (text) / 0.3 (vector), the
-reference's episodic weights.
+engine (:mod:`goclaw_episodic.search`): an in-memory index per agent on either
+backend; every summary is scored on both channels and fused 0.7 (text) / 0.3 (vector).
 """
 
 from __future__ import annotations
@@ -18,11 +17,11 @@ from sqlalchemy import bindparam, delete
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from goclaw.agents import find_agent, in_tenant, user_scope
+from goclaw.contracts.agents import find_agent, in_tenant, user_scope
+from goclaw.contracts.columns import utcnow
+from goclaw.contracts.hooks import SearchHit
 from goclaw.contracts.memory import NewEpisode
-from goclaw.embedding import embed_texts
-from goclaw.store.types import utcnow
-from goclaw.types import SearchHit
+from goclaw.contracts.providers import embed_texts
 from goclaw_episodic import text as T
 from goclaw_episodic.search import episode_lex, searcher
 from goclaw_episodic.settings import agent_setting
@@ -54,7 +53,8 @@ class EpisodicStore:
         summary = redact_for(self.engine, new.summary) if redact_text else new.summary
         topics = new.key_topics if new.key_topics is not None else entity_names(summary)
         if redact_text:
-            topics = [redact_for(self.engine, t) for t in topics]
+            # A topic that held a secret is dropped, not kept as a placeholder.
+            topics = [t for t in (redact_for(self.engine, t) for t in topics) if "[REDACTED" not in t]
         ttl = new.ttl_days
         if ttl is None:
             ttl = int(agent_setting(self.engine, find_agent(self.engine, new.agent_id), "episodic_ttl_days"))
@@ -152,7 +152,7 @@ class EpisodicStore:
         any_tenant: bool = False,
     ) -> list[EpisodicSummary]:
         """Summaries of ``agent_id`` (an agent of this engine's tenant unless ``any_tenant``,
-        which only workers handling events of every tenant pass; issue 12 §20)."""
+        which only workers handling events of every tenant pass)."""
         if not any_tenant and not in_tenant(self.engine, agent_id):
             return []
         scope = [user or ""] if exact_user else user_scope(user)
@@ -182,7 +182,7 @@ class EpisodicStore:
         vector_query: str | None = None,
     ) -> list[tuple[EpisodicSummary, float]]:
         """Hybrid episodic search (:mod:`goclaw_episodic.search`); ``[(row,
-        score)]`` best first. Only an agent of this engine's tenant has results (issue 12 §20);
+        score)]`` best first. Only an agent of this engine's tenant has results;
         an agent without summaries costs one cached check."""
         found = searcher(self.engine).search_rows(
             agent_id, user_scope(user), query, limit=limit, min_score=min_score, vector_query=vector_query
@@ -201,10 +201,17 @@ class EpisodicStore:
     def hits(
         self, agent_id: str, user: str | None, query: str, limit: int, min_score: float = 0.0
     ) -> list[SearchHit]:
-        """Search results as :class:`~goclaw.types.SearchHit` with ``tier="episodic"`` (the
+        """Search results as :class:`~goclaw.contracts.hooks.SearchHit` with ``tier="episodic"`` (the
         ``memory_search`` tier: what a hit shows is kept with the search index, no row is read)."""
+        return self.hits_for(agent_id, user, query, limit, min_score, None)
+
+    def hits_for(
+        self, agent_id: str, user: str | None, query: str, limit: int, min_score: float, query_vector: Any
+    ) -> list[SearchHit]:
+        """:meth:`hits`, searching the vectors with ``query_vector`` (the query's embedding by the
+        configured embedder) when the caller has it, instead of embedding the query again."""
         found = searcher(self.engine).search_rows(
-            agent_id, user_scope(user), query, limit=limit, min_score=min_score
+            agent_id, user_scope(user), query, limit=limit, min_score=min_score, query_vector=query_vector
         )
         out: list[SearchHit] = []
         for row, score in found:
@@ -228,7 +235,7 @@ class EpisodicStore:
 
     # ------------------------------------------------------------------ retention
     def prune_expired(self, now: datetime | None = None) -> int:
-        """Delete episodic rows whose ``expires_at`` has passed (DECISIONS.md retention)."""
+        """Delete episodic rows whose ``expires_at`` has passed."""
         cutoff = now or utcnow()
 
         def _do(session: Session) -> int:

@@ -1,6 +1,6 @@
 """The episodic plugin's table (component ``episodic``; migrations in ``migrations/``).
 
-``episodic_summaries``: one summary per finished session run (spec §17 L1) with its retrieval
+``episodic_summaries``: one summary per finished session run (the L1 tier) with its retrieval
 terms (``lex``) and vector. PostgreSQL's ``tsv`` column and GIN index are made by the migration.
 ``episodic_versions``: a change counter per agent, moved by triggers (migration episodic_0002) on
 every change of an agent's summaries that search can see; search reads it to know whether its
@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import BigInteger, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from goclaw.store.columns import (
+from goclaw.contracts.columns import (
     DEFAULT_TENANT,
     created_field,
     json_field,
@@ -44,7 +44,7 @@ class EpisodicSummary(SQLModel, table=True):
     summary: str = text_field()
     l0_abstract: str = text_field()
     key_topics: list[str] = json_field([])
-    lex: str | None = Field(default=None, sa_type=Text)  # retrieval terms (issue 11, migration 0004)
+    lex: str | None = Field(default=None, sa_type=Text)  # retrieval terms (terms.episode_lex)
     embedding: Any = vector_field()
     embedding_provider: str | None = Field(default=None, max_length=128)
     embedding_model: str | None = Field(default=None, max_length=255)

@@ -1,5 +1,5 @@
-"""Episodic text rules (spec §17-§18): the L0 abstract, key-topic limits and the trivial-message
-filter of auto-injection. Shared text mechanisms are the kernel's :mod:`goclaw_text`."""
+"""Episodic text rules: the L0 abstract, key-topic limits and the trivial-message
+filter of auto-injection. Shared text mechanisms are in the library :mod:`goclaw_text`."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from collections.abc import Iterable
 
 from goclaw_text.sentences import clip, sentences
 
-L0_MAX_CHARS = 200  # ~50 tokens at chars/4 (DECISIONS.md units)
+L0_MAX_CHARS = 200  # ~50 tokens at four characters a token
 L0_MIN_SENTENCE = 20
 MAX_TOPICS = 20
 
 
 def l0_abstract(summary: str) -> str:
-    """The ~50-token abstract (spec §18 EpisodicWorker step 4): the first sentence of at least
+    """The ~50-token abstract: the first sentence of at least
     20 characters, clipped to 200; else the first 200 characters."""
     for s in sentences(summary):
         if len(s) >= L0_MIN_SENTENCE:
@@ -33,7 +33,7 @@ def dedupe(items: Iterable[str]) -> list[str]:
 
 
 # Greetings, acknowledgements and glue words: a message made only of these is "trivial" and
-# never triggers auto-injection (spec §17; the reference uses a 41-word list).
+# never triggers auto-injection.
 TRIVIAL_WORDS = frozenset(
     """
     hi hello hey yo hiya howdy morning evening afternoon night good gm gn thanks thank thx ty you

@@ -1,8 +1,8 @@
-"""Plugin ``goclaw.workers.episodic``: the EpisodicWorker (spec §18 step 1).
+"""Plugin ``goclaw.workers.episodic``: the EpisodicWorker, the first consolidation step.
 
-On ``run.completed``: dedup by ``source_id = session_key:compaction_count`` (DECISIONS.md), with
-``:r<run>`` appended from a key's second run on (issue 12: a re-used key was consolidated once;
-``engine.sessions.end`` numbers the runs and names each run's messages, ``first_seq..last_seq``);
+On ``run.completed``: dedup by ``source_id = session_key:compaction_count``, with
+``:r<run>`` appended from a key's second run on, so every run of a re-used key gets its own
+summary (``engine.sessions.end`` numbers the runs and names each run's messages, ``first_seq..last_seq``);
 summary = the compaction summary in the event when there is one, else the LLM over the
 session's messages, else an extractive fallback; then L0 abstract, key topics, embedding and
 expiry; insert and publish ``episodic.created`` in one transaction. A replay finds the
@@ -15,11 +15,12 @@ import logging
 from typing import Any
 
 from goclaw import hookimpl
-from goclaw.agents import find_agent
-from goclaw.completion import llm_complete
+from goclaw.contracts.agents import find_agent
+from goclaw.contracts.providers import llm_complete
 from goclaw.errors import NotFoundError
 from goclaw_episodic.settings import agent_setting, settings_of
 from goclaw_episodic.store import EpisodicStore, NewEpisode
+from goclaw_text.redaction import redactor_of
 from goclaw_text.sentences import clip
 from goclaw_text.summary import extractive_summary
 
@@ -61,7 +62,7 @@ def _seq(value: Any) -> int | None:
 
 
 def run_source_id(key: str, compaction: int, run: Any) -> str:
-    """``session_key:compaction_count``; a key's later runs add ``:r<run>`` (issue 12)."""
+    """``session_key:compaction_count``; a key's later runs add ``:r<run>``, so each is summarised."""
     number = _seq(run)
     return f"{key}:{compaction}" if number is None or number <= 1 else f"{key}:{compaction}:r{number}"
 
@@ -132,6 +133,14 @@ class EpisodicWorker:
                 return  # replay: already consolidated
         chat = [(r, c) for r, c, _ in messages if r in ("user", "assistant") and c.strip()]
         summary = str(payload.get("summary") or "").strip()
+        redact_text = settings_of(engine).redact
+        if redact_text:
+            # Each message is redacted whole, before anything is summarised or extracted from
+            # it: "my password is X" marks X as a secret, X alone in a summary or a topic does
+            # not. The model never sees the secret either.
+            redactor = redactor_of(engine)
+            chat = [(r, redactor.redact(c)) for r, c in chat]
+            summary = redactor.redact(summary)
         method = "compaction"
         if not summary:
             summary, method = summarise(engine, chat)
@@ -153,7 +162,7 @@ class EpisodicWorker:
                 token_count=tokens,
                 ttl_days=int(agent_setting(engine, agent, "episodic_ttl_days")),
             ),
-            redact_text=settings_of(engine).redact,
+            redact_text=redact_text,
         )
         if store.insert(row) is not None:
             log.info("episodic summary %s for %s (%s)", row.id, source_id, method)

@@ -1,1 +1,1 @@
-"""The temporal knowledge graph (spec §18, §20) and its semantic and dedup workers."""
+"""The temporal knowledge graph and its semantic and dedup workers."""

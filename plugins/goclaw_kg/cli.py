@@ -1,4 +1,4 @@
-"""``goclaw kg entities|relations|candidates|merge|reject|supersede`` (spec §20)."""
+"""``goclaw kg entities|relations|candidates|merge|reject|supersede``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import click
 
-from goclaw.cli.common import agent_option, emit_json, engine, json_option, print_table, user_option
+from goclaw.contracts.cli import agent_option, emit_json, engine, json_option, print_table, user_option
 
 
 def _as_of(value: str | None) -> datetime | None:

@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.workers.dedup``: the DedupWorker (spec §18 step 3), with safe thresholds.
+"""Plugin ``goclaw.workers.dedup``: the DedupWorker (after the semantic worker), with safe thresholds.
 
 For each upserted entity that has an embedding, compare it with the other current entities of
 the same agent, user **and type** embedded by the same model. A wrong merge destroys
@@ -15,11 +15,11 @@ Pairs that pass either lower gate (cosine ≥ 0.85 or name ≥ 0.90) go to
 higher-confidence row (the older on a tie), closes the other with ``merged_into`` and
 re-points its relations; nothing is deleted.
 
-Types (issue 12): an entity is compared with entities of other types too when the names are
+Types: an entity is compared with entities of other types too when the names are
 near-identical (name similarity ≥ ``dedup_auto_merge_name``), because a model-free typer can
-type one spelling and not the other ("OpenAI" technology, "Open AI" concept: never compared
-before). Such a pair merges automatically only when one side is untyped (``concept``), into
-the typed one; two different real types ("Jordan" person / place) are only proposed.
+type one spelling and not the other ("OpenAI" technology, "Open AI" concept, which a same-type
+comparison would never pair). Such a pair merges automatically only when one side is untyped
+(``concept``), into the typed one; two different real types ("Jordan" person / place) are only proposed.
 """
 
 from __future__ import annotations

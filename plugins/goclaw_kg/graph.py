@@ -1,9 +1,9 @@
-"""The temporal knowledge graph (L2): ``engine.kg`` (spec §18, §20, DECISIONS.md).
+"""The temporal knowledge graph (L2): ``engine.kg``.
 
 * Validity: every entity and relation has ``valid_from`` and ``valid_until`` (NULL = current).
   Current-only queries use ``valid_until IS NULL``; as-of queries use
-  ``valid_from <= t AND (valid_until IS NULL OR valid_until > t)`` (exclusive end, unlike the
-  Go code's inclusive one), so at the exact supersession instant only the new row is valid.
+  ``valid_from <= t AND (valid_until IS NULL OR valid_until > t)`` (an exclusive end), so at
+  the exact supersession instant only the new row is valid.
 * Supersede closes the old row and inserts the new one in one transaction; uniqueness holds
   among current rows only (partial unique indexes). Relations that touch a superseded entity
   are superseded with it, re-pointed at the new row, so an as-of query stays consistent.
@@ -21,11 +21,11 @@ from typing import Any
 from sqlalchemy import String, cast, or_
 from sqlmodel import Session, col, select
 
-from goclaw.agents import require_agent, user_scope
-from goclaw.embedding import embed_texts
+from goclaw.contracts.agents import require_agent, user_scope
+from goclaw.contracts.columns import utcnow
+from goclaw.contracts.providers import embed_texts
+from goclaw.contracts.store import Agent
 from goclaw.errors import NotFoundError, ValidationError
-from goclaw.store.models import Agent
-from goclaw.store.types import utcnow
 from goclaw_kg.history import History
 from goclaw_kg.tables import KGDedupCandidate, KGEntity, KGRelation
 from goclaw_kg.upserts import Upserts, relation_type_key
@@ -48,7 +48,7 @@ class KnowledgeGraph(Upserts, History):
     def __init__(self, engine: Any) -> None:
         self.engine = engine
 
-    # ------------------------------------------------------------------ tenant (issue 12 §20)
+    # ------------------------------------------------------------------ tenant
     def _check_tenant(self, session: Session, agent_id: str, what: str) -> None:
         """Id-based edits reach only rows of this engine's tenant; others are "unknown"."""
         agent = session.get(Agent, agent_id)
@@ -101,8 +101,8 @@ class KnowledgeGraph(Upserts, History):
         """Entities and relations extracted from one episodic summary (``memory_expand``).
 
         The database narrows the entities to those whose ``source_id`` is the summary or whose
-        properties mention its id; the exact ``episodic_ids`` test runs here (it used to run on
-        every current entity of every agent: 1.4 s a call at 20,000 entities)."""
+        properties mention its id; the exact ``episodic_ids`` test runs here, on those rows only
+        (run on every current entity of every agent, it takes 1.4 s a call at 20,000 entities)."""
         mentions = cast(col(KGEntity.properties), String).like(f"%{_like_escape(episodic_id)}%", escape="\\")
         with self.engine.db.session() as s:
             found = s.exec(

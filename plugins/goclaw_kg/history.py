@@ -1,4 +1,4 @@
-"""Temporal edits of the knowledge graph (spec §20, DECISIONS.md): supersede an entity or a
+"""Temporal edits of the knowledge graph: supersede an entity or a
 relation (close the old row, insert the new one, one transaction) and merge a duplicate into the
 entity it duplicates (the dedup worker, ``goclaw kg merge``). Nothing is ever deleted: closed rows
 keep their validity, merged ones point at the survivor. Part of
@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import or_, text
 from sqlmodel import Session, col, select
 
+from goclaw.contracts.columns import utcnow
 from goclaw.errors import NotFoundError, ValidationError
-from goclaw.store.types import utcnow
 from goclaw_kg.settings import settings_of
 from goclaw_kg.tables import KGDedupCandidate, KGEntity, KGRelation
 from goclaw_kg.upserts import relation_type_key, with_episodes
@@ -41,7 +41,7 @@ class History:
     ) -> KGEntity:
         """Close the current row ``entity_id`` at ``at`` and insert its replacement, valid
         from ``at``, in one transaction. Current relations move to the new row the same way.
-        A new name or description is redacted like extracted facts (issue 12 §1)."""
+        A new name or description is redacted like extracted facts."""
         at = at or utcnow()
         if settings_of(self.engine).redact:
             name = redact_for(self.engine, name) if name else name

@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.kg``: the temporal knowledge graph (spec §18, §20).
+"""Plugin ``goclaw.kg``: the temporal knowledge graph.
 
 Provides the ``kg`` service (``engine.kg``) and owns the KG tables (component ``kg``,
 :mod:`goclaw_kg.tables`). Its workers are separate default plugins in this
@@ -43,3 +43,10 @@ def goclaw_forget_rows(engine: Any, scope: Any, connection: Any) -> list[Any]:
 @hookimpl
 def goclaw_services(engine: Any) -> dict[str, Any]:
     return {"kg": KnowledgeGraph(engine)}
+
+
+@hookimpl
+def goclaw_http_routes(engine: Any, auth: Any) -> Any:
+    from goclaw_kg.http import router
+
+    return router(engine, auth)

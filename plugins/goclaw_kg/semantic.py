@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.workers.semantic``: the SemanticWorker (spec §18 step 2).
+"""Plugin ``goclaw.workers.semantic``: the SemanticWorker (after the episodic worker).
 
 On ``episodic.created``: extract entities and relations with confidence from the summary —
 the LLM returning JSON when a model is configured, else a heuristic (capitalised names typed
@@ -19,8 +19,8 @@ from typing import Any
 from sqlmodel import Session
 
 from goclaw import hookimpl
-from goclaw.agents import find_agent
-from goclaw.completion import llm_complete
+from goclaw.contracts.agents import find_agent
+from goclaw.contracts.providers import llm_complete
 from goclaw_kg.graph import KnowledgeGraph
 from goclaw_kg.settings import agent_setting, settings_of
 from goclaw_kg.upserts import relation_type_key
@@ -42,7 +42,7 @@ EXTRACT_PROMPT = (
 )
 MAX_CHARS = 12000
 # Words that never make a relation on their own: the retrieval stopwords plus light verbs and
-# pleasantries (one stopword list, extended here; issue 13 item 4).
+# pleasantries (one stopword list, goclaw_search's, extended here).
 GLUE_WORDS = STOPWORDS | frozenset(
     """
     above after again against all also am any because been before being below between both doing

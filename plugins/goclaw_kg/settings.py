@@ -1,6 +1,7 @@
-"""``[plugins.kg]``: the knowledge graph and its workers (semantic, dedup) with the spec's
-defaults (spec §18, §20). ``consolidation_enabled`` is also a per-agent key (``agents.settings``).
-The old ``[plugins.consolidation]`` table still works (its keys are routed here, issue 13 item 4).
+"""``[plugins.kg]``: the knowledge graph and its workers (semantic, dedup).
+``consolidation_enabled`` is also a per-agent key (``agents.settings``).
+The deprecated ``[plugins.consolidation]`` table still works (its keys are routed here, with a
+warning).
 """
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from goclaw.agents import agent_override
-from goclaw.config import settings_or_defaults
+from goclaw.contracts.agents import agent_override
+from goclaw.contracts.host import settings_or_defaults
 
 
 class KGSettings(BaseModel):
@@ -19,12 +20,12 @@ class KGSettings(BaseModel):
     llm_timeout_seconds: float = Field(default=30.0, gt=0)
     consolidation_enabled: bool = Field(default=True, description="extract facts from new episodes")
     redact: bool = Field(default=True, description="redact secrets in KG facts")
-    # dedup (spec §18): safe by default; see docs/consolidation.md
+    # dedup: safe by default; see docs/consolidation.md
     dedup_auto_merge_cosine: float = Field(default=0.95, ge=0, le=1)
     dedup_auto_merge_name: float = Field(default=0.985, ge=0, le=1)
     dedup_candidate_cosine: float = Field(default=0.85, ge=0, le=1)
     dedup_candidate_name: float = Field(default=0.90, ge=0, le=1)
-    # semantic (spec §20): a new current relation of one of these types replaces the old one
+    # semantic: a new current relation of one of these types replaces the previous one
     exclusive_relation_types: list[str] = Field(
         default_factory=lambda: ["works_at", "lives_in", "reports_to", "located_in"]
     )

@@ -1,7 +1,7 @@
 """The knowledge graph's tables (component ``kg``; migrations in ``migrations/``).
 
-Temporal entities and relations (spec §18-§19): a row is current while ``valid_until`` is null,
-and uniqueness holds among current rows only (DECISIONS.md, KG validity); dedup candidates below
+Temporal entities and relations: a row is current while ``valid_until`` is null,
+and uniqueness holds among current rows only; dedup candidates below
 the auto-merge threshold wait for review. Never change a table here without adding a revision
 under ``migrations/``.
 """
@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Index, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
-from goclaw.store.columns import (
+from goclaw.contracts.columns import (
     DEFAULT_TENANT,
     created_field,
     json_field,
@@ -29,7 +29,7 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 
 
 def _unique_while_current(name: str, *columns: str) -> Index:
-    """Uniqueness among current rows only (DECISIONS.md, KG validity): a partial unique index."""
+    """Uniqueness among current rows only (closed rows keep their history): a partial unique index."""
     current = text("valid_until IS NULL")
     return Index(name, *columns, unique=True, sqlite_where=current, postgresql_where=current)
 

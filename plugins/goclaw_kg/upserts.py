@@ -1,4 +1,4 @@
-"""Upserts into the knowledge graph (the semantic worker's writes, spec §18): an entity by name
+"""Upserts into the knowledge graph (the semantic worker's writes): an entity by name
 and type (following ``merged_into`` from a merged alias), a relation (an ``exclusive`` type
 closes the source's other current relation of that type). Part of :class:`~goclaw_kg.graph.KnowledgeGraph`."""
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from goclaw.store.types import utcnow
+from goclaw.contracts.columns import utcnow
 from goclaw_kg.tables import KGEntity, KGRelation
 from goclaw_text.entities import normalize_name
 

@@ -3,7 +3,7 @@
 Writes: :meth:`LanceDBSearchBackend.apply_changes` receives every indexing run's written
 records and removed ids and patches the agent's LanceDB table (delete, add, then LanceDB's
 ``optimize`` brings the full-text and id indexes up to date). Reads: :meth:`search` runs
-LanceDB's full-text search (BM25 over the kernel's terms) and its exact (flat) cosine vector
+LanceDB's full-text search (BM25 over goclaw_search's terms) and its exact (flat) cosine vector
 search, both filtered to the query's scope in LanceDB's ``where``; every candidate of either
 channel is then scored on the other one too (:mod:`goclaw_lancedb.search`), and the channels
 are fused by :func:`goclaw_search.fusion.fuse`. For the weighted fusion
@@ -44,7 +44,7 @@ from goclaw_lancedb.store import BATCH, AgentTable, file_lock, id_list, meta_fil
 from goclaw_search.tokenize import default_tokenizer
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class _State:
     total: int = -1  # rows in the table (-1: not counted yet)
 
 
-def lance_folder(engine: Engine, configured: str) -> Path:
+def lance_folder(engine: Host, configured: str) -> Path:
     """``[plugins.lancedb] path``, else ``<database>.lancedb`` next to a SQLite file, else
     ``<workspace>/.goclaw/lancedb``."""
     if configured:
@@ -79,7 +79,7 @@ class LanceDBSearchBackend(SearchBackend):
 
     name = "lancedb"
 
-    def __init__(self, engine: Engine, folder: Path) -> None:
+    def __init__(self, engine: Host, folder: Path) -> None:
         # LanceDB's Rust log goes to stderr at WARN ("No existing dataset ... it will be
         # created"): keep the CLI's stderr for goclaw's own one-line notes.
         os.environ.setdefault("LANCE_LOG", "error")

@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.lancedb``: the ``lancedb`` memory search backend (issue 13 item 7).
+"""Plugin ``goclaw.lancedb``: the ``lancedb`` memory search backend.
 
 An optional backend with an index of its own: LanceDB's full-text index and exact vector
 search in a folder next to the database, kept up to date through the search contract's write

@@ -2,9 +2,9 @@
 
 Table ``chunks_<agent>`` (one per agent, so BM25's statistics are the agent's own, as on the
 built-in backends): ``id, agent_id, user_id, path, start_line, end_line, text, terms,
-chunk_hash, has_vector, vector``. ``terms`` is the kernel tokenizer's terms joined by spaces,
+chunk_hash, has_vector, vector``. ``terms`` is goclaw_search's tokenizer's terms joined by spaces,
 indexed by LanceDB's full-text index with a whitespace tokenizer and no stemming, stopwords or
-lower-casing of its own, so tokenisation (and BM25: k1 1.2, b 0.75) matches the kernel's.
+lower-casing of its own, so tokenisation (and BM25: k1 1.2, b 0.75) matches the built-in backends'.
 ``vector`` is a fixed-size float32 list of the table's embedding space (a 1-d placeholder
 when the table has none); rows without a vector of that space have ``has_vector = false``.
 
@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from goclaw.contracts.fsutil import atomic_write_text
 from goclaw.contracts.search import ChunkRecord, Space
-from goclaw.fsutil import atomic_write_text
 
 SCHEMA_VERSION = 1
 BATCH = 1000  # ids per delete / lookup expression

@@ -1,1 +1,1 @@
-"""LLM providers: litellm is the default route (DESIGN.md §5)."""
+"""LLM providers: litellm is the default route."""

@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.llm``: chat completions through litellm (DESIGN.md §5).
+"""Plugin ``goclaw.llm``: chat completions through litellm.
 
 Configure with ``[plugins.llm] model = "gpt-4o-mini"`` (any litellm model string). With no
 model, ``engine.llm()`` is ``None`` and every LLM-dependent step uses its deterministic

@@ -1,1 +1,1 @@
-"""Memory: indexing, hybrid search on SQLite and PostgreSQL, flush (spec §14-§16)."""
+"""Memory: indexing, hybrid search on SQLite and PostgreSQL, flush."""

@@ -1,9 +1,9 @@
-"""A large index run's SQLite WAL checkpoint, after the run (issue 11: indexing speed).
+"""A large index run's SQLite WAL checkpoint, after the run, for indexing speed.
 
 goclaw's SQLite database is in WAL mode with ``synchronous=NORMAL``: a commit appends the
 transaction's pages to the write-ahead log, and once the log passes 1,000 pages (8 MB) the
 committing connection copies it back into the database file and syncs both (a checkpoint).
-Every transaction of a large index run passes that size, so each of its commits paid a
+Every transaction of a large index run passes that size, so each of its commits would pay a
 checkpoint: ~45 ms each, 0.75 s of a 100,000-chunk run written in the caller's thread.
 
 During a run of :data:`BULK` chunks or more, each transaction's connection skips the automatic
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ _threads: weakref.WeakKeyDictionary[Any, list[threading.Thread]] = weakref.WeakK
 _lock = threading.Lock()
 
 
-def database_path(engine: Engine) -> str | None:
+def database_path(engine: Host) -> str | None:
     """The SQLite file of the engine's database (None: PostgreSQL or a database in memory)."""
     if engine.db.backend != "sqlite":
         return None
@@ -83,7 +83,7 @@ def _restore(dbapi_conn: Any, record: Any) -> None:
         dbapi_conn.execute(f"PRAGMA cache_size={int(cache)}")
 
 
-def checkpoint_later(engine: Engine) -> None:
+def checkpoint_later(engine: Host) -> None:
     """Copy the write-ahead log into the database file in a background thread (a passive
     checkpoint: it never waits for readers or writers; what it leaves, the next automatic
     checkpoint copies). ``Engine.close`` waits for it."""
@@ -103,7 +103,7 @@ def checkpoint_later(engine: Engine) -> None:
     thread.start()
 
 
-def wait(engine: Engine, timeout: float | None = None) -> None:
+def wait(engine: Host, timeout: float | None = None) -> None:
     """Wait for the engine's background checkpoints."""
     with _lock:
         running = list(_threads.get(engine, ()))

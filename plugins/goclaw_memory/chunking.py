@@ -1,6 +1,6 @@
-"""Split a memory document into chunks with line ranges (spec §14, DECISIONS.md "chunking").
+"""Split a memory document into chunks with line ranges.
 
-Rules, in the spec's words with the rulings applied:
+Rules:
 
 * a chunk never exceeds ``max_len`` characters (Unicode code points, never bytes);
 * once the current chunk has reached half of ``max_len``, a blank line (paragraph break) ends it;
@@ -46,7 +46,7 @@ def hash_all(chunks: list[TextChunk]) -> None:
 
 
 def content_hash(text: str) -> str:
-    """Hex of the first 16 bytes of SHA-256 (spec §14), used for documents and chunks."""
+    """Hex of the first 16 bytes of SHA-256, used for documents and chunks."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
@@ -54,7 +54,7 @@ def split_long_line(line: str, max_len: int) -> list[str]:
     """Split one over-long line into pieces of at most ``max_len`` characters.
 
     Linear in the line's length: the loop moves an index along the line instead of copying
-    the rest of it at each cut (issue 12: a 16 MB line took 115 s).
+    the rest of it at each cut (copying it makes a 16 MB line take about two minutes).
     """
     pieces: list[str] = []
     n = len(line)

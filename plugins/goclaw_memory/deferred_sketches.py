@@ -1,7 +1,7 @@
-"""The passage sketches of a large index run, made after it returns (issue 11: indexing speed).
+"""The passage sketches of a large index run, made after it returns, for indexing speed.
 
 A chunk's passage sketch (:mod:`goclaw_memory.passage_sketch`) is what the overlap reranker's
-passage step reads at search time. Making them took ~40 % of a first 100,000-chunk index run
+passage step reads at search time. Making them takes ~40 % of a first 100,000-chunk index run
 (C sketcher, then the per-chunk work of storing them), though no search needs them to be
 *right*: a hit without a sketch in the index is scored by the embedder's
 ``passage_similarity``, which sketches its text with the same function, so a search returns the

@@ -1,4 +1,4 @@
-"""``goclaw memory doctor``: check each memory channel and say what to run (issue 11 item 7).
+"""``goclaw memory doctor``: check each memory channel and say what to run.
 
 Checks, read straight from the tables with plain SQL (no ORM, nothing cached):
 
@@ -37,7 +37,7 @@ from goclaw_memory.chunking import content_hash
 from goclaw_memory.paths import scope_files, user_ids
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 _EXAMPLES = 3
 
@@ -82,7 +82,7 @@ def _examples(paths: list[str]) -> str:
 # --------------------------------------------------------------------------- per agent
 
 
-def check_freshness(engine: Engine, agent: Any, conn: Any) -> Check:
+def check_freshness(engine: Host, agent: Any, conn: Any) -> Check:
     agent_dir = engine.agent_dir(agent)
     rows = conn.execute(
         text("SELECT user_id, path, content_hash, size, mtime FROM memory_documents WHERE agent_id = :a"),
@@ -155,7 +155,7 @@ def check_consistency(agent: Any, conn: Any) -> Check:
     )
 
 
-def _configured_space(engine: Engine) -> tuple[tuple[str, str, int] | None, str | None]:
+def _configured_space(engine: Host) -> tuple[tuple[str, str, int] | None, str | None]:
     """The configured embedder's (provider, model, dim), or (None, why not)."""
     configured = engine.embedding_provider_name()
     if configured == "none":
@@ -172,7 +172,7 @@ def _configured_space(engine: Engine) -> tuple[tuple[str, str, int] | None, str 
 
 
 def check_vectors(
-    engine: Engine, agent: Any, conn: Any, space: tuple[str, str, int] | None, space_error: str | None
+    engine: Host, agent: Any, conn: Any, space: tuple[str, str, int] | None, space_error: str | None
 ) -> list[Check]:
     spaces = _vector_spaces(conn, agent)
     total = sum(s["chunks"] for s in spaces)
@@ -247,7 +247,7 @@ def _embeddings_check(
     return Check("embeddings", "ok", f"{stored} vectors, all {label}", None, name, details)
 
 
-def _bad_vectors(engine: Engine, conn: Any, agent: Any) -> int:
+def _bad_vectors(engine: Host, conn: Any, agent: Any) -> int:
     """How many of the agent's stored vectors do not have their recorded dimension."""
     if engine.db.backend == "postgresql":
         bad_sql = (
@@ -307,7 +307,7 @@ def _vectors_check(
     return None
 
 
-def _watchers(engine: Engine) -> list[Any]:
+def _watchers(engine: Host) -> list[Any]:
     listed = getattr(engine.memory, "watchers", None)
     if isinstance(listed, list | tuple):
         return list(listed)
@@ -321,7 +321,7 @@ def _watchers(engine: Engine) -> list[Any]:
     ]
 
 
-def check_watcher(engine: Engine) -> Check:
+def check_watcher(engine: Host) -> Check:
     watchers = [w for w in _watchers(engine) if not getattr(w, "_stopping", False)]
     if not watchers:
         return Check(
@@ -365,7 +365,7 @@ def check_watcher(engine: Engine) -> Check:
 # --------------------------------------------------------------------------- entry point
 
 
-def run_doctor(engine: Engine, agent: str | None = None, *, repair: bool = False) -> DoctorReport:
+def run_doctor(engine: Host, agent: str | None = None, *, repair: bool = False) -> DoctorReport:
     """Run every check (for one agent or all); with ``repair`` fix what can be fixed, then check
     again."""
     from goclaw_memory.doctor_indexes import check_backend, check_full_text, check_hnsw, check_saved_index
@@ -391,7 +391,7 @@ def run_doctor(engine: Engine, agent: str | None = None, *, repair: bool = False
     return DoctorReport(checks, repaired)
 
 
-def _repair(engine: Engine, agent: str | None) -> list[str]:
+def _repair(engine: Host, agent: str | None) -> list[str]:
     from goclaw_memory.repair import repair
 
     return repair(engine, agent)

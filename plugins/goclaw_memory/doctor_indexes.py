@@ -1,4 +1,4 @@
-"""The index checks of ``goclaw memory doctor`` (issue 11): the search backend in use, its saved
+"""The index checks of ``goclaw memory doctor``: the search backend in use, its saved
 index, the full-text terms, and PostgreSQL's full-text and HNSW indexes.
 
 Backend: which one ``[plugins.memory] backend`` selects (``auto``: ``sqlite`` on SQLite,
@@ -25,7 +25,7 @@ from sqlalchemy import text
 from goclaw_memory.doctor import Check
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 HNSW_MAX_DIM = 2000
 
@@ -60,7 +60,7 @@ def stale_terms(conn: Any, limit: int | None = LEX_SAMPLE) -> tuple[int, int, li
     return missing, len(rows), stale
 
 
-def check_full_text(engine: Engine, conn: Any) -> Check:
+def check_full_text(engine: Host, conn: Any) -> Check:
     """Both backends search the terms stored in ``memory_chunks.lex`` (SQLite: the in-memory
     BM25 index is built from them; PostgreSQL: ``tsv`` is generated from them)."""
     pg = engine.db.backend == "postgresql"
@@ -137,7 +137,7 @@ def pg_indexes(conn: Any, using: str) -> list[tuple[str, str, bool]]:
     return [(r[0], r[1], bool(r[2])) for r in rows if using.lower() in r[1].lower()]
 
 
-def check_backend(engine: Engine) -> tuple[Check, Any, str]:
+def check_backend(engine: Host) -> tuple[Check, Any, str]:
     """Which search backend the settings select: the check, the backend (None when it cannot
     start) and its name."""
     from goclaw.errors import GoclawError
@@ -160,7 +160,7 @@ def check_backend(engine: Engine) -> tuple[Check, Any, str]:
     return Check("backend", "info", f"memory search backend {name}{how}: {what}"), backend, name
 
 
-def check_saved_index(engine: Engine, agent: Any, conn: Any, path: Path, space: Any) -> Check:
+def check_saved_index(engine: Host, agent: Any, conn: Any, path: Path, space: Any) -> Check:
     """The ``inprocess`` backend's saved index of ``agent``: there, readable, current."""
     from goclaw_memory.inprocess_backend import NO_TOKEN
     from goclaw_memory.sqlite_backend import VERSION_WORKER, parse_token

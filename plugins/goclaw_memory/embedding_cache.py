@@ -1,6 +1,6 @@
 """Vectors for chunks during indexing: from ``embedding_cache`` when the text was embedded before
 by this (provider, model, dimension), else from the embedder (and then cached), so unchanged
-text is never embedded twice (spec §14)."""
+text is never embedded twice."""
 
 from __future__ import annotations
 
@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
+from goclaw.contracts.columns import utcnow
 from goclaw.contracts.search import Space
-from goclaw.store.models import EmbeddingCache
-from goclaw.store.types import utcnow
+from goclaw.contracts.store import EmbeddingCache
 from goclaw_memory.index_writes import LOOKUP_CHUNK, dialect_insert, marks
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-    from goclaw.engine import Engine
-    from goclaw.types import EmbeddingProvider
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.providers import EmbeddingProvider
     from goclaw_memory.chunking import TextChunk
     from goclaw_memory.index_scan import IndexReport
 
@@ -28,7 +28,7 @@ CACHE = EmbeddingCache.__table__
 
 
 def vectors_for(
-    engine: Engine,
+    engine: Host,
     chunks: Sequence[TextChunk],
     embedder: EmbeddingProvider | None,
     space: Space | None,
@@ -67,7 +67,7 @@ def vectors_for(
 
 
 def cache_lookup(
-    engine: Engine, hashes: Sequence[str], space: Space, reader: sqlite3.Connection | None = None
+    engine: Host, hashes: Sequence[str], space: Space, reader: sqlite3.Connection | None = None
 ) -> dict[str, Any]:
     """Cached vectors by chunk hash. On SQLite plain SQL returning them as stored, float32 (as
     bytes, or rows of one read-only array: :func:`_packed`; either is written to
@@ -118,9 +118,9 @@ def _packed(cursor: sqlite3.Cursor, space: Space, part: Sequence[str]) -> list[t
     """The cached ``(hash, vector)`` of ``part`` in one result row: the hashes, the vectors'
     bytes end to end and their lengths, each joined by SQLite (one row: the driver gives the
     GIL up and takes it back once, not once a row, which with the index run's other threads
-    waiting for it cost ~1 s of a 100,000-chunk run). When every vector has the space's size
+    waiting for it costs ~1 s of a 100,000-chunk run). When every vector has the space's size
     they come as the rows of one read-only float32 array over the row's bytes (no copy per
-    vector: a 100,000-chunk run allocated ~200 MB less), else as float32 bytes each. Read row
+    vector: a 100,000-chunk run allocates ~200 MB less), else as float32 bytes each. Read row
     by row when what came back does not add up (a hash holding a comma)."""
     marked = marks(len(part))
     # fetchall: the statement runs to its end, so the read transaction ends here (one left
@@ -146,7 +146,7 @@ def _packed(cursor: sqlite3.Cursor, space: Space, part: Sequence[str]) -> list[t
 
 
 @contextlib.contextmanager
-def cache_reader(engine: Engine) -> Iterator[sqlite3.Connection | None]:
+def cache_reader(engine: Host) -> Iterator[sqlite3.Connection | None]:
     """One read-only connection for a run's cache look-ups (:func:`_reader`; ``None`` on
     PostgreSQL or for a database in memory), closed at the end. A connection per look-up
     maps the file again and faults its index pages in again: ~0.2 s of a 100,000-chunk run."""
@@ -158,7 +158,7 @@ def cache_reader(engine: Engine) -> Iterator[sqlite3.Connection | None]:
             conn.close()
 
 
-def _reader(engine: Engine) -> sqlite3.Connection | None:
+def _reader(engine: Host) -> sqlite3.Connection | None:
     """A private read-only connection to the SQLite file whose pages are read through a memory
     map (a bulk load's 100,000 look-ups: 0.50 -> 0.36 s of CPU, the pool's connections read
     each page by a system call into a 2 MB cache); None for a database in memory or when it
@@ -180,7 +180,7 @@ def _reader(engine: Engine) -> sqlite3.Connection | None:
     return conn
 
 
-def _cache_lookup_pg(engine: Engine, hashes: Sequence[str], space: Space) -> dict[str, Any]:
+def _cache_lookup_pg(engine: Host, hashes: Sequence[str], space: Space) -> dict[str, Any]:
     provider, model, dim = space
     out: dict[str, Any] = {}
     with engine.db.session() as s:
@@ -198,7 +198,7 @@ def _cache_lookup_pg(engine: Engine, hashes: Sequence[str], space: Space) -> dic
     return out
 
 
-def cache_store(engine: Engine, vectors: dict[str, Any], space: Space, *, bulk: bool = False) -> None:
+def cache_store(engine: Host, vectors: dict[str, Any], space: Space, *, bulk: bool = False) -> None:
     """Add fresh vectors to the cache (a hash already there is left as it is); ``bulk``: see
     :func:`vectors_for`."""
     provider, model, dim = space

@@ -1,4 +1,4 @@
-"""Memory entries written by the API: the marker line, validation, parsing (issue 14).
+"""Memory entries written by the API: the marker line, validation, parsing.
 
 See :mod:`goclaw_memory.writer` for the format and the write operations.
 """

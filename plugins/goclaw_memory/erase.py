@@ -3,8 +3,8 @@
 A user of some agents (or whole agents): their chunks and documents, the cached embeddings
 whose text only those chunks had (another scope's identical text keeps its cache row), and
 their sessions with the messages and the per-session worker state (scoped by session key). The
-files themselves and the search backend's caches are the kernel's ``forget`` business (it
-re-indexes through the memory service once the files are gone).
+files themselves are the kernel's ``forget`` business; once the rows are gone,
+:func:`forgotten` (``goclaw_forgotten``) settles the search backends.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import not_, select
 
 from goclaw.contracts.schema import ForgetScope, ForgetStep
-from goclaw.store.models import EmbeddingCache, WorkerState
+from goclaw.contracts.store import EmbeddingCache, WorkerState
 from goclaw_memory.tables import MemoryChunk, MemoryDocument, Session, SessionMessage
 
 
@@ -51,3 +51,17 @@ def forget_steps(scope: ForgetScope, connection: Any) -> list[ForgetStep]:
         ForgetStep(docs, _mine(docs, scope)),
         ForgetStep(cache, cache.c.chunk_hash.in_(hashes)),
     ]
+
+
+def forgotten(engine: Any, scope: ForgetScope) -> None:
+    """After ``goclaw forget`` erased ``scope``'s rows: each agent that keeps its other rows gets
+    a new index version (a backend in any process sees its index is behind and catches up from
+    the chunk table), and this engine's backend drops what it held of the erased rows."""
+    from goclaw_memory.index_writes import bump_version
+
+    if not scope.whole_agent:
+        with engine.db.write() as session:
+            for agent_id in scope.agent_ids:
+                bump_version(session, agent_id)
+    for agent_id in scope.agent_ids:
+        engine.memory.invalidate(agent_id)

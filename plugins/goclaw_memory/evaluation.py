@@ -1,4 +1,4 @@
-"""The memory evaluation harness (issue 11 item 4): labelled questions in, retrieval quality out.
+"""The memory evaluation harness: labelled questions in, retrieval quality out.
 
 A question file is JSONL, one question a line::
 
@@ -51,7 +51,7 @@ from typing import Any
 from goclaw.errors import ValidationError
 from goclaw_memory.questions import KINDS, Expect, Question
 
-# Re-exported: the question-file readers lived here before they moved to questions.py.
+# Re-exported, so code that imports the question-file readers from this module keeps working.
 from goclaw_memory.questions import QuestionsError as QuestionsError
 from goclaw_memory.questions import load_questions as load_questions
 from goclaw_memory.questions import parse_question as parse_question

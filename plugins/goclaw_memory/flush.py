@@ -1,4 +1,4 @@
-"""The memory flush before compaction (spec §16, DECISIONS.md "flush").
+"""The memory flush before compaction.
 
 The agent gets one chance per compaction cycle to write durable memories to disk: an LLM loop
 (at most 5 iterations and 90 s in total) with ``read_file`` / ``write_file`` / ``append_file``
@@ -7,7 +7,7 @@ the model fails, times out, answers ``NO_REPLY`` or writes nothing, an extractiv
 the decisions, preferences, facts, URLs, paths and dates of the turns being compacted to
 ``memory/YYYY-MM-DD.md`` (appended atomically), so a flush always ends in durable memory when
 there was anything to keep. Everything written, by the model or the fallback, goes through the
-engine's redactor first (:mod:`goclaw_text.redaction`, issue 12 §1). Written files are re-indexed
+engine's redactor first (:mod:`goclaw_text.redaction`). Written files are re-indexed
 at once.
 """
 
@@ -30,8 +30,8 @@ from goclaw_memory.paths import atomic_write, writable_memory_path
 from goclaw_text.redaction import redactor_of
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
-    from goclaw.store.models import Agent
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.store import Agent
     from goclaw_memory.settings import FlushSettings
 
 log = logging.getLogger(__name__)
@@ -183,7 +183,7 @@ def _transcript(messages: Sequence[Any], summary: str, limit: int) -> str:
 
 
 def _llm_loop(
-    engine: Engine, tools: FlushTools, prompt: str, transcript: str, cfg: FlushSettings
+    engine: Host, tools: FlushTools, prompt: str, transcript: str, cfg: FlushSettings
 ) -> tuple[str, int]:
     """Run the tool loop; returns (outcome, iterations). Outcome: done | no_reply | error:... | timeout."""
     llm = engine.llm()
@@ -211,7 +211,7 @@ def _llm_loop(
         tools.call("append_file", {"path": f"memory/{datetime.now().date().isoformat()}.md", "content": text})
         return "done", 1
 
-    # The tool loop runs through the provider contract (goclaw.contracts.providers, issue 13), so
+    # The tool loop runs through the provider contract (goclaw.contracts.providers), so
     # any provider that implements chat() gets the full flush.
     iterations = 0
     for _ in range(cfg.max_iterations):
@@ -335,7 +335,7 @@ def fallback_block(found: dict[str, list[str]], session_key: str, now: datetime)
 
 
 def run_flush(
-    engine: Engine,
+    engine: Host,
     agent: Agent,
     user_id: str,
     session_key: str,

@@ -1,8 +1,8 @@
-"""Memory hits from fused chunks (spec §15, DECISIONS.md "hybrid memory merge").
+"""Memory hits from fused chunks.
 
-The fusion itself (both channels scored for every candidate, the spec's 0.3/0.7 weighted sum
-or another method, the ×1.2 user boost) happens in the backend with
-:func:`goclaw_search.fusion.fuse`. Here hits are de-duplicated by (path within its scope,
+The fusion itself (both channels scored for every candidate, the weighted sum of
+``text_weight`` / ``vector_weight`` or another method, the ×1.2 user boost) happens in the
+backend with :func:`goclaw_search.fusion.fuse`. Here hits are de-duplicated by (path within its scope,
 start line): a user's copy of a file (``users/U/MEMORY.md`` line 1) wins over the agent-level
 copy (``MEMORY.md`` line 1).
 """
@@ -20,7 +20,7 @@ from goclaw_memory.search_rows import ChunkTexts, LazyRow, RowBlock
 
 @dataclass
 class MemoryHit:
-    """One memory search hit; :meth:`as_json` is the CLI/tool shape (DESIGN.md §7)."""
+    """One memory search hit; :meth:`as_json` is the CLI/tool shape."""
 
     path: str
     start_line: int

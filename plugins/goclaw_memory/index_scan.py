@@ -1,8 +1,8 @@
-"""Reading the memory files of an index run (spec §14): which files changed since the last run.
+"""Reading the memory files of an index run: which files changed since the last run.
 
 Each file is read once, hashed (SHA-256, first 16 bytes) and skipped when the hash is the one
 indexed; a file the index cannot hold (an undecodable name, a path too long, NUL bytes) is
-reported, never fatal (issue 12).
+reported, never fatal.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class IndexReport:
     embedding_error: str | None = None
     seconds: float = 0.0
     changed_paths: list[str] = field(default_factory=list)
-    # Files that cannot be indexed, each {"path", "reason"}: reported, never fatal (issue 12).
+    # Files that cannot be indexed, each {"path", "reason"}: reported, never fatal.
     skipped_files: list[dict[str, str]] = field(default_factory=list)
 
     def skip(self, path: str, reason: str) -> None:

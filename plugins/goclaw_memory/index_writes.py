@@ -1,9 +1,9 @@
 """The SQL of memory indexing: rows of ``memory_documents`` / ``memory_chunks`` and the agent's
-index version token (spec §14).
+index version token.
 
 Plain SQL with ``executemany`` straight to the driver, the same text on SQLite and PostgreSQL
 (``?`` placeholders, :func:`driver_sql`): the ORM's per-statement and SQLAlchemy's per-row
-parameter processing were most of the indexing time. Every function runs inside the caller's
+parameter processing would be most of the indexing time. Every function runs inside the caller's
 write transaction.
 """
 
@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import delete, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
+from goclaw.contracts.columns import utcnow
 from goclaw.contracts.search import ChunkRecord
-from goclaw.store.models import WorkerState
-from goclaw.store.types import utcnow
+from goclaw.contracts.store import WorkerState
 from goclaw_memory.sqlite_backend import VERSION_WORKER, parse_token
 from goclaw_memory.tables import MemoryChunk, MemoryDocument
 from goclaw_memory.write_behind import WRITER_THREAD

@@ -1,4 +1,4 @@
-"""The memory indexing pipeline (spec §14, DECISIONS.md "re-index").
+"""The memory indexing pipeline.
 
 For each scope (agent level and every ``users/<U>/`` folder): list the memory files, hash each
 one (SHA-256, first 16 bytes) and skip it when the hash is unchanged; otherwise re-chunk it,
@@ -65,9 +65,9 @@ if TYPE_CHECKING:
 
     from sqlalchemy.orm import Session
 
-    from goclaw.engine import Engine
-    from goclaw.store.models import Agent
-    from goclaw.types import EmbeddingProvider
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.providers import EmbeddingProvider
+    from goclaw.contracts.store import Agent
 
 # Imported from here by the memory service, the watcher and repair.
 __all__ = ["IndexReport", "MemoryIndexer", "Progress", "bump_version", "printable_path"]
@@ -118,7 +118,7 @@ def _all_embedded(existing: dict[tuple[str, str], tuple[int, str]], report: Inde
 class MemoryIndexer:
     """Indexes one agent's memory files into ``memory_documents`` / ``memory_chunks``."""
 
-    def __init__(self, engine: Engine, backend: SearchBackend, *, max_chunk_len: int = 1000) -> None:
+    def __init__(self, engine: Host, backend: SearchBackend, *, max_chunk_len: int = 1000) -> None:
         self.engine = engine
         self.backend = backend
         self.max_chunk_len = max_chunk_len
@@ -158,8 +158,8 @@ class MemoryIndexer:
         files = listing(agent_dir, scopes)
         seen: set[tuple[str, str]] = set()
         # Read as the run goes (on the reader thread, beside the tokenizing and the writes),
-        # not all before it: at 100,000 chunks reading 16,667 files took ~0.9 s before the
-        # first batch could start.
+        # not all before it: at 100,000 chunks reading 16,667 files first would delay the
+        # first batch by ~0.9 s.
         pending = self._bulk_when_large(changed(files, existing, report, seen))
         try:
             self._write_pending(agent.id, pending, embedder, space, report, progress, len(files))
@@ -338,7 +338,7 @@ class MemoryIndexer:
         terms: Sequence[list[Sequence[str]]],
     ) -> None:
         """Write a batch; when the database refuses it, write its files one by one and skip
-        (and report) the ones it refuses, so one bad file never stops the rest (issue 12).
+        (and report) the ones it refuses, so one bad file never stops the rest.
         ``terms``: each file's chunks' terms (computed before any transaction opens)."""
         try:
             self._write_batch(agent_id, batch, vectors, space, report, terms=terms)

@@ -1,4 +1,4 @@
-"""``backend = "inprocess"``: the kernel retrieval engine over any database (issue 11); what
+"""``backend = "inprocess"``: the :mod:`goclaw_search` retrieval engine over any database; what
 ``auto`` selects on PostgreSQL.
 
 The SQLite backend's exact search (every chunk scored on both channels, the forward index for
@@ -38,7 +38,7 @@ from goclaw_memory.sqlite_backend import (
 from goclaw_search.index import Doc, SearchIndex
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 NO_TOKEN = "(none)"  # the version token of an agent whose rows carry none
 _PG_ROWS = (
@@ -62,7 +62,7 @@ class InProcessSearchBackend(SQLiteSearchBackend):
 
     name = "inprocess"
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         super().__init__(engine)
         self._source: IndexSource | None = None
         if self.snapshot_dir is None:
@@ -96,7 +96,7 @@ class InProcessSearchBackend(SQLiteSearchBackend):
         """Catch up, and save a large catch-up (a first build) so the next process loads it."""
         # The token read before the catch-up is one the caught-up index holds at least: it is
         # saved with it. (The caller sets ``st.token`` only after this returns; saving the
-        # old one made every later process re-read all fingerprints: 0.7 s at 100k chunks.)
+        # stale one would make every later process re-read all fingerprints: 0.7 s at 100k chunks.)
         token = self._token(agent_id)
         with paused_gc():  # as an index run: a build makes ~100 long-lived objects per chunk
             super()._reconcile(agent_id, st)

@@ -1,5 +1,5 @@
-"""The reranker's passage step from sketches kept in the memory index (issue 11; docs/memory.md
-"Passages").
+"""The reranker's passage step from sketches kept in the memory index (docs/memory.md "After
+fusion: reranker, passages, decay and MMR").
 
 When the configured embedder can sketch passages
 (:class:`goclaw.contracts.providers.PassageSketchingEmbedder`, the bundled static model does)
@@ -22,14 +22,14 @@ from goclaw.contracts.providers import PassageSketchingEmbedder
 from goclaw.errors import GoclawError
 
 if TYPE_CHECKING:
+    from goclaw.contracts.host import Host
     from goclaw.contracts.search import Space
-    from goclaw.engine import Engine
     from goclaw_search.index import Doc
 
 log = logging.getLogger(__name__)
 
 
-def sketcher(engine: Engine, space: Space | None) -> Callable[[Sequence[str]], list[Any]] | None:
+def sketcher(engine: Host, space: Space | None) -> Callable[[Sequence[str]], list[Any]] | None:
     """The embedder's ``passage_sketches`` when chunks of ``space`` should be sketched: the
     passage step is on (overlap reranker, weighted fusion) and the configured embedder is of
     that space and sketches; else None."""
@@ -49,7 +49,7 @@ def sketcher(engine: Engine, space: Space | None) -> Callable[[Sequence[str]], l
     return embedder.passage_sketches
 
 
-def with_sketches(engine: Engine, docs: list[Doc], texts: Sequence[str], space: Space | None) -> list[Doc]:
+def with_sketches(engine: Host, docs: list[Doc], texts: Sequence[str], space: Space | None) -> list[Doc]:
     """``docs`` (of the chunks ``texts``) with the passage sketches of those that have a vector
     (only they can be hits of both channels, the passage step's), when :func:`sketcher` gives
     one. A failing sketcher costs the step's speed, never the indexing."""
@@ -71,7 +71,7 @@ def with_sketches(engine: Engine, docs: list[Doc], texts: Sequence[str], space: 
 
 
 def sketched_scorer(
-    engine: Engine,
+    backend: Any,
     agent_id: str,
     hits: Sequence[Any],
     embedder: PassageSketchingEmbedder,
@@ -80,8 +80,9 @@ def sketched_scorer(
     """The passage scorer of :func:`goclaw_memory.postprocess.overlap_rerank` for ``hits``:
     those that are document chunks with a sketch in the agent's loaded index are scored from it
     (against ``query_vector``, the query's embedding, when given and the embedder takes one;
-    else the query's text), the rest by ``embedder.passage_similarity``."""
-    return SketchedScorer(engine, agent_id, hits, embedder, query_vector)
+    else the query's text), the rest by ``embedder.passage_similarity``. ``backend`` is the
+    memory service's search backend (it keeps the sketches)."""
+    return SketchedScorer(backend, agent_id, hits, embedder, query_vector)
 
 
 class SketchedScorer:
@@ -90,13 +91,13 @@ class SketchedScorer:
 
     def __init__(
         self,
-        engine: Engine,
+        backend: Any,
         agent_id: str,
         hits: Sequence[Any],
         embedder: PassageSketchingEmbedder,
         query_vector: Any = None,
     ) -> None:
-        self.engine, self.agent_id, self.hits, self.embedder = engine, agent_id, hits, embedder
+        self.backend, self.agent_id, self.hits, self.embedder = backend, agent_id, hits, embedder
         self.space = (embedder.provider, embedder.model, int(embedder.dim))
         takes_vector = getattr(embedder, "token_similarity_takes_vectors", False) is True
         self.vector = query_vector if takes_vector else None
@@ -122,7 +123,7 @@ class SketchedScorer:
         from goclaw_search.passage_sketches import sketch_cosines
 
         embedder = self.embedder
-        backend = self.engine.memory.backend
+        backend = self.backend
         if not _keeps_sketches(backend):  # written to the contract before chunk_sketches
             return embedder.passage_similarity(query, list(map(text_of, range(len(ids)))))
         found = self._in_one_call(backend, ids)

@@ -1,4 +1,4 @@
-"""Which files are memory, and confining reads/writes to them (spec §14 "Memory Paths").
+"""Which files are memory, and confining reads/writes to them.
 
 Per agent folder (``engine.agent_dir(agent)``):
 
@@ -9,7 +9,7 @@ Per agent folder (``engine.agent_dir(agent)``):
 ``.git``, ``node_modules`` and hidden folders are skipped; symlinks that leave the scope's
 folder are ignored. A user's folder is never reached through a symlink (``users/mallory ->
 bob`` would hand bob's memory to mallory), and agent-level memory never resolves into
-``users/`` (issue 12 §22). Paths stored in the index are relative to the agent folder with POSIX
+``users/``. Paths stored in the index are relative to the agent folder with POSIX
 separators, so a hit's ``path`` can be handed straight back to ``memory_get``.
 """
 
@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from goclaw.contracts.fsutil import atomic_write_text
 from goclaw.errors import NotFoundError, PermissionDeniedError, ValidationError
-from goclaw.fsutil import atomic_write_text
 
 EXCLUDED_DIRS = frozenset({".git", "node_modules", "__pycache__"})
 USERS_DIR = "users"
@@ -89,7 +89,7 @@ def scope_files(agent_dir: Path, user_id: str) -> list[MemoryFile]:
         return found
     for name in ("MEMORY.md", "memory.md"):
         candidate = root / name
-        # The fallback name only counts when MEMORY.md is missing (spec §1). On a
+        # The fallback name only counts when MEMORY.md is missing. On a
         # case-insensitive file system both names are the same file: take it once.
         if candidate.is_file() and in_scope(candidate, root, user_id):
             found.append(MemoryFile(user_id, prefix + name, str(candidate)))
@@ -220,7 +220,7 @@ def resolve_memory_path(agent_dir: Path, path: str, user_id: str | None) -> tupl
 
 
 def writable_memory_path(agent_dir: Path, user_id: str, path: str) -> tuple[str, Path]:
-    """Confine a path the flush's file tools write to one scope's memory files (spec §16).
+    """Confine a path the flush's file tools write to one scope's memory files.
 
     ``path`` is relative to the scope's folder (``memory/2026-01-01.md``, ``MEMORY.md``); a
     leading ``users/<user>/`` of the same scope is accepted too. Returns the agent-relative path
@@ -256,5 +256,5 @@ def writable_memory_path(agent_dir: Path, user_id: str, path: str) -> tuple[str,
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (:func:`goclaw.fsutil.atomic_write_text`)."""
+    """Write ``text`` to ``path`` atomically (:func:`goclaw.contracts.fsutil.atomic_write_text`)."""
     atomic_write_text(path, text)

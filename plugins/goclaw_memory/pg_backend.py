@@ -1,5 +1,5 @@
 """The PostgreSQL search backend: ``tsvector`` + GIN over the retrieval engine's terms and
-pgvector HNSW (DESIGN.md §4, issue 11).
+pgvector HNSW.
 
 The ``tsv`` column is generated from ``memory_chunks.lex`` (the terms of
 :mod:`goclaw_search.tokenize`: stemmed words, whole codes and their parts, CJK bigrams),
@@ -47,7 +47,7 @@ from goclaw_memory.pg_text import (  # re-exported: imported from here before th
 from goclaw_search.fusion import fuse
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 log = logging.getLogger(__name__)
 
@@ -68,11 +68,11 @@ PG_RANK_BUDGET = 1_000
 
 
 class PostgresSearchBackend(SearchBackend):
-    """tsvector + GIN and pgvector HNSW (DESIGN.md §4)."""
+    """tsvector + GIN and pgvector HNSW."""
 
     name = "postgresql"
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
         self._prepared: set[int] = set()
         self._deferred: set[int] = set()
@@ -376,7 +376,7 @@ def _hnsw_name(dim: int) -> str:
     return f"ix_memory_chunks_hnsw_{int(dim)}"
 
 
-def make_postgres_backend(engine: Engine) -> PostgresSearchBackend:
+def make_postgres_backend(engine: Host) -> PostgresSearchBackend:
     if engine.db.backend != "postgresql":
         from goclaw.errors import ConfigError
 

@@ -1,5 +1,5 @@
 """One autocommit psycopg connection, outside the store's pool, for the small reads every
-PostgreSQL memory search makes with the ``inprocess`` backend (issue 11): the agent's version
+PostgreSQL memory search makes with the ``inprocess`` backend: the agent's version
 token and the winners' rows.
 
 Through the pool each read costs three round trips (the pre-ping on checkout, the query, the
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from goclaw.errors import StoreError
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 CONNECT_TIMEOUT = 10.0  # seconds; the defaults of [plugins.memory] pg_connect_timeout / ...
 STATEMENT_TIMEOUT = 10.0  # ... pg_statement_timeout
@@ -45,7 +45,7 @@ class DirectConnection:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: Host,
         *,
         connect_timeout: float = CONNECT_TIMEOUT,
         statement_timeout: float = STATEMENT_TIMEOUT,
@@ -173,13 +173,13 @@ def _connection_class() -> Any:
     return DeadlineConnection
 
 
-def direct(engine: Engine) -> DirectConnection:
+def direct(engine: Host) -> DirectConnection:
     """The engine's :class:`DirectConnection` (created on first use, closed with the engine),
     with the timeouts of ``[plugins.memory]``."""
     with _LOCK:
         conn = _DIRECT.get(engine)
         if conn is None:
-            from goclaw.config import settings_or_defaults
+            from goclaw.contracts.host import settings_or_defaults
             from goclaw_memory.settings import MemorySettings
 
             cfg = settings_or_defaults(engine, "memory", MemorySettings)

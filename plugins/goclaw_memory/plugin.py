@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.memory``: memory indexing, hybrid search, sessions and the flush (spec §14-§16).
+"""Plugin ``goclaw.memory``: memory indexing, hybrid search, sessions and the flush.
 
 Contributes the ``memory`` and ``sessions`` services, the ``memory`` tables (``goclaw_schema``,
 :mod:`goclaw_memory.tables`) and their erasure (``goclaw_forget_rows``), the ``sqlite`` and ``postgresql``
@@ -14,7 +14,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from goclaw import hookimpl
-from goclaw.errors import GoclawError
 
 
 @hookimpl
@@ -38,6 +37,13 @@ def goclaw_forget_rows(engine: Any, scope: Any, connection: Any) -> list[Any]:
     from goclaw_memory.erase import forget_steps
 
     return forget_steps(scope, connection)
+
+
+@hookimpl
+def goclaw_forgotten(engine: Any, scope: Any) -> None:
+    from goclaw_memory.erase import forgotten
+
+    forgotten(engine, scope)
 
 
 @hookimpl
@@ -83,60 +89,24 @@ def goclaw_prompt_sections() -> list[Any]:
 def goclaw_memory_rerank(
     engine: Any, query: str, agent: Any, user: str | None, hits: list[Any], query_vector: Any
 ) -> Any:
-    settings = engine.plugin_settings("memory")
-    if settings.rerank != "overlap":
-        return None
-    from goclaw_memory.postprocess import overlap_rerank
+    """This plugin's own reranker, last: called through the hook only when another plugin also
+    implements it (else the memory service calls it directly)."""
+    from goclaw_memory.postprocess import builtin_rerank
 
-    passages = None
-    if settings.rerank_passages and settings.fusion == "weighted":
-        try:
-            embedder = engine.embedder()
-        except GoclawError:  # the search already said so; no passage step
-            embedder = None
-        # An embedder that scores passages locally and cheaply offers passage_similarity
-        # (goclaw.contracts.providers.PassageScoringEmbedder; the bundled static model does); a
-        # hosted one is never called per passage.
-        kind = _passage_kind(embedder)
-        if kind == "sketching":
-            # ... and one that sketches them has its chunks' sketches in the memory index: a
-            # search reads its hits' passages from there (goclaw_memory.passage_sketch).
-            from goclaw_memory.passage_sketch import sketched_scorer
-
-            passages = sketched_scorer(engine, agent.id, hits, embedder, query_vector)
-        elif kind == "scoring":
-            passages = embedder.passage_similarity
-    return overlap_rerank(
+    memory = engine.service("memory")
+    return builtin_rerank(
+        memory.settings,
         query,
+        agent.id,
         hits,
-        settings.rerank_weight,
-        passages=passages,
-        top=settings.rerank_passages,
-        text_weight=settings.text_weight,
-        vector_weight=settings.vector_weight,
+        query_vector,
+        lambda: memory.embedder()[0],
+        memory.backend,
     )
 
 
-_KINDS: dict[type, str] = {}
+@hookimpl
+def goclaw_http_routes(engine: Any, auth: Any) -> Any:
+    from goclaw_memory.http import router
 
-
-def _passage_kind(embedder: Any) -> str:
-    """``"sketching"``, ``"scoring"`` or ``""``: which passage contract (if any) the embedder's
-    class offers (goclaw.contracts.providers); remembered per class, as a protocol
-    ``isinstance`` costs ~15 us per search."""
-    if embedder is None:
-        return ""
-    kind = _KINDS.get(type(embedder))
-    if kind is None:
-        from goclaw.contracts.providers import PassageScoringEmbedder, PassageSketchingEmbedder
-
-        kind = (
-            "sketching"
-            if isinstance(embedder, PassageSketchingEmbedder)
-            else "scoring"
-            if isinstance(embedder, PassageScoringEmbedder)
-            else ""
-        )
-        if len(_KINDS) < 64:
-            _KINDS[type(embedder)] = kind
-    return kind
+    return router(engine, auth)

@@ -1,7 +1,8 @@
-"""After fusion, before the cut to ``limit`` (issue 11 item 6): temporal decay, the reranker
+"""After fusion, before the cut to ``limit``: temporal decay, the reranker
 hook and MMR diversification, over the de-duplicated candidates of one search.
 
-Order: decay (scores × age factor, re-sorted) -> ``goclaw_memory_rerank`` on the best
+Order: decay (scores × age factor, re-sorted) -> the reranker (this plugin's own, or the
+``goclaw_memory_rerank`` hook when another plugin implements it) on the best
 ``rerank_candidates`` -> MMR picks ``limit`` -> the first ``limit``. Each step is off unless its
 setting is on (defaults chosen by the measurements in docs/memory.md). The functions themselves
 live in :mod:`goclaw_search.rerank`.
@@ -33,7 +34,6 @@ from goclaw_search.tokenize import query_terms, terms
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from goclaw.store.models import Agent
     from goclaw_memory.hybrid import MemoryHit
     from goclaw_memory.settings import MemorySettings
 
@@ -151,21 +151,16 @@ def _query_terms(query: str) -> list[str]:
 
 
 def apply_rerank(
-    engine: Any,
-    query: str,
-    agent: Agent,
-    user: str | None,
-    hits: list[MemoryHit],
-    n: int,
-    query_vector: Any = None,
+    rerank: Callable[[list[MemoryHit]], list[MemoryHit] | None], hits: list[MemoryHit], n: int
 ) -> list[MemoryHit]:
-    """Hand the best ``n`` hits (and the query's embedding, if the search made one) to
-    ``goclaw_memory_rerank``; keep its order (hits it leaves out are dropped); anything it
-    returns that was not among them is ignored."""
+    """Hand the best ``n`` hits to ``rerank`` (:meth:`goclaw_memory.service.MemoryService.reranker`:
+    this plugin's own reranker, or the ``goclaw_memory_rerank`` hook when another plugin
+    implements it); keep its order (hits it leaves out are dropped); anything it returns that
+    was not among them is ignored; ``None`` keeps the order."""
     top, rest = hits[:n], hits[n:]
     if not top:
         return hits
-    result = engine.hooks.memory_rerank(engine, query, agent, user, list(top), query_vector)
+    result = rerank(list(top))
     if result is None:
         return hits
     allowed = set(map(id, top))
@@ -176,6 +171,72 @@ def apply_rerank(
     if len(ordered) != len(result):
         log.warning("goclaw_memory_rerank returned hits that were not among its candidates; ignored")
     return ordered + rest
+
+
+def builtin_rerank(
+    cfg: MemorySettings,
+    query: str,
+    agent_id: str,
+    hits: list[Any],
+    query_vector: Any,
+    embedder: Callable[[], Any],
+    backend: Any,
+) -> list[Any] | None:
+    """This plugin's own reranker: the term-overlap/proximity one (:func:`overlap_rerank`) when
+    ``rerank = "overlap"``, else ``None`` (keep the order). With the passage step on (weighted
+    fusion), ``embedder()`` (asked only then) scores the best hits' passages: from the sketches
+    ``backend`` keeps when the embedder sketches, else by its ``passage_similarity``."""
+    if cfg.rerank != "overlap":
+        return None
+    passages = None
+    if cfg.rerank_passages and cfg.fusion == "weighted":
+        provider = embedder()
+        # An embedder that scores passages locally and cheaply offers passage_similarity
+        # (goclaw.contracts.providers.PassageScoringEmbedder; the bundled static model does); a
+        # hosted one is never called per passage.
+        kind = _passage_kind(provider)
+        if kind == "sketching":
+            # ... and one that sketches them has its chunks' sketches in the memory index: a
+            # search reads its hits' passages from there (goclaw_memory.passage_sketch).
+            from goclaw_memory.passage_sketch import sketched_scorer
+
+            passages = sketched_scorer(backend, agent_id, hits, provider, query_vector)
+        elif kind == "scoring":
+            passages = provider.passage_similarity
+    return overlap_rerank(
+        query,
+        hits,
+        cfg.rerank_weight,
+        passages=passages,
+        top=cfg.rerank_passages,
+        text_weight=cfg.text_weight,
+        vector_weight=cfg.vector_weight,
+    )
+
+
+_KINDS: dict[type, str] = {}
+
+
+def _passage_kind(embedder: Any) -> str:
+    """``"sketching"``, ``"scoring"`` or ``""``: which passage contract (if any) the embedder's
+    class offers (goclaw.contracts.providers); remembered per class, as a protocol
+    ``isinstance`` costs ~15 us per search."""
+    if embedder is None:
+        return ""
+    kind = _KINDS.get(type(embedder))
+    if kind is None:
+        from goclaw.contracts.providers import PassageScoringEmbedder, PassageSketchingEmbedder
+
+        kind = (
+            "sketching"
+            if isinstance(embedder, PassageSketchingEmbedder)
+            else "scoring"
+            if isinstance(embedder, PassageScoringEmbedder)
+            else ""
+        )
+        if len(_KINDS) < 64:
+            _KINDS[type(embedder)] = kind
+    return kind
 
 
 def apply_mmr(hits: list[MemoryHit], lam: float, limit: int) -> list[MemoryHit]:
@@ -193,25 +254,21 @@ def apply_mmr(hits: list[MemoryHit], lam: float, limit: int) -> list[MemoryHit]:
 
 
 def postprocess(
-    engine: Any,
     cfg: MemorySettings,
-    query: str,
-    agent: Agent,
-    user: str | None,
     agent_dir: Path | None,
     hits: list[MemoryHit],
     limit: int,
-    query_vector: Any = None,
+    rerank: Callable[[list[MemoryHit]], list[MemoryHit] | None],
 ) -> list[MemoryHit]:
     """Decay, rerank and MMR as configured: the hits in their final order, ``limit`` of them
     after MMR, else all (the caller cuts them: :func:`goclaw_memory.hybrid.with_texts`).
-    ``agent_dir`` is read by the decay only; ``query_vector``, the query's embedding or None,
-    is handed to the reranker."""
+    ``agent_dir`` is read by the decay only; ``rerank`` reorders the best candidates
+    (:func:`apply_rerank`)."""
     if cfg.decay:
         if agent_dir is None:
             raise ValueError("temporal decay needs the agent's folder")
         hits = apply_decay(hits, agent_dir, cfg)
-    hits = apply_rerank(engine, query, agent, user, hits, cfg.rerank_candidates, query_vector)
+    hits = apply_rerank(rerank, hits, cfg.rerank_candidates)
     if cfg.mmr:
         hits = apply_mmr(hits, cfg.mmr_lambda, limit)
     return hits

@@ -19,14 +19,14 @@ from goclaw_search.tokenize import default_tokenizer
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-    from goclaw.engine import Engine
-    from goclaw.types import EmbeddingProvider
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.providers import EmbeddingProvider
     from goclaw_memory.index_changes import ChangeSet
     from goclaw_memory.index_scan import IndexReport, Progress
 
 
 def reembed(
-    engine: Engine,
+    engine: Host,
     changes: ChangeSet | None,
     agent_id: str,
     scopes: Sequence[str],
@@ -60,7 +60,7 @@ def reembed(
             progress("embed", min(total, i + len(part)), total)
 
 
-def stale_chunks(engine: Engine, agent_id: str, scopes: Sequence[str], space: Space) -> list[Any]:
+def stale_chunks(engine: Host, agent_id: str, scopes: Sequence[str], space: Space) -> list[Any]:
     """``(id, chunk_hash, text, user_id, path, start_line, end_line, lex)`` of the chunks
     without a vector of ``space``."""
     provider, model, dim = space
@@ -89,7 +89,7 @@ def stale_chunks(engine: Engine, agent_id: str, scopes: Sequence[str], space: Sp
 
 
 def _write_vectors(
-    engine: Engine, agent_id: str, space: Space, found: list[tuple[int, Any]]
+    engine: Host, agent_id: str, space: Space, found: list[tuple[int, Any]]
 ) -> tuple[str, str]:
     pg = engine.db.backend == "postgresql"
     stmt = text(

@@ -1,4 +1,4 @@
-"""``goclaw memory doctor --repair``: fix what no other command fixes (issue 11 item 7).
+"""``goclaw memory doctor --repair``: fix what no other command fixes.
 
 * forget documents whose chunks disagree with their recorded count (the next ``memory index``
   re-chunks them: it would otherwise skip them while their files are unchanged);
@@ -24,7 +24,7 @@ BATCH = 2000
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 
 def _bad_vector_sql(pg: bool) -> str:
@@ -33,7 +33,7 @@ def _bad_vector_sql(pg: bool) -> str:
     return "embedding IS NOT NULL AND (embedding_dim IS NULL OR length(embedding) != embedding_dim * 4)"
 
 
-def _repair_agent(engine: Engine, agent: Any) -> list[str]:
+def _repair_agent(engine: Host, agent: Any) -> list[str]:
     from goclaw_memory.indexer import bump_version
 
     pg = engine.db.backend == "postgresql"
@@ -74,7 +74,7 @@ def _repair_agent(engine: Engine, agent: Any) -> list[str]:
     return done
 
 
-def _repair_terms(engine: Engine) -> list[str]:
+def _repair_terms(engine: Host) -> list[str]:
     """Recompute ``lex`` wherever it is missing or not what the tokenizer produces, then make the
     search index forget what it built from the old terms."""
     from goclaw_memory.doctor_indexes import stale_terms
@@ -120,7 +120,7 @@ def _repair_terms(engine: Engine) -> list[str]:
     return [f"recomputed the full-text terms of {sum(fixed.values())} chunks (search index rebuilt)"]
 
 
-def _repair_pg_indexes(engine: Engine) -> list[str]:
+def _repair_pg_indexes(engine: Host) -> list[str]:
     from goclaw_memory.doctor_indexes import HNSW_MAX_DIM, pg_indexes
     from goclaw_memory.settings import resolve_backend
 
@@ -169,7 +169,7 @@ def _repair_pg_indexes(engine: Engine) -> list[str]:
     return done
 
 
-def repair(engine: Engine, agent: str | None = None) -> list[str]:
+def repair(engine: Host, agent: str | None = None) -> list[str]:
     """Apply the repairs; returns one line per thing done."""
     agents = [engine.agents.get(agent)] if agent else engine.agents.list()
     done: list[str] = []

@@ -1,4 +1,4 @@
-"""The rows and chunks a memory search returns, made cheaply (issue 11 speed): the search
+"""The rows and chunks a memory search returns, made cheaply: the search
 contract's frozen dataclasses filled without their ``__init__``, which rows a search without
 a reranker needs at all, and rows whose text is read only when something reads it
 (:class:`LazyRow`, :class:`ChunkTexts`)."""

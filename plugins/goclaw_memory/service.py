@@ -1,6 +1,6 @@
-"""``engine.memory``: index, search, read and watch an agent's memory files (spec §14-§15).
+"""``engine.memory``: index, search, read and watch an agent's memory files.
 
-Scopes (DESIGN.md §7): ``index`` without a user covers the agent folder and every
+Scopes: ``index`` without a user covers the agent folder and every
 ``users/<U>/`` below it; ``search`` without a user sees agent-level memory only, with a user
 the agent level plus that user's own (user hits ×1.2, the user's copy wins a tie on
 (path, start line)). Another agent's or user's rows are never returned.
@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from goclaw.contracts.search import FusionSettings, SearchBackend, SearchQuery
-from goclaw.contracts.tools import memory_hit_id
 from goclaw.errors import ConfigError, GoclawError, ValidationError
+from goclaw_memory.hit_ids import memory_hit_id
+from goclaw_memory.hookspecs import extra_hits
 from goclaw_memory.hybrid import MemoryHit, block_hits, build_hits, with_texts
 from goclaw_memory.indexer import IndexReport, MemoryIndexer, Progress
 from goclaw_memory.paths import resolve_memory_path, validate_user_id
@@ -27,9 +28,9 @@ from goclaw_search.tokenize import query_terms
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from goclaw.engine import Engine
-    from goclaw.store.models import Agent
-    from goclaw.types import EmbeddingProvider
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.providers import EmbeddingProvider
+    from goclaw.contracts.store import Agent
     from goclaw_memory.settings import MemorySettings
     from goclaw_memory.watcher import MemoryWatcher
 
@@ -45,21 +46,26 @@ class SearchResponse:
     hits: list[MemoryHit]
     channels: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    query_vector: Any = None  # the query's embedding, when the search made one
 
 
 class MemoryService:
     """The ``memory`` service; one per engine."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
         self._backend: SearchBackend | None = None
         self._lock = threading.Lock()
+        self._rerank_hook: bool | None = None  # whether another plugin reranks too
+        self._settings: MemorySettings | None = None
 
     # ------------------------------------------------------------------ plumbing
     @property
     def settings(self) -> MemorySettings:
-        settings: MemorySettings = self.engine.plugin_settings("memory")
-        return settings
+        """``[plugins.memory]``: one object for the engine's life (read once)."""
+        if self._settings is None:
+            self._settings = self.engine.plugin_settings("memory")
+        return self._settings
 
     @property
     def backend(self) -> SearchBackend:
@@ -71,7 +77,9 @@ class MemoryService:
                     from goclaw_memory.settings import resolve_backend
 
                     name = resolve_backend(self.settings.backend, self.engine.db.backend)
-                    registry = self.engine.hooks.search_backends()
+                    from goclaw_memory.hookspecs import search_backends
+
+                    registry = search_backends(self.engine)
                     if name not in registry:
                         raise ConfigError(
                             f"unknown memory search backend {name!r}; registered: "
@@ -185,7 +193,7 @@ class MemoryService:
         terms = tuple(query_terms(query)) if query.strip() else ()
         if channel in ("hybrid", "lexical") and terms:
             used.append("lexical")
-        qvec, space = self._query_vector(query, channel, used, notes)
+        qvec, space, embedder = self._query_vector(query, channel, used, notes)
         hits: list[MemoryHit] = []
         reranks = self._reranks()
         if used:
@@ -204,35 +212,62 @@ class MemoryService:
             )
             hits = _backend_hits(backend, request, notes)
         if include_extra and query.strip():
-            extra = self.engine.hooks.memory_search_extra(self.engine, query, a, user, limit)
+            extra = extra_hits(self.engine, query, a, user, limit, qvec)
             if extra:  # merged before the reranker, so both tiers are reranked alike
                 hits = _merge_tiers(hits, extra, len(hits) + len(extra))
         if reranks:
             agent_dir = self.engine.agent_dir(a) if cfg.decay else None
-            hits = postprocess(self.engine, cfg, query, a, user, agent_dir, hits, limit, qvec)
+            hits = postprocess(cfg, agent_dir, hits, limit, self.reranker(query, a, user, qvec, embedder))
         # The first ``limit`` (nothing else read the candidates when nothing reranks), with
         # their text: a backend's lazy rows are read here, for these hits only.
         hits = with_texts(hits, limit)
         for h in hits:  # the stable ids, for the hits returned only
             if h.chunk_id is not None and not h.id:
                 h.id = memory_hit_id("m", a.id, h.user_id, f"{h.path}#L{h.start_line}-L{h.end_line}")
-        return SearchResponse(hits, used, notes)
+        return SearchResponse(hits, used, notes, qvec)
 
     def _reranks(self) -> bool:
         """Whether anything will read a reranker's pool of candidates: temporal decay (it
         re-sorts them all before the cut), the built-in reranker, MMR, or another plugin's
-        ``goclaw_memory_rerank`` (this plugin's own is one of them)."""
+        ``goclaw_memory_rerank``."""
         cfg = self.settings
-        if cfg.rerank != "none" or cfg.mmr or cfg.decay:
-            return True
-        return len(self.engine.hooks.manager.pm.hook.goclaw_memory_rerank.get_hookimpls()) > 1
+        return cfg.rerank != "none" or cfg.mmr or cfg.decay or self._another_reranks()
+
+    def _another_reranks(self) -> bool:
+        """Whether a plugin other than this one implements ``goclaw_memory_rerank`` (the
+        plugins of an engine are fixed once it is open)."""
+        if self._rerank_hook is None:
+            from goclaw_memory import plugin
+
+            found = self.engine.hooks.implementers("goclaw_memory_rerank")
+            self._rerank_hook = any(p is not plugin for p in found)
+        return self._rerank_hook
+
+    def reranker(
+        self, query: str, agent: Agent, user: str | None, query_vector: Any, embedder: Any = None
+    ) -> Callable[[list[Any]], list[Any] | None]:
+        """What reorders a search's best candidates: this plugin's own reranker, called
+        directly, or, when another plugin implements ``goclaw_memory_rerank``, that hook (first
+        answer wins; this plugin's own answers last). ``embedder``: the one the search asked."""
+        if self._another_reranks():
+            engine = self.engine
+            args = {"engine": engine, "query": query, "agent": agent, "user": user}
+            return lambda hits: engine.hooks.first(
+                "goclaw_memory_rerank", hits=hits, query_vector=query_vector, **args
+            )
+        from goclaw_memory.postprocess import builtin_rerank
+
+        cfg, backend = self.settings, self.backend
+        asked = (lambda: embedder) if embedder is not None else (lambda: self.embedder()[0])
+        return lambda hits: builtin_rerank(cfg, query, agent.id, hits, query_vector, asked, backend)
 
     def _query_vector(
         self, query: str, channel: str, used: list[str], notes: list[str]
-    ) -> tuple[Any, tuple[str, str, int] | None]:
-        """The query's embedding and its space, or ``(None, None)`` with a note saying why
-        (no embedder, or it failed); appends "vector" to ``used`` when there is one."""
-        qvec, space = None, None
+    ) -> tuple[Any, tuple[str, str, int] | None, EmbeddingProvider | None]:
+        """The query's embedding, its space and the embedder, or ``(None, None, None)`` with a
+        note saying why (no embedder, or it failed); appends "vector" to ``used`` when there is
+        one."""
+        qvec, space, embedder = None, None, None
         if channel in ("hybrid", "vector") and query.strip():
             embedder, reason = self.embedder()
             if embedder is None:
@@ -252,7 +287,7 @@ class MemoryService:
                         f"{' '.join(str(exc).split())[:200]}); "
                         + ("full-text results only" if channel == "hybrid" else "no results")
                     )
-        return qvec, space
+        return qvec, space, embedder
 
     def invalidate(self, agent_id: str | None = None) -> None:
         """The agent's memory rows (every agent's when None) were changed outside an indexing
@@ -347,8 +382,8 @@ def _backend_hits(backend: SearchBackend, request: SearchQuery, notes: list[str]
     if type(result) is IndexedResult:  # this plugin's backends: hits from the index's columns
         return block_hits(chunks, result.block)
     rows = result.rows if result.rows is not None else backend.rows(a_id, [c.id for c in chunks])
-    # Every de-duplicated candidate, then decay / rerank / MMR before the cut (issue 11
-    # item 6; goclaw_memory.postprocess).
+    # Every de-duplicated candidate, then decay / rerank / MMR before the cut
+    # (goclaw_memory.postprocess).
     hits = build_hits(chunks, rows, len(chunks))
     if len(hits) < request.limit and len(rows) < len(chunks):
         # A backend may leave out the rows it knows cannot be shown (the SQLite backend
@@ -362,7 +397,7 @@ def _backend_hits(backend: SearchBackend, request: SearchQuery, notes: list[str]
 
 
 def _merge_tiers(hits: list[MemoryHit], extra: list[Any], limit: int) -> list[MemoryHit]:
-    """Merge extra-tier hits (spec §17: episodic) with document hits by score."""
+    """Merge extra-tier hits (episodic summaries) with document hits by score."""
     merged: list[MemoryHit] = list(hits)
     for h in extra:
         merged.append(

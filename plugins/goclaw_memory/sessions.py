@@ -1,15 +1,16 @@
-"""``engine.sessions``: working memory for runtimes, with compaction and the flush (spec §16-§17).
+"""``engine.sessions``: working memory for runtimes, with compaction and the flush.
 
 A runtime records each turn with :meth:`SessionService.append`; tokens are counted by the
 engine's tokenizer (``engine.tokenizer``: o200k by default, characters / 4 as the fallback).
 :meth:`SessionService.maintain` applies the policy after a turn: the memory flush when the
 history reaches ``context_window - reserve_tokens_floor - soft_threshold_tokens``, and a
 compaction when it exceeds ``context_window × max_history_share``.
-:meth:`SessionService.compact` always runs the flush first (DECISIONS.md: the threshold alone
-never fired in practice), at most once per compaction cycle (``sessions.flushed_cycle`` records
-the cycle whose flush ran; ``compaction_count`` is the cycle), then summarises the older turns
+:meth:`SessionService.compact` always runs the flush first (the threshold alone can miss it
+when history is compacted for other reasons), at most once per compaction cycle
+(``sessions.flushed_cycle`` records the cycle whose flush ran; ``compaction_count`` is the
+cycle), then summarises the older turns
 (LLM, or an extractive fallback) into ``sessions.summary`` and marks them compacted.
-:meth:`SessionService.end` publishes ``run.completed`` for the consolidation pipeline (spec §18).
+:meth:`SessionService.end` publishes ``run.completed`` for the consolidation pipeline.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, func, select
 
+from goclaw.contracts.columns import utcnow
 from goclaw.errors import NotFoundError, ValidationError
-from goclaw.store.types import utcnow
 from goclaw_memory.flush import FlushResult, run_flush
 from goclaw_memory.paths import validate_user_id
 from goclaw_memory.tables import Session, SessionMessage
@@ -30,8 +31,8 @@ from goclaw_text.redaction import redact_for
 if TYPE_CHECKING:
     from sqlmodel import Session as DbSession
 
-    from goclaw.engine import Engine
-    from goclaw.store.models import Agent
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.store import Agent
     from goclaw_memory.settings import MemorySettings
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ SUMMARY_LIMIT = 4_000  # characters kept in an extractive summary
 
 
 def estimate_tokens(text: str) -> int:
-    """Tokens as characters / 4, rounded up (DECISIONS.md "Units")."""
+    """Tokens as characters / 4, rounded up."""
     return (len(text) + 3) // 4
 
 
@@ -58,7 +59,7 @@ class CompactResult:
 def _create_if_missing(s: DbSession, key: str, agent_id: str, user_id: str) -> None:
     """Create the session row unless it exists. INSERT ... ON CONFLICT DO NOTHING: two first
     appends to one new key at once must not both try a plain INSERT (on PostgreSQL one of
-    them failed with a duplicate key, issue 12); the row is locked by the SELECT that follows."""
+    them would fail with a duplicate key); the row is locked by the SELECT that follows."""
     from sqlalchemy.dialects import postgresql, sqlite
 
     table = Session.__table__  # type: ignore[attr-defined]
@@ -82,13 +83,13 @@ RUNS_WORKER = "sessions.runs"  # worker_state rows: the last ended run of each s
 
 
 def _close_run(s: DbSession, row: Session) -> dict[str, Any]:
-    """Number the run that ``end`` closes (issue 12: a re-used key was consolidated once).
+    """Number the run that ``end`` closes, so every run of a re-used key is consolidated.
 
     A run is the messages appended since the previous ``end``. Ending again with no new message
     closes the same run again (same number, so the same episodic ``source_id``: idempotent).
     State lives in ``worker_state`` under :data:`RUNS_WORKER`, written in ``end``'s transaction.
     """
-    from goclaw.store.models import WorkerState
+    from goclaw.contracts.store import WorkerState
 
     last_seq = int(
         s.exec(select(func.max(SessionMessage.seq)).where(SessionMessage.session_key == row.key)).one() or 0
@@ -117,7 +118,7 @@ def _close_run(s: DbSession, row: Session) -> dict[str, Any]:
 
 
 class SessionService:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
 
     @property
@@ -245,7 +246,7 @@ class SessionService:
             return CompactResult(key, 0, row.compaction_count, None, row.summary, "none")
         flush = self.flush(key, messages=old)
         summary, method = self._summarise(row.summary, old)
-        summary = redact_for(self.engine, summary)  # the summary is stored (issue 12 §1)
+        summary = redact_for(self.engine, summary)  # the summary is stored: redact it first
         ids = [m.id for m in old]
         cycle = row.compaction_count
 
@@ -300,7 +301,7 @@ class SessionService:
 
     # ------------------------------------------------------------------ end
     def end(self, key: str) -> Session:
-        """Close the run; publish ``run.completed`` in the same transaction (spec §18)."""
+        """Close the run; publish ``run.completed`` in the same transaction."""
 
         def _do(s: DbSession) -> Session:
             row = s.exec(select(Session).where(Session.key == key).with_for_update()).first()
@@ -310,7 +311,7 @@ class SessionService:
             row.updated_at = utcnow()
             s.add(row)
             run = _close_run(s, row)
-            # The kernel's queue always exists (issue 13 item 2): publish unconditionally.
+            # The kernel's event queue exists whatever plugins are disabled: publish unconditionally.
             payload = {
                 "session_key": row.key,
                 "compaction_count": row.compaction_count,

@@ -1,4 +1,4 @@
-"""``[plugins.memory]``: the spec's defaults for indexing, search, sessions and the flush."""
+"""``[plugins.memory]``: settings for indexing, search, sessions and the flush."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ DEFAULT_FLUSH_PROMPT = (
 
 
 class FlushSettings(BaseModel):
-    """``[plugins.memory.flush]`` (spec §16 "Flush Defaults", DECISIONS.md "flush")."""
+    """``[plugins.memory.flush]``: when the pre-compaction flush runs and what it may do."""
 
     enabled: bool = True
     soft_threshold_tokens: int = Field(default=4_000, ge=0)
@@ -31,9 +31,9 @@ def resolve_backend(name: str, database: str) -> str:
 
     ``auto`` is the exact in-process engine on both: ``sqlite`` reads its own file directly,
     ``inprocess`` reads any database through the memory service's IndexSource. On PostgreSQL
-    the database-side ``postgresql`` backend (tsvector + HNSW candidate pools) was the default
-    until measured approximate at scale: top-10 overlap with the exact result 0.56 at 100k
-    chunks, hybrid below its own full text (docs/decisions.md "PostgreSQL: auto = inprocess")."""
+    the database-side ``postgresql`` backend (tsvector + HNSW candidate pools) is approximate at
+    scale: top-10 overlap with the exact result 0.56 at 100k chunks, hybrid below its own full
+    text (docs/decisions.md "Memory search on PostgreSQL runs in the goclaw process")."""
     if name != "auto":
         return name
     return "sqlite" if database == "sqlite" else "inprocess"
@@ -48,17 +48,17 @@ class MemorySettings(BaseModel):
         "postgresql (tsvector + HNSW in the database, nothing held in memory), inprocess (the "
         "exact in-memory engine on any database), lancedb (the lancedb extra) or a plugin's",
     )
-    max_chunk_len: int = Field(default=1000, ge=50, description="characters per chunk at most (spec §14)")
+    max_chunk_len: int = Field(default=1000, ge=50, description="characters per chunk at most")
     max_results: int = Field(default=6, ge=1, le=1000)
     fusion: Literal["weighted", "rrf", "minmax", "zscore"] = Field(
         default="weighted",
         description="how the full-text and vector channels are fused (docs/memory.md has the comparison)",
     )
     # 0.7 / 0.3 won the comparison in docs/memory.md: the only weights that beat full text alone
-    # on recall@10 and MRR on every labelled set with the default (static) embedder; the spec's
-    # 0.3 / 0.7 ranked below full text alone. Set 0.3 / 0.7 for the spec's weights.
-    text_weight: float = Field(default=0.7, ge=0, description="weight of the full-text channel (spec: 0.3)")
-    vector_weight: float = Field(default=0.3, ge=0, description="weight of the vector channel (spec: 0.7)")
+    # on recall@10 and MRR on every labelled set with the default (static) embedder; the
+    # reverse, 0.3 / 0.7, ranked below full text alone.
+    text_weight: float = Field(default=0.7, ge=0, description="weight of the full-text channel")
+    vector_weight: float = Field(default=0.3, ge=0, description="weight of the vector channel")
     user_boost: float = Field(default=1.2, ge=0)
     candidate_factor: int = Field(
         default=4,
@@ -88,8 +88,8 @@ class MemorySettings(BaseModel):
         description="backend inprocess on PostgreSQL: seconds a search's read may wait for the "
         "server (a lock, a hung server); then the search fails with an error instead of waiting",
     )
-    # Post-processing of the fused candidates (issue 11 item 6); defaults chosen by the
-    # measurements in docs/memory.md "Diversity, recency and reranking".
+    # Post-processing of the fused candidates; defaults chosen by the
+    # measurements in docs/memory.md "After fusion: reranker, passages, decay and MMR".
     mmr: bool = Field(
         default=False, description="maximal-marginal-relevance diversification of the fused candidates"
     )

@@ -1,5 +1,5 @@
 """Where the memory backends save an agent's search index (``<folder>/<name>.idx/``) and what
-a save leaves beside it (issue 11).
+a save leaves beside it.
 
 A save writes ``<name>.idx.<random>.tmp`` and renames it into place, moving the previous index
 aside as ``<name>.idx.<pid>.old`` in between (:func:`goclaw_search.persist.save_index`); a
@@ -33,9 +33,9 @@ _LEFTOVER = re.compile(r"[^.]+\.idx\..+\.(?:old|staging|tmp)")
 
 def snapshot_name(agent_id: str) -> str:
     """The file name (without ``.idx``) of the agent's saved index: the id itself when it is
-    made of letters, digits, '-' and '_' only (as every name was before, so those indexes keep
-    loading); else the id with every other character made '_', cut to 48, then '~' and the
-    first 10 hex digits of its SHA-256, so that ids that clean to the same name ("a.b",
+    made of letters, digits, '-' and '_' only (the only names older versions made, so their
+    indexes keep loading); else the id with every other character made '_', cut to 48, then
+    '~' and the first 10 hex digits of its SHA-256, so that ids that clean to the same name ("a.b",
     "a b", "a_b") never share a file, and a long id does not exceed a file name's length."""
     if (
         agent_id

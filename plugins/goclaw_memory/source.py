@@ -1,7 +1,7 @@
 """The memory service's :class:`goclaw.contracts.search.IndexSource`: read-only access to the
 chunk table and the agents' index version tokens, handed to the search backend
 (:meth:`~goclaw.contracts.search.SearchBackend.open`) so a backend with an index of its own
-catches up through the contract instead of reading this plugin's tables (issue 13 item 1).
+catches up through the contract instead of reading this plugin's tables.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from goclaw_memory.sqlite_backend import VERSION_WORKER, parse_token
 from goclaw_search.tokenize import default_tokenizer
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 LOOKUP = 500
 PG_BATCH = 5_000  # ids per query on PostgreSQL
@@ -34,7 +34,7 @@ def _space_params(space: Space | None) -> dict[str, Any]:
 class ChunkTableSource:
     """``memory_chunks`` and the version tokens in ``worker_state``, read-only."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
 
     def version(self, agent_id: str) -> str:

@@ -1,5 +1,5 @@
 """The SQLite search backend: the retrieval engine's in-memory index, kept in sync with the
-``memory_chunks`` table and persisted next to the database (issue 11).
+``memory_chunks`` table and persisted next to the database.
 
 The table is the source of truth. Per agent, one :class:`goclaw_search.index.SearchIndex`
 holds every chunk's BM25 postings (from the stored ``lex`` terms) and its vector of the
@@ -56,7 +56,7 @@ from goclaw_search.index import Doc, SearchIndex
 from goclaw_search.tokenize import Tokenizer, default_tokenizer
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 log = logging.getLogger(__name__)
 
@@ -146,11 +146,11 @@ class _State:
 
 
 class SQLiteSearchBackend(SearchBackend):
-    """In-memory BM25 + exact cosine over each agent's chunks (DESIGN.md §4)."""
+    """In-memory BM25 + exact cosine over each agent's chunks."""
 
     name = "sqlite"
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
         self._lock = threading.Lock()
         self._states: dict[str, _State] = {}
@@ -708,7 +708,7 @@ class SQLiteSearchBackend(SearchBackend):
             if st is None or st.token != last:
                 # Current as of the run's last version otherwise (built or patched above): no
                 # token read, which on a fresh connection, beside a sketch job and the WAL
-                # checkpoint, took up to 0.3 s of a 10,000-chunk run.
+                # checkpoint, takes up to 0.3 s of a 10,000-chunk run.
                 self._state(agent_id, changes.space or (st.space if st else None))
             self.save(agent_id)
 

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from goclaw.store.columns import created_field, text_field, vector_field
+from goclaw.contracts.columns import created_field, text_field, vector_field
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -61,7 +61,7 @@ class MemoryChunk(SQLModel, table=True):
     embedding_dim: int | None = Field(default=None)
 
 
-# --------------------------------------------------------------------------- sessions (spec §16-§17)
+# --------------------------------------------------------------------------- sessions
 
 
 class Session(SQLModel, table=True):

@@ -1,4 +1,4 @@
-"""Runtime tools ``memory_search`` / ``memory_get`` and the Memory Recall prompt section (spec §5, §17).
+"""Runtime tools ``memory_search`` / ``memory_get`` and the Memory Recall prompt section.
 
 The tools follow the tool calling contract (:mod:`goclaw.contracts.tools`): the runtime calls
 ``engine.tools.call("memory_search", {"query": "..."}, ToolContext(agent="ada", user="u1"))``;
@@ -16,18 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from goclaw.contracts.tools import (
-    FunctionTool,
-    ToolContext,
-    ToolResult,
-    parse_memory_hit_id,
-    split_line_locator,
-)
+from goclaw.contracts.tools import FunctionTool, ToolContext, ToolResult
 from goclaw.errors import ValidationError
+from goclaw_memory.hit_ids import parse_memory_hit_id, split_line_locator
+from goclaw_memory.hookspecs import extra_hits
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
-    from goclaw.types import PromptContext
+    from goclaw.contracts.host import Host, PromptContext
 
 MEMORY_TOOL_NAMES = frozenset({"memory_search", "memory_get"})
 
@@ -40,7 +35,7 @@ MEMORY_RECALL = (
 
 
 def search_hits(
-    engine: Engine,
+    engine: Host,
     query: str,
     agent: Any,
     user: str | None,
@@ -56,7 +51,7 @@ def search_hits(
     rows: list[dict[str, Any]] = []
     for h in response.hits:
         rows.append(h.as_json())  # carries its stable id
-    extra = engine.hooks.memory_search_extra(engine, query, a, user, limit) if query.strip() else []
+    extra = extra_hits(engine, query, a, user, limit, response.query_vector) if query.strip() else []
     for e in extra:
         rows.append(
             {
@@ -86,7 +81,7 @@ def _hits_text(hits: list[dict[str, Any]], notes: list[str]) -> str:
 
 
 def read_memory(
-    engine: Engine,
+    engine: Host,
     context: ToolContext,
     *,
     hit_id: str | None = None,
@@ -114,11 +109,11 @@ def read_memory(
     return ToolResult(text=f"{header}\n{got['text']}", data=got)
 
 
-def make_tools(engine: Engine) -> list[FunctionTool]:
+def make_tools(engine: Host) -> list[FunctionTool]:
     return [_search_tool(engine), _get_tool(engine), _add_tool(engine)]
 
 
-def _search_tool(engine: Engine) -> FunctionTool:
+def _search_tool(engine: Host) -> FunctionTool:
     def search(args: Mapping[str, Any], context: ToolContext) -> ToolResult:
         hits, notes = search_hits(engine, str(args["query"]), context.agent, context.user, args.get("limit"))
         return ToolResult(text=_hits_text(hits, notes), data={"hits": hits, "notes": notes})
@@ -150,7 +145,7 @@ def _search_tool(engine: Engine) -> FunctionTool:
     )
 
 
-def _get_tool(engine: Engine) -> FunctionTool:
+def _get_tool(engine: Host) -> FunctionTool:
     def get(args: Mapping[str, Any], context: ToolContext) -> ToolResult:
         return read_memory(
             engine,
@@ -192,7 +187,7 @@ def _get_tool(engine: Engine) -> FunctionTool:
     )
 
 
-def _add_tool(engine: Engine) -> FunctionTool:
+def _add_tool(engine: Host) -> FunctionTool:
     def add(args: Mapping[str, Any], context: ToolContext) -> ToolResult:
         entry = engine.memory.writer.add(
             context.agent, str(args["text"]), context.user, tags=args.get("tags")
@@ -220,7 +215,7 @@ def _add_tool(engine: Engine) -> FunctionTool:
 
 @dataclass(frozen=True)
 class MemoryRecallSection:
-    """Spec §5 section 5 (full mode only), shown when the memory tools are available."""
+    """Prompt section 5 (full mode only), shown when the memory tools are available."""
 
     name: str = "memory_recall"
     order: float = 5

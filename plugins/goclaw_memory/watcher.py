@@ -1,4 +1,4 @@
-"""Re-index memory files when they change (issue 5 "Watcher").
+"""Re-index memory files when they change.
 
 One watchdog observer watches every watched agent folder recursively. Events on memory files
 (or on folders, which may hold some: a moved ``memory/`` folder) mark their scope dirty; once
@@ -6,10 +6,10 @@ no event has arrived for the debounce period (1,500 ms by default, a trailing de
 dirty scopes are re-indexed. Re-indexing a scope is cheap thanks to the hash skip, and it also
 picks up deletions and renames.
 
-Scale (issue 12): the observer asks the kernel only for the events that can change memory
+Scale: the observer asks the operating system only for the events that can change memory
 (create, delete, modify, move). With watchdog's default mask every listing of a watched folder
-and every file read was queued too: over ~10,000 folders one re-index or one re-walk queued
-more than inotify's 16,384 events, and watchdog's re-walk after each overflow overflowed again
+and every file read is queued too: over ~10,000 folders one re-index or one re-walk queues
+more than inotify's 16,384 events, and watchdog's re-walk after each overflow overflows again
 (≈60 % CPU while idle). An overflow means events were lost, so it marks every watched scope
 dirty: one full rescan after the debounce period, however many overflows arrive in a burst.
 """
@@ -22,24 +22,36 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from goclaw_memory.paths import USERS_DIR, classify
 
 if TYPE_CHECKING:
-    from goclaw.store.models import Agent
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.store import Agent
     from goclaw_memory.indexer import IndexReport
-    from goclaw_memory.service import MemoryService
 
 log = logging.getLogger(__name__)
 
 _RELEVANT = {"created", "modified", "moved", "deleted"}
 
 
+class _Indexing(Protocol):
+    """What the watcher uses of the memory service (goclaw_memory.service, which imports this
+    module)."""
+
+    @property
+    def engine(self) -> Host: ...
+
+    def index(
+        self, agent: str | Agent | None = None, user: str | None = None, *, scopes: list[str] | None = None
+    ) -> IndexReport: ...
+
+
 class MemoryWatcher:
     def __init__(
         self,
-        service: MemoryService,
+        service: _Indexing,
         agents: list[Agent],
         *,
         user: str | None,
@@ -59,7 +71,7 @@ class MemoryWatcher:
         self._observer: Any = None
         self._thread: threading.Thread | None = None
         self.runs = 0  # completed re-index passes (tests and the CLI read it)
-        self.overflows = 0  # kernel queue overflows seen (each one: events were lost)
+        self.overflows = 0  # OS event-queue overflows seen (each one: events were lost)
         self.errors: list[str] = []
 
     # ------------------------------------------------------------------ events

@@ -1,4 +1,4 @@
-"""Writing one batch while the next is prepared (issue 11: indexing speed).
+"""Writing one batch while the next is prepared, for indexing speed.
 
 An index run prepares each batch (chunking, vectors, tokenizing: Python, holding the GIL) and
 writes it (SQL: the SQLite and PostgreSQL drivers release the GIL while the database works,

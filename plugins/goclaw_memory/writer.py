@@ -1,4 +1,4 @@
-"""The memory write API: add, correct, delete and list memories (issue 14).
+"""The memory write API: add, correct, delete and list memories.
 
 A memory added through the API is appended to the scope's dated file, ``memory/YYYY-MM-DD.md``
 of the agent (no user) or of ``users/<U>/``, as one entry:
@@ -27,10 +27,10 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goclaw.contracts.tools import memory_hit_id, parse_memory_hit_id, split_line_locator
 from goclaw.errors import NotFoundError, PermissionDeniedError, ValidationError
 from goclaw_memory import entries as E
 from goclaw_memory.entries import MemoryEntry
+from goclaw_memory.hit_ids import memory_hit_id, parse_memory_hit_id, split_line_locator
 from goclaw_memory.paths import (
     atomic_write,
     resolve_memory_path,
@@ -42,8 +42,8 @@ from goclaw_memory.paths import (
 from goclaw_text.redaction import redact_for
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
-    from goclaw.store.models import Agent
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.store import Agent
 
 _LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
@@ -74,7 +74,7 @@ def _scope_lock(folder: Path) -> Iterator[None]:
 class MemoryWriter:
     """Writes one agent's memory, at the agent level or for one user (``engine.memory.writer``)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
 
     # ------------------------------------------------------------------ helpers
@@ -84,7 +84,7 @@ class MemoryWriter:
         return a, uid, self.engine.agent_dir(a)
 
     def _redact(self, text: str) -> str:
-        # The project's redactor: a plugin's "redaction" service, else the kernel's (issue 12 §1).
+        # The project's redactor: a plugin's "redaction" service, else goclaw_text.redaction's.
         return redact_for(self.engine, text)
 
     def _reindex(self, a: Agent, uid: str) -> None:

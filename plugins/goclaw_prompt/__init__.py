@@ -1,1 +1,1 @@
-"""The system prompt builder and its default sections (spec §5)."""
+"""The system prompt builder and its default sections."""

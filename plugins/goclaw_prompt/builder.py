@@ -1,8 +1,8 @@
-"""``BuildSystemPrompt`` (spec §5): the ``prompt`` service.
+"""The ``prompt`` service: build an agent's system prompt.
 
 One build: resolve the agent, seed the user's files on the first prompt for (agent, user),
 pick the mode, load context files from every source (merged by name, later source wins,
-base-only files survive: spec §6), keep the mode's allow-listed files, add virtual files unless
+base-only files survive), keep the mode's allow-listed files, add virtual files unless
 BOOTSTRAP.md is pending, run the truncation pipeline over all of them, run slash commands, then
 render every section of the mode in ``(order, name)`` order, leaving out empty ones.
 
@@ -17,21 +17,23 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from goclaw.contracts.files import BOOTSTRAP_FILE, KNOWN_FILES, VIRTUAL_FILES, cache_seconds, context_tracker
+from goclaw.contracts.hooks import ContextFile, PromptRequest, SlashResult
+from goclaw.contracts.host import PromptContext
 from goclaw.errors import ValidationError
-from goclaw.types import ContextFile, PromptContext, PromptRequest, SlashResult
+from goclaw_prompt import hookspecs
 from goclaw_prompt.modes import pick_mode
 from goclaw_prompt.truncate import TruncateConfig, build_context_files
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
-    from goclaw.store.models import Agent
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.store import Agent
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class PromptResult:
-    """A built system prompt and what went into it (``goclaw prompt --json``, DESIGN.md §7)."""
+    """A built system prompt and what went into it (``goclaw prompt --json``)."""
 
     prompt: str
     mode: str
@@ -55,7 +57,7 @@ class PromptResult:
 
 
 def file_order(f: ContextFile) -> tuple[int, int, str]:
-    """DECISIONS.md order: the spec's files in spec order, other stored files by name, then
+    """Prompt order: the known files in ``KNOWN_FILES`` order, other stored files by name, then
     virtual files (DELEGATION.md, TEAM.md, AVAILABILITY.md, then plugin-added ones by name)."""
     if f.virtual:
         rank = VIRTUAL_FILES.index(f.name) if f.name in VIRTUAL_FILES else len(VIRTUAL_FILES)
@@ -67,7 +69,7 @@ def file_order(f: ContextFile) -> tuple[int, int, str]:
 
 def merge_sources(layers: list[list[ContextFile]]) -> dict[str, ContextFile]:
     """Merge file lists by name; a later layer overrides an earlier one, earlier-only files
-    survive (spec §6). A blank later copy does not hide a non-blank earlier one (the user's
+    survive. A blank later copy does not hide a non-blank earlier one (the user's
     copy is read first, the agent-level one is the fallback)."""
     merged: dict[str, ContextFile] = {}
     for layer in layers:
@@ -82,7 +84,7 @@ def merge_sources(layers: list[list[ContextFile]]) -> dict[str, ContextFile]:
 class PromptService:
     """``engine.prompt``."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
         self._seeded: set[tuple[str, str]] = set()
 
@@ -93,14 +95,14 @@ class PromptService:
 
     def build(self, request: PromptRequest) -> PromptResult:
         engine = self.engine
-        hooks = engine.hooks
         agent = self._agent(request.agent)
         user = request.user or ""
         if user:
             self._seed_user(agent, user)
 
-        mode = pick_mode(request, hooks.resolve_prompt_mode)  # a subagent/cron key beats --mode
-        modes = hooks.prompt_modes()
+        # a subagent/cron key beats --mode
+        mode = pick_mode(request, lambda r: hookspecs.resolve_mode(engine, r))
+        modes = hookspecs.modes(engine)
         if mode not in modes:
             raise ValidationError(
                 f"unknown prompt mode {mode!r}; registered modes: {', '.join(sorted(modes))}"
@@ -147,14 +149,14 @@ class PromptService:
         merged = merge_sources(
             [
                 hooks.guard("context-file source", source.name, lambda s=source: s.load(ctx), [])
-                for source in hooks.context_file_sources()
+                for source in hookspecs.context_file_sources(self.engine)
             ]
         )
         files = [f for f in merged.values() if allow is None or f.name in allow]
         ctx.bootstrapping = any(f.name == BOOTSTRAP_FILE and (f.content or "").strip() for f in files)
         ctx.files = files
         if not ctx.bootstrapping:
-            for vf in hooks.virtual_context_files(ctx):
+            for vf in hookspecs.virtual_context_files(self.engine, ctx):
                 if vf.name in merged or (allow is not None and vf.name not in allow):
                     continue
                 files.append(ContextFile(vf.name, vf.content, "virtual", virtual=True))
@@ -166,7 +168,7 @@ class PromptService:
         hooks = self.engine.hooks
         parts: list[str] = []
         section_report: list[dict[str, Any]] = []
-        for section in hooks.prompt_sections():
+        for section in hookspecs.sections(self.engine):
             if mode not in section.modes:
                 continue
             # A third-party section that raises is reported and left out, not fatal.
@@ -187,7 +189,7 @@ class PromptService:
         return agent
 
     def _seed_user(self, agent: Agent, user: str) -> None:
-        """spec §3: the first prompt for (agent, user) seeds the user's files (once per process;
+        """The first prompt for (agent, user) seeds the user's files (once per process;
         the seeder itself never overwrites and skips users who already have files)."""
         key = (agent.id, user)
         if key in self._seeded:
@@ -198,7 +200,7 @@ class PromptService:
 
     def _truncate_config(self) -> TruncateConfig:
         """``[plugins.prompt]``'s truncation settings: the prompt's own, so the budget holds
-        whatever other plugins are disabled (issue 13)."""
+        whatever other plugins are disabled."""
         cfg = self.engine.plugin_settings("prompt")
         if isinstance(cfg, TruncateConfig):
             return cfg
@@ -211,7 +213,7 @@ class PromptService:
         if not message:
             return None
         hooks = self.engine.hooks
-        for command in hooks.slash_commands():
+        for command in hookspecs.slash_commands(self.engine):
             # A third-party command that raises is reported and passed over, not fatal.
             result = hooks.guard(
                 "slash command", command.name, lambda c=command: c.handle(message, ctx), None

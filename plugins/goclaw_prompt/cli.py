@@ -1,4 +1,4 @@
-"""``goclaw prompt``: print the assembled system prompt (spec §5, DESIGN.md §7)."""
+"""``goclaw prompt``: print the assembled system prompt."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from goclaw.cli.common import emit_json, engine, json_option
+from goclaw.contracts.cli import emit_json, engine, json_option
 
 
 @click.command("prompt")
@@ -33,7 +33,7 @@ def prompt_cmd(
     as_json: bool,
 ) -> None:
     """Print the system prompt for an agent (and user)."""
-    from goclaw.types import PromptRequest, ToolInfo
+    from goclaw.contracts.hooks import PromptRequest, ToolInfo
 
     infos = tuple(ToolInfo(*(t.split("=", 1) if "=" in t else (t, ""))) for t in tools)
     request = PromptRequest(

@@ -1,4 +1,4 @@
-"""Which prompt mode a request gets (spec §5, DECISIONS.md "modes", issue 12).
+"""Which prompt mode a request gets.
 
 Subagent and cron sessions (``agent:<id>:subagent:...``, ``agent:<id>:cron:...``) must never
 see SOUL.md, USER.md or BOOTSTRAP.md, so for those keys an explicit ``mode`` cannot widen the
@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from goclaw.types import PromptRequest
+from goclaw.contracts.hooks import PromptRequest
 
 log = logging.getLogger(__name__)
 

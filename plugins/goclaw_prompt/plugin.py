@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.prompt``: prompt modes, mode resolution and the ``prompt`` service (spec §5).
+"""Plugin ``goclaw.prompt``: prompt modes, mode resolution and the ``prompt`` service.
 
 The sections themselves are separate default plugins (``goclaw.section.<name>``, modules in
 ``goclaw_prompt.sections``), so one can be disabled or replaced without touching the others.
@@ -6,12 +6,13 @@ The sections themselves are separate default plugins (``goclaw.section.<name>``,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from goclaw import hookimpl
-from goclaw.types import PromptMode, PromptRequest
+from goclaw.contracts.hooks import McpPrompt, PromptMode, PromptRequest, ToolInfo
 from goclaw_prompt.builder import PromptService
 from goclaw_prompt.modes import is_subagent_or_cron
 from goclaw_prompt.truncate import TruncateConfig
@@ -20,9 +21,9 @@ MINIMAL_FILES = frozenset({"AGENTS.md", "TOOLS.md"})
 
 
 class PromptSettings(TruncateConfig):
-    """``[plugins.prompt]``: context-file truncation (spec §2) and knobs of the default sections.
+    """``[plugins.prompt]``: context-file truncation and knobs of the default sections.
 
-    The prompt owns truncation (issue 13): it applies to every context file whatever plugins are
+    The prompt owns truncation: it applies to every context file whatever plugins are
     disabled."""
 
     spawn_tools: list[str] = Field(
@@ -59,3 +60,39 @@ def goclaw_resolve_prompt_mode(request: PromptRequest) -> str:
 @hookimpl
 def goclaw_services(engine: Any) -> dict[str, Any]:
     return {"prompt": PromptService(engine)}
+
+
+@hookimpl
+def goclaw_mcp_prompts(engine: Any) -> list[McpPrompt]:
+    """``system_prompt`` (and the resource ``goclaw://prompt/system``): the assembled system
+    prompt of the MCP server's scope, with the tools it offers there."""
+
+    def render(context: Any, arguments: Mapping[str, str]) -> str:
+        tools = tuple(ToolInfo(t.name, t.description) for t in engine.tools.list(context))
+        request = PromptRequest(
+            agent=context.agent,
+            user=context.user,
+            mode=arguments.get("mode"),
+            message=arguments.get("message"),
+            tools=tools,
+        )
+        text: str = engine.prompt.build(request).prompt
+        return text
+
+    return [
+        McpPrompt(
+            "system_prompt",
+            "system prompt",
+            "The assembled system prompt of agent {agent}",
+            render,
+            (("mode", "full or minimal"), ("message", "this turn's message")),
+            uri="goclaw://prompt/system",
+        )
+    ]
+
+
+@hookimpl
+def goclaw_http_routes(engine: Any, auth: Any) -> Any:
+    from goclaw_prompt.http import router
+
+    return router(engine, auth)

@@ -1,10 +1,10 @@
-"""Rendering helpers shared by the prompt sections (spec §5).
+"""Rendering helpers shared by the prompt sections.
 
 Context-file content must never break out of its wrapper: an opening or closing tag of one of
 the prompt's own wrappers (``context_file``, ``system_context``, ``extra_context``, ...) inside
 content has its ``<`` replaced by the look-alike ``＜`` (U+FF1C). The replacement keeps the
-length, so the truncation budget still holds. The mechanism is the kernel's
-:mod:`goclaw_text.wrappers`, which every other plugin's wrapper uses too (issue 12).
+length, so the truncation budget still holds. The mechanism is the library
+:mod:`goclaw_text.wrappers`, which every other plugin's wrapper uses too.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from goclaw_text.wrappers import WRAPPER_TAGS, attr, neutralise, single_line
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from goclaw.types import PromptContext
+    from goclaw.contracts.host import PromptContext
 
 FULL = frozenset({"full"})
 ALL_MODES = frozenset({"full", "minimal"})
@@ -39,7 +39,7 @@ __all__ = ["ALL_MODES", "FULL", "WRAPPER_TAGS", "Section", "attr", "escape_wrapp
 
 @dataclass
 class Section:
-    """A prompt section (:class:`goclaw.types.PromptSection`) backed by a render function."""
+    """A prompt section (:class:`goclaw.contracts.host.PromptSection`) backed by a render function."""
 
     name: str
     order: float

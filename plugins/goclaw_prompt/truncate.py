@@ -1,4 +1,4 @@
-"""The context-file truncation pipeline (spec §2, DECISIONS.md "Bootstrap and prompt").
+"""The context-file truncation pipeline.
 
 A pure function over an ordered list of files; no engine, no database. Every length is counted
 in characters (Python ``len``, Unicode code points), so a cut never splits a character.
@@ -25,7 +25,7 @@ ELLIPSIS = "…"
 
 
 class TruncateConfig(BaseModel):
-    """The truncation knobs, read from ``[plugins.prompt]`` (spec §2 defaults)."""
+    """The truncation knobs, read from ``[plugins.prompt]``."""
 
     max_chars_per_file: int = Field(default=20_000, ge=1, description="per-file limit (characters)")
     total_max_chars: int = Field(default=24_000, ge=0, description="budget for all files together")
@@ -53,12 +53,12 @@ class TruncatedFile:
 
 
 def marker_line(name: str) -> str:
-    """The line inserted where content was cut (DECISIONS.md: exact wording)."""
+    """The line inserted where content was cut: it names the file to read for the rest."""
     return f"[...truncated, read {name} for full content...]"
 
 
 def trim_to_limit(name: str, content: str, limit: int, head_ratio: float, tail_ratio: float) -> str:
-    """Keep head + marker line + tail of ``content`` (step 2; DECISIONS.md, issue 12).
+    """Keep head + marker line + tail of ``content`` (step 2 above).
 
     Always the same shape: the first ``int(head_ratio·limit)`` and the last
     ``int(tail_ratio·limit)`` characters around the marker line. The limit bounds the content
@@ -96,7 +96,7 @@ def build_context_files(files: Iterable[object], config: TruncateConfig | None =
     """Run the four-step pipeline over ``files`` in their given order.
 
     ``files`` are objects with ``name`` and ``content`` (and optionally ``source``, ``virtual``,
-    ``missing``), e.g. :class:`goclaw.types.ContextFile`.
+    ``missing``), e.g. :class:`goclaw.contracts.hooks.ContextFile`.
     """
     cfg = config or TruncateConfig()
     remaining = cfg.total_max_chars

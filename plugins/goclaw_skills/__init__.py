@@ -1,1 +1,1 @@
-"""Skills: tiers, parsing, search, slash commands, grants and hot reload (spec §8-§13)."""
+"""Skills: tiers, parsing, search, slash commands, grants and hot reload."""

@@ -2,7 +2,7 @@
 
 Two things say the database side of skills may have changed: a committed in-process write to
 ``skills``, ``skill_versions``, the grant tables or ``system_configs`` (the kernel's
-:class:`goclaw.changes.ChangeTracker` watches them), and, for writes by other processes, age: a
+:class:`goclaw.contracts.host.ChangeTracker` watches them), and, for writes by other processes, age: a
 checked value is trusted for at most ``[plugins.skills] db_check_seconds`` (0 = check on
 every use). So a warm prompt build makes no skills query at all.
 """
@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from goclaw.store.models import SystemConfig
+from goclaw.contracts.store import SystemConfig
 from goclaw_skills.tables import Skill, SkillAgentGrant, SkillUserGrant, SkillVersion
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 T = TypeVar("T")
 WATCHED = (Skill, SkillVersion, SkillAgentGrant, SkillUserGrant, SystemConfig)
@@ -25,7 +25,7 @@ WATCHED = (Skill, SkillVersion, SkillAgentGrant, SkillUserGrant, SystemConfig)
 class DbChanges:
     """The skills plugin's view of the kernel tracker, with its configurable trust period."""
 
-    def __init__(self, engine: Engine, ttl: Callable[[], float]) -> None:
+    def __init__(self, engine: Host, ttl: Callable[[], float]) -> None:
         self._tracker = engine.change_tracker("skills", WATCHED)
         self._ttl = ttl
 

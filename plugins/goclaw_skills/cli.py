@@ -1,8 +1,8 @@
-"""``goclaw skills list|search|show|lint|add|grant|revoke|visibility`` (spec §8-§12, issue 4).
+"""``goclaw skills list|search|show|lint|add|grant|revoke|visibility``.
 
 Without ``--agent``/``--user`` the commands show the operator's view (every tier, every
 managed skill); with them, exactly what that caller may see (grants, allow list).
-JSON shapes (DESIGN.md §7): list items ``{"slug","name","description","source","path",
+JSON shapes: list items ``{"slug","name","description","source","path",
 "shadows"}``; search hits ``{"slug","name","score","source"}``.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from goclaw.cli.common import emit_json, engine, json_option, print_table
+from goclaw.contracts.cli import emit_json, engine, json_option, print_table
 
 
 def _agent_user(f: Any) -> Any:
@@ -33,7 +33,7 @@ def skills_group() -> None:
 def skills_list(agent: str | None, user: str | None, as_json: bool) -> None:
     """List skills with their winning tier and the lower-tier copies they shadow."""
     skills = engine().skills
-    # A skipped skill is reported once, by the loader's warning (issue 12: not twice).
+    # A skipped skill is reported once, by the loader's warning; the command does not repeat it.
     items = skills.list(agent, user, include_all=agent is None and user is None)
     if as_json:
         emit_json([i.as_dict() for i in items])
@@ -68,7 +68,7 @@ def skills_list(agent: str | None, user: str | None, as_json: bool) -> None:
 def skills_search(
     query: str, agent: str | None, user: str | None, channel: str, limit: int | None, as_json: bool
 ) -> None:
-    """Search skills by keywords (BM25 spec §10, hybrid with vectors §11)."""
+    """Search skills by keywords (BM25, plus vectors when an embedder is configured)."""
     hits = engine().skills.search(
         query, agent, user, channel=channel, limit=limit, include_all=agent is None and user is None
     )
@@ -161,7 +161,7 @@ def skills_add(path: Path, owner: str, visibility: str | None, slug: str | None,
 def skills_grant(
     slug: str, agent: str | None, user: str | None, pinned_version: int | None, granted_by: str
 ) -> None:
-    """Grant a managed skill to an agent and/or a user (spec §12)."""
+    """Grant a managed skill to an agent and/or a user."""
     engine().skills.grant(slug, agent=agent, user=user, pinned_version=pinned_version, granted_by=granted_by)
     who = " and ".join(x for x in (f"agent {agent}" if agent else "", f"user {user}" if user else "") if x)
     click.echo(f"granted {slug} to {who}", err=True)

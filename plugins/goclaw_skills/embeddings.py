@@ -1,4 +1,4 @@
-"""Skill vectors through the ``embedding_cache`` table (spec §11 auto-backfill).
+"""Skill vectors through the ``embedding_cache`` table, and their start-up backfill.
 
 Vectors are keyed by (sha256 of the embedded text, provider, model), so unchanged skills
 are never embedded twice, across processes and restarts. Start-up backfill embeds only the
@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING, Any
 from goclaw_skills.loader import text_hash
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
-    from goclaw.types import EmbeddingProvider
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.providers import EmbeddingProvider
 
 log = logging.getLogger(__name__)
 _BATCH = 500
 
 
-def cached_vectors(engine: Engine, embedder: EmbeddingProvider, hashes: Sequence[str]) -> dict[str, Any]:
+def cached_vectors(engine: Host, embedder: EmbeddingProvider, hashes: Sequence[str]) -> dict[str, Any]:
     from sqlmodel import select
 
-    from goclaw.store.models import EmbeddingCache
+    from goclaw.contracts.store import EmbeddingCache
 
     found: dict[str, Any] = {}
     wanted = sorted(set(hashes))
@@ -44,11 +44,11 @@ def cached_vectors(engine: Engine, embedder: EmbeddingProvider, hashes: Sequence
     return found
 
 
-def cached_hashes(engine: Engine, embedder: EmbeddingProvider, hashes: Sequence[str]) -> set[str]:
+def cached_hashes(engine: Host, embedder: EmbeddingProvider, hashes: Sequence[str]) -> set[str]:
     """Which of ``hashes`` already have a vector (reads no vectors)."""
     from sqlmodel import select
 
-    from goclaw.store.models import EmbeddingCache
+    from goclaw.contracts.store import EmbeddingCache
 
     found: set[str] = set()
     wanted = sorted(set(hashes))
@@ -66,11 +66,11 @@ def cached_hashes(engine: Engine, embedder: EmbeddingProvider, hashes: Sequence[
     return found
 
 
-def store_vectors(engine: Engine, embedder: EmbeddingProvider, items: dict[str, Any]) -> None:
+def store_vectors(engine: Host, embedder: EmbeddingProvider, items: dict[str, Any]) -> None:
     """Write new cache rows (rows another process wrote meanwhile are kept)."""
     if not items:
         return
-    from goclaw.store.models import EmbeddingCache
+    from goclaw.contracts.store import EmbeddingCache
 
     def _do(s: Any) -> None:
         for h, vec in items.items():
@@ -88,7 +88,7 @@ def store_vectors(engine: Engine, embedder: EmbeddingProvider, items: dict[str, 
     engine.db.run_write(_do)
 
 
-def skill_vectors(engine: Engine, embedder: EmbeddingProvider, texts: Sequence[str]) -> Any:
+def skill_vectors(engine: Host, embedder: EmbeddingProvider, texts: Sequence[str]) -> Any:
     """A float32 matrix (len(texts), dim): cached vectors, missing ones embedded and stored."""
     import numpy as np
 
@@ -105,7 +105,7 @@ def skill_vectors(engine: Engine, embedder: EmbeddingProvider, texts: Sequence[s
     return np.vstack([np.asarray(found[h], dtype=np.float32).reshape(1, -1) for h in hashes])
 
 
-def backfill(engine: Engine, embedder: EmbeddingProvider, texts: Sequence[str]) -> int:
+def backfill(engine: Host, embedder: EmbeddingProvider, texts: Sequence[str]) -> int:
     """Embed and cache the skills that lack a vector; returns how many were embedded.
 
     When every vector is cached this is one query (no model load, no numpy import).

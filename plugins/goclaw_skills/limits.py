@@ -1,9 +1,9 @@
-"""Parsing untrusted skills with limits (issue 12): frontmatter, YAML, JSON and ZIP archives.
+"""Parsing untrusted skills with limits: frontmatter, YAML, JSON and ZIP archives.
 
 A SKILL.md or a skill archive comes from anyone who can write to a skills folder or call
-``skills add``. Without limits a 502-byte YAML "billion laughs" (nested aliases) expanded to
-billions of nodes when the frontmatter was serialised, a 950 kB ZIP inflated a 2 GB SKILL.md
-in memory before the size check, and 20,000-deep JSON raised ``RecursionError``, which took
+``skills add``. Without limits a 502-byte YAML "billion laughs" (nested aliases) expands to
+billions of nodes when the frontmatter is serialised, a 950 kB ZIP inflates a 2 GB SKILL.md
+in memory before a size check, and 20,000-deep JSON raises ``RecursionError``, which would take
 the whole tier down. The rules here, each a :class:`SkillParseError` naming the limit:
 
 - frontmatter: at most :data:`MAX_FRONTMATTER_CHARS` characters;

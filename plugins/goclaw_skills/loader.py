@@ -1,4 +1,4 @@
-"""The skill loader: tier resolution with a cache between version bumps (spec §8, §13).
+"""The skill loader: tier resolution with a cache between version bumps.
 
 A :class:`Snapshot` holds every tier's records, read once per loader version (the watcher
 bumps the version after a change; the managed store is re-read when its database
@@ -6,7 +6,7 @@ fingerprint changes). A :class:`SkillView` is what one caller sees: records the 
 access, resolved by tier (the highest tier's copy of a slug wins, lower copies are listed as
 ``shadows``), then narrowed by the allow list. Views are cached per snapshot and caller, and
 each view lazily builds its search index (the retrieval engine's :class:`SearchIndex`: BM25
-postings and the skill vectors on the same slots, issue 11), so a prompt build or a search
+postings and the skill vectors on the same slots), so a prompt build or a search
 never rescans the disk.
 """
 
@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from goclaw_skills.parsing import SkillProblem, SkillRecord
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
-    from goclaw.types import EmbeddingProvider
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.providers import EmbeddingProvider
     from goclaw_search.index import SearchIndex
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ class ResolvedSkill:
         return self.record.slug
 
     def as_dict(self) -> dict[str, Any]:
-        """The ``goclaw skills list --json`` item (DESIGN.md §7)."""
+        """The ``goclaw skills list --json`` item."""
         r = self.record
         return {
             "slug": r.slug,
@@ -102,7 +102,7 @@ class SkillView:
         return len(self.skills)
 
     def search_index(
-        self, engine: Engine | None = None, embedder: EmbeddingProvider | None = None
+        self, engine: Host | None = None, embedder: EmbeddingProvider | None = None
     ) -> SearchIndex:
         """The retrieval engine's index over this view: slot ``i`` is ``skills[i]``, with BM25 over
         the shared tokenizer's terms of ``name + " " + description`` and, given an embedder, the
@@ -133,7 +133,7 @@ class SkillView:
                 self._indexes[key] = idx
         return idx
 
-    def vectors(self, engine: Engine, embedder: EmbeddingProvider) -> Any:
+    def vectors(self, engine: Host, embedder: EmbeddingProvider) -> Any:
         """Row-normalised skill vectors for this view (embedding cache in the database)."""
         key = (embedder.provider, embedder.model)
         if key not in self._vectors:
@@ -151,7 +151,7 @@ class SkillView:
 
 
 def embedding_text(record: SkillRecord) -> str:
-    """The text a skill is embedded by (reference: ``name + ": " + description``)."""
+    """The text a skill is embedded by: ``name + ": " + description``."""
     return f"{record.name}: {record.description}"
 
 
@@ -180,7 +180,7 @@ class SkillLoader:
 
     MAX_VIEWS = 64
 
-    def __init__(self, engine: Engine, fingerprint: Callable[[], Any] | None = None) -> None:
+    def __init__(self, engine: Host, fingerprint: Callable[[], Any] | None = None) -> None:
         self.engine = engine
         self._fingerprint_fn = fingerprint
         self.version = 0
@@ -192,13 +192,15 @@ class SkillLoader:
         self.scans = 0  # how many times the tiers were read (tests check the cache with it)
 
     def bump(self) -> int:
-        """Mark the tiers changed; the next snapshot re-reads them (spec §13 BumpVersion)."""
+        """Mark the tiers changed; the next snapshot re-reads them."""
         with self._lock:
             self.version += 1
             return self.version
 
     def tiers(self) -> list[Any]:
-        return list(self.engine.hooks.skill_tiers())
+        from goclaw_skills.hookspecs import tiers
+
+        return tiers(self.engine)
 
     def _fingerprint(self) -> Any:
         if self._fingerprint_fn is not None:

@@ -1,4 +1,4 @@
-"""SKILL.md parsing, folder discovery and lint (spec §8, DECISIONS.md "SKILL.md").
+"""SKILL.md parsing, folder discovery and lint.
 
 A skill is a folder ``<root>/<slug>/SKILL.md``. The file may start with YAML frontmatter
 (``---`` ... ``---``) or JSON frontmatter (the same fences around a JSON object); without
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from goclaw_skills.limits import SkillParseError as SkillParseError  # re-exported: its old home
+from goclaw_skills.limits import SkillParseError as SkillParseError  # re-exported here too
 from goclaw_skills.limits import check_frontmatter_size, load_json, load_yaml
 
 SKILL_FILE = "SKILL.md"
@@ -40,11 +40,11 @@ _NAME_RE = re.compile(r"^[a-z0-9-]+$")
 
 @dataclass
 class SkillRecord:
-    """One skill as a tier reports it (the record type behind :class:`goclaw.types.SkillTier`).
+    """One skill as a tier reports it (the record type behind :class:`goclaw.contracts.host.SkillTier`).
 
     ``path`` is the SKILL.md path (``managed://<slug>`` for database skills); ``content`` is
     the full SKILL.md text (CRLF normalised, ``{baseDir}`` not yet substituted); ``source``
-    is the tier name; ``managed`` marks managed-store rows, to which grants apply (spec §12).
+    is the tier name; ``managed`` marks managed-store rows, to which grants apply.
     """
 
     slug: str
@@ -69,7 +69,7 @@ class SkillRecord:
         return {k: self.frontmatter[k] for k in AGENT_SKILLS_FIELDS[2:] if k in self.frontmatter}
 
     def instructions(self) -> str:
-        """The full SKILL.md with ``{baseDir}`` replaced by the skill folder (spec §8)."""
+        """The full SKILL.md with ``{baseDir}`` replaced by the skill folder."""
         return self.content.replace("{baseDir}", self.base_dir)
 
 
@@ -246,7 +246,7 @@ def discover_folder(
             yield SkillProblem(str(folder / SKILL_FILE), str(exc), source)
         except OSError as exc:
             yield SkillProblem(str(folder / SKILL_FILE), f"cannot read: {exc.strerror or exc}", source)
-        except Exception as exc:  # whatever one file does, it never hides the others (issue 12)
+        except Exception as exc:  # whatever one file does, it never hides the others
             yield SkillProblem(str(folder / SKILL_FILE), f"cannot parse: {type(exc).__name__}: {exc}", source)
 
 

@@ -1,5 +1,5 @@
 """Plugin ``goclaw.skills``: the ``skills`` service, the Skills prompt section, the
-``skill_search`` / ``use_skill`` tools and the start-up embedding backfill (spec §8-§13).
+``skill_search`` / ``use_skill`` tools and the start-up embedding backfill.
 
 Owns the ``skills`` tables (``goclaw_schema``, :mod:`goclaw_skills.tables`). The tiers are
 separate plugins (``goclaw.skills.tier.*``) and so are the slash commands
@@ -12,12 +12,12 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from goclaw import hookimpl
-from goclaw.types import Tool
+from goclaw.contracts.hooks import Tool
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 
 @hookimpl
@@ -37,7 +37,7 @@ def goclaw_schema() -> list[Any]:
 
 
 @hookimpl
-def goclaw_forget_rows(engine: Engine, scope: Any, connection: Any) -> list[Any]:
+def goclaw_forget_rows(engine: Host, scope: Any, connection: Any) -> list[Any]:
     """A forgotten user's grants (when forgotten across every agent); a forgotten agent's."""
     from goclaw.contracts.schema import ForgetStep
     from goclaw_skills.tables import SkillAgentGrant, SkillUserGrant
@@ -52,15 +52,15 @@ def goclaw_forget_rows(engine: Engine, scope: Any, connection: Any) -> list[Any]
 
 
 @hookimpl
-def goclaw_services(engine: Engine) -> dict[str, Any]:
+def goclaw_services(engine: Host) -> dict[str, Any]:
     from goclaw_skills.service import SkillsService
 
     return {"skills": SkillsService(engine)}
 
 
 @hookimpl
-def goclaw_startup(engine: Engine) -> None:
-    """Spec §11: embed skills lacking vectors (nothing to do without an embedder)."""
+def goclaw_startup(engine: Host) -> None:
+    """Embed skills lacking vectors (nothing to do without an embedder)."""
     if engine.has_service("skills") and engine.plugin_settings("skills").backfill_embeddings:
         engine.skills.backfill_embeddings()
 
@@ -73,7 +73,7 @@ def goclaw_prompt_sections() -> list[Any]:
 
 
 @hookimpl
-def goclaw_tools(engine: Engine) -> list[Tool]:
+def goclaw_tools(engine: Host) -> list[Tool]:
     """``skill_search`` returns JSON hits; ``use_skill`` returns the skill's instructions.
 
     The runtime passes the caller as keywords (``agent=``, ``user=``, ``skill_filter=``);
@@ -105,3 +105,10 @@ def goclaw_tools(engine: Engine) -> list[Tool]:
             use_skill,
         ),
     ]
+
+
+@hookimpl
+def goclaw_http_routes(engine: Any, auth: Any) -> Any:
+    from goclaw_skills.http import router
+
+    return router(engine, auth)

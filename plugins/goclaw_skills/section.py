@@ -1,4 +1,4 @@
-"""The Skills prompt section (spec §5 section 4, §9; full mode only).
+"""The Skills prompt section (section 4, full mode only).
 
 Re-evaluated on every build: inline mode (``<available_skills>`` XML, text escaped) when the
 caller sees at most ``inline_max_skills`` skills **and** their estimated tokens (name +
@@ -19,7 +19,7 @@ from goclaw_text.wrappers import wrap
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from goclaw.types import PromptContext
+    from goclaw.contracts.host import PromptContext
     from goclaw_skills.loader import ResolvedSkill, SkillView
 
 INLINE_HEADER = """## Skills (mandatory)
@@ -76,7 +76,7 @@ def activation_block(skill: ResolvedSkill) -> str:
         "## Explicit Skill Activation\n\n"
         f"The user activated the skill `{r.slug}` with a slash command for this turn. "
         "Follow its instructions below.\n\n"
-        # The body cannot close its wrapper or open another block (goclaw_text.wrappers, issue 12).
+        # The body cannot close its wrapper or open another block (goclaw_text.wrappers).
         + wrap("skill_instructions", r.instructions().rstrip(), name=r.name, slug=r.slug)
     )
 
@@ -101,7 +101,7 @@ class SkillsSection:
         activated = getattr(slash, "skill", None) if slash is not None else None
         skill_filter = (activated,) if activated else ctx.request.skill_filter
         view = svc.view(ctx.agent, ctx.user or None, skill_filter)
-        tok = engine.tokenizer  # "chars" keeps DECISIONS.md's exact (name + description) / 4
+        tok = engine.tokenizer  # "chars" keeps the exact (name + description characters) / 4
         count = None if tok.name == "chars" else tok.count
         mode = choose_mode(view, cfg.inline_max_skills, cfg.inline_max_tokens, count)
         ctx.state["skills_mode"] = mode

@@ -1,7 +1,7 @@
 """``engine.skills``: the Python API behind the CLI, the prompt section, slash commands and tools.
 
-Who sees what (spec §12, §12.5): filesystem tiers are visible to every caller; managed-store
-skills only per ``ListAccessible(agent, user)`` (a pinned agent grant shows the pinned
+Who sees what: filesystem tiers are visible to every caller; managed-store
+skills only per :func:`goclaw_skills.store.list_accessible` (a pinned agent grant shows the pinned
 version); then the allow list narrows by slug — the per-request ``skill_filter`` when given,
 else the agent's ``settings["skill_allow_list"]`` (missing/None = all, [] = none). Resolution
 by tier happens over what the caller may access, so a hidden managed skill never shows up,
@@ -26,8 +26,8 @@ from goclaw_skills.loader import ResolvedSkill, SkillLoader, SkillView, embeddin
 from goclaw_skills.parsing import SkillProblem, SkillRecord, parse_skill_text
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
-    from goclaw.store.models import Agent
+    from goclaw.contracts.host import Host
+    from goclaw.contracts.store import Agent
     from goclaw_skills.settings import SkillsSettings
     from goclaw_skills.watcher import SkillWatcher
 
@@ -37,7 +37,7 @@ CHANNELS = ("hybrid", "lexical", "vector")
 
 @dataclass
 class SkillHit:
-    """One ``skill_search`` result (DESIGN.md §7: ``{"slug","name","score","source"}``)."""
+    """One ``skill_search`` result (JSON: ``{"slug","name","score","source"}``)."""
 
     slug: str
     name: str
@@ -49,7 +49,7 @@ class SkillHit:
 
 
 class SkillsService:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Host) -> None:
         self.engine = engine
         self.changes = DbChanges(engine, lambda: self.settings.db_check_seconds)
         self.loader = SkillLoader(
@@ -73,7 +73,7 @@ class SkillsService:
 
     @staticmethod
     def allow_list(agent: Agent | None, skill_filter: Any = None) -> tuple[str, ...] | None:
-        """The effective allow list: the request filter overrides the agent's (spec §12.5)."""
+        """The effective allow list: the request filter overrides the agent's."""
         if skill_filter is not None:
             return tuple(skill_filter)
         if agent is None:
@@ -186,11 +186,11 @@ class SkillsService:
         limit: int | None = None,
         include_all: bool = False,
     ) -> list[SkillHit]:
-        """BM25 (§10) and vector similarity fused (§11) over the skills the caller may see.
+        """BM25 and vector similarity fused over the skills the caller may see.
 
-        One retrieval engine (issue 11): the view's :class:`~goclaw_search.index.SearchIndex`
-        scores every skill on both channels (the shared tokenizer's terms; the skill vectors),
-        and :func:`~goclaw_search.fusion.fuse` applies BM25 / best BM25 × ``lexical_weight``
+        The view's :class:`~goclaw_search.index.SearchIndex` scores every skill on both
+        channels (the shared tokenizer's terms; the skill vectors), and
+        :func:`~goclaw_search.fusion.fuse` applies BM25 / best BM25 × ``lexical_weight``
         + cosine × ``vector_weight``; a channel with no hit leaves the other at weight 1.0."""
         if channel not in CHANNELS:
             raise ValidationError(f"unknown search channel {channel!r}: use hybrid, lexical or vector")
@@ -224,7 +224,7 @@ class SkillsService:
 
     def _vector_scores(self, view: SkillView, query: str, *, required: bool) -> tuple[Any, Any] | None:
         """``(the view's index with vectors, cosine of every skill)``, or ``None`` (BM25 only)
-        when no embedder is configured or embedding fails (spec §11); with ``required`` (the
+        when no embedder is configured or embedding fails; with ``required`` (the
         vector channel alone) those raise instead."""
         try:
             embedder = self.engine.embedder()
@@ -243,7 +243,7 @@ class SkillsService:
         try:
             qvec = embedder.embed([query])[0]
             index = view.search_index(self.engine, embedder)
-        except Exception as exc:  # the embedding service failed: degrade to BM25 (spec §11)
+        except Exception as exc:  # the embedding service failed: degrade to BM25
             if required:
                 raise FeatureUnavailableError(f"embedding failed: {type(exc).__name__}: {exc}") from None
             log.warning("skill search: embedding failed (%s: %s); BM25 only", type(exc).__name__, exc)
@@ -252,7 +252,7 @@ class SkillsService:
         return (index, cosine) if cosine is not None else None
 
     def backfill_embeddings(self) -> int:
-        """Embed every loaded skill lacking a cached vector (spec §11); returns the count."""
+        """Embed every loaded skill lacking a cached vector; returns the count."""
         try:
             embedder = self.engine.embedder()
         except GoclawError as exc:
@@ -265,7 +265,7 @@ class SkillsService:
         texts = sorted({embedding_text(r) for r in self.loader.snapshot().records})
         try:
             return backfill(self.engine, embedder, texts)
-        except Exception as exc:  # start-up must not fail because the embedder is down (spec §11)
+        except Exception as exc:  # start-up must not fail because the embedder is down
             log.warning("skill embedding backfill failed: %s: %s", type(exc).__name__, exc)
             return 0
 
@@ -280,7 +280,7 @@ class SkillsService:
             items = [*snap.records, *snap.problems]
         return lint_results(items)
 
-    # ------------------------------------------------------------------ managed store (spec §12)
+    # ------------------------------------------------------------------ managed store
     def add(
         self, path: str | Path, *, owner: str = "", visibility: str | None = None, slug: str | None = None
     ) -> dict[str, Any]:
@@ -324,7 +324,7 @@ class SkillsService:
         self.loader.bump()
 
     def list_accessible(self, agent: str | Agent | None = None, user: str | None = None) -> list[str]:
-        """Slugs of the managed skills ``ListAccessible(agent, user)`` returns (spec §12)."""
+        """Slugs of the managed skills the caller may use (:func:`goclaw_skills.store.list_accessible`)."""
         a = self._agent(agent)
         access = store.list_accessible(self.engine, a.id if a else None, user)
         return sorted(r.slug for r in store.managed_rows(self.engine) if r.id in access.skill_ids)
@@ -342,7 +342,7 @@ class SkillsService:
             for r in store.managed_rows(self.engine)
         ]
 
-    # ------------------------------------------------------------------ system_configs (spec §9.5)
+    # ------------------------------------------------------------------ system_configs
     def slash_config(self) -> Any:
         """The four ``skills.slash_commands.*`` settings (cached like the managed store)."""
         from goclaw_skills.slash import read_config
@@ -354,7 +354,7 @@ class SkillsService:
 
         set_system_config(self.engine, key, value)
 
-    # ------------------------------------------------------------------ hot reload (spec §13)
+    # ------------------------------------------------------------------ hot reload
     @property
     def version(self) -> int:
         return self.loader.version

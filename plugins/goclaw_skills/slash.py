@@ -1,13 +1,13 @@
-"""Plugin ``goclaw.slash_commands``: the spec's four slash commands (spec §9.5).
+"""Plugin ``goclaw.slash_commands``: the four skill slash commands.
 
 ``/<slug> prompt``, ``/use <slug-or-name> prompt`` (alias ``/activate``), ``/list-skills`` and
 ``/help <slug-or-name>``. Tenant settings come from ``system_configs``:
 ``skills.slash_commands.enabled`` (true), ``.suggest_not_found`` (true), ``.partial_matching``
 (false) and ``.prefix`` (``/``; exactly one non-space character, else ``/``). A first token
 that looks like a path (contains ``/``, ``\\`` or ``.``) is not a command; an unknown command
-with no close suggestion passes the message through unchanged (DECISIONS.md): a word under 3
+with no close suggestion passes the message through unchanged: a word under 3
 chars never gets one, and the edit distance allowed grows with the word's length (at most 3),
-so ``/ok thanks`` reaches the model (issue 12). Every lookup runs over the caller's own view
+so ``/ok thanks`` reaches the model. Every lookup runs over the caller's own view
 (grants, allow list, request filter), so activation, listing, help and suggestions never reveal
 a hidden skill.
 """
@@ -19,11 +19,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from goclaw import hookimpl
-from goclaw.types import SlashResult
+from goclaw.contracts.hooks import SlashResult
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
-    from goclaw.types import PromptContext
+    from goclaw.contracts.host import Host, PromptContext
     from goclaw_skills.loader import SkillView
 
 KEY_PREFIX = "skills.slash_commands."
@@ -45,10 +44,10 @@ def _bool(value: str | None, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-def read_config(engine: Engine) -> SlashConfig:
+def read_config(engine: Host) -> SlashConfig:
     from sqlmodel import select
 
-    from goclaw.store.models import SystemConfig
+    from goclaw.contracts.store import SystemConfig
 
     with engine.db.session() as s:
         rows = s.exec(
@@ -69,9 +68,9 @@ def read_config(engine: Engine) -> SlashConfig:
     )
 
 
-def set_system_config(engine: Engine, key: str, value: str) -> None:
-    from goclaw.store.models import SystemConfig
-    from goclaw.store.types import utcnow
+def set_system_config(engine: Host, key: str, value: str) -> None:
+    from goclaw.contracts.columns import utcnow
+    from goclaw.contracts.store import SystemConfig
 
     def _do(s: Any) -> None:
         row = s.get(SystemConfig, (engine.settings.tenant_id, key)) or SystemConfig(
@@ -175,7 +174,7 @@ def allowed_distance(length: int) -> int:
     """Edits tolerated for a typed word of ``length`` chars: 1 up to 5 chars, 2 up to 8, then 3.
 
     The bound grows with the word, so a short word of prose (``/why is this``) is never "close"
-    to a skill just because every short string is within 3 edits of every other one (issue 12).
+    to a skill just because every short string is within 3 edits of every other one.
     """
     return min(MAX_DISTANCE, 1 if length <= 5 else 2 if length <= 8 else 3)
 
@@ -231,7 +230,7 @@ def _unknown(command: str, target: str, cfg: SlashConfig, view: Any, prefix: str
         return None
     found = suggestions(view, target)
     if not found:
-        return None  # passes through unchanged (DECISIONS.md)
+        return None  # nothing close: the message passes through unchanged
     listed = ", ".join(f"`{prefix}{s}`" for s in found)
     return SlashResult(
         command=command,

@@ -1,10 +1,10 @@
-"""The managed skill store: ``skills``, ``skill_versions`` and the two grant tables (spec §12).
+"""The managed skill store: ``skills``, ``skill_versions`` and the two grant tables.
 
-Visibility (the UI's "access mode"): ``public`` = every agent and user of the tenant;
-``private`` = only the owner (``owner_id`` equals the calling user); ``internal`` = only
-agents with a ``skill_agent_grants`` row or users with a ``skill_user_grants`` row.
-:func:`list_accessible` is the spec's ``ListAccessible(agentID, userID)``. Every write here
-also touches ``skills.updated_at`` so that loaders in other processes notice (the loader's
+Visibility (the "access mode" ``goclaw skills visibility`` sets): ``public`` = every agent and
+user of the tenant; ``private`` = only the owner (``owner_id`` equals the calling user);
+``internal`` = only agents with a ``skill_agent_grants`` row or users with a
+``skill_user_grants`` row. :func:`list_accessible` says which of them a caller may use. Every
+write here also touches ``skills.updated_at`` so that loaders in other processes notice (the loader's
 database fingerprint).
 """
 
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, or_
 from sqlmodel import select
 
+from goclaw.contracts.columns import utcnow
 from goclaw.errors import NotFoundError, ValidationError
-from goclaw.store.types import utcnow
 from goclaw_skills.limits import MAX_MEMBERS, open_archive, read_member
 from goclaw_skills.parsing import (
     DEFAULT_MAX_BYTES,
@@ -35,7 +35,7 @@ from goclaw_skills.tables import Skill, SkillAgentGrant, SkillUserGrant, SkillVe
 if TYPE_CHECKING:
     from sqlmodel import Session
 
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 VISIBILITIES = ("private", "internal", "public")
 _SLUG_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789-"
@@ -64,7 +64,7 @@ class Access:
     pinned: dict[str, int]
 
 
-def db_fingerprint(engine: Engine) -> tuple[Any, ...]:
+def db_fingerprint(engine: Host) -> tuple[Any, ...]:
     """Changes whenever a managed skill, its visibility or its grants change."""
     with engine.db.session() as s:
         row = s.exec(
@@ -75,8 +75,8 @@ def db_fingerprint(engine: Engine) -> tuple[Any, ...]:
     return (row[0], str(row[1]))
 
 
-def list_accessible(engine: Engine, agent_id: str | None, user: str | None) -> Access:
-    """``ListAccessible(agent, user)`` (spec §12): active skills the caller may use."""
+def list_accessible(engine: Host, agent_id: str | None, user: str | None) -> Access:
+    """The active skills the caller (an agent, a user or both) may use."""
     tenant = engine.settings.tenant_id
     user = user or ""
     with engine.db.session() as s:
@@ -105,7 +105,7 @@ def list_accessible(engine: Engine, agent_id: str | None, user: str | None) -> A
     return Access(frozenset(ids), pinned)
 
 
-def version_content(engine: Engine, skill_id: str, version: int) -> str | None:
+def version_content(engine: Host, skill_id: str, version: int) -> str | None:
     with engine.db.session() as s:
         row = s.get(SkillVersion, (skill_id, version))
         return row.content if row is not None else None
@@ -117,7 +117,7 @@ def version_content(engine: Engine, skill_id: str, version: int) -> str | None:
 def read_skill_source(path: Path) -> tuple[str, str, list[str]]:
     """``(slug, SKILL.md text, ignored files)`` from a skill folder, a SKILL.md or a ZIP.
 
-    Everything is read within the limits of :mod:`goclaw_skills.limits` (issue 12): the
+    Everything is read within the limits of :mod:`goclaw_skills.limits`: the
     SKILL.md's size is checked before it is read, an archive is opened only within its size
     and entry limits and its SKILL.md is streamed with a byte cap.
     """
@@ -181,7 +181,7 @@ def _read_zip(path: Path) -> tuple[str, str, list[str]]:
 
 
 def add_skill(
-    engine: Engine,
+    engine: Host,
     text: str,
     slug: str,
     *,
@@ -191,7 +191,7 @@ def add_skill(
     """Insert a managed skill or add a new version; returns ``(row, created)``.
 
     An unchanged SKILL.md (same hash) adds no version. ``visibility=None`` keeps the current
-    one (``private`` for a new skill, the reference default).
+    one (``private`` for a new skill).
     """
     validate_slug(slug)
     frontmatter, _body = split_frontmatter(text)
@@ -244,7 +244,7 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def _skill(s: Session, engine: Engine, slug: str) -> Skill:
+def _skill(s: Session, engine: Host, slug: str) -> Skill:
     row = s.exec(
         select(Skill).where(Skill.tenant_id == engine.settings.tenant_id, Skill.slug == slug)
     ).first()
@@ -254,7 +254,7 @@ def _skill(s: Session, engine: Engine, slug: str) -> Skill:
 
 
 def grant(
-    engine: Engine,
+    engine: Host,
     slug: str,
     *,
     agent: str | None = None,
@@ -288,7 +288,7 @@ def grant(
     engine.db.run_write(_do)
 
 
-def revoke(engine: Engine, slug: str, *, agent: str | None = None, user: str | None = None) -> bool:
+def revoke(engine: Host, slug: str, *, agent: str | None = None, user: str | None = None) -> bool:
     """Remove grants; returns whether anything was removed."""
     if not agent and not user:
         raise ValidationError("revoke needs --agent or --user")
@@ -314,7 +314,7 @@ def revoke(engine: Engine, slug: str, *, agent: str | None = None, user: str | N
     return engine.db.run_write(_do)
 
 
-def set_visibility(engine: Engine, slug: str, visibility: str, owner: str | None = None) -> Skill:
+def set_visibility(engine: Host, slug: str, visibility: str, owner: str | None = None) -> Skill:
     vis = normalise_visibility(visibility)
 
     def _do(s: Session) -> Skill:
@@ -329,7 +329,7 @@ def set_visibility(engine: Engine, slug: str, visibility: str, owner: str | None
     return engine.db.run_write(_do)
 
 
-def managed_rows(engine: Engine) -> list[Skill]:
+def managed_rows(engine: Host) -> list[Skill]:
     with engine.db.session() as s:
         return list(
             s.exec(select(Skill).where(Skill.tenant_id == engine.settings.tenant_id).order_by(Skill.slug))

@@ -1,7 +1,7 @@
 """The skills plugin's tables (component ``skills``; migrations in ``migrations/``).
 
-The managed skill store (tier 4, spec §8-§12): ``skills`` with their ``skill_versions``, and
-the grants that give agents and users access (spec §12). Never change a table here without
+The managed skill store (tier 4): ``skills`` with their ``skill_versions``, and
+the grants that give agents and users access. Never change a table here without
 adding a revision under ``migrations/``.
 """
 
@@ -14,13 +14,13 @@ from typing import Any
 from sqlalchemy import UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from goclaw.store.columns import DEFAULT_TENANT, created_field, json_field, new_id, text_field
+from goclaw.contracts.columns import DEFAULT_TENANT, created_field, json_field, new_id, text_field
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
 class Skill(SQLModel, table=True):
-    """A skill in the managed store (tier 4); grants apply to these (spec §12)."""
+    """A skill in the managed store (tier 4); grants apply to these."""
 
     __tablename__ = "skills"
     __table_args__ = (UniqueConstraint("tenant_id", "slug", name="uq_skills_tenant_slug"),)

@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.skills.tier.builtin``: the builtin skill tier (spec §8)."""
+"""Plugin ``goclaw.skills.tier.builtin``: the builtin skill tier."""
 
 from __future__ import annotations
 

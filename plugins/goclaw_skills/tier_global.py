@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.skills.tier.global``: the global skill tier (spec §8)."""
+"""Plugin ``goclaw.skills.tier.global``: the global skill tier."""
 
 from __future__ import annotations
 

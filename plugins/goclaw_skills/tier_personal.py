@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.skills.tier.personal``: the personal skill tier (spec §8)."""
+"""Plugin ``goclaw.skills.tier.personal``: the personal skill tier."""
 
 from __future__ import annotations
 

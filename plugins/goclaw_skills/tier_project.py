@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.skills.tier.project``: the project skill tier (spec §8)."""
+"""Plugin ``goclaw.skills.tier.project``: the project skill tier."""
 
 from __future__ import annotations
 

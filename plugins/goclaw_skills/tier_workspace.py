@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.skills.tier.workspace``: the workspace skill tier (spec §8)."""
+"""Plugin ``goclaw.skills.tier.workspace``: the workspace skill tier."""
 
 from __future__ import annotations
 

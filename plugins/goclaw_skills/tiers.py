@@ -1,4 +1,4 @@
-"""The five skill tiers (spec §8, DECISIONS.md "tiers"), each registered by its own plugin.
+"""The five skill tiers, each registered by its own plugin.
 
 1 ``workspace`` ``<workspace>/skills``; 2 ``project`` ``<workspace>/.agents/skills``;
 3 ``personal`` ``~/.agents/skills``; 4 ``global`` ``~/.goclaw/skills`` plus the managed store
@@ -26,12 +26,12 @@ from goclaw_skills.parsing import (
 )
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 BUILTIN_ROOT = Path(__file__).resolve().parent / "builtin"
 
 
-def max_skill_bytes(engine: Engine) -> int:
+def max_skill_bytes(engine: Host) -> int:
     try:
         return int(engine.plugin_settings("skills").max_skill_bytes)
     except Exception:  # the skills plugin is disabled: tiers still work with the default
@@ -41,16 +41,16 @@ def max_skill_bytes(engine: Engine) -> int:
 class FolderTier:
     """A tier that is one folder of ``<slug>/SKILL.md`` sub-folders."""
 
-    def __init__(self, name: str, priority: int, root: Callable[[Engine], Path]) -> None:
+    def __init__(self, name: str, priority: int, root: Callable[[Host], Path]) -> None:
         self.name = name
         self.priority = priority
         self._root = root
         self._cache: ParseCache = {}
 
-    def roots(self, engine: Engine) -> list[Path]:
+    def roots(self, engine: Host) -> list[Path]:
         return [self._root(engine)]
 
-    def discover(self, engine: Engine) -> Iterable[SkillRecord | SkillProblem]:
+    def discover(self, engine: Host) -> Iterable[SkillRecord | SkillProblem]:
         limit = max_skill_bytes(engine)
         for root in self.roots(engine):
             items = list(discover_folder(root, source=self.name, max_bytes=limit, cache=self._cache))
@@ -68,13 +68,13 @@ class GlobalTier(FolderTier):
     def __init__(self) -> None:
         super().__init__("global", 4, lambda _e: Path.home() / ".goclaw" / "skills")
 
-    def discover(self, engine: Engine) -> Iterable[SkillRecord | SkillProblem]:
+    def discover(self, engine: Host) -> Iterable[SkillRecord | SkillProblem]:
         yield from super().discover(engine)
         yield from managed_records(engine)
 
 
-def managed_records(engine: Engine) -> list[SkillRecord | SkillProblem]:
-    """Active rows of the ``skills`` table as records (spec §12: tier 4 from the database)."""
+def managed_records(engine: Host) -> list[SkillRecord | SkillProblem]:
+    """Active rows of the ``skills`` table as records (the database part of tier 4)."""
     from sqlmodel import select
 
     from goclaw_skills.tables import Skill
@@ -99,7 +99,7 @@ def managed_record(
         record = parse_skill_text(content, slug, path=where, base_dir=where, source="managed")
     except SkillParseError as exc:
         return SkillProblem(where, str(exc), "managed")
-    except Exception as exc:  # one bad row never hides the other managed skills (issue 12)
+    except Exception as exc:  # one bad row never hides the other managed skills
         return SkillProblem(where, f"cannot parse: {type(exc).__name__}: {exc}", "managed")
     record.managed = True
     record.skill_id = row.id

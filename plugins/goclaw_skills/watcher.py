@@ -1,4 +1,4 @@
-"""Hot reload: a watchdog observer on every skill root (spec §13, DECISIONS.md "hot reload").
+"""Hot reload: a watchdog observer on every skill root.
 
 Each existing root is watched recursively (so new skill sub-folders are covered at once). A
 root that does not exist yet is covered by watching its nearest existing parent

@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.virtual.availability``: AVAILABILITY.md (spec §1, DECISIONS.md).
+"""Plugin ``goclaw.virtual.availability``: AVAILABILITY.md.
 
 Present whenever the agent is not in a team (TEAM.md takes its place otherwise). It states, in
 the negative, what the agent does not have, so the model does not try team or delegation work
@@ -8,7 +8,8 @@ that cannot happen.
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.types import ContextFile, PromptContext
+from goclaw.contracts.hooks import ContextFile
+from goclaw.contracts.host import PromptContext
 from goclaw_virtual_files.plugin import roster, settings
 
 NAME = "AVAILABILITY.md"
@@ -26,7 +27,7 @@ def render(ctx: PromptContext) -> str | None:
     if r.links and len(r.links) <= settings(ctx).delegation_inline_max:
         lines.append("You may delegate only to the agents in DELEGATION.md; nobody else is available.")
     elif r.links:
-        # DELEGATION.md lists nobody above the inline limit (spec §1): name the route, not a list.
+        # DELEGATION.md lists nobody above the inline limit: name the route, not a list.
         lines.append(
             f"You may delegate only to your {len(r.links)} linked specialist agents, in the way "
             "DELEGATION.md describes; nobody else is available."

@@ -1,4 +1,4 @@
-"""Plugin ``goclaw.virtual.delegation``: DELEGATION.md (spec §1).
+"""Plugin ``goclaw.virtual.delegation``: DELEGATION.md.
 
 Present when the agent has manual links. Up to ``delegation_inline_max`` (15) targets are listed
 inline with their descriptions; beyond that only a description of how to delegate is given, so
@@ -8,7 +8,8 @@ a large roster does not flood the prompt.
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.types import ContextFile, PromptContext
+from goclaw.contracts.hooks import ContextFile
+from goclaw.contracts.host import PromptContext
 from goclaw_virtual_files.plugin import describe, roster, settings
 
 NAME = "DELEGATION.md"

@@ -18,14 +18,14 @@ from goclaw.contracts.files import cache_seconds
 from goclaw.contracts.files import context_tracker as tracker
 
 if TYPE_CHECKING:
-    from goclaw.types import PromptContext
+    from goclaw.contracts.host import PromptContext
 
 
 class VirtualFilesSettings(BaseModel):
     """``[plugins.virtual_files]``"""
 
     delegation_inline_max: int = Field(
-        default=15, ge=0, description="list delegation targets inline up to this many (spec §1)"
+        default=15, ge=0, description="list delegation targets inline up to this many"
     )
 
 

@@ -1,10 +1,11 @@
-"""Plugin ``goclaw.virtual.team``: TEAM.md (spec §1), present when the agent is in a team:
+"""Plugin ``goclaw.virtual.team``: TEAM.md, present when the agent is in a team:
 team name, the agent's role, teammates with descriptions, and how the team works together."""
 
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.types import ContextFile, PromptContext
+from goclaw.contracts.hooks import ContextFile
+from goclaw.contracts.host import PromptContext
 from goclaw_virtual_files.plugin import describe, roster
 
 NAME = "TEAM.md"

@@ -1,6 +1,6 @@
-"""The kernel's migration chain as it was before issue 13 item 3 (revisions 0001-0004, the
-files copied unchanged from the commit before the split), when the kernel created every
-feature's table. Tests build pre-split databases with it, then open them with today's code."""
+"""The kernel's migration chain of older goclaw releases (revisions 0001-0004, their upgrade
+code as those releases ran it), when the kernel created every feature's table. Tests build such
+databases with it, then open them with the current code."""
 
 from __future__ import annotations
 

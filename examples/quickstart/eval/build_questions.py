@@ -43,6 +43,8 @@ def any_of(*items: tuple[str, str]) -> tuple[str, list[tuple[str, str]]]:
 INC0912 = any_of((M, "INC-0912 - 2026-11-06"), (d("11-06"), "15:02 fixed: UPS had rotated"))
 
 # (id, kind, agent, user, question, evidence); evidence items are (path, anchor) or any_of(...)
+# One question a line or two, aligned by hand: the formatter leaves the table alone.
+# fmt: off
 QUESTIONS: list[tuple[str, str, str, str | None, str, list]] = [
     # ----------------------------------------------------------------- exact codes
     ("code-tck4471-ref", "exact-code", S, None, "TCK-4471 Stripe refund reference",
@@ -439,6 +441,7 @@ QUESTIONS: list[tuple[str, str, str, str | None, str, list]] = [
     ("none-gym", "unanswerable", P, "ada", "Which gym does Ada go to?", []),
     ("none-car", "unanswerable", P, "ada", "What car does Ada drive?", []),
 ]
+# fmt: on
 
 
 def item_lines(lines: list[str], i: int) -> tuple[int, int]:

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
-import goclaw.store.types
+import goclaw.contracts.columns
 ${imports if imports else ""}
 
 revision = ${repr(up_revision)}

@@ -1,4 +1,4 @@
-"""One redactor for everything goclaw writes from model or user text (issue 12 §1, §2, §21).
+"""One redactor for everything goclaw writes from model or user text.
 
 The memory flush, ``memory add``, compaction summaries, episodic summaries, dreaming, KG facts
 and passive channel memory all call :func:`redact_for` (or :func:`redactor_of`) before text
@@ -6,8 +6,8 @@ reaches a file or a table. Secrets become typed placeholders such as ``[REDACTED
 so a reader still sees that something was there.
 
 Replacing it: a plugin offers a ``"redaction"`` service (``goclaw_services``) whose
-``redact(text) -> str`` is then used everywhere instead of :class:`SecretRedactor`; it is a
-mechanism in the kernel so that no plugin has to import another to reach it.
+``redact(text) -> str`` is then used everywhere instead of :class:`SecretRedactor`; it lives in
+this library so that no plugin has to import another to reach it.
 
 The default detects (see :mod:`goclaw_text.redaction.detectors`): detect-secrets' detectors,
 goclaw's own patterns for what those miss (Azure storage keys, Slack ``xapp-``, Stripe

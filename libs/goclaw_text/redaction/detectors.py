@@ -109,7 +109,7 @@ def _rules(text: str) -> Iterator[Finding]:
 
 def _aws_secrets(text: str) -> Iterator[Finding]:
     """Bare AWS secret access keys: 40 base64 characters within 200 characters of an access key
-    id, or of an ``aws``/``secret access`` mention (issue 12 §21)."""
+    id, or of an ``aws``/``secret access`` mention."""
     for m in AWS_SECRET.finditer(text):
         window = text[max(0, m.start() - 200) : m.end() + 200]
         token = m.group(0)

@@ -125,10 +125,10 @@ def _token_value(m: re.Match[str]) -> bool:
     return secretish(m.group("value"), 16 if bare_key else 8)
 
 
-_PASSWORD_KEYS = r"[A-Za-z0-9_.-]{0,40}(?:password|passwd|passphrase|pwd|pass)"
+_PASSWORD_KEYS = r"[A-Za-z0-9_.-]{0,40}(?:password|passwd|passphrase|passcode|pwd|pass|pw)"
 _TOKEN_KEYS = (
     r"[A-Za-z0-9_.-]{0,40}(?:secret|token|api[_-]?key|apikey|access[_-]?key(?:[_-]?id)?|account[_-]?key|"
-    r"shared[_-]?access[_-]?key|private[_-]?key|auth|credentials?|client[_-]?secret|signing[_-]?key|"
+    r"shared[_-]?access[_-]?key|private[_ -]?key|auth|credentials?|client[_-]?secret|signing[_-]?key|"
     r"sig|signature|dsn|key)"
 )
 _SEP = r"[\"']?\]?\s*(?::=|=>|==|=|:|\bis\b|\bwas\b)\s*"
@@ -232,6 +232,35 @@ RULES: tuple[Rule, ...] = (
     Rule("doppler_token", re.compile(r"\bdp\.(?:st|pt|ct|sa|scim)\.[A-Za-z0-9._-]{30,}")),
     Rule("azure_client_secret", re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}")),
     Rule("telegram_token", re.compile(r"\b\d{8,10}:AA[0-9A-Za-z_-]{33}\b")),
+    Rule("postman_key", re.compile(r"\bPMAK-[0-9a-f]{24}-[0-9a-f]{34}\b")),
+    Rule("newrelic_key", re.compile(r"\bNR(?:AK|AA|II|JS|IQ|SP)-[A-Z0-9]{27}\b")),
+    Rule("airtable_token", re.compile(r"\bpat[A-Za-z0-9]{14}\.[a-f0-9]{64}\b")),
+    # A Twilio auth token is 32 bare hex digits: a secret only where Twilio is named nearby.
+    Rule(
+        "twilio_token",
+        re.compile(r"(?i)\btwilio\b[^\n]{0,60}?(?<![0-9a-f])(?P<t>[0-9a-f]{32})(?![0-9a-f])"),
+        "t",
+    ),
+    # An Ethereum private key is 64 hex digits, like a transaction hash: a secret where a key,
+    # a wallet or a seed is named nearby.
+    Rule(
+        "private_key",
+        re.compile(
+            r"(?i)\b(?:private|priv|secret|wallet|signing|eth(?:ereum)?)\b[^\n]{0,40}?"
+            r"(?<![0-9a-fx])(?P<k>(?:0x)?[0-9a-f]{64})(?![0-9a-f])"
+        ),
+        "k",
+    ),
+    # Session cookies (Cookie: sessionid=..., Set-Cookie: JSESSIONID=...).
+    Rule(
+        "session_cookie",
+        re.compile(
+            r"(?i)(?<![A-Za-z0-9])(?:session(?:[_-]?id)?|sid|sessid|phpsessid|jsessionid|connect\.sid|"
+            r"_session|session[_-]?token|auth[_-]?session)=(?P<value>[^;\s\"'<>]{6,})"
+        ),
+        "value",
+        lambda m: not is_placeholder(m.group("value")),
+    ),
     # Azure storage: AccountKey=..., SharedAccessKey=..., a bare 88-character account key.
     Rule(
         "azure_storage_key",
@@ -245,12 +274,14 @@ RULES: tuple[Rule, ...] = (
         re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{86}==(?![A-Za-z0-9+/=])"),
         check=_not_a_digest,
     ),
-    # Personal data (spec §18).
+    # Personal data.
     # Not the password of a URL's user:password@host (that is a credential, and the host stays).
     Rule(
         "email",
         re.compile(r"(?:(?<=mailto:)|(?<![\w.%+:/-]))[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b"),
     ),
+    # US social security numbers (never issued: area 000, 666, 9xx; group 00; serial 0000).
+    Rule("ssn", re.compile(r"(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])")),
     Rule("card_number", re.compile(r"(?<![\d.-])\d(?:[ .-]?\d){12,18}(?![\d-]|\.\d)"), check=_card),
     Rule(
         "iban",

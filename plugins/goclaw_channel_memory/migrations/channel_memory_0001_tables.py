@@ -5,8 +5,8 @@ Revises:
 Create Date: 2026-12-03 07:00:00
 
 ``channel_memory_extraction_items`` as the kernel's chain created it up to its 0005. A database
-made before issue 13 item 3 already has it, with rows: it is adopted as it is. Otherwise it is
-created.
+made by an older goclaw, whose kernel chain owned the table, already has it, with rows: it is
+adopted as it is. Otherwise it is created.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
-import goclaw.store.types
+import goclaw.contracts.columns
 
 revision = "channel_memory_0001"
 down_revision = None
@@ -33,8 +33,8 @@ def _create_channel_memory_extraction_items() -> None:
         sa.Column("content", sa.Text(), server_default="", nullable=False),
         sa.Column("status", sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
         sa.Column("episodic_id", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True),
-        sa.Column("created_at", goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("reviewed_at", goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("created_at", goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("reviewed_at", goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(["agent_id"], ["agents.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id"),
     )

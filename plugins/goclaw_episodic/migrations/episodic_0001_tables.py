@@ -5,8 +5,9 @@ Revises:
 Create Date: 2026-12-03 07:00:00
 
 ``episodic_summaries`` as the kernel's chain left it at its 0004 (``lex`` terms; PostgreSQL
-``tsv`` generated from ``lex`` with a GIN index; no SQLite FTS5). A database made before issue
-13 item 3 already has it, with rows: it is adopted as it is. Otherwise it is created.
+``tsv`` generated from ``lex`` with a GIN index; no SQLite FTS5). A database made by an older
+goclaw, whose kernel chain owned the table, already has it, with rows: it is adopted as it is.
+Otherwise it is created.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
-import goclaw.store.types
+import goclaw.contracts.columns
 
 revision = "episodic_0001"
 down_revision = None
@@ -39,7 +40,7 @@ def _create_episodic_summaries() -> None:
         sa.Column("summary", sa.Text(), server_default="", nullable=False),
         sa.Column("l0_abstract", sa.Text(), server_default="", nullable=False),
         sa.Column("key_topics", sa.JSON(), nullable=False),
-        sa.Column("embedding", goclaw.store.types.Vector(), nullable=True),
+        sa.Column("embedding", goclaw.contracts.columns.Vector(), nullable=True),
         sa.Column("embedding_provider", sqlmodel.sql.sqltypes.AutoString(length=128), nullable=True),
         sa.Column("embedding_model", sqlmodel.sql.sqltypes.AutoString(length=255), nullable=True),
         sa.Column("embedding_dim", sa.Integer(), nullable=True),
@@ -47,9 +48,9 @@ def _create_episodic_summaries() -> None:
         sa.Column("source_id", sqlmodel.sql.sqltypes.AutoString(length=512), nullable=False),
         sa.Column("turn_count", sa.Integer(), nullable=False),
         sa.Column("token_count", sa.Integer(), nullable=False),
-        sa.Column("promoted_at", goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
-        sa.Column("created_at", goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("expires_at", goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("promoted_at", goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("created_at", goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("expires_at", goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=True),
         sa.Column("lex", sa.Text(), nullable=True),
         sa.ForeignKeyConstraint(["agent_id"], ["agents.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id"),

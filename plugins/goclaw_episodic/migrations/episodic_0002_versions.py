@@ -4,9 +4,9 @@ Revision ID: episodic_0002
 Revises: episodic_0001
 Create Date: 2026-12-03 15:00:00
 
-Episodic search keeps an in-memory index per agent on both backends (issue 11: "the episodic
-tier costs little when full"; searching in PostgreSQL cost 7 ms at 1,000 summaries and 30 ms at
-2,000). To know whether its index is current, a search reads the agent's counter in
+Episodic search keeps an in-memory index per agent on both backends, so the episodic tier
+costs little when full (searching in PostgreSQL itself costs 7 ms at 1,000 summaries and 30 ms
+at 2,000). To know whether its index is current, a search reads the agent's counter in
 ``episodic_versions``, which these triggers move on every change a search can see (insert,
 delete, an update of a searched column; not ``promoted_at``), whoever writes: one indexed read
 instead of a pass over the agent's rows. Rows written before this revision are found by the

@@ -5,9 +5,9 @@ Revises:
 Create Date: 2026-12-03 07:00:00
 
 ``kg_entities``, ``kg_relations`` and ``kg_dedup_candidates`` as the kernel's chain created them
-up to its 0005. A database made before issue 13 item 3 already has them, with rows: they are
-adopted as they are. Otherwise (a new database, or one made while the plugin was disabled) they
-are created.
+up to its 0005. A database made by an older goclaw, whose kernel chain owned these tables,
+already has them, with rows: they are adopted as they are. Otherwise (a new database, or one
+made while the plugin was disabled) they are created.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
-import goclaw.store.types
+import goclaw.contracts.columns
 
 revision = "kg_0001"
 down_revision = None
@@ -37,16 +37,16 @@ def _create_kg_entities() -> None:
         sa.Column("description", sa.Text(), server_default="", nullable=False),
         sa.Column("confidence", sa.Float(), nullable=False),
         sa.Column("properties", sa.JSON(), nullable=False),
-        sa.Column("embedding", goclaw.store.types.Vector(), nullable=True),
+        sa.Column("embedding", goclaw.contracts.columns.Vector(), nullable=True),
         sa.Column("embedding_provider", sqlmodel.sql.sqltypes.AutoString(length=128), nullable=True),
         sa.Column("embedding_model", sqlmodel.sql.sqltypes.AutoString(length=255), nullable=True),
         sa.Column("embedding_dim", sa.Integer(), nullable=True),
         sa.Column("source_id", sqlmodel.sql.sqltypes.AutoString(length=512), nullable=False),
         sa.Column("merged_into", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True),
-        sa.Column("valid_from", goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("valid_until", goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
-        sa.Column("created_at", goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("valid_from", goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("valid_until", goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("created_at", goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["agent_id"], ["agents.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id"),
     )
@@ -74,9 +74,9 @@ def _create_kg_relations() -> None:
         sa.Column("confidence", sa.Float(), nullable=False),
         sa.Column("properties", sa.JSON(), nullable=False),
         sa.Column("source_id", sqlmodel.sql.sqltypes.AutoString(length=512), nullable=False),
-        sa.Column("valid_from", goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("valid_until", goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
-        sa.Column("created_at", goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("valid_from", goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("valid_until", goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("created_at", goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["agent_id"], ["agents.id"], ondelete="CASCADE"),
         sa.ForeignKeyConstraint(
             ["source_entity_id"],
@@ -110,8 +110,8 @@ def _create_kg_dedup_candidates() -> None:
         sa.Column("cosine", sa.Float(), nullable=False),
         sa.Column("name_similarity", sa.Float(), nullable=False),
         sa.Column("status", sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
-        sa.Column("created_at", goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("reviewed_at", goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("created_at", goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("reviewed_at", goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=True),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("entity_a_id", "entity_b_id", name="uq_kg_dedup_pair"),
     )

@@ -1,5 +1,5 @@
-"""The memory plugin's CLI commands: ``memory``, ``eval`` and ``session`` (issue 13 item 3).
+"""The memory plugin's CLI commands: ``memory``, ``eval`` and ``session``.
 
-Declared by import path in :mod:`goclaw.cli.registry`; each module is imported only when its
-command runs.
+Declared by import path in the plugin's manifest (:mod:`goclaw_memory.manifest`,
+``COMMANDS``); each module is imported only when its command runs.
 """

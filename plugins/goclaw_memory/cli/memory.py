@@ -1,7 +1,7 @@
-"""``goclaw memory index|search|get|watch`` (spec §14-§15, DESIGN.md §7).
+"""``goclaw memory index|search|get|watch``.
 
-The memory plugin's commands, declared in :mod:`goclaw.cli.registry` and imported only when
-``goclaw memory`` runs (issue 13 item 3).
+The memory plugin's commands, declared in its manifest (:mod:`goclaw_memory.manifest`) and
+imported only when ``goclaw memory`` runs.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from goclaw.cli.common import emit_json, engine, json_option, user_option
+from goclaw.contracts.cli import emit_json, engine, json_option, user_option
 
 if TYPE_CHECKING:
-    from goclaw.engine import Engine
+    from goclaw.contracts.host import Host
 
 
-def _agent_name(eng: Engine, agent: str | None) -> str:
+def _agent_name(eng: Host, agent: str | None) -> str:
     """``--agent`` may be omitted when the workspace has exactly one agent."""
     if agent:
         return agent
@@ -93,7 +93,7 @@ def memory_index(agent: str | None, user: str | None, bulk: bool, as_json: bool)
 
 
 def _note_skipped(report: Any) -> None:
-    """Name the files an index run skipped (issue 12: reported, never fatal)."""
+    """Name the files an index run skipped (reported, never fatal)."""
     skipped = getattr(report, "skipped_files", None) or []
     if skipped:
         n = len(skipped)
@@ -118,7 +118,10 @@ def _note_skipped(report: Any) -> None:
 def memory_search(
     query: str, agent: str | None, user: str | None, channel: str, limit: int | None, as_json: bool
 ) -> None:
-    """Search memory: full text (any term) and vectors, merged 0.3/0.7."""
+    """Search memory: full text (any term) and vectors.
+
+    Hybrid search fuses the channels 0.7 text / 0.3 vector by default ([plugins.memory]
+    text_weight, vector_weight)."""
     eng = engine()
     response = eng.memory.search_response(query, _agent_name(eng, agent), user, limit=limit, channel=channel)
     for note in response.notes:

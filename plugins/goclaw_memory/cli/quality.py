@@ -1,6 +1,6 @@
-"""``goclaw eval`` and ``goclaw memory doctor``: measure retrieval, check the index (issue 11).
+"""``goclaw eval`` and ``goclaw memory doctor``: measure retrieval, check the index.
 
-The harness is the kernel's (``goclaw_memory.evaluation``, imported inside the command so
+The harness is :mod:`goclaw_memory.evaluation` (imported inside the command so
 that ``goclaw --help`` stays fast); the doctor is the memory service's (``engine.memory.doctor``).
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from goclaw.cli.common import emit_json, engine, json_option
+from goclaw.contracts.cli import emit_json, engine, json_option
 
 KIND_CHOICES = ("exact-code", "partial", "paraphrase", "temporal", "multi-hop", "preference", "unanswerable")
 

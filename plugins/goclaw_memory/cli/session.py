@@ -1,4 +1,4 @@
-"""``goclaw session append|end|episodes`` (spec §17-§18, DESIGN.md §7).
+"""``goclaw session append|end|episodes``.
 
 ``append`` and ``end`` go through ``engine.sessions`` (the memory plugin); ``end`` publishes
 ``run.completed`` so the consolidation workers pick the session up. ``episodes`` lists the
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from goclaw.cli.common import agent_option, emit_json, engine, json_option, print_table, user_option
+from goclaw.contracts.cli import agent_option, emit_json, engine, json_option, print_table, user_option
 
 
 @click.group("session")
@@ -46,7 +46,7 @@ def session_end(key: str, as_json: bool) -> None:
     from goclaw.errors import NotFoundError
 
     eng = engine()
-    try:  # a session of another tenant's agent is unknown here (issue 12 §20)
+    try:  # a session of another tenant's agent is unknown here
         eng.agents.get(eng.sessions.get(key).agent_id)
     except NotFoundError:
         raise NotFoundError(f"unknown session {key!r}") from None

@@ -1,4 +1,4 @@
-"""``goclaw memory add|correct|delete|list`` (issue 14): the memory write API on the CLI.
+"""``goclaw memory add|correct|delete|list``: the memory write API on the CLI.
 
 Without ``--user`` the agent-level memory is written; with it, that user's own. ``TEXT`` of
 ``-`` (or no TEXT) reads stdin.
@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from goclaw.cli.common import emit_json, engine, json_option, user_option
+from goclaw.contracts.cli import emit_json, engine, json_option, user_option
 from goclaw.errors import ValidationError
 
 

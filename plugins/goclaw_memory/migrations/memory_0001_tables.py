@@ -6,8 +6,9 @@ Create Date: 2026-12-03 06:30:00
 
 ``memory_documents`` and ``memory_chunks`` as the kernel's chain left them at its 0004
 (``lex`` terms; PostgreSQL ``tsv`` generated from ``lex`` with a GIN index; no SQLite FTS5).
-A database made before issue 13 item 3 already has them, with rows: they are adopted as they
-are. Otherwise (a new database, or one made while this plugin was disabled) they are created.
+A database made by an older goclaw, whose kernel chain owned these tables, already has them,
+with rows: they are adopted as they are. Otherwise (a new database, or one made while this
+plugin was disabled) they are created.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
-import goclaw.store.types
+import goclaw.contracts.columns
 
 revision = "memory_0001"
 down_revision = None
@@ -28,7 +29,7 @@ PG_TSV = (
     "(array_to_tsvector(array_remove(string_to_array(coalesce(lex, ''), ' '), ''))) STORED"
 )
 AutoString = sqlmodel.sql.sqltypes.AutoString
-UTC = goclaw.store.types.UTCDateTime
+UTC = goclaw.contracts.columns.UTCDateTime
 
 
 def _documents() -> None:
@@ -61,7 +62,7 @@ def _chunks() -> None:
         sa.Column("end_line", sa.Integer(), nullable=False),
         sa.Column("text", sa.Text(), server_default="", nullable=False),
         sa.Column("chunk_hash", AutoString(length=64), nullable=False),
-        sa.Column("embedding", goclaw.store.types.Vector(), nullable=True),
+        sa.Column("embedding", goclaw.contracts.columns.Vector(), nullable=True),
         sa.Column("embedding_provider", AutoString(length=128), nullable=True),
         sa.Column("embedding_model", AutoString(length=255), nullable=True),
         sa.Column("embedding_dim", sa.Integer(), nullable=True),

@@ -5,8 +5,9 @@ Revises: memory_0001
 Create Date: 2026-12-03 07:00:00
 
 ``sessions`` and ``session_messages`` (the ``sessions`` service of this plugin) as the kernel's
-chain created them up to its 0005. A database made before issue 13 item 3 already has them, with
-rows: they are adopted as they are. Otherwise they are created.
+chain created them up to its 0005. A database made by an older goclaw, whose kernel chain owned
+these tables, already has them, with rows: they are adopted as they are. Otherwise they are
+created.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
-import goclaw.store.types
+import goclaw.contracts.columns
 
 revision = "memory_0002"
 down_revision = "memory_0001"
@@ -33,8 +34,8 @@ def _create_sessions() -> None:
         sa.Column("compaction_count", sa.Integer(), nullable=False),
         sa.Column("flushed_cycle", sa.Integer(), nullable=False),
         sa.Column("summary", sa.Text(), server_default="", nullable=False),
-        sa.Column("created_at", goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("created_at", goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["agent_id"], ["agents.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("key"),
     )
@@ -50,7 +51,7 @@ def _create_session_messages() -> None:
         sa.Column("content", sa.Text(), server_default="", nullable=False),
         sa.Column("token_count", sa.Integer(), nullable=False),
         sa.Column("compacted", sa.Boolean(), nullable=False),
-        sa.Column("created_at", goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("created_at", goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["session_key"], ["sessions.key"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("session_key", "seq", name="uq_session_messages_seq"),

@@ -1,4 +1,4 @@
-"""The default prompt sections (spec §5), one plugin module each: ``goclaw.section.<name>``.
+"""The default prompt sections, one plugin module each: ``goclaw.section.<name>``.
 
 | order | section | modes |
 |---|---|---|

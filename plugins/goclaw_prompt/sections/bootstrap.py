@@ -1,4 +1,4 @@
-"""Section 1.5, First-run Bootstrap Override (spec §3, §5).
+"""Section 1.5, First-run Bootstrap Override.
 
 While BOOTSTRAP.md is pending it takes priority: open agents run the full ritual (learn the user,
 choose an identity), predefined agents onboard the user softly. When no ritual is pending but
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from goclaw import hookimpl
 from goclaw.contracts.files import is_user_file_populated
-from goclaw.types import PromptContext, PromptSection
+from goclaw.contracts.host import PromptContext, PromptSection
 from goclaw_prompt.render import ALL_MODES, Section
 
 

@@ -1,11 +1,11 @@
-"""Section 8, Current Time (spec §5). The date only, in UTC, so the prompt stays cacheable all day."""
+"""Section 8, Current Time. The date only, in UTC, so the prompt stays cacheable all day."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 from goclaw import hookimpl
-from goclaw.types import PromptContext, PromptSection
+from goclaw.contracts.host import PromptContext, PromptSection
 from goclaw_prompt.render import ALL_MODES, Section
 
 

@@ -1,10 +1,10 @@
-"""Section 10, Extra Context / Subagent Context (spec §5): the runtime's extra prompt, isolated
+"""Section 10, Extra Context / Subagent Context: the runtime's extra prompt, isolated
 in ``<extra_context>`` (its own wrapper tags inside are neutralised)."""
 
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.types import PromptContext, PromptSection
+from goclaw.contracts.host import PromptContext, PromptSection
 from goclaw_prompt.render import ALL_MODES, Section, escape_wrapped
 
 

@@ -1,9 +1,9 @@
-"""Section 1, Identity (spec §5): who the model is and where it runs."""
+"""Section 1, Identity: who the model is and where it runs."""
 
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.types import PromptContext, PromptSection
+from goclaw.contracts.host import PromptContext, PromptSection
 from goclaw_prompt.render import ALL_MODES, Section, one_line
 
 

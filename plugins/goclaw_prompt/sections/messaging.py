@@ -1,9 +1,9 @@
-"""Section 9, Messaging (spec §5, full mode): how replies reach the user."""
+"""Section 9, Messaging (full mode): how replies reach the user."""
 
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.types import PromptContext, PromptSection
+from goclaw.contracts.host import PromptContext, PromptSection
 from goclaw_prompt.render import FULL, Section, one_line
 
 

@@ -1,4 +1,4 @@
-"""Section 11, Project Context (spec §5): the context files and virtual files.
+"""Section 11, Project Context: the context files and virtual files.
 
 Stored files are wrapped in ``<context_file name="...">`` after a defensive preamble; virtual
 files in ``<system_context name="...">``. Content cannot close its wrapper early: wrapper tags
@@ -8,7 +8,7 @@ inside it are neutralised (:func:`goclaw_prompt.render.escape_wrapped`).
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.types import PromptContext, PromptSection
+from goclaw.contracts.host import PromptContext, PromptSection
 from goclaw_prompt.render import ALL_MODES, Section, attr, escape_wrapped
 
 PREAMBLE = (

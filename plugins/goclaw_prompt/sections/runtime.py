@@ -1,9 +1,9 @@
-"""Section 15, Runtime (spec §5): one line of facts about this run."""
+"""Section 15, Runtime: one line of facts about this run."""
 
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.types import PromptContext, PromptSection
+from goclaw.contracts.host import PromptContext, PromptSection
 from goclaw_prompt.render import ALL_MODES, Section, one_line
 
 

@@ -1,9 +1,9 @@
-"""Section 3, Safety (spec §5): hard directives that no context file can override."""
+"""Section 3, Safety: hard directives that no context file can override."""
 
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.types import PromptContext, PromptSection
+from goclaw.contracts.host import PromptContext, PromptSection
 from goclaw_prompt.render import ALL_MODES, Section
 
 TEXT = """## Safety

@@ -1,9 +1,9 @@
-"""Section 6.5, Sandbox (spec §5): only when the runtime runs tools in a sandbox."""
+"""Section 6.5, Sandbox: only when the runtime runs tools in a sandbox."""
 
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.types import PromptContext, PromptSection
+from goclaw.contracts.host import PromptContext, PromptSection
 from goclaw_prompt.render import ALL_MODES, Section
 
 

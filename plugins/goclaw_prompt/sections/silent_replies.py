@@ -1,9 +1,9 @@
-"""Section 12, Silent Replies (spec §5, full mode): the NO_REPLY convention."""
+"""Section 12, Silent Replies (full mode): the NO_REPLY convention."""
 
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.types import PromptContext, PromptSection
+from goclaw.contracts.host import PromptContext, PromptSection
 from goclaw_prompt.render import FULL, Section
 
 

@@ -1,10 +1,10 @@
-"""Section 14, Sub-Agent Spawning (spec §5): only when the runtime offers a spawn tool
+"""Section 14, Sub-Agent Spawning: only when the runtime offers a spawn tool
 (``[plugins.prompt] spawn_tools``)."""
 
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.types import PromptContext, PromptSection
+from goclaw.contracts.host import PromptContext, PromptSection
 from goclaw_prompt.render import ALL_MODES, Section
 
 

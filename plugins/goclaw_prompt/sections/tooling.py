@@ -1,9 +1,9 @@
-"""Section 2, Tooling (spec §5): the tools the runtime offers this turn, sorted by name."""
+"""Section 2, Tooling: the tools the runtime offers this turn, sorted by name."""
 
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.types import PromptContext, PromptSection
+from goclaw.contracts.host import PromptContext, PromptSection
 from goclaw_prompt.render import ALL_MODES, Section
 
 

@@ -1,9 +1,9 @@
-"""Section 7, User Identity (spec §5, full mode): who is on the other side."""
+"""Section 7, User Identity (full mode): who is on the other side."""
 
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.types import PromptContext, PromptSection
+from goclaw.contracts.host import PromptContext, PromptSection
 from goclaw_prompt.render import FULL, Section, one_line
 
 

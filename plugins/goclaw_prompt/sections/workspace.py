@@ -1,9 +1,9 @@
-"""Section 6, Workspace (spec §5): where the agent's own files live (DESIGN.md §2b)."""
+"""Section 6, Workspace: where the agent's own files live."""
 
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.types import PromptContext, PromptSection
+from goclaw.contracts.host import PromptContext, PromptSection
 from goclaw_prompt.render import ALL_MODES, Section
 from goclaw_text.wrappers import single_line
 

@@ -5,8 +5,9 @@ Revises:
 Create Date: 2026-12-03 06:30:00
 
 ``skills``, ``skill_versions``, ``skill_agent_grants`` and ``skill_user_grants`` as the kernel's
-chain created them up to its 0004. A database made before issue 13 item 3 already has them,
-with rows: they are adopted as they are. Otherwise they are created.
+chain created them up to its 0004. A database made by an older goclaw, whose kernel chain owned
+these tables, already has them, with rows: they are adopted as they are. Otherwise they are
+created.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
-import goclaw.store.types
+import goclaw.contracts.columns
 
 revision = "skills_0001"
 down_revision = None
@@ -23,7 +24,7 @@ branch_labels = None
 depends_on = None
 
 AutoString = sqlmodel.sql.sqltypes.AutoString
-UTC = goclaw.store.types.UTCDateTime
+UTC = goclaw.contracts.columns.UTCDateTime
 
 
 def _skills() -> None:

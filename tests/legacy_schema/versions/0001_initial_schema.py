@@ -4,7 +4,7 @@ Revision ID: 0001
 Revises: 
 Create Date: 2026-12-02 12:47:44.063194
 
-Every table of DESIGN.md §4, plus the full-text structures each backend needs:
+Every table of goclaw's schema, plus the full-text structures each backend needs:
 SQLite FTS5 external-content tables kept in sync by triggers; PostgreSQL generated
 ``tsvector`` columns with GIN indexes. HNSW indexes depend on the embedding dimension, so
 the PostgreSQL search backend creates them (one partial index per dimension) at run time.
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
-import goclaw.store.types
+import goclaw.contracts.columns
 
 
 revision = '0001'
@@ -39,8 +39,8 @@ def upgrade() -> None:
     sa.Column('description', sa.Text(), server_default='', nullable=False),
     sa.Column('workspace_dir', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
     sa.Column('settings', sa.JSON(), nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('tenant_id', 'name', name='uq_agents_tenant_name')
     )
@@ -49,8 +49,8 @@ def upgrade() -> None:
     sa.Column('provider', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=False),
     sa.Column('model', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
     sa.Column('dim', sa.Integer(), nullable=False),
-    sa.Column('embedding', goclaw.store.types.Vector(), nullable=True),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('embedding', goclaw.contracts.columns.Vector(), nullable=True),
+    sa.Column('created_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('chunk_hash', 'provider', 'model')
     )
     op.create_table('events',
@@ -59,7 +59,7 @@ def upgrade() -> None:
     sa.Column('agent_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('user_id', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
     sa.Column('payload', sa.JSON(), nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id')
     )
     with op.batch_alter_table('events', schema=None) as batch_op:
@@ -74,8 +74,8 @@ def upgrade() -> None:
     sa.Column('cosine', sa.Float(), nullable=False),
     sa.Column('name_similarity', sa.Float(), nullable=False),
     sa.Column('status', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('reviewed_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('created_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('reviewed_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=True),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('entity_a_id', 'entity_b_id', name='uq_kg_dedup_pair')
     )
@@ -92,8 +92,8 @@ def upgrade() -> None:
     sa.Column('content', sa.Text(), server_default='', nullable=False),
     sa.Column('frontmatter', sa.JSON(), nullable=False),
     sa.Column('content_hash', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('tenant_id', 'slug', name='uq_skills_tenant_slug')
     )
@@ -101,7 +101,7 @@ def upgrade() -> None:
     sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('key', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
     sa.Column('value', sa.Text(), server_default='', nullable=False),
-    sa.Column('updated_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('tenant_id', 'key')
     )
     op.create_table('teams',
@@ -109,7 +109,7 @@ def upgrade() -> None:
     sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('name', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=False),
     sa.Column('description', sa.Text(), server_default='', nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('tenant_id', 'name', name='uq_teams_tenant_name')
     )
@@ -117,7 +117,7 @@ def upgrade() -> None:
     sa.Column('worker', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=False),
     sa.Column('scope', sqlmodel.sql.sqltypes.AutoString(length=512), nullable=False),
     sa.Column('value', sa.JSON(), nullable=False),
-    sa.Column('updated_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('worker', 'scope')
     )
     op.create_table('agent_context_files',
@@ -125,7 +125,7 @@ def upgrade() -> None:
     sa.Column('agent_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('file_name', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
     sa.Column('content', sa.Text(), server_default='', nullable=False),
-    sa.Column('updated_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['agent_id'], ['agents.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('agent_id', 'file_name', name='uq_agent_context_files')
@@ -135,7 +135,7 @@ def upgrade() -> None:
     sa.Column('source_agent_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('target_agent_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('description', sa.Text(), server_default='', nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['source_agent_id'], ['agents.id'], ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['target_agent_id'], ['agents.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id'),
@@ -149,8 +149,8 @@ def upgrade() -> None:
     sa.Column('content', sa.Text(), server_default='', nullable=False),
     sa.Column('status', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
     sa.Column('episodic_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('reviewed_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('created_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('reviewed_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=True),
     sa.ForeignKeyConstraint(['agent_id'], ['agents.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id')
     )
@@ -166,7 +166,7 @@ def upgrade() -> None:
     sa.Column('summary', sa.Text(), server_default='', nullable=False),
     sa.Column('l0_abstract', sa.Text(), server_default='', nullable=False),
     sa.Column('key_topics', sa.JSON(), nullable=False),
-    sa.Column('embedding', goclaw.store.types.Vector(), nullable=True),
+    sa.Column('embedding', goclaw.contracts.columns.Vector(), nullable=True),
     sa.Column('embedding_provider', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=True),
     sa.Column('embedding_model', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=True),
     sa.Column('embedding_dim', sa.Integer(), nullable=True),
@@ -174,9 +174,9 @@ def upgrade() -> None:
     sa.Column('source_id', sqlmodel.sql.sqltypes.AutoString(length=512), nullable=False),
     sa.Column('turn_count', sa.Integer(), nullable=False),
     sa.Column('token_count', sa.Integer(), nullable=False),
-    sa.Column('promoted_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('expires_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('promoted_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('created_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('expires_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=True),
     sa.ForeignKeyConstraint(['agent_id'], ['agents.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('agent_id', 'user_id', 'source_id', name='uq_episodic_source')
@@ -190,11 +190,11 @@ def upgrade() -> None:
     sa.Column('worker', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=False),
     sa.Column('status', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
     sa.Column('attempts', sa.Integer(), nullable=False),
-    sa.Column('available_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('available_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.Column('claimed_by', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=True),
-    sa.Column('claimed_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('claimed_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=True),
     sa.Column('last_error', sa.Text(), nullable=True),
-    sa.Column('processed_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('processed_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=True),
     sa.ForeignKeyConstraint(['event_id'], ['events.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('event_id', 'worker')
     )
@@ -212,16 +212,16 @@ def upgrade() -> None:
     sa.Column('description', sa.Text(), server_default='', nullable=False),
     sa.Column('confidence', sa.Float(), nullable=False),
     sa.Column('properties', sa.JSON(), nullable=False),
-    sa.Column('embedding', goclaw.store.types.Vector(), nullable=True),
+    sa.Column('embedding', goclaw.contracts.columns.Vector(), nullable=True),
     sa.Column('embedding_provider', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=True),
     sa.Column('embedding_model', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=True),
     sa.Column('embedding_dim', sa.Integer(), nullable=True),
     sa.Column('source_id', sqlmodel.sql.sqltypes.AutoString(length=512), nullable=False),
     sa.Column('merged_into', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True),
-    sa.Column('valid_from', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('valid_until', goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('valid_from', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('valid_until', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('created_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['agent_id'], ['agents.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id')
     )
@@ -238,7 +238,7 @@ def upgrade() -> None:
     sa.Column('size', sa.Integer(), nullable=False),
     sa.Column('mtime', sa.Float(), nullable=False),
     sa.Column('chunk_count', sa.Integer(), nullable=False),
-    sa.Column('indexed_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('indexed_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['agent_id'], ['agents.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('agent_id', 'user_id', 'path', name='uq_memory_documents')
@@ -251,8 +251,8 @@ def upgrade() -> None:
     sa.Column('compaction_count', sa.Integer(), nullable=False),
     sa.Column('flushed_cycle', sa.Integer(), nullable=False),
     sa.Column('summary', sa.Text(), server_default='', nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['agent_id'], ['agents.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('key')
     )
@@ -261,7 +261,7 @@ def upgrade() -> None:
     sa.Column('agent_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('pinned_version', sa.Integer(), nullable=True),
     sa.Column('granted_by', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['agent_id'], ['agents.id'], ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['skill_id'], ['skills.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('skill_id', 'agent_id')
@@ -270,7 +270,7 @@ def upgrade() -> None:
     sa.Column('skill_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('user_id', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
     sa.Column('granted_by', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['skill_id'], ['skills.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('skill_id', 'user_id')
     )
@@ -280,7 +280,7 @@ def upgrade() -> None:
     sa.Column('content', sa.Text(), server_default='', nullable=False),
     sa.Column('frontmatter', sa.JSON(), nullable=False),
     sa.Column('content_hash', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['skill_id'], ['skills.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('skill_id', 'version')
     )
@@ -298,7 +298,7 @@ def upgrade() -> None:
     sa.Column('user_id', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
     sa.Column('file_name', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
     sa.Column('content', sa.Text(), server_default='', nullable=False),
-    sa.Column('updated_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['agent_id'], ['agents.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('agent_id', 'user_id', 'file_name', name='uq_user_context_files')
@@ -314,9 +314,9 @@ def upgrade() -> None:
     sa.Column('confidence', sa.Float(), nullable=False),
     sa.Column('properties', sa.JSON(), nullable=False),
     sa.Column('source_id', sqlmodel.sql.sqltypes.AutoString(length=512), nullable=False),
-    sa.Column('valid_from', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('valid_until', goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('valid_from', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('valid_until', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('created_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['agent_id'], ['agents.id'], ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['source_entity_id'], ['kg_entities.id'], ),
     sa.ForeignKeyConstraint(['target_entity_id'], ['kg_entities.id'], ),
@@ -336,7 +336,7 @@ def upgrade() -> None:
     sa.Column('end_line', sa.Integer(), nullable=False),
     sa.Column('text', sa.Text(), server_default='', nullable=False),
     sa.Column('chunk_hash', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('embedding', goclaw.store.types.Vector(), nullable=True),
+    sa.Column('embedding', goclaw.contracts.columns.Vector(), nullable=True),
     sa.Column('embedding_provider', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=True),
     sa.Column('embedding_model', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=True),
     sa.Column('embedding_dim', sa.Integer(), nullable=True),
@@ -355,7 +355,7 @@ def upgrade() -> None:
     sa.Column('content', sa.Text(), server_default='', nullable=False),
     sa.Column('token_count', sa.Integer(), nullable=False),
     sa.Column('compacted', sa.Boolean(), nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['session_key'], ['sessions.key'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('session_key', 'seq', name='uq_session_messages_seq')

@@ -1,4 +1,4 @@
-"""Memory chunks carry the retrieval engine's terms (issue 11)
+"""Memory chunks carry the retrieval engine's terms
 
 Revision ID: 0003
 Revises: 0002

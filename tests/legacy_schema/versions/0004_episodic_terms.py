@@ -1,4 +1,4 @@
-"""Episodic summaries carry the retrieval engine's terms (issue 11)
+"""Episodic summaries carry the retrieval engine's terms
 
 Revision ID: 0004
 Revises: 0003

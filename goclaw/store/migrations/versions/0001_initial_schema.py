@@ -7,12 +7,13 @@ Create Date: 2026-12-02 12:47:44.063194
 The kernel's tables: agents, their links, teams and context files, ``system_configs``, the
 event queue, ``worker_state`` and the embedding cache.
 
-Until issue 13 item 3 this revision created every feature's table too, with the full-text
-structures each backend needed (SQLite FTS5 tables, PostgreSQL generated ``tsvector`` columns);
-databases made then keep them, and each plugin's own chain adopts its tables (see 0005).
-Since then it only runs on an empty database, so it creates the tables the kernel still owns;
-the feature tables come from the plugins' chains (``goclaw_schema`` hook). The original text of this
-revision is kept in ``tests/legacy_schema`` to build pre-split databases in tests.
+Before feature tables moved to their plugins, this revision created every feature's table too,
+with the full-text structures each backend needed (SQLite FTS5 tables, PostgreSQL generated
+``tsvector`` columns); databases made then keep them, and each plugin's own chain adopts its
+tables (see 0005). Since then it only runs on an empty database, so it creates the tables the
+kernel still owns; the feature tables come from the plugins' chains (``goclaw_schema`` hook).
+The original text of this revision is kept in ``tests/legacy_schema`` to build pre-split
+databases in tests.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
-import goclaw.store.types
+import goclaw.contracts.columns
 
 
 revision = '0001'
@@ -44,8 +45,8 @@ def upgrade() -> None:
     sa.Column('description', sa.Text(), server_default='', nullable=False),
     sa.Column('workspace_dir', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
     sa.Column('settings', sa.JSON(), nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('tenant_id', 'name', name='uq_agents_tenant_name')
     )
@@ -54,8 +55,8 @@ def upgrade() -> None:
     sa.Column('provider', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=False),
     sa.Column('model', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
     sa.Column('dim', sa.Integer(), nullable=False),
-    sa.Column('embedding', goclaw.store.types.Vector(), nullable=True),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('embedding', goclaw.contracts.columns.Vector(), nullable=True),
+    sa.Column('created_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('chunk_hash', 'provider', 'model')
     )
     op.create_table('events',
@@ -64,7 +65,7 @@ def upgrade() -> None:
     sa.Column('agent_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('user_id', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
     sa.Column('payload', sa.JSON(), nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id')
     )
     with op.batch_alter_table('events', schema=None) as batch_op:
@@ -74,7 +75,7 @@ def upgrade() -> None:
     sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('key', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
     sa.Column('value', sa.Text(), server_default='', nullable=False),
-    sa.Column('updated_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('tenant_id', 'key')
     )
     op.create_table('teams',
@@ -82,7 +83,7 @@ def upgrade() -> None:
     sa.Column('tenant_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('name', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=False),
     sa.Column('description', sa.Text(), server_default='', nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('tenant_id', 'name', name='uq_teams_tenant_name')
     )
@@ -90,7 +91,7 @@ def upgrade() -> None:
     sa.Column('worker', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=False),
     sa.Column('scope', sqlmodel.sql.sqltypes.AutoString(length=512), nullable=False),
     sa.Column('value', sa.JSON(), nullable=False),
-    sa.Column('updated_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('worker', 'scope')
     )
     op.create_table('agent_context_files',
@@ -98,7 +99,7 @@ def upgrade() -> None:
     sa.Column('agent_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('file_name', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
     sa.Column('content', sa.Text(), server_default='', nullable=False),
-    sa.Column('updated_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['agent_id'], ['agents.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('agent_id', 'file_name', name='uq_agent_context_files')
@@ -108,7 +109,7 @@ def upgrade() -> None:
     sa.Column('source_agent_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('target_agent_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('description', sa.Text(), server_default='', nullable=False),
-    sa.Column('created_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['source_agent_id'], ['agents.id'], ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['target_agent_id'], ['agents.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id'),
@@ -119,11 +120,11 @@ def upgrade() -> None:
     sa.Column('worker', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=False),
     sa.Column('status', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
     sa.Column('attempts', sa.Integer(), nullable=False),
-    sa.Column('available_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('available_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.Column('claimed_by', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=True),
-    sa.Column('claimed_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('claimed_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=True),
     sa.Column('last_error', sa.Text(), nullable=True),
-    sa.Column('processed_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('processed_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=True),
     sa.ForeignKeyConstraint(['event_id'], ['events.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('event_id', 'worker')
     )
@@ -144,7 +145,7 @@ def upgrade() -> None:
     sa.Column('user_id', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
     sa.Column('file_name', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
     sa.Column('content', sa.Text(), server_default='', nullable=False),
-    sa.Column('updated_at', goclaw.store.types.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', goclaw.contracts.columns.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['agent_id'], ['agents.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('agent_id', 'user_id', 'file_name', name='uq_user_context_files')

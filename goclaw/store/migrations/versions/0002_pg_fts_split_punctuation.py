@@ -11,8 +11,8 @@ and does. The generated ``tsv`` columns now normalise these separators to spaces
 ``to_tsvector('simple', ...)``, so both backends index codes, paths, hosts and versions the
 same way. SQLite needs no change.
 
-Since issue 13 item 3 a table is only rebuilt if it is there: on a database created after the
-split, the plugin that owns it creates it in its current shape.
+Now that feature tables are their plugins', a table is only rebuilt if it is there: on a
+database created after the split, the plugin that owns it creates it in its current shape.
 """
 
 from __future__ import annotations

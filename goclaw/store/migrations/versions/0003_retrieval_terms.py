@@ -1,4 +1,4 @@
-"""Memory chunks carry the retrieval engine's terms (issue 11)
+"""Memory chunks carry the retrieval engine's terms
 
 Revision ID: 0003
 Revises: 0002
@@ -14,8 +14,9 @@ separated. Existing rows are backfilled here.
 * PostgreSQL: ``tsv`` is generated from ``lex`` verbatim (``array_to_tsvector``), so the GIN
   index holds exactly the engine's terms: stemming and codes behave as on SQLite.
 
-Since issue 13 item 3 this only runs where ``memory_chunks`` exists (a database created before
-the split); the memory plugin's own chain creates the table with ``lex`` otherwise.
+Now that feature tables are their plugins', this only runs where ``memory_chunks`` exists (a
+database created before the split); the memory plugin's own chain creates the table with ``lex``
+otherwise.
 """
 
 from __future__ import annotations

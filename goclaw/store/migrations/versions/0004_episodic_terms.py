@@ -1,4 +1,4 @@
-"""Episodic summaries carry the retrieval engine's terms (issue 11)
+"""Episodic summaries carry the retrieval engine's terms
 
 Revision ID: 0004
 Revises: 0003
@@ -12,8 +12,9 @@ its L0 abstract and its key topics, space separated; existing rows are backfille
 * PostgreSQL: ``tsv`` is generated from ``lex`` verbatim, so full text stays in the database
   with the engine's stemming and whole codes.
 
-Since issue 13 item 3 this only runs where ``episodic_summaries`` exists (a database created
-before the split); the episodic plugin's own chain creates the table with ``lex`` otherwise.
+Now that feature tables are their plugins', this only runs where ``episodic_summaries`` exists
+(a database created before the split); the episodic plugin's own chain creates the table with
+``lex`` otherwise.
 """
 
 from __future__ import annotations

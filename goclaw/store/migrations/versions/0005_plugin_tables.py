@@ -1,4 +1,4 @@
-"""Feature tables belong to their plugins (issue 13 item 3)
+"""Feature tables belong to their plugins
 
 Revision ID: 0005
 Revises: 0004

@@ -1,2 +1,0 @@
-"""Servers for runtimes that are not Python (issue 14): MCP (:mod:`goclaw.server.mcp`) and the
-HTTP API (:mod:`goclaw.server.http`). Both serve one engine; imports stay lazy."""
