@@ -17,6 +17,10 @@ text is ASCII:
 * the term ids are one gather of the pieces' ids, the stored forms one gather of the pieces'
   stored bytes, cut per text.
 
+Where the compiled module is built (``goclaw_search._vec``, unless ``GOCLAW_SEARCH_NUMPY=1``)
+the split, the hash-table lookup and the gather of the stored forms are its loops (``split``,
+``short_ids``, ``stored``) instead: the same pieces, piece ids and results.
+
 Term ids are numbered as the pieces are first met; a search index numbers its own terms in
 order of first occurrence (:meth:`goclaw_search.index.SearchIndex.upsert`), so the index is
 the same whatever the global ids are.
@@ -275,8 +279,9 @@ class TermTable:
         their two words (:func:`_words`) in the table's open-addressing hash table (linear
         probing from each piece's home slot until its piece or an empty slot, every piece at
         once). A piece not there takes the empty slot (one piece per slot: the others look at
-        it again, it may be theirs) and is numbered: the tokenizer's rules, in Python, once
-        per new piece."""
+        it again, it may be theirs); the new pieces are numbered in order of first
+        occurrence (as the compiled loop numbers them) and go through the tokenizer's rules,
+        in Python, once per new piece."""
         w0, w1 = _words(joined, starts, size)
         self._reserve(len(starts))
         first = len(self._count)  # the next piece id
