@@ -9,7 +9,10 @@ compares them).
   _vec_dots.h: AVX-VNNI, AVX512-VNNI or AVX2 where the CPU has them, else a portable loop;
   the same exact int32 dots);
 * exact: the exact cosine of some rows (16 float64 lanes, j mod 16, added as a fixed tree);
-* fuse_cut: the scan with the weighted fusion's cut in the same pass (the candidates to rescore).
+* fuse_cut: the scan with the weighted fusion's cut in the same pass (the candidates to rescore);
+* split, short_ids, stored (_pieces.pxi, included at the end): the term table's pieces of a
+  batch's ASCII texts, their piece ids and the batch's stored forms (goclaw_search.term_table;
+  the same results as its numpy versions, tests/libs/search/test_term_table.py compares them).
 
 Arrays arrive as typed memoryviews (type, dimensions and C-contiguity checked on entry); the
 loops run without the GIL. Built by setuptools from this file (Cython) when a C compiler is
@@ -18,8 +21,10 @@ there; without it goclaw_search.vecq runs the numpy versions.
 
 from libc.math cimport fabs, fabsf, sqrt, nextafterf, INFINITY, isfinite
 from libc.stddef cimport ptrdiff_t
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport malloc, free
+
+import numpy as np
 
 cdef double MAGIC = 6755399441055744.0  # 1.5 x 2^52: (x + MAGIC) - MAGIC rounds to an integer, halves to even
 
@@ -446,3 +451,6 @@ def fuse_cut(const int8_t[:, ::1] q8, const float[::1] scale, const float[::1] e
     if found < 0 or not (best_lo > 0.0):
         return None
     return cand_a[:found], float(best_lo), float(best_lex)
+
+
+include "_pieces.pxi"

@@ -17,6 +17,10 @@ text is ASCII:
 * the term ids are one gather of the pieces' ids, the stored forms one gather of the pieces'
   stored bytes, cut per text.
 
+Where the compiled module is built (``goclaw_search._vec``, unless ``GOCLAW_SEARCH_NUMPY=1``)
+the split, the hash-table lookup and the gather of the stored forms are its loops (``split``,
+``short_ids``, ``stored``) instead: the same pieces, piece ids and results.
+
 Term ids are numbered as the pieces are first met; a search index numbers its own terms in
 order of first occurrence (:meth:`goclaw_search.index.SearchIndex.upsert`), so the index is
 the same whatever the global ids are.
@@ -34,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from goclaw_search.term_ids import TermIds
+from goclaw_search.vecq import compiled as _vec
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -44,6 +49,9 @@ _M0 = np.uint64(0x9E3779B97F4A7C15)  # odd multipliers of the words' hash
 _M1 = np.uint64(0xC2B2AE3D27D4EB4F)
 WIDE = 48  # bytes of a piece's stored form kept in the fixed-width copy
 MAX_PIECE_KEY = 1_000  # longer pieces are tokenized each time they occur, never kept
+# The compiled split and lookup (goclaw_search._vec, when built and not turned off by
+# GOCLAW_SEARCH_NUMPY=1; a build from before they existed lacks them): None for numpy's.
+compiled: Any = _vec if hasattr(_vec, "short_ids") else None
 
 
 class _TermIdOf(dict[str, int]):
@@ -181,8 +189,12 @@ class TermTable:
         count = np.frombuffer(self._count, dtype=np.int64)[pid]
         start = np.frombuffer(self._start, dtype=np.int64)[pid]
         gids = np.frombuffer(self._flat, dtype=np.int32)[_ranges(start, count)]
-        lex_len = np.frombuffer(self._lex_len, dtype=np.int64)[pid]
-        raw = self._stored(pid, lex_len)
+        lex_len_all = np.frombuffer(self._lex_len, dtype=np.int64)
+        lex_len = lex_len_all[pid]
+        if compiled is not None:
+            raw = compiled.stored(self._lex, np.frombuffer(self._lex_start, dtype=np.int64), lex_len_all, pid)
+        else:
+            raw = self._stored(pid, lex_len)
         # (the views above are dropped on return: the arrays can grow again)
         term_end = np.zeros(len(pid) + 1, dtype=np.int64)
         np.cumsum(count, out=term_end[1:])
@@ -232,14 +244,24 @@ class TermTable:
         text_start = np.zeros(len(texts) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + 1, out=text_start[1:])
         raw = np.frombuffer(joined, dtype=np.uint8)
-        edge = np.diff((raw != ord(" ")).view(np.int8), prepend=np.int8(0), append=np.int8(0))
-        starts = np.flatnonzero(edge == 1)
-        size = np.flatnonzero(edge == -1) - starts
-        per_text = np.diff(np.searchsorted(starts, text_start))
-        pid = np.full(len(starts), -1, dtype=np.int64)
-        short = np.flatnonzero(size <= SHORT)
-        if len(short):
-            pid[short] = self._short_ids(joined, starts[short], size[short])
+        kernels = compiled
+        if kernels is not None:  # the same, in one pass (goclaw_search._vec)
+            starts, size, per_text = kernels.split(raw, text_start)
+            self._reserve(int(np.count_nonzero(size <= SHORT)))
+            first = len(self._count)
+            pid, won = kernels.short_ids(
+                raw, starts, size, self._slots, self._w0, self._w1, self._bits, first
+            )
+            self._number(joined, starts[won], size[won])
+        else:
+            edge = np.diff((raw != ord(" ")).view(np.int8), prepend=np.int8(0), append=np.int8(0))
+            starts = np.flatnonzero(edge == 1)
+            size = np.flatnonzero(edge == -1) - starts
+            per_text = np.diff(np.searchsorted(starts, text_start))
+            pid = np.full(len(starts), -1, dtype=np.int64)
+            short = np.flatnonzero(size <= SHORT)
+            if len(short):
+                pid[short] = self._short_ids(joined, starts[short], size[short])
         rest = np.flatnonzero(pid < 0)  # the longer pieces
         if len(rest):
             lo, hi = starts[rest].tolist(), (starts[rest] + size[rest]).tolist()
@@ -266,8 +288,9 @@ class TermTable:
         their two words (:func:`_words`) in the table's open-addressing hash table (linear
         probing from each piece's home slot until its piece or an empty slot, every piece at
         once). A piece not there takes the empty slot (one piece per slot: the others look at
-        it again, it may be theirs) and is numbered: the tokenizer's rules, in Python, once
-        per new piece."""
+        it again, it may be theirs); the new pieces are numbered in order of first
+        occurrence (as the compiled loop numbers them) and go through the tokenizer's rules,
+        in Python, once per new piece."""
         w0, w1 = _words(joined, starts, size)
         self._reserve(len(starts))
         first = len(self._count)  # the next piece id
@@ -275,6 +298,7 @@ class TermTable:
         slot, todo = _home(w0, w1, self._bits), np.arange(len(w0))
         mask, slots = len(self._slots) - 1, self._slots
         new: list[NDArray[np.int64]] = []  # each new piece's first occurrence, by id
+        took: list[NDArray[np.int64]] = []  # the slot each took
         fresh = first
         while len(todo):
             at = slots[slot[todo]]
@@ -292,18 +316,34 @@ class TermTable:
                 self._w0[ids], self._w1[ids] = w0[won], w1[won]
                 pid[won] = ids
                 new.append(won)
+                took.append(taken)
             # On: a slot held by another piece (the next one); an empty slot just taken by
             # another occurrence stays (it may be the same piece).
             moved = todo[used & ~hit]
             slot[moved] = (slot[moved] + 1) & mask
             todo = todo[pid[todo] < 0]
-        if new:
+        if new:  # numbered again in order of first occurrence, as a loop over the pieces would
             won = np.concatenate(new)
-            ends = (starts[won] + size[won]).tolist()
-            texts = b" ".join([joined[a:b] for a, b in zip(starts[won].tolist(), ends, strict=True)])
-            self._add(list(map(self._tok.ascii_rules, texts.decode("ascii").split(" "))))
-            self._keyed += len(won)
+            order = np.argsort(won)
+            rank = np.empty(len(won), dtype=np.int64)
+            rank[order] = np.arange(first, fresh, dtype=np.int64)
+            slots[np.concatenate(took)] = rank
+            self._w0[rank], self._w1[rank] = w0[won], w1[won]
+            fresh_at = pid >= first
+            pid[fresh_at] = rank[pid[fresh_at] - first]
+            won = won[order]
+            self._number(joined, starts[won], size[won])
         return pid
+
+    def _number(self, joined: bytes, starts: NDArray[np.int64], size: NDArray[np.int64]) -> None:
+        """The pieces just put in the hash table (in order of their piece ids) through the
+        tokenizer's rules, in Python."""
+        if not len(starts):
+            return
+        ends = (starts + size).tolist()
+        texts = b" ".join([joined[a:b] for a, b in zip(starts.tolist(), ends, strict=True)])
+        self._add(list(map(self._tok.ascii_rules, texts.decode("ascii").split(" "))))
+        self._keyed += len(starts)
 
     def _reserve(self, more: int) -> None:
         """Room for ``more`` new pieces in the hash table (at most half full) and the words."""

@@ -166,3 +166,29 @@ def test_postings_count_each_term_per_document(monkeypatch: pytest.MonkeyPatch, 
     assert sorted(want) == list(zip(terms.tolist(), slots.tolist(), strict=True))
     assert tf.tolist() == [float(want[k]) for k in sorted(want)]
     assert (terms.dtype, slots.dtype, tf.dtype) == (np.int64, np.int32, np.float32)
+
+
+@pytest.mark.parametrize("limit", [tokenize.CACHE_SIZE, 300])
+def test_the_compiled_pieces_give_the_numpy_term_ids(monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
+    """The compiled split and lookup (goclaw_search._vec) and the numpy ones number the same
+    pieces and terms: the same term ids and stored forms, batch after batch (new pieces, known
+    ones, a hash table that grows, the piece numbering started again past ``limit``)."""
+    from goclaw_search import term_table
+
+    kernels = term_table.compiled
+    if kernels is None:
+        pytest.skip("goclaw_search._vec is not built (or GOCLAW_SEARCH_NUMPY=1)")
+    monkeypatch.setattr(tokenize, "CACHE_SIZE", limit)
+    rng = random.Random(5)
+    texts = [*_texts(9, 6_000), "", " ", "a", "x" * 17, "abcdefghijklmnop " * 3, "end.\x00mid"]
+    batches = [*(texts[a : a + rng.randint(1, 900)] for a in range(0, len(texts), 450)), texts[:2000]]
+    fast, plain = Tokenizer(), Tokenizer()
+    for batch in batches:
+        monkeypatch.setattr(term_table, "compiled", kernels)
+        got = fast.batch(batch)
+        monkeypatch.setattr(term_table, "compiled", None)
+        want = plain.batch(batch)
+        for text, g, w in zip(batch, got, want, strict=True):
+            assert g.ids.tolist() == w.ids.tolist() and g.lex == w.lex, repr(text)
+    assert fast._table is not None and plain._table is not None
+    assert fast._table.terms == plain._table.terms

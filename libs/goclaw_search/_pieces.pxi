@@ -1,0 +1,111 @@
+# Included by _vec.pyx: the term table's loop over a batch's ASCII pieces
+# (goclaw_search.term_table.TermTable, which defines what each computes and holds the numpy
+# versions: the same results; tests/libs/search/test_term_table.py compares them).
+#
+# * split: the pieces of the joined texts (runs of bytes other than a space), their starts and
+#   sizes, and how many start in each text;
+# * short_ids: each piece of at most SHORT bytes found by its two words in the table's
+#   open-addressing hash table (linear probing from its home slot), a piece not there numbered
+#   and put in the first empty slot met; the longer pieces get -1;
+# * stored: the stored forms of a batch's pieces, one after the other.
+
+from libc.string cimport memcpy
+
+cdef enum:
+    SHORT = 16  # bytes of a piece read as two 64-bit words
+
+cdef uint64_t M0 = 0x9E3779B97F4A7C15ULL
+cdef uint64_t M1 = 0xC2B2AE3D27D4EB4FULL
+
+
+def split(const uint8_t[::1] joined, const int64_t[::1] text_start):
+    """(starts, sizes, per_text) of the pieces of ``joined``; ``text_start`` holds each text's
+    first byte and, last, the end (one past the final separator)."""
+    cdef Py_ssize_t n = joined.shape[0], t = text_start.shape[0] - 1
+    cdef Py_ssize_t i = 0, k = 0, j, text = 0
+    starts_arr = np.empty(n // 2 + 1, dtype=np.int64)
+    size_arr = np.empty(n // 2 + 1, dtype=np.int64)
+    per_arr = np.zeros(max(t, 0), dtype=np.int64)
+    cdef int64_t[::1] starts = starts_arr, size = size_arr, per = per_arr
+    with nogil:
+        while i < n:
+            if joined[i] == 32:
+                i += 1
+                continue
+            j = i
+            while j < n and joined[j] != 32:
+                j += 1
+            while text + 1 < t and text_start[text + 1] <= i:
+                text += 1
+            if t > 0:
+                per[text] += 1
+            starts[k] = i
+            size[k] = j - i
+            k += 1
+            i = j
+    return starts_arr[:k].copy(), size_arr[:k].copy(), per_arr
+
+
+def short_ids(const uint8_t[::1] joined, const int64_t[::1] starts, const int64_t[::1] size,
+              int64_t[::1] slots, uint64_t[::1] w0, uint64_t[::1] w1, int bits, int64_t first):
+    """(pid, new): each piece's id (-1 for one longer than SHORT bytes) and the indexes of the
+    pieces numbered here (first, first + 1, ...), in order. ``slots`` has room for them all."""
+    cdef Py_ssize_t n = starts.shape[0], i, s
+    cdef Py_ssize_t mask = slots.shape[0] - 1
+    cdef uint64_t word[2]
+    cdef uint64_t h
+    cdef int64_t at, fresh = first
+    cdef int shift = 64 - bits
+    pid_arr = np.empty(n, dtype=np.int64)
+    new_arr = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] pid = pid_arr, new = new_arr
+    cdef Py_ssize_t n_new = 0
+    with nogil:
+        for i in range(n):
+            if size[i] > SHORT:
+                pid[i] = -1
+                continue
+            word[0] = 0
+            word[1] = 0
+            memcpy(<void *>word, &joined[starts[i]], <size_t>size[i])
+            h = word[0] * M0
+            h ^= word[1] * M1
+            h ^= h >> 29
+            h *= M1
+            s = <Py_ssize_t>(h >> shift)
+            while True:
+                at = slots[s]
+                if at < 0:
+                    slots[s] = fresh
+                    w0[fresh] = word[0]
+                    w1[fresh] = word[1]
+                    pid[i] = fresh
+                    new[n_new] = i
+                    n_new += 1
+                    fresh += 1
+                    break
+                if w0[at] == word[0] and w1[at] == word[1]:
+                    pid[i] = at
+                    break
+                s = (s + 1) & mask
+    return pid_arr, new_arr[:n_new].copy()
+
+
+def stored(const uint8_t[::1] lex, const int64_t[::1] lex_start, const int64_t[::1] lex_len,
+           const int64_t[::1] pid):
+    """The stored forms of the pieces ``pid`` one after the other (piece ``p``'s is
+    ``lex[lex_start[p]:lex_start[p] + lex_len[p]]``), as bytes."""
+    cdef Py_ssize_t n = pid.shape[0], i, at = 0
+    cdef int64_t p
+    for i in range(n):
+        at += lex_len[pid[i]]
+    out_arr = np.empty(at, dtype=np.uint8)
+    cdef uint8_t[::1] out = out_arr
+    at = 0
+    with nogil:
+        for i in range(n):
+            p = pid[i]
+            if lex_len[p]:
+                memcpy(&out[at], &lex[lex_start[p]], <size_t>lex_len[p])
+                at += lex_len[p]
+    return out_arr.tobytes()
