@@ -34,6 +34,9 @@ import numpy as np
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
+# The default weights of weighted fusion, the same as the search contract's (tested).
+TEXT_WEIGHT = 0.7
+VECTOR_WEIGHT = 0.3
 METHODS = ("weighted", "rrf", "minmax", "zscore")
 RRF_K = 60.0
 
@@ -109,8 +112,8 @@ def fuse(
     *,
     limit: int,
     method: str = "weighted",
-    text_weight: float = 0.7,
-    vector_weight: float = 0.3,
+    text_weight: float = TEXT_WEIGHT,
+    vector_weight: float = VECTOR_WEIGHT,
     boost: NDArray[np.float32] | None = None,
     pool: int | None = None,
 ) -> list[Scored]:
@@ -155,8 +158,8 @@ def fuse_lists(
     *,
     limit: int,
     method: str = "weighted",
-    text_weight: float = 0.7,
-    vector_weight: float = 0.3,
+    text_weight: float = TEXT_WEIGHT,
+    vector_weight: float = VECTOR_WEIGHT,
     boost: NDArray[np.float32] | None = None,
     pool: int | None = None,
 ) -> Fused:
@@ -279,8 +282,8 @@ def fuse_bounded(
     *,
     limit: int,
     method: str = "weighted",
-    text_weight: float = 0.7,
-    vector_weight: float = 0.3,
+    text_weight: float = TEXT_WEIGHT,
+    vector_weight: float = VECTOR_WEIGHT,
     boost: NDArray[np.float32] | None = None,
     pool: int | None = None,
 ) -> tuple[Fused, int]:

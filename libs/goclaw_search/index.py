@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from goclaw_search import vecq
-from goclaw_search.fusion import Fused, fuse_bounded, fuse_lists
+from goclaw_search.fusion import TEXT_WEIGHT, VECTOR_WEIGHT, Fused, fuse_bounded, fuse_lists
 from goclaw_search.index_build import Doc, _global_ids, _postings
 from goclaw_search.index_build import Vocab as Vocab  # re-exported, as each `X as X` here
 from goclaw_search.index_build import _has_norm as _has_norm
@@ -230,8 +230,8 @@ class SearchIndex(IndexWrites, IndexReads):
         *,
         limit: int,
         method: str = "weighted",
-        text_weight: float = 0.7,
-        vector_weight: float = 0.3,
+        text_weight: float = TEXT_WEIGHT,
+        vector_weight: float = VECTOR_WEIGHT,
         boost: NDArray[np.float32] | None = None,
         pool: int | None = None,
         scan: str | None = None,
