@@ -171,3 +171,22 @@ def subprocess_env(plugin_root: Path, work_dir: Path, **extra: str) -> dict[str,
     env.pop("GOCLAW_DISABLE_PLUGIN_AUTOLOAD", None)
     env.update(extra)
     return env
+
+
+def kg_entity(engine: Any, agent: Any, name: str, etype: str, vec: list[float], conf: float = 0.8) -> str:
+    """Upsert one KG entity of ``agent`` with an embedding ``vec``; its id."""
+    import numpy as np
+
+    def _do(s: Any) -> str:
+        row, _ = engine.kg.upsert_entity(
+            s,
+            agent_id=agent.id,
+            user_id="",
+            name=name,
+            entity_type=etype,
+            confidence=conf,
+            embedding=(np.asarray(vec, dtype=np.float32), "test", "m", len(vec)),
+        )
+        return str(row.id)
+
+    return str(engine.db.run_write(_do))

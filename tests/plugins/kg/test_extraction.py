@@ -10,7 +10,6 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-import numpy as np
 from sqlmodel import select
 
 from goclaw_kg.dedup import DedupWorker
@@ -18,6 +17,7 @@ from goclaw_kg.semantic import heuristic_extract
 from goclaw_kg.tables import KGDedupCandidate, KGEntity
 from goclaw_text.entities import entity_names
 from tests import kg_eval
+from tests.consolidation_helpers import kg_entity
 
 
 def _names(text: str) -> dict[str, str]:
@@ -52,29 +52,13 @@ def test_both_spellings_of_a_name_get_one_type() -> None:
     assert "Atlas" in _names("Atlas is late. The team behind Atlas needs help.")
 
 
-def _entity(engine: Any, agent: Any, name: str, etype: str, vec: list[float], conf: float = 0.8) -> str:
-    def _do(s: Any) -> str:
-        row, _ = engine.kg.upsert_entity(
-            s,
-            agent_id=agent.id,
-            user_id="",
-            name=name,
-            entity_type=etype,
-            confidence=conf,
-            embedding=(np.asarray(vec, dtype=np.float32), "test", "m", len(vec)),
-        )
-        return str(row.id)
-
-    return str(engine.db.run_write(_do))
-
-
 def test_dedup_compares_near_identical_names_across_types(engine: Any) -> None:
     agent = engine.agents.create("ada")
-    typed = _entity(engine, agent, "OpenAI", "organization", [1, 0, 0], conf=0.6)
-    untyped = _entity(engine, agent, "Open AI", "concept", [1, 0.01, 0], conf=0.9)
-    person = _entity(engine, agent, "Jordan", "person", [0, 1, 0])
-    place = _entity(engine, agent, "Jordan", "place", [0, 1, 0.01])
-    other = _entity(engine, agent, "Anthropic", "concept", [0, 0, 1])  # far name: not compared
+    typed = kg_entity(engine, agent, "OpenAI", "organization", [1, 0, 0], conf=0.6)
+    untyped = kg_entity(engine, agent, "Open AI", "concept", [1, 0.01, 0], conf=0.9)
+    person = kg_entity(engine, agent, "Jordan", "person", [0, 1, 0])
+    place = kg_entity(engine, agent, "Jordan", "place", [0, 1, 0.01])
+    other = kg_entity(engine, agent, "Anthropic", "concept", [0, 0, 1])  # far name: not compared
     DedupWorker().handle(SimpleNamespace(payload={"entity_ids": [untyped, place, other]}), engine)
     with engine.db.session() as s:
         rows = {r.id: r for r in s.exec(select(KGEntity))}

@@ -16,6 +16,7 @@ from goclaw_kg.dedup import DedupWorker, decide
 from goclaw_kg.settings import KGSettings
 from goclaw_kg.similarity import jaro_winkler, name_similarity
 from goclaw_kg.tables import KGDedupCandidate, KGEntity, KGRelation
+from tests.consolidation_helpers import kg_entity
 from tests.helpers import run_cli
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -152,31 +153,13 @@ def test_decision_gates_are_safe() -> None:
     assert decide(0.60, 0.50, cfg) == "distinct"
 
 
-def _entity(engine: Any, agent: Any, name: str, etype: str, vec: list[float], conf: float = 0.8) -> str:
-    import numpy as np
-
-    def _do(s: Any) -> str:
-        row, _ = engine.kg.upsert_entity(
-            s,
-            agent_id=agent.id,
-            user_id="",
-            name=name,
-            entity_type=etype,
-            confidence=conf,
-            embedding=(np.asarray(vec, dtype=np.float32), "test", "m", len(vec)),
-        )
-        return str(row.id)
-
-    return str(engine.db.run_write(_do))
-
-
 def test_dedup_worker_merges_only_same_type_near_identicals(engine: Any) -> None:
     agent = engine.agents.create("ada")
-    a = _entity(engine, agent, "Project Atlas", "project", [1, 0, 0], conf=0.9)
-    b = _entity(engine, agent, "Atlas Project", "project", [1, 0.01, 0])
-    c = _entity(engine, agent, "Atlas project", "place", [1, 0, 0])  # other real type: only proposed
-    d = _entity(engine, agent, "Jon Smith", "person", [0, 1, 0])
-    e = _entity(engine, agent, "John Smith", "person", [0, 1, 0.02])  # likely different people
+    a = kg_entity(engine, agent, "Project Atlas", "project", [1, 0, 0], conf=0.9)
+    b = kg_entity(engine, agent, "Atlas Project", "project", [1, 0.01, 0])
+    c = kg_entity(engine, agent, "Atlas project", "place", [1, 0, 0])  # other real type: only proposed
+    d = kg_entity(engine, agent, "Jon Smith", "person", [0, 1, 0])
+    e = kg_entity(engine, agent, "John Smith", "person", [0, 1, 0.02])  # likely different people
     event = SimpleNamespace(payload={"entity_ids": [b, c, e]})
     DedupWorker().handle(event, engine)
     with engine.db.session() as s:
