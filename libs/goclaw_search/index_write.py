@@ -82,9 +82,13 @@ class IndexWrites(IndexSlots):
         new = np.flatnonzero(first >= 0)
         new = new[np.argsort(first[new], kind="stable")]
         terms = list(map(table.__getitem__, new.tolist()))  # distinct: one global id per term
-        fresh = [t for t, tid in zip(terms, map(vocab.get, terms), strict=True) if tid is None]
-        vocab.update(zip(fresh, range(len(vocab), len(vocab) + len(fresh)), strict=True))
-        gmap[new] = np.fromiter(map(vocab.__getitem__, terms), dtype=np.int64, count=len(terms))
+        if not vocab:  # a first load: every term is new, numbered as first seen
+            vocab.update(zip(terms, range(len(terms)), strict=True))
+            gmap[new] = np.arange(len(terms), dtype=np.int64)
+        else:
+            fresh = [t for t, tid in zip(terms, map(vocab.get, terms), strict=True) if tid is None]
+            vocab.update(zip(fresh, range(len(vocab), len(vocab) + len(fresh)), strict=True))
+            gmap[new] = np.fromiter(map(vocab.__getitem__, terms), dtype=np.int64, count=len(terms))
         out: NDArray[np.int64] = gmap[gids]
         return out
 

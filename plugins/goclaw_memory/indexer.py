@@ -57,6 +57,7 @@ from goclaw_memory.index_writes import (
 from goclaw_memory.paths import user_ids
 from goclaw_memory.reembed import reembed
 from goclaw_memory.write_behind import WriteBehind, read_ahead
+from goclaw_search import index_build
 from goclaw_search.tokenize import default_tokenizer
 
 if TYPE_CHECKING:
@@ -287,6 +288,8 @@ class MemoryIndexer:
         ones included."""
         if progress:
             progress("index", 0, total)
+        if self._bulk:
+            index_build.prefetch_bulk()  # the index build's import overlaps the writes
 
         def write(item: Batch) -> int:
             batch, vectors, terms = item

@@ -128,6 +128,24 @@ def test_term_ids_and_strings_build_byte_identical_indexes(tmp_path: Path) -> No
     assert by_ids == by_strings
 
 
+def test_a_fresh_tables_first_load_matches_strings(tmp_path: Path) -> None:
+    """A fresh index's first load from term ids (every term new: the shortcut a bulk load
+    takes), in the table's order and in another, equals a load from term strings."""
+    texts = _texts(13, 800)
+    ids = Tokenizer().batch(texts)
+    ref = Tokenizer()
+    in_order = SearchIndex()
+    in_order.upsert([Doc(i, "", t) for i, t in enumerate(ids)])
+    reordered, by_strings = SearchIndex(), SearchIndex()
+    reordered.upsert([Doc(i, "", t) for i, t in reversed(list(enumerate(ids)))])
+    by_strings.upsert([Doc(i, "", ref.terms(t)) for i, t in enumerate(texts)])
+    assert list(in_order.vocab) == list(by_strings.vocab)
+    assert _saved(in_order, tmp_path / "a") == _saved(by_strings, tmp_path / "b")
+    reversed_strings = SearchIndex()
+    reversed_strings.upsert([Doc(i, "", ref.terms(texts[i])) for i in reversed(range(len(texts)))])
+    assert _saved(reordered, tmp_path / "c") == _saved(reversed_strings, tmp_path / "d")
+
+
 def test_term_ids_of_batches_and_tables_mix(tmp_path: Path) -> None:
     """Documents from several batches, from another table, and plain strings in one load."""
     texts = _texts(12, 600)
