@@ -50,6 +50,20 @@ class FusionSettings:
 
 
 @dataclass(frozen=True)
+class SearchFilter:
+    """Which chunks a search may return: every tag, a date in ``since..until`` (ISO days, both
+    inclusive; None: open), a path starting with ``path_prefix``, as
+    :mod:`goclaw_search.facets` defines them (:func:`goclaw_search.facets.matches` applies
+    one to a chunk). A backend that sets ``filters = True`` applies it before ranking, so
+    ``limit`` counts matching chunks; the service refuses a filtered search on any other."""
+
+    tags: tuple[str, ...] = ()
+    since: str | None = None
+    until: str | None = None
+    path_prefix: str = ""
+
+
+@dataclass(frozen=True)
 class SearchQuery:
     """One search: scope, query text and its terms, query vector, channel and fusion."""
 
@@ -68,6 +82,7 @@ class SearchQuery:
     # Whether a reranker will read the results' terms (``ChunkRow.terms``): when False a
     # backend may leave them out (``None``) and skip the work of finding them.
     rerank_terms: bool = True
+    filter: SearchFilter | None = None  # only chunks it matches (None: every chunk)
 
     @property
     def wanted(self) -> int:
