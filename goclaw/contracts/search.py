@@ -50,20 +50,6 @@ class FusionSettings:
 
 
 @dataclass(frozen=True)
-class SearchFilter:
-    """Which chunks a search may return: every tag, a date in ``since..until`` (ISO days, both
-    inclusive; None: open), a path starting with ``path_prefix``, as
-    :mod:`goclaw_search.facets` defines them (:func:`goclaw_search.facets.matches` applies
-    one to a chunk). A backend that sets ``filters = True`` applies it before ranking, so
-    ``limit`` counts matching chunks; the service refuses a filtered search on any other."""
-
-    tags: tuple[str, ...] = ()
-    since: str | None = None
-    until: str | None = None
-    path_prefix: str = ""
-
-
-@dataclass(frozen=True)
 class SearchQuery:
     """One search: scope, query text and its terms, query vector, channel and fusion."""
 
@@ -76,13 +62,13 @@ class SearchQuery:
     limit: int  # hits the caller will show
     channel: str = "hybrid"
     fusion: FusionSettings = field(default_factory=FusionSettings)
-    # Fused chunks to return, best first: the caller asks for more than it shows, to
-    # de-duplicate and rerank them. 0 means 3 × limit (what backends returned before).
-    candidates: int = 0
-    # Whether a reranker will read the results' terms (``ChunkRow.terms``): when False a
-    # backend may leave them out (``None``) and skip the work of finding them.
+    # Fused chunks to return, best first (more than shown: room to de-duplicate and rerank).
+    candidates: int = 0  # 0: 3 × limit (what backends returned before)
+    # Whether a reranker reads ``ChunkRow.terms`` (False: a backend may leave them out).
     rerank_terms: bool = True
-    filter: SearchFilter | None = None  # only chunks it matches (None: every chunk)
+    # Only chunks it matches (a goclaw_search.facets.SearchFilter; None: every chunk), applied
+    # before ranking by a backend with ``filters = True`` (the service refuses one without).
+    filter: Any = None
 
     @property
     def wanted(self) -> int:
@@ -121,8 +107,7 @@ class ChunkRow:
 class SearchResult:
     chunks: list[ScoredChunk]
     notes: list[str] = field(default_factory=list)  # what the caller should be told
-    # The rows of ``chunks`` when the backend already has them (saves the service a
-    # :meth:`SearchBackend.rows` round trip); None: the service asks for them.
+    # The rows of ``chunks`` when the backend has them (None: the service asks ``rows``).
     rows: dict[int, ChunkRow] | None = None
 
 

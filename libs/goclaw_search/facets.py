@@ -10,15 +10,15 @@ alike, from what it stores):
 * **path**: as a search hit shows it (``users/<U>/`` first for a user's file) and within its
   scope (without that prefix); a path prefix matches either.
 
-A filter (any object with ``tags``, ``since``, ``until`` and ``path_prefix``, as
-``goclaw.contracts.search.SearchFilter``) matches a chunk that has every one of its tags, a
-date in ``since..until`` (ISO days, both inclusive, either open) and a path that starts with
-its prefix. A chunk without a date never matches a date range.
+A filter (:class:`SearchFilter`, or any object with its attributes) matches a chunk that has
+every one of its tags, a date in ``since..until`` (ISO days, both inclusive, either open) and a
+path that starts with its prefix. A chunk without a date never matches a date range.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 MARKER = "<!-- goclaw-memory "  # what a chunk holding an entry's marker line contains
@@ -26,6 +26,18 @@ _MARKER_LINE = re.compile(r"^<!-- goclaw-memory (?P<attrs>.*) -->[ \t]*$", re.M)
 _DATED = re.compile(r"(?:^|/)(\d{4}-\d{2}-\d{2})\.md$")
 _ADDED = re.compile(r"(?:^| )added=(\d{4}-\d{2}-\d{2})")
 _TAGS = re.compile(r"(?:^| )tags=(\S+)")
+
+
+@dataclass(frozen=True)
+class SearchFilter:
+    """Which chunks a memory search may return (``SearchQuery.filter`` of the search-backend
+    contract): every one of ``tags``, a date in ``since..until`` (ISO days, inclusive; None:
+    open) and a path starting with ``path_prefix``."""
+
+    tags: tuple[str, ...] = ()
+    since: str | None = None
+    until: str | None = None
+    path_prefix: str = ""
 
 
 class Facets(NamedTuple):

@@ -95,9 +95,11 @@ def expand(engine: Any, hit_id: str, agent: Any, user: str | None) -> dict[str, 
         if row is None or row.agent_id != agent.id or row.user_id not in scope:
             raise NotFoundError(f"no knowledge-graph fact {hit_id!r} for this agent/user")
         if kind == "r":
-            ends = s.exec(select(KGEntity.id, KGEntity.name).where(
-                col(KGEntity.id).in_([row.source_entity_id, row.target_entity_id])
-            )).all()
+            ends = s.exec(
+                select(KGEntity.id, KGEntity.name).where(
+                    col(KGEntity.id).in_([row.source_entity_id, row.target_entity_id])
+                )
+            ).all()
             return {"relation": relation_dict(row, dict(ends))}
         links = s.exec(
             select(KGRelation).where(

@@ -1,8 +1,9 @@
 """Plugin ``goclaw.kg``: the temporal knowledge graph.
 
 Provides the ``kg`` service (``engine.kg``), its facts as a ``memory_search`` tier
-(:mod:`goclaw_kg.memory_tier`) and owns the KG tables (component ``kg``, :mod:`goclaw_kg.tables`). Its workers are separate default plugins in this
-package (``goclaw.workers.semantic`` extracts facts from each new episodic summary,
+(:mod:`goclaw_kg.memory_tier`) and owns the KG tables (component ``kg``,
+:mod:`goclaw_kg.tables`). Its workers are separate default plugins in this package
+(``goclaw.workers.semantic`` extracts facts from each new episodic summary,
 ``goclaw.workers.dedup`` merges duplicate entities) so each can be disabled or replaced.
 """
 
@@ -53,7 +54,9 @@ def goclaw_http_routes(engine: Any, auth: Any) -> Any:
 
 
 @hookimpl
-def goclaw_memory_search_extra(engine: Any, query: str, agent: Any, user: str | None, limit: int) -> list[Any]:
+def goclaw_memory_search_extra(
+    engine: Any, query: str, agent: Any, user: str | None, limit: int
+) -> list[Any]:
     """Knowledge-graph facts as ``memory_search`` hits (``tier="kg"``, :mod:`goclaw_kg.memory_tier`)."""
     from goclaw_kg.memory_tier import fact_hits
 

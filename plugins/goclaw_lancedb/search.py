@@ -123,7 +123,9 @@ def _allowed(table: Any, scope: str, flt: Any, total: int) -> list[int]:
     cols = ["id", "user_id", "path", *(["text"] if needs_text(flt) else [])]
     data = table.search().where(scope, prefilter=True).select(cols).limit(max(total, 1)).to_arrow()
     texts = data["text"].to_pylist() if "text" in cols else [None] * data.num_rows
-    rows = zip(data["id"].to_pylist(), data["user_id"].to_pylist(), data["path"].to_pylist(), texts, strict=True)
+    rows = zip(
+        data["id"].to_pylist(), data["user_id"].to_pylist(), data["path"].to_pylist(), texts, strict=True
+    )
     return [int(i) for i, u, p, t in rows if matches(flt, u, p, t)]
 
 

@@ -10,7 +10,7 @@ with any of these keys (docs/memory.md, "Filters"):
 * ``path``: a path prefix (``memory/``, ``users/alice/``), as hits show paths or within a scope;
 * ``scope``: ``agent`` (agent-level memory only) or ``user`` (the user's own only).
 
-Tags, dates and path become a :class:`goclaw.contracts.search.SearchFilter` the backend applies
+Tags, dates and path become a :class:`goclaw_search.facets.SearchFilter` the backend applies
 before ranking (:mod:`goclaw_search.facets` says what a chunk carries); the scope narrows the
 search's users. :func:`allowed_ids` is how this plugin's backends find the matching chunks.
 """
@@ -26,10 +26,17 @@ from typing import Any
 import numpy as np
 from sqlalchemy import text
 
-from goclaw.contracts.search import SearchFilter
 from goclaw.errors import ValidationError
 from goclaw_memory.entries import clean_tags
-from goclaw_search.facets import MARKER, Facets, chunk_facets, facets_match, needs_text, path_matches
+from goclaw_search.facets import (
+    MARKER,
+    Facets,
+    SearchFilter,
+    chunk_facets,
+    facets_match,
+    needs_text,
+    path_matches,
+)
 
 FILTER_KEYS = ("tags", "since", "until", "path", "scope")
 SCOPES = ("agent", "user")

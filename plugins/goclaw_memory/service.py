@@ -247,7 +247,7 @@ class MemoryService:
         under a tags or path filter (only memory files have those), only those dated within
         a date range (``extra["date"]`` or ``extra["created_at"]``), only the scope's."""
         chunks = flt.chunks
-        if chunks is not None and (chunks.tags or chunks.path_prefix) or not query.strip():
+        if (chunks is not None and (chunks.tags or chunks.path_prefix)) or not query.strip():
             return []
         found = extra_hits(self.engine, query, agent, None if flt.scope == "agent" else user, limit, qvec)
         if flt.scope == "user":

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from goclaw.contracts.tools import FunctionTool, ToolContext, ToolResult
 from goclaw.errors import ValidationError
-from goclaw_memory.hit_ids import parse_memory_hit_id, split_line_locator
 from goclaw_memory.filters import FILTER_SCHEMA, parse_filters
+from goclaw_memory.hit_ids import parse_memory_hit_id, split_line_locator
 
 if TYPE_CHECKING:
     from goclaw.contracts.host import Host, PromptContext
@@ -124,7 +124,12 @@ def make_tools(engine: Host) -> list[FunctionTool]:
 def _search_tool(engine: Host) -> FunctionTool:
     def search(args: Mapping[str, Any], context: ToolContext) -> ToolResult:
         hits, notes = search_hits(
-            engine, str(args["query"]), context.agent, context.user, args.get("limit"), filters=args.get("filters")
+            engine,
+            str(args["query"]),
+            context.agent,
+            context.user,
+            args.get("limit"),
+            filters=args.get("filters"),
         )
         return ToolResult(text=_hits_text(hits, notes), data={"hits": hits, "notes": notes})
 

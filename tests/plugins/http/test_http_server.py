@@ -164,8 +164,14 @@ def test_memory_search_filters(api: dict[str, Any]) -> None:
     assert paths({"filters": {"scope": "agent"}, "channel": "lexical"}) == ["MEMORY.md"]
     assert paths({"filters": {"since": "2026-01-02"}}) == []
     assert paths({"filters": {"until": "2026-01-01"}}) == ["users/u1/memory/2026-01-01.md"]
-    bad = {"agent": "ada", "user": "u1", "query": "Gutenberg", "channel": "lexical", "filters": {"since": "x"}}
-    _err(c.post("/memory/search", json=bad), 400, "YYYY-MM-DD")
+    bad = {
+        "agent": "ada",
+        "user": "u1",
+        "query": "Gutenberg",
+        "channel": "lexical",
+        "filters": {"since": "x"},
+    }
+    _err(c.post("/memory/search", json=bad), 422, "YYYY-MM-DD")
 
 
 def test_scope_escapes_are_refused(api: dict[str, Any]) -> None:

@@ -21,7 +21,13 @@ def _seed(engine: Any) -> Any:
 
     def _do(s: Any) -> None:
         alice, _ = kg.upsert_entity(
-            s, agent_id=agent.id, user_id="", name="Alice", entity_type="person", description="engineer", now=T0
+            s,
+            agent_id=agent.id,
+            user_id="",
+            name="Alice",
+            entity_type="person",
+            description="engineer",
+            now=T0,
         )
         acme, _ = kg.upsert_entity(
             s, agent_id=agent.id, user_id="", name="Acme", entity_type="organization", now=T0
@@ -62,7 +68,9 @@ def test_kg_facts_stay_in_their_scope_and_filters(make_engine: Any) -> None:
     mine = [h for h in engine.memory.search("Zeppelin", "ada", "bob") if h.tier == "kg"]
     assert [h.scope for h in mine] == ["user"]
     with pytest.raises(NotFoundError):
-        engine.tools.call("memory_get", {"id": mine[0].id}, ToolContext(agent="ada", user="eve"), raise_errors=True)
+        engine.tools.call(
+            "memory_get", {"id": mine[0].id}, ToolContext(agent="ada", user="eve"), raise_errors=True
+        )
     # dated by valid_from; no path or tags, so a path filter leaves them out
     dated = engine.memory.search("Alice Acme", "ada", filters={"since": "2026-01-01", "until": "2026-01-01"})
     assert dated and all(h.tier == "kg" for h in dated)

@@ -23,7 +23,16 @@ class PastSessions:
     @hookimpl
     def goclaw_memory_search_extra(self, engine: Any, query: str, agent: Any, user: Any, limit: int) -> Any:
         extra = {"created_at": "2026-05-02T10:00:00"}
-        return [SearchHit(id="ep-1", score=0.9, text="a session about kites", path="episodic:s1", tier="episodic", extra=extra)]
+        return [
+            SearchHit(
+                id="ep-1",
+                score=0.9,
+                text="a session about kites",
+                path="episodic:s1",
+                tier="episodic",
+                extra=extra,
+            )
+        ]
 
 
 @pytest.fixture
@@ -59,7 +68,10 @@ def test_every_hit_has_an_id_and_extra_tiers_follow_filters(eng: Any) -> None:
     assert {h.tier for h in hits} == {"document", "episodic"} and all(h.id for h in hits)
     assert next(h for h in hits if h.tier == "episodic").as_json()["id"] == "ep-1"
     dated = eng.memory.search("kite", "ada", filters={"since": "2026-05-01"})
-    assert [(h.tier, h.path) for h in dated] == [("episodic", "episodic:s1"), ("document", "memory/2026-05-01.md")]
+    assert [(h.tier, h.path) for h in dated] == [
+        ("episodic", "episodic:s1"),
+        ("document", "memory/2026-05-01.md"),
+    ]
     assert [h.tier for h in eng.memory.search("kite", "ada", filters={"path": "memory/"})] == ["document"]
 
 
@@ -81,7 +93,9 @@ def test_the_tool_takes_filters(eng: Any) -> None:
 
 def test_the_cli_takes_filters(eng: Any, workspace: Path, database_url: Any) -> None:
     args = {"workspace": workspace, "database_url": database_url}
-    res = run_cli(["memory", "search", "kite", "--since", "2026-05-01", "--path", "memory/", "--json"], **args)
+    res = run_cli(
+        ["memory", "search", "kite", "--since", "2026-05-01", "--path", "memory/", "--json"], **args
+    )
     assert res.code == 0, res.err
     assert [h["path"] for h in json.loads(res.out)] == ["memory/2026-05-01.md"]
     res = run_cli(["memory", "search", "kite", "--json"], **args)
