@@ -5,7 +5,6 @@ LanceDB, the from-scratch minisearch) runs them too, with its ``eng`` fixture.""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +49,14 @@ def test_filter_by_date_range_reads_file_and_entry_dates(eng: Any) -> None:
     assert _paths(feb) == ["memory/2026-02-10.md"]
     everything = eng.memory.search("lighthouse lamp", "ada", filters={"since": "2000-01-01"})
     assert sorted(_paths(everything)) == ["memory/2026-01-05.md", "memory/2026-02-10.md"]  # undated: out
-    entry = eng.memory.writer.add("ada", "The lighthouse lamp was polished today.")
-    today = datetime.now(UTC).date().isoformat()
-    found = eng.memory.search("lighthouse lamp", "ada", filters={"since": today})
-    assert [entry.id in h.snippet for h in found] == [True]
+    # an entry's own day dates its chunk, in a file without a date in its name
+    marker = "<!-- goclaw-memory id=mem_0123456789 added=2026-04-01T10:00:00Z tags=lamp -->"
+    write(root, "memory/lamps.md", f"{marker}\nThe lighthouse lamp was polished.\n")
+    eng.memory.index("ada")
+    found = eng.memory.search(
+        "lighthouse lamp", "ada", filters={"since": "2026-03-01", "until": "2026-04-30"}
+    )
+    assert _paths(found) == ["memory/lamps.md"]
 
 
 def test_filter_by_path_prefix_and_scope(eng: Any) -> None:
