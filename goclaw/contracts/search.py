@@ -66,9 +66,7 @@ class SearchQuery:
     candidates: int = 0  # 0: 3 × limit (what backends returned before)
     # Whether a reranker reads ``ChunkRow.terms`` (False: a backend may leave them out).
     rerank_terms: bool = True
-    # Only chunks it matches (a goclaw_search.facets.SearchFilter; None: every chunk), applied
-    # before ranking by a backend with ``filters = True`` (the service refuses one without).
-    filter: Any = None
+    filter: Any = None  # only chunks a goclaw_search.facets.SearchFilter matches (None: all)
 
     @property
     def wanted(self) -> int:
@@ -208,6 +206,7 @@ class SearchBackend(Protocol):
     return a chunk outside ``query.agent_id`` / ``query.users``."""
 
     name: str
+    filters: bool = False  # whether search applies ``query.filter`` before ranking (else none comes)
 
     def open(self, source: IndexSource) -> None:
         """Called once, right after the factory, before any other method: keep ``source`` to

@@ -199,7 +199,7 @@ class MemoryService:
         notes: list[str] = []
         used: list[str] = []
         backend = self.backend
-        if flt.chunks is not None and not getattr(backend, "filters", False):
+        if flt.chunks is not None and not backend.filters:
             raise ValidationError(
                 f"memory search backend {backend.name!r} cannot filter by tags, dates or path"
             )
