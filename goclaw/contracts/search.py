@@ -62,12 +62,11 @@ class SearchQuery:
     limit: int  # hits the caller will show
     channel: str = "hybrid"
     fusion: FusionSettings = field(default_factory=FusionSettings)
-    # Fused chunks to return, best first: the caller asks for more than it shows, to
-    # de-duplicate and rerank them. 0 means 3 × limit (what backends returned before).
-    candidates: int = 0
-    # Whether a reranker will read the results' terms (``ChunkRow.terms``): when False a
-    # backend may leave them out (``None``) and skip the work of finding them.
+    # Fused chunks to return, best first (more than shown: room to de-duplicate and rerank).
+    candidates: int = 0  # 0: 3 × limit (what backends returned before)
+    # Whether a reranker reads ``ChunkRow.terms`` (False: a backend may leave them out).
     rerank_terms: bool = True
+    filter: Any = None  # only chunks a goclaw_search.facets.SearchFilter matches (None: all)
 
     @property
     def wanted(self) -> int:
@@ -106,8 +105,7 @@ class ChunkRow:
 class SearchResult:
     chunks: list[ScoredChunk]
     notes: list[str] = field(default_factory=list)  # what the caller should be told
-    # The rows of ``chunks`` when the backend already has them (saves the service a
-    # :meth:`SearchBackend.rows` round trip); None: the service asks for them.
+    # The rows of ``chunks`` when the backend has them (None: the service asks ``rows``).
     rows: dict[int, ChunkRow] | None = None
 
 
@@ -208,6 +206,7 @@ class SearchBackend(Protocol):
     return a chunk outside ``query.agent_id`` / ``query.users``."""
 
     name: str
+    filters: bool = False  # whether search applies ``query.filter`` before ranking (else none comes)
 
     def open(self, source: IndexSource) -> None:
         """Called once, right after the factory, before any other method: keep ``source`` to

@@ -137,7 +137,7 @@ def recalled(
     others = [
         (float(x.score), clip(str(x.text or ""), 500), _expand(x.id) if x.tier == "episodic" else "")
         for x in extra
-        if float(x.score) >= threshold
+        if float(x.score) >= threshold and x.tier != "kg"  # facts: memory_search's, not injected
     ]
     return [(body, suffix) for _score, body, suffix in _interleave(documents, others)]
 

@@ -1,8 +1,9 @@
 """Plugin ``goclaw.kg``: the temporal knowledge graph.
 
-Provides the ``kg`` service (``engine.kg``) and owns the KG tables (component ``kg``,
-:mod:`goclaw_kg.tables`). Its workers are separate default plugins in this
-package (``goclaw.workers.semantic`` extracts facts from each new episodic summary,
+Provides the ``kg`` service (``engine.kg``), its facts as a ``memory_search`` tier
+(:mod:`goclaw_kg.memory_tier`) and owns the KG tables (component ``kg``,
+:mod:`goclaw_kg.tables`). Its workers are separate default plugins in this package
+(``goclaw.workers.semantic`` extracts facts from each new episodic summary,
 ``goclaw.workers.dedup`` merges duplicate entities) so each can be disabled or replaced.
 """
 
@@ -50,3 +51,21 @@ def goclaw_http_routes(engine: Any, auth: Any) -> Any:
     from goclaw_kg.http import router
 
     return router(engine, auth)
+
+
+@hookimpl
+def goclaw_memory_search_extra(
+    engine: Any, query: str, agent: Any, user: str | None, limit: int
+) -> list[Any]:
+    """Knowledge-graph facts as ``memory_search`` hits (``tier="kg"``, :mod:`goclaw_kg.memory_tier`)."""
+    from goclaw_kg.memory_tier import fact_hits
+
+    return fact_hits(engine, query, agent, user, limit)
+
+
+@hookimpl
+def goclaw_memory_expand(engine: Any, id: str, agent: Any, user: str | None) -> dict[str, Any] | None:
+    """``memory_get`` of a ``kg:`` hit id: the entity with its relations, or the relation."""
+    from goclaw_kg.memory_tier import expand
+
+    return expand(engine, id, agent, user)

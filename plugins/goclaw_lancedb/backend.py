@@ -78,6 +78,7 @@ class LanceDBSearchBackend(SearchBackend):
     """LanceDB hybrid search (full text + vectors) over a table per agent."""
 
     name = "lancedb"
+    filters = True  # query.filter narrows the scope's where clause (goclaw_lancedb.search)
 
     def __init__(self, engine: Host, folder: Path) -> None:
         # LanceDB's Rust log goes to stderr at WARN ("No existing dataset ... it will be

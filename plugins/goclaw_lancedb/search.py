@@ -21,6 +21,7 @@ import numpy as np
 
 from goclaw.contracts.search import ChunkRow, ScoredChunk, SearchQuery, Space
 from goclaw_lancedb.store import id_list, lit
+from goclaw_search.facets import matches, needs_text
 from goclaw_search.fusion import fuse
 
 Hits = dict[int, tuple[float, str]]  # id -> (channel score, user id)
@@ -85,6 +86,11 @@ def search_table(
     table), and notes; ``rows`` receives the rows of the chunks it saw."""
     notes: list[str] = []
     scope = f"agent_id = {lit(query.agent_id)} AND user_id IN ({', '.join(lit(u) for u in query.users)})"
+    if query.filter is not None:  # narrowed to the chunks it lets through, before either channel
+        allowed = _allowed(table, scope, query.filter, total)
+        if not allowed:
+            return [], notes
+        scope += f" AND id IN ({id_list(allowed)})"
     terms = list(dict.fromkeys(query.terms))
     want_lex = query.channel in ("hybrid", "lexical") and bool(terms)
     vec = None
@@ -110,6 +116,17 @@ def search_table(
         if exact or k >= total:
             return chunks, notes
         k *= 4
+
+
+def _allowed(table: Any, scope: str, flt: Any, total: int) -> list[int]:
+    """The ids of the scope's chunks that ``flt`` lets through (:mod:`goclaw_search.facets`)."""
+    cols = ["id", "user_id", "path", *(["text"] if needs_text(flt) else [])]
+    data = table.search().where(scope, prefilter=True).select(cols).limit(max(total, 1)).to_arrow()
+    texts = data["text"].to_pylist() if "text" in cols else [None] * data.num_rows
+    rows = zip(
+        data["id"].to_pylist(), data["user_id"].to_pylist(), data["path"].to_pylist(), texts, strict=True
+    )
+    return [int(i) for i, u, p, t in rows if matches(flt, u, p, t)]
 
 
 def _fuse(

@@ -18,7 +18,12 @@ if TYPE_CHECKING:
 
 hookspec = pluggy.HookspecMarker("goclaw")  # goclaw's project name: these are goclaw hooks
 
-HOOK_NAMES = ("goclaw_search_backends", "goclaw_memory_search_extra", "goclaw_memory_rerank")
+HOOK_NAMES = (
+    "goclaw_search_backends",
+    "goclaw_memory_search_extra",
+    "goclaw_memory_rerank",
+    "goclaw_memory_expand",
+)
 
 
 @hookspec
@@ -45,9 +50,14 @@ def goclaw_memory_search_extra(
     ``embed([query])[0]`` gives it), when the search made one, else ``None``: a tier that
     searches vectors of that embedder uses it instead of embedding the query again. An
     implementation that does not name it is called without it.
-    Returns: hits with ``tier`` set (e.g. ``"episodic"``) and scores in 0..1.
+    Returns: hits with ``tier`` set (e.g. ``"episodic"``), scores in 0..1, and an ``id``
+    that ``memory_get`` expands (through ``goclaw_memory_expand``, or the ``memory_expand``
+    tool for episodic ids); ``extra["date"]`` or ``extra["created_at"]`` (ISO) dates a hit
+    for a search's date filter (an undated hit is left out of one; a tags or path filter
+    leaves out every extra tier).
     Semantics: all collected; ``memory_search`` merges them with document hits (tier
-    ``"document"``) by score. Default plugin: ``goclaw.episodic`` (episodic summaries).
+    ``"document"``) by score. Default plugins: ``goclaw.episodic`` (episodic summaries,
+    tier ``"episodic"``), ``goclaw.kg`` (knowledge-graph facts, tier ``"kg"``).
     """
 
 
@@ -70,6 +80,19 @@ def goclaw_memory_rerank(
     objects that were not among ``hits`` are ignored), or ``None`` to keep the order.
     Semantics: first non-None answer wins. Default plugin: ``goclaw.memory`` (trylast): the
     term-overlap/proximity reranker when ``[plugins.memory] rerank = "overlap"``, else ``None``.
+    """
+
+
+@hookspec(firstresult=True)
+def goclaw_memory_expand(engine: Any, id: str, agent: Any, user: str | None) -> dict[str, Any] | None:
+    """Expand the id of an extra-tier hit for ``memory_get``.
+
+    ``memory_get`` calls it with an id that is not a memory file's (``m:...``); ``agent`` is
+    the caller's agent and ``user`` its user: answer only for rows of that scope (raise
+    ``goclaw.errors.NotFoundError`` for another scope's). Returns: a JSON-ready dict of what
+    the id names, or ``None`` for an id of another tier (then the ``memory_expand`` tool is
+    asked, which owns episodic ids).
+    Semantics: first non-None answer wins. Default plugin: ``goclaw.kg`` (``kg:`` ids).
     """
 
 

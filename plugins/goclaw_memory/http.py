@@ -21,6 +21,8 @@ class SearchBody(BaseModel):
     query: str
     limit: int | None = Field(default=None, ge=1, le=1000)
     channel: str = "hybrid"
+    # tags, since, until, path, scope (goclaw_memory.filters); limit counts the hits that pass
+    filters: dict[str, Any] | None = None
 
 
 class IndexBody(BaseModel):
@@ -84,13 +86,17 @@ def _read_routes(r: APIRouter, engine: Any, Tok: Any) -> None:
             args: dict[str, Any] = {"query": body.query}
             if body.limit:
                 args["limit"] = min(body.limit, 50)
+            if body.filters:
+                args["filters"] = body.filters
             res = engine.tools.call(
                 "memory_search", args, ToolContext(body.agent, body.user), raise_errors=True
             )
             data: dict[str, Any] = res.data
             return data
         a = engine.agents.get(body.agent)
-        resp = engine.memory.search_response(body.query, a, body.user, limit=body.limit, channel=body.channel)
+        resp = engine.memory.search_response(
+            body.query, a, body.user, limit=body.limit, channel=body.channel, filters=body.filters
+        )
         hits = []
         for h in resp.hits:
             loc = f"{h.path}#L{h.start_line}-L{h.end_line}"

@@ -35,6 +35,7 @@ from goclaw.contracts.search import (
     SearchQuery,
     SearchResult,
 )
+from goclaw_memory.filters import allowed_ids, read_facet_rows
 from goclaw_memory.pg_text import (  # re-exported: imported from here before the split
     K1,
     B,
@@ -65,12 +66,14 @@ __all__ = [
 # At most this many full-text matches are enumerated per query (sum of the kept terms'
 # estimated document frequencies); PostgreSQL visits each match's heap row (~1-5 µs).
 PG_RANK_BUDGET = 1_000
+_ONLY = " AND id = ANY(:only)"  # a filtered search's matching chunks (goclaw_memory.filters)
 
 
 class PostgresSearchBackend(SearchBackend):
     """tsvector + GIN and pgvector HNSW."""
 
     name = "postgresql"
+    filters = True  # query.filter narrows both candidate queries in SQL (goclaw_memory.filters)
 
     def __init__(self, engine: Host) -> None:
         self.engine = engine
@@ -109,16 +112,20 @@ class PostgresSearchBackend(SearchBackend):
             query.channel in ("hybrid", "vector") and query.vector is not None and query.space is not None
         )
         found: dict[int, tuple[str, str, float | None]] = {}  # id -> (user, lex, cosine)
+        only = None  # the ids query.filter lets through: a condition of both candidate queries
+        if query.filter is not None:
+            only = allowed_ids(read_facet_rows(self.engine, query.agent_id), query.filter, users).tolist()
         with self.engine.db.engine.connect() as c, c.begin():
             stats = self._doc_freq(c) if want_lex else _PgStats({}, 0.0, 0.0)
             if want_vec:
-                found.update(self._vector(c, query, users, pool))
+                found.update(self._vector(c, query, users, pool, only))
                 if not found:
                     note = self._no_vectors(c, query, users)
                     if note:
                         notes.append(note)
             if want_lex:
-                for i, row in self._lexical(c, query, users, stats, pool, with_cosine=bool(found)).items():
+                lexical_hits = self._lexical(c, query, users, stats, pool, with_cosine=bool(found), only=only)
+                for i, row in lexical_hits.items():
                     found.setdefault(i, row)
             ids = list(found)
             lexical = np.zeros(len(ids), dtype=np.float32)
@@ -154,7 +161,15 @@ class PostgresSearchBackend(SearchBackend):
         return SearchResult(chunks, notes, rows)
 
     def _lexical(
-        self, c: Any, query: SearchQuery, users: list[str], stats: _PgStats, pool: int, *, with_cosine: bool
+        self,
+        c: Any,
+        query: SearchQuery,
+        users: list[str],
+        stats: _PgStats,
+        pool: int,
+        *,
+        with_cosine: bool,
+        only: list[int] | None = None,
     ) -> dict[int, tuple[str, str, float | None]]:
         """Full-text matches of the selective terms, the best ``max(4 × pool, 200)`` by the
         IDF sum of the query terms they match (ties: shorter chunks first, as BM25 would), each
@@ -164,7 +179,7 @@ class PostgresSearchBackend(SearchBackend):
         selective, _common = split_terms(terms, stats.df, PG_RANK_BUDGET, keep_rarest=True)
         n = max(stats.rows, 1.0)
         ranks = []
-        params: dict[str, Any] = {"a": query.agent_id, "users": users, "k": max(4 * pool, 200)}
+        params: dict[str, Any] = {"a": query.agent_id, "users": users, "k": max(4 * pool, 200), "only": only}
         for j, t in enumerate(terms[:8]):
             params[f"t{j}"] = tsquery_literal([t])
             params[f"w{j}"] = stats.idf(t, n)
@@ -181,7 +196,7 @@ class PostgresSearchBackend(SearchBackend):
             )
         sql = (
             f"SELECT id, user_id, lex, {cosine} FROM memory_chunks WHERE agent_id = :a "
-            "AND user_id = ANY(:users) AND tsv @@ CAST(:q AS tsquery) "
+            f"AND user_id = ANY(:users){_ONLY if only is not None else ''} AND tsv @@ CAST(:q AS tsquery) "
             f"ORDER BY {' + '.join(ranks)} DESC, length(lex) LIMIT :k"
         )
         params["q"] = tsquery_literal(selective)
@@ -325,7 +340,7 @@ class PostgresSearchBackend(SearchBackend):
             self._deferred.clear()
 
     def _vector(
-        self, conn: Any, query: SearchQuery, users: list[str], limit: int
+        self, conn: Any, query: SearchQuery, users: list[str], limit: int, only: list[int] | None = None
     ) -> dict[int, tuple[str, str, float | None]]:
         """The nearest ``limit`` chunks by HNSW: ``{id: (user, lex, cosine)}``."""
         assert query.space is not None
@@ -339,7 +354,8 @@ class PostgresSearchBackend(SearchBackend):
         expr = f"(embedding::vector({dim})) <=> CAST(:q AS vector({dim}))"
         sql = (
             f"SELECT id, user_id, lex, 1 - ({expr}) AS s FROM memory_chunks "
-            f"WHERE embedding_dim = {dim} AND agent_id = :a AND user_id = ANY(:users) "
+            f"WHERE embedding_dim = {dim} AND agent_id = :a AND user_id = ANY(:users)"
+            f"{_ONLY if only is not None else ''} "
             "AND embedding_provider = :p AND embedding_model = :m "
             f"ORDER BY {expr} LIMIT :k"
         )
@@ -353,6 +369,7 @@ class PostgresSearchBackend(SearchBackend):
             "p": provider,
             "m": model,
             "k": int(limit),
+            "only": only,
         }
 
         def _query(c: Any) -> Any:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from goclaw.contracts.search import FusionSettings, SearchBackend, SearchQuery
 from goclaw.errors import ConfigError, GoclawError, ValidationError
+from goclaw_memory.filters import Filters, parse_filters
 from goclaw_memory.hit_ids import memory_hit_id
 from goclaw_memory.hookspecs import extra_hits
 from goclaw_memory.hybrid import MemoryHit, block_hits, build_hits, with_texts
@@ -165,9 +166,10 @@ class MemoryService:
         *,
         limit: int | None = None,
         channel: str = "hybrid",
+        filters: Mapping[str, Any] | Filters | None = None,
     ) -> list[MemoryHit]:
         """Hybrid search of the indexed memory documents; see :meth:`search_response`."""
-        return self.search_response(query, agent, user, limit=limit, channel=channel).hits
+        return self.search_response(query, agent, user, limit=limit, channel=channel, filters=filters).hits
 
     def search_response(
         self,
@@ -178,7 +180,12 @@ class MemoryService:
         limit: int | None = None,
         channel: str = "hybrid",
         include_extra: bool = True,
+        filters: Mapping[str, Any] | Filters | None = None,
     ) -> SearchResponse:
+        """The best ``limit`` hits of the memory files and, with ``include_extra``, the extra
+        tiers (past sessions, knowledge-graph facts), each with its id. ``filters``: tags,
+        since, until, path, scope (:mod:`goclaw_memory.filters`); ``limit`` counts hits that
+        pass them."""
         if channel not in CHANNELS:
             raise ValidationError(f"unknown channel {channel!r}: use hybrid, lexical or vector")
         a = self._agent(agent)
@@ -187,9 +194,15 @@ class MemoryService:
         if limit < 1:
             raise ValidationError("limit must be at least 1")
         users = ("",) if not user else ("", validate_user_id(user))
+        flt = parse_filters(filters, user)
+        users = flt.users(users)
         notes: list[str] = []
         used: list[str] = []
         backend = self.backend
+        if flt.chunks is not None and not backend.filters:
+            raise ValidationError(
+                f"memory search backend {backend.name!r} cannot filter by tags, dates or path"
+            )
         terms = tuple(query_terms(query)) if query.strip() else ()
         if channel in ("hybrid", "lexical") and terms:
             used.append("lexical")
@@ -209,10 +222,11 @@ class MemoryService:
                 fusion=FusionSettings(cfg.fusion, cfg.text_weight, cfg.vector_weight, cfg.user_boost),
                 candidates=max(3 * limit, cfg.rerank_candidates) if reranks else 3 * limit,
                 rerank_terms=reranks,
+                filter=flt.chunks,
             )
             hits = _backend_hits(backend, request, notes)
         if include_extra and query.strip():
-            extra = extra_hits(self.engine, query, a, user, limit, qvec)
+            extra = self.extra_hits(query, a, user, limit, qvec, flt)
             if extra:  # merged before the reranker, so both tiers are reranked alike
                 hits = _merge_tiers(hits, extra, len(hits) + len(extra))
         if reranks:
@@ -225,6 +239,23 @@ class MemoryService:
             if h.chunk_id is not None and not h.id:
                 h.id = memory_hit_id("m", a.id, h.user_id, f"{h.path}#L{h.start_line}-L{h.end_line}")
         return SearchResponse(hits, used, notes, qvec)
+
+    def extra_hits(
+        self, query: str, agent: Agent, user: str | None, limit: int, qvec: Any, flt: Filters
+    ) -> list[Any]:
+        """The extra tiers' hits (``goclaw_memory_search_extra``) that pass the filters: none
+        under a tags or path filter (only memory files have those), only those dated within
+        a date range (``extra["date"]`` or ``extra["created_at"]``), only the scope's."""
+        chunks = flt.chunks
+        if (chunks is not None and (chunks.tags or chunks.path_prefix)) or not query.strip():
+            return []
+        found = extra_hits(self.engine, query, agent, None if flt.scope == "agent" else user, limit, qvec)
+        if flt.scope == "user":
+            found = [h for h in found if getattr(h, "scope", "") == "user"]
+        if chunks is not None:
+            lo, hi = chunks.since or "0000", chunks.until or "9999-99-99"
+            found = [h for h in found if lo <= _hit_day(h) <= hi]
+        return found
 
     def _reranks(self) -> bool:
         """Whether anything will read a reranker's pool of candidates: temporal decay (it
@@ -409,7 +440,14 @@ def _merge_tiers(hits: list[MemoryHit], extra: list[Any], limit: int) -> list[Me
                 scope=getattr(h, "scope", "agent") or "agent",
                 snippet=getattr(h, "text", "") or "",
                 tier=getattr(h, "tier", None) or "extra",
+                id=str(getattr(h, "id", "") or ""),
             )
         )
     merged.sort(key=lambda h: (-h.score, h.tier != "document", h.path, h.start_line))
     return merged[:limit]
+
+
+def _hit_day(hit: Any) -> str:
+    """An extra-tier hit's ISO day (``extra["date"]`` or ``extra["created_at"]``), or ""."""
+    extra = getattr(hit, "extra", None) or {}
+    return str(extra.get("date") or extra.get("created_at") or "")[:10]

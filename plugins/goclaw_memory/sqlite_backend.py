@@ -43,6 +43,7 @@ from goclaw.contracts.search import (
     SearchResult,
     Space,
 )
+from goclaw_memory.filters import FacetCache, allowed_ids
 from goclaw_memory.search_rows import (
     ChunkTexts,
     RowBlock,
@@ -149,6 +150,7 @@ class SQLiteSearchBackend(SearchBackend):
     """In-memory BM25 + exact cosine over each agent's chunks."""
 
     name = "sqlite"
+    filters = True  # query.filter is applied as a mask before fusion (goclaw_memory.filters)
 
     def __init__(self, engine: Host) -> None:
         self.engine = engine
@@ -172,6 +174,7 @@ class SQLiteSearchBackend(SearchBackend):
 
         self.sketch_jobs = SketchJobs(self)  # a large run's passage sketches, after it returns
         self.last_search = 0.0  # time.monotonic() of the last search's start
+        self.facets = FacetCache()  # each agent's chunk tags, dates and paths, for filters
 
     # ------------------------------------------------------------------ connections
     def _conn(self) -> Any:
@@ -519,6 +522,8 @@ class SQLiteSearchBackend(SearchBackend):
                 if unit is not None and not (has_vec.any() if mask is None else np.any(has_vec & mask)):
                     unit = None
                     notes.append(_no_vectors_note(query.space))
+            if query.filter is not None:
+                mask = self._filter_mask(query, token, idx, mask)
             boost = None
             user_codes = [idx.scopes[u] for u in query.users if u and u in idx.scopes]
             if user_codes and query.fusion.user_boost != 1.0:
@@ -561,6 +566,13 @@ class SQLiteSearchBackend(SearchBackend):
             if now != token:
                 return None
         return SearchResult(chunks, notes, rows)
+
+    def _filter_mask(self, query: SearchQuery, token: str, idx: SearchIndex, mask: Any) -> Any:
+        """``mask`` narrowed to the chunks ``query.filter`` lets through."""
+        assert query.filter is not None
+        rows = self.facets.rows(self.engine, query.agent_id, token)
+        keep = np.isin(idx.ids[: idx.n], allowed_ids(rows, query.filter, query.users))
+        return keep if mask is None else mask & keep
 
     def _index_rows(
         self, agent_id: str, idx: SearchIndex, slots: Any, ids: list[int], found: Sequence[Any] | None
@@ -646,6 +658,7 @@ class SQLiteSearchBackend(SearchBackend):
     def invalidate(self, agent_id: str | None = None) -> None:
         """Drop the agent's loaded index and its saved copy (its terms and user ids must not
         outlive a ``forget``); the next search rebuilds it from the table."""
+        self.facets.drop(agent_id)
         with self._lock:
             self.invalidations += 1  # before any deletion: saves failing from now on know why
             if agent_id is None:

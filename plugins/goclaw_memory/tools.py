@@ -12,14 +12,15 @@ The older keyword form ``tool.func(query=..., agent=..., user=...)`` still works
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from goclaw.contracts.tools import FunctionTool, ToolContext, ToolResult
 from goclaw.errors import ValidationError
+from goclaw_memory.filters import FILTER_SCHEMA, parse_filters
 from goclaw_memory.hit_ids import parse_memory_hit_id, split_line_locator
-from goclaw_memory.hookspecs import extra_hits
 
 if TYPE_CHECKING:
     from goclaw.contracts.host import Host, PromptContext
@@ -41,17 +42,20 @@ def search_hits(
     user: str | None,
     limit: int | None = None,
     channel: str = "hybrid",
+    filters: Mapping[str, Any] | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Document and extra-tier hits as JSON, each with its stable ``id``; plus the notes."""
+    """Document and extra-tier hits as JSON, each with its stable ``id``; plus the notes.
+    ``filters``: as :meth:`goclaw_memory.service.MemoryService.search_response` takes them."""
     a = engine.memory._agent(agent)
     limit = int(limit or engine.memory.settings.max_results)
+    flt = parse_filters(filters, user)
     response = engine.memory.search_response(
-        query, a, user, limit=limit, channel=channel, include_extra=False
+        query, a, user, limit=limit, channel=channel, include_extra=False, filters=flt
     )
     rows: list[dict[str, Any]] = []
     for h in response.hits:
         rows.append(h.as_json())  # carries its stable id
-    extra = extra_hits(engine, query, a, user, limit, response.query_vector) if query.strip() else []
+    extra = engine.memory.extra_hits(query, a, user, limit, response.query_vector, flt)
     for e in extra:
         rows.append(
             {
@@ -96,7 +100,11 @@ def read_memory(
     user = context.user
     if hit_id:
         if not hit_id.startswith("m:"):
-            # An episodic summary id: the memory_expand tool owns that tier.
+            # Another tier's id: the plugin that owns it expands it (goclaw_memory_expand),
+            # else it is an episodic summary's, which the memory_expand tool owns.
+            found = engine.hooks.first("goclaw_memory_expand", engine=engine, id=hit_id, agent=a, user=user)
+            if found is not None:
+                return ToolResult(text=json.dumps(found, ensure_ascii=False, indent=1), data=found)
             return engine.tools.call("memory_expand", {"id": hit_id}, context)
         ref = parse_memory_hit_id(hit_id, a.id, user)
         path, start, end = split_line_locator(ref.locator)
@@ -115,21 +123,36 @@ def make_tools(engine: Host) -> list[FunctionTool]:
 
 def _search_tool(engine: Host) -> FunctionTool:
     def search(args: Mapping[str, Any], context: ToolContext) -> ToolResult:
-        hits, notes = search_hits(engine, str(args["query"]), context.agent, context.user, args.get("limit"))
+        hits, notes = search_hits(
+            engine,
+            str(args["query"]),
+            context.agent,
+            context.user,
+            args.get("limit"),
+            filters=args.get("filters"),
+        )
         return ToolResult(text=_hits_text(hits, notes), data={"hits": hits, "notes": notes})
 
     # The older keyword form (runtime scope and model arguments in one namespace).
     def memory_search_legacy(
-        query: str, agent: Any, user: str | None = None, limit: int | None = None, channel: str = "hybrid"
+        query: str,
+        agent: Any,
+        user: str | None = None,
+        limit: int | None = None,
+        channel: str = "hybrid",
+        filters: Mapping[str, Any] | None = None,
     ) -> list[dict[str, Any]]:
-        response = engine.memory.search_response(query, agent, user, limit=limit, channel=channel)
+        response = engine.memory.search_response(
+            query, agent, user, limit=limit, channel=channel, filters=filters
+        )
         return [h.as_json() for h in response.hits]
 
     return FunctionTool(
         name="memory_search",
         description=(
-            "Search long-term memory (MEMORY.md, memory/*.md and past-session summaries) by "
-            "meaning and keywords. Returns an id, path, line range, score and snippet per hit; "
+            "Search long-term memory (MEMORY.md, memory/*.md, past-session summaries and "
+            "knowledge-graph facts) by meaning and keywords, optionally filtered by tags, dates, "
+            "path prefix or scope. Returns an id, path, line range, score and snippet per hit; "
             "pass the id to memory_get (or memory_expand for past sessions)."
         ),
         parameters={
@@ -137,6 +160,7 @@ def _search_tool(engine: Host) -> FunctionTool:
             "properties": {
                 "query": {"type": "string", "minLength": 1, "description": "what to look for"},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 50},
+                "filters": FILTER_SCHEMA,
             },
             "required": ["query"],
         },

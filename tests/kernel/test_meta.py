@@ -190,6 +190,11 @@ class Spy:
         return [SearchHit(id="spy", score=1.0, text=query, tier="spy")]
 
     @hookimpl
+    def goclaw_memory_expand(self, engine: Any, id: str, agent: Any, user: Any) -> Any:
+        self._hit("goclaw_memory_expand")
+        return {"id": id}
+
+    @hookimpl
     def goclaw_memory_rerank(self, engine: Any, query: str, agent: Any, user: Any, hits: list[Any]) -> Any:
         self._hit("goclaw_memory_rerank")
         return list(reversed(hits))
@@ -254,6 +259,8 @@ def test_every_hook_is_reachable_through_the_facade(workspace: Path) -> None:
         assert ("spy", [SearchHit(id="spy", score=1.0, text="q", tier="spy")]) in extra
         rerank = {"engine": engine, "query": "q", "agent": agent, "user": None, "query_vector": None}
         assert hooks.first("goclaw_memory_rerank", hits=[1, 2], **rerank) == [2, 1]
+        expand = {"engine": engine, "agent": agent, "user": None}
+        assert hooks.first("goclaw_memory_expand", id="spy:1", **expand) == {"id": "spy:1"}
         hooks.consolidation_workers()
         hooks.tools(engine)
         mcp_hooks.prompts(engine)

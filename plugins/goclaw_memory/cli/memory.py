@@ -114,16 +114,37 @@ def _note_skipped(report: Any) -> None:
     help="Run both channels or one alone.",
 )
 @click.option("--limit", "-n", type=click.IntRange(1, 1000), default=None, help="Hits to return (default 6).")
+@click.option("--tag", "tags", multiple=True, help="Only chunks with this tag (repeat: every one).")
+@click.option("--since", default=None, help="Only memory dated this day (YYYY-MM-DD) or later.")
+@click.option("--until", default=None, help="Only memory dated this day (YYYY-MM-DD) or earlier.")
+@click.option("--path", "path_prefix", default=None, help="Only files under this path prefix (memory/).")
+@click.option(
+    "--scope", type=click.Choice(["agent", "user"]), default=None, help="Only agent-level or the user's own."
+)
 @json_option
 def memory_search(
-    query: str, agent: str | None, user: str | None, channel: str, limit: int | None, as_json: bool
+    query: str,
+    agent: str | None,
+    user: str | None,
+    channel: str,
+    limit: int | None,
+    tags: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    path_prefix: str | None,
+    scope: str | None,
+    as_json: bool,
 ) -> None:
     """Search memory: full text (any term) and vectors.
 
     Hybrid search fuses the channels 0.7 text / 0.3 vector by default ([plugins.memory]
-    text_weight, vector_weight)."""
+    text_weight, vector_weight). The filters (--tag, --since, --until, --path, --scope) apply
+    before the cut to --limit."""
     eng = engine()
-    response = eng.memory.search_response(query, _agent_name(eng, agent), user, limit=limit, channel=channel)
+    filters = {"tags": list(tags), "since": since, "until": until, "path": path_prefix, "scope": scope}
+    response = eng.memory.search_response(
+        query, _agent_name(eng, agent), user, limit=limit, channel=channel, filters=filters
+    )
     for note in response.notes:
         click.echo(f"note: {note}", err=True)
     if as_json:

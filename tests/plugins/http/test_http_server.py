@@ -152,6 +152,28 @@ def test_memory_sessions_tools_kg(api: dict[str, Any]) -> None:
     assert api["c"]["admin"].post("/memory/index", json={"agent": "ada"}).json()["files_scanned"] >= 3
 
 
+def test_memory_search_filters(api: dict[str, Any]) -> None:
+    c = api["c"]["u1"]
+
+    def paths(body: dict[str, Any]) -> list[str]:
+        resp = c.post("/memory/search", json={"agent": "ada", "user": "u1", "query": "Gutenberg", **body})
+        assert resp.status_code == 200, resp.text
+        return sorted(h["path"] for h in resp.json()["hits"] if h["tier"] == "document")
+
+    assert paths({"filters": {"path": "memory/"}}) == ["users/u1/memory/2026-01-01.md"]
+    assert paths({"filters": {"scope": "agent"}, "channel": "lexical"}) == ["MEMORY.md"]
+    assert paths({"filters": {"since": "2026-01-02"}}) == []
+    assert paths({"filters": {"until": "2026-01-01"}}) == ["users/u1/memory/2026-01-01.md"]
+    bad = {
+        "agent": "ada",
+        "user": "u1",
+        "query": "Gutenberg",
+        "channel": "lexical",
+        "filters": {"since": "x"},
+    }
+    _err(c.post("/memory/search", json=bad), 422, "YYYY-MM-DD")
+
+
 def test_scope_escapes_are_refused(api: dict[str, Any]) -> None:
     u1, bob = api["c"]["u1"], api["c"]["bob"]
     # params naming another user or agent, or the agent level

@@ -56,6 +56,14 @@ async def _scenario_u1(client: Any) -> None:
     assert {"MEMORY.md", "users/u1/memory/2026-01-01.md"} <= paths
     assert all(p == "MEMORY.md" or p.startswith("users/u1/") for p in paths)
     mine = next(h for h in hits if h["path"] == "users/u1/memory/2026-01-01.md")
+    # filters: a path prefix within the user's scope, the agent level only, a bad date
+    res = await client.call_tool("memory_search", {"query": "Gutenberg", "filters": {"path": "memory/"}})
+    found = [h["path"] for h in res.structured_content["hits"]]
+    assert mine["path"] in found and all(p.startswith("users/u1/memory/") for p in found)
+    res = await client.call_tool("memory_search", {"query": "Gutenberg", "filters": {"scope": "agent"}})
+    assert {h["path"] for h in res.structured_content["hits"]} == {"MEMORY.md"}
+    res = await client.call_tool("memory_search", {"query": "Gutenberg", "filters": {"since": "2026-13-01"}})
+    assert res.is_error and "YYYY-MM-DD" in _text(res)
     got = await client.call_tool("memory_get", {"id": mine["id"]})
     assert not got.is_error and "4711" in _text(got)
     # escapes: scope keys in arguments, another user's path, a forged id

@@ -14,6 +14,11 @@ from sqlalchemy import text
 from goclaw_prompt import hookspecs as prompt_hooks
 from tests.helpers import run_cli
 from tests.memory_helpers import EmbedderPlugin, chunk_rows, write
+from tests.plugins.memory.filter_suite import (  # noqa: F401 - collected here, with every backend suite
+    test_filter_by_date_range_reads_file_and_entry_dates,
+    test_filter_by_path_prefix_and_scope,
+    test_filter_by_tags_counts_only_tagged_hits,
+)
 
 FILLER = [
     "Quarterly revenue grew by twelve percent after the spring campaign.",

@@ -37,6 +37,7 @@ from goclaw.contracts.search import (
     SearchResult,
     Space,
 )
+from goclaw_search.facets import matches
 
 K1, B = 1.2, 0.75
 Index = dict[str, Any]  # {"version": str, "space": [provider, model, dim] | None, "chunks": {id: chunk}}
@@ -89,6 +90,7 @@ def _bm25(chunks: dict[str, dict[str, Any]], terms: Sequence[str]) -> dict[str, 
 
 class MiniSearch(SearchBackend):
     name = "minisearch"
+    filters = True  # query.filter applies to the scope before scoring (goclaw_search.facets)
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -161,7 +163,11 @@ class MiniSearch(SearchBackend):
     def search(self, query: SearchQuery) -> SearchResult:
         data = self._current(query.agent_id, query.space)
         chunks, notes = data["chunks"], []
-        scope = {i for i, c in chunks.items() if c["user"] in query.users}
+        scope = {
+            i
+            for i, c in chunks.items()
+            if c["user"] in query.users and matches(query.filter, c["user"], c["path"], c["text"])
+        }
         lexical = vector = None
         if query.channel in ("hybrid", "lexical") and query.terms:
             lexical = {i: s for i, s in _bm25(chunks, query.terms).items() if i in scope}

@@ -1,0 +1,113 @@
+"""Knowledge-graph facts as a ``memory_search`` tier (``tier="kg"``), and their expansion.
+
+Through the memory plugin's hooks (``goclaw_memory_search_extra``, ``goclaw_memory_expand``),
+never its code. A fact is a current entity of the search's scope ("Ada (person): lead
+engineer") or a current relation ("Ada works at Acme"); its score is the share of the query's
+distinct terms it holds (:func:`goclaw_search.answer.coverage`, 0..1 as the other tiers), the
+newest :data:`MAX_FACTS` of each kind considered. A hit's id is ``kg:e:<entity id>`` or
+``kg:r:<relation id>``; ``memory_get`` expands it to the entity with its current relations, or
+to the relation with both ends. A hit is dated by its ``valid_from`` (``extra["date"]``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from sqlmodel import col, select
+
+from goclaw.contracts.agents import user_scope
+from goclaw.contracts.hooks import SearchHit
+from goclaw.contracts.records import entity_dict, relation_dict
+from goclaw.errors import NotFoundError
+from goclaw_kg.tables import KGEntity, KGRelation
+from goclaw_search.answer import coverage, fuse_absolute
+from goclaw_search.tokenize import query_terms, terms
+
+MAX_FACTS = 5_000  # the newest current entities, and relations, a search reads of a scope
+TIER = "kg"
+
+
+def _fact(kind: str, row_id: str, user_id: str, text: str, name: str, since: datetime | None) -> SearchHit:
+    return SearchHit(
+        id=f"kg:{kind}:{row_id}",
+        score=0.0,
+        text=text,
+        path=f"kg:{name}",
+        scope="user" if user_id else "agent",
+        tier=TIER,
+        extra={"kind": "entity" if kind == "e" else "relation", "date": since.isoformat() if since else None},
+    )
+
+
+def fact_hits(engine: Any, query: str, agent: Any, user: str | None, limit: int) -> list[SearchHit]:
+    """The best ``limit`` facts of the scope for ``query``, best first (scores above 0)."""
+    wanted = list(dict.fromkeys(query_terms(query)))
+    if not wanted or limit < 1:
+        return []
+    scope = user_scope(user)
+    e, r = KGEntity, KGRelation
+    with engine.db.session() as s:
+        ents = s.exec(
+            select(e.id, e.user_id, e.name, e.entity_type, e.description, e.valid_from)
+            .where(e.agent_id == agent.id, col(e.user_id).in_(scope), col(e.valid_until).is_(None))
+            .order_by(col(e.valid_from).desc())
+            .limit(MAX_FACTS)
+        ).all()
+        rels = s.exec(
+            select(r.id, r.user_id, r.source_entity_id, r.relation_type, r.target_entity_id, r.valid_from)
+            .where(r.agent_id == agent.id, col(r.user_id).in_(scope), col(r.valid_until).is_(None))
+            .order_by(col(r.valid_from).desc())
+            .limit(MAX_FACTS)
+        ).all()
+        names = {str(row[0]): str(row[2]) for row in ents}
+        ends = {x for row in rels for x in (row[2], row[4])} - set(names)
+        if ends:
+            names.update(s.exec(select(e.id, e.name).where(col(e.id).in_(ends))).all())
+    facts: list[SearchHit] = []
+    for eid, uid, name, etype, desc, since in ents:
+        body = f"{name} ({etype})" + (f": {desc}" if desc else "")
+        facts.append(_fact("e", eid, uid, body, name, since))
+    for rid, uid, src, rtype, dst, since in rels:
+        a, b = names.get(src, src), names.get(dst, dst)
+        facts.append(_fact("r", rid, uid, f"{a} {rtype.replace('_', ' ')} {b}", a, since))
+    if not facts:
+        return []
+    held = [set(terms(f.text)) for f in facts]
+    lexical = coverage([np.fromiter((t in h for h in held), dtype=np.bool_, count=len(held)) for t in wanted])
+    out = []
+    for slot, score in fuse_absolute(lexical, None, None, limit):
+        hit = facts[slot]
+        hit.score = min(1.0, float(score))
+        out.append(hit)
+    return out
+
+
+def expand(engine: Any, hit_id: str, agent: Any, user: str | None) -> dict[str, Any] | None:
+    """What a ``kg:`` id names, within the caller's scope; ``None`` for any other id."""
+    kind, _, row_id = hit_id.partition(":")[2].partition(":")
+    if not hit_id.startswith("kg:") or kind not in ("e", "r") or not row_id:
+        return None
+    scope = user_scope(user)
+    with engine.db.session() as s:
+        row = s.get(KGEntity if kind == "e" else KGRelation, row_id)
+        if row is None or row.agent_id != agent.id or row.user_id not in scope:
+            raise NotFoundError(f"no knowledge-graph fact {hit_id!r} for this agent/user")
+        if kind == "r":
+            ends = s.exec(
+                select(KGEntity.id, KGEntity.name).where(
+                    col(KGEntity.id).in_([row.source_entity_id, row.target_entity_id])
+                )
+            ).all()
+            return {"relation": relation_dict(row, dict(ends))}
+        links = s.exec(
+            select(KGRelation).where(
+                (KGRelation.source_entity_id == row.id) | (KGRelation.target_entity_id == row.id),
+                col(KGRelation.valid_until).is_(None),
+                col(KGRelation.user_id).in_(scope),
+            )
+        ).all()
+        ids = {x for rel in links for x in (rel.source_entity_id, rel.target_entity_id)}
+        names = dict(s.exec(select(KGEntity.id, KGEntity.name).where(col(KGEntity.id).in_(ids))).all())
+        return {"entity": entity_dict(row), "relations": [relation_dict(rel, names) for rel in links]}
