@@ -4,7 +4,9 @@ What a client sees, scoped at start to one agent (and one user, or a user per HT
 
 * tools — every tool of ``host.tools`` for the scope (memory, skills, context files), with the
   model-facing schemas of the tool calling contract; results carry the text and, as
-  ``structuredContent``, the data;
+  ``structuredContent``, the data. A tool the server does not list is a JSON-RPC error
+  (invalid params); a tool's own failure, arguments that break its schema included, is a
+  result with ``isError`` for the model to read (MCP 2025-11-25);
 * prompts and resources the plugins contribute (hook ``goclaw_mcp_prompts``): the prompt plugin's
   ``system_prompt``, also the resource ``goclaw://prompt/system``, is the assembled system prompt
   of the scope.
@@ -142,8 +144,20 @@ class _Handlers:
             tool_ctx = self._context(ctx)
         except GoclawError as exc:
             return _to_call_result(ToolResult.error(exc))
+        known = await self._in_thread(self._tool_names, tool_ctx)
+        if params.name not in known:
+            # A protocol error (JSON-RPC "invalid params"): the client asked for a tool this
+            # server never listed. Arguments that break a listed tool's schema stay a result
+            # with isError, which the model reads and corrects (MCP 2025-11-25).
+            from mcp.shared.exceptions import MCPError
+            from mcp_types import INVALID_PARAMS
+
+            raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}; available: {', '.join(known)}")
         result = await self._in_thread(self.engine.tools.call, params.name, params.arguments or {}, tool_ctx)
         return _to_call_result(result)
+
+    def _tool_names(self, context: ToolContext) -> list[str]:
+        return [t.name for t in self.engine.tools.list(context)]
 
     # ------------------------------------------------------------------ prompts and resources
     def _prompts(self) -> list[McpPrompt]:
