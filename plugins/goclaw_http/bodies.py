@@ -66,6 +66,10 @@ class WorkersOut(_Open):
     """What one pass of the consolidation workers did (counts per worker)."""
 
 
+class ToolDeclarationOut(_Open):
+    """A tool's declaration in the format asked for: OpenAI's, Anthropic's or MCP's shape."""
+
+
 class ToolResultOut(BaseModel):
     text: str = Field(description="the answer for the model")
     data: Any = Field(description="the same answer as JSON for the runtime")

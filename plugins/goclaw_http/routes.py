@@ -23,6 +23,7 @@ from goclaw_http.bodies import (
     AgentOut,
     HealthOut,
     ToolCallBody,
+    ToolDeclarationOut,
     ToolResultOut,
     WorkersOut,
     documented,
@@ -103,7 +104,7 @@ def _tool_routes(r: APIRouter, engine: "Host", auth: Callable[..., TokenRecord])
     """The runtime tools under the tool calling contract."""
     Tok = Annotated[TokenRecord, Depends(auth)]
 
-    @r.get("/tools", tags=["tools"], **documented(list[dict[str, Any]]))
+    @r.get("/tools", tags=["tools"], **documented(list[ToolDeclarationOut]))
     def tools_list(
         tok: Tok, agent: str, user: str | None = None, format: str = "openai"
     ) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ from goclaw.errors import (
     GoclawError,
     NotFoundError,
     PermissionDeniedError,
+    PluginError,
     StoreError,
     ValidationError,
 )
@@ -43,6 +44,7 @@ STATUS = {
     PermissionDeniedError: 403,
     FeatureUnavailableError: 501,
     StoreError: 503,
+    PluginError: 500,  # a plugin failed (its message names it): the server's problem, not the client's
 }
 
 
@@ -155,7 +157,10 @@ def create_app(
 
     @app.exception_handler(GoclawError)
     async def goclaw_error(_request: Request, exc: GoclawError) -> JSONResponse:
-        return JSONResponse(error_body(type(exc).__name__, str(exc)), status_code=status_for(exc))
+        status = status_for(exc)
+        if status >= 500 and exc.__cause__ is not None:  # what it wraps: in the server's log
+            log.error("%s", exc, exc_info=exc.__cause__)
+        return JSONResponse(error_body(type(exc).__name__, str(exc)), status_code=status)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
