@@ -189,3 +189,24 @@ def test_cli_refuses_bad_options(tmp_path: Path) -> None:
     assert res.code != 0 and "exclude each other" in res.err
     res = run_cli(["mcp", "--agent", "nobody"], workspace=tmp_path)
     assert res.code != 0 and res.err.startswith("error:") and "Traceback" not in res.err
+
+
+def test_the_tokenizer_loads_after_the_first_request_not_in_the_first_prompt(engine: Any) -> None:
+    """The first listing is answered first; then a thread loads the tokenizer (its encoding is
+    most of a cold prompt build), so the first prompt does not wait for it."""
+    import threading
+
+    from goclaw_mcp.server import McpScope, _Handlers
+
+    engine.agents.create("ada")
+    handlers = _Handlers(engine, McpScope(agent="ada", user="u1"), max_threads=2)
+    assert "tokenizer" not in vars(engine)
+
+    async def first_request() -> None:
+        await handlers.list_tools(None, None)
+
+    anyio.run(first_request)
+    for thread in threading.enumerate():
+        if thread.name == "goclaw-mcp-warm":
+            thread.join(timeout=120)
+    assert "tokenizer" in vars(engine)
