@@ -68,7 +68,8 @@ def _server_cpu_ms() -> float:
 
 
 def trial(ws: Path, env: dict[str, str], pause: float = 0.0) -> dict[str, float]:
-    import anyio
+    import asyncio
+
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
@@ -88,14 +89,14 @@ def trial(ws: Path, env: dict[str, str], pause: float = 0.0) -> dict[str, float]
             lap("initialize")
             await client.list_tools()
             lap("tools/list")
-            await anyio.sleep(pause)
+            await asyncio.sleep(pause)
             for name in ("first prompt", "second prompt"):
                 began, cpu = time.perf_counter(), _server_cpu_ms()
                 await client.get_prompt("system_prompt", {})
                 out[name] = (time.perf_counter() - began) * 1000
                 out[f"{name} cpu"] = _server_cpu_ms() - cpu
 
-    anyio.run(main)
+    asyncio.run(main())
     return out
 
 
