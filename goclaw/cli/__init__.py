@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from goclaw.cli.common import CliState, fail, input_error, non_utf8_argument
+from goclaw.cli.common import CliState, fail, input_error, non_utf8_argument, shown
 from goclaw.cli.lazy import LazyGroup
 from goclaw.cli.registry import KERNEL_COMMANDS
 from goclaw.contracts.commands import CommandSpec
@@ -182,6 +182,8 @@ def _main(argv: list[str] | None) -> Any:
         click.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
         sys.exit(exc.exit_code)
     except GoclawError as exc:
+        if os.environ.get("GOCLAW_DEBUG") and exc.__cause__ is not None:
+            raise  # one that wraps another failure (a plugin's): show where that came from
         fail(exc)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
@@ -203,10 +205,7 @@ def _main(argv: list[str] | None) -> Any:
         # A bug, not a user mistake: say so on one line; GOCLAW_DEBUG=1 shows the traceback.
         if os.environ.get("GOCLAW_DEBUG"):
             raise
-        click.echo(
-            f"error: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
-            "(set GOCLAW_DEBUG=1 for the traceback, and please report it)",
-            err=True,
-        )
+        hint = "set GOCLAW_DEBUG=1 for the traceback, and please report it"
+        click.echo(f"error: internal error: {type(exc).__name__}: {shown(str(exc))} ({hint})", err=True)
         sys.exit(70)
     sys.exit(result if isinstance(result, int) else 0)

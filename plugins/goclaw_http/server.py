@@ -22,9 +22,11 @@ from goclaw.errors import (
     GoclawError,
     NotFoundError,
     PermissionDeniedError,
+    PluginError,
     StoreError,
     ValidationError,
 )
+from goclaw_http.tokens import TokenFileError
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -42,6 +44,7 @@ STATUS = {
     PermissionDeniedError: 403,
     FeatureUnavailableError: 501,
     StoreError: 503,
+    PluginError: 500,  # a plugin failed (its message names it): the server's problem, not the client's
 }
 
 
@@ -52,6 +55,8 @@ class AuthError(GoclawError):
 def status_for(exc: GoclawError) -> int:
     if isinstance(exc, AuthError):
         return 401
+    if isinstance(exc, TokenFileError):  # the server's own file: not the client's mistake
+        return 500
     for cls, code in STATUS.items():
         if isinstance(exc, cls):
             return code
@@ -59,14 +64,21 @@ def status_for(exc: GoclawError) -> int:
 
 
 def error_body(kind: str, message: str) -> dict[str, Any]:
-    return {"error": {"type": kind, "message": " ".join(str(message).split())}}
+    # A lone surrogate (from a JSON "\\ud800" escape) cannot be encoded as UTF-8: shown escaped,
+    # so that rendering the error never fails and never drops the connection.
+    text = str(message).encode("utf-8", "backslashreplace").decode("utf-8")
+    return {"error": {"type": kind, "message": " ".join(text.split())}}
 
 
 Scope = dict[str, Any]
 
 
 class BodyLimit:
-    """ASGI middleware: refuse request bodies over ``max_body`` bytes with a JSON 413."""
+    """ASGI middleware: refuse request bodies over ``max_body`` bytes with a JSON 413.
+
+    The body is read here, before the app sees it, whether declared (``Content-Length``) or
+    chunked, so an oversized body is refused as such and not as a body the app failed to parse.
+    """
 
     def __init__(self, app: Any, max_body: int) -> None:
         self.app = app
@@ -80,21 +92,29 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:
             await self._refuse(send)
             return
+        chunks: list[bytes] = []
         seen = 0
-
-        async def limited() -> Any:
-            nonlocal seen
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_body:
-                    raise _TooLarge()
-            return message
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunks.append(message.get("body", b""))
+            seen += len(chunks[-1])
+            if seen > self.max_body:
+                await self._refuse(send)
+                return
+            if not message.get("more_body", False):
+                break
+        replayed = False
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await self._refuse(send)
+        async def buffered() -> Any:
+            nonlocal replayed
+            if replayed:
+                return await receive()  # after the body: wait for the disconnect
+            replayed = True
+            return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+
+        await self.app(scope, buffered, send)
 
     async def _refuse(self, send: Any) -> None:
         import json
@@ -107,14 +127,11 @@ class BodyLimit:
                 "headers": [
                     (b"content-type", b"application/json"),
                     (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),  # the rest of the body is left unread
                 ],
             }
         )
         await send({"type": "http.response.body", "body": body})
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def create_app(
@@ -140,7 +157,10 @@ def create_app(
 
     @app.exception_handler(GoclawError)
     async def goclaw_error(_request: Request, exc: GoclawError) -> JSONResponse:
-        return JSONResponse(error_body(type(exc).__name__, str(exc)), status_code=status_for(exc))
+        status = status_for(exc)
+        if status >= 500 and exc.__cause__ is not None:  # what it wraps: in the server's log
+            log.error("%s", exc, exc_info=exc.__cause__)
+        return JSONResponse(error_body(type(exc).__name__, str(exc)), status_code=status)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -152,8 +172,19 @@ def create_app(
         )
 
     @app.exception_handler(HTTPException)
-    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        off = disabled_feature(engine, request.url.path) if exc.status_code == 404 else None
+        if off is not None:
+            return JSONResponse(error_body("FeatureUnavailableError", off), status_code=501)
         return JSONResponse(error_body("HTTPError", str(exc.detail)), status_code=exc.status_code)
+
+    @app.exception_handler(UnicodeError)
+    async def not_unicode(_request: Request, exc: UnicodeError) -> JSONResponse:
+        # Text a JSON escape made invalid (a lone surrogate) fails where it is first encoded.
+        return JSONResponse(
+            error_body("ValidationError", "request text is not valid Unicode (a lone surrogate)"),
+            status_code=422,
+        )
 
     @app.exception_handler(Exception)
     async def internal(_request: Request, exc: Exception) -> JSONResponse:
@@ -163,6 +194,22 @@ def create_app(
     app.include_router(build_router(engine, tokens))
     app.add_middleware(BodyLimit, max_body=max_body)
     return app
+
+
+def disabled_feature(engine: Host, path: str) -> str | None:
+    """Why no endpoint answers ``path`` when its feature's plugin is off, else None.
+
+    A feature's endpoints live under ``/v1/<service>`` (``/v1/memory``, ``/v1/sessions``,
+    ``/v1/kg``, ...), named after the service its plugin's manifest declares; when that plugin
+    is disabled (or failed) the path answers 501 naming it, not 404."""
+    parts = path.split("/")
+    if len(parts) < 3 or parts[1] != "v1" or not parts[2]:
+        return None
+    owner = engine.hooks.manager.service_owner(parts[2])
+    if owner is None or owner[1] == "active":
+        return None
+    status = "disabled" if owner[1] == "blocked" else owner[1]
+    return f"{path}: the '{parts[2]}' feature is not available: plugin {owner[0]} is {status}"
 
 
 def _version() -> str:

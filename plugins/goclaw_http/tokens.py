@@ -24,11 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from goclaw.contracts.fsutil import atomic_write_text
-from goclaw.errors import NotFoundError, PermissionDeniedError, ValidationError
+from goclaw.errors import ConfigError, NotFoundError, PermissionDeniedError, ValidationError
 
 TOKEN_PREFIX = "gck_"
+RELATIVE_PATH = ".goclaw/api_tokens.json"
 ANY = "*"
 _LOCK = threading.Lock()
+
+
+class TokenFileError(ConfigError):
+    """The workspace's token file cannot be read as one (edited by hand, truncated)."""
 
 
 @dataclass
@@ -72,7 +77,7 @@ class TokenStore:
     """The token file of a workspace."""
 
     def __init__(self, workspace: Path) -> None:
-        self.path = workspace / ".goclaw" / "api_tokens.json"
+        self.path = workspace / RELATIVE_PATH
 
     def _load(self) -> list[TokenRecord]:
         if not self.path.exists():
@@ -81,7 +86,8 @@ class TokenStore:
             raw = json.loads(self.path.read_text(encoding="utf-8"))
             return [TokenRecord(**item) for item in raw.get("tokens", [])]
         except (ValueError, TypeError) as exc:
-            raise ValidationError(f"{self.path} is not a valid token file ({exc})") from None
+            # Named relative to the workspace: the message reaches HTTP clients too.
+            raise TokenFileError(f"{RELATIVE_PATH} is not a valid token file ({exc})") from None
 
     def _save(self, records: list[TokenRecord]) -> None:
         body = json.dumps({"tokens": [asdict(r) for r in records]}, indent=2)

@@ -7,22 +7,41 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
+from pydantic import BaseModel, ConfigDict
 
 from goclaw.contracts.records import row_json
+
+
+# The answers, for the OpenAPI schema only: the endpoints return the stored rows as they are.
+class EntityOut(BaseModel):
+    """An entity row: its fields, datetimes in ISO 8601."""
+
+    model_config = ConfigDict(extra="allow")
+    id: str
+    name: str
+
+
+class RelationOut(BaseModel):
+    """A relation row, with the names of its ``source`` and ``target`` entities."""
+
+    model_config = ConfigDict(extra="allow")
+    id: str
+    source: str
+    target: str
 
 
 def router(engine: Any, auth: Callable[..., Any]) -> APIRouter:
     Tok = Annotated[Any, Depends(auth)]
     r = APIRouter()
 
-    @r.get("/kg/entities", tags=["kg"])
+    @r.get("/kg/entities", tags=["kg"], response_model=None, responses={200: {"model": list[EntityOut]}})
     def kg_entities(
         tok: Tok, agent: str, user: str | None = None, as_of: datetime | None = None
     ) -> list[Any]:
         tok.check(agent, user)
         return [row_json(e) for e in engine.kg.entities(agent, user, as_of=as_of)]
 
-    @r.get("/kg/relations", tags=["kg"])
+    @r.get("/kg/relations", tags=["kg"], response_model=None, responses={200: {"model": list[RelationOut]}})
     def kg_relations(
         tok: Tok, agent: str, user: str | None = None, as_of: datetime | None = None
     ) -> list[Any]:

@@ -4,7 +4,9 @@ What a client sees, scoped at start to one agent (and one user, or a user per HT
 
 * tools — every tool of ``host.tools`` for the scope (memory, skills, context files), with the
   model-facing schemas of the tool calling contract; results carry the text and, as
-  ``structuredContent``, the data;
+  ``structuredContent``, the data. A tool the server does not list is a JSON-RPC error
+  (invalid params); a tool's own failure, arguments that break its schema included, is a
+  result with ``isError`` for the model to read (MCP 2025-11-25);
 * prompts and resources the plugins contribute (hook ``goclaw_mcp_prompts``): the prompt plugin's
   ``system_prompt``, also the resource ``goclaw://prompt/system``, is the assembled system prompt
   of the scope.
@@ -20,6 +22,7 @@ Engine calls are synchronous; each runs in a worker thread (at most ``max_thread
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -105,7 +108,9 @@ def build_server(engine: Host, scope: McpScope, *, max_threads: int = 8) -> Any:
 
 class _Handlers:
     """The MCP request handlers of one server: tools, and the plugins' prompts and resources.
-    Each engine call runs in a worker thread (at most ``max_threads`` at once)."""
+    Each engine call runs in a worker thread (at most ``max_threads`` at once). Once the first
+    of them has answered, a thread loads what later ones use (:func:`warm`): after the
+    handshake and the first listing, so as not to slow them, and before the first prompt."""
 
     def __init__(self, engine: Host, scope: McpScope, max_threads: int) -> None:
         import anyio
@@ -113,11 +118,17 @@ class _Handlers:
         self.engine = engine
         self.scope = scope
         self.limiter = anyio.CapacityLimiter(max_threads)
+        self._warmed = False
 
     async def _in_thread(self, fn: Any, *args: Any) -> Any:
         import anyio
 
-        return await anyio.to_thread.run_sync(fn, *args, limiter=self.limiter)
+        result = await anyio.to_thread.run_sync(fn, *args, limiter=self.limiter)
+        if not self._warmed:
+            self._warmed = True
+            scoped = (self.engine, self.scope)
+            threading.Thread(target=warm, args=scoped, name="goclaw-mcp-warm", daemon=True).start()
+        return result
 
     def _context(self, ctx: Any) -> ToolContext:
         return self.scope.context(getattr(ctx, "request", None))
@@ -142,8 +153,20 @@ class _Handlers:
             tool_ctx = self._context(ctx)
         except GoclawError as exc:
             return _to_call_result(ToolResult.error(exc))
+        known = await self._in_thread(self._tool_names, tool_ctx)
+        if params.name not in known:
+            # A protocol error (JSON-RPC "invalid params"): the client asked for a tool this
+            # server never listed. Arguments that break a listed tool's schema stay a result
+            # with isError, which the model reads and corrects (MCP 2025-11-25).
+            from mcp.shared.exceptions import MCPError
+            from mcp_types import INVALID_PARAMS
+
+            raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}; available: {', '.join(known)}")
         result = await self._in_thread(self.engine.tools.call, params.name, params.arguments or {}, tool_ctx)
         return _to_call_result(result)
+
+    def _tool_names(self, context: ToolContext) -> list[str]:
+        return [t.name for t in self.engine.tools.list(context)]
 
     # ------------------------------------------------------------------ prompts and resources
     def _prompts(self) -> list[McpPrompt]:
@@ -222,6 +245,17 @@ def run_stdio(engine: Host, scope: McpScope) -> None:
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(main)
+
+
+def warm(engine: Host, scope: McpScope) -> None:
+    """Load what the first requests of a session use: the tool list of the scope and the
+    tokenizer the prompt counts with (loading its encoding takes longer than building a prompt).
+    A failure is left to the request that needs it to report."""
+    try:
+        engine.tools.list(ToolContext(agent=scope.agent, user=scope.user))
+        engine.tokenizer.count("")
+    except Exception:
+        log.debug("warming the MCP server failed", exc_info=True)
 
 
 def http_app(engine: Host, scope: McpScope, *, host: str = "127.0.0.1", path: str = "/mcp") -> Any:

@@ -18,9 +18,11 @@ from goclaw.errors import ValidationError
 
 MAX_TEXT_CHARS = 20_000
 MAX_META_CHARS = 2_000
+MAX_META_DEPTH = 8  # nesting of objects and arrays: JSON encoders downstream recurse
 _MARKER_RE = re.compile(r"^<!-- goclaw-memory (?P<attrs>.*) -->\s*$")
 _ENTRY_ID_RE = re.compile(r"^mem_[0-9a-f]{10}$")
 _TAG_RE = re.compile(r"^[\w.-]{1,40}$")
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass
@@ -63,6 +65,8 @@ def clean_text(text: str) -> str:
         raise ValidationError(f"a memory is at most {MAX_TEXT_CHARS} characters (got {len(text)})")
     if "\x00" in text:
         raise ValidationError("a memory cannot contain NUL characters")
+    if not text.isascii() and _SURROGATE_RE.search(text):
+        raise ValidationError("a memory must be valid Unicode text (it holds a lone surrogate)")
     if any(_MARKER_RE.match(line) for line in text.split("\n")):
         raise ValidationError("a memory cannot contain a goclaw-memory marker line")
     # A blank line ends an entry, so blank lines inside the text are dropped: one block.
@@ -91,7 +95,25 @@ def clean_meta(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
         raise ValidationError(f"metadata must be JSON-serialisable ({exc})") from None
     if len(encoded) > MAX_META_CHARS or "-->" in encoded or "\n" in encoded:
         raise ValidationError(f"metadata must be one JSON object under {MAX_META_CHARS} characters")
+    if meta_depth(metadata) > MAX_META_DEPTH:
+        raise ValidationError(f"metadata must nest objects and arrays at most {MAX_META_DEPTH} deep")
+    if _SURROGATE_RE.search(encoded):
+        raise ValidationError("metadata must be valid Unicode text (it holds a lone surrogate)")
     return dict(json.loads(encoded))
+
+
+def meta_depth(value: Any) -> int:
+    """How deep objects and arrays nest in ``value`` (a scalar: 0), without recursing."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, Mapping) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if depth <= MAX_META_DEPTH:  # one level past the bound is enough to refuse
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def marker(entry_id: str, added: str, tags: list[str], meta: dict[str, Any], corrected: str | None) -> str:
@@ -113,8 +135,10 @@ def parse_marker(line: str) -> dict[str, Any] | None:
     out: dict[str, Any] = {"tags": [], "metadata": {}}
     meta_at = attrs.find(" meta=")
     if meta_at >= 0:
-        with contextlib.suppress(ValueError):
-            out["metadata"] = json.loads(attrs[meta_at + 6 :])
+        with contextlib.suppress(ValueError, RecursionError):
+            meta = json.loads(attrs[meta_at + 6 :])
+            # A marker written before the depth bound may nest deeper: read it as no metadata.
+            out["metadata"] = meta if isinstance(meta, dict) and meta_depth(meta) <= MAX_META_DEPTH else {}
         attrs = attrs[:meta_at]
     for part in attrs.split():
         key, _, value = part.partition("=")

@@ -7,19 +7,20 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from goclaw.contracts.records import row_json
 from goclaw.contracts.tools import ToolContext
 from goclaw.errors import NotFoundError, ValidationError
 from goclaw_memory.hit_ids import memory_hit_id
+from goclaw_memory.tools import search_hits
 
 
 class SearchBody(BaseModel):
     agent: str
     user: str | None = None
     query: str
-    limit: int | None = Field(default=None, ge=1, le=1000)
+    limit: int | None = Field(default=None, ge=1, le=1000, description="hits (default: max_results)")
     channel: str = "hybrid"
     # tags, since, until, path, scope (goclaw_memory.filters); limit counts the hits that pass
     filters: dict[str, Any] | None = None
@@ -61,6 +62,75 @@ class ScopeBody(BaseModel):
     user: str | None = None
 
 
+# The answers, for the OpenAPI document only (`_doc`): the endpoints return the services' JSON.
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class HitOut(BaseModel):
+    id: str = Field(description="pass it to /memory/get")
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    scope: str
+    snippet: str
+    tier: str
+
+
+class SearchOut(BaseModel):
+    hits: list[HitOut]
+    notes: list[str]
+
+
+class LinesOut(BaseModel):
+    path: str
+    scope: str
+    from_line: int
+    to_line: int
+    total_lines: int
+    text: str
+
+
+class IndexOut(_Open):
+    """What indexing did (files scanned, chunks written and embedded, ...)."""
+
+
+class EntryOut(BaseModel):
+    id: str
+    path: str
+    start_line: int
+    end_line: int
+    scope: str
+    added: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    text: str
+    corrected: str | None = None
+
+
+class CorrectedOut(BaseModel):
+    path: str
+    start_line: int
+    end_line: int
+    id: str
+
+
+class DeletedOut(BaseModel):
+    path: str
+    start_line: int
+    end_line: int
+    removed_lines: int
+
+
+class RowOut(_Open):
+    """A stored row: its fields, datetimes in ISO 8601."""
+
+
+def _doc(model: Any, status: int = 200) -> dict[str, Any]:
+    return {"response_model": None, "status_code": status, "responses": {status: {"model": model}}}
+
+
 def router(engine: Any, auth: Callable[..., Any]) -> APIRouter:
     r = APIRouter()
     for add in (_read_routes, _write_routes, _session_routes):
@@ -79,20 +149,15 @@ def _lines(path: str | None, from_line: int | None, to_line: int | None) -> tupl
 def _read_routes(r: APIRouter, engine: Any, Tok: Any) -> None:
     """Memory search, read and index (``goclaw memory search|get|index``)."""
 
-    @r.post("/memory/search", tags=["memory"])
+    @r.post("/memory/search", tags=["memory"], **_doc(SearchOut))
     def memory_search(body: SearchBody, tok: Tok) -> dict[str, Any]:
         tok.check(body.agent, body.user)
         if body.channel == "hybrid":
-            args: dict[str, Any] = {"query": body.query}
-            if body.limit:
-                args["limit"] = min(body.limit, 50)
-            if body.filters:
-                args["filters"] = body.filters
-            res = engine.tools.call(
-                "memory_search", args, ToolContext(body.agent, body.user), raise_errors=True
+            # What the memory_search tool answers, without the tool's cap for models (50).
+            hits, notes = search_hits(
+                engine, body.query, body.agent, body.user, body.limit, filters=body.filters
             )
-            data: dict[str, Any] = res.data
-            return data
+            return {"hits": hits, "notes": notes}
         a = engine.agents.get(body.agent)
         resp = engine.memory.search_response(
             body.query, a, body.user, limit=body.limit, channel=body.channel, filters=body.filters
@@ -103,7 +168,7 @@ def _read_routes(r: APIRouter, engine: Any, Tok: Any) -> None:
             hits.append({"id": memory_hit_id("m", a.id, h.user_id, loc), **h.as_json()})
         return {"hits": hits, "notes": resp.notes}
 
-    @r.get("/memory/get", tags=["memory"])
+    @r.get("/memory/get", tags=["memory"], **_doc(LinesOut))
     def memory_get(
         tok: Tok,
         agent: str,
@@ -121,7 +186,7 @@ def _read_routes(r: APIRouter, engine: Any, Tok: Any) -> None:
         data: dict[str, Any] = res.data
         return data
 
-    @r.post("/memory/index", tags=["memory"])
+    @r.post("/memory/index", tags=["memory"], **_doc(IndexOut))
     def memory_index(tok: Tok, body: Annotated[IndexBody | None, Body()] = None) -> dict[str, Any]:
         body = body or IndexBody()
         tok.check(body.agent, body.user)
@@ -134,7 +199,7 @@ def _read_routes(r: APIRouter, engine: Any, Tok: Any) -> None:
 def _write_routes(r: APIRouter, engine: Any, Tok: Any) -> None:
     """The memory write API (``goclaw memory add|list|correct|delete``)."""
 
-    @r.post("/memory", tags=["memory"], status_code=201)
+    @r.post("/memory", tags=["memory"], **_doc(EntryOut, 201))
     def memory_add(body: AddBody, tok: Tok) -> dict[str, Any]:
         tok.check(body.agent, body.user)
         entry = engine.memory.writer.add(
@@ -143,14 +208,18 @@ def _write_routes(r: APIRouter, engine: Any, Tok: Any) -> None:
         data: dict[str, Any] = entry.as_json()
         return data
 
-    @r.get("/memory", tags=["memory"])
+    @r.get("/memory", tags=["memory"], **_doc(list[EntryOut]))
     def memory_list(
-        tok: Tok, agent: str, user: str | None = None, tag: str | None = None, limit: int | None = None
+        tok: Tok,
+        agent: str,
+        user: str | None = None,
+        tag: str | None = None,
+        limit: Annotated[int | None, Query(ge=1)] = None,
     ) -> list[dict[str, Any]]:
         tok.check(agent, user)
         return [e.as_json() for e in engine.memory.writer.list(agent, user, tag=tag, limit=limit)]
 
-    @r.patch("/memory", tags=["memory"])
+    @r.patch("/memory", tags=["memory"], **_doc(CorrectedOut))
     def memory_correct(body: CorrectBody, tok: Tok) -> dict[str, Any]:
         tok.check(body.agent, body.user)
         lines = _lines(body.path, body.from_line, body.to_line)
@@ -159,7 +228,7 @@ def _write_routes(r: APIRouter, engine: Any, Tok: Any) -> None:
         )
         return result
 
-    @r.delete("/memory", tags=["memory"])
+    @r.delete("/memory", tags=["memory"], **_doc(DeletedOut))
     def memory_delete(
         tok: Tok,
         agent: str,
@@ -190,20 +259,20 @@ def _session_routes(r: APIRouter, engine: Any, Tok: Any) -> None:
         if row.agent_id != a.id or row.user_id != (user or ""):
             raise NotFoundError(f"no session {key!r} for this agent/user")
 
-    @r.post("/sessions/{key}/messages", tags=["sessions"], status_code=201)
+    @r.post("/sessions/{key}/messages", tags=["sessions"], **_doc(RowOut, 201))
     def session_append(key: str, body: MessageBody, tok: Tok) -> dict[str, Any]:
         tok.check(body.agent, body.user)
         _own_session(key, body.agent, body.user, missing_ok=True)  # a new key: append creates it
         msg = engine.sessions.append(body.agent, key, body.role, body.content, user=body.user)
         return row_json(msg)
 
-    @r.get("/sessions/{key}/messages", tags=["sessions"])
+    @r.get("/sessions/{key}/messages", tags=["sessions"], **_doc(list[RowOut]))
     def session_messages(key: str, tok: Tok, agent: str, user: str | None = None) -> list[dict[str, Any]]:
         tok.check(agent, user)
         _own_session(key, agent, user)
         return [row_json(m) for m in engine.sessions.messages(key)]
 
-    @r.post("/sessions/{key}/end", tags=["sessions"])
+    @r.post("/sessions/{key}/end", tags=["sessions"], **_doc(RowOut))
     def session_end(key: str, body: ScopeBody, tok: Tok) -> dict[str, Any]:
         tok.check(body.agent, body.user)
         _own_session(key, body.agent, body.user)

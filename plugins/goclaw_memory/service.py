@@ -86,10 +86,13 @@ class MemoryService:
                             f"unknown memory search backend {name!r}; registered: "
                             f"{', '.join(sorted(registry)) or 'none'}"
                         )
+                    from goclaw_memory.foreign_backend import open_backend
                     from goclaw_memory.source import ChunkTableSource
 
-                    backend: SearchBackend = registry[name](self.engine)
-                    backend.open(ChunkTableSource(self.engine))
+                    # A third party's backend comes wrapped: its failures name its plugin.
+                    backend: SearchBackend = open_backend(
+                        self.engine, name, registry[name], ChunkTableSource(self.engine)
+                    )
                     self.engine.on_close(backend.close)
                     self._backend = backend
         return self._backend

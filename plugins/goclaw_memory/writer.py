@@ -257,6 +257,8 @@ class MemoryWriter:
         self, agent: str | Agent, user: str | None = None, *, tag: str | None = None, limit: int | None = None
     ) -> list[MemoryEntry]:
         """Entries added through this API in the scope's files, newest first."""
+        if limit is not None and limit < 1:
+            raise ValidationError(f"limit must be at least 1 (got {limit})")
         _a, uid, agent_dir = self._scope(agent, user)
         found: list[MemoryEntry] = []
         for f in scope_files(agent_dir, uid):

@@ -20,11 +20,24 @@ class PromptBody(BaseModel):
     extra_prompt: str | None = None
 
 
+class PromptOut(BaseModel):
+    """The assembled system prompt and how it was made (the OpenAPI schema only: the endpoint
+    returns the prompt service's JSON as it is)."""
+
+    prompt: str
+    mode: str
+    sections: list[dict[str, Any]] = Field(description="each section's name, order and size")
+    files: list[dict[str, Any]] = Field(description="the context files it holds")
+    skills_mode: str | None = None
+    activated_skill: str | None = None
+    reply: str | None = None
+
+
 def router(engine: Any, auth: Callable[..., Any]) -> APIRouter:
     Tok = Annotated[Any, Depends(auth)]
     r = APIRouter()
 
-    @r.post("/prompt", tags=["prompt"])
+    @r.post("/prompt", tags=["prompt"], response_model=None, responses={200: {"model": PromptOut}})
     def prompt(body: PromptBody, tok: Tok) -> dict[str, Any]:
         from goclaw.contracts.hooks import PromptRequest, ToolInfo
 

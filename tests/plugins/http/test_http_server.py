@@ -252,3 +252,20 @@ def test_serve_refuses_without_tokens(tmp_path: Path) -> None:
     assert res.code != 0 and "loopback" in res.err
     res = run_cli(["serve", "token", "revoke", "ghost"], workspace=tmp_path)
     assert res.code != 0 and "no token named" in res.err
+
+
+def test_broken_input_keeps_the_connection(api: dict[str, Any]) -> None:
+    """A real server: a lone surrogate is a clean 422 and the keep-alive connection survives;
+    a chunked body over --max-body is a 413."""
+    c = api["c"]["admin"]
+    raw = b'{"agent": "ada", "text": "a \\ud800 b"}'
+    _err(c.post("/memory", content=raw, headers={"content-type": "application/json"}), 422, "surrogate")
+    assert c.get("/agents").status_code == 200  # same connection: not reset
+
+    def chunks() -> Iterator[bytes]:
+        yield b'{"agent": "ada", "text": "'
+        for _ in range(25):
+            yield b"x" * 1000
+        yield b'"}'
+
+    _err(c.post("/memory", content=chunks(), headers={"content-type": "application/json"}), 413, "over 20000")

@@ -110,6 +110,35 @@ def test_stdio_server_scoped_to_agent_and_user(mcp_ws: dict[str, Any]) -> None:
     anyio.run(main)
 
 
+def test_unknown_tool_is_a_protocol_error(mcp_ws: dict[str, Any]) -> None:
+    """An unknown tool is a JSON-RPC error; arguments that break a listed tool's schema are a
+    result with isError, for the model to read and correct (MCP 2025-11-25)."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import INVALID_PARAMS
+
+    cmd = mcp_ws["base"]
+    params = StdioServerParameters(
+        command=cmd[0], args=[*cmd[1:], "mcp", "--agent", "ada"], env=mcp_ws["env"]
+    )
+
+    async def main() -> None:
+        async with Client(params) as client:
+            for name in ("no_such_tool", "write_context_file"):  # the latter needs a user
+                with pytest.raises(MCPError) as caught:
+                    await client.call_tool(name, {"query": "x"})
+                assert caught.value.code == INVALID_PARAMS, caught.value
+                assert f"unknown tool {name!r}" in caught.value.message
+                assert "memory_search" in caught.value.message  # what is available
+            res = await client.call_tool("memory_search", {"limit": 3})
+            assert res.is_error and "query" in _text(res)
+            res = await client.call_tool("memory_search", {"query": "vault", "bogus": 1})
+            assert res.is_error and "bogus" in _text(res)
+
+    anyio.run(main)
+
+
 async def _http_client(url: str, user: str | None, body: Any) -> None:
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -168,3 +197,24 @@ def test_cli_refuses_bad_options(tmp_path: Path) -> None:
     assert res.code != 0 and "exclude each other" in res.err
     res = run_cli(["mcp", "--agent", "nobody"], workspace=tmp_path)
     assert res.code != 0 and res.err.startswith("error:") and "Traceback" not in res.err
+
+
+def test_the_tokenizer_loads_after_the_first_request_not_in_the_first_prompt(engine: Any) -> None:
+    """The first listing is answered first; then a thread loads the tokenizer (its encoding is
+    most of a cold prompt build), so the first prompt does not wait for it."""
+    import threading
+
+    from goclaw_mcp.server import McpScope, _Handlers
+
+    engine.agents.create("ada")
+    handlers = _Handlers(engine, McpScope(agent="ada", user="u1"), max_threads=2)
+    assert "tokenizer" not in vars(engine)
+
+    async def first_request() -> None:
+        await handlers.list_tools(None, None)
+
+    anyio.run(first_request)
+    for thread in threading.enumerate():
+        if thread.name == "goclaw-mcp-warm":
+            thread.join(timeout=120)
+    assert "tokenizer" in vars(engine)
