@@ -43,24 +43,20 @@ class Hooks:
         """Call ``hook`` through pluggy's own call loop (wrappers, monitoring and tracing see it);
         return ``[(plugin_name, result)]`` in call order, Nones dropped. A third-party
         implementation that raised was reported and contributes nothing
-        (:mod:`goclaw.hookcall`); a result a wrapper made up has the wrapper's plugin as owner
-        when exactly one third-party wrapper is registered, else ``None``."""
+        (:mod:`goclaw.hookcall`); what a wrapper made up has the wrapper's plugin as owner when
+        exactly one third-party wrapper is registered, else ``None``."""
         caller = getattr(self.manager.pm.hook, hook)
         with self.manager.recorder.frame(hook) as recorded:
             results = caller(**kwargs)
         if not isinstance(results, list):
             raise PluginError(f"hook {hook} returned {type(results).__name__}, not a list (a hook wrapper?)")
-        pairs = attribute(results, recorded)
-        if any(owner is None for owner, _ in pairs):
-            wrappers = {
-                impl.plugin_name
-                for impl in caller.get_hookimpls()
-                if (impl.wrapper or impl.hookwrapper) and not self.manager.is_builtin(impl.plugin_name)
-            }
-            if len(wrappers) == 1:
-                only = next(iter(wrappers))
-                pairs = [(owner or only, result) for owner, result in pairs]
-        return [(owner, result) for owner, result in pairs if result is not None]
+        wrappers = {
+            impl.plugin_name
+            for impl in caller.get_hookimpls()
+            if (impl.wrapper or impl.hookwrapper) and not self.manager.is_builtin(impl.plugin_name)
+        }
+        sole = next(iter(wrappers)) if len(wrappers) == 1 else None
+        return [(owner, result) for owner, result in attribute(results, recorded, sole) if result is not None]
 
     def call(self, hook: str, **kwargs: Any) -> list[tuple[str | None, Any]]:
         caller = getattr(self.manager.pm.hook, hook, None)
