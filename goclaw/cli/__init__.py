@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -98,8 +99,21 @@ def _add_plugin_commands(argv: list[str]) -> None:
     def reason(plugin: str) -> str | None:
         from goclaw.cli.lazy import block_reason
 
-        settings = config()
+        settings = config() if may_block else None
         return None if settings is None else block_reason(settings, plugin, installed)
+
+    # Reading the settings costs pydantic: `goclaw --help` pays it only when a plugin may be
+    # blocked (a replacement installed, a plugins key set in goclaw.toml or the environment).
+    toml = workspace / "goclaw.toml"
+    try:
+        lines = toml.read_text("utf-8", "replace").splitlines() if toml.is_file() else []
+    except OSError:
+        lines = ["only ="]  # unreadable: the settings say more (or the command reports it)
+    may_block = (
+        bool(installed.replaced)
+        or any(re.match(r"\s*[^#]*\b(disable|only|autoload)\s*=", line) for line in lines)
+        or any(n.upper().startswith(("GOCLAW_PLUGINS", "GOCLAW_DISABLE_PLUGIN")) for n in os.environ)
+    )
 
     builtins = {n for n, p in installed.plugins.items() if p.builtin}
     cli.set_plugin_specs(contributions, reason, builtins)
