@@ -1,12 +1,11 @@
 """``goclaw.AsyncEngine``: every engine call, awaitable, for asyncio runtimes.
 
 ``async with AsyncEngine(workspace) as aengine:`` opens the workspace (in a thread) and closes it
-on exit. Any attribute path of the engine is awaitable through it, services included:
-``await aengine.memory.search(...)``, ``await aengine.prompt.build(request)``, ``await
-aengine.agents.create("ada")``, ``await aengine.settings`` (a value, read in the pool). Nothing is
-resolved until the await: resolving ``engine.memory`` may open the service, which belongs off the
-event loop too. The older shorthands (``build_prompt``, ``search``, ``append``, ``add_memory``,
-``tool_schemas``, ``call_tool``) name their engine paths in :data:`SHORTHANDS`.
+on exit. Every attribute path of the engine is awaitable through it, services included: ``await
+aengine.memory.search(...)``, ``await aengine.agents.create("ada")``, ``await aengine.settings``
+(a value, read in the pool). Nothing is resolved before the await: resolving ``engine.memory``
+may open the service, which belongs off the event loop too. The first shorthands
+(``build_prompt``, ``search``, ``append``, ...) are paths (:data:`SHORTHANDS`).
 
 Concurrency model. goclaw's engine is synchronous and thread-safe: services share one SQLAlchemy
 connection pool, SQLite writes are serialised by the store (busy timeout and retries), and
@@ -39,35 +38,23 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-# The first AsyncEngine's own methods, each an engine path now.
-SHORTHANDS = {
-    "build_prompt": "prompt.build",
-    "search": "memory.search_response",
-    "append": "sessions.append",
-    "add_memory": "memory.writer.add",
-    "tool_schemas": "tools.schemas",
-    "call_tool": "tools.call",
-}
+SHORTHANDS = {"build_prompt": "prompt.build", "search": "memory.search_response", "append": "sessions.append"}
+SHORTHANDS |= {"add_memory": "memory.writer.add", "tool_schemas": "tools.schemas", "call_tool": "tools.call"}
 
 
 class AsyncEngine:
     """An :class:`~goclaw.engine.Engine` whose every call is awaitable: ``AsyncEngine(workspace,
-    database_url, **Engine.open options)`` opens on ``async with``; ``AsyncEngine(engine)``
+    *args, **kwargs)`` (``Engine.open``'s) opens on ``async with``; ``AsyncEngine(engine)``
     wraps an open engine."""
 
     def __init__(
-        self,
-        workspace: str | os.PathLike[str] | Engine = ".",
-        database_url: str | None = None,
-        *,
-        max_threads: int = 8,
-        **kwargs: Any,
+        self, workspace: str | os.PathLike[str] | Engine = ".", *args: Any, max_threads: int = 8, **kw: Any
     ) -> None:
         if max_threads < 1:
             raise ValueError("max_threads must be at least 1")
         opens = isinstance(workspace, str | os.PathLike)
         self._engine: Engine | None = None if opens else workspace  # type: ignore[assignment]
-        self._open = (workspace, database_url, kwargs) if opens else None
+        self._open = (workspace, args, kw) if opens else None
         self.max_threads = max_threads
         self._pool = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="goclaw-async")
 
@@ -111,8 +98,8 @@ class AsyncEngine:
         if self._engine is None and self._open is not None:
             from goclaw.engine import Engine
 
-            workspace, database_url, kwargs = self._open
-            self._engine = await self.run(Engine.open, workspace, database_url, **kwargs)
+            workspace, args, kwargs = self._open
+            self._engine = await self.run(Engine.open, workspace, *args, **kwargs)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -141,6 +128,3 @@ class _Awaitable:
 
     def __await__(self) -> Generator[Any, None, Any]:
         return self._aengine.run(self._resolve).__await__()
-
-    def __repr__(self) -> str:
-        return f"<awaitable engine.{'.'.join(self._path)}>"

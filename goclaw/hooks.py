@@ -6,7 +6,7 @@ and attribution happen inside pluggy's own call loop (:mod:`goclaw.hookcall`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from goclaw.contracts.commands import CommandSpec
@@ -94,21 +94,11 @@ class Hooks:
         cached = not kwargs
         if cached and hook in self._cache:
             return list(self._cache[hook])
-        seen: dict[str, str] = {}
         items: list[Any] = []
-        for plugin, result in self.call(hook, **kwargs):
-            for item in result:
-                name = item.name
-                owner = plugin or _WRAPPER
-                if name in seen:
-                    raise PluginError(
-                        f"{what} {name!r} is provided by both {seen[name]!r} and {owner!r}; "
-                        f"disable one of them"
-                    )
-                seen[name] = owner
-                if plugin is not None:
-                    self._owners[(what, name)] = plugin
-                items.append(item)
+        for plugin, name, item in self._unique(hook, what, "provided", "; disable one of them", **kwargs):
+            if plugin is not None:
+                self._owners[(what, name)] = plugin
+            items.append(item)
         items.sort(key=key)
         if cached:
             self._cache[hook] = items
@@ -116,23 +106,29 @@ class Hooks:
 
     def registry(self, hook: str, what: str) -> dict[str, Factory]:
         if hook not in self._cache:
-            hint = "; disable one of them (replacing a built-in means disabling it first)"
+            hint = "; disable one of them (or declare the replacement in its manifest's REPLACES)"
             self._cache[hook] = self._merged(hook, what, "registered", hint)
         return dict(self._cache[hook])
 
     def _merged(self, hook: str, what: str, verb: str, hint: str = "", **kwargs: Any) -> dict[str, Any]:
         """The ``{name: value}`` answers of ``hook`` merged; a name given twice is an error."""
+        return {name: value for _, name, value in self._unique(hook, what, verb, hint, **kwargs)}
+
+    def _unique(
+        self, hook: str, what: str, verb: str, hint: str, **kwargs: Any
+    ) -> Iterator[tuple[str | None, str, Any]]:
+        """``(plugin, name, item)`` for each item of ``hook``'s answers (lists of named items, or
+        ``{name: item}`` dicts); a name given twice is an error naming both plugins."""
         owners: dict[str, str] = {}
-        merged: dict[str, Any] = {}
         for plugin, result in self.call(hook, **kwargs):
-            for name, value in result.items():
+            named = result.items() if isinstance(result, dict) else ((item.name, item) for item in result)
+            for name, item in named:
                 if name in owners:
                     raise PluginError(
                         f"{what} {name!r} is {verb} by both {owners[name]!r} and {plugin or _WRAPPER!r}{hint}"
                     )
                 owners[name] = plugin or _WRAPPER
-                merged[name] = value
-        return merged
+                yield plugin, name, item
 
     # ------------------------------------------------------------------ configuration / lifecycle
     def settings_models(self) -> dict[str, type[BaseModel]]:

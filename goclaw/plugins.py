@@ -345,7 +345,7 @@ class GoclawPluginManager:
             if name in blocked:
                 self.records[name] = PluginRecord(name, "blocked", False)
                 continue
-            self._register_third_party(name, functools.partial(_same, obj), None)
+            self._register_third_party(Declared(name, "", False, None, None, functools.partial(_same, obj)))
 
         for name, target in installed.clashes.items():
             log.warning("plugin %s: a second entry point of that name, %s, was skipped", name, target)
@@ -358,7 +358,7 @@ class GoclawPluginManager:
             if p.name in blocked:
                 self.records[p.name] = self._record(p, "blocked")
                 continue
-            self._register_third_party(p.name, p.load, p)
+            self._register_third_party(p)
 
         try:
             self.pm.check_pending()
@@ -384,26 +384,22 @@ class GoclawPluginManager:
     def _record(p: Declared, status: str, error: str | None = None) -> PluginRecord:
         return PluginRecord(p.name, status, p.builtin, p.target, p.distribution, p.version, error=error)
 
-    def _register_third_party(self, name: str, load: Callable[[], object], p: Declared | None) -> None:
+    def _register_third_party(self, p: Declared) -> None:
         from goclaw.hookcall import instrument
 
         try:
-            obj = load()
-            self.pm.register(obj, name=name)
+            obj = p.load()
+            self.pm.register(obj, name=p.name)
             # Validate now so that one bad plugin cannot break check_pending for everyone.
             self.pm.check_pending()
         except Exception as exc:
-            if self.pm.get_plugin(name) is not None:
-                self.pm.unregister(name=name)
+            if self.pm.get_plugin(p.name) is not None:
+                self.pm.unregister(name=p.name)
             if self.config.strict:
-                raise PluginError(f"plugin {name!r} failed to load: {type(exc).__name__}: {exc}") from exc
-            if p is None:
-                log.warning("plugin %s failed and was skipped: %s: %s", name, type(exc).__name__, exc)
-                self.records[name] = PluginRecord(name, "failed", False, error=f"{type(exc).__name__}: {exc}")
-            else:
-                self._fail(p, f"{type(exc).__name__}: {exc}")
+                raise PluginError(f"plugin {p.name!r} failed to load: {type(exc).__name__}: {exc}") from exc
+            self._fail(p, f"{type(exc).__name__}: {exc}")
             return
-        self.records[name] = self._record(p, "active") if p else PluginRecord(name, "active", False)
+        self.records[p.name] = self._record(p, "active")
         instrument(self, obj)
 
     def _fail(self, p: Declared, error: str) -> None:

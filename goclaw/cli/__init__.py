@@ -8,6 +8,7 @@ Module imports stay light so that ``goclaw --help`` is fast; the engine opens on
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -82,7 +83,18 @@ def _add_plugin_commands(argv: list[str]) -> None:
             workspace = Path(argv[i + 1])
         elif arg.startswith("--workspace="):
             workspace = Path(arg.split("=", 1)[1])
-    config = _PluginsConfig(workspace)
+
+    @functools.cache
+    def config() -> Any:
+        """The workspace's ``[plugins]`` settings, read once on first use; None when they cannot
+        be read (the command that runs reports why)."""
+        from goclaw.config import load_settings
+
+        try:
+            return load_settings(workspace.resolve()).plugins
+        except GoclawError:
+            return None
+
     hooks = None
     if unread and config() is not None:
         from goclaw.hooks import Hooks
@@ -122,27 +134,6 @@ def _add_plugin_commands(argv: list[str]) -> None:
 
 
 cli.collect = _add_plugin_commands
-
-
-class _PluginsConfig:
-    """The workspace's ``[plugins]`` settings, read once on first use; None when they cannot be
-    read (the command that runs reports why)."""
-
-    def __init__(self, workspace: Path) -> None:
-        self.workspace = workspace
-        self._read = False
-        self._config: Any = None
-
-    def __call__(self) -> Any:
-        if not self._read:
-            self._read = True
-            from goclaw.config import load_settings
-
-            try:
-                self._config = load_settings(self.workspace.resolve()).plugins
-            except GoclawError:
-                self._config = None
-        return self._config
 
 
 class _WarningLines(logging.Handler):

@@ -189,28 +189,18 @@ class LazyGroup(click.Group):
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """click's listing, with a declaration's help taken from the declaration (no import);
         a plugin that is not loaded lists no command (running one says why it is missing)."""
-        rows: list[tuple[str, click.Command | CommandSpec]] = []
+        rows: list[tuple[str, click.Command]] = []
         for name in self.list_commands(ctx):
-            eager = self.commands.get(name)
+            eager, spec = self.commands.get(name), self.spec(name)
             if eager is not None:
-                if not eager.hidden:
-                    rows.append((name, eager))
-                continue
-            spec = self.spec(name)
-            if spec is not None and not (spec.plugin and self.reason(spec.plugin)):
-                rows.append((name, spec))
+                rows += [] if eager.hidden else [(name, eager)]
+            elif spec is not None and not (spec.plugin and self.reason(spec.plugin)):
+                rows.append((name, click.Command(name, help=spec.help)))  # the declared line, no import
         if not rows:
             return
         limit = formatter.width - 6 - max(len(name) for name, _ in rows)
-        lines: list[tuple[str, str]] = []
-        for name, item in rows:
-            if isinstance(item, click.Command):
-                lines.append((name, item.get_short_help_str(limit)))
-            else:
-                # click's own shortening, applied to the declared line (nothing imported)
-                lines.append((name, click.Command(name, help=item.help).get_short_help_str(limit)))
         with formatter.section("Commands"):
-            formatter.write_dl(lines)
+            formatter.write_dl([(name, command.get_short_help_str(limit)) for name, command in rows])
 
 
 class KernelGroup(LazyGroup):

@@ -32,9 +32,7 @@ DEFAULT_CONFIG = """\
 def init_cmd(disable: tuple[str, ...]) -> None:
     """Create goclaw.toml, the workspace folders and the database.
 
-    The database gets the tables of the plugins that goclaw.toml and GOCLAW_* leave enabled: a
-    goclaw.toml written before init is used as it is, and --disable writes the new one's
-    [plugins] disable before any table exists."""
+    Tables are made for the plugins that goclaw.toml and GOCLAW_* leave enabled."""
     from goclaw.config import PluginsConfig
     from goclaw.plugins import discover
 
