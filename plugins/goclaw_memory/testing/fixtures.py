@@ -13,6 +13,10 @@ from typing import Any
 
 import pytest
 
+# The suite's failures show pytest's detailed assertion messages (its module is imported after
+# this one, from the test modules).
+pytest.register_assert_rewrite("goclaw_memory.testing.backend_suite", "goclaw_memory.testing.helpers")
+
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 
 
