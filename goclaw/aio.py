@@ -67,15 +67,10 @@ class AsyncEngine:
 
     @classmethod
     async def open(
-        cls,
-        workspace: str | Path = ".",
-        database_url: str | None = None,
-        *,
-        max_threads: int = 8,
-        **kwargs: Any,
+        cls, workspace: str | Path = ".", *args: Any, max_threads: int = 8, **kw: Any
     ) -> AsyncEngine:
         """An open AsyncEngine (``Engine.open`` in a thread); ``async with`` it to close it."""
-        return await cls(workspace, database_url, max_threads=max_threads, **kwargs).__aenter__()
+        return await cls(workspace, *args, max_threads=max_threads, **kw).__aenter__()
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run any callable in the pool."""
