@@ -12,8 +12,9 @@ registered (:func:`instrument`):
   reported and skipped the same way (the call goes on as if it were absent). A built-in's
   exception propagates: it is our bug, not the user's.
 * **attribution**: each implementation records which plugin returned which result, so the facade
-  (:class:`goclaw.hooks.Hooks`) can name both plugins of a duplicate, own each contribution, and
-  key settings models by plugin, even when a wrapper rearranged the result list.
+  (:class:`goclaw.hooks.Hooks`) can name both plugins of a duplicate, own each contribution
+  (which is whom a contribution's failure blames), and key settings models by plugin, even
+  when a wrapper rearranged or rebuilt the result lists.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import functools
 import threading
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
+from itertools import groupby
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -61,19 +63,27 @@ class CallRecorder:
             stack[-1][1].append((plugin, result))
 
 
-def attribute(results: list[Any], recorded: list[tuple[str, object]]) -> list[tuple[str | None, Any]]:
-    """Pair each result pluggy returned with the plugin that produced it (by identity, in
-    order); a result a wrapper made up itself gets ``None``."""
-    used = [False] * len(recorded)
+def attribute(
+    results: list[Any], recorded: list[tuple[str, object]], wrapper: str | None = None
+) -> list[tuple[str | None, Any]]:
+    """Pair each result pluggy returned with the plugin that produced it, by identity. A list or
+    dict a wrapper rebuilt is split into runs of one owner, found by its items' (its values')
+    identity, so a wrapper is transparent; what a wrapper made up itself is ``wrapper``'s."""
+    whole: dict[int, str] = {}
+    parts: dict[int, str] = {}
+    for plugin, value in recorded:
+        whole.setdefault(id(value), plugin)
+        for item in value.values() if isinstance(value, dict) else value if isinstance(value, list) else ():
+            parts.setdefault(id(item), plugin)
     out: list[tuple[str | None, Any]] = []
     for result in results:
-        owner: str | None = None
-        for i, (plugin, value) in enumerate(recorded):
-            if not used[i] and value is result:
-                used[i] = True
-                owner = plugin
-                break
-        out.append((owner, result))
+        if id(result) in whole or not isinstance(result, list | dict):
+            out.append((whole.get(id(result), wrapper), result))
+            continue
+        pairs = list(result.items()) if isinstance(result, dict) else [(None, item) for item in result]
+        for owner, run in groupby(pairs, lambda pair: parts.get(id(pair[1]), wrapper)):
+            run_items = list(run)
+            out.append((owner, dict(run_items) if isinstance(result, dict) else [v for _, v in run_items]))
     return out
 
 

@@ -6,7 +6,7 @@ and attribution happen inside pluggy's own call loop (:mod:`goclaw.hookcall`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from goclaw.contracts.commands import CommandSpec
@@ -43,24 +43,20 @@ class Hooks:
         """Call ``hook`` through pluggy's own call loop (wrappers, monitoring and tracing see it);
         return ``[(plugin_name, result)]`` in call order, Nones dropped. A third-party
         implementation that raised was reported and contributes nothing
-        (:mod:`goclaw.hookcall`); a result a wrapper made up has the wrapper's plugin as owner
-        when exactly one third-party wrapper is registered, else ``None``."""
+        (:mod:`goclaw.hookcall`); what a wrapper made up has the wrapper's plugin as owner when
+        exactly one third-party wrapper is registered, else ``None``."""
         caller = getattr(self.manager.pm.hook, hook)
         with self.manager.recorder.frame(hook) as recorded:
             results = caller(**kwargs)
         if not isinstance(results, list):
             raise PluginError(f"hook {hook} returned {type(results).__name__}, not a list (a hook wrapper?)")
-        pairs = attribute(results, recorded)
-        if any(owner is None for owner, _ in pairs):
-            wrappers = {
-                impl.plugin_name
-                for impl in caller.get_hookimpls()
-                if (impl.wrapper or impl.hookwrapper) and not self.manager.is_builtin(impl.plugin_name)
-            }
-            if len(wrappers) == 1:
-                only = next(iter(wrappers))
-                pairs = [(owner or only, result) for owner, result in pairs]
-        return [(owner, result) for owner, result in pairs if result is not None]
+        wrappers = {
+            impl.plugin_name
+            for impl in caller.get_hookimpls()
+            if (impl.wrapper or impl.hookwrapper) and not self.manager.is_builtin(impl.plugin_name)
+        }
+        sole = next(iter(wrappers)) if len(wrappers) == 1 else None
+        return [(owner, result) for owner, result in attribute(results, recorded, sole) if result is not None]
 
     def call(self, hook: str, **kwargs: Any) -> list[tuple[str | None, Any]]:
         caller = getattr(self.manager.pm.hook, hook, None)
@@ -98,21 +94,11 @@ class Hooks:
         cached = not kwargs
         if cached and hook in self._cache:
             return list(self._cache[hook])
-        seen: dict[str, str] = {}
         items: list[Any] = []
-        for plugin, result in self.call(hook, **kwargs):
-            for item in result:
-                name = item.name
-                owner = plugin or _WRAPPER
-                if name in seen:
-                    raise PluginError(
-                        f"{what} {name!r} is provided by both {seen[name]!r} and {owner!r}; "
-                        f"disable one of them"
-                    )
-                seen[name] = owner
-                if plugin is not None:
-                    self._owners[(what, name)] = plugin
-                items.append(item)
+        for plugin, name, item in self._unique(hook, what, "provided", "; disable one of them", **kwargs):
+            if plugin is not None:
+                self._owners[(what, name)] = plugin
+            items.append(item)
         items.sort(key=key)
         if cached:
             self._cache[hook] = items
@@ -120,23 +106,29 @@ class Hooks:
 
     def registry(self, hook: str, what: str) -> dict[str, Factory]:
         if hook not in self._cache:
-            hint = "; disable one of them (replacing a built-in means disabling it first)"
+            hint = "; disable one of them (or declare the replacement in its manifest's REPLACES)"
             self._cache[hook] = self._merged(hook, what, "registered", hint)
         return dict(self._cache[hook])
 
     def _merged(self, hook: str, what: str, verb: str, hint: str = "", **kwargs: Any) -> dict[str, Any]:
         """The ``{name: value}`` answers of ``hook`` merged; a name given twice is an error."""
+        return {name: value for _, name, value in self._unique(hook, what, verb, hint, **kwargs)}
+
+    def _unique(
+        self, hook: str, what: str, verb: str, hint: str, **kwargs: Any
+    ) -> Iterator[tuple[str | None, str, Any]]:
+        """``(plugin, name, item)`` for each item of ``hook``'s answers (lists of named items, or
+        ``{name: item}`` dicts); a name given twice is an error naming both plugins."""
         owners: dict[str, str] = {}
-        merged: dict[str, Any] = {}
         for plugin, result in self.call(hook, **kwargs):
-            for name, value in result.items():
+            named = result.items() if isinstance(result, dict) else ((item.name, item) for item in result)
+            for name, item in named:
                 if name in owners:
                     raise PluginError(
                         f"{what} {name!r} is {verb} by both {owners[name]!r} and {plugin or _WRAPPER!r}{hint}"
                     )
                 owners[name] = plugin or _WRAPPER
-                merged[name] = value
-        return merged
+                yield plugin, name, item
 
     # ------------------------------------------------------------------ configuration / lifecycle
     def settings_models(self) -> dict[str, type[BaseModel]]:

@@ -25,10 +25,13 @@ optional (:class:`Installed`):
   never fails for want of its specification;
 * ``ESSENTIAL`` — true for a plugin the others cannot do without: disabling it is a loud
   error and ``plugins.only`` always keeps it;
-* ``REPLACES`` — former plugin names this plugin was split from: such a name in ``disable`` /
-  ``only`` stands for every plugin replacing it, and its old table ``[plugins.<old>]`` still
-  configures them (each key goes to every successor whose settings declare it), each with a
-  one-line deprecation warning;
+* ``REPLACES`` — the plugins this one takes the place of. An installed plugin named there (a
+  third party's replacement of a built-in, ``REPLACES = ("goclaw.memory",)``) is blocked while
+  this one is not: installing the replacement switches the built-in off, disabling the
+  replacement switches it back on. A name no longer installed is a former plugin name this one
+  was split from: such a name in ``disable`` / ``only`` stands for every plugin replacing it,
+  and its old table ``[plugins.<old>]`` still configures them (each key goes to every successor
+  whose settings declare it), each with a one-line deprecation warning;
 * ``MOVED_SETTINGS`` — ``{key: old feature}``: a key of this plugin's table that used to live in
   another plugin's table; found there, it moves here (a value here wins), with a warning.
 
@@ -124,10 +127,12 @@ class Installed:
     def __init__(self, plugins: Iterable[Declared], clashes: dict[str, str] | None = None) -> None:
         self.plugins = {p.name: p for p in plugins}
         self.clashes = dict(clashes or {})  # name -> a second entry point claiming it (skipped)
-        self.aliases: dict[str, tuple[str, ...]] = {}
+        self.aliases: dict[str, tuple[str, ...]] = {}  # former name -> its successors
+        self.replaced: dict[str, tuple[str, ...]] = {}  # installed plugin -> its replacements
         for p in sorted(self.plugins.values(), key=lambda p: p.name):
             for old in p.declares("REPLACES"):
-                self.aliases[old] = (*self.aliases.get(old, ()), p.name)
+                into = self.replaced if old in self.plugins else self.aliases
+                into[old] = (*into.get(old, ()), p.name)
         self.essential = frozenset(n for n, p in self.plugins.items() if p.declares("ESSENTIAL", False))
 
     def expand(self, label: str, names: Iterable[str], warn: bool) -> list[str]:
@@ -147,7 +152,8 @@ class Installed:
         self, config: PluginsConfig, known: Iterable[str] = (), *, warn: bool = False
     ) -> dict[str, str]:
         """``{name: why}`` for every plugin ``config`` keeps from loading: ``"disable"``,
-        ``"only"`` or ``"autoload"`` (third-party distributions only). Raises
+        ``"only"``, ``"autoload"`` (third-party distributions only) or ``"replaced by <plugin>"``
+        (an active plugin's manifest ``REPLACES`` it). Raises
         :class:`PluginError` for an unknown name or an essential plugin disabled."""
         known = sorted({*self.plugins, *known})
         disable = self.expand("disable", config.disable, warn)
@@ -172,6 +178,10 @@ class Installed:
             )
         if not autoload_enabled(config):
             why.update({n: "autoload" for n, p in self.plugins.items() if not p.builtin and n not in why})
+        for name, by in self.replaced.items():
+            active = [n for n in by if n not in why]
+            if active and name not in why:
+                why[name] = f"replaced by {active[0]}"
         return why
 
     def service_owner(self, service: str) -> str | None:
@@ -335,7 +345,7 @@ class GoclawPluginManager:
             if name in blocked:
                 self.records[name] = PluginRecord(name, "blocked", False)
                 continue
-            self._register_third_party(name, functools.partial(_same, obj), None)
+            self._register_third_party(Declared(name, "", False, None, None, functools.partial(_same, obj)))
 
         for name, target in installed.clashes.items():
             log.warning("plugin %s: a second entry point of that name, %s, was skipped", name, target)
@@ -348,7 +358,7 @@ class GoclawPluginManager:
             if p.name in blocked:
                 self.records[p.name] = self._record(p, "blocked")
                 continue
-            self._register_third_party(p.name, p.load, p)
+            self._register_third_party(p)
 
         try:
             self.pm.check_pending()
@@ -374,26 +384,22 @@ class GoclawPluginManager:
     def _record(p: Declared, status: str, error: str | None = None) -> PluginRecord:
         return PluginRecord(p.name, status, p.builtin, p.target, p.distribution, p.version, error=error)
 
-    def _register_third_party(self, name: str, load: Callable[[], object], p: Declared | None) -> None:
+    def _register_third_party(self, p: Declared) -> None:
         from goclaw.hookcall import instrument
 
         try:
-            obj = load()
-            self.pm.register(obj, name=name)
+            obj = p.load()
+            self.pm.register(obj, name=p.name)
             # Validate now so that one bad plugin cannot break check_pending for everyone.
             self.pm.check_pending()
         except Exception as exc:
-            if self.pm.get_plugin(name) is not None:
-                self.pm.unregister(name=name)
+            if self.pm.get_plugin(p.name) is not None:
+                self.pm.unregister(name=p.name)
             if self.config.strict:
-                raise PluginError(f"plugin {name!r} failed to load: {type(exc).__name__}: {exc}") from exc
-            if p is None:
-                log.warning("plugin %s failed and was skipped: %s: %s", name, type(exc).__name__, exc)
-                self.records[name] = PluginRecord(name, "failed", False, error=f"{type(exc).__name__}: {exc}")
-            else:
-                self._fail(p, f"{type(exc).__name__}: {exc}")
+                raise PluginError(f"plugin {p.name!r} failed to load: {type(exc).__name__}: {exc}") from exc
+            self._fail(p, f"{type(exc).__name__}: {exc}")
             return
-        self.records[name] = self._record(p, "active") if p else PluginRecord(name, "active", False)
+        self.records[p.name] = self._record(p, "active")
         instrument(self, obj)
 
     def _fail(self, p: Declared, error: str) -> None:

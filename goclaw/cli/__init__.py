@@ -8,8 +8,10 @@ Module imports stay light so that ``goclaw --help`` is fast; the engine opens on
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -81,7 +83,18 @@ def _add_plugin_commands(argv: list[str]) -> None:
             workspace = Path(argv[i + 1])
         elif arg.startswith("--workspace="):
             workspace = Path(arg.split("=", 1)[1])
-    config = _PluginsConfig(workspace)
+
+    @functools.cache
+    def config() -> Any:
+        """The workspace's ``[plugins]`` settings, read once on first use; None when they cannot
+        be read (the command that runs reports why)."""
+        from goclaw.config import load_settings
+
+        try:
+            return load_settings(workspace.resolve()).plugins
+        except GoclawError:
+            return None
+
     hooks = None
     if unread and config() is not None:
         from goclaw.hooks import Hooks
@@ -98,8 +111,21 @@ def _add_plugin_commands(argv: list[str]) -> None:
     def reason(plugin: str) -> str | None:
         from goclaw.cli.lazy import block_reason
 
-        settings = config()
+        settings = config() if may_block else None
         return None if settings is None else block_reason(settings, plugin, installed)
+
+    # Reading the settings costs pydantic: `goclaw --help` pays it only when a plugin may be
+    # blocked (a replacement installed, a plugins key set in goclaw.toml or the environment).
+    toml = workspace / "goclaw.toml"
+    try:
+        lines = toml.read_text("utf-8", "replace").splitlines() if toml.is_file() else []
+    except OSError:
+        lines = ["only ="]  # unreadable: the settings say more (or the command reports it)
+    may_block = (
+        bool(installed.replaced)
+        or any(re.match(r"\s*[^#]*\b(disable|only|autoload)\s*=", line) for line in lines)
+        or any(n.upper().startswith(("GOCLAW_PLUGINS", "GOCLAW_DISABLE_PLUGIN")) for n in os.environ)
+    )
 
     builtins = {n for n, p in installed.plugins.items() if p.builtin}
     cli.set_plugin_specs(contributions, reason, builtins)
@@ -108,27 +134,6 @@ def _add_plugin_commands(argv: list[str]) -> None:
 
 
 cli.collect = _add_plugin_commands
-
-
-class _PluginsConfig:
-    """The workspace's ``[plugins]`` settings, read once on first use; None when they cannot be
-    read (the command that runs reports why)."""
-
-    def __init__(self, workspace: Path) -> None:
-        self.workspace = workspace
-        self._read = False
-        self._config: Any = None
-
-    def __call__(self) -> Any:
-        if not self._read:
-            self._read = True
-            from goclaw.config import load_settings
-
-            try:
-                self._config = load_settings(self.workspace.resolve()).plugins
-            except GoclawError:
-                self._config = None
-        return self._config
 
 
 class _WarningLines(logging.Handler):

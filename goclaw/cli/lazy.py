@@ -40,12 +40,17 @@ def block_reason(config: PluginsConfig, plugin: str, installed: Installed | None
         return f"which plugins.only leaves out {_source('ONLY')}"
     if why == "autoload":
         return "which is a third-party plugin, and those are not loaded (plugins.autoload is off)"
-    return None
+    return f"which is {why}" if why else None
 
 
 def _source(key: str) -> str:
-    env = f"GOCLAW_PLUGINS__{key}"
-    return f"by {env}" if os.environ.get(env) else "in goclaw.toml"
+    """Where ``plugins.<key>`` came from: an environment variable (matched without regard to
+    case, ``GOCLAW_PLUGINS`` holding the whole table included) beats the file."""
+    for env, value in os.environ.items():
+        name = env.upper()
+        if name == f"GOCLAW_PLUGINS__{key}" or (name == "GOCLAW_PLUGINS" and f'"{key.lower()}"' in value):
+            return f"by {env}"
+    return "in goclaw.toml"
 
 
 class LazyGroup(click.Group):
@@ -65,6 +70,7 @@ class LazyGroup(click.Group):
         # Collects the plugins' declarations for a command line (goclaw.cli sets it).
         self.collect: Callable[[list[str]], None] | None = None
         self.conflicts: dict[str, str] = {}
+        self.reason: Callable[[str], str | None] = lambda plugin: None  # why a plugin is not loaded
         self._loaded: dict[str, tuple[Any, click.Command]] = {}  # key -> (its module, command)
 
     # ------------------------------------------------------------------ declarations
@@ -94,7 +100,7 @@ class LazyGroup(click.Group):
         ``goclaw.memory``, install a plugin with its own ``goclaw memory``).
         """
         self.clear_plugin_specs()
-        self.collected = True
+        self.collected, self.reason = True, reason
         self.builtin_plugins = set(builtin_plugins)
         by_name: dict[str, list[CommandSpec]] = {}
         for plugin, spec in contributions:
@@ -181,29 +187,20 @@ class LazyGroup(click.Group):
         return found
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """click's listing, with a declaration's help taken from the declaration (no import)."""
-        rows: list[tuple[str, click.Command | CommandSpec]] = []
+        """click's listing, with a declaration's help taken from the declaration (no import);
+        a plugin that is not loaded lists no command (running one says why it is missing)."""
+        rows: list[tuple[str, click.Command]] = []
         for name in self.list_commands(ctx):
-            eager = self.commands.get(name)
+            eager, spec = self.commands.get(name), self.spec(name)
             if eager is not None:
-                if not eager.hidden:
-                    rows.append((name, eager))
-                continue
-            spec = self.spec(name)
-            if spec is not None:
-                rows.append((name, spec))
+                rows += [] if eager.hidden else [(name, eager)]
+            elif spec is not None and not (spec.plugin and self.reason(spec.plugin)):
+                rows.append((name, click.Command(name, help=spec.help)))  # the declared line, no import
         if not rows:
             return
         limit = formatter.width - 6 - max(len(name) for name, _ in rows)
-        lines: list[tuple[str, str]] = []
-        for name, item in rows:
-            if isinstance(item, click.Command):
-                lines.append((name, item.get_short_help_str(limit)))
-            else:
-                # click's own shortening, applied to the declared line (nothing imported)
-                lines.append((name, click.Command(name, help=item.help).get_short_help_str(limit)))
         with formatter.section("Commands"):
-            formatter.write_dl(lines)
+            formatter.write_dl([(name, command.get_short_help_str(limit)) for name, command in rows])
 
 
 class KernelGroup(LazyGroup):
@@ -218,7 +215,7 @@ class KernelGroup(LazyGroup):
         cli._collect()
         prefix = f"{self.name} "
         subs = {n.removeprefix(prefix): s for n, s in cli.plugin_specs.items() if n.startswith(prefix)}
-        self.installed, self.builtin_plugins = cli.installed, cli.builtin_plugins
+        self.installed, self.builtin_plugins, self.reason = cli.installed, cli.builtin_plugins, cli.reason
         self.plugin_specs = {n: s for n, s in subs.items() if n not in self.commands}
         self.conflicts = {n.removeprefix(prefix): m for n, m in cli.conflicts.items() if n.startswith(prefix)}
         for name in set(subs) & set(self.commands):

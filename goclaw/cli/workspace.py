@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from goclaw.cli.common import state
+from goclaw.errors import ConfigError
 
 DEFAULT_CONFIG = """\
 # goclaw workspace configuration. Environment variables GOCLAW_* override these keys
@@ -23,14 +26,27 @@ DEFAULT_CONFIG = """\
 
 
 @click.command("init")
-def init_cmd() -> None:
-    """Create goclaw.toml, the workspace folders and the database."""
+@click.option(
+    "--disable", multiple=True, metavar="PLUGIN", help="Disable PLUGIN in the new goclaw.toml (repeatable)."
+)
+def init_cmd(disable: tuple[str, ...]) -> None:
+    """Create goclaw.toml, the workspace folders and the database.
+
+    Tables are made for the plugins that goclaw.toml and GOCLAW_* leave enabled."""
+    from goclaw.config import PluginsConfig
+    from goclaw.plugins import discover
+
     ws = state().workspace
-    ws.mkdir(parents=True, exist_ok=True)
     config = ws / "goclaw.toml"
+    if disable and config.exists():
+        raise ConfigError(f"{config} exists: add {', '.join(disable)} to its [plugins] disable instead")
+    if disable:  # an unknown name is an error listing the known ones
+        discover().blocked(PluginsConfig(disable=list(disable)))
+    ws.mkdir(parents=True, exist_ok=True)
     created = []
     if not config.exists():
-        config.write_text(DEFAULT_CONFIG, encoding="utf-8")
+        names = f"disable = {json.dumps(list(disable))}  #" if disable else "# disable = []        #"
+        config.write_text(DEFAULT_CONFIG.replace("# disable = []        #", names), encoding="utf-8")
         created.append("goclaw.toml")
     for folder in ("skills", ".agents/skills", "agents"):
         path = ws / folder

@@ -73,3 +73,37 @@ def test_async_open_and_close(workspace: Any, database_url: str | None) -> None:
     asyncio.run(main())
     with pytest.raises(ValueError):
         AsyncEngine(None, max_threads=0)  # type: ignore[arg-type]
+
+
+def test_async_with_opens_and_every_service_method_is_awaitable(
+    workspace: Any, database_url: str | None
+) -> None:
+    from goclaw import AsyncEngine
+
+    threads: list[str] = []
+
+    async def main() -> None:
+        async with AsyncEngine(workspace, database_url, max_threads=2) as aeng:
+            agents = aeng.engine.agents
+            listed = agents.list
+            agents.list = lambda: (threads.append(threading.current_thread().name), listed())[1]
+            await aeng.agents.create("zed")
+            assert [a.name for a in await aeng.agents.list()] == ["zed"]
+            await aeng.memory.writer.add("zed", "The boiler key hangs by the door.")
+            hits = await aeng.memory.search("boiler key", "zed")
+            assert hits and "boiler" in hits[0].snippet
+            assert (await aeng.settings).tenant_id == "default"
+            assert (await aeng.sessions.append("zed", "k1", "user", "hi")) is not None
+
+    asyncio.run(main())
+    assert threads and all(name.startswith("goclaw-async") for name in threads)
+
+
+def test_an_unopened_async_engine_says_how_to_open_it(workspace: Any) -> None:
+    from goclaw import AsyncEngine
+
+    async def main() -> None:
+        with pytest.raises(RuntimeError, match=r"async with AsyncEngine"):
+            await AsyncEngine(workspace).agents.list()
+
+    asyncio.run(main())

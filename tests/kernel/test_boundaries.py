@@ -8,7 +8,9 @@
 * a plugin (``plugins/goclaw_*``, and the example third-party plugins under ``tests/third_party``)
   imports ``goclaw.contracts``, the hook markers (``from goclaw import hookimpl``),
   ``goclaw.errors``, libraries, its own package and third-party packages: never another kernel
-  module (``goclaw.engine``, ``goclaw.store``, ...) and never another plugin;
+  module (``goclaw.engine``, ``goclaw.store``, ...) and never another plugin. A plugin's test
+  kit (its ``testing`` package, shipped for other plugins' tests and never imported by goclaw)
+  may also use goclaw's public entry points, ``from goclaw import Engine`` and ``goclaw.cli``;
 * no import circle among the modules of ``goclaw/``, ``libs/`` and ``plugins/``.
 
 The first four rules count every import, function-local ones included (a lazy import is still a
@@ -55,6 +57,8 @@ KNOWN_VIOLATIONS: set[tuple[str, str]] = {
 
 # What a plugin may take from the goclaw package itself and from goclaw.hookspecs.
 HOOK_MARKERS = frozenset({"hookimpl"})
+# What a plugin's test kit (``<plugin>.testing``) may take besides: the public entry points.
+TEST_KIT_ENTRY_POINTS = frozenset({("goclaw", "Engine"), ("goclaw.cli", "main")})
 
 
 # --------------------------------------------------------------------------- the module graph
@@ -208,6 +212,8 @@ def _violations(tree: Tree) -> set[tuple[str, str]]:
         if top != "goclaw":
             return True  # a library or a third-party package
         if target == "goclaw.errors" or _is_contract(target):
+            return True
+        if module.split(".")[1:2] == ["testing"] and (target, name) in TEST_KIT_ENTRY_POINTS:
             return True
         return target in ("goclaw", "goclaw.hookspecs") and name in HOOK_MARKERS
 

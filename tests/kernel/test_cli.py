@@ -35,6 +35,40 @@ def test_init_creates_workspace(ws: tuple[Path, str | None]) -> None:
     assert (root / "goclaw.toml").read_text() == 'product_name = "Mine"\n'
 
 
+def _tables(ws: tuple[Path, str | None]) -> set[str]:
+    """The database's tables, read without opening an engine (which would migrate)."""
+    from sqlalchemy import inspect
+
+    from goclaw.store.database import Database
+
+    db = Database.for_workspace(ws[0].resolve(), ws[1])
+    try:
+        with db.engine.connect() as conn:
+            return set(inspect(conn).get_table_names())
+    finally:
+        db.dispose()
+
+
+def test_init_disable_writes_the_config_before_any_table(ws: tuple[Path, str | None]) -> None:
+    result = cli(ws, "init", "--disable", "goclaw.kg", "--disable", "goclaw.skills")
+    assert result.code == 0, result.err
+    assert 'disable = ["goclaw.kg", "goclaw.skills"]' in (ws[0] / "goclaw.toml").read_text()
+    tables = _tables(ws)
+    assert "agents" in tables and not {t for t in tables if t.startswith(("kg_", "skill"))}
+    again = cli(ws, "init", "--disable", "goclaw.kg")
+    assert again.code != 0 and again.err.startswith("error: ") and "goclaw.toml exists" in again.err
+
+
+def test_init_honours_the_environment_and_refuses_unknown_names(
+    ws: tuple[Path, str | None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad = cli(ws, "init", "--disable", "goclaw.nope")
+    assert bad.code != 0 and "known plugins:" in bad.err and not (ws[0] / "goclaw.toml").exists()
+    monkeypatch.setenv("GOCLAW_PLUGINS__DISABLE", '["goclaw.kg"]')
+    assert cli(ws, "init").code == 0
+    assert not {t for t in _tables(ws) if t.startswith("kg_")}
+
+
 def test_agent_create_and_list_json(ws: tuple[Path, str | None]) -> None:
     assert cli(ws, "agent", "create", "support", "--type", "predefined").code == 0
     assert cli(ws, "agent", "create", "scratch").code == 0

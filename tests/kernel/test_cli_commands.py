@@ -186,6 +186,31 @@ def test_disabled_by_environment_names_the_variable(workspace: Path, monkeypatch
     assert result.code != 0
 
 
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("goclaw_plugins__disable", '["goclaw.skills"]'), ("GOCLAW_PLUGINS", '{"disable": ["goclaw.skills"]}')],
+)
+def test_disabled_by_any_spelling_of_the_environment_names_it(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+) -> None:
+    (workspace / "goclaw.toml").write_text("[plugins]\nstrict = false\n")
+    monkeypatch.setenv(variable, value)
+    result = run_cli(["skills", "list"], workspace=workspace)
+    assert result.err.endswith(f"which is disabled by {variable}\n") and result.code != 0
+
+
+def test_help_lists_no_command_of_a_disabled_feature(workspace: Path) -> None:
+    (workspace / "goclaw.toml").write_text('[plugins]\ndisable = ["goclaw.skills", "goclaw.kg"]\n')
+    listed = run_cli(["--help"], workspace=workspace).out
+    names = {line.split()[0] for line in listed.split("Commands:")[1].splitlines() if line.strip()}
+    assert {"memory", "agent", "init"} <= names and not names & {"skills", "kg"}
+    plain = workspace.parent / "plain"
+    plain.mkdir()
+    assert "kg" in run_cli(["--help"], workspace=plain).out.split("Commands:")[1]
+    result = run_cli(["kg", "--help"], workspace=workspace)
+    assert "provided by plugin goclaw.kg, which is disabled in goclaw.toml" in result.err
+
+
 def test_disabled_feature_is_not_imported(workspace: Path) -> None:
     (workspace / "goclaw.toml").write_text('[plugins]\ndisable = ["goclaw.memory"]\n')
     code = (
@@ -348,7 +373,8 @@ def test_disabled_plugin_has_no_commands(hello_installed: Path, workspace: Path)
 def test_the_guide_shows_the_tested_command_code() -> None:
     root = Path(__file__).resolve().parents[2]
     guide = (root / "docs" / "plugins.md").read_text(encoding="utf-8")
-    assert '--8<-- "tests/third_party/goclaw-hello/goclaw_hello/cli.py"' in guide
+    command = (root / "tests/third_party/goclaw-hello/goclaw_hello/cli.py").read_text(encoding="utf-8")
+    assert command.rstrip("\n") + "\n```" in guide  # inline, as tested
     plugin = (root / "tests/third_party/goclaw-hello/goclaw_hello/__init__.py").read_text(encoding="utf-8")
     declared = 'CommandSpec("hello", "Say hello (from the goclaw-hello plugin).", "goclaw_hello.cli:hello")'
     assert declared in plugin and guide.count(declared) == 2  # section 1 and "Add commands"

@@ -220,3 +220,66 @@ def test_duplicate_added_by_a_wrapper_names_the_wrapper(workspace: Path) -> None
         pytest.raises(PluginError, match=r"'goclaw\.section\.safety' and 'dupwrap'"),
     ):
         prompt_hooks.sections(engine)
+
+
+class _DocsWrapper:
+    """The docs' example: rebuilds every plugin's list, keeping the sections themselves."""
+
+    @hookimpl(wrapper=True)
+    def goclaw_prompt_sections(self) -> Generator[None, list[list[Any]], list[list[Any]]]:
+        result = yield
+        return [[s for s in group if s.name != "sandbox"] for group in result]
+
+
+@dataclass
+class _FailingSection(_Section):
+    def render(self, ctx: Any) -> str:
+        raise RuntimeError(f"{self.name} broke")
+
+
+class _FailingSectionPlugin:
+    @hookimpl
+    def goclaw_prompt_sections(self) -> list[Any]:
+        return [_FailingSection("flaky", 50.0)]
+
+
+class _ClashingSectionPlugin:
+    @hookimpl
+    def goclaw_prompt_sections(self) -> list[Any]:
+        return [_Section("safety", 9.0)]
+
+
+def test_a_wrapper_rebuilding_the_lists_leaves_each_section_its_owner(workspace: Path) -> None:
+    with Engine.open(workspace, extra_plugins=[("wrap", _DocsWrapper())]) as engine:
+        prompt_hooks.sections(engine)
+        assert engine.hooks.owner("prompt section", "safety") == "goclaw.section.safety"
+        assert engine.hooks.owner("prompt section", "identity") == "goclaw.section.identity"
+
+
+def test_a_wrapper_rebuilding_the_lists_names_both_plugins_of_a_clash(workspace: Path) -> None:
+    plugins = [("clash", _ClashingSectionPlugin()), ("wrap", _DocsWrapper())]
+    with (
+        Engine.open(workspace, extra_plugins=plugins) as engine,
+        pytest.raises(PluginError, match=r"both 'clash' and 'goclaw\.section\.safety'"),
+    ):
+        prompt_hooks.sections(engine)
+
+
+def test_another_plugins_failure_beside_a_wrapper_marks_that_plugin(workspace: Path) -> None:
+    plugins = [("flaky", _FailingSectionPlugin()), ("wrap", _DocsWrapper())]
+    with Engine.open(workspace, extra_plugins=plugins) as engine:
+        result = _build(engine)
+        assert "flaky" not in [s["name"] for s in result.sections]
+        assert engine.plugin_manager.records["flaky"].status == "failed"
+        assert engine.plugin_manager.records["wrap"].status == "active"
+
+
+def test_a_failing_builtin_section_beside_a_wrapper_is_raised(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Engine.open(workspace, extra_plugins=[("wrap", _DocsWrapper())]) as engine:
+        safety = next(s for s in prompt_hooks.sections(engine) if s.name == "safety")
+        monkeypatch.setattr(safety, "renderer", lambda ctx: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            _build(engine)
+        assert engine.plugin_manager.records["wrap"].status == "active"

@@ -49,9 +49,8 @@ def _cli(workspace: Path, database_url: str | None, *args: str) -> Any:
 def test_replacement_dreaming_worker_through_the_cli(
     reverie: None, workspace: Path, database_url: str | None
 ) -> None:
-    (workspace / "goclaw.toml").write_text(
-        '[plugins]\ndisable = ["goclaw.workers.dreaming"]\n\n[plugins.reverie]\nthreshold = 3\n'
-    )
+    # Nothing disabled: reverie's manifest says it replaces the built-in.
+    (workspace / "goclaw.toml").write_text("[plugins.reverie]\nthreshold = 3\n")
     cli = lambda *args: _cli(workspace, database_url, *args)  # noqa: E731
     plugins = {p["name"]: p["status"] for p in json.loads(cli("plugins", "--all", "--json").out)}
     assert plugins["reverie"] == "active" and plugins["goclaw.workers.dreaming"] == "blocked"
@@ -151,16 +150,30 @@ def test_worker_gets_run_completed_with_episodic_and_kg_disabled(
 
 
 def test_the_plugin_guide_shows_the_tested_code() -> None:
-    """The walk-throughs include these files by pymdownx snippets (mkdocs --strict fails on a
-    missing one), so the guide's code is the code tested above and in test_third_party_search_backend."""
+    """The walk-throughs show these files inline (readable on GitHub), each exactly as tested
+    above and in test_third_party_search_backend."""
     root = Path(__file__).resolve().parents[2]
     guide = (root / "docs" / "plugins.md").read_text(encoding="utf-8")
-    for include in (
+    assert "--8<--" not in guide
+    for shown in (
         "tests/third_party/goclaw-minisearch/pyproject.toml",
         "tests/third_party/goclaw-minisearch/goclaw_minisearch/__init__.py",
-        "tests/kernel/test_third_party_search_backend.py:suite",
         "tests/third_party/goclaw-reverie/goclaw_reverie/__init__.py",
         "tests/third_party/goclaw-listener/goclaw_listener/__init__.py",
     ):
-        assert f'--8<-- "{include}"' in guide, include
-        assert (root / include.split(":")[0]).is_file(), include
+        assert (root / shown).read_text(encoding="utf-8").rstrip("\n") + "\n```" in guide, shown
+
+
+def test_an_installed_replacement_blocks_the_builtin_until_it_is_disabled(reverie: None) -> None:
+    from goclaw.cli.lazy import block_reason
+    from goclaw.config import PluginsConfig
+    from goclaw.plugins import discover
+
+    installed = discover()
+    dreaming = "goclaw.workers.dreaming"
+    assert installed.blocked(PluginsConfig())[dreaming] == "replaced by reverie"
+    assert block_reason(PluginsConfig(), dreaming, installed) == "which is replaced by reverie"
+    assert dreaming not in installed.blocked(PluginsConfig(disable=["reverie"]))
+    assert dreaming not in installed.blocked(PluginsConfig(autoload=False))
+    # A workspace that disabled the built-in by hand keeps working.
+    assert installed.blocked(PluginsConfig(disable=[dreaming]))[dreaming] == "disable"

@@ -1,7 +1,7 @@
 """A replacement memory search backend written from scratch: the pure-Python
 ``minisearch`` plugin (tests/third_party/goclaw-minisearch), installed for real through its entry
 point and selected by config, passes the same backend suite as SQLite, PostgreSQL and LanceDB
-(every test of tests/plugins/memory/test_search.py, on a SQLite and a PostgreSQL database), and works
+(every test of goclaw_memory.testing.backend_suite, on a SQLite and a PostgreSQL database), and works
 through ``goclaw memory index`` / ``goclaw memory search --json`` across processes' worth of
 engines, catching up through the contract's ``IndexSource`` when it was not selected."""
 
@@ -14,18 +14,14 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import run_cli
-from tests.memory_helpers import write
+from goclaw_memory.testing.backend_suite import *  # noqa: F403 - the suite's tests and fixtures
+from goclaw_memory.testing.helpers import run_cli, write
 from tests.plugin_install import on_sys_path, pip_install_target
-from tests.plugins.memory import test_search as suite
-from tests.plugins.memory.test_search import plugin  # noqa: F401 - fixtures used by the suite
 
-# --8<-- [start:suite]
-SQLITE_ONLY = {"test_sqlite_vector_cache_is_patched_in_process_and_matches_a_reload"}
 
-for _name in dir(suite):
-    if _name.startswith("test_") and _name not in SQLITE_ONLY:
-        globals()[_name] = getattr(suite, _name)
+@pytest.fixture
+def search_backend() -> str:
+    return "minisearch"
 
 
 @pytest.fixture(scope="session")
@@ -34,22 +30,9 @@ def minisearch_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def minisearch_backend(minisearch_site: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("GOCLAW_PLUGINS__MEMORY__BACKEND", "minisearch")
+def minisearch_installed(minisearch_site: Path) -> Iterator[None]:
     with on_sys_path(minisearch_site):
         yield
-
-
-@pytest.fixture
-def eng(make_engine: Any, plugin: Any) -> Any:  # noqa: F811 - the suite's fixture, checked
-    e = make_engine(extra_plugins=[("testemb", plugin)])
-    e.agents.create("ada")
-    assert e.memory.backend.name == "minisearch"
-    assert type(e.memory.backend).__module__ == "goclaw_minisearch"
-    return e
-
-
-# --8<-- [end:suite]
 
 
 def test_selected_by_config_and_driven_through_the_cli(

@@ -1,6 +1,6 @@
 """``backend = "inprocess"``: the shared search engine kept in step through the search
 contract's IndexSource, on SQLite and PostgreSQL. It passes the same backend suite as the
-built-in backends (every test of tests/plugins/memory/test_search.py: here on SQLite; on PostgreSQL
+built-in backends (every test of goclaw_memory.testing.backend_suite: here on SQLite; on PostgreSQL
 ``auto`` selects it, so test_search.py runs the suite with it there), and on PostgreSQL
 its results equal the SQLite backend's exact ones on the same files."""
 
@@ -13,10 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.memory import test_search as suite
-from tests.plugins.memory.test_search import plugin  # noqa: F401 - fixtures used by the suite
-
-SQLITE_ONLY = {"test_sqlite_vector_cache_is_patched_in_process_and_matches_a_reload"}
+from goclaw_memory.testing import backend_suite as suite
 
 
 def _on_sqlite(test: Callable[..., Any]) -> Any:
@@ -30,11 +27,15 @@ def _on_sqlite(test: Callable[..., Any]) -> Any:
 
 
 for _name in dir(suite):
-    if _name.startswith("test_") and _name not in SQLITE_ONLY:
+    if _name.startswith("test_"):
         globals()[_name] = _on_sqlite(getattr(suite, _name))
+for _name in ("eng", "plugin", "selected_search_backend"):  # the suite's fixtures
+    globals()[_name] = getattr(suite, _name)
 
 
-select_backend, eng = suite.backend_fixtures("inprocess")
+@pytest.fixture
+def search_backend() -> str:
+    return "inprocess"
 
 
 def _indexed(eng: Any, lines: list[str]) -> Any:
@@ -50,7 +51,7 @@ def _indexed(eng: Any, lines: list[str]) -> Any:
 
 def test_same_results_as_the_exact_sqlite_backend(
     make_engine: Any,
-    plugin: Any,  # noqa: F811 - the suite's fixture
+    plugin: Any,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -81,7 +82,7 @@ def test_same_results_as_the_exact_sqlite_backend(
 
 def test_the_first_build_is_saved_in_the_workspace_and_loaded_next_time(
     make_engine: Any,
-    plugin: Any,  # noqa: F811 - the suite's fixture
+    plugin: Any,
     workspace: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -114,7 +115,7 @@ def test_the_first_build_is_saved_in_the_workspace_and_loaded_next_time(
 
 def test_a_catch_up_in_several_batches_builds_the_same_index(
     make_engine: Any,
-    plugin: Any,  # noqa: F811 - the suite's fixture
+    plugin: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import goclaw_memory.sqlite_backend as sb
@@ -131,7 +132,7 @@ def test_a_catch_up_in_several_batches_builds_the_same_index(
 
 def test_a_large_build_then_searches_the_saved_memory_mapped_copy(
     make_engine: Any,
-    plugin: Any,  # noqa: F811 - the suite's fixture
+    plugin: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """After a large first build is saved, the search runs on the saved copy (memory-mapped:
@@ -156,7 +157,7 @@ def test_a_large_build_then_searches_the_saved_memory_mapped_copy(
 
 def test_a_catch_up_pauses_the_cyclic_garbage_collector(
     make_engine: Any,
-    plugin: Any,  # noqa: F811 - the suite's fixture
+    plugin: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Like an index run, a catch-up (a first build: ~100 long-lived objects per chunk) runs with
@@ -182,7 +183,7 @@ def test_a_catch_up_pauses_the_cyclic_garbage_collector(
 
 def test_a_saved_copy_replaced_by_another_process_is_not_searched(
     make_engine: Any,
-    plugin: Any,  # noqa: F811 - the suite's fixture
+    plugin: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Between this process's save and its switch to the saved copy, another process may

@@ -1,6 +1,6 @@
 """The ``postgresql`` search backend (tsvector + HNSW in the database), selected explicitly:
-``auto`` picks ``inprocess`` on PostgreSQL. The shared backend suite (every test of
-test_search.py) runs here with it, then its own behaviour: common terms, the deferred
+``auto`` picks ``inprocess`` on PostgreSQL. The shipped backend suite
+(goclaw_memory.testing.backend_suite) runs here with it, then its own behaviour: common terms, the deferred
 HNSW build and binary vectors."""
 
 from __future__ import annotations
@@ -12,17 +12,10 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
+from goclaw_memory.testing.backend_suite import *  # noqa: F403 - the suite's tests and fixtures
 from tests.memory_helpers import write
-from tests.plugins.memory import test_search as suite
-from tests.plugins.memory.test_search import plugin  # noqa: F401 - fixtures used by the suite
 
 pytestmark = pytest.mark.postgres
-
-SQLITE_ONLY = {"test_sqlite_vector_cache_is_patched_in_process_and_matches_a_reload"}
-
-for _name in dir(suite):
-    if _name.startswith("test_") and _name not in SQLITE_ONLY:
-        globals()[_name] = getattr(suite, _name)
 
 
 @pytest.fixture(params=["postgresql"])
@@ -31,7 +24,9 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-select_backend, eng = suite.backend_fixtures("postgresql")
+@pytest.fixture
+def search_backend() -> str:
+    return "postgresql"
 
 
 @pytest.fixture

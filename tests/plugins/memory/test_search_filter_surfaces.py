@@ -1,7 +1,7 @@
 """Search filters on every surface the memory plugin owns (Python, CLI, the ``memory_search``
 tool that MCP serves) with one-line errors for bad input, and an id on every hit, extra
 tiers' included. The HTTP and MCP servers' own checks are in tests/plugins/http and mcp; what
-each backend does with a filter is in filter_suite.py (run by every backend suite)."""
+each backend does with a filter is in goclaw_memory.testing.filter_suite (run by every backend suite)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,15 @@
 """Search filters inside a search backend: tags, dates, path prefix and scope, with ``limit``
-counting the hits that pass. Not collected on its own: tests/plugins/memory/test_search.py
-imports these, so every backend suite that runs that module (SQLite, in-process, PostgreSQL,
-LanceDB, the from-scratch minisearch) runs them too, with its ``eng`` fixture."""
+counting the hits that pass. Part of the backend suite:
+:mod:`goclaw_memory.testing.backend_suite` imports these, so every module that runs the suite
+(SQLite, in-process, PostgreSQL, LanceDB, the from-scratch minisearch) runs them too, with its
+``eng`` fixture."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from tests.memory_helpers import write
+from goclaw_memory.testing.helpers import write
 
 
 def _ada(eng: Any) -> Path:
