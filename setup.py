@@ -56,6 +56,7 @@ setup(
     package_dir=PACKAGES,
     package_data={
         "goclaw.store.migrations": ["*.mako"],
+        "goclaw_embeddings.minilm": ["*"],
         "goclaw_embeddings.model": ["*"],
         "goclaw_skills.builtin": ["*/SKILL.md"],
         "goclaw_templates": ["*.md"],

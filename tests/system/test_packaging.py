@@ -79,9 +79,11 @@ def test_wheel_contains_kernel_plugins_and_templates(wheel_venv: Path, tmp_path:
             str(py),
             "-c",
             "import goclaw, goclaw_memory, goclaw_skills, pathlib, json, importlib.util;"
+            "from goclaw_embeddings.onnx_model import TOKENIZER_DIR;"
             "root = pathlib.Path(goclaw.__file__).parent;"
             "print(json.dumps({'kernel': str(root), 'memory': goclaw_memory.__file__,"
             " 'templates': sorted(p.name for p in (root.parent / 'goclaw_templates').glob('*.md')),"
+            " 'onnx_tokenizer': (TOKENIZER_DIR / 'tokenizer.json').is_file(),"
             " 'plugins_importable': importlib.util.find_spec('plugins') is not None,"
             " 'test_kit': importlib.util.find_spec('goclaw_memory.testing.backend_suite') is not None}))",
         ],
@@ -95,6 +97,7 @@ def test_wheel_contains_kernel_plugins_and_templates(wheel_venv: Path, tmp_path:
     assert str(wheel_venv) in info["memory"]
     assert info["plugins_importable"] is False, "'plugins' must never be an importable name"
     assert info["test_kit"], "the backend suite ships for plugin authors"
+    assert info["onnx_tokenizer"], "the onnx provider's tokenizer must ship in the wheel"
     for name in ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "BOOTSTRAP.md"):
         assert name in info["templates"]
     # An editable install must not create a real site-packages/goclaw/ folder that would

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -14,6 +13,7 @@ import numpy as np
 import pytest
 
 from goclaw_embeddings.static_model import DEFAULT_MODEL_DIR, StaticEmbedder
+from tests.plugins.embeddings.offline import run_offline, subprocess_env
 
 MODEL_ID = "minilm-l6-static-256"
 DIM = 256
@@ -37,12 +37,6 @@ PAIRS = [
 @pytest.fixture(scope="module")
 def embedder() -> StaticEmbedder:
     return StaticEmbedder()
-
-
-def _subprocess_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    return env
 
 
 # -- the bundled files -------------------------------------------------------------------------
@@ -96,7 +90,7 @@ def test_import_and_construction_are_lazy() -> None:
         """
     )
     proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=_subprocess_env()
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=subprocess_env()
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"
@@ -211,37 +205,14 @@ def test_missing_model_dir_raises(tmp_path: Path) -> None:
 
 
 def test_embeds_without_any_network_access() -> None:
-    code = textwrap.dedent(
+    run_offline(
         """
-        import sys
-
-        def _deny(event, args):
-            if event in ("socket.connect", "socket.getaddrinfo", "socket.gethostbyname",
-                         "urllib.Request", "http.client.connect"):
-                raise RuntimeError(f"network access attempted: {event} {args!r}")
-
-        sys.addaudithook(_deny)
         from goclaw_embeddings.static_model import StaticEmbedder
         e = StaticEmbedder()
         v = e.embed(["offline embedding works", ""])
         assert v.shape == (2, e.dim)
-        # prove the hook is live: a connection attempt must be refused
-        import socket
-        try:
-            socket.create_connection(("127.0.0.1", 9), timeout=1)
-        except RuntimeError as exc:
-            assert "network access attempted" in str(exc)
-        else:
-            raise SystemExit("audit hook did not fire")
-        print("ok")
         """
     )
-    env = _subprocess_env()
-    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
-        env.pop(var, None)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "ok"
 
 
 def test_embedders_of_one_process_share_the_loaded_model(tmp_path: Path) -> None:
