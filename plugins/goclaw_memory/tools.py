@@ -20,6 +20,7 @@ from goclaw.contracts.tools import FunctionTool, ToolContext, ToolResult
 from goclaw.errors import ValidationError
 from goclaw_memory.hit_ids import parse_memory_hit_id, split_line_locator
 from goclaw_memory.hookspecs import extra_hits
+from goclaw_text.wrappers import neutralise_data
 
 if TYPE_CHECKING:
     from goclaw.contracts.host import Host, PromptContext
@@ -105,6 +106,7 @@ def read_memory(
         to_line = end if to_line is None else to_line
     assert path is not None
     got = engine.memory.get(a, path, user, from_line=from_line, to_line=to_line)
+    got = neutralise_data(got)  # stored text: no wrapper tag reaches the model intact
     header = f"{got['path']} lines {got['from_line']}-{got['to_line']} of {got['total_lines']}"
     return ToolResult(text=f"{header}\n{got['text']}", data=got)
 
@@ -116,6 +118,8 @@ def make_tools(engine: Host) -> list[FunctionTool]:
 def _search_tool(engine: Host) -> FunctionTool:
     def search(args: Mapping[str, Any], context: ToolContext) -> ToolResult:
         hits, notes = search_hits(engine, str(args["query"]), context.agent, context.user, args.get("limit"))
+        # Stored text reaches the model: wrapper tags in it are neutralised, as in the prompt.
+        hits = neutralise_data(hits)
         return ToolResult(text=_hits_text(hits, notes), data={"hits": hits, "notes": notes})
 
     # The older keyword form (runtime scope and model arguments in one namespace).
@@ -192,7 +196,7 @@ def _add_tool(engine: Host) -> FunctionTool:
         entry = engine.memory.writer.add(
             context.agent, str(args["text"]), context.user, tags=args.get("tags")
         )
-        data = entry.as_json()
+        data = neutralise_data(entry.as_json())
         return ToolResult(text=f"saved as {entry.id} in {entry.path}", data=data)
 
     return FunctionTool(
