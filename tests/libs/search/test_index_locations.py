@@ -40,7 +40,7 @@ def test_locations_follow_upsert_remove_compact_and_save(tmp_path: Path) -> None
     want = {i: (f"memory/f{i % 5}.md", i, i + 3) for i in range(1, 1500, 2)} | {3: ("memory/new.md", 40, 41)}
     assert _locations(idx) == want
     idx.save(tmp_path / "i")
-    assert json.loads((tmp_path / "i" / "meta.json").read_text())["format"] == FORMAT == 6
+    assert json.loads((tmp_path / "i" / "meta.json").read_text())["format"] == FORMAT == 7
     back = SearchIndex.load(tmp_path / "i")
     assert back.located and _locations(back) == want
     back.upsert(_docs(3, 5000))  # a loaded index interns new paths after its table
@@ -98,7 +98,7 @@ def test_the_sqlite_backend_fills_an_older_index_and_saves_it(make_engine: Any) 
     assert got == want
     st = backend._states[aid]
     assert st.index.located and backend.loads == 0  # filled, not rebuilt
-    assert json.loads((saved / "meta.json").read_text())["format"] == 6  # and saved
+    assert json.loads((saved / "meta.json").read_text())["format"] == 7  # and saved
     shutil.rmtree(saved)
 
 
