@@ -182,7 +182,7 @@ def load_index(cls: type[Index], path: Path) -> Index:
 
 def verify(path: Path, meta: dict[str, Any]) -> None:
     """Check a saved index's ``meta.json`` (its own CRC) and every file it lists (size, CRC-32);
-    ``ValueError`` naming the first mismatch. Reads every file once (~0.3 s per 100 MB on a
+    ``ValueError`` naming the first mismatch. Reads every file once (~0.2 s per 100 MB on a
     loaded machine; the pages stay cached for the memory map)."""
     files = meta.get("files")
     if meta.get("check") != _meta_check(meta) or not isinstance(files, dict):
