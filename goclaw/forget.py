@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goclaw.errors import PermissionDeniedError, ValidationError
+from goclaw.contracts.tools import check_user_id
+from goclaw.errors import PermissionDeniedError
 
 if TYPE_CHECKING:
     from goclaw.contracts.schema import ForgetScope, ForgetStep
@@ -55,12 +56,6 @@ class ForgetReport:
         }
 
 
-def _check_user(user: str) -> str:
-    if not user or not user.strip() or "/" in user or "\\" in user or "\x00" in user or user.startswith("."):
-        raise ValidationError(f"invalid user id {user!r}")
-    return user
-
-
 def _user_folder(engine: Engine, agent: Agent, user: str) -> Path | None:
     base = engine.agent_dir(agent) / "users"
     folder = base / user
@@ -84,7 +79,7 @@ class Forgetter:
 
     def __init__(self, engine: Engine, user: str, agent: str | None = None) -> None:
         self.engine = engine
-        self.user = _check_user(user)
+        self.user = check_user_id(user)
         self.agents = [engine.agents.get(agent)] if agent else list(engine.agents.list())
         self.all_agents = agent is None
         self.agent_ids = [a.id for a in self.agents]

@@ -27,10 +27,19 @@ from goclaw.errors import ValidationError
 # Keyword names a tool function receives from the runtime, never from the model.
 CONTEXT_KEYS = frozenset({"agent", "user", "session", "session_key", "channel", "skill_filter"})
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+_USER_ID = re.compile(r"(?![.\s])[^/\\]{1,255}(?<!\s)")  # no '/', '\', leading '.', surrounding space
 
 
 class ToolArgumentError(ValidationError):
     """The model's arguments do not match the tool's schema (or try to set the scope)."""
+
+
+def check_user_id(user: str) -> str:
+    """``user`` if valid, else a one-line :class:`ValidationError`: 1-255 printable characters,
+    no surrounding space, no '/' or '\\', no leading '.' (user ids name folders under ``users/``)."""
+    if not (isinstance(user, str) and user.isprintable() and _USER_ID.fullmatch(user)):
+        raise ValidationError(f"invalid user id {user!r}: printable, no outer spaces, no '/' or leading '.'")
+    return user
 
 
 @dataclass(frozen=True)
@@ -51,8 +60,8 @@ class ToolContext:
     def __post_init__(self) -> None:
         if not isinstance(self.agent, str) or not self.agent.strip():
             raise ValidationError("a tool context needs an agent")
-        if self.user is not None and (not isinstance(self.user, str) or not self.user.strip()):
-            raise ValidationError("a tool context's user must be a non-empty string or None")
+        if self.user is not None:
+            check_user_id(self.user)
 
 
 @dataclass
@@ -125,11 +134,9 @@ def model_schema(parameters: Mapping[str, Any]) -> dict[str, Any]:
     schema.setdefault("type", "object")
     props = {k: v for k, v in (schema.get("properties") or {}).items() if k not in CONTEXT_KEYS}
     schema["properties"] = props
-    required = [r for r in schema.get("required") or [] if r not in CONTEXT_KEYS]
+    required = [r for r in schema.pop("required", None) or [] if r not in CONTEXT_KEYS]
     if required:
         schema["required"] = required
-    else:
-        schema.pop("required", None)
     schema["additionalProperties"] = False
     return schema
 
@@ -140,8 +147,7 @@ def validate_arguments(tool: str, schema: Mapping[str, Any], args: Any) -> dict[
     Raises :class:`ToolArgumentError` naming the tool and the first problem. A context key
     (``agent``, ``user``, ...) sent by the model gets its own message: it is the runtime's.
     """
-    if args is None:
-        args = {}
+    args = {} if args is None else args
     if isinstance(args, str):
         try:
             args = json.loads(args) if args.strip() else {}

@@ -13,6 +13,7 @@ SQLite reports ``database is locked`` past the busy timeout, so that error never
 from __future__ import annotations
 
 import logging
+import os
 import random
 import re
 import time
@@ -43,11 +44,7 @@ def redact_url(url: str) -> str:
 
 def normalise_url(url: str) -> str:
     """Accept the common spellings; psycopg 3 is the PostgreSQL driver."""
-    if url.startswith("postgres://"):
-        url = "postgresql://" + url[len("postgres://") :]
-    if url.startswith("postgresql://"):
-        url = "postgresql+psycopg://" + url[len("postgresql://") :]
-    return url
+    return re.sub(r"^postgres(?:ql)?://", "postgresql+psycopg://", url)
 
 
 def is_locked_error(exc: BaseException) -> bool:
@@ -83,8 +80,9 @@ class Database:
         if database_url:
             return cls(database_url)
         db_dir = workspace / ".goclaw"
-        try:
-            db_dir.mkdir(parents=True, exist_ok=True)
+        try:  # owner only, whatever the umask: the folder holds the tokens, the file all memory
+            db_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.close(os.open(db_dir / "goclaw.db", os.O_CREAT | os.O_RDONLY, 0o600))  # -wal, -shm: the same
         except OSError as exc:
             raise StoreError(f"cannot create {db_dir}: {exc.strerror or exc}") from None
         return cls(f"sqlite:///{db_dir / 'goclaw.db'}")

@@ -1,5 +1,15 @@
 """Saving and loading a :class:`goclaw_search.index.SearchIndex`: one folder
-holding ``meta.json``, ``vocab.txt`` and one ``.npy`` per array, memory-mapped on load."""
+holding ``meta.json``, ``vocab.txt`` and one ``.npy`` per array, memory-mapped on load.
+
+What is loaded is verified, never trusted: ``meta.json`` carries the size and CRC-32 of every
+other file and a CRC-32 of its own content, all checked on load, so a truncated, flipped or
+hand-edited file (two users' scope numbers swapped in ``meta.json``) is refused with
+``ValueError`` and its owner rebuilds the index from its source of truth. A CRC catches damage
+and edits, not a forger: whoever can write the folder can also write what the index is built
+from. A save is atomic and durable: files written into a temporary folder named after the
+saving process (``<name>.<pid>.<random>.tmp``), each fsync'ed, then renamed into place and the
+parent folder fsync'ed; a save killed part-way leaves the previous index (or none) and that
+temporary folder, which the pid in its name lets the owner recognise as dead and delete."""
 
 from __future__ import annotations
 
@@ -7,6 +17,7 @@ import json
 import os
 import shutil
 import tempfile
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -23,8 +34,10 @@ Index = TypeVar("Index", bound="IndexWrites")
 
 # 2: the forward index (fwd_terms, fwd_ptr); 3: the passage sketches (psk_*); 4: the int8 copy
 # of the vectors (q8, q8s, q8e: goclaw_search.vecq); 5: centred (q8n, q8mu); 6: each slot's
-# location (loc_path: a code in paths.json, loc_start, loc_end)
-FORMAT = 6  # the per-slot arrays saved are IndexSlots._ARRAYS
+# location (loc_path: a code in paths.json, loc_start, loc_end); 7: checksums (meta "files" and
+# "check"), verified on load
+FORMAT = 7  # the per-slot arrays saved are IndexSlots._ARRAYS
+CHECKED = 7  # from this format on, an index without valid checksums is refused
 QUANTIZED = ("q8", "q8s", "q8e", "q8n")  # absent from a format 3 index, recomputed from a format 4 one
 LOCATED = ("loc_path", "loc_start", "loc_end")  # absent before format 6: unknown (-1) until filled
 
@@ -53,7 +66,7 @@ def save_index(index: IndexWrites, path: Path) -> None:
     )
     n = index.n
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f"{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent))
     old = path.with_name(f"{path.name}.{os.getpid()}.old")
     try:
         for name in index._ARRAYS:
@@ -66,10 +79,14 @@ def save_index(index: IndexWrites, path: Path) -> None:
             np.save(tmp / f"{name}.npy", arr)
         (tmp / "paths.json").write_text(json.dumps(list(index.paths)), encoding="utf-8")
         (tmp / "vocab.txt").write_text("\n".join(index.vocab), encoding="utf-8")
-        (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")  # written last
+        meta["files"] = {f.name: _sum_and_sync(f) for f in sorted(tmp.iterdir())}
+        meta["check"] = _meta_check(meta)
+        _write_synced(tmp / "meta.json", json.dumps(meta).encode("utf-8"))  # written last
+        _sync_dir(tmp)
         if path.exists():
             os.replace(path, old)
         os.replace(tmp, path)
+        _sync_dir(path.parent)  # the rename itself survives a power cut
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -94,13 +111,17 @@ def load_index(cls: type[Index], path: Path) -> Index:
     is damage, refused like a short array (the memory backends rebuild it from the table)."""
     try:
         meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+        if not isinstance(meta, dict):
+            raise ValueError("meta.json is not an object")
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: not a search index ({exc})") from None
     fmt = meta.get("format")
     old = fmt in (3, 4)
     unlocated = fmt in (3, 4, 5)
-    if fmt != FORMAT and not unlocated:
+    if fmt not in (FORMAT, 6) and not unlocated:
         raise ValueError(f"{path}: unsupported index format {meta.get('format')!r}")
+    if isinstance(fmt, int) and fmt >= CHECKED:
+        verify(path, meta)
     idx = cls(int(meta["dim"]), meta=dict(meta))
     raw = (path / "vocab.txt").read_text(encoding="utf-8")
     words = raw.split("\n") if raw else []
@@ -149,8 +170,68 @@ def load_index(cls: type[Index], path: Path) -> Index:
     if not unlocated:
         idx.located = not bool(np.any(idx.alive[: idx.n] & (idx.loc_path < 0)))
     idx.scopes = {str(k): int(v) for k, v in meta["scopes"].items()}
+    codes = sorted(idx.scopes.values())
+    if codes != list(range(len(codes))) or (idx.n and int(idx.scope[: idx.n].max(initial=0)) >= len(codes)):
+        raise ValueError(f"{path}: inconsistent index file (scope numbers)")
     idx.n_alive = int(meta["n_alive"])
     idx.total_len = float(meta["total_len"])
     live = np.flatnonzero(idx.alive)
     idx.slot_of = dict(zip(idx.ids[live].tolist(), live.tolist(), strict=True))
     return idx
+
+
+def verify(path: Path, meta: dict[str, Any]) -> None:
+    """Check a saved index's ``meta.json`` (its own CRC) and every file it lists (size, CRC-32);
+    ``ValueError`` naming the first mismatch. Reads every file once (~0.2 s per 100 MB on a
+    loaded machine; the pages stay cached for the memory map)."""
+    files = meta.get("files")
+    if meta.get("check") != _meta_check(meta) or not isinstance(files, dict):
+        raise ValueError(f"{path}: meta.json does not match its checksum (damaged or edited)")
+    present = {p.name for p in path.iterdir()} - {"meta.json"}
+    if present != set(files):
+        raise ValueError(f"{path}: files differ from those saved ({sorted(present ^ set(files))})")
+    for name, want in files.items():
+        try:
+            got = _sum_and_sync(path / name, sync=False)
+        except OSError as exc:
+            raise ValueError(f"{path}: {name} unreadable ({exc})") from None
+        if got != want:
+            raise ValueError(f"{path}: {name} does not match its checksum (damaged or edited)")
+
+
+def _meta_check(meta: dict[str, Any]) -> int:
+    body = {k: v for k, v in meta.items() if k != "check"}
+    return zlib.crc32(json.dumps(body, sort_keys=True).encode("utf-8"))
+
+
+def _sum_and_sync(file: Path, *, sync: bool = True) -> list[int]:
+    """``[size, CRC-32]`` of ``file``, read in 16 MB blocks; fsync'ed when ``sync``."""
+    crc, size = 0, 0
+    with open(file, "rb") as fh:
+        while block := fh.read(1 << 24):
+            crc = zlib.crc32(block, crc)
+            size += len(block)
+        if sync:
+            os.fsync(fh.fileno())
+    return [size, crc]
+
+
+def _write_synced(file: Path, data: bytes) -> None:
+    with open(file, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _sync_dir(folder: Path) -> None:
+    """fsync a folder (its entries: a rename into it); a no-op where folders cannot be opened."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover - Windows
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover - some file systems refuse fsync on a folder
+        pass
+    finally:
+        os.close(fd)

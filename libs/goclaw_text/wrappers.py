@@ -10,12 +10,15 @@ still hold. Values written into a prompt *line* (a user id, a channel, a path) g
 :func:`single_line`: no line breaks or control characters, and the same neutralising.
 
 Every plugin that puts untrusted text into a prompt uses :func:`wrap` or :func:`neutralise`
-(plugins cannot import each other, so this lives in a library).
+(plugins cannot import each other, so this lives in a library). A tool's result reaches the
+model too (over MCP, HTTP or the runtime's loop), so tools that return stored text pass it
+through :func:`neutralise_data`.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 WRAPPER_TAGS: tuple[str, ...] = (
     "context_file",
@@ -33,6 +36,18 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 def neutralise(text: str) -> str:
     """``text`` with the ``<`` of every wrapper tag replaced by ``＜`` (same length)."""
     return _WRAPPER.sub("＜", text)
+
+
+def neutralise_data(value: Any) -> Any:
+    """``value`` (JSON-like: strings, lists, tuples, dicts) with :func:`neutralise` applied to
+    every string in it, dictionary keys included; other values as they are."""
+    if isinstance(value, str):
+        return neutralise(value)
+    if isinstance(value, dict):
+        return {neutralise_data(k): neutralise_data(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(neutralise_data(v) for v in value)
+    return value
 
 
 def attr(value: str) -> str:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from goclaw import hookimpl
 from goclaw.contracts.hooks import Tool
 from goclaw_context_files.store import ContextFileStore, DatabaseFileSource
+from goclaw_text.wrappers import neutralise
 
 
 class ContextFilesSettings(BaseModel):
@@ -57,7 +58,9 @@ def goclaw_tools(engine: Any) -> list[Tool]:
     store: ContextFileStore = engine.files
 
     def read_context_file(agent: str, name: str, user: str | None = None) -> str:
-        return store.read_from_chat(agent, user, name)
+        # The file's text reaches the model as a tool result: wrapper tags in it are
+        # neutralised, as in the prompt's <context_file> block.
+        return neutralise(store.read_from_chat(agent, user, name))
 
     def write_context_file(agent: str, user: str, name: str, content: str) -> str:
         action = store.write_from_chat(agent, user, name, content)

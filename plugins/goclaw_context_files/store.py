@@ -14,6 +14,7 @@ from goclaw.contracts.columns import utcnow
 from goclaw.contracts.files import KNOWN_FILES, VIRTUAL_FILES
 from goclaw.contracts.hooks import ContextFile
 from goclaw.contracts.store import AgentContextFile, UserContextFile
+from goclaw.contracts.tools import check_user_id
 from goclaw.errors import NotFoundError, PermissionDeniedError, ValidationError
 
 if TYPE_CHECKING:
@@ -165,6 +166,8 @@ class ContextFileStore:
             )
         if via == "chat" and not user:
             raise ValidationError("a chat write needs the user it is made for")
+        if user is not None:
+            check_user_id(user)
         self._check_content(name, content)
 
         def _do(session: Session) -> str:

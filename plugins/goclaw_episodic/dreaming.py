@@ -32,6 +32,7 @@ from goclaw.contracts.events import DeferEvent
 from goclaw.contracts.fsutil import atomic_write_text
 from goclaw.contracts.providers import llm_complete
 from goclaw.contracts.store import WorkerState
+from goclaw.errors import PermissionDeniedError
 from goclaw_episodic.settings import agent_setting, settings_of
 from goclaw_episodic.store import EpisodicStore
 from goclaw_episodic.tables import EpisodicSummary
@@ -51,6 +52,9 @@ _MARKER = re.compile(r"<!-- goclaw:dream ids=([0-9a-f,]+) -->")
 def dream_path(engine: Any, agent: Any, user_id: str, when: datetime) -> Path:
     base = engine.agent_dir(agent)
     if user_id:
+        if (base / "users").is_symlink() or (base / "users" / user_id).is_symlink():
+            # writing through it would put this user's dreams in another user's memory
+            raise PermissionDeniedError(f"user {user_id!r}: its folder is a symlink (symlinked user folder)")
         base = base / "users" / user_id
     return base / settings_of(engine).dreaming_dir / f"{when:%Y-%m-%d}.md"
 
@@ -154,5 +158,7 @@ def goclaw_consolidation_workers() -> list[Any]:
 
 
 def atomic_write(path: Path, content: str) -> None:
-    """Write ``content`` to ``path`` atomically (:func:`goclaw.contracts.fsutil.atomic_write_text`)."""
-    atomic_write_text(path, content)
+    """Write ``content`` to ``path`` atomically (:func:`goclaw.contracts.fsutil.atomic_write_text`).
+    Memory is personal data: a new file is private (0600), its new folder too (0700)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    atomic_write_text(path, content, mode=None if path.exists() else 0o600)

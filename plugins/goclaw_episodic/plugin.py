@@ -24,6 +24,7 @@ from goclaw.contracts.records import entity_dict, episode_dict, relation_dict
 from goclaw_episodic.autoinject import MemoryContextSection
 from goclaw_episodic.settings import EpisodicSettings
 from goclaw_episodic.store import EpisodicStore
+from goclaw_text.wrappers import neutralise_data
 
 
 @hookimpl
@@ -107,7 +108,8 @@ def memory_expand(engine: Any, id: str, agent: str, user: str | None = None) -> 
 @hookimpl
 def goclaw_tools(engine: Any) -> list[Tool]:
     def _expand(id: str, agent: str, user: str | None = None) -> dict[str, Any]:
-        return memory_expand(engine, id, agent, user)
+        # Stored text reaches the model: wrapper tags in it are neutralised, as in the prompt.
+        return neutralise_data(memory_expand(engine, id, agent, user))  # type: ignore[no-any-return]
 
     return [
         Tool(

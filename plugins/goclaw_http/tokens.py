@@ -6,7 +6,9 @@ is shown once, at creation), and its scope:
 
 * ``agents``: agent names, or ``["*"]`` for every agent;
 * ``users``: user ids the token may act for, or ``["*"]`` for any user *and* the agent level.
-  A token limited to users cannot touch agent-level data (no ``user`` → refused).
+  A token limited to users acts for one of them on every request (no ``user`` → refused): it
+  reads what that user's chat sees (agent-level memory shared by the agent's users included)
+  and writes only that user's data.
 
 Endpoints without an agent (listing agents, running workers) need ``agents = users = ["*"]``.
 """
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from goclaw.contracts.fsutil import atomic_write_text
+from goclaw.contracts.tools import check_user_id
 from goclaw.errors import ConfigError, NotFoundError, PermissionDeniedError, ValidationError
 
 TOKEN_PREFIX = "gck_"
@@ -59,6 +62,8 @@ class TokenRecord:
                     f"token {self.name!r} is scoped; this operation needs an admin token"
                 )
             return
+        if user:
+            check_user_id(user)  # a look-alike (" ann", "ann\n") is refused, not matched
         if self.agents != [ANY] and agent not in self.agents:
             raise PermissionDeniedError(f"token {self.name!r} may not access agent {agent!r}")
         if self.users == [ANY]:
@@ -98,8 +103,13 @@ class TokenStore:
 
     def create(self, name: str, agents: list[str] | None = None, users: list[str] | None = None) -> str:
         """A new token; returns the secret (shown once, only its hash is stored)."""
-        if not name or not name.strip() or len(name) > 100:
-            raise ValidationError("a token needs a name (at most 100 characters)")
+        if not name or len(name) > 100 or not name.isprintable() or name != name.strip():
+            raise ValidationError(
+                f"invalid token name {name!r}: use 1-100 printable characters, no surrounding spaces"
+            )
+        for user in users or []:
+            if user != ANY:
+                check_user_id(user)
         with _LOCK:
             records = self._load()
             if any(r.name == name for r in records):

@@ -67,10 +67,9 @@ class McpScope:
 
 
 def _check_user(user: str) -> None:
-    from goclaw.errors import ValidationError
+    from goclaw.contracts.tools import check_user_id
 
-    if not user or "/" in user or "\\" in user or "\x00" in user or user.startswith("."):
-        raise ValidationError(f"invalid user id {user!r}")
+    check_user_id(user)
 
 
 def _to_call_result(result: ToolResult) -> Any:

@@ -369,14 +369,14 @@ def run_doctor(engine: Host, agent: str | None = None, *, repair: bool = False) 
     """Run every check (for one agent or all); with ``repair`` fix what can be fixed, then check
     again."""
     from goclaw_memory.doctor_indexes import check_backend, check_full_text, check_hnsw, check_saved_index
-    from goclaw_memory.inprocess_backend import InProcessSearchBackend
+    from goclaw_memory.sqlite_backend import SQLiteSearchBackend
 
     repaired = _repair(engine, agent) if repair else []
     agents = [engine.agents.get(agent)] if agent else engine.agents.list()
     space, space_error = _configured_space(engine)
     backend_check, backend, backend_name = check_backend(engine)
     checks: list[Check] = [backend_check]
-    saves = backend if isinstance(backend, InProcessSearchBackend) else None
+    saves = backend if isinstance(backend, SQLiteSearchBackend) else None  # inprocess too
     with engine.db.engine.connect() as conn:
         for a in agents:
             checks.append(check_freshness(engine, a, conn))

@@ -2,9 +2,11 @@
 index, the full-text terms, and PostgreSQL's full-text and HNSW indexes.
 
 Backend: which one ``[plugins.memory] backend`` selects (``auto``: ``sqlite`` on SQLite,
-``inprocess`` on PostgreSQL). Saved index (``inprocess``, per agent): present, readable, of the
-current tokenizer and embedding space, and at the database's version (else the next process's
-first search builds it from the table or catches up). Full text (every backend): the retrieval
+``inprocess`` on PostgreSQL). Saved index (``sqlite`` and ``inprocess``, per agent): present,
+readable, of the current tokenizer and embedding space, intact (every file's checksum, and each
+chunk filed under the user the table names), without leftovers of interrupted saves, and at the
+database's version (else the next process's first search builds it from the table or catches
+up). Full text (every backend): the retrieval
 engine's terms stored in ``memory_chunks.lex`` are present, and a random sample of them is what
 the current tokenizer produces (a tokenizer upgrade leaves old terms behind: the in-memory
 indexes are built from them, PostgreSQL's ``tsv`` is generated from them). PostgreSQL also:
@@ -213,7 +215,30 @@ def check_saved_index(engine: Host, agent: Any, conn: Any, path: Path, space: An
             agent.name,
             details,
         )
+    damage = _verify_saved(conn, agent, path)
+    if damage:
+        return Check(
+            "saved-index",
+            "problem",
+            f"the saved index is damaged or was edited ({damage}): no search uses it; the next "
+            "one rebuilds it from the table",
+            f"goclaw memory index --agent {agent.name} (rebuilds and saves it now)",
+            agent.name,
+            details,
+        )
     details["indexed"] = indexed
+    left = _dead_leftovers(path)
+    if left:
+        details["leftovers"] = left
+        return Check(
+            "saved-index",
+            "warning",
+            f"{len(left)} leftover(s) of interrupted index saves beside the saved index: the next "
+            "process's first search deletes them",
+            fix,
+            agent.name,
+            details,
+        )
     if str(meta.get("token", "")) != token:
         return Check(
             "saved-index",
@@ -226,6 +251,38 @@ def check_saved_index(engine: Host, agent: Any, conn: Any, path: Path, space: An
         )
     return Check(
         "saved-index", "ok", f"saved index current ({chunks} chunks)", agent=agent.name, details=details
+    )
+
+
+def _verify_saved(conn: Any, agent: Any, path: Path) -> str:
+    """Why the saved index at ``path`` cannot be used ("" when it can): its checksums and
+    structure (:func:`goclaw_search.persist.load_index`), then each live chunk's user as the
+    index files it (its scope number) against the table's."""
+    import numpy as np
+
+    from goclaw_search.index import SearchIndex
+
+    try:
+        saved = SearchIndex.load(path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return " ".join(str(exc).replace(str(path) + ": ", "").split())
+    rows = conn.execute(
+        text("SELECT id, user_id FROM memory_chunks WHERE agent_id = :a"), {"a": agent.id}
+    ).all()
+    table = {int(i): u or "" for i, u in rows}
+    user_of = {code: user for user, code in saved.scopes.items()}
+    live = np.flatnonzero(saved.alive[: saved.n]).tolist()
+    ids, codes = saved.ids[live].tolist(), saved.scope[live].tolist()
+    wrong = sum(1 for i, c in zip(ids, codes, strict=True) if i in table and user_of.get(c) != table[i])
+    return f"{wrong} chunks filed under another user than the table's" if wrong else ""
+
+
+def _dead_leftovers(path: Path) -> list[str]:
+    """Leftovers of saves of this index that no live process is writing."""
+    from goclaw_memory.snapshot_files import is_leftover, writer_alive
+
+    return sorted(
+        p.name for p in path.parent.glob(path.name + ".*") if is_leftover(p.name) and not writer_alive(p.name)
     )
 
 

@@ -14,6 +14,7 @@ from goclaw.contracts.tools import ToolContext
 from goclaw.errors import NotFoundError, ValidationError
 from goclaw_memory.hit_ids import memory_hit_id
 from goclaw_memory.tools import search_hits
+from goclaw_text.wrappers import neutralise_data
 
 
 class SearchBody(BaseModel):
@@ -166,7 +167,7 @@ def _read_routes(r: APIRouter, engine: Any, Tok: Any) -> None:
         for h in resp.hits:
             loc = f"{h.path}#L{h.start_line}-L{h.end_line}"
             hits.append({"id": memory_hit_id("m", a.id, h.user_id, loc), **h.as_json()})
-        return {"hits": hits, "notes": resp.notes}
+        return {"hits": neutralise_data(hits), "notes": resp.notes}
 
     @r.get("/memory/get", tags=["memory"], **_doc(LinesOut))
     def memory_get(

@@ -117,10 +117,6 @@ class InProcessSearchBackend(SQLiteSearchBackend):
             self._state(changes.agent_id, changes.space)
             self.save(changes.agent_id)
 
-    def saved_index(self, agent_id: str) -> Path | None:
-        """Where the agent's index is saved (``None``: this backend saves none)."""
-        return self._snapshot(agent_id)
-
     def _wanted(self, agent_id: str, space: Space | None) -> dict[int, int]:
         return {
             i: fingerprint(f.chunk_hash, f.user_id, f.has_vector)

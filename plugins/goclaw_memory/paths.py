@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from goclaw.contracts.fsutil import atomic_write_text
+from goclaw.contracts.tools import check_user_id
 from goclaw.errors import NotFoundError, PermissionDeniedError, ValidationError
 
 EXCLUDED_DIRS = frozenset({".git", "node_modules", "__pycache__"})
 USERS_DIR = "users"
-_USER_RE = re.compile(r"^[^/\\\x00]{1,255}$")
 
 
 @dataclass(frozen=True)
@@ -42,9 +42,8 @@ class MemoryFile:
 
 
 def validate_user_id(user: str) -> str:
-    if not _USER_RE.match(user or "") or user in {".", ".."} or user.startswith("."):
-        raise ValidationError(f"invalid user id {user!r}: it names a folder under users/")
-    return user
+    """``user`` when it is a valid user id (:func:`goclaw.contracts.tools.check_user_id`)."""
+    return check_user_id(user)
 
 
 def scope_root(agent_dir: Path, user_id: str) -> Path:
@@ -255,6 +254,24 @@ def writable_memory_path(agent_dir: Path, user_id: str, path: str) -> tuple[str,
     return scope_prefix(user_id) + inner, abs_path
 
 
+PRIVATE_FILE = 0o600  # a memory file goclaw creates: owner only, whatever the umask
+PRIVATE_DIR = 0o700  # a folder goclaw creates for memory files
+
+
+def private_dirs(folder: Path) -> None:
+    """Create ``folder`` and its missing parents owner-only (``mkdir -p`` gives parents the
+    umask's default, readable by every local user)."""
+    missing = []
+    while not folder.exists() and folder.parent != folder:
+        missing.append(folder)
+        folder = folder.parent
+    for path in reversed(missing):
+        path.mkdir(mode=PRIVATE_DIR, exist_ok=True)
+
+
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (:func:`goclaw.contracts.fsutil.atomic_write_text`)."""
-    atomic_write_text(path, text)
+    """Write ``text`` to ``path`` atomically (:func:`goclaw.contracts.fsutil.atomic_write_text`).
+    Memory is personal data: a new file is private (0600) and so are the folders made for it
+    (0700); an existing file keeps its mode (its owner chose it)."""
+    private_dirs(path.parent)
+    atomic_write_text(path, text, mode=None if path.exists() else PRIVATE_FILE)

@@ -5,9 +5,11 @@ A save writes ``<name>.idx.<random>.tmp`` and renames it into place, moving the 
 aside as ``<name>.idx.<pid>.old`` in between (:func:`goclaw_search.persist.save_index`); a
 sketch job's save writes ``<name>.idx.<pid>.<thread>.staging`` and moves the previous one to
 ``<name>.idx.<pid>.<thread>.copy.old`` (:func:`goclaw_memory.deferred_sketches.save_copy`).
-A process killed part-way leaves them behind, holding the agent's terms; a forget deletes the
-agent's, and :func:`remove_stale_leftovers` (run by the backends' saves) every other one once
-nothing can be writing it any more.
+Each name carries the id of the process that wrote it (``<name>.idx.<pid>.<random>.tmp``). A
+process killed part-way leaves them behind, holding the agent's terms; a forget deletes the
+agent's, and :func:`remove_stale_leftovers` (run by the backends' first load and their saves)
+every other one once nothing can be writing it any more: its process is gone, or it has not
+changed for an hour.
 """
 
 from __future__ import annotations
@@ -47,11 +49,38 @@ def snapshot_name(agent_id: str) -> str:
     return f"{safe}~{hashlib.sha256(agent_id.encode('utf-8')).hexdigest()[:10]}"
 
 
+def is_leftover(name: str) -> bool:
+    """Whether ``name`` is that of a save's leftover (module docstring)."""
+    return _LEFTOVER.fullmatch(name) is not None
+
+
+def leftover_pid(name: str) -> int | None:
+    """The id of the process that wrote a leftover (``<name>.idx.<pid>.<...>``), or None when
+    its name carries none (written by an older version)."""
+    parts = name.split(".")
+    return int(parts[2]) if len(parts) > 3 and parts[1] == "idx" and parts[2].isdigit() else None
+
+
+def writer_alive(name: str) -> bool:
+    """Whether the process that wrote the leftover ``name`` may still be writing it: alive, or
+    not known (no pid in the name, or one this process may not signal)."""
+    pid = leftover_pid(name)
+    if pid is None or pid == os.getpid() or os.name == "nt":  # Windows: os.kill would end it
+        return True  # this process's own: a save of another thread may be under way
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # alive, another user's
+        return True
+    return True
+
+
 def remove_stale_leftovers(folder: Path) -> int:
-    """Delete the leftovers of saves (module docstring) in ``folder`` unchanged for
-    :data:`STALE` seconds, of every agent: a save killed part-way, in any process of the
-    workspace, left them. Recent ones are kept: another process may be writing them. Returns
-    how many were deleted."""
+    """Delete the leftovers of saves (module docstring) in ``folder``, of every agent, that no
+    process is writing: the process named in it is gone (killed part-way), or it has not
+    changed for :data:`STALE` seconds. Recent ones of a live process are kept: it may be
+    writing them. Returns how many were deleted."""
     try:
         entries = list(os.scandir(folder))
     except OSError:  # no folder yet, or unreadable: nothing to do
@@ -59,10 +88,10 @@ def remove_stale_leftovers(folder: Path) -> int:
     cutoff = time.time() - STALE
     removed = 0
     for entry in entries:
-        if not _LEFTOVER.fullmatch(entry.name):
+        if not is_leftover(entry.name):
             continue
         try:
-            if entry.stat(follow_symlinks=False).st_mtime > cutoff:
+            if entry.stat(follow_symlinks=False).st_mtime > cutoff and writer_alive(entry.name):
                 continue
             if entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path)

@@ -53,7 +53,7 @@ from goclaw_memory.search_rows import (
     shown,
 )
 from goclaw_memory.snapshot_files import SWEEP_EVERY, remove_stale_leftovers, snapshot_name
-from goclaw_search.index import Doc, SearchIndex
+from goclaw_search.index import FORMAT, Doc, SearchIndex
 from goclaw_search.tokenize import Tokenizer, default_tokenizer
 
 if TYPE_CHECKING:
@@ -262,13 +262,19 @@ class SQLiteSearchBackend(SearchBackend):
 
     def _load(self, agent_id: str, space: Space | None) -> _State | None:
         path = self._snapshot(agent_id)
+        self.sweep_leftovers()  # what saves killed part-way left (the first load of a process)
         if path is None or not path.exists():
             return None
         try:
+            # Verified on load (checksums of every file, scope numbers): a damaged or edited
+            # index is refused like an unreadable one, never searched.
             idx = SearchIndex.load(path)
-        except Exception as exc:  # a damaged or old file: rebuild from the table
+        except Exception as exc:  # a damaged, edited or old file: rebuild from the table
             level = logging.INFO if "unsupported index format" in str(exc) else logging.WARNING
             log.log(level, "memory index %s unreadable (%s); rebuilding it", path, exc)
+            # Deleted, so the rebuilt index is saved in its place (a save replaces it anyway)
+            # and no later process reads it again.
+            shutil.rmtree(path, ignore_errors=True)
             return None
         owner = idx.meta.get("agent")  # None: saved before indexes recorded their agent
         if owner is not None and owner != agent_id:
@@ -284,6 +290,8 @@ class SQLiteSearchBackend(SearchBackend):
         st = _State(idx, str(idx.meta.get("token", "")), tuple(saved) if saved else None)  # type: ignore[arg-type]
         if not idx.located:
             self._fill_locations(agent_id, st)
+        if idx.meta.get("format") != FORMAT:  # saved without checksums: saved again with them
+            st.unsaved = max(st.unsaved, SAVE_DELTA)
         return st
 
     def _fill_locations(self, agent_id: str, st: _State) -> None:
@@ -410,6 +418,10 @@ class SQLiteSearchBackend(SearchBackend):
             shutil.rmtree(leftover, ignore_errors=True)
         if path.exists():
             shutil.rmtree(path, ignore_errors=True)
+
+    def saved_index(self, agent_id: str) -> Path | None:
+        """Where the agent's index is saved (``None``: this backend saves none)."""
+        return self._snapshot(agent_id)
 
     @property
     def _unsaveable(self) -> bool:

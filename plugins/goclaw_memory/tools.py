@@ -21,6 +21,7 @@ from goclaw.contracts.tools import FunctionTool, ToolContext, ToolResult
 from goclaw.errors import ValidationError
 from goclaw_memory.filters import FILTER_SCHEMA, parse_filters
 from goclaw_memory.hit_ids import parse_memory_hit_id, split_line_locator
+from goclaw_text.wrappers import neutralise_data
 
 if TYPE_CHECKING:
     from goclaw.contracts.host import Host, PromptContext
@@ -44,7 +45,8 @@ def search_hits(
     channel: str = "hybrid",
     filters: Mapping[str, Any] | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Document and extra-tier hits as JSON, each with its stable ``id``; plus the notes.
+    """Document and extra-tier hits as JSON, each with its stable ``id`` and wrapper tags in
+    their text neutralised; plus the notes.
     ``filters``: as :meth:`goclaw_memory.service.MemoryService.search_response` takes them."""
     a = engine.memory._agent(agent)
     limit = int(limit or engine.memory.settings.max_results)
@@ -70,7 +72,8 @@ def search_hits(
             }
         )
     rows.sort(key=lambda r: (-r["score"], r["tier"] != "document", r["path"], r["start_line"]))
-    return rows[:limit], list(response.notes)
+    # Stored text reaches a model or a client: wrapper tags in it are neutralised, as in the prompt.
+    return neutralise_data(rows[:limit]), list(response.notes)
 
 
 def _hits_text(hits: list[dict[str, Any]], notes: list[str]) -> str:
@@ -113,6 +116,7 @@ def read_memory(
         to_line = end if to_line is None else to_line
     assert path is not None
     got = engine.memory.get(a, path, user, from_line=from_line, to_line=to_line)
+    got = neutralise_data(got)  # stored text: no wrapper tag reaches the model intact
     header = f"{got['path']} lines {got['from_line']}-{got['to_line']} of {got['total_lines']}"
     return ToolResult(text=f"{header}\n{got['text']}", data=got)
 
@@ -216,7 +220,7 @@ def _add_tool(engine: Host) -> FunctionTool:
         entry = engine.memory.writer.add(
             context.agent, str(args["text"]), context.user, tags=args.get("tags")
         )
-        data = entry.as_json()
+        data = neutralise_data(entry.as_json())
         return ToolResult(text=f"saved as {entry.id} in {entry.path}", data=data)
 
     return FunctionTool(

@@ -33,11 +33,13 @@ from goclaw_memory.entries import MemoryEntry
 from goclaw_memory.hit_ids import memory_hit_id, parse_memory_hit_id, split_line_locator
 from goclaw_memory.paths import (
     atomic_write,
+    own_scope,
+    private_dirs,
     resolve_memory_path,
     scope_files,
-    scope_prefix,
     scope_root,
     validate_user_id,
+    writable_memory_path,
 )
 from goclaw_text.redaction import redact_for
 
@@ -52,7 +54,7 @@ _LOCKS_GUARD = threading.Lock()
 @contextlib.contextmanager
 def _scope_lock(folder: Path) -> Iterator[None]:
     """One writer per scope folder: a thread lock plus ``flock`` on the folder (other processes)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dirs(folder)
     key = str(folder.resolve())
     with _LOCKS_GUARD:
         lock = _LOCKS.setdefault(key, threading.Lock())
@@ -78,10 +80,15 @@ class MemoryWriter:
         self.engine = engine
 
     # ------------------------------------------------------------------ helpers
-    def _scope(self, agent: str | Agent, user: str | None) -> tuple[Agent, str, Path]:
+    def _scope(self, agent: str | Agent, user: str | None, *, write: bool = False) -> tuple[Agent, str, Path]:
         a = self.engine.memory._agent(agent)
         uid = validate_user_id(user) if user else ""
-        return a, uid, self.engine.agent_dir(a)
+        agent_dir = self.engine.agent_dir(a)
+        if write and not own_scope(agent_dir, uid):
+            # users/<U> (or users/) is a symlink: writing through it would land in another
+            # user's memory, as reading through it would (refused the same way)
+            raise PermissionDeniedError(f"user {uid!r}: its folder is a symlink (symlinked user folder)")
+        return a, uid, agent_dir
 
     def _redact(self, text: str) -> str:
         # The project's redactor: a plugin's "redaction" service, else goclaw_text.redaction's.
@@ -159,7 +166,7 @@ class MemoryWriter:
         day: date | str | None = None,
     ) -> MemoryEntry:
         """Append a memory to ``memory/YYYY-MM-DD.md`` of the scope (today, UTC) and index it."""
-        a, uid, agent_dir = self._scope(agent, user)
+        a, uid, agent_dir = self._scope(agent, user, write=True)
         body = self._redact(E.clean_text(text))
         clean_tags, meta = E.clean_tags(tags), E.clean_meta(metadata)
         when = E.now()
@@ -170,12 +177,12 @@ class MemoryWriter:
                 day = date.fromisoformat(day)
             except ValueError:
                 raise ValidationError(f"bad date {day!r}: use YYYY-MM-DD") from None
-        rel = f"{scope_prefix(uid)}memory/{day.isoformat()}.md"
-        folder = scope_root(agent_dir, uid) / "memory"
+        # Refuses a dated file or memory/ folder that is a symlink leading out of the scope.
+        rel, abs_path = writable_memory_path(agent_dir, uid, f"memory/{day.isoformat()}.md")
+        folder = abs_path.parent
         entry_id = "mem_" + secrets.token_hex(5)
         added = when.isoformat().replace("+00:00", "Z")
         with _scope_lock(folder):
-            abs_path = agent_dir / rel
             lines = E.read_lines(abs_path)
             if lines and lines[-1].strip():
                 lines.append("")
@@ -200,7 +207,7 @@ class MemoryWriter:
         lines: tuple[int, int] | None = None,
     ) -> dict[str, Any]:
         """Replace a memory (an entry's text, or lines of a file) with ``text``; re-index."""
-        a, uid, agent_dir = self._scope(agent, user)
+        a, uid, agent_dir = self._scope(agent, user, write=True)
         body = self._redact(E.clean_text(text))
         folder = scope_root(agent_dir, uid) / "memory"
         with _scope_lock(folder):
@@ -236,7 +243,7 @@ class MemoryWriter:
         lines: tuple[int, int] | None = None,
     ) -> dict[str, Any]:
         """Remove a memory (an entry, or lines of a file); a file left empty is removed. Re-index."""
-        a, uid, agent_dir = self._scope(agent, user)
+        a, uid, agent_dir = self._scope(agent, user, write=True)
         folder = scope_root(agent_dir, uid) / "memory"
         with _scope_lock(folder):
             abs_path, rel, start, end, is_entry = self._target(a, uid, agent_dir, id, path, lines)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from goclaw_search import persist
 from goclaw_search.index import FORMAT, Doc, SearchIndex
 from goclaw_search.persist import LOCATED
 from tests.memory_helpers import write
@@ -40,7 +41,7 @@ def test_locations_follow_upsert_remove_compact_and_save(tmp_path: Path) -> None
     want = {i: (f"memory/f{i % 5}.md", i, i + 3) for i in range(1, 1500, 2)} | {3: ("memory/new.md", 40, 41)}
     assert _locations(idx) == want
     idx.save(tmp_path / "i")
-    assert json.loads((tmp_path / "i" / "meta.json").read_text())["format"] == FORMAT == 6
+    assert json.loads((tmp_path / "i" / "meta.json").read_text())["format"] == FORMAT == 7
     back = SearchIndex.load(tmp_path / "i")
     assert back.located and _locations(back) == want
     back.upsert(_docs(3, 5000))  # a loaded index interns new paths after its table
@@ -98,14 +99,33 @@ def test_the_sqlite_backend_fills_an_older_index_and_saves_it(make_engine: Any) 
     assert got == want
     st = backend._states[aid]
     assert st.index.located and backend.loads == 0  # filled, not rebuilt
-    assert json.loads((saved / "meta.json").read_text())["format"] == 6  # and saved
+    assert json.loads((saved / "meta.json").read_text())["format"] == 7  # and saved
     shutil.rmtree(saved)
 
 
 def _set_code(path: Path, slot: int, code: int) -> None:
+    """Write ``code`` as the slot's path code, the checksums stamped again: the index a save
+    would have written with that code (an edit alone is refused by its checksum)."""
     codes = np.load(path / "loc_path.npy")
     codes[slot] = code
     np.save(path / "loc_path.npy", codes)
+    meta = json.loads((path / "meta.json").read_text())
+    meta["files"] = {
+        f.name: persist._sum_and_sync(f) for f in sorted(path.iterdir()) if f.name != "meta.json"
+    }
+    meta["check"] = persist._meta_check(meta)
+    (path / "meta.json").write_text(json.dumps(meta))
+
+
+def test_an_edited_path_code_is_refused_by_the_checksum(tmp_path: Path) -> None:
+    idx = SearchIndex(8)
+    idx.upsert(_docs(20))
+    idx.save(tmp_path / "i")
+    codes = np.load(tmp_path / "i" / "loc_path.npy")
+    codes[3] = -1
+    np.save(tmp_path / "i" / "loc_path.npy", codes)
+    with pytest.raises(ValueError, match=r"loc_path\.npy does not match its checksum"):
+        SearchIndex.load(tmp_path / "i")
 
 
 def test_a_saved_index_with_a_bad_path_code_is_refused_and_minus_one_is_no_location(tmp_path: Path) -> None:

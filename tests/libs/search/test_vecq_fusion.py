@@ -109,7 +109,7 @@ def test_int8_fusion_is_exact_after_save_load_and_from_older_formats(tmp_path: P
         _check(back, rng, 20)
         back.upsert([Doc(10_000, "u1", ["w5"], rng.standard_normal(100))])
         back.save(old)
-        assert json.loads((old / "meta.json").read_text())["format"] == 6
+        assert json.loads((old / "meta.json").read_text())["format"] == 7
         _check(SearchIndex.load(old), rng, 10)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -124,3 +125,45 @@ def test_agent_folders_are_unique_across_tenants(make_engine: Any) -> None:
         other.agents.create("bob")  # would share agents/bob and so bob's memory
     other.agents.create("bob", workspace_dir="agents/x-bob")
     assert other.memory.search("locker combination", "bob", channel="lexical") == []
+
+
+def test_writes_through_a_symlinked_user_folder_are_refused(
+    engine: Any, workspace: Path, database_url: str | None
+) -> None:
+    """``users/mallory -> bob``: adding, correcting or deleting as mallory (Python, tool, CLI)
+    and dreaming for mallory are refused the way reading is, and bob's files stay as they were."""
+    from goclaw.contracts.tools import ToolContext
+    from goclaw_episodic.dreaming import dream_path
+
+    engine.agents.create("ada")
+    root = engine.agent_dir(engine.agents.get("ada"))
+    bob = engine.memory.writer.add(
+        "ada", "bob keeps the spare key under the mat", user="bob", day="2026-01-02"
+    )
+    os.symlink("bob", root / "users" / "mallory", target_is_directory=True)
+    before = sorted((p.name, p.read_bytes()) for p in (root / "users" / "bob" / "memory").iterdir())
+    w = engine.memory.writer
+    for write in (
+        lambda: w.add("ada", "mallory was here", user="mallory", day="2026-01-02"),
+        lambda: w.add("ada", "mallory was here", user="mallory"),
+        lambda: w.correct("ada", "mallory was here", user="mallory", id=bob.id),
+        lambda: w.delete("ada", user="mallory", id=bob.id),
+        lambda: w.delete("ada", user="mallory", path="memory/2026-01-02.md", lines=(1, 2)),
+    ):
+        with pytest.raises(PermissionDeniedError, match="symlinked user folder"):
+            write()
+    result = engine.tools.call(
+        "memory_add", {"text": "mallory was here"}, ToolContext(agent="ada", user="mallory")
+    )
+    assert result.is_error and "symlinked user folder" in result.text
+    cli = run_cli(
+        ["memory", "add", "mallory was here", "-a", "ada", "-u", "mallory"],
+        workspace=workspace,
+        database_url=database_url,
+    )
+    assert cli.code != 0 and "symlinked user folder" in cli.err and "Traceback" not in cli.err
+    with pytest.raises(PermissionDeniedError, match="symlinked user folder"):
+        dream_path(engine, engine.agents.get("ada"), "mallory", datetime(2026, 1, 2, tzinfo=UTC))
+    after = sorted((p.name, p.read_bytes()) for p in (root / "users" / "bob" / "memory").iterdir())
+    assert after == before
+    assert [e.id for e in w.list("ada", "bob")] == [bob.id]

@@ -113,7 +113,8 @@ def test_stale_leftovers_of_killed_saves_go_at_the_next_save_and_live_ones_stay(
     for name in stale:
         shutil.copytree(path, folder / name)
         os.utime(folder / name, (then, then))
-    live = path.name + ".5151.12.staging"  # another process's save under way: just written
+    # another (live) process's save under way: just written
+    live = f"{path.name}.{os.getppid()}.12.staging"
     shutil.copytree(path, folder / live)
     (folder / "notes.txt").write_text("not a leftover\n", encoding="utf-8")
     os.utime(folder / "notes.txt", (then, then))
