@@ -213,8 +213,9 @@ def distinct(hits: Sequence[MemoryHit], limit: int) -> list[MemoryHit]:
     """The first ``limit`` results as a user counts them, with their text: a chunk that
     overlaps or adjoins (at most one line between) a better hit's region of the same file joins
     that hit (:func:`merged`: the region's line range, its lines as the snippet, the best
-    chunk's score and id) instead of taking a place of its own. Chunks deleted since the search
-    are dropped (:func:`with_texts`) and later candidates take their places."""
+    chunk's score and id; :data:`MAX_MERGED` chunks at most) instead of taking a place of its
+    own. Chunks deleted since the search are dropped (:func:`with_texts`) and later candidates
+    take their places."""
     out: list[MemoryHit] = []
     rest = list(hits)
     while rest and len(out) < limit:
@@ -228,9 +229,15 @@ def distinct(hits: Sequence[MemoryHit], limit: int) -> list[MemoryHit]:
     return out
 
 
+# The most chunks one hit holds: a region's snippet stays a few chunks long (a prompt's budget).
+MAX_MERGED = 3
+
+
 def _regions(hits: Sequence[MemoryHit], limit: int) -> tuple[list[list[MemoryHit]], list[MemoryHit]]:
-    """Up to ``limit`` groups of hits (best first), each one file region, and the hits left
-    after the last one looked at. A chunk touching two regions joins them into the better one."""
+    """Up to ``limit`` groups of hits (best first), each one file region of at most
+    :data:`MAX_MERGED` chunks, and the hits left after the last one looked at. A chunk touching
+    a region joins the best one with room (two regions it bridges become one when they fit);
+    touching only full regions, it is left out: what it adjoins is shown already."""
     groups: list[list[MemoryHit]] = []
     spans: dict[tuple[str, str], list[list[int]]] = {}  # (user, path) -> [[first, last, group]]
     live = 0
@@ -239,15 +246,18 @@ def _regions(hits: Sequence[MemoryHit], limit: int) -> tuple[list[list[MemoryHit
             near = spans.setdefault((h.user_id, h.path), [])
             touching = [s for s in near if h.start_line <= s[1] + 2 and h.end_line >= s[0] - 2]
             if touching:
-                keep = touching[0]  # spans are in group order: the best region
-                groups[keep[2]].append(h)
-                keep[0], keep[1] = min(keep[0], h.start_line), max(keep[1], h.end_line)
-                for other in touching[1:]:
-                    groups[keep[2]] += groups[other[2]]
-                    groups[other[2]] = []
-                    keep[0], keep[1] = min(keep[0], other[0]), max(keep[1], other[1])
-                    near.remove(other)
-                    live -= 1
+                room = [s for s in touching if len(groups[s[2]]) < MAX_MERGED]
+                if room:  # spans are in group order: the best region first
+                    keep = room[0]
+                    groups[keep[2]].append(h)
+                    keep[0], keep[1] = min(keep[0], h.start_line), max(keep[1], h.end_line)
+                    for other in room[1:]:
+                        if len(groups[keep[2]]) + len(groups[other[2]]) <= MAX_MERGED:
+                            groups[keep[2]] += groups[other[2]]
+                            groups[other[2]] = []
+                            keep[0], keep[1] = min(keep[0], other[0]), max(keep[1], other[1])
+                            near.remove(other)
+                            live -= 1
                 continue
             if live == limit:
                 return [g for g in groups if g], list(hits[at:])

@@ -89,3 +89,28 @@ def test_an_index_made_before_the_chunk_format_is_rechunked(make_engine: Any) ->
         lexes = [r[0] for r in c.execute(text("SELECT lex FROM memory_chunks"))]
     assert stored == document_hash(body) and "stale" not in lexes
     assert all("statin" in lex.split() for lex in lexes)  # every chunk carries the title's terms
+
+
+def test_reembedding_keeps_the_heading_path(make_engine: Any) -> None:
+    """After a model switch, a chunk's new vector is of its heading path and text, as a fresh
+    index run would make it."""
+    from goclaw_memory.index_writes import as_float32
+    from tests.memory_helpers import EmbedderPlugin
+
+    plugin = EmbedderPlugin()
+    eng = make_engine(extra_plugins=[("testemb", plugin)])
+    root = Path(eng.agent_dir(eng.agents.create("ada")))
+    body = f"# Statin use\n\n{ABSTRACT}\n"
+    write(root, "memory/statins.md", body)
+    eng.memory.index("ada")
+    other = make_engine(extra_plugins=[("testemb", plugin)], plugins={"embeddings": {"provider": "hash"}})
+    assert other.memory.index("ada").reembedded == len(chunk_text(body))
+    with other.db.engine.connect() as c:
+        stored = {
+            (int(a), int(b)): as_float32(v).tolist()
+            for a, b, v in c.execute(text("SELECT start_line, end_line, embedding FROM memory_chunks"))
+        }
+    for chunk in chunk_text(body):
+        want = plugin.hash.embed([chunk.indexed])[0]
+        assert stored[(chunk.start_line, chunk.end_line)] == pytest.approx(list(want), abs=1e-6)
+    assert any(chunk.context for chunk in chunk_text(body))
