@@ -221,16 +221,15 @@ def bm25s_rank(c: Collection) -> Callable[[str, str], list[str]]:
     by_group: dict[str, tuple[Any, list[str]]] = {}
     for group, ids in _groups(c).items():
         tok = bm25s.tokenization.Tokenizer(stopwords="en", stemmer=stemmer)
-        corpus = tok.tokenize(
-            [f"{c.docs[i][0]} {c.docs[i][1]}".strip() for i in ids], update_vocab=True, return_as="tuple"
-        )
+        texts = [f"{c.docs[i][0]} {c.docs[i][1]}".strip() for i in ids]
+        corpus = tok.tokenize(texts, update_vocab=True, return_as="tuple", show_progress=False)
         model = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
         model.index(corpus, show_progress=False)
         by_group[group] = (model, ids, tok)  # type: ignore[assignment]
 
     def rank(qid: str, text: str) -> list[str]:
         model, ids, tok = by_group[c.group_of.get(qid, "")]  # type: ignore[misc]
-        q = tok.tokenize([text], update_vocab=False, return_as="ids")
+        q = tok.tokenize([text], update_vocab=False, return_as="ids", show_progress=False)
         if not q or not q[0]:
             return []
         res, _ = model.retrieve(q, k=min(K, len(ids)), show_progress=False)

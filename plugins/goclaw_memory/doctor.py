@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import text
 
 from goclaw.errors import GoclawError
-from goclaw_memory.chunking import content_hash
+from goclaw_memory.chunking import document_hash
 from goclaw_memory.paths import scope_files, user_ids
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ def check_freshness(engine: Host, agent: Any, conn: Any) -> Check:
                     body = fh.read().decode("utf-8", errors="replace")
             except OSError:
                 continue
-            if content_hash(body) != old[0]:
+            if document_hash(body) != old[0]:
                 changed.append(f.path)
     deleted = sorted(p for key, p in ((k, k[1]) for k in indexed) if key not in seen)
     details = {"new": new, "changed": changed, "deleted": deleted, "indexed_files": len(indexed)}

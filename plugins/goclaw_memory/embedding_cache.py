@@ -44,7 +44,7 @@ def vectors_for(
     the cache with (one for a whole run), else one is opened for this call."""
     if embedder is None or space is None or not chunks:
         return {}
-    texts = {c.hash: c.text for c in chunks}
+    texts = {c.hash: c.indexed for c in chunks}  # with its heading path (TextChunk.indexed)
     found = cache_lookup(engine, sorted(texts), space, reader)  # in key order: neighbouring index pages
     report.cache_hits += sum(1 for c in chunks if c.hash in found)
     misses = [h for h in texts if h not in found]

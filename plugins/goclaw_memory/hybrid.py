@@ -4,7 +4,9 @@ The fusion itself (both channels scored for every candidate, the weighted sum of
 ``text_weight`` / ``vector_weight`` or another method, the ×1.2 user boost) happens in the
 backend with :func:`goclaw_search.fusion.fuse`. Here hits are de-duplicated by (path within its scope,
 start line): a user's copy of a file (``users/U/MEMORY.md`` line 1) wins over the agent-level
-copy (``MEMORY.md`` line 1).
+copy (``MEMORY.md`` line 1) when their text is the same; with different texts both compete. Then
+:func:`distinct` makes the results a user counts: overlapping or adjacent chunks of one file
+region become one hit with the region's line range.
 """
 
 from __future__ import annotations
@@ -128,15 +130,18 @@ def with_texts(hits: Sequence[MemoryHit], limit: int) -> list[MemoryHit]:
 def build_hits(chunks: Sequence[ScoredChunk], rows: Mapping[int, ChunkRow], limit: int) -> list[MemoryHit]:
     """Hits from a backend's fused chunks (best first): de-duplicated by (path within its
     scope, start line), a user's copy winning over the agent-level one; at most ``limit``."""
-    best: dict[tuple[str, int], MemoryHit] = {}  # in order of first appearance
+    best: dict[tuple[Any, ...], MemoryHit] = {}  # in order of first appearance
     get = rows.get
     for c in chunks:
         row = get(c.id)
         if row is None or c.score <= 0:  # deleted between the search and the row fetch
             continue
         user, path, start = row.user_id, row.path, row.start_line
-        key = (path[len(scope_prefix(user)) :] if user else path, start)
+        key: tuple[Any, ...] = (path[len(scope_prefix(user)) :] if user else path, start)
         current = best.get(key)
+        if current is not None and current.user_id != user and current.snippet != row.text:
+            key = (*key, user)  # another scope's copy with other text: both compete
+            current = best.get(key)
         if current is not None and (current.user_id or not user):
             continue  # only a user's copy replaces an agent-level one (in its place)
         channels = _channels(c.lexical, c.vector)
@@ -181,15 +186,19 @@ def build_hits(chunks: Sequence[ScoredChunk], rows: Mapping[int, ChunkRow], limi
 def block_hits(chunks: Sequence[ScoredChunk], block: RowBlock) -> list[MemoryHit]:
     """:func:`build_hits` (every one) of chunks whose rows are a :class:`RowBlock` (aligned
     with them): lazy hits made from its columns, with no row object per candidate."""
-    best: dict[tuple[str, int], MemoryHit] = {}
+    best: dict[tuple[Any, ...], MemoryHit] = {}
     texts = block.texts
     terms = block.terms if block.terms is not None else [None] * len(chunks)
     cols = zip(chunks, block.users, block.paths, block.starts, block.ends, terms, strict=True)
     for c, user, path, start, end, t in cols:
         if c.score <= 0:
             continue
-        key = (path[len(scope_prefix(user)) :] if user else path, start)
+        key: tuple[Any, ...] = (path[len(scope_prefix(user)) :] if user else path, start)
         current = best.get(key)
+        other = current is not None and current.user_id != user
+        if other and texts.text(current.chunk_id) != texts.text(c.id):  # type: ignore[union-attr,arg-type]
+            key = (*key, user)  # another scope's copy with other text: both compete
+            current = best.get(key)
         if current is not None and (current.user_id or not user):
             continue  # only a user's copy replaces an agent-level one (in its place)
         channels = _channels(c.lexical, c.vector)
@@ -198,6 +207,92 @@ def block_hits(chunks: Sequence[ScoredChunk], block: RowBlock) -> list[MemoryHit
             path, start, end, c.score, scope, None, "document", user, c.id, channels, "", t, texts
         )
     return sorted(best.values(), key=_rank)
+
+
+def distinct(hits: Sequence[MemoryHit], limit: int) -> list[MemoryHit]:
+    """The first ``limit`` results as a user counts them, with their text: a chunk that
+    overlaps or adjoins (at most one line between) a better hit's region of the same file joins
+    that hit (:func:`merged`: the region's line range, its lines as the snippet, the best
+    chunk's score and id; :data:`MAX_MERGED` chunks at most) instead of taking a place of its
+    own. Chunks deleted since the search are dropped (:func:`with_texts`) and later candidates
+    take their places."""
+    out: list[MemoryHit] = []
+    rest = list(hits)
+    while rest and len(out) < limit:
+        groups, rest = _regions(rest, limit - len(out))
+        flat = [h for g in groups for h in g]
+        alive = set(map(id, with_texts(flat, len(flat))))
+        for g in groups:
+            kept = [h for h in g if id(h) in alive]
+            if kept:
+                out.append(kept[0] if len(kept) == 1 else merged(kept))
+    return out
+
+
+# The most chunks one hit holds: a region's snippet stays a few chunks long (a prompt's budget).
+MAX_MERGED = 3
+
+
+def _regions(hits: Sequence[MemoryHit], limit: int) -> tuple[list[list[MemoryHit]], list[MemoryHit]]:
+    """Up to ``limit`` groups of hits (best first), each one file region of at most
+    :data:`MAX_MERGED` chunks, and the hits left after the last one looked at. A chunk touching
+    a region joins the best one with room (two regions it bridges become one when they fit);
+    touching only full regions, it is left out: what it adjoins is shown already."""
+    groups: list[list[MemoryHit]] = []
+    spans: dict[tuple[str, str], list[list[int]]] = {}  # (user, path) -> [[first, last, group]]
+    live = 0
+    for at, h in enumerate(hits):
+        if h.tier == "document" and h.chunk_id is not None:
+            near = spans.setdefault((h.user_id, h.path), [])
+            touching = [s for s in near if h.start_line <= s[1] + 2 and h.end_line >= s[0] - 2]
+            if touching:
+                room = [s for s in touching if len(groups[s[2]]) < MAX_MERGED]
+                if room:  # spans are in group order: the best region first
+                    keep = room[0]
+                    groups[keep[2]].append(h)
+                    keep[0], keep[1] = min(keep[0], h.start_line), max(keep[1], h.end_line)
+                    for other in room[1:]:
+                        if len(groups[keep[2]]) + len(groups[other[2]]) <= MAX_MERGED:
+                            groups[keep[2]] += groups[other[2]]
+                            groups[other[2]] = []
+                            keep[0], keep[1] = min(keep[0], other[0]), max(keep[1], other[1])
+                            near.remove(other)
+                            live -= 1
+                continue
+            if live == limit:
+                return [g for g in groups if g], list(hits[at:])
+            near.append([h.start_line, h.end_line, len(groups)])
+        elif live == limit:
+            return [g for g in groups if g], list(hits[at:])
+        groups.append([h])
+        live += 1
+    return [g for g in groups if g], []
+
+
+def merged(group: Sequence[MemoryHit]) -> MemoryHit:
+    """One hit for chunks of one file region (the best first): their lines in file order
+    (pieces of one long line joined by a space, a line between two chunks kept as a blank
+    line), the best one's score, channels and chunk id."""
+    best = group[0]
+    parts = sorted(group, key=lambda h: (h.start_line, h.end_line, h.chunk_id or 0))
+    text = parts[0].snippet
+    end = parts[0].end_line
+    for h in parts[1:]:
+        sep = " " if h.start_line <= end else "\n" * min(2, h.start_line - end)
+        text += sep + h.snippet
+        end = max(end, h.end_line)
+    return MemoryHit(
+        best.path,
+        parts[0].start_line,
+        end,
+        best.score,
+        best.scope,
+        text,
+        best.tier,
+        best.user_id,
+        best.chunk_id,
+        dict(best.channels),
+    )
 
 
 def _rank(h: MemoryHit) -> tuple[float, str, int]:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from goclaw_memory.chunking import TextChunk, content_hash
+from goclaw_memory.chunking import TextChunk, document_hash
 from goclaw_memory.paths import MemoryFile, scope_files
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ def changed(
             report.skip(f.path, "contains NUL bytes (not a text file)")
             continue
         text = raw.decode("utf-8", errors="replace")
-        digest = content_hash(text)
+        digest = document_hash(text)
         old = existing.get((f.user_id, f.path))
         if old is not None and old[1] == digest:
             report.skipped_unchanged += 1

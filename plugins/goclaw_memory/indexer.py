@@ -174,7 +174,9 @@ class MemoryIndexer:
             report.removed = len(removed)
             report.changed_paths.extend(key[1] for key, _ in removed)
         if embedder is not None and space is not None and not _all_embedded(existing, report):
-            reembed(self.engine, self._changes, agent.id, scopes, embedder, space, report, progress)
+            folder = self.engine.agent_dir(agent)
+            args = (self.engine, self._changes, agent.id, scopes, embedder, space, report, progress)
+            reembed(*args, folder, self.max_chunk_len)
         self._analyze_after_load(report)
         self.backend.apply_changes(self._changes.freeze())  # the backend's own index follows the table
         self._changes = None
@@ -263,7 +265,7 @@ class MemoryIndexer:
     def _ready(batch: list[Pending], vectors: dict[str, Any]) -> Batch:
         """A chunked batch ready to write: its files, their chunks' vectors and terms (the
         tokenizer's term ids, :class:`goclaw_search.tokenize.TermIds`, one batch at once)."""
-        found = default_tokenizer().batch([c.text for p in batch for c in p.chunks])
+        found = default_tokenizer().batch([c.indexed for p in batch for c in p.chunks])
         terms: list[list[Sequence[str]]] = []
         at = 0
         for p in batch:

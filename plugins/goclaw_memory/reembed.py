@@ -5,12 +5,13 @@ the configured embedder (from the embedding cache when it holds their text), in 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select, text
 
 from goclaw.contracts.search import ChunkRecord, Space
-from goclaw_memory.chunking import TextChunk
+from goclaw_memory.chunking import DEFAULT_MAX_CHUNK_LEN, TextChunk, chunk_text
 from goclaw_memory.embedding_cache import vectors_for
 from goclaw_memory.index_scan import BATCH_CHUNKS
 from goclaw_memory.index_writes import CHUNKS, as_float32, bump_version, vector_param
@@ -34,9 +35,12 @@ def reembed(
     space: Space,
     report: IndexReport,
     progress: Progress | None,
+    agent_dir: Path | None = None,
+    max_chunk_len: int = DEFAULT_MAX_CHUNK_LEN,
 ) -> None:
     """Give vectors of ``space`` to the agent's chunks (of ``scopes``) that have none or another
-    model's; record what changed in ``changes``."""
+    model's; record what changed in ``changes``. A chunk's vector is of its text with its heading
+    path (:attr:`TextChunk.indexed`), read again from its file under ``agent_dir``."""
     stale = stale_chunks(engine, agent_id, scopes, space)
     if not stale:
         return
@@ -45,8 +49,9 @@ def reembed(
         progress("embed", 0, total)
     for i in range(0, total, BATCH_CHUNKS):
         part = stale[i : i + BATCH_CHUNKS]
-        vectors = vectors_for(engine, [TextChunk(r[2], 0, 0) for r in part], embedder, space, report)
-        found = [(int(r[0]), vectors[r[1]]) for r in part if r[1] in vectors]
+        chunks = with_context(agent_dir, part, max_chunk_len)
+        vectors = vectors_for(engine, chunks, embedder, space, report)
+        found = [(int(r[0]), vectors[c.hash]) for r, c in zip(part, chunks, strict=True) if c.hash in vectors]
         if not found:
             break
         tokens = _write_vectors(engine, agent_id, space, found)
@@ -58,6 +63,27 @@ def reembed(
         report.reembedded += len(found)
         if progress:
             progress("embed", min(total, i + len(part)), total)
+
+
+def with_context(agent_dir: Path | None, rows: Sequence[Any], max_len: int) -> list[TextChunk]:
+    """The chunks of :func:`stale_chunks` rows with their heading paths, from their files as
+    chunked now (a chunk whose file no longer has it at those lines: its text alone; the next
+    index run re-chunks that file anyway)."""
+    files: dict[tuple[str, str], dict[tuple[int, int, str], TextChunk]] = {}
+    out = []
+    for r in rows:
+        key = (r[3], r[4])
+        if key not in files:
+            files[key] = {}
+            if agent_dir is not None:
+                try:
+                    body = (agent_dir / r[4]).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    body = ""
+                files[key] = {(c.start_line, c.end_line, c.text): c for c in chunk_text(body, max_len)}
+        found = files[key].get((r[5], r[6], r[2]))
+        out.append(found if found is not None else TextChunk(r[2], r[5], r[6]))
+    return out
 
 
 def stale_chunks(engine: Host, agent_id: str, scopes: Sequence[str], space: Space) -> list[Any]:

@@ -19,7 +19,7 @@ from goclaw.errors import ConfigError, GoclawError, ValidationError
 from goclaw_memory.filters import Filters, parse_filters
 from goclaw_memory.hit_ids import memory_hit_id
 from goclaw_memory.hookspecs import extra_hits
-from goclaw_memory.hybrid import MemoryHit, block_hits, build_hits, with_texts
+from goclaw_memory.hybrid import MemoryHit, block_hits, build_hits, distinct
 from goclaw_memory.indexer import IndexReport, MemoryIndexer, Progress
 from goclaw_memory.paths import resolve_memory_path, validate_user_id
 from goclaw_memory.postprocess import postprocess
@@ -211,7 +211,7 @@ class MemoryService:
             used.append("lexical")
         qvec, space, embedder = self._query_vector(query, channel, used, notes)
         hits: list[MemoryHit] = []
-        reranks = self._reranks()
+        reranks = self._reranks(channel)
         if used:
             request = SearchQuery(
                 agent_id=a.id,
@@ -234,10 +234,12 @@ class MemoryService:
                 hits = _merge_tiers(hits, extra, len(hits) + len(extra))
         if reranks:
             agent_dir = self.engine.agent_dir(a) if cfg.decay else None
-            hits = postprocess(cfg, agent_dir, hits, limit, self.reranker(query, a, user, qvec, embedder))
-        # The first ``limit`` (nothing else read the candidates when nothing reranks), with
-        # their text: a backend's lazy rows are read here, for these hits only.
-        hits = with_texts(hits, limit)
+            own = channel == "hybrid" or self._another_reranks()  # one channel: its own order
+            rerank = self.reranker(query, a, user, qvec, embedder) if own else _keep_order
+            hits = postprocess(cfg, agent_dir, hits, limit, rerank)
+        # The first ``limit`` distinct results (nothing else read the candidates when nothing
+        # reranks), with their text: a backend's lazy rows are read here, for these hits only.
+        hits = distinct(hits, limit)
         for h in hits:  # the stable ids, for the hits returned only
             if h.chunk_id is not None and not h.id:
                 h.id = memory_hit_id("m", a.id, h.user_id, f"{h.path}#L{h.start_line}-L{h.end_line}")
@@ -260,12 +262,14 @@ class MemoryService:
             found = [h for h in found if lo <= _hit_day(h) <= hi]
         return found
 
-    def _reranks(self) -> bool:
+    def _reranks(self, channel: str = "hybrid") -> bool:
         """Whether anything will read a reranker's pool of candidates: temporal decay (it
-        re-sorts them all before the cut), the built-in reranker, MMR, or another plugin's
-        ``goclaw_memory_rerank``."""
+        re-sorts them all before the cut), the built-in reranker (hybrid searches only: a
+        ``lexical`` or ``vector`` search returns its channel's own ranking), MMR, or another
+        plugin's ``goclaw_memory_rerank``."""
         cfg = self.settings
-        return cfg.rerank != "none" or cfg.mmr or cfg.decay or self._another_reranks()
+        own = cfg.rerank != "none" and channel == "hybrid"
+        return own or cfg.mmr or cfg.decay or self._another_reranks()
 
     def _another_reranks(self) -> bool:
         """Whether a plugin other than this one implements ``goclaw_memory_rerank`` (the
@@ -405,6 +409,11 @@ class MemoryService:
             watcher.start()
         self.engine.on_close(watcher.stop)
         return watcher
+
+
+def _keep_order(hits: list[Any]) -> None:
+    """The reranker of a one-channel search: none (the channel's own order stays)."""
+    return None
 
 
 def _backend_hits(backend: SearchBackend, request: SearchQuery, notes: list[str]) -> list[MemoryHit]:

@@ -111,7 +111,7 @@ class MemorySettings(BaseModel):
         "overlap (query-term coverage and proximity, no network)",
     )
     rerank_weight: float = Field(
-        default=0.4, ge=0, le=1, description="overlap reranker: share of the score it may take away"
+        default=0.375, ge=0, le=1, description="overlap reranker: share of the score it may take away"
     )
     rerank_candidates: int = Field(
         default=60, ge=1, le=200, description="how many of the best candidates a reranker sees"
