@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from goclaw.contracts.commands import CommandSpec
 
 log = logging.getLogger(__name__)
+_WARNED: set[tuple[str, str]] = set()  # failed plugins already reported (once per process)
 
 ENTRY_POINT_GROUP = "goclaw"
 MANIFEST_GROUP = "goclaw.manifests"
@@ -343,7 +344,7 @@ class GoclawPluginManager:
             if p.builtin:
                 continue
             if p.name in self.records:
-                self._fail(p, f"entry point name clashes with an existing plugin ({p.target})")
+                self._fail(p.name, p, f"entry point name clashes with an existing plugin ({p.target})")
                 continue
             if p.name in blocked:
                 self.records[p.name] = self._record(p, "blocked")
@@ -387,18 +388,18 @@ class GoclawPluginManager:
                 self.pm.unregister(name=name)
             if self.config.strict:
                 raise PluginError(f"plugin {name!r} failed to load: {type(exc).__name__}: {exc}") from exc
-            if p is None:
-                log.warning("plugin %s failed and was skipped: %s: %s", name, type(exc).__name__, exc)
-                self.records[name] = PluginRecord(name, "failed", False, error=f"{type(exc).__name__}: {exc}")
-            else:
-                self._fail(p, f"{type(exc).__name__}: {exc}")
+            self._fail(name, p, f"{type(exc).__name__}: {exc}")
             return
         self.records[name] = self._record(p, "active") if p else PluginRecord(name, "active", False)
         instrument(self, obj)
 
-    def _fail(self, p: Declared, error: str) -> None:
-        log.warning("plugin %s failed and was skipped: %s", p.name, error)
-        self.records[p.name] = self._record(p, "failed", " ".join(error.split()))
+    def _fail(self, name: str, p: Declared | None, error: str) -> None:
+        if (name, error) not in _WARNED:  # the CLI loads plugins for its commands, then the engine
+            _WARNED.add((name, error))
+            log.warning("plugin %s failed and was skipped: %s", name, error)
+        one_line = " ".join(error.split())
+        self.records[name] = self._record(p, "failed", one_line) if p else PluginRecord(name, "failed", False)
+        self.records[name].error = one_line
 
     def report_failure(self, name: str, hook: str, exc: BaseException) -> None:
         """A third-party hook implementation raised: mark the plugin failed (or re-raise)."""

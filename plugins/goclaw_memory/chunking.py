@@ -9,7 +9,11 @@ Rules:
 * a single line longer than ``max_len`` is split into pieces (at whitespace when there is some
   in the second half of the window, else hard), each piece a chunk on that one line;
 * every chunk keeps ``start_line``/``end_line`` (1-based, inclusive) of the source lines it
-  covers; leading and trailing blank lines are not part of a chunk.
+  covers; leading and trailing blank lines are not part of a chunk;
+* a memory entry's marker line (``<!-- goclaw-memory id=... -->``, written by the memory API)
+  ends the chunk before it, so one chunk never spans two entries; the entry's first chunk
+  starts at the marker line (its hit id covers the whole entry) but its text leaves the marker
+  out: snippets, tool results and the Memory Context show the memory, not its bookkeeping.
 """
 
 from __future__ import annotations
@@ -21,6 +25,12 @@ from functools import cached_property
 
 DEFAULT_MAX_CHUNK_LEN = 1000
 _NON_SPACE = re.compile(r"\S")
+_ENTRY_MARKER = re.compile(r"<!-- goclaw-memory .* -->\s*")
+
+
+def is_entry_marker(line: str) -> bool:
+    """A memory entry's marker line (:mod:`goclaw_memory.entries`): a chunk boundary."""
+    return line.startswith("<!-- goclaw-memory ") and _ENTRY_MARKER.fullmatch(line) is not None
 
 
 @dataclass(frozen=True)
@@ -96,6 +106,10 @@ def chunk_text(text: str, max_len: int = DEFAULT_MAX_CHUNK_LEN) -> list[TextChun
 
     for number, raw in enumerate(lines, start=1):
         line = raw[:-1] if raw.endswith("\r") else raw
+        if is_entry_marker(line):
+            flush()
+            start = number  # the entry's chunk covers its marker line, its text does not
+            continue
         blank = not line.strip()
         if blank:
             if not buf:
@@ -120,7 +134,7 @@ def chunk_text(text: str, max_len: int = DEFAULT_MAX_CHUNK_LEN) -> list[TextChun
             flush()
             added = len(line)
         if not buf:
-            start = number
+            start = start or number
         buf.append(line)
         buf_len += added
         last_content = number
