@@ -57,7 +57,6 @@ if TYPE_CHECKING:
     from goclaw.contracts.commands import CommandSpec
 
 log = logging.getLogger(__name__)
-_WARNED: set[tuple[str, str]] = set()  # failed plugins already reported (once per process)
 
 ENTRY_POINT_GROUP = "goclaw"
 MANIFEST_GROUP = "goclaw.manifests"
@@ -394,8 +393,7 @@ class GoclawPluginManager:
         instrument(self, obj)
 
     def _fail(self, name: str, p: Declared | None, error: str) -> None:
-        if (name, error) not in _WARNED:  # the CLI loads plugins for its commands, then the engine
-            _WARNED.add((name, error))
+        if self._select is None:  # the CLI's selection (for its commands) leaves it to the engine's
             log.warning("plugin %s failed and was skipped: %s", name, error)
         one_line = " ".join(error.split())
         self.records[name] = self._record(p, "failed", one_line) if p else PluginRecord(name, "failed", False)

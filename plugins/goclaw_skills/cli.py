@@ -142,7 +142,9 @@ def skills_add(
 
     The SKILL.md is scanned first (downloads piped into a shell, sending secrets elsewhere,
     prompt-injection phrases); a flagged skill is refused unless --force."""
-    info = engine().skills.add(path, owner=owner, visibility=visibility, slug=slug, force=force)
+    skills = engine().skills
+    add = skills.force_add if force else skills.add
+    info = add(path, owner=owner, visibility=visibility, slug=slug)
     for finding in info["scan_findings"]:
         click.echo(f"warning: added despite the content scan: {finding}", err=True)
     if as_json:

@@ -285,20 +285,25 @@ class SkillsService:
 
     # ------------------------------------------------------------------ managed store
     def add(
-        self,
-        path: str | Path,
-        *,
-        owner: str = "",
-        visibility: str | None = None,
-        slug: str | None = None,
-        force: bool = False,
+        self, path: str | Path, *, owner: str = "", visibility: str | None = None, slug: str | None = None
     ) -> dict[str, Any]:
         """Add a skill folder, SKILL.md or ZIP to the managed store (a new version if it exists).
 
         A SKILL.md the content scan flags (:mod:`goclaw_skills.scan`) is refused with a
-        :class:`~goclaw.errors.ValidationError` unless ``force``; the findings are returned
-        (``scan_findings``) either way."""
-        found_slug, text, _names = store.read_skill_source(Path(path))
+        :class:`~goclaw.errors.ValidationError`; :meth:`force_add` adds it anyway."""
+        return self._add(Path(path), owner, visibility, slug, force=False)
+
+    def force_add(
+        self, path: str | Path, *, owner: str = "", visibility: str | None = None, slug: str | None = None
+    ) -> dict[str, Any]:
+        """:meth:`add` even when the content scan flags the SKILL.md (a person reviewed it);
+        the findings come back in ``scan_findings``."""
+        return self._add(Path(path), owner, visibility, slug, force=True)
+
+    def _add(
+        self, path: Path, owner: str, visibility: str | None, slug: str | None, *, force: bool
+    ) -> dict[str, Any]:
+        found_slug, text, _names = store.read_skill_source(path)
         findings = scan_skill_text(text)
         if findings and not force:
             more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
@@ -307,7 +312,7 @@ class SkillsService:
                 "review the skill (goclaw skills lint PATH lists every finding) and add it with "
                 "--force if it is safe"
             )
-        files = store_files.read_skill_files(Path(path))
+        files = store_files.read_skill_files(path)
         row, created = store.add_skill(
             self.engine,
             text,

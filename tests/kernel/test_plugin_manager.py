@@ -299,13 +299,10 @@ def test_third_party_section_render_failure_is_fatal_when_strict(workspace: Path
 
 
 def test_a_failed_plugin_is_reported_once_per_command(
-    broken_installed: Path, workspace: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    broken_installed: Path, workspace: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The CLI loads the plugins whose commands no manifest declares (to list their commands),
     then the engine loads every plugin: a plugin that fails is still one warning."""
-    import goclaw.plugins
-
-    monkeypatch.setattr(goclaw.plugins, "_WARNED", set(), raising=False)  # earlier tests warned
     caplog.set_level("WARNING", logger="goclaw.plugins")
     result = run_cli(["agent", "create", "once"], workspace=workspace)
     assert result.code == 0, result.err

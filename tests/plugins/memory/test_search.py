@@ -463,7 +463,7 @@ def test_tools_and_recall_section(eng: Any) -> None:
     from goclaw.contracts.host import PromptContext
 
     section = next(s for s in prompt_hooks.sections(eng) if s.name == "memory_recall")
-    assert section.order == 5 and section.modes == frozenset({"full"})
+    assert section.order == 5 and section.modes == frozenset({"full", "task"})
     agent = eng.agents.get("ada")
     ctx = PromptContext(eng, PromptRequest(agent="ada"), agent, "", "full")
     assert "memory_search" in (section.render(ctx) or "")

@@ -52,7 +52,7 @@ def test_lint_reports_and_add_refuses_unless_forced(make_engine: Any, tmp_path: 
     with pytest.raises(ValidationError, match=r"refusing to add helper: the content scan flagged line \d+"):
         eng.skills.add(folder, visibility="public")
     assert eng.skills.list(include_all=True) == []
-    info = eng.skills.add(folder, visibility="public", force=True)
+    info = eng.skills.force_add(folder, visibility="public")
     assert info["version"] == 1 and len(info["scan_findings"]) == 2
 
 
