@@ -403,7 +403,8 @@ class GoclawPluginManager:
         instrument(self, obj)
 
     def _fail(self, p: Declared, error: str) -> None:
-        log.warning("plugin %s failed and was skipped: %s", p.name, error)
+        if self._select is None:  # the CLI's selection (for its commands) leaves it to the engine's
+            log.warning("plugin %s failed and was skipped: %s", p.name, error)
         self.records[p.name] = self._record(p, "failed", " ".join(error.split()))
 
     def report_failure(self, name: str, hook: str, exc: BaseException) -> None:

@@ -42,9 +42,8 @@ class ToolInfo:
 class PromptRequest:
     """What a runtime knows when it asks for a system prompt.
 
-    ``mode=None`` lets the engine pick: subagent and cron session keys give ``minimal``,
-    everything else ``full``. A subagent or cron key keeps its mode even when ``mode`` names
-    another one.
+    ``mode=None`` lets the engine pick: ``minimal`` for subagent, cron and heartbeat session
+    keys (even when ``mode`` names another one), else ``full``; ``task`` is only asked for.
     """
 
     agent: str

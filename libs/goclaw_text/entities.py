@@ -10,7 +10,9 @@ Measured on ``tests/data/kg_entities.jsonl`` (``python -m tests.kg_eval``); the 
 * a lone capitalised word at the start of a sentence (or after ``User:``/a colon) is only a
   name with some evidence: it is marked (inner capitals or digits), known, possessive,
   coordinated with another name, followed by a verb people do, or capitalised elsewhere
-  mid-sentence. That drops "Understood", "Noted", "Honestly", "Internal tooling";
+  mid-sentence. That drops "Understood", "Noted", "Honestly", "Internal tooling"; such a word
+  followed by "the" and a name is not part of it ("Noted the Project Atlas" is "Project Atlas");
+* a run of single letters ("B C", options of a list) is not a name;
 * auth-scheme and HTTP words ("Bearer", "Authorization", "Unauthorized") and generic acronyms
   (API, VPN, CTO) are never entities;
 * the type comes from small gazetteers (software, companies), name suffixes ("Corp",
@@ -205,6 +207,8 @@ def mentions(sentence: str, context: str = "") -> list[Mention]:
     out: list[Mention] = []
     for match in _CAP_RUN.finditer(sentence):
         tokens = [(t.group(0), match.start() + t.start()) for t in re.finditer(r"\S+", match.group(0))]
+        if _position_word_before_the(tokens, starts, sentence, context):
+            tokens = tokens[2:]  # "Noted the Project Atlas" is "Project Atlas"
         while tokens and (tokens[0][0] in NOT_ENTITIES or tokens[0][0].lower() in _GLUE):
             tokens = tokens[1:]
         while tokens and (tokens[-1][0].lower() in _GLUE or tokens[-1][0].rstrip(".,;:!?") in _TRAIL):
@@ -224,8 +228,8 @@ def mentions(sentence: str, context: str = "") -> list[Mention]:
             continue
         if name in NOT_ENTITIES or "REDACTED" in name or any(w in JARGON for w in words):
             continue
-        if len(words) == 1 and _generic(name):
-            continue
+        if (len(words) == 1 and _generic(name)) or all(len(w) == 1 for w in words):
+            continue  # "API"; "B C" (letters of a list, not a name)
         if len(words) == 1 and start in starts and not possessive:
             after = sentence[end:]
             if not (
@@ -238,6 +242,20 @@ def mentions(sentence: str, context: str = "") -> list[Mention]:
                 continue  # "Understood.", "Honestly,", "Internal tooling": capitalised by position
         out.append(Mention(name, start, start + len(name)))
     return out
+
+
+def _position_word_before_the(
+    tokens: list[tuple[str, int]], starts: set[int], sentence: str, context: str
+) -> bool:
+    """A run that starts a sentence with a word capitalised only by its position, then "the",
+    then a name ("Noted the Project Atlas"; not "Alexander the Great", where nothing after
+    "the" is a name on its own)."""
+    if len(tokens) < 3 or tokens[0][1] not in starts or tokens[1][0] != "the":
+        return False
+    word = tokens[0][0]
+    if _marked(word) or is_known(word) or _seen_mid_sentence(word, context or sentence):
+        return False
+    return any(t not in NOT_ENTITIES for t, _pos in tokens[2:])
 
 
 def _seen_mid_sentence(word: str, text: str) -> bool:

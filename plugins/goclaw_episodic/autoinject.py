@@ -18,17 +18,20 @@ when it scores at least ``auto_inject_threshold`` (0.6); a memory-file chunk as
 both chosen on the labelled quick-start set (docs/memory.md, docs/consolidation.md). Memory
 files keep the search's order (it ranks better than the absolute score), episodic summaries
 theirs, and the two are interleaved by the absolute score of each one's next hit; at most
-``auto_inject_max_items`` (5); the whole section is held to ``auto_inject_max_tokens`` (200
-tokens = 800 characters, at four characters a token), a hard cap. Per agent
-(``agents.settings``) with the plugin defaults.
+``auto_inject_max_items`` (5); the whole section, header and wrapper included, is held to
+``auto_inject_max_tokens`` (200) as the engine's tokenizer counts them (``engine.tokenizer``),
+a hard cap. Per agent (``agents.settings``) with the plugin defaults.
 
-Without the memory service (``goclaw.memory`` disabled) the episodic index is searched
-directly, with the last user turns as context for its vector query.
+The last two user turns of the session give the recall context: the episodic summaries'
+vector query is ``Context: <recent turns>\nQuery: <message>`` (the words still come from the
+message alone), with the memory service on as with it off (then the episodic index is searched
+directly). The memory files are searched with the message.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from goclaw_episodic.settings import agent_setting, settings_of
@@ -73,21 +76,24 @@ def render_memory_context(
     except Exception as exc:  # a prompt must build even when memory search is broken
         log.warning("auto-inject search failed: %s", exc)
         return ""
-    budget = max_tokens * 4
+    count = engine.tokenizer.count
+
+    def fits(candidate: str) -> bool:
+        return count(candidate.rstrip("\n") + CLOSE) <= max_tokens
+
     text = HEADER + OPEN
-    if len(text) + len(CLOSE) >= budget:
-        return ""
     added = 0
     for body, suffix in items:
         body = neutralise(body.strip())
         if not body:
             continue
         line = f"- {body}{suffix}\n"
-        room = budget - len(text) - len(CLOSE)
-        if len(line) > room:
-            if added == 0 and room > 24:
-                text += f"- {clip(body, room - 3)}\n"
-                added += 1
+        if not fits(text + line):
+            if added == 0:  # the best hit, clipped to what the budget leaves (if anything useful)
+                line = _longest_fitting(body, text, fits)
+                if line:
+                    text += line
+                    added += 1
             break
         text += line
         added += 1
@@ -96,14 +102,28 @@ def render_memory_context(
     return text.rstrip("\n") + CLOSE if added else ""
 
 
+def _longest_fitting(body: str, text: str, fits: Callable[[str], bool]) -> str:
+    """The line ``- <body clipped>`` with the most characters of ``body`` (at least 24) for
+    which ``fits(text + line)``, or ``""``: a binary search, a token count per step."""
+    lo, hi, best = 24, len(body), ""
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        candidate = f"- {clip(body, mid)}\n"
+        if fits(text + candidate):
+            best, lo = candidate, mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
 def recalled(
     engine: Any, agent: Any, user: str | None, message: str, session_key: str | None, max_items: int
 ) -> list[tuple[str, str]]:
     """What to inject, best first: ``(text, suffix)`` per hit above its tier's threshold."""
     threshold = float(agent_setting(engine, agent, "auto_inject_threshold"))
+    recent = recent_user_turns(engine, session_key)
+    vector_query = f"Context: {recent}\nQuery: {message.strip()}" if recent else message
     if not engine.has_service("memory"):
-        recent = recent_user_turns(engine, session_key)
-        vector_query = f"Context: {recent}\nQuery: {message.strip()}" if recent else message
         results = EpisodicStore(engine).search(
             agent.id, user, message, limit=max_items * 2, min_score=threshold, vector_query=vector_query
         )
@@ -112,6 +132,9 @@ def recalled(
     limit = max_items * 2
     response = engine.memory.search_response(message, agent, user or None, limit=limit, include_extra=False)
     docs = response.hits
+    query_vector = getattr(response, "query_vector", None)  # the memory search's, if it made one
+    if recent:  # the extra tiers' vector query carries the recent turns
+        query_vector = _context_vector(engine, vector_query, query_vector)
     found = engine.hooks.call(
         "goclaw_memory_search_extra",
         engine=engine,
@@ -119,7 +142,7 @@ def recalled(
         agent=agent,
         user=user or None,
         limit=limit,
-        query_vector=getattr(response, "query_vector", None),  # the memory search's, if it made one
+        query_vector=query_vector,
     )
     extra = [hit for _plugin, hits in found for hit in hits]
     # Each tier keeps its own order (the memory search ranks its hits better than the absolute
@@ -156,6 +179,15 @@ def _interleave(
             out.append(second[j])
             j += 1
     return out
+
+
+def _context_vector(engine: Any, vector_query: str, fallback: Any) -> Any:
+    """The embedding of the recall query with the recent turns; ``fallback`` (the message's)
+    when there is no embedder or it failed."""
+    from goclaw.contracts.providers import embed_texts
+
+    found = embed_texts(engine, [vector_query])
+    return fallback if found is None else found.vectors[0]
 
 
 def _expand(episodic_id: Any) -> str:

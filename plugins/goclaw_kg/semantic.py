@@ -98,7 +98,7 @@ def heuristic_extract(text: str) -> Extraction:
                 out.relations.append(
                     {"source": a.name, "relation": rel, "target": b.name, "confidence": 0.55}
                 )
-            elif len(between) <= 60:
+            elif len(found) == 2 and len(between) <= 60:  # weak: only the sentence's one pair
                 out.relations.append(
                     {"source": a.name, "relation": "related_to", "target": b.name, "confidence": 0.3}
                 )

@@ -19,6 +19,10 @@ Rules:
   (:attr:`TextChunk.indexed`), so words split between a title and its body still add up; what a
   user or a model is shown (``text``) stays the file's own lines. Headings inside fenced code
   blocks are not headings.
+* a memory entry's marker line (``<!-- goclaw-memory id=... -->``, written by the memory API)
+  ends the chunk before it, so one chunk never spans two entries; the entry's first chunk
+  starts at the marker line (its hit id covers the whole entry) but its text leaves the marker
+  out: snippets, tool results and the Memory Context show the memory, not its bookkeeping.
 """
 
 from __future__ import annotations
@@ -30,6 +34,12 @@ from functools import cached_property
 
 DEFAULT_MAX_CHUNK_LEN = 1000
 _NON_SPACE = re.compile(r"\S")
+_ENTRY_MARKER = re.compile(r"<!-- goclaw-memory .* -->\s*")
+
+
+def is_entry_marker(line: str) -> bool:
+    """A memory entry's marker line (:mod:`goclaw_memory.entries`): a chunk boundary."""
+    return line.startswith("<!-- goclaw-memory ") and _ENTRY_MARKER.fullmatch(line) is not None
 
 
 @dataclass(frozen=True)
@@ -69,7 +79,7 @@ def content_hash(text: str) -> str:
 
 # Part of every document's hash: a change to how documents are chunked changes every hash, so
 # the next index run re-chunks each file of an index made before it.
-CHUNK_FORMAT = "headings-1"
+CHUNK_FORMAT = "headings-entries-1"
 
 
 def document_hash(text: str) -> str:
@@ -135,6 +145,7 @@ class _Chunker:
         self.path: list[tuple[int, str]] = []  # (level, title) of the headings above
         self.path_before: list[tuple[int, str]] = []
         self.in_fence = False
+        self.entry_start = 0  # a memory entry's marker line: where its first chunk starts
 
     def flush(self) -> None:
         if self.buf:
@@ -170,7 +181,7 @@ class _Chunker:
     def _add(self, line: str, number: int, added: int, title: tuple[int, str] | None) -> None:
         above = self.path if title is None else [h for h in self.path if h[0] < title[0]]
         if not self.buf:
-            self.start = number
+            self.start, self.entry_start = self.entry_start or number, 0
             self.context = " > ".join(t for _level, t in above)
         if title is None or not self.only_headings or not self.buf:
             # the path before the chunk's trailing headings (see _flush_keeping_headings)
@@ -204,6 +215,10 @@ class _Chunker:
 
     def line(self, line: str, number: int) -> None:
         max_len = self.max_len
+        if is_entry_marker(line):  # one chunk never spans two entries; the marker is not text
+            self.flush()
+            self.entry_start = number
+            return
         if not line.strip():
             if not self.buf:
                 return  # leading blank lines do not start a chunk

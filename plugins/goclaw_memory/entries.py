@@ -39,6 +39,7 @@ class MemoryEntry:
     tags: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
     corrected: str | None = None
+    existing: bool = False  # ``add`` found it already stored (an identical memory)
 
     def as_json(self) -> dict[str, Any]:
         data = {
@@ -54,6 +55,8 @@ class MemoryEntry:
         }
         if self.corrected:
             data["corrected"] = self.corrected
+        if self.existing:
+            data["existing"] = True
         return data
 
 

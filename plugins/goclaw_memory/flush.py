@@ -306,6 +306,7 @@ def extract_memories(messages: Sequence[Any]) -> dict[str, list[str]]:
             add("URLs", url)
         no_urls = URL_RE.sub(" ", content)
         for path in PATH_RE.findall(no_urls):
+            path = path.rstrip(".")  # the sentence's full stop ("... in /etc/app.conf.")
             if len(path) > 2:
                 add("Paths", path)
         for sentence in _SENTENCE_RE.split(content):

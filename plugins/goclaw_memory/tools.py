@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from goclaw.contracts.tools import FunctionTool, ToolContext, ToolResult
 from goclaw.errors import ValidationError
+from goclaw_memory.chunking import is_entry_marker
 from goclaw_memory.filters import FILTER_SCHEMA, parse_filters
 from goclaw_memory.hit_ids import parse_memory_hit_id, split_line_locator
 from goclaw_text.wrappers import neutralise_data
@@ -118,7 +119,9 @@ def read_memory(
     got = engine.memory.get(a, path, user, from_line=from_line, to_line=to_line)
     got = neutralise_data(got)  # stored text: no wrapper tag reaches the model intact
     header = f"{got['path']} lines {got['from_line']}-{got['to_line']} of {got['total_lines']}"
-    return ToolResult(text=f"{header}\n{got['text']}", data=got)
+    # Entry marker lines are the memory API's bookkeeping: the model reads the memories only.
+    text = "\n".join(line for line in got["text"].split("\n") if not is_entry_marker(line))
+    return ToolResult(text=f"{header}\n{text}", data=got)
 
 
 def make_tools(engine: Host) -> list[FunctionTool]:
@@ -221,7 +224,8 @@ def _add_tool(engine: Host) -> FunctionTool:
             context.agent, str(args["text"]), context.user, tags=args.get("tags")
         )
         data = neutralise_data(entry.as_json())
-        return ToolResult(text=f"saved as {entry.id} in {entry.path}", data=data)
+        done = "already stored as" if entry.existing else "saved as"
+        return ToolResult(text=f"{done} {entry.id} in {entry.path}", data=data)
 
     return FunctionTool(
         name="memory_add",
@@ -243,11 +247,11 @@ def _add_tool(engine: Host) -> FunctionTool:
 
 @dataclass(frozen=True)
 class MemoryRecallSection:
-    """Prompt section 5 (full mode only), shown when the memory tools are available."""
+    """Prompt section 5 (full and task modes), shown when the memory tools are available."""
 
     name: str = "memory_recall"
     order: float = 5
-    modes: frozenset[str] = frozenset({"full"})
+    modes: frozenset[str] = frozenset({"full", "task"})
 
     def render(self, ctx: PromptContext) -> str | None:
         offered = {t.name for t in ctx.request.tools}

@@ -165,7 +165,10 @@ class MemoryWriter:
         metadata: Mapping[str, Any] | None = None,
         day: date | str | None = None,
     ) -> MemoryEntry:
-        """Append a memory to ``memory/YYYY-MM-DD.md`` of the scope (today, UTC) and index it."""
+        """Append a memory to ``memory/YYYY-MM-DD.md`` of the scope (today, UTC) and index it.
+
+        A memory identical to one already in the scope (see :meth:`_identical`) is stored once:
+        the existing entry comes back, with ``existing`` set, and nothing is written."""
         a, uid, agent_dir = self._scope(agent, user, write=True)
         body = self._redact(E.clean_text(text))
         clean_tags, meta = E.clean_tags(tags), E.clean_meta(metadata)
@@ -183,6 +186,9 @@ class MemoryWriter:
         entry_id = "mem_" + secrets.token_hex(5)
         added = when.isoformat().replace("+00:00", "Z")
         with _scope_lock(folder):
+            same = self._identical(a, uid, body, clean_tags, meta)
+            if same is not None:
+                return same
             lines = E.read_lines(abs_path)
             if lines and lines[-1].strip():
                 lines.append("")
@@ -291,6 +297,19 @@ class MemoryWriter:
                     found.append(entry)
         found.sort(key=lambda e: (e.added, e.path, e.start_line), reverse=True)
         return found[:limit] if limit else found
+
+    def _identical(
+        self, a: Agent, uid: str, body: str, tags: list[str], meta: dict[str, Any]
+    ) -> MemoryEntry | None:
+        """The scope's entry identical to a new one, if any: the same text once cleaned and
+        redacted as ``add`` stores it, compared with runs of white space collapsed (case
+        counts), the same tags in any order and the same metadata, on any day."""
+        words = body.split()
+        for entry in self.list(a, uid or None):
+            if entry.text.split() == words and set(entry.tags) == set(tags) and entry.metadata == meta:
+                entry.existing = True
+                return entry
+        return None
 
     def _hit_id(self, a: Agent, uid: str, rel: str, first: int, last: int) -> str:
         return memory_hit_id("m", a.id, uid, f"{rel}#L{first}-L{last}")

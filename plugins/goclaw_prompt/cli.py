@@ -12,8 +12,10 @@ from goclaw.contracts.cli import emit_json, engine, json_option
 @click.command("prompt")
 @click.option("--agent", "-a", required=True, help="Agent name.")
 @click.option("--user", "-u", default=None, help="User id (seeds the user's files on first use).")
-@click.option("--mode", default=None, help="Prompt mode: full or minimal (or a plugin's mode).")
-@click.option("--session-key", default=None, help="Session key (subagent/cron keys give minimal).")
+@click.option("--mode", default=None, help="Prompt mode: full, task or minimal (or a plugin's mode).")
+@click.option(
+    "--session-key", default=None, help="Session key (subagent, cron and heartbeat keys give minimal)."
+)
 @click.option("--message", default=None, help="The user's message for this turn (slash commands).")
 @click.option("--channel", default=None, help="The channel the user talks through.")
 @click.option("--tool", "tools", multiple=True, help="A tool offered this turn (NAME or NAME=description).")

@@ -46,7 +46,7 @@ def goclaw_prompt_sections() -> list[PromptSection] | None:
 
 @hookspec
 def goclaw_prompt_modes() -> list[PromptMode] | None:
-    """Register prompt modes (``full``, ``minimal``, or more).
+    """Register prompt modes (``full``, ``task``, ``minimal``, or more).
 
     Semantics: all collected; a duplicate mode name is an error.
     Default plugin: ``goclaw.prompt``.
@@ -59,7 +59,8 @@ def goclaw_resolve_prompt_mode(request: PromptRequest) -> str | None:
     subagent or cron key (that answer beats an explicit mode).
 
     Semantics: first non-None answer wins. Default plugin: ``goclaw.prompt`` (trylast):
-    ``agent:<id>:subagent:...`` and ``agent:<id>:cron:...`` keys → ``minimal``, else ``full``.
+    ``agent:<id>:subagent:...``, ``agent:<id>:cron:...`` and ``agent:<id>:heartbeat...`` keys →
+    ``minimal``, else ``full``.
     """
 
 

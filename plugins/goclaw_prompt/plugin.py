@@ -18,6 +18,9 @@ from goclaw_prompt.modes import is_subagent_or_cron
 from goclaw_prompt.truncate import TruncateConfig
 
 MINIMAL_FILES = frozenset({"AGENTS.md", "TOOLS.md"})
+# Task mode (a delegated task that keeps the persona): the operating rules, tool notes and the
+# persona files, never the user's files or the first-run ritual.
+TASK_FILES = frozenset({"AGENTS.md", "TOOLS.md", "SOUL.md", "IDENTITY.md"})
 
 
 class PromptSettings(TruncateConfig):
@@ -45,8 +48,15 @@ def goclaw_prompt_modes() -> list[PromptMode]:
     return [
         PromptMode("full", "every section (normal sessions)"),
         PromptMode(
+            "task",
+            "a delegated task: full mode without the user-facing sections (user identity, "
+            "messaging, silent replies, Memory Context); AGENTS.md, TOOLS.md, SOUL.md and "
+            "IDENTITY.md",
+            TASK_FILES,
+        ),
+        PromptMode(
             "minimal",
-            "subagent and cron sessions: core sections, AGENTS.md and TOOLS.md only",
+            "subagent, cron and heartbeat sessions: core sections, AGENTS.md and TOOLS.md only",
             MINIMAL_FILES,
         ),
     ]
@@ -85,7 +95,7 @@ def goclaw_mcp_prompts(engine: Any) -> list[McpPrompt]:
             "system prompt",
             "The assembled system prompt of agent {agent}",
             render,
-            (("mode", "full or minimal"), ("message", "this turn's message")),
+            (("mode", "full, task or minimal"), ("message", "this turn's message")),
             uri="goclaw://prompt/system",
         )
     ]

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from goclaw.contracts.host import PromptContext
 
 FULL = frozenset({"full"})
-ALL_MODES = frozenset({"full", "minimal"})
+ALL_MODES = frozenset({"full", "task", "minimal"})
 
 
 def escape_wrapped(text: str) -> str:

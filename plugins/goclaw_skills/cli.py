@@ -133,19 +133,30 @@ def skills_lint(paths: tuple[Path, ...], as_json: bool) -> None:
     help="Access mode (new skills: private).",
 )
 @click.option("--slug", default=None, help="Slug to store it under (default: the folder or archive name).")
+@click.option("--force", is_flag=True, help="Add it even when the content scan flags it.")
 @json_option
-def skills_add(path: Path, owner: str, visibility: str | None, slug: str | None, as_json: bool) -> None:
-    """Add a skill folder, SKILL.md or ZIP to the managed store (a new version if it exists)."""
-    info = engine().skills.add(path, owner=owner, visibility=visibility, slug=slug)
+def skills_add(
+    path: Path, owner: str, visibility: str | None, slug: str | None, force: bool, as_json: bool
+) -> None:
+    """Add a skill folder, SKILL.md or ZIP to the managed store (a new version if it exists).
+
+    The SKILL.md is scanned first (downloads piped into a shell, sending secrets elsewhere,
+    prompt-injection phrases); a flagged skill is refused unless --force."""
+    skills = engine().skills
+    add = skills.force_add if force else skills.add
+    info = add(path, owner=owner, visibility=visibility, slug=slug)
+    for finding in info["scan_findings"]:
+        click.echo(f"warning: added despite the content scan: {finding}", err=True)
     if as_json:
         emit_json(info)
         return
     verb = "added" if info["created"] else "updated"
-    click.echo(f"{verb} {info['slug']} version {info['version']} ({info['visibility']})")
+    kept = f", {len(info['files'])} file(s) besides SKILL.md" if info["files"] else ""
+    click.echo(f"{verb} {info['slug']} version {info['version']} ({info['visibility']}{kept})")
     if info["ignored_files"]:
         click.echo(
-            "warning: the managed store keeps SKILL.md only; "
-            f"ignored {len(info['ignored_files'])} other file(s)",
+            f"warning: ignored {len(info['ignored_files'])} file(s) (symlinks, or outside the "
+            f"skill's folder): {', '.join(info['ignored_files'][:5])}",
             err=True,
         )
     if info["visibility"] == "private" and not info["owner"]:

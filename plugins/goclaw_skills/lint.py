@@ -1,5 +1,6 @@
 """``goclaw skills lint`` (``engine.skills.lint``): the Agent Skills checks of
-:func:`goclaw_skills.parsing.lint_skill` over skill folders, one :class:`LintResult` each."""
+:func:`goclaw_skills.parsing.lint_skill` and the content scan of :mod:`goclaw_skills.scan`
+over skill folders, one :class:`LintResult` each."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from goclaw_skills.parsing import (
     lint_skill,
     load_skill_folder,
 )
+from goclaw_skills.scan import scan_skill_text
 
 
 @dataclass
@@ -57,5 +59,6 @@ def lint_results(items: list[SkillRecord | SkillProblem]) -> list[LintResult]:
         if isinstance(item, SkillProblem):
             out.append(LintResult(Path(item.path).parent.name, item.path, item.source, [item.reason]))
         else:
-            out.append(LintResult(item.slug, item.path, item.source, lint_skill(item)))
+            scan = [f"content scan: {f}" for f in scan_skill_text(item.content)]
+            out.append(LintResult(item.slug, item.path, item.source, lint_skill(item) + scan))
     return sorted(out, key=lambda r: (r.path, r.slug))

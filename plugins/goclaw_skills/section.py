@@ -1,8 +1,8 @@
-"""The Skills prompt section (section 4, full mode only).
+"""The Skills prompt section (section 4, full and task modes).
 
 Re-evaluated on every build: inline mode (``<available_skills>`` XML, text escaped) when the
-caller sees at most ``inline_max_skills`` skills **and** their estimated tokens (name +
-description characters / 4) are at most ``inline_max_tokens``; otherwise search mode, which
+caller sees at most ``inline_max_skills`` skills **and** the tokens of their names and
+descriptions (``engine.tokenizer``) are at most ``inline_max_tokens``; otherwise search mode, which
 tells the agent to use ``skill_search`` then ``use_skill``. A slash activation
 (``ctx.state["slash"].skill``) narrows the turn to that skill and injects its exact full
 SKILL.md for this turn only. Sets ``ctx.state["skills_mode"]`` (``"inline"``, ``"search"`` or
@@ -86,7 +86,7 @@ class SkillsSection:
 
     name = "skills"
     order = 4.0
-    modes = frozenset({"full"})
+    modes = frozenset({"full", "task"})
 
     def render(self, ctx: PromptContext) -> str | None:
         ctx.state["skills_mode"] = None

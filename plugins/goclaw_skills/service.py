@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goclaw.errors import FeatureUnavailableError, GoclawError, NotFoundError, ValidationError
-from goclaw_skills import store
+from goclaw_skills import store, store_files
 from goclaw_skills.changes import DbChanges
 from goclaw_skills.lint import LintResult as LintResult  # re-exported: defined here before
 from goclaw_skills.lint import lint_results, lint_targets
 from goclaw_skills.loader import ResolvedSkill, SkillLoader, SkillView, embedding_text, resolve
 from goclaw_skills.parsing import SkillProblem, SkillRecord, parse_skill_text
+from goclaw_skills.scan import scan_skill_text
 
 if TYPE_CHECKING:
     from goclaw.contracts.host import Host
@@ -120,7 +121,8 @@ class SkillsService:
         content = store.version_content(self.engine, rec.skill_id, version)
         if content is None:
             return rec
-        parsed = parse_skill_text(content, rec.slug, path=rec.path, base_dir=rec.base_dir, source=rec.source)
+        base = store_files.base_dir(self.engine, rec.slug, version) or f"managed://{rec.slug}"
+        parsed = parse_skill_text(content, rec.slug, path=rec.path, base_dir=base, source=rec.source)
         return dataclasses.replace(
             rec,
             name=parsed.name,
@@ -128,6 +130,7 @@ class SkillsService:
             content=parsed.content,
             frontmatter=parsed.frontmatter,
             body=parsed.body,
+            base_dir=parsed.base_dir,
             version=version,
         )
 
@@ -284,11 +287,41 @@ class SkillsService:
     def add(
         self, path: str | Path, *, owner: str = "", visibility: str | None = None, slug: str | None = None
     ) -> dict[str, Any]:
-        """Add a skill folder, SKILL.md or ZIP to the managed store (a new version if it exists)."""
-        found_slug, text, ignored = store.read_skill_source(Path(path))
+        """Add a skill folder, SKILL.md or ZIP to the managed store (a new version if it exists).
+
+        A SKILL.md the content scan flags (:mod:`goclaw_skills.scan`) is refused with a
+        :class:`~goclaw.errors.ValidationError`; :meth:`force_add` adds it anyway."""
+        return self._add(Path(path), owner, visibility, slug, force=False)
+
+    def force_add(
+        self, path: str | Path, *, owner: str = "", visibility: str | None = None, slug: str | None = None
+    ) -> dict[str, Any]:
+        """:meth:`add` even when the content scan flags the SKILL.md (a person reviewed it);
+        the findings come back in ``scan_findings``."""
+        return self._add(Path(path), owner, visibility, slug, force=True)
+
+    def _add(
+        self, path: Path, owner: str, visibility: str | None, slug: str | None, *, force: bool
+    ) -> dict[str, Any]:
+        found_slug, text, _names = store.read_skill_source(path)
+        findings = scan_skill_text(text)
+        if findings and not force:
+            more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+            raise ValidationError(
+                f"refusing to add {slug or found_slug}: the content scan flagged {findings[0]}{more}; "
+                "review the skill (goclaw skills lint PATH lists every finding) and add it with "
+                "--force if it is safe"
+            )
+        files = store_files.read_skill_files(path)
         row, created = store.add_skill(
-            self.engine, text, slug or found_slug, owner=owner, visibility=visibility
+            self.engine,
+            text,
+            slug or found_slug,
+            owner=owner,
+            visibility=visibility,
+            files_digest=files.digest(),
         )
+        store_files.write_version(self.engine, row.slug, row.version, text, files)
         self.loader.bump()
         return {
             "slug": row.slug,
@@ -297,7 +330,9 @@ class SkillsService:
             "visibility": row.visibility,
             "owner": row.owner_id,
             "created": created,
-            "ignored_files": ignored,
+            "files": sorted(files.files),
+            "ignored_files": files.ignored,
+            "scan_findings": findings,
         }
 
     def grant(

@@ -12,7 +12,9 @@ class SkillsSettings(BaseModel):
         default=20, ge=0, description="inline mode only with at most this many skills"
     )
     inline_max_tokens: int = Field(
-        default=3500, ge=0, description="inline mode only when the name+description tokens fit"
+        default=3500,
+        ge=0,
+        description="inline mode only when the names' and descriptions' tokens (engine.tokenizer) fit",
     )
     max_results: int = Field(default=5, ge=1, le=100, description="skill_search results")
     lexical_weight: float = Field(default=0.3, ge=0, description="BM25 weight in hybrid search")

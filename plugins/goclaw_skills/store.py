@@ -115,7 +115,8 @@ def version_content(engine: Host, skill_id: str, version: int) -> str | None:
 
 
 def read_skill_source(path: Path) -> tuple[str, str, list[str]]:
-    """``(slug, SKILL.md text, ignored files)`` from a skill folder, a SKILL.md or a ZIP.
+    """``(slug, SKILL.md text, the other files' names)`` from a skill folder, a SKILL.md or a
+    ZIP (:mod:`goclaw_skills.store_files` reads those files).
 
     Everything is read within the limits of :mod:`goclaw_skills.limits`: the
     SKILL.md's size is checked before it is read, an archive is opened only within its size
@@ -157,21 +158,30 @@ def _decode(data: bytes, where: str) -> str:
     return text
 
 
+def archive_skill(
+    zf: zipfile.ZipFile, path: Path
+) -> tuple[PurePosixPath, dict[PurePosixPath, zipfile.ZipInfo]]:
+    """The archive's SKILL.md (the shallowest one) and its files by normalised path; unsafe
+    paths and archives of several skills are refused."""
+    infos = [i for i in zf.infolist() if not i.is_dir()]
+    # Windows archives may use backslashes (GoClaw #1103).
+    norm = {PurePosixPath(i.filename.replace("\\", "/")): i for i in infos}
+    for p in norm:
+        if p.is_absolute() or ".." in p.parts or (p.parts and ":" in p.parts[0]):
+            raise ValidationError(f"{path}: unsafe path in archive: {p}")
+    candidates = sorted((p for p in norm if p.name == SKILL_FILE), key=lambda p: len(p.parts))
+    if not candidates:
+        raise ValidationError(f"{path}: no {SKILL_FILE} in the archive")
+    top = candidates[0]
+    if len(candidates) > 1 and len(candidates[1].parts) == len(top.parts):
+        raise ValidationError(f"{path}: the archive holds several skills; add them one by one")
+    return top, norm
+
+
 def _read_zip(path: Path) -> tuple[str, str, list[str]]:
     try:
         with path.open("rb") as fp, open_archive(fp, path.stat().st_size) as zf:
-            infos = [i for i in zf.infolist() if not i.is_dir()]
-            # Windows archives may use backslashes (GoClaw #1103).
-            norm = {PurePosixPath(i.filename.replace("\\", "/")): i for i in infos}
-            for p in norm:
-                if p.is_absolute() or ".." in p.parts or (p.parts and ":" in p.parts[0]):
-                    raise ValidationError(f"{path}: unsafe path in archive: {p}")
-            candidates = sorted((p for p in norm if p.name == SKILL_FILE), key=lambda p: len(p.parts))
-            if not candidates:
-                raise ValidationError(f"{path}: no {SKILL_FILE} in the archive")
-            top = candidates[0]
-            if len(candidates) > 1 and len(candidates[1].parts) == len(top.parts):
-                raise ValidationError(f"{path}: the archive holds several skills; add them one by one")
+            top, norm = archive_skill(zf, path)
             slug = top.parent.name if top.parent.name else path.stem
             data = read_member(zf, norm[top], DEFAULT_MAX_BYTES)
             others = sorted(str(p) for p in norm if p != top)
@@ -187,16 +197,18 @@ def add_skill(
     *,
     owner: str = "",
     visibility: str | None = None,
+    files_digest: str = "",
 ) -> tuple[Skill, bool]:
     """Insert a managed skill or add a new version; returns ``(row, created)``.
 
-    An unchanged SKILL.md (same hash) adds no version. ``visibility=None`` keeps the current
-    one (``private`` for a new skill).
+    An unchanged SKILL.md (same hash, with ``files_digest``, the hash of the skill's other
+    files, :meth:`goclaw_skills.store_files.SkillFiles.digest`) adds no version.
+    ``visibility=None`` keeps the current one (``private`` for a new skill).
     """
     validate_slug(slug)
     frontmatter, _body = split_frontmatter(text)
     vis = normalise_visibility(visibility) if visibility is not None else None
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    digest = hashlib.sha256((text + files_digest).encode("utf-8")).hexdigest()
     name = str(frontmatter.get("name") or slug).strip()
     desc = frontmatter.get("description")
     description = " ".join(desc.split()) if isinstance(desc, str) else ("" if desc is None else str(desc))

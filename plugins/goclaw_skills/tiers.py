@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from goclaw_skills import store_files
 from goclaw_skills.parsing import (
     DEFAULT_MAX_BYTES,
     ParseCache,
@@ -87,16 +88,19 @@ def managed_records(engine: Host) -> list[SkillRecord | SkillProblem]:
             .order_by(Skill.slug)
         ).all()
     for row in rows:
-        out.append(managed_record(row.slug, row.content, row))
+        folder = store_files.base_dir(engine, row.slug, row.version)
+        out.append(managed_record(row.slug, row.content, row, base_dir=folder))
     return out
 
 
 def managed_record(
-    slug: str, content: str, row: Any, version: int | None = None
+    slug: str, content: str, row: Any, version: int | None = None, base_dir: str | None = None
 ) -> SkillRecord | SkillProblem:
+    """A managed row as a record; ``base_dir``: the version's folder
+    (:mod:`goclaw_skills.store_files`), else ``managed://<slug>``."""
     where = f"managed://{slug}"
     try:
-        record = parse_skill_text(content, slug, path=where, base_dir=where, source="managed")
+        record = parse_skill_text(content, slug, path=where, base_dir=base_dir or where, source="managed")
     except SkillParseError as exc:
         return SkillProblem(where, str(exc), "managed")
     except Exception as exc:  # one bad row never hides the other managed skills

@@ -296,3 +296,15 @@ def test_third_party_section_render_failure_is_fatal_when_strict(workspace: Path
         engine.agents.create("strict")
         with pytest.raises(PluginError, match="render failed"):
             engine.prompt.build_for("strict", user="u1")
+
+
+def test_a_failed_plugin_is_reported_once_per_command(
+    broken_installed: Path, workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The CLI loads the plugins whose commands no manifest declares (to list their commands),
+    then the engine loads every plugin: a plugin that fails is still one warning."""
+    caplog.set_level("WARNING", logger="goclaw.plugins")
+    result = run_cli(["agent", "create", "once"], workspace=workspace)
+    assert result.code == 0, result.err
+    failed = [r.getMessage() for r in caplog.records if "broken failed and was skipped" in r.getMessage()]
+    assert len(failed) == 1, failed

@@ -99,7 +99,9 @@ def memory_add(
     if as_json:
         emit_json(entry.as_json())
     else:
-        click.echo(f"added {entry.id} to {entry.path}:{entry.start_line}-{entry.end_line}")
+        done = "already stored as" if entry.existing else "added"
+        where = "in" if entry.existing else "to"
+        click.echo(f"{done} {entry.id} {where} {entry.path}:{entry.start_line}-{entry.end_line}")
 
 
 @click.command("correct")

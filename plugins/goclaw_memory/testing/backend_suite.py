@@ -467,7 +467,7 @@ def test_tools_and_recall_section(eng: Any) -> None:
     section = next(
         s for s in eng.hooks.items("goclaw_prompt_sections", "prompt section") if s.name == "memory_recall"
     )
-    assert section.order == 5 and section.modes == frozenset({"full"})
+    assert section.order == 5 and section.modes == frozenset({"full", "task"})
     agent = eng.agents.get("ada")
     ctx = PromptContext(eng, PromptRequest(agent="ada"), agent, "", "full")
     assert "memory_search" in (section.render(ctx) or "")

@@ -144,14 +144,14 @@ def test_auto_inject_threshold_budget_and_settings(make_engine: Any) -> None:
     section = MemoryContextSection()
     text = section.render(_ctx(engine, agent, "How is the Orion migration going?"))
     assert text is not None and text.startswith(HEADER.rstrip("\n"))
-    assert len(text) <= 200 * 4  # auto_inject_max_tokens enforced (chars / 4)
+    assert engine.tokenizer.count(text) <= 200  # auto_inject_max_tokens, in tokens
     assert 1 <= text.count("\n- ") <= 5
     assert section.render(_ctx(engine, agent, "ok thanks")) is None  # trivial
     assert section.render(_ctx(engine, agent, "Recipe for banana bread with walnuts")) is None  # irrelevant
     engine.agents.update_settings("ada", auto_inject_max_tokens=40)
     agent = engine.agents.get("ada")
     small = section.render(_ctx(engine, agent, "How is the Orion migration going?"))
-    assert small is None or len(small) <= 160
+    assert small is None or engine.tokenizer.count(small) <= 40
     engine.agents.update_settings("ada", auto_inject_max_tokens=200, auto_inject_enabled=False)
     agent = engine.agents.get("ada")
     assert section.render(_ctx(engine, agent, "How is the Orion migration going?")) is None

@@ -72,3 +72,21 @@ def test_dedup_compares_near_identical_names_across_types(engine: Any) -> None:
     (cand,) = engine.kg.candidates("ada")
     assert engine.kg.review_candidate(cand["id"], accept=True)["status"] == "merged"
     assert rows[other].valid_until is None
+
+
+def test_a_verb_opening_a_sentence_and_single_letters_are_not_names() -> None:
+    found = _names("Noted the Project Atlas deadline is Friday. We compared options A, B C and D.")
+    assert "Project Atlas" in found and not [n for n in found if n.startswith("Noted")]
+    assert "B C" not in found
+    assert entity_names("Noted the Project Atlas. B C.") == ["Project Atlas"]
+    # a name that itself has "the" in it stays whole
+    assert "Alexander the Great" in _names("Alexander the Great was king.")
+
+
+def test_weak_links_do_not_chain_along_a_list() -> None:
+    rels = heuristic_extract("Present were Alice Smith, Bob Jones, Carol White and Dan Brown.").relations
+    assert not [r for r in rels if r["relation"] == "related_to"]
+    pair = heuristic_extract("Alice Smith, Bob Jones.").relations
+    assert [(r["source"], r["target"]) for r in pair if r["relation"] == "related_to"] == [
+        ("Alice Smith", "Bob Jones")
+    ]

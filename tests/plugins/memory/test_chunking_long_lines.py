@@ -4,7 +4,8 @@ single-line file), and the split matches the reference rule."""
 from __future__ import annotations
 
 import random
-import time
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from goclaw_memory.chunking import chunk_text, split_long_line
 
@@ -27,22 +28,43 @@ def _reference_split(line: str, max_len: int) -> list[str]:
     return pieces
 
 
-def _cpu_seconds(line: str) -> float:
-    best = float("inf")
-    for _ in range(3):
-        t0 = time.process_time()
-        chunk_text(line, 1000)
-        best = min(best, time.process_time() - t0)
-    return best
+class _Counted(str):
+    """A string that counts the characters its slices and strips copy (into ``copied[0]``),
+    and whose copies count too: the work a split does, measured without a clock."""
+
+    copied: ClassVar[list[int]] = [0]
+
+    def _count(self, out: str) -> _Counted:
+        _Counted.copied[0] += len(out)
+        return _Counted(out)
+
+    def __getitem__(self, key: Any) -> _Counted:  # type: ignore[override]
+        return self._count(str.__getitem__(self, key))
+
+    def strip(self, chars: str | None = None) -> _Counted:  # type: ignore[override]
+        return self._count(str.strip(self, chars))
+
+    def lstrip(self, chars: str | None = None) -> _Counted:  # type: ignore[override]
+        return self._count(str.lstrip(self, chars))
+
+    def rstrip(self, chars: str | None = None) -> _Counted:  # type: ignore[override]
+        return self._count(str.rstrip(self, chars))
+
+
+def _copied(split: Callable[[str, int], list[str]], line: str) -> int:
+    _Counted.copied[0] = 0
+    split(_Counted(line), 1000)
+    return _Counted.copied[0]
 
 
 def test_long_single_line_is_linear() -> None:
     word = "lorem ipsum dolor sit amet, consectetur adipiscing elit "
     one = (word * (1_000_000 // len(word) + 1))[:1_000_000]
     four = one * 4
-    small, large = _cpu_seconds(one), _cpu_seconds(four)
-    # Linear: about 4x; a quadratic split would be about 16x (and 115 s at 16 MB).
-    assert large < 9 * max(small, 1e-3), (small, large)
+    # Work, not time: the split copies each character about twice (its piece, stripped); a split
+    # that copies the rest of the line at each cut (the reference) copies about n²/1000.
+    assert _copied(split_long_line, four) <= 3 * len(four)  # a piece, then its rstrip
+    assert _copied(_reference_split, one) > 100 * len(one)  # the count does see a quadratic split
     chunks = chunk_text(four, 1000)
     assert all(c.start_line == c.end_line == 1 and len(c.text) <= 1000 for c in chunks)
     assert " ".join(c.text for c in chunks).split() == four.split()

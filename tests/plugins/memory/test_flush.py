@@ -331,3 +331,13 @@ def test_end_publishes_run_completed(engine: Any) -> None:
     assert payload["session_key"] == key and payload["compaction_count"] == 1
     assert payload["agent_id"] == engine.agents.get("ada").id and events[0][1] == payload["agent_id"]
     assert "PostgreSQL 16" in payload["summary"]
+
+
+def test_extracted_paths_leave_the_sentences_full_stop() -> None:
+    from types import SimpleNamespace
+
+    from goclaw_memory.flush import extract_memories
+
+    said = "The config lives in /etc/goclaw/app.toml. Logs go to ~/logs/run.log. See docs/setup.md."
+    found = extract_memories([SimpleNamespace(role="user", content=said)])
+    assert found["Paths"] == ["/etc/goclaw/app.toml", "~/logs/run.log", "docs/setup.md"]

@@ -64,10 +64,12 @@ def test_correct_and_delete_by_id_path_and_hit_id(eng: Any) -> None:
     assert entry.text == "The office wifi is called Prairie." and entry.corrected
     got = eng.memory.get("ada", res["path"], from_line=res["start_line"], to_line=res["end_line"])
     assert got["text"] == "The office wifi is called Prairie."
-    # by a memory_search hit id (what a model or runtime holds); a hit over two entries is refused
+    # by a memory_search hit id (what a model or runtime holds): a hit is one entry; a range
+    # over two entries is refused
     hit = eng.tools.call("memory_search", {"query": "Lunch noon"}, ToolContext(agent="ada")).data["hits"][0]
+    assert (hit["start_line"], hit["end_line"]) == (e2.start_line, e2.end_line)
     with pytest.raises(ValidationError, match="span 2 memories"):
-        w.correct("ada", "Lunch is at one.", id=hit["id"])
+        w.correct("ada", "Lunch is at one.", path=e1.path, lines=(e1.start_line, e2.end_line))
     e3 = w.add("ada", "Dinner is at seven.", day="2026-12-02")
     hit = eng.tools.call("memory_search", {"query": "Dinner seven"}, ToolContext(agent="ada")).data["hits"][0]
     w.correct("ada", "Dinner is at eight.", id=hit["id"])

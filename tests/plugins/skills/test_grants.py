@@ -135,7 +135,7 @@ def test_add_zip_and_bad_inputs(make_engine, tmp_path: Path) -> None:  # type: i
         )
     )
     info = e.skills.add(z, visibility="public")
-    assert info["slug"] == "zipped" and info["ignored_files"] == ["zipped/ref.md"]
+    assert info["slug"] == "zipped" and info["files"] == ["ref.md"] and info["ignored_files"] == []
     assert "from a zip" in e.skills.use("zipped")
     evil = tmp_path / "evil.zip"
     evil.write_bytes(zip_bytes({"../x/SKILL.md": "---\nname: x\n---\n"}))

@@ -32,7 +32,7 @@ def _ctx(
 
 def _section(eng: Any) -> Any:
     [section] = [s for s in prompt_hooks.sections(eng) if s.name == "skills"]
-    assert section.order == 4 and section.modes == frozenset({"full"})
+    assert section.order == 4 and section.modes == frozenset({"full", "task"})
     return section
 
 
