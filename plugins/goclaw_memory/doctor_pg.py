@@ -54,7 +54,7 @@ def check_stats(conn: Any, agent: Any) -> Check:
             agent.name,
         )
     kept = conn.execute(
-        text("SELECT chunks, terms FROM memory_agent_stats WHERE agent_id = :a"), {"a": agent.id}
+        text("SELECT sum(chunks), sum(terms) FROM memory_agent_stats WHERE agent_id = :a"), {"a": agent.id}
     ).first()
     counted = conn.execute(
         text(
@@ -63,7 +63,7 @@ def check_stats(conn: Any, agent: Any) -> Check:
         ),
         {"a": agent.id},
     ).one()
-    have = (int(kept[0]), int(kept[1])) if kept else (0, 0)
+    have = (int(kept[0] or 0), int(kept[1] or 0)) if kept else (0, 0)
     want = (int(counted[0]), int(counted[1]))
     details = {"kept": list(have), "counted": list(want)}
     if have != want:

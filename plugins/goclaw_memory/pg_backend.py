@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# An index run changing at least this many chunks folds all of the agent's statistics rows.
+COMPACT_ALL = 500
+
 __all__ = ["K1", "B", "PostgresSearchBackend", "bm25_from_lex", "make_postgres_backend", "tsquery_literal"]
 
 
@@ -147,16 +150,17 @@ class PostgresSearchBackend(SearchBackend):
         """The agent's chunk count, total length in terms, and the query terms it has."""
         rows = c.execute(
             text(
-                "SELECT NULL, chunks, terms FROM memory_agent_stats WHERE agent_id = :a UNION ALL "
-                "SELECT term, df, max_tf FROM memory_term_stats WHERE agent_id = :a AND term = ANY(:t)"
+                "SELECT NULL, sum(chunks), sum(terms) FROM memory_agent_stats WHERE agent_id = :a UNION ALL "
+                "SELECT term, sum(df), max(max_tf) FROM memory_term_stats WHERE agent_id = :a "
+                "AND term = ANY(:t) GROUP BY term"
             ),
             {"a": agent_id, "t": list(dict.fromkeys(terms))},
         ).all()
         chunks_n = total = 0
         stats: dict[str, TermStats] = {}
-        for term, a, b in rows:
+        for term, a, b in rows:  # sums of the delta rows (goclaw_memory.pg_stats)
             if term is None:
-                chunks_n, total = int(a), int(b)
+                chunks_n, total = int(a or 0), int(b or 0)
             elif a > 0:
                 stats[term] = TermStats(int(a), int(b))
         return chunks_n, total, stats
@@ -226,9 +230,27 @@ class PostgresSearchBackend(SearchBackend):
         return None  # the table is the index: nothing derived is kept
 
     def apply_changes(self, changes: IndexChanges) -> None:
-        """The table is the index; builds the HNSW indexes the run's :meth:`prepare_vectors`
-        deferred, once after the load."""
+        """The table is the index; folds the statistics rows the run appended
+        (:func:`goclaw_memory.pg_stats.compact_sql`: all of the agent's after a large run, else
+        those of the terms it added) and builds the HNSW indexes the run's
+        :meth:`prepare_vectors` deferred, once after the load."""
+        if changes.removed or changes.records:
+            self.compact_stats(
+                changes.agent_id,
+                None
+                if len(changes.removed) + len(changes.records) >= COMPACT_ALL
+                else {t for rec in changes.records.values() for t in rec.terms},
+            )
         self.finish_vectors()
+
+    def compact_stats(self, agent_id: str, terms: set[str] | None = None) -> None:
+        """Fold the agent's statistics rows (only those of ``terms`` when given)."""
+        from goclaw_memory.pg_stats import compact_sql
+
+        fold_terms, fold_agent = compact_sql(terms is not None)
+        with self.engine.db.engine.begin() as c:
+            c.execute(text(fold_terms), {"a": agent_id, "t": sorted(terms or ())})
+            c.execute(text(fold_agent), {"a": agent_id})
 
     # ------------------------------------------------------------------ vectors
     def _supports_iterative(self, conn: Any) -> bool:

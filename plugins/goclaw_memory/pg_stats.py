@@ -2,11 +2,16 @@
 that keep them (:mod:`goclaw_memory.pg_exact` reads them).
 
 ``memory_agent_stats`` (agent, chunks, terms: the sum of chunk lengths) and
-``memory_term_stats`` (agent, term, df, max_tf) are updated by statement-level triggers on
-``memory_chunks``, in the transaction that writes the chunks, whatever writes them (indexing,
-adds, forget, a cascade from a deleted document or agent). ``max_tf`` only grows: it is an
-upper bound for pruning, never a count. Installed by the ``memory_0003`` migration; ``goclaw
-memory doctor --repair`` installs them again and recounts (:func:`install`).
+``memory_term_stats`` (agent, term, df, max_tf) hold *deltas*: statement-level triggers on
+``memory_chunks`` append one row per (agent, term) a statement changes, in the transaction that
+writes the chunks, whatever writes them (indexing, adds, forget, a cascade from a deleted
+document or agent). A reader sums an agent's rows. Appending, not updating counters in place:
+a counter row updated by every statement of a long transaction grows a chain of row versions
+that each later update walks (quadratic), and concurrent writers of one agent would queue on
+its hottest rows. :func:`compact_sql` folds the rows of an agent (or of some of its terms) into
+one each, after index runs. ``max_tf`` is an upper bound for pruning (a removal never lowers
+it), never a count. Installed by the ``memory_0003`` migration; ``goclaw memory doctor
+--repair`` installs them again and recounts (:func:`install`).
 """
 
 from __future__ import annotations
@@ -15,14 +20,16 @@ from collections.abc import Callable
 from typing import Any
 
 TABLES = (
-    "CREATE TABLE IF NOT EXISTS memory_agent_stats (agent_id varchar(64) PRIMARY KEY, "
+    "CREATE TABLE IF NOT EXISTS memory_agent_stats (agent_id varchar(64) NOT NULL, "
     "chunks bigint NOT NULL, terms bigint NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS ix_memory_agent_stats ON memory_agent_stats (agent_id)",
     "CREATE TABLE IF NOT EXISTS memory_term_stats (agent_id varchar(64) NOT NULL, term text NOT NULL, "
-    "df integer NOT NULL, max_tf integer NOT NULL, PRIMARY KEY (agent_id, term))",
+    "df integer NOT NULL, max_tf integer NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS ix_memory_term_stats ON memory_term_stats (agent_id, term)",
 )
 TRIGGER_NAMES = ("memory_chunks_stats_insert", "memory_chunks_stats_delete", "memory_chunks_stats_update")
 
-# One function applies a signed batch: (agent ids, lex strings) counted +1 or -1.
+# One function appends a signed batch: (agent ids, lex strings) counted +1 or -1.
 APPLY = """
 CREATE OR REPLACE FUNCTION memory_stats_apply(agents text[], lexes text[], sign integer)
 RETURNS void LANGUAGE plpgsql AS $$
@@ -30,15 +37,12 @@ BEGIN
     IF agents IS NULL OR cardinality(agents) = 0 THEN
         RETURN;
     END IF;
-    INSERT INTO memory_agent_stats AS s (agent_id, chunks, terms)
+    INSERT INTO memory_agent_stats (agent_id, chunks, terms)
     SELECT r.agent, sign * count(*),
            sign * coalesce(sum(cardinality(array_remove(string_to_array(coalesce(r.lex, ''), ' '), ''))), 0)
     FROM unnest(agents, lexes) AS r(agent, lex)
-    GROUP BY r.agent ORDER BY r.agent
-    ON CONFLICT (agent_id) DO UPDATE
-        SET chunks = s.chunks + excluded.chunks, terms = s.terms + excluded.terms;
-    -- Terms in a fixed order: concurrent writers of one agent lock its rows in the same order.
-    INSERT INTO memory_term_stats AS s (agent_id, term, df, max_tf)
+    GROUP BY r.agent;
+    INSERT INTO memory_term_stats (agent_id, term, df, max_tf)
     SELECT agent, term, sign * count(*), max(tf)
     FROM (
         SELECT r.agent, t.term, count(*) AS tf
@@ -47,16 +51,7 @@ BEGIN
         WHERE t.term <> ''
         GROUP BY r.n, r.agent, t.term
     ) AS per_chunk
-    GROUP BY agent, term ORDER BY agent, term
-    ON CONFLICT (agent_id, term) DO UPDATE
-        SET df = s.df + excluded.df, max_tf = greatest(s.max_tf, excluded.max_tf);
-    IF sign < 0 THEN
-        DELETE FROM memory_term_stats
-        WHERE df <= 0 AND (agent_id, term) IN (
-            SELECT DISTINCT r.agent, t.term FROM unnest(agents, lexes) AS r(agent, lex),
-                 unnest(string_to_array(coalesce(r.lex, ''), ' ')) AS t(term));
-        DELETE FROM memory_agent_stats WHERE chunks <= 0 AND agent_id = ANY(agents);
-    END IF;
+    GROUP BY agent, term;
 END $$;
 """
 
@@ -104,6 +99,25 @@ BACKFILL = (
     "unnest(string_to_array(coalesce(c.lex, ''), ' ')) AS t(term) WHERE t.term <> '' "
     "GROUP BY c.id, c.agent_id, t.term) AS per_chunk GROUP BY agent_id, term",
 )
+
+
+COMPACT_TERMS = (
+    "WITH gone AS (DELETE FROM memory_term_stats WHERE agent_id = :a{terms} RETURNING term, df, max_tf) "
+    "INSERT INTO memory_term_stats (agent_id, term, df, max_tf) "
+    "SELECT :a, term, sum(df), max(max_tf) FROM gone GROUP BY term HAVING sum(df) > 0"
+)
+COMPACT_AGENT = (
+    "WITH gone AS (DELETE FROM memory_agent_stats WHERE agent_id = :a RETURNING chunks, terms) "
+    "INSERT INTO memory_agent_stats (agent_id, chunks, terms) "
+    "SELECT :a, sum(chunks), sum(terms) FROM gone HAVING sum(chunks) > 0"
+)
+
+
+def compact_sql(some_terms: bool) -> tuple[str, str]:
+    """The statements that fold an agent's delta rows into one per term (``:a``; with
+    ``some_terms`` only the terms ``:t``) and one for the agent. Rows appended by transactions
+    not yet committed are not in the statement's snapshot: they stay, and still add up."""
+    return COMPACT_TERMS.format(terms=" AND term = ANY(:t)" if some_terms else ""), COMPACT_AGENT
 
 
 def install(execute: Callable[[str], Any]) -> None:

@@ -193,7 +193,8 @@ def _repair_pg_stats(engine: Host) -> list[str]:
                 text(
                     "SELECT 1 FROM (SELECT agent_id, count(*) AS n, coalesce(sum(cardinality(array_remove("
                     "string_to_array(coalesce(lex, ''), ' '), ''))), 0) AS t FROM memory_chunks "
-                    "GROUP BY agent_id) c FULL JOIN memory_agent_stats s USING (agent_id) "
+                    "GROUP BY agent_id) c FULL JOIN (SELECT agent_id, sum(chunks) AS chunks, "
+                    "sum(terms) AS terms FROM memory_agent_stats GROUP BY agent_id) s USING (agent_id) "
                     "WHERE c.n IS DISTINCT FROM s.chunks OR c.t IS DISTINCT FROM s.terms LIMIT 1"
                 )
             ).first()

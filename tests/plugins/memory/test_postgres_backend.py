@@ -84,9 +84,20 @@ def _recount(eng: Any) -> tuple[set[tuple[str, int, int]], set[tuple[str, str, i
     """The statistics the triggers keep, and the same counted from the chunks now."""
     with eng.db.engine.connect() as conn:
         kept = {
-            tuple(r) for r in conn.execute(text("SELECT agent_id, chunks, terms FROM memory_agent_stats"))
+            tuple(r)
+            for r in conn.execute(
+                text("SELECT agent_id, sum(chunks), sum(terms) FROM memory_agent_stats GROUP BY agent_id")
+            )
         }
-        terms = {tuple(r) for r in conn.execute(text("SELECT agent_id, term, df FROM memory_term_stats"))}
+        terms = {
+            tuple(r)
+            for r in conn.execute(
+                text(
+                    "SELECT agent_id, term, sum(df) FROM memory_term_stats GROUP BY agent_id, term "
+                    "HAVING sum(df) > 0"
+                )
+            )
+        }
         counted = {
             tuple(r)
             for r in conn.execute(
