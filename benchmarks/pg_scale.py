@@ -152,7 +152,7 @@ def load(url: str, tmp: Path, args: argparse.Namespace) -> dict[str, Any]:
         indexes = c.execute(
             text(
                 "SELECT indexrelname, pg_relation_size(indexrelid) FROM pg_stat_user_indexes "
-                "WHERE relname = 'memory_chunks' ORDER BY 2 DESC"
+                "WHERE relname = 'memory_chunks' AND schemaname = current_schema() ORDER BY 2 DESC"
             )
         ).all()
     pg.close()
@@ -315,7 +315,7 @@ def _report(url: str, results: list[dict[str, Any]], loaded: dict[str, Any], arg
     errors = [e for r in clients for e in r["errors"]]
     print(f"{args.procs} client processes for {args.seconds:.0f} s (wall {wall:.0f} s):")
     for scope, xs in lat.items():
-        size = args.big if scope == "big" else args.per_agent
+        size = args.big if scope == "big" else args.per_agent  # the agents' chunks, as loaded
         print(f"  search, {size:,}-chunk agents: {len(xs)} searches, p50 {_pct(xs, 0.5):.1f} ms, "
               f"p99 {_pct(xs, 0.99):.1f} ms")  # fmt: skip
     print(f"  throughput {searches / args.seconds:.1f} searches/s + {len(adds) / args.seconds:.1f} adds/s")
