@@ -20,6 +20,7 @@ search, write visibility, lost writes (every add searched for at the end), the d
 size on disk, and quality: hit@10 / MRR and top-10 overlap with the exact SQLite result of the
 same corpus, for the big agent and the ten indexed small ones (and copies of them).
 
+The PostgreSQL side searches with ``--backend`` (``postgresql``: nothing held per process).
 Everything runs in its own schema of that database, dropped at the end (``--keep`` keeps it).
 """
 
@@ -122,6 +123,7 @@ def load(url: str, tmp: Path, args: argparse.Namespace) -> dict[str, Any]:
         quality[name]["sqlite_p50_ms"] = _pct(times, 0.5)
     sqlite.close()
     t0 = time.perf_counter()
+    os.environ["GOCLAW_PLUGINS__MEMORY__BACKEND"] = args.backend  # from here on, and the clients
     pg = Engine.open(tmp / "loader", url)
     for name, (src, _q) in corpora.items():
         pg.agents.create(name)
@@ -334,7 +336,7 @@ def _report(url: str, results: list[dict[str, Any]], loaded: dict[str, Any], arg
         if not any(token in h.snippet for h in eng.memory.search(token, agent, user, channel="lexical"))
     )
     print(f"  lost writes {lost} of {len(adds)}")
-    print("quality (default backend, hybrid, reranker on) against the exact SQLite result:")
+    print(f"quality ({args.backend}, hybrid, reranker on) against the exact SQLite result:")
     for name, questions in loaded["questions"].items():
         targets = [name] if name == "big" else [name, f"a{int(name[1:]) + TEMPLATES:04d}"]
         for agent in targets:
@@ -366,6 +368,7 @@ def main() -> int:
     ap.add_argument("--big", type=int, default=100_000)
     ap.add_argument("--procs", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=120.0)
+    ap.add_argument("--backend", default="postgresql", help="postgresql (default) or inprocess")
     ap.add_argument("--keep", action="store_true", help="keep the schema (and its data) at the end")
     args = ap.parse_args()
     url = os.environ.get("GOCLAW_BENCH_DATABASE_URL") or os.environ.get("GOCLAW_TEST_DATABASE_URL")

@@ -29,13 +29,14 @@ class FlushSettings(BaseModel):
 def resolve_backend(name: str, database: str) -> str:
     """The search backend ``name`` selects on a ``database`` (``sqlite`` / ``postgresql``).
 
-    ``auto`` is the exact ranking on both: ``sqlite`` (the in-memory engine over its own file)
-    and ``postgresql`` (the same ranking computed by the database, nothing held per process, so
-    any number of processes on any host share it; docs/postgres.md). ``inprocess`` runs the
-    in-memory engine over PostgreSQL for a single host (docs/postgres.md compares them)."""
+    ``auto`` is the exact in-process engine on both: ``sqlite`` reads its own file directly,
+    ``inprocess`` reads any database through the memory service's IndexSource. On PostgreSQL
+    the database-side ``postgresql`` backend computes the same ranking with nothing held per
+    process, but is not the default yet: at 100k chunks it is many times slower than the
+    in-process engine (docs/postgres.md compares them)."""
     if name != "auto":
         return name
-    return "sqlite" if database == "sqlite" else "postgresql"
+    return "sqlite" if database == "sqlite" else "inprocess"
 
 
 class MemorySettings(BaseModel):
@@ -43,9 +44,9 @@ class MemorySettings(BaseModel):
 
     backend: str = Field(
         default="auto",
-        description="search backend: auto (sqlite on SQLite, postgresql on PostgreSQL), sqlite, "
+        description="search backend: auto (sqlite on SQLite, inprocess on PostgreSQL), sqlite, "
         "postgresql (the exact ranking computed by the database, nothing held in memory), "
-        "inprocess (the in-memory engine on any database), lancedb (the lancedb extra) or a plugin's",
+        "inprocess (the exact in-memory engine on any database), lancedb (the lancedb extra) or a plugin's",
     )
     max_chunk_len: int = Field(default=1000, ge=50, description="characters per chunk at most")
     max_results: int = Field(default=6, ge=1, le=1000)

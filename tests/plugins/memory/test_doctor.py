@@ -49,16 +49,14 @@ def test_a_healthy_index_has_no_problem(make_engine: Any, workspace: Path, datab
     assert _by(report, "embeddings").details["spaces"][0]["chunks"] == 4
     assert _by(report, "full-text").status == "ok"
     if eng.db.backend == "postgresql":
-        # The default backend (postgresql) searches with HNSW: built by the index run.
-        assert [c.status for c in report.checks if c.name == "hnsw"] == ["ok"]
-        assert not [c for c in report.checks if c.name == "saved-index"]
-        assert _by(report, "pg-stats").message == "BM25 statistics current (4 chunks)"
-        assert _by(report, "pg-extensions").status == "ok"
+        # The default backend (inprocess) does not search with HNSW and builds none.
+        assert [c.status for c in report.checks if c.name == "hnsw"] == ["info"]
+        assert _by(report, "saved-index").message == "saved index current (4 chunks)"
     result = run_cli(["memory", "doctor", "--json"], workspace=workspace, database_url=database_url)
     assert result.code == 0, result.err
     assert json.loads(result.out)["ok"] is True
     result = run_cli(["memory", "doctor"], workspace=workspace, database_url=database_url)
-    name = {"sqlite": "sqlite", "postgresql": "postgresql"}[eng.db.backend]
+    name = {"sqlite": "sqlite", "postgresql": "inprocess"}[eng.db.backend]
     assert f"[info] backend: memory search backend {name} (backend = 'auto' on {eng.db.backend})" in (
         result.out
     )
@@ -201,15 +199,15 @@ def test_postgres_full_text_and_hnsw_indexes(make_engine: Any, workspace: Path, 
     assert fts.status == "problem" and fts.message.startswith("memory_chunks has no tsv column")
 
 
-def test_hnsw_is_neither_required_nor_built_for_the_inprocess_backend(
+def test_hnsw_is_neither_required_nor_built_for_the_default_backend(
     make_engine: Any, workspace: Path, backend: str
 ) -> None:
-    """``inprocess`` searches in memory: no HNSW index is built while indexing or repairing
-    (~30 s per 100k chunks, and slower writes), and its absence is not a problem; switching to
-    ``postgresql`` (the default) builds it at the next index run."""
+    """On PostgreSQL ``auto`` is ``inprocess``, which searches in memory: no HNSW index is built
+    while indexing or repairing (~30 s per 100k chunks, and slower writes), and its absence is
+    not a problem; switching to ``postgresql`` builds it at the next index run."""
     if backend != "postgresql":
         pytest.skip("PostgreSQL indexes")
-    eng = _setup(make_engine, workspace, plugins={"memory": {"backend": "inprocess"}})
+    eng = _setup(make_engine, workspace)
     (hnsw,) = [c for c in run_doctor(eng).checks if c.name == "hnsw"]
     assert hnsw.status == "info" and "none built" in hnsw.message
     report = run_doctor(eng, repair=True)
@@ -224,12 +222,11 @@ def test_hnsw_is_neither_required_nor_built_for_the_inprocess_backend(
 
 
 def test_saved_index_missing_behind_and_current(
-    make_engine: Any, workspace: Path, backend: str, database_url: str | None, monkeypatch: pytest.MonkeyPatch
+    make_engine: Any, workspace: Path, backend: str, database_url: str | None
 ) -> None:
     if backend != "postgresql":
-        pytest.skip("the inprocess backend's saved index (PostgreSQL)")
-    monkeypatch.setenv("GOCLAW_PLUGINS__MEMORY__BACKEND", "inprocess")  # the CLI's too
-    eng = _setup(make_engine, workspace, plugins={"memory": {"backend": "inprocess"}})
+        pytest.skip("the inprocess backend's saved index (the default on PostgreSQL)")
+    eng = _setup(make_engine, workspace)
     shutil.rmtree(workspace / ".goclaw" / "memory-index")
     check = _by(run_doctor(eng), "saved-index")
     assert check.status == "warning" and check.message.startswith("no saved index for 4 chunks")
@@ -251,8 +248,8 @@ def test_a_saved_index_with_a_damaged_meta_is_reported_not_a_traceback(
     """meta.json that is JSON but not the index's (a list, a number where a list goes): the
     check says the saved index is unreadable; it raised AttributeError / TypeError / ValueError."""
     if backend != "postgresql":
-        pytest.skip("the inprocess backend's saved index (PostgreSQL)")
-    eng = _setup(make_engine, workspace, plugins={"memory": {"backend": "inprocess"}})
+        pytest.skip("the inprocess backend's saved index (the default on PostgreSQL)")
+    eng = _setup(make_engine, workspace)
     (folder,) = (workspace / ".goclaw" / "memory-index").glob("*/*.idx")
     if meta == "n_alive":  # the real meta, one count damaged
         real = json.loads((folder / "meta.json").read_text(encoding="utf-8"))

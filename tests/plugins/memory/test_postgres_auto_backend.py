@@ -1,5 +1,5 @@
-"""On PostgreSQL ``backend = "inprocess"`` (``auto`` selects ``postgresql`` there): the exact
-engine in memory, its index saved in the workspace, the database the source of truth. What a default
+"""On PostgreSQL ``auto`` selects ``inprocess`` (docs/decisions.md): the exact engine in
+memory, its index saved in the workspace, the database the source of truth. What a default
 PostgreSQL user relies on: another process's writes are seen, the saved index is where the docs
 say, ``goclaw memory index`` leaves one behind, a workspace where it cannot be saved still
 searches, and the per-search reads survive a dropped connection."""
@@ -34,7 +34,7 @@ def pg(pg_schema_url: str, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> 
     """An engine on PostgreSQL with the default settings and agent "ada" indexed."""
     from goclaw.engine import Engine
 
-    monkeypatch.setenv("GOCLAW_PLUGINS__MEMORY__BACKEND", "inprocess")
+    monkeypatch.delenv("GOCLAW_PLUGINS__MEMORY__BACKEND", raising=False)
     eng = Engine.open(workspace, pg_schema_url)
     eng.agents.create("ada")
     root = Path(eng.agent_dir(eng.agents.get("ada")))
@@ -57,12 +57,12 @@ def _saved(eng: Any) -> Path:
     return Path(path)
 
 
-def test_auto_is_postgresql_on_postgresql(pg: Any) -> None:
+def test_auto_is_inprocess_on_postgresql(pg: Any) -> None:
     from goclaw_memory.settings import resolve_backend
 
-    assert pg.plugin_settings("memory").backend == "inprocess"
+    assert pg.plugin_settings("memory").backend == "auto"
     assert pg.memory.backend.name == "inprocess"
-    assert resolve_backend("auto", "postgresql") == "postgresql"
+    assert resolve_backend("auto", "postgresql") == "inprocess"
     assert resolve_backend("auto", "sqlite") == "sqlite"
     assert resolve_backend("postgresql", "postgresql") == "postgresql"
     hits = pg.memory.search("when does the ferry leave", "ada")
@@ -100,7 +100,7 @@ def test_a_second_process_sees_the_first_process_write(pg: Any, pg_schema_url: s
     root = Path(pg.agent_dir(pg.agents.get("ada")))
     write(root, "memory/lighthouse.md", "The lighthouse keeper retires in March.\n")
     env = {**os.environ, "GOCLAW_DATABASE_URL": pg_schema_url}
-    env["GOCLAW_PLUGINS__MEMORY__BACKEND"] = "inprocess"
+    env.pop("GOCLAW_PLUGINS__MEMORY__BACKEND", None)
     cli = [sys.executable, "-c", "from goclaw.cli import main; main()"]
     done = subprocess.run(
         [*cli, "--workspace", str(workspace), "memory", "index", "--agent", "ada"],

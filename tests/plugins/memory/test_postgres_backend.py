@@ -1,5 +1,5 @@
-"""The ``postgresql`` search backend (the exact ranking computed by the database, what ``auto``
-selects on PostgreSQL). The shared backend suite (every test of test_search.py) runs here with
+"""The ``postgresql`` search backend (the exact ranking computed by the database; ``auto``
+selects ``inprocess`` on PostgreSQL). The shared backend suite (every test of test_search.py) runs here with
 it, then its own behaviour: common terms, the statistics the triggers keep, the pruning bound,
 the deferred HNSW build and binary vectors."""
 
@@ -134,6 +134,27 @@ def test_term_statistics_follow_every_write(pg_engine: Any) -> None:
     kept, counted = _recount(eng)
     assert kept == counted and not any(t[1].startswith("kettl") for t in kept)
     eng.memory.writer.add("ada", "Remember: the ferry is late on Sundays.")
+    kept, counted = _recount(eng)
+    assert kept == counted
+
+
+def test_doctor_reports_and_repairs_statistics_a_dropped_trigger_left_behind(pg_engine: Any) -> None:
+    from goclaw_memory.doctor import run_doctor
+
+    eng = pg_engine
+    root = Path(eng.agent_dir(eng.agents.get("ada")))
+    write(root, "memory/a.md", "The kettle whistles.\n")
+    eng.memory.index("ada")
+    assert [c.status for c in run_doctor(eng).checks if c.name == "pg-stats"] == ["ok"]
+    with eng.db.engine.begin() as conn:
+        conn.exec_driver_sql("DROP TRIGGER memory_chunks_stats_insert ON memory_chunks")
+    write(root, "memory/b.md", "The ferry leaves at noon.\n")
+    eng.memory.index("ada")  # written without the trigger: the statistics miss it
+    (check,) = [c for c in run_doctor(eng).checks if c.name == "pg-stats"]
+    assert check.status == "problem" and "memory_chunks_stats_insert" in check.message
+    report = run_doctor(eng, repair=True)
+    assert any("BM25 statistics" in line for line in report.repaired)
+    assert [c.status for c in report.checks if c.name == "pg-stats"] == ["ok"]
     kept, counted = _recount(eng)
     assert kept == counted
 
