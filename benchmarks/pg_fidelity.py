@@ -2,14 +2,15 @@
 start-up.
 
 The SQLite backend scores every chunk (exact by construction). On PostgreSQL the default
-backend (``auto`` = ``inprocess``) runs the same engine in memory; ``postgresql`` scores
-candidate pools drawn from the database. This indexes the same synthetic corpus into SQLite and
-PostgreSQL and reports, per channel: hit@10 / MRR on the planted facts, the top-10 overlap of
-PostgreSQL's results with SQLite's (compared by path and start line, reranker off and on), and
-PostgreSQL's median / p90 latency. Then the costs a new process pays, each in a fresh child
-process on the same database: the first search with no saved index (``inprocess``: the build
-from the table), the first search with the saved index (the load), peak and resident memory
-after 20 searches, and the per-search version-token read.
+backend (``auto`` = ``inprocess``) runs the same engine in each process; ``postgresql``
+computes the same ranking in the database. This indexes the same synthetic corpus into SQLite
+and PostgreSQL and reports, per channel: hit@10 / MRR on the planted facts (both sides), the
+top-10 overlap of PostgreSQL's results with SQLite's (compared by path and start line,
+reranker off and on), and the p50 / p90 / p99 latency of both in the same run. Then the costs
+a new process pays, each in a fresh child process on the same database: the first search
+with no saved index (``inprocess``: the build from the table), the first search with the saved
+index (the load), peak and resident memory after 20 searches, and the per-search
+version-token read.
 
     GOCLAW_BENCH_DATABASE_URL=postgresql+psycopg://goclaw:goclaw@127.0.0.1:5432/goclaw_test \\
       .venv/bin/python benchmarks/pg_fidelity.py --chunks 100000 [--backend postgresql]
@@ -82,15 +83,19 @@ def run(n_chunks: int, url: str, backend: str) -> None:
         exact = _open(tmp / "sqlite", None, tmp / "src")
         settings = [(r, c) for r in ("none", "overlap") for c in ("hybrid", "lexical", "vector")]
         want: dict[tuple[str, str], list[set[tuple[str, int]]]] = {}
+        sqlite_ms: dict[tuple[str, str], list[float]] = {}
+        sqlite_q: dict[tuple[str, str], tuple[int, float]] = {}
         for rerank, channel in settings:
             exact.plugin_settings("memory").rerank = rerank
-            want[rerank, channel] = [
-                {
-                    (h.path, h.start_line)
-                    for h in exact.memory.search(q["question"], "bench", limit=K, channel=channel)
-                }
-                for q in questions
-            ]
+            want[rerank, channel], sqlite_ms[rerank, channel] = [], []
+            for q in questions:
+                t = time.perf_counter()
+                hits = exact.memory.search(q["question"], "bench", limit=K, channel=channel)
+                sqlite_ms[rerank, channel].append(time.perf_counter() - t)
+                want[rerank, channel].append({(h.path, h.start_line) for h in hits})
+                r = _rank(hits, q["expect"])
+                hit, mrr = sqlite_q.get((rerank, channel), (0, 0.0))
+                sqlite_q[rerank, channel] = (hit + 1, mrr + 1 / r) if r else (hit, mrr)
         exact.close()
         t0 = time.perf_counter()
         pg = _open(tmp / "pg", pg_url, tmp / "src", backend)
@@ -113,12 +118,18 @@ def run(n_chunks: int, url: str, backend: str) -> None:
                 if r:
                     found, rr = found + 1, rr + 1 / r
             times.sort()
+            ref = sorted(sqlite_ms[rerank, channel])
+            s_hit, s_mrr = sqlite_q.get((rerank, channel), (0, 0.0))
             print(
                 f"  reranker {rerank:7s} {channel:7s} hit@10 {found / len(questions):.3f} "
                 f"MRR {rr / len(questions):.3f}  "
                 f"top-10 overlap with exact {statistics.mean(overlap):.3f}  "
-                f"PostgreSQL median {statistics.median(times) * 1000:.1f} ms, "
-                f"p90 {times[int(0.9 * (len(times) - 1))] * 1000:.1f} ms"
+                f"PostgreSQL p50 {statistics.median(times) * 1000:.1f} ms, "
+                f"p90 {times[int(0.9 * (len(times) - 1))] * 1000:.1f} ms, "
+                f"p99 {times[int(0.99 * (len(times) - 1))] * 1000:.1f} ms; "
+                f"SQLite hit@10 {s_hit / len(questions):.3f} MRR {s_mrr / len(questions):.3f} "
+                f"p50 {statistics.median(ref) * 1000:.1f} ms, "
+                f"p99 {ref[int(0.99 * (len(ref) - 1))] * 1000:.1f} ms"
             )
         pg.close()
         _startup(tmp / "cold", pg_url, backend, questions)

@@ -12,14 +12,19 @@ Checks, read straight from the tables with plain SQL (no ORM, nothing cached):
 * **full-text**: the retrieval engine's terms (``memory_chunks.lex``) are present and a random
   sample matches the current tokenizer; PostgreSQL: the ``tsv`` column and its GIN index;
 * **hnsw** (PostgreSQL): an HNSW index for every dimension that has vectors (pgvector indexes up
-  to 2,000 dimensions), and that it is valid; a problem only with ``backend = "postgresql"``;
+  to 2,000 dimensions), and that it is valid; a problem only with the ``postgresql`` backend
+  (the default there);
+* **pg-extensions**, **pg-stats** (per agent), **pg-maintenance** (PostgreSQL): pgvector's
+  version, the BM25 statistics the ``postgresql`` backend ranks with and their triggers, the
+  planner's statistics and vacuum (:mod:`goclaw_memory.doctor_pg`);
 * **backend** and **saved-index** (``inprocess``, per agent): which search backend runs, and
   whether its saved index exists and is current (:mod:`goclaw_memory.doctor_indexes`);
 * **watcher**: the memory watchers running in this process, if any.
 
 Each check is ``ok``, ``info``, ``warning`` or ``problem`` and carries the command that fixes it.
 ``repair=True`` fixes what no other command fixes: recomputes stale full-text terms, builds missing or
-invalid full-text and HNSW indexes, clears vectors of the wrong length and forgets documents
+invalid full-text and HNSW indexes, reinstalls the BM25 statistics' triggers and recounts them,
+clears vectors of the wrong length and forgets documents
 whose chunks are inconsistent (the next ``goclaw memory index`` re-embeds and re-chunks them).
 """
 
@@ -369,6 +374,7 @@ def run_doctor(engine: Host, agent: str | None = None, *, repair: bool = False) 
     """Run every check (for one agent or all); with ``repair`` fix what can be fixed, then check
     again."""
     from goclaw_memory.doctor_indexes import check_backend, check_full_text, check_hnsw, check_saved_index
+    from goclaw_memory.doctor_pg import check_extensions, check_maintenance, check_stats
     from goclaw_memory.sqlite_backend import SQLiteSearchBackend
 
     repaired = _repair(engine, agent) if repair else []
@@ -384,9 +390,13 @@ def run_doctor(engine: Host, agent: str | None = None, *, repair: bool = False) 
             checks.extend(check_vectors(engine, a, conn, space, space_error))
             if saves is not None and (path := saves.saved_index(a.id)) is not None:
                 checks.append(check_saved_index(engine, a, conn, path, space))
+            if engine.db.backend == "postgresql":
+                checks.append(check_stats(conn, a))
         checks.append(check_full_text(engine, conn))
         if engine.db.backend == "postgresql":
             checks.extend(check_hnsw(conn, used=backend_name == "postgresql"))
+            checks.append(check_extensions(conn))
+            checks.extend(check_maintenance(conn))
     checks.append(check_watcher(engine))
     return DoctorReport(checks, repaired)
 

@@ -55,6 +55,7 @@ _SQL_INSERT_CHUNK = (
 )
 _SQL_INSERT_CHUNK_ID = _SQL_INSERT_CHUNK.replace("(document_id", "(id, document_id").replace("(?", "(?, ?")
 _SQL_INSERT_CHUNK_PG = _SQL_INSERT_CHUNK.replace("?, ?, ?, ?)", "CAST(? AS vector), ?, ?, ?)")
+PG_ROWS_PER_INSERT = 1_000  # 13 parameters a row: within PostgreSQL's 65,535 a statement
 
 
 def refused(exc: BaseException) -> bool:
@@ -278,8 +279,14 @@ def insert_chunks(
                 )
             )
     if pg:
-        if rows:
-            conn.exec_driver_sql(driver_sql(_SQL_INSERT_CHUNK_PG, True), rows)
+        # Multi-row statements: the statistics triggers (goclaw_memory.pg_stats) fire once a
+        # statement and append a row per term it wrote; one statement a chunk would append
+        # every common term once per chunk.
+        head, group = _SQL_INSERT_CHUNK_PG.split(" VALUES ")
+        for lo in range(0, len(rows), PG_ROWS_PER_INSERT):
+            part = rows[lo : lo + PG_ROWS_PER_INSERT]
+            sql = f"{head} VALUES {', '.join([group] * len(part))}"
+            conn.exec_driver_sql(driver_sql(sql, True), tuple(chain.from_iterable(part)))
         return None
     first = int(conn.exec_driver_sql("SELECT COALESCE(MAX(id), 0) FROM memory_chunks").scalar()) + 1
     new_ids = list(range(first, first + len(rows)))

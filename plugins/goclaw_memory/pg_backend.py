@@ -1,17 +1,15 @@
-"""The PostgreSQL search backend: ``tsvector`` + GIN over the retrieval engine's terms and
-pgvector HNSW.
+"""The PostgreSQL search backend: the in-memory engine's exact fused ranking, computed from
+the database with nothing held per process.
 
-The ``tsv`` column is generated from ``memory_chunks.lex`` (the terms of
-:mod:`goclaw_search.tokenize`: stemmed words, whole codes and their parts, CJK bigrams),
-so full text matches exactly as on SQLite. A hybrid search:
-
-1. vector candidates: the nearest ``pool`` chunks by HNSW (cosine), scope filtered in SQL;
-2. full-text candidates: the chunks matching the query's *selective* terms (those whose
-   matches together stay within :data:`PG_RANK_BUDGET`, rarest first; the "common terms" rule
-   of Lucene), pre-ranked in SQL by IDF-weighted ``ts_rank``; the best ``pool`` are kept;
-3. every candidate of either channel gets **both** real scores: BM25 (k1 1.2, b 0.75) from its
-   stored terms with document frequencies from the planner's statistics, and its cosine;
-4. :func:`goclaw_search.fusion.fuse` over the candidates.
+* Full text: ``tsv`` (generated from ``memory_chunks.lex``, the terms of
+  :mod:`goclaw_search.tokenize`) with its GIN index finds the matches; BM25 (k1 1.2, b 0.75)
+  comes from each match's stored terms and the agent's own statistics
+  (``memory_term_stats`` / ``memory_agent_stats``, kept by triggers in the writing
+  transaction): the engine's figures, not estimates.
+* Vectors: pgvector, an exact scan for small agents, HNSW with iterative scans for large ones;
+  every candidate of either channel gets its real cosine, computed in the database.
+* :mod:`goclaw_memory.pg_exact` decides which matches to read: the rarest terms' first, more
+  until no unread chunk can reach the result; then :func:`goclaw_search.fusion.fuse`.
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -36,15 +33,8 @@ from goclaw.contracts.search import (
     SearchResult,
 )
 from goclaw_memory.filters import allowed_ids, read_facet_rows
-from goclaw_memory.pg_text import (  # re-exported: imported from here before the split
-    K1,
-    B,
-    _PgStats,
-    bm25_from_lex,
-    read_pg_stats,
-    split_terms,
-    tsquery_literal,
-)
+from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, TermStats, first_terms, idf, settled, term_bound
+from goclaw_memory.pg_text import K1, B, bm25_from_lex, tsquery_literal
 from goclaw_search.fusion import fuse
 
 if TYPE_CHECKING:
@@ -52,28 +42,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = [
-    "K1",
-    "PG_RANK_BUDGET",
-    "B",
-    "PostgresSearchBackend",
-    "bm25_from_lex",
-    "make_postgres_backend",
-    "split_terms",
-    "tsquery_literal",
-]
+# An index run changing at least this many chunks folds all of the agent's statistics rows.
+COMPACT_ALL = 500
 
-# At most this many full-text matches are enumerated per query (sum of the kept terms'
-# estimated document frequencies); PostgreSQL visits each match's heap row (~1-5 µs).
-PG_RANK_BUDGET = 1_000
-_ONLY = " AND id = ANY(:only)"  # a filtered search's matching chunks (goclaw_memory.filters)
+_ONLY = " AND id = ANY(:only)"  # a filtered search's chunks (goclaw_memory.filters)
+
+__all__ = ["K1", "B", "PostgresSearchBackend", "bm25_from_lex", "make_postgres_backend", "tsquery_literal"]
 
 
 class PostgresSearchBackend(SearchBackend):
-    """tsvector + GIN and pgvector HNSW."""
+    """Exact hybrid search computed by PostgreSQL (see the module docstring)."""
 
     name = "postgresql"
-    filters = True  # query.filter narrows both candidate queries in SQL (goclaw_memory.filters)
+    filters = True  # query.filter narrows every candidate query in SQL (goclaw_memory.filters)
 
     def __init__(self, engine: Host) -> None:
         self.engine = engine
@@ -82,27 +63,13 @@ class PostgresSearchBackend(SearchBackend):
         self._bulk = 0  # open bulk_load() blocks
         self._lock = threading.Lock()
         self._iterative: bool | None = None
-        self._stats: tuple[float, _PgStats] = (float("-inf"), _PgStats({}, 0.0, 0.0))
-
-    # ------------------------------------------------------------------ statistics
-    def _doc_freq(self, conn: Any) -> _PgStats:
-        """Rows per common lexeme from the planner's statistics (refreshed each minute)."""
-        fetched, stats = self._stats
-        if time.monotonic() - fetched < 60:
-            return stats
-        stats = _PgStats({}, 0.0, 0.0)
-        try:
-            stats = read_pg_stats(conn)
-        except Exception:
-            log.debug("pg_stats lookup failed", exc_info=True)
-            conn.rollback()
-        self._stats = (time.monotonic(), stats)
-        return stats
 
     # ------------------------------------------------------------------ search
     def search(self, query: SearchQuery) -> SearchResult:
-        """Three round trips on one connection: vector candidates (with their terms), full-text
-        candidates (with their cosine), and the rows of the winners."""
+        """The engine's fused ranking, read from the database (:mod:`goclaw_memory.pg_exact`):
+        the agent's statistics, the nearest chunks by vector, the matches of the essential
+        terms (more terms until the result is settled), then the winners' rows; all in one
+        read-only snapshot, so the figures and the rows agree under concurrent writes."""
         cfg = self.engine.plugin_settings("memory")
         pool = max(int(cfg.min_candidates), int(cfg.candidate_factor) * query.limit)
         notes: list[str] = []
@@ -111,103 +78,133 @@ class PostgresSearchBackend(SearchBackend):
         want_vec = (
             query.channel in ("hybrid", "vector") and query.vector is not None and query.space is not None
         )
+        f = query.fusion
         found: dict[int, tuple[str, str, float | None]] = {}  # id -> (user, lex, cosine)
-        only = None  # the ids query.filter lets through: a condition of both candidate queries
+        only = None  # the ids query.filter lets through: a condition of every candidate query
         if query.filter is not None:
             only = allowed_ids(read_facet_rows(self.engine, query.agent_id), query.filter, users).tolist()
-        with self.engine.db.engine.connect() as c, c.begin():
-            stats = self._doc_freq(c) if want_lex else _PgStats({}, 0.0, 0.0)
-            if want_vec:
-                found.update(self._vector(c, query, users, pool, only))
-                if not found:
-                    note = self._no_vectors(c, query, users)
-                    if note:
-                        notes.append(note)
-            if want_lex:
-                lexical_hits = self._lexical(c, query, users, stats, pool, with_cosine=bool(found), only=only)
-                for i, row in lexical_hits.items():
-                    found.setdefault(i, row)
-            ids = list(found)
-            lexical = np.zeros(len(ids), dtype=np.float32)
-            if want_lex and ids:
-                n = max(stats.rows, float(len(ids)), 1.0)
-                idf = {t: stats.idf(t, n) for t in query.terms}
-                avgdl = stats.avgdl or float(np.mean([r[1].count(" ") + 1 for r in found.values()]))
-                lexical = np.array(
-                    [bm25_from_lex(found[i][1], query.terms, idf, avgdl) for i in ids], dtype=np.float32
+        with self.engine.db.engine.connect() as c:
+            c.exec_driver_sql("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                chunks_n, total_len, stats = self._stats(c, query.agent_id, query.terms if want_lex else ())
+                rest_cosine = 0.0
+                if want_vec:
+                    wanted = max(pool, query.wanted)
+                    nearest = self._vector(c, query, users, wanted, exact=chunks_n <= EXACT_VECTOR_SCAN, only=only)
+                    found.update(nearest)
+                    if len(nearest) >= wanted:  # else every vector of the scope was read
+                        rest_cosine = min(r[2] or 0.0 for r in nearest.values())
+                    if not found:
+                        note = self._no_vectors(c, query, users)
+                        if note:
+                            notes.append(note)
+                n = float(max(chunks_n, 1))
+                avgdl = total_len / n if chunks_n else 1.0
+                idfs = {t: idf(s.df, n) for t, s in stats.items()}
+                bounds = {t: term_bound(idfs[t], s.max_tf) for t, s in stats.items()}
+                essential, rest = first_terms(query.terms, stats) if want_lex else ([], [])
+                cosine = want_vec and bool(found)
+                if essential:
+                    found.update(self._matches(c, query, users, essential, [], cosine, only))
+                while True:
+                    ids = list(found)
+                    terms = query.terms if want_lex else ()
+                    lexical = np.array([bm25_from_lex(found[i][1], terms, idfs, avgdl) for i in ids])
+                    vector = (
+                        np.array([max(0.0, found[i][2] or 0.0) for i in ids]) if want_vec and found else None
+                    )
+                    boost = None
+                    if len(users) > 1 and f.user_boost != 1.0:
+                        boost = np.array([f.user_boost if found[i][0] else 1.0 for i in ids])
+                    done = not rest or settled(
+                        lexical,
+                        vector,
+                        rest_bm25=sum(bounds[t] for t in rest),
+                        rest_cosine=rest_cosine,
+                        k=query.wanted,
+                        method=f.method,
+                        text_weight=f.text_weight,
+                        vector_weight=f.vector_weight,
+                        boost=boost,
+                        pool=pool,
+                    )
+                    if done:
+                        break
+                    term, rest = rest[0], rest[1:]
+                    for i, row in self._matches(c, query, users, [term], ids, cosine, only).items():
+                        found.setdefault(i, row)
+                if not ids:
+                    return SearchResult([], notes)
+                scored = fuse(
+                    lexical.astype(np.float32) if want_lex else None,
+                    vector.astype(np.float32) if vector is not None else None,
+                    None,
+                    limit=query.wanted,
+                    method=f.method,
+                    text_weight=f.text_weight,
+                    vector_weight=f.vector_weight,
+                    boost=boost.astype(np.float32) if boost is not None else None,
+                    pool=pool,
                 )
-            vector = None
-            if want_vec and any(r[2] is not None for r in found.values()):
-                vector = np.array([max(0.0, found[i][2] or 0.0) for i in ids], dtype=np.float32)
-            if not ids:
-                return SearchResult([], notes)
-            boost = None
-            f = query.fusion
-            if len(users) > 1 and f.user_boost != 1.0:
-                boost = np.array([f.user_boost if found[i][0] else 1.0 for i in ids], dtype=np.float32)
-            scored = fuse(
-                lexical if want_lex else None,
-                vector,
-                None,
-                limit=query.wanted,
-                method=f.method,
-                text_weight=f.text_weight,
-                vector_weight=f.vector_weight,
-                boost=boost,
-                pool=pool,
-            )
-            chunks = [ScoredChunk(ids[s.slot], s.score, s.lexical, s.vector) for s in scored]
-            rows = self._rows(c, query.agent_id, [ch.id for ch in chunks])
+                chunks = [ScoredChunk(ids[s.slot], s.score, s.lexical, s.vector) for s in scored]
+                rows = self._rows(c, query.agent_id, [ch.id for ch in chunks])
+            finally:
+                c.rollback()
         return SearchResult(chunks, notes, rows)
 
-    def _lexical(
+    @staticmethod
+    def _stats(c: Any, agent_id: str, terms: Sequence[str]) -> tuple[int, int, dict[str, TermStats]]:
+        """The agent's chunk count, total length in terms, and the query terms it has."""
+        rows = c.execute(
+            text(
+                "SELECT NULL, sum(chunks), sum(terms) FROM memory_agent_stats WHERE agent_id = :a UNION ALL "
+                "SELECT term, sum(df), max(max_tf) FROM memory_term_stats WHERE agent_id = :a "
+                "AND term = ANY(:t) GROUP BY term"
+            ),
+            {"a": agent_id, "t": list(dict.fromkeys(terms))},
+        ).all()
+        chunks_n = total = 0
+        stats: dict[str, TermStats] = {}
+        for term, a, b in rows:  # sums of the delta rows (goclaw_memory.pg_stats)
+            if term is None:
+                chunks_n, total = int(a or 0), int(b or 0)
+            elif a > 0:
+                stats[term] = TermStats(int(a), int(b))
+        return chunks_n, total, stats
+
+    def _matches(
         self,
         c: Any,
         query: SearchQuery,
         users: list[str],
-        stats: _PgStats,
-        pool: int,
-        *,
-        with_cosine: bool,
+        terms: list[str],
+        seen: list[int],
+        cosine: bool,
         only: list[int] | None = None,
     ) -> dict[int, tuple[str, str, float | None]]:
-        """Full-text matches of the selective terms, the best ``max(4 × pool, 200)`` by the
-        IDF sum of the query terms they match (ties: shorter chunks first, as BM25 would), each
-        with its user, its terms (for BM25) and, in a hybrid search, its cosine to the query:
-        ``{id: (user, lex, cosine)}``."""
-        terms = list(query.terms)
-        selective, _common = split_terms(terms, stats.df, PG_RANK_BUDGET, keep_rarest=True)
-        n = max(stats.rows, 1.0)
-        ranks = []
-        params: dict[str, Any] = {"a": query.agent_id, "users": users, "k": max(4 * pool, 200), "only": only}
-        for j, t in enumerate(terms[:8]):
-            params[f"t{j}"] = tsquery_literal([t])
-            params[f"w{j}"] = stats.idf(t, n)
-            # IDF-weighted "does it match": much cheaper per row than ts_rank, and BM25 re-ranks
-            # the kept rows anyway (tf and length only refine among them).
-            ranks.append(f"CASE WHEN tsv @@ CAST(:t{j} AS tsquery) THEN :w{j} ELSE 0 END")
-        cosine = "NULL"
-        if with_cosine and query.space is not None:
+        """Every chunk of the scope matching any of ``terms`` and not in ``seen``, with its
+        user, its terms (for BM25) and, in a hybrid search, its cosine to the query:
+        ``{id: (user, lex, cosine)}``. Further conditions on the scope go into this WHERE."""
+        params: dict[str, Any] = {"a": query.agent_id, "users": users, "q": tsquery_literal(terms)}
+        cos = "NULL"
+        if cosine and query.space is not None:
             provider, model, dim = query.space
             params.update(qv=np.asarray(query.vector, dtype=np.float32).reshape(-1), p=provider, m=model)
-            cosine = (
+            cos = (
                 f"CASE WHEN embedding_dim = {int(dim)} AND embedding_provider = :p AND embedding_model = :m "
                 f"THEN 1 - ((embedding::vector({int(dim)})) <=> CAST(:qv AS vector({int(dim)}))) END"
             )
         sql = (
-            f"SELECT id, user_id, lex, {cosine} FROM memory_chunks WHERE agent_id = :a "
-            f"AND user_id = ANY(:users){_ONLY if only is not None else ''} AND tsv @@ CAST(:q AS tsquery) "
-            f"ORDER BY {' + '.join(ranks)} DESC, length(lex) LIMIT :k"
+            f"SELECT id, user_id, lex, {cos} FROM memory_chunks WHERE agent_id = :a "
+            "AND user_id = ANY(:users) AND tsv @@ CAST(:q AS tsquery)"
         )
-        params["q"] = tsquery_literal(selective)
-        found = {int(r[0]): (r[1], r[2] or "", r[3]) for r in c.execute(text(sql), params).all()}
-        if len(found) < pool and len(selective) < len(terms) and query.vector is None:
-            # Full text alone and too few matches of the selective terms: the common terms'
-            # best matches fill up (in a hybrid search they score the vector candidates instead).
-            params["q"] = tsquery_literal(terms)
-            for r in c.execute(text(sql), params).all():
-                found.setdefault(int(r[0]), (r[1], r[2] or "", r[3]))
-        return found
+        if seen:
+            sql += " AND id <> ALL(:seen)"
+            params["seen"] = seen
+        if only is not None:
+            sql += _ONLY
+            params["only"] = only
+        return {int(r[0]): (r[1], r[2] or "", r[3]) for r in c.execute(text(sql), params).all()}
 
     @staticmethod
     def _rows(c: Any, agent_id: str, ids: Sequence[int]) -> dict[int, ChunkRow]:
@@ -250,9 +247,27 @@ class PostgresSearchBackend(SearchBackend):
         return None  # the table is the index: nothing derived is kept
 
     def apply_changes(self, changes: IndexChanges) -> None:
-        """The table is the index; builds the HNSW indexes the run's :meth:`prepare_vectors`
-        deferred, once after the load."""
+        """The table is the index; folds the statistics rows the run appended
+        (:func:`goclaw_memory.pg_stats.compact_sql`: all of the agent's after a large run, else
+        those of the terms it added) and builds the HNSW indexes the run's
+        :meth:`prepare_vectors` deferred, once after the load."""
+        if changes.removed or changes.records:
+            self.compact_stats(
+                changes.agent_id,
+                None
+                if len(changes.removed) + len(changes.records) >= COMPACT_ALL
+                else {t for rec in changes.records.values() for t in rec.terms},
+            )
         self.finish_vectors()
+
+    def compact_stats(self, agent_id: str, terms: set[str] | None = None) -> None:
+        """Fold the agent's statistics rows (only those of ``terms`` when given)."""
+        from goclaw_memory.pg_stats import compact_sql
+
+        fold_terms, fold_agent = compact_sql(terms is not None)
+        with self.engine.db.engine.begin() as c:
+            c.execute(text(fold_terms), {"a": agent_id, "t": sorted(terms or ())})
+            c.execute(text(fold_agent), {"a": agent_id})
 
     # ------------------------------------------------------------------ vectors
     def _supports_iterative(self, conn: Any) -> bool:
@@ -340,9 +355,18 @@ class PostgresSearchBackend(SearchBackend):
             self._deferred.clear()
 
     def _vector(
-        self, conn: Any, query: SearchQuery, users: list[str], limit: int, only: list[int] | None = None
+        self,
+        conn: Any,
+        query: SearchQuery,
+        users: list[str],
+        limit: int,
+        *,
+        exact: bool = False,
+        only: list[int] | None = None,
     ) -> dict[int, tuple[str, str, float | None]]:
-        """The nearest ``limit`` chunks by HNSW: ``{id: (user, lex, cosine)}``."""
+        """The nearest ``limit`` chunks: ``{id: (user, lex, cosine)}``. By HNSW, or with
+        ``exact`` by computing every cosine of the scope (its rows through the scope index;
+        the ordering expression differs from the HNSW index's, so that index is not used)."""
         assert query.space is not None
         agent_id, query_vector = query.agent_id, query.vector
         provider, model, dim = query.space
@@ -354,10 +378,9 @@ class PostgresSearchBackend(SearchBackend):
         expr = f"(embedding::vector({dim})) <=> CAST(:q AS vector({dim}))"
         sql = (
             f"SELECT id, user_id, lex, 1 - ({expr}) AS s FROM memory_chunks "
-            f"WHERE embedding_dim = {dim} AND agent_id = :a AND user_id = ANY(:users)"
-            f"{_ONLY if only is not None else ''} "
-            "AND embedding_provider = :p AND embedding_model = :m "
-            f"ORDER BY {expr} LIMIT :k"
+            f"WHERE embedding_dim = {dim} AND agent_id = :a AND user_id = ANY(:users) "
+            f"AND embedding_provider = :p AND embedding_model = :m{'' if only is None else _ONLY} "
+            f"ORDER BY {f'({expr}) + 0' if exact else expr} LIMIT :k"
         )
         # HNSW explores `ef` candidates: it must exceed the LIMIT (else at most 40 rows come
         # back), and more finds more of the exact nearest neighbours (benchmarks/README.md).
@@ -369,13 +392,16 @@ class PostgresSearchBackend(SearchBackend):
             "p": provider,
             "m": model,
             "k": int(limit),
-            "only": only,
         }
+        if only is not None:
+            params["only"] = only
 
         def _query(c: Any) -> Any:
             # Local settings last until the end of the (read-only) transaction this search
             # runs in; one round trip for both.
             settings = f"set_config('hnsw.ef_search', '{min(ef, 1000)}', true)"
+            if exact:
+                return c.execute(text(sql), params | {"q": q}).all()
             if self._supports_iterative(c):
                 settings += ", set_config('hnsw.iterative_scan', 'relaxed_order', true)"
             c.exec_driver_sql(f"SELECT {settings}")

@@ -6,7 +6,9 @@
 * recompute the full-text terms (``memory_chunks.lex``) that are missing or that the current
   tokenizer would not produce, and drop the SQLite search index built from the old ones;
 * PostgreSQL: create a missing GIN index on ``tsv``, build missing HNSW indexes through the
-  search backend (the same definition searches use), ``REINDEX`` invalid ones.
+  search backend (the same definition searches use), ``REINDEX`` invalid ones; reinstall the
+  BM25 statistics' triggers when one is missing or the statistics disagree with the chunks, and
+  count them afresh (:mod:`goclaw_memory.pg_stats`).
 
 Every change that touches chunks runs in one transaction per agent and replaces the agent's
 index version token, so other processes reload their in-memory copies.
@@ -178,4 +180,25 @@ def repair(engine: Host, agent: str | None = None) -> list[str]:
     done.extend(_repair_terms(engine))
     if engine.db.backend == "postgresql":
         done.extend(_repair_pg_indexes(engine))
+        done.extend(_repair_pg_stats(engine))
     return done
+
+
+def _repair_pg_stats(engine: Host) -> list[str]:
+    from goclaw_memory.pg_stats import install, missing_triggers
+
+    with engine.db.engine.connect() as conn, conn.begin():
+        if not missing_triggers(conn):
+            off = conn.execute(
+                text(
+                    "SELECT 1 FROM (SELECT agent_id, count(*) AS n, coalesce(sum(cardinality(array_remove("
+                    "string_to_array(coalesce(lex, ''), ' '), ''))), 0) AS t FROM memory_chunks "
+                    "GROUP BY agent_id) c FULL JOIN (SELECT agent_id, sum(chunks) AS chunks, "
+                    "sum(terms) AS terms FROM memory_agent_stats GROUP BY agent_id) s USING (agent_id) "
+                    "WHERE c.n IS DISTINCT FROM s.chunks OR c.t IS DISTINCT FROM s.terms LIMIT 1"
+                )
+            ).first()
+            if off is None:
+                return []
+        install(conn.exec_driver_sql)
+    return ["reinstalled the BM25 statistics' triggers and counted every chunk again"]

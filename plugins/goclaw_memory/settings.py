@@ -31,9 +31,9 @@ def resolve_backend(name: str, database: str) -> str:
 
     ``auto`` is the exact in-process engine on both: ``sqlite`` reads its own file directly,
     ``inprocess`` reads any database through the memory service's IndexSource. On PostgreSQL
-    the database-side ``postgresql`` backend (tsvector + HNSW candidate pools) is approximate at
-    scale: top-10 overlap with the exact result 0.56 at 100k chunks, hybrid below its own full
-    text (docs/decisions.md "Memory search on PostgreSQL runs in the goclaw process")."""
+    the database-side ``postgresql`` backend computes the same ranking with nothing held per
+    process, but is not the default yet: at 100k chunks it is many times slower than the
+    in-process engine (docs/postgres.md compares them)."""
     if name != "auto":
         return name
     return "sqlite" if database == "sqlite" else "inprocess"
@@ -45,8 +45,8 @@ class MemorySettings(BaseModel):
     backend: str = Field(
         default="auto",
         description="search backend: auto (sqlite on SQLite, inprocess on PostgreSQL), sqlite, "
-        "postgresql (tsvector + HNSW in the database, nothing held in memory), inprocess (the "
-        "exact in-memory engine on any database), lancedb (the lancedb extra) or a plugin's",
+        "postgresql (the exact ranking computed by the database, nothing held in memory), "
+        "inprocess (the exact in-memory engine on any database), lancedb (the lancedb extra) or a plugin's",
     )
     max_chunk_len: int = Field(default=1000, ge=50, description="characters per chunk at most")
     max_results: int = Field(default=6, ge=1, le=1000)

@@ -1,7 +1,7 @@
-"""The ``postgresql`` search backend (tsvector + HNSW in the database), selected explicitly:
-``auto`` picks ``inprocess`` on PostgreSQL. The shipped backend suite
-(goclaw_memory.testing.backend_suite) runs here with it, then its own behaviour: common terms, the deferred
-HNSW build and binary vectors."""
+"""The ``postgresql`` search backend (the exact ranking computed by the database; ``auto``
+selects ``inprocess`` on PostgreSQL). The shipped backend suite
+(goclaw_memory.testing.backend_suite) runs here with it, then its own behaviour: common terms,
+the statistics the triggers keep, the pruning bound, the deferred HNSW build and binary vectors."""
 
 from __future__ import annotations
 
@@ -45,34 +45,23 @@ def _chunk_ids(eng: Any) -> dict[str, int]:
     return {r[0]: int(r[1]) for r in rows}
 
 
-def _analyze(eng: Any) -> None:
-    with eng.db.engine.connect() as conn:
-        conn.exec_driver_sql("ANALYZE memory_chunks")
-        conn.commit()
-
-
 @pytest.fixture
 def common_corpus(pg_engine: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """40 chunks that all say 'deploy' (common once the budget is 10), one with 'zebra'."""
-    import goclaw_memory.pg_backend as backends
+    """40 chunks that all say 'deploy' (beyond a first read of 10 matches), one with 'zebra'."""
+    import goclaw_memory.pg_exact as pg_exact
 
-    monkeypatch.setattr(backends, "PG_RANK_BUDGET", 10)
+    monkeypatch.setattr(pg_exact, "FIRST_READ", 10)
     root = Path(pg_engine.agent_dir(pg_engine.agents.get("ada")))
     for i in range(40):
         extra = " deploy deploy" if i == 7 else ""
         write(root, f"memory/d{i:02d}.md", f"We deploy service number {i} on Mondays.{extra}\n")
     write(root, "memory/zebra.md", "We deploy the zebra gateway by hand.\n")
     pg_engine.memory.index("ada")
-    _analyze(pg_engine)
     return pg_engine
 
 
 def test_common_terms_are_scored_by_bm25(common_corpus: Any) -> None:
     eng = common_corpus
-    backend = eng.memory.backend
-    with eng.db.engine.connect() as conn:
-        stats = backend._doc_freq(conn)
-    assert stats.df.get("deploy", 0) > 10, "ANALYZE should list 'deploy' as a common lexeme"
     # Only a common term: its matches are ranked by BM25 (three times 'deploy' beats once).
     hits = eng.memory.search("deploy", "ada", channel="lexical", limit=10)
     assert len(hits) == 10 and hits[0].path == "memory/d07.md"
@@ -86,14 +75,101 @@ def test_hybrid_search_with_common_words_still_finds_the_rare_one(common_corpus:
     assert hits[0].path == "memory/zebra.md"
 
 
-def test_split_terms_budget() -> None:
-    from goclaw_memory.pg_backend import split_terms
+def _recount(eng: Any) -> tuple[set[tuple[str, int, int]], set[tuple[str, str, int]]]:
+    """The statistics the triggers keep, and the same counted from the chunks now."""
+    with eng.db.engine.connect() as conn:
+        kept = {
+            tuple(r)
+            for r in conn.execute(
+                text("SELECT agent_id, sum(chunks), sum(terms) FROM memory_agent_stats GROUP BY agent_id")
+            )
+        }
+        terms = {
+            tuple(r)
+            for r in conn.execute(
+                text(
+                    "SELECT agent_id, term, sum(df) FROM memory_term_stats GROUP BY agent_id, term "
+                    "HAVING sum(df) > 0"
+                )
+            )
+        }
+        counted = {
+            tuple(r)
+            for r in conn.execute(
+                text(
+                    "SELECT agent_id, count(*), coalesce(sum(cardinality(array_remove("
+                    "string_to_array(coalesce(lex, ''), ' '), ''))), 0) FROM memory_chunks GROUP BY agent_id"
+                )
+            )
+        }
+        counted_terms = {
+            tuple(r)
+            for r in conn.execute(
+                text(
+                    "SELECT agent_id, term, count(DISTINCT id) FROM memory_chunks, "
+                    "unnest(string_to_array(lex, ' ')) AS t(term) WHERE term <> '' GROUP BY agent_id, term"
+                )
+            )
+        }
+    assert kept == counted
+    return terms, counted_terms
 
-    df = {"common": 900, "usual": 400, "rare": 3}
-    assert split_terms(["common", "rare", "usual"], df, 500) == (["rare", "usual"], ["common"])
-    assert split_terms(["common", "usual"], df, 100) == ([], ["common", "usual"])
-    assert split_terms(["common", "usual"], df, 100, keep_rarest=True) == (["usual"], ["common"])
-    assert split_terms(["x", "y"], {}, 0) == (["x", "y"], [])  # unknown frequency: rare
+
+def test_term_statistics_follow_every_write(pg_engine: Any) -> None:
+    eng = pg_engine
+    root = Path(eng.agent_dir(eng.agents.get("ada")))
+    write(root, "memory/a.md", "The kettle whistles; the kettle is old.\n")
+    write(root, "memory/b.md", "The ferry leaves at noon.\n")
+    eng.memory.index("ada")
+    kept, counted = _recount(eng)
+    assert kept == counted and any(t[1].startswith("kettl") and t[2] == 1 for t in kept)
+    write(root, "memory/a.md", "The ferry is late.\n")  # changed: old terms out, new in
+    (root / "memory" / "b.md").unlink()
+    eng.memory.index("ada")
+    kept, counted = _recount(eng)
+    assert kept == counted and not any(t[1].startswith("kettl") for t in kept)
+    eng.memory.writer.add("ada", "Remember: the ferry is late on Sundays.")
+    kept, counted = _recount(eng)
+    assert kept == counted
+
+
+def test_doctor_reports_and_repairs_statistics_a_dropped_trigger_left_behind(pg_engine: Any) -> None:
+    from goclaw_memory.doctor import run_doctor
+
+    eng = pg_engine
+    root = Path(eng.agent_dir(eng.agents.get("ada")))
+    write(root, "memory/a.md", "The kettle whistles.\n")
+    eng.memory.index("ada")
+    assert [c.status for c in run_doctor(eng).checks if c.name == "pg-stats"] == ["ok"]
+    with eng.db.engine.begin() as conn:
+        conn.exec_driver_sql("DROP TRIGGER memory_chunks_stats_insert ON memory_chunks")
+    write(root, "memory/b.md", "The ferry leaves at noon.\n")
+    eng.memory.index("ada")  # written without the trigger: the statistics miss it
+    (check,) = [c for c in run_doctor(eng).checks if c.name == "pg-stats"]
+    assert check.status == "problem" and "memory_chunks_stats_insert" in check.message
+    report = run_doctor(eng, repair=True)
+    assert any("BM25 statistics" in line for line in report.repaired)
+    assert [c.status for c in report.checks if c.name == "pg-stats"] == ["ok"]
+    kept, counted = _recount(eng)
+    assert kept == counted
+
+
+def test_settled_needs_the_unread_bound_below_the_kth_score() -> None:
+    from goclaw_memory.pg_exact import TermStats, first_terms, settled
+
+    bm25 = np.array([4.0, 2.0, 1.0])
+    cos = np.array([0.5, 0.1, 0.9])
+    args: dict[str, Any] = dict(method="weighted", text_weight=0.7, vector_weight=0.3, boost=None, pool=10)
+    # fused: 0.85, 0.38, 0.445; 2nd best 0.445 > unread bound 0.7 * 0.4 / 4 + 0.3 * 0.2 = 0.13
+    assert settled(bm25, cos, rest_bm25=0.4, rest_cosine=0.2, k=2, **args)
+    # unread chunks could score 0.7 * 2 / 4 + 0.3 * 0.2 = 0.41 < 0.445 but not below the 3rd
+    assert not settled(bm25, cos, rest_bm25=2.0, rest_cosine=0.2, k=3, **args)
+    assert not settled(bm25, cos, rest_bm25=5.0, rest_cosine=0.0, k=1, **args)  # best unknown
+    assert settled(bm25, None, rest_bm25=0.5, rest_cosine=0.0, k=3, **args | {"method": "rrf", "pool": 3})
+    assert not settled(bm25, None, rest_bm25=1.5, rest_cosine=0.0, k=3, **args | {"method": "rrf", "pool": 3})
+    stats = {"deploy": TermStats(5000, 3), "zebra": TermStats(2, 1), "usual": TermStats(1500, 1)}
+    # rarest first while the matches stay within FIRST_READ (2,000); unknown terms match nothing
+    assert first_terms(["deploy", "zebra", "usual", "absent"], stats) == (["zebra", "usual"], ["deploy"])
 
 
 def test_hnsw_index_is_built_after_the_load(pg_schema_url: str, workspace: Path) -> None:

@@ -1,0 +1,162 @@
+"""The per-agent BM25 statistics of the ``postgresql`` backend: their tables and the triggers
+that keep them (:mod:`goclaw_memory.pg_exact` reads them).
+
+``memory_agent_stats`` (agent, chunks, terms: the sum of chunk lengths) and
+``memory_term_stats`` (agent, term, df, max_tf) hold *deltas*: statement-level triggers on
+``memory_chunks`` append one row per (agent, term) a statement changes, in the transaction that
+writes the chunks, whatever writes them (indexing, adds, forget, a cascade from a deleted
+document or agent). A reader sums an agent's rows. Appending, not updating counters in place:
+a counter row updated by every statement of a long transaction grows a chain of row versions
+that each later update walks (quadratic), and concurrent writers of one agent would queue on
+its hottest rows. :func:`compact_sql` folds the rows of an agent (or of some of its terms) into
+one each, after index runs. ``max_tf`` is an upper bound for pruning (a removal never lowers
+it), never a count. Installed by the ``memory_0003`` migration; ``goclaw memory doctor
+--repair`` installs them again and recounts (:func:`install`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+TABLES = (
+    "CREATE TABLE IF NOT EXISTS memory_agent_stats (agent_id varchar(64) NOT NULL, "
+    "chunks bigint NOT NULL, terms bigint NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS ix_memory_agent_stats ON memory_agent_stats (agent_id)",
+    "CREATE TABLE IF NOT EXISTS memory_term_stats (agent_id varchar(64) NOT NULL, term text NOT NULL, "
+    "df integer NOT NULL, max_tf integer NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS ix_memory_term_stats ON memory_term_stats (agent_id, term)",
+)
+TRIGGER_NAMES = ("memory_chunks_stats_insert", "memory_chunks_stats_delete", "memory_chunks_stats_update")
+
+# One function appends a signed batch: (agent ids, lex strings) counted +1 or -1.
+APPLY = """
+CREATE OR REPLACE FUNCTION memory_stats_apply(agents text[], lexes text[], sign integer)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF agents IS NULL OR cardinality(agents) = 0 THEN
+        RETURN;
+    END IF;
+    INSERT INTO memory_agent_stats (agent_id, chunks, terms)
+    SELECT r.agent, sign * count(*),
+           sign * coalesce(sum(cardinality(array_remove(string_to_array(coalesce(r.lex, ''), ' '), ''))), 0)
+    FROM unnest(agents, lexes) AS r(agent, lex)
+    GROUP BY r.agent;
+    INSERT INTO memory_term_stats (agent_id, term, df, max_tf)
+    SELECT agent, term, sign * count(*), max(tf)
+    FROM (
+        SELECT r.agent, t.term, count(*) AS tf
+        FROM unnest(agents, lexes) WITH ORDINALITY AS r(agent, lex, n),
+             unnest(string_to_array(coalesce(r.lex, ''), ' ')) AS t(term)
+        WHERE t.term <> ''
+        GROUP BY r.n, r.agent, t.term
+    ) AS per_chunk
+    GROUP BY agent, term;
+END $$;
+"""
+
+TRIGGER = """
+CREATE OR REPLACE FUNCTION memory_chunks_stats() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    a text[];
+    l text[];
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        SELECT array_agg(agent_id), array_agg(lex) INTO a, l FROM new_rows;
+        PERFORM memory_stats_apply(a, l, 1);
+    ELSIF TG_OP = 'DELETE' THEN
+        SELECT array_agg(agent_id), array_agg(lex) INTO a, l FROM old_rows;
+        PERFORM memory_stats_apply(a, l, -1);
+    ELSE
+        SELECT array_agg(o.agent_id), array_agg(o.lex) INTO a, l FROM old_rows o JOIN new_rows n
+            ON n.id = o.id WHERE o.lex IS DISTINCT FROM n.lex OR o.agent_id <> n.agent_id;
+        PERFORM memory_stats_apply(a, l, -1);
+        SELECT array_agg(n.agent_id), array_agg(n.lex) INTO a, l FROM old_rows o JOIN new_rows n
+            ON n.id = o.id WHERE o.lex IS DISTINCT FROM n.lex OR o.agent_id <> n.agent_id;
+        PERFORM memory_stats_apply(a, l, 1);
+    END IF;
+    RETURN NULL;
+END $$;
+"""
+
+TRIGGERS = (
+    "CREATE TRIGGER memory_chunks_stats_insert AFTER INSERT ON memory_chunks "
+    "REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION memory_chunks_stats()",
+    "CREATE TRIGGER memory_chunks_stats_delete AFTER DELETE ON memory_chunks "
+    "REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION memory_chunks_stats()",
+    "CREATE TRIGGER memory_chunks_stats_update AFTER UPDATE ON memory_chunks "
+    "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT "
+    "EXECUTE FUNCTION memory_chunks_stats()",
+)
+
+BACKFILL = (
+    "INSERT INTO memory_agent_stats (agent_id, chunks, terms) "
+    "SELECT agent_id, count(*), coalesce(sum(cardinality(array_remove("
+    "string_to_array(coalesce(lex, ''), ' '), ''))), 0) FROM memory_chunks GROUP BY agent_id",
+    "INSERT INTO memory_term_stats (agent_id, term, df, max_tf) "
+    "SELECT agent_id, term, count(*), max(tf) FROM ("
+    "SELECT c.agent_id, t.term, count(*) AS tf FROM memory_chunks c, "
+    "unnest(string_to_array(coalesce(c.lex, ''), ' ')) AS t(term) WHERE t.term <> '' "
+    "GROUP BY c.id, c.agent_id, t.term) AS per_chunk GROUP BY agent_id, term",
+)
+
+
+COMPACT_TERMS = (
+    "WITH gone AS (DELETE FROM memory_term_stats WHERE agent_id = :a{terms} RETURNING term, df, max_tf) "
+    "INSERT INTO memory_term_stats (agent_id, term, df, max_tf) "
+    "SELECT :a, term, sum(df), max(max_tf) FROM gone GROUP BY term HAVING sum(df) > 0"
+)
+COMPACT_AGENT = (
+    "WITH gone AS (DELETE FROM memory_agent_stats WHERE agent_id = :a RETURNING chunks, terms) "
+    "INSERT INTO memory_agent_stats (agent_id, chunks, terms) "
+    "SELECT :a, sum(chunks), sum(terms) FROM gone HAVING sum(chunks) > 0"
+)
+
+
+def compact_sql(some_terms: bool) -> tuple[str, str]:
+    """The statements that fold an agent's delta rows into one per term (``:a``; with
+    ``some_terms`` only the terms ``:t``) and one for the agent. Rows appended by transactions
+    not yet committed are not in the statement's snapshot: they stay, and still add up."""
+    return COMPACT_TERMS.format(terms=" AND term = ANY(:t)" if some_terms else ""), COMPACT_AGENT
+
+
+def install(execute: Callable[[str], Any]) -> None:
+    """Create the tables, functions and triggers (again), and count every chunk afresh, the
+    table locked against writes meanwhile (in the caller's transaction)."""
+    for sql in (*TABLES, APPLY, TRIGGER):
+        execute(sql)
+    for name in TRIGGER_NAMES:
+        execute(f"DROP TRIGGER IF EXISTS {name} ON memory_chunks")
+    for sql in TRIGGERS:
+        execute(sql)
+    # Under the triggers from here on: the counts below and every later write add up.
+    execute("LOCK TABLE memory_chunks IN SHARE MODE")
+    execute("TRUNCATE memory_agent_stats, memory_term_stats")
+    for sql in BACKFILL:
+        execute(sql)
+
+
+def missing_triggers(conn: Any) -> list[str]:
+    """The statistics triggers ``memory_chunks`` of the current schema lacks."""
+    from sqlalchemy import text
+
+    installed = {
+        r[0]
+        for r in conn.execute(
+            text(
+                "SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE c.relname = 'memory_chunks' AND n.nspname = current_schema()"
+            )
+        )
+    }
+    return [n for n in TRIGGER_NAMES if n not in installed]
+
+
+def uninstall(execute: Callable[[str], Any]) -> None:
+    for name in TRIGGER_NAMES:
+        execute(f"DROP TRIGGER IF EXISTS {name} ON memory_chunks")
+    execute("DROP FUNCTION IF EXISTS memory_chunks_stats()")
+    execute("DROP FUNCTION IF EXISTS memory_stats_apply(text[], text[], integer)")
+    execute("DROP TABLE IF EXISTS memory_term_stats")
+    execute("DROP TABLE IF EXISTS memory_agent_stats")
