@@ -90,7 +90,8 @@ class PostgresSearchBackend(SearchBackend):
                 rest_cosine = 0.0
                 if want_vec:
                     wanted = max(pool, query.wanted)
-                    nearest = self._vector(c, query, users, wanted, exact=chunks_n <= EXACT_VECTOR_SCAN, only=only)
+                    exact = chunks_n <= EXACT_VECTOR_SCAN
+                    nearest = self._vector(c, query, users, wanted, exact=exact, only=only)
                     found.update(nearest)
                     if len(nearest) >= wanted:  # else every vector of the scope was read
                         rest_cosine = min(r[2] or 0.0 for r in nearest.values())
