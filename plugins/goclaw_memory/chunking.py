@@ -21,8 +21,10 @@ Rules:
   blocks are not headings.
 * a memory entry's marker line (``<!-- goclaw-memory id=... -->``, written by the memory API)
   ends the chunk before it, so one chunk never spans two entries; the entry's first chunk
-  starts at the marker line (its hit id covers the whole entry) but its text leaves the marker
-  out: snippets, tool results and the Memory Context show the memory, not its bookkeeping.
+  starts with the marker line (its hit id covers the whole entry, and search filters read the
+  entry's tags and day from it). What a user or a model is shown leaves markers out
+  (:func:`without_markers`): snippets, tool results and the Memory Context show the memory,
+  not its bookkeeping.
 """
 
 from __future__ import annotations
@@ -40,6 +42,13 @@ _ENTRY_MARKER = re.compile(r"<!-- goclaw-memory .* -->\s*")
 def is_entry_marker(line: str) -> bool:
     """A memory entry's marker line (:mod:`goclaw_memory.entries`): a chunk boundary."""
     return line.startswith("<!-- goclaw-memory ") and _ENTRY_MARKER.fullmatch(line) is not None
+
+
+def without_markers(text: str) -> str:
+    """``text`` without its memory entry marker lines (what a user or a model is shown)."""
+    if "<!-- goclaw-memory " not in text:
+        return text
+    return "\n".join(line for line in text.split("\n") if not is_entry_marker(line))
 
 
 @dataclass(frozen=True)
@@ -145,7 +154,6 @@ class _Chunker:
         self.path: list[tuple[int, str]] = []  # (level, title) of the headings above
         self.path_before: list[tuple[int, str]] = []
         self.in_fence = False
-        self.entry_start = 0  # a memory entry's marker line: where its first chunk starts
 
     def flush(self) -> None:
         if self.buf:
@@ -181,7 +189,7 @@ class _Chunker:
     def _add(self, line: str, number: int, added: int, title: tuple[int, str] | None) -> None:
         above = self.path if title is None else [h for h in self.path if h[0] < title[0]]
         if not self.buf:
-            self.start, self.entry_start = self.entry_start or number, 0
+            self.start = number
             self.context = " > ".join(t for _level, t in above)
         if title is None or not self.only_headings or not self.buf:
             # the path before the chunk's trailing headings (see _flush_keeping_headings)
@@ -215,10 +223,8 @@ class _Chunker:
 
     def line(self, line: str, number: int) -> None:
         max_len = self.max_len
-        if is_entry_marker(line):  # one chunk never spans two entries; the marker is not text
+        if is_entry_marker(line):  # one chunk never spans two entries
             self.flush()
-            self.entry_start = number
-            return
         if not line.strip():
             if not self.buf:
                 return  # leading blank lines do not start a chunk

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from goclaw.contracts.search import ChunkRow, ScoredChunk
+from goclaw_memory.chunking import without_markers
 from goclaw_memory.paths import scope_prefix
 from goclaw_memory.search_rows import ChunkTexts, LazyRow, RowBlock
 
@@ -93,7 +94,7 @@ class LazyHit(MemoryHit):
             raise AttributeError(name)
         texts = self.__dict__.get("_texts")
         cid = self.__dict__.get("chunk_id")
-        text = texts.text(cid) if texts is not None and cid is not None else ""
+        text = without_markers(texts.text(cid)) if texts is not None and cid is not None else ""
         self.snippet = text
         return text
 
@@ -139,7 +140,7 @@ def build_hits(chunks: Sequence[ScoredChunk], rows: Mapping[int, ChunkRow], limi
         user, path, start = row.user_id, row.path, row.start_line
         key: tuple[Any, ...] = (path[len(scope_prefix(user)) :] if user else path, start)
         current = best.get(key)
-        if current is not None and current.user_id != user and current.snippet != row.text:
+        if current is not None and current.user_id != user and current.snippet != without_markers(row.text):
             key = (*key, user)  # another scope's copy with other text: both compete
             current = best.get(key)
         if current is not None and (current.user_id or not user):
@@ -171,7 +172,7 @@ def build_hits(chunks: Sequence[ScoredChunk], rows: Mapping[int, ChunkRow], limi
             row.end_line,
             c.score,
             "user" if user else "agent",
-            row.text,
+            without_markers(row.text),
             "document",
             user,
             c.id,
@@ -211,7 +212,8 @@ def block_hits(chunks: Sequence[ScoredChunk], block: RowBlock) -> list[MemoryHit
 
 def distinct(hits: Sequence[MemoryHit], limit: int) -> list[MemoryHit]:
     """The first ``limit`` results as a user counts them, with their text: a chunk that
-    overlaps or adjoins (at most one line between) a better hit's region of the same file joins
+    overlaps or adjoins (the next line: no blank line between, so separate paragraphs and
+    memory entries stay separate hits) a better hit's region of the same file joins
     that hit (:func:`merged`: the region's line range, its lines as the snippet, the best
     chunk's score and id; :data:`MAX_MERGED` chunks at most) instead of taking a place of its
     own. Chunks deleted since the search are dropped (:func:`with_texts`) and later candidates
@@ -244,7 +246,7 @@ def _regions(hits: Sequence[MemoryHit], limit: int) -> tuple[list[list[MemoryHit
     for at, h in enumerate(hits):
         if h.tier == "document" and h.chunk_id is not None:
             near = spans.setdefault((h.user_id, h.path), [])
-            touching = [s for s in near if h.start_line <= s[1] + 2 and h.end_line >= s[0] - 2]
+            touching = [s for s in near if h.start_line <= s[1] + 1 and h.end_line >= s[0] - 1]
             if touching:
                 room = [s for s in touching if len(groups[s[2]]) < MAX_MERGED]
                 if room:  # spans are in group order: the best region first

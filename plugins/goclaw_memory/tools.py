@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from goclaw.contracts.tools import FunctionTool, ToolContext, ToolResult
 from goclaw.errors import ValidationError
-from goclaw_memory.chunking import is_entry_marker
+from goclaw_memory.chunking import without_markers
 from goclaw_memory.filters import FILTER_SCHEMA, parse_filters
 from goclaw_memory.hit_ids import parse_memory_hit_id, split_line_locator
 from goclaw_text.wrappers import neutralise_data
@@ -120,7 +120,7 @@ def read_memory(
     got = neutralise_data(got)  # stored text: no wrapper tag reaches the model intact
     header = f"{got['path']} lines {got['from_line']}-{got['to_line']} of {got['total_lines']}"
     # Entry marker lines are the memory API's bookkeeping: the model reads the memories only.
-    text = "\n".join(line for line in got["text"].split("\n") if not is_entry_marker(line))
+    text = without_markers(got["text"])
     return ToolResult(text=f"{header}\n{text}", data=got)
 
 

@@ -82,19 +82,19 @@ def test_a_chunk_between_two_regions_joins_them() -> None:
     def hit(start: int, end: int, score: float) -> MemoryHit:
         return MemoryHit("memory/a.md", start, end, score, "agent", f"lines {start}-{end}", chunk_id=start)
 
-    found = distinct([hit(1, 5, 0.9), hit(15, 19, 0.8), hit(7, 13, 0.7), hit(30, 31, 0.6)], 2)
+    found = distinct([hit(1, 5, 0.9), hit(13, 19, 0.8), hit(6, 12, 0.7), hit(30, 31, 0.6)], 2)
     assert [(h.start_line, h.end_line, h.score) for h in found] == [(1, 19, 0.9), (30, 31, 0.6)]
-    assert found[0].snippet == "lines 1-5\n\nlines 7-13\n\nlines 15-19"
+    assert found[0].snippet == "lines 1-5\nlines 6-12\nlines 13-19"
 
 
 def test_a_hit_holds_at_most_max_merged_chunks() -> None:
     from goclaw_memory.hybrid import MAX_MERGED, MemoryHit, distinct
 
     chunks = [
-        MemoryHit("memory/a.md", 10 * i + 1, 10 * i + 9, 1 - i / 100, "agent", f"c{i}", chunk_id=i + 1)
+        MemoryHit("memory/a.md", 10 * i + 1, 10 * i + 10, 1 - i / 100, "agent", f"c{i}", chunk_id=i + 1)
         for i in range(MAX_MERGED + 2)
     ]
     found = distinct(chunks, 2)
-    assert (found[0].start_line, found[0].end_line) == (1, 10 * MAX_MERGED - 1)
+    assert (found[0].start_line, found[0].end_line) == (1, 10 * MAX_MERGED)
     # the next chunk adjoins a full region: left out, it takes no place of its own
-    assert [(h.start_line, h.end_line) for h in found[1:]] == [(10 * MAX_MERGED + 11, 10 * MAX_MERGED + 19)]
+    assert [(h.start_line, h.end_line) for h in found[1:]] == [(10 * MAX_MERGED + 11, 10 * MAX_MERGED + 20)]

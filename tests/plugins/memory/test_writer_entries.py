@@ -12,7 +12,7 @@ from goclaw.contracts.hooks import PromptRequest
 from goclaw.contracts.host import PromptContext
 from goclaw.contracts.tools import ToolContext
 from goclaw_episodic.autoinject import MemoryContextSection
-from goclaw_memory.chunking import chunk_text
+from goclaw_memory.chunking import chunk_text, without_markers
 
 FACTS = [
     "The deploy window is Thursday afternoon.",
@@ -30,25 +30,26 @@ def eng(engine: Any) -> Any:
     return engine
 
 
-def test_chunks_end_at_entry_markers_and_leave_the_markers_out() -> None:
-    text = (
-        "# Notes\n\nfree text\n\n"
-        "<!-- goclaw-memory id=mem_0123456789 added=2026-12-01T10:00:00Z tags=ops -->\nfirst entry\n\n"
-        "<!-- goclaw-memory id=mem_abcdef0123 added=2026-12-01T11:00:00Z -->\nsecond entry\nits second line\n"
-    )
+def test_chunks_end_at_entry_markers_and_snippets_leave_the_markers_out() -> None:
+    m1 = "<!-- goclaw-memory id=mem_0123456789 added=2026-12-01T10:00:00Z tags=ops -->"
+    m2 = "<!-- goclaw-memory id=mem_abcdef0123 added=2026-12-01T11:00:00Z -->"
+    text = f"# Notes\n\nfree text\n\n{m1}\nfirst entry\n\n{m2}\nsecond entry\nits second line\n"
     got = [(c.start_line, c.end_line, c.text) for c in chunk_text(text, 1000)]
     assert got == [
         (1, 3, "# Notes\n\nfree text"),
-        (5, 6, "first entry"),
-        (8, 10, "second entry\nits second line"),
+        (5, 6, f"{m1}\nfirst entry"),  # the marker starts its entry's chunk (filters read it)
+        (8, 10, f"{m2}\nsecond entry\nits second line"),
+    ]
+    assert [without_markers(c.text) for c in chunk_text(text, 1000)][1:] == [
+        "first entry",
+        "second entry\nits second line",
     ]
     # a marker-looking line inside text is text; a long entry still splits at the maximum
     assert chunk_text("see <!-- goclaw-memory id=x -->\nmore", 1000)[0].text.startswith("see <!--")
     long = "<!-- goclaw-memory id=mem_0123456789 added=x -->\n" + "\n".join(["word " * 30] * 10)
     chunks = chunk_text(long, 400)
-    assert (
-        chunks[0].start_line == 1 and len(chunks) > 1 and all("goclaw-memory" not in c.text for c in chunks)
-    )
+    assert chunks[0].start_line == 1 and len(chunks) > 1
+    assert all("goclaw-memory" not in without_markers(c.text) for c in chunks)
 
 
 def test_each_entry_is_its_own_hit_without_its_marker(eng: Any) -> None:
