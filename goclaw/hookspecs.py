@@ -203,9 +203,9 @@ def goclaw_tokenizers() -> dict[str, Factory] | None:
     """Register tokenizers by name; ``factory(engine)`` returns an object with ``name`` and
     ``count(text) -> int`` (:class:`goclaw.tokenizer.Tokenizer`).
 
-    Semantics: a registry; selected by the top-level ``tokenizer`` setting.
-    Default plugin: none; the kernel builds in ``o200k_base`` (default), ``cl100k_base``
-    (tiktoken, offline) and ``chars`` (÷ 4).
+    Semantics: a registry; selected by the top-level ``tokenizer`` setting. A factory that
+    raises leaves characters ÷ 4 (``chars``, built in) counting, with a warning.
+    Default plugin: ``goclaw.tokens`` (tiktoken's ``o200k_base``, the default, and ``cl100k_base``).
     """
 
 

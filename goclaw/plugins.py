@@ -20,6 +20,8 @@ optional (:class:`Installed`):
   declarations: ``goclaw --help`` lists them without importing the plugin, and a disabled
   plugin's command says which plugin provides it (the same answer its ``goclaw_cli_commands``
   hook would give);
+* ``TOKENIZERS`` — the tokenizer names the plugin registers (``goclaw_tokenizers``), so that
+  the ``tokenizer`` setting naming one while the plugin is off counts characters ÷ 4, warning;
 * ``HOOKSPECS`` — the module (``"package.module"``) of the hooks the plugin declares for other
   plugins to implement: added for every installed plugin, enabled or not, so an implementation
   never fails for want of its specification;
@@ -184,10 +186,10 @@ class Installed:
                 why[name] = f"replaced by {active[0]}"
         return why
 
-    def service_owner(self, service: str) -> str | None:
-        """The plugin whose manifest declares ``service``."""
+    def declarer(self, attribute: str, value: str) -> str | None:
+        """The plugin whose manifest's ``attribute`` (``SERVICES``, ``TOKENIZERS``) holds ``value``."""
         for name, p in sorted(self.plugins.items()):
-            if service in p.declares("SERVICES"):
+            if value in p.declares(attribute):
                 return name
         return None
 
@@ -427,7 +429,7 @@ class GoclawPluginManager:
 
     def service_owner(self, service: str) -> tuple[str, str] | None:
         """``(plugin, status)`` of the plugin whose manifest declares ``service``."""
-        owner = self.installed.service_owner(service)
+        owner = self.installed.declarer("SERVICES", service)
         record = self.records.get(owner) if owner else None
         return (record.name, record.status) if record else None
 

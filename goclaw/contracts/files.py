@@ -29,19 +29,6 @@ DEFAULT_CACHE_SECONDS = 5.0
 TRACKER_NAME = "prompt"
 
 
-def is_user_file_populated(content: str | None) -> bool:
-    """USER.md counts as filled in once it is non-blank and its Name field has a value.
-
-    The template's blank ``- **Name:**`` line is what marks it unpopulated.
-    """
-    if not content or not content.strip():
-        return False
-    for line in content.splitlines():
-        if line.strip() in ("- **Name:**", "**Name:**", "- Name:", "Name:"):
-            return False
-    return True
-
-
 def context_tracker(engine: Host) -> ChangeTracker:
     """The engine's change tracker for the prompt-side tables (agents, context files, links,
     teams): a cache keyed on it is invalidated by any committed write to them."""

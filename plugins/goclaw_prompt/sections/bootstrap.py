@@ -8,9 +8,21 @@ USER.md still has a blank Name field, a one-line nudge asks the model to complet
 from __future__ import annotations
 
 from goclaw import hookimpl
-from goclaw.contracts.files import is_user_file_populated
 from goclaw.contracts.host import PromptContext, PromptSection
 from goclaw_prompt.render import ALL_MODES, Section
+
+
+def is_user_file_populated(content: str | None) -> bool:
+    """USER.md counts as filled in once it is non-blank and its Name field has a value.
+
+    The template's blank ``- **Name:**`` line is what marks it unpopulated.
+    """
+    if not content or not content.strip():
+        return False
+    for line in content.splitlines():
+        if line.strip() in ("- **Name:**", "**Name:**", "- Name:", "Name:"):
+            return False
+    return True
 
 
 def _file_tool(ctx: PromptContext) -> str:
