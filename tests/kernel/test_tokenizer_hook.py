@@ -1,11 +1,9 @@
-"""The tokenizer hook: tiktoken offline by default, used by sessions and the skills
-section; characters ÷ 4 only as the fallback; a plugin can register its own."""
+"""The tokenizer hook: the setting ``tokenizer`` picks a plugin's tokenizer, used by sessions;
+characters ÷ 4 only as the fallback, with a warning when the named tokenizer is unavailable."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+import logging
 from typing import Any
 
 import pytest
@@ -15,57 +13,16 @@ from goclaw.errors import ConfigError
 from goclaw.tokenizer import CharsTokenizer, make_tokenizer
 
 CHINESE = "我们决定在周五之前完成数据库迁移，然后通知所有客户新的维护窗口。" * 3
-CODE = "def merge(a: list[int], b: list[int]) -> list[int]:\n    return sorted(a + b)\n" * 3
-
-
-def test_default_is_o200k_and_counts_what_chars_miss(engine: Any) -> None:
-    tok = engine.tokenizer
-    assert tok.name == "o200k_base"
-    chars = CharsTokenizer()
-    assert tok.count(CHINESE) > 2 * chars.count(CHINESE)  # ÷4 undercounts Chinese badly
-    assert tok.count("hello world") == 2 and tok.count("") == 0
-    assert make_tokenizer("cl100k_base").count(CODE) > chars.count(CODE)
-
-
-def test_tiktoken_loads_offline_from_litellms_copy(tmp_path: Any) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "TIKTOKEN_CACHE_DIR"}
-    # No network: any download attempt goes to a dead proxy and fails.
-    env.update(
-        {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "HOME": str(tmp_path)}
-    )
-    code = "from goclaw.tokenizer import make_tokenizer as m\nt = m('o200k_base')\n"
-    code += "print(t.name, t.count('hi there'))"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["o200k_base", "2"]
-
-
-def test_sessions_and_flush_thresholds_use_the_tokenizer(make_engine: Any) -> None:
-    eng = make_engine()
-    eng.agents.create("ada")
-    msg = eng.sessions.append("ada", "k", "user", CHINESE)
-    assert msg.token_count == eng.tokenizer.count(CHINESE) > CharsTokenizer().count(CHINESE)
-    assert eng.sessions.tokens("k") == msg.token_count
-    chars = make_engine(tokenizer="chars")
-    assert chars.tokenizer.name == "chars"
-    chars.agents.create("bo")
-    assert chars.sessions.append("bo", "k2", "user", CHINESE).token_count == CharsTokenizer().count(CHINESE)
-
-
-def test_skills_inline_estimate_uses_the_tokenizer() -> None:
-    from types import SimpleNamespace
-
-    from goclaw_skills.section import estimate_tokens
-
-    skills: Any = [SimpleNamespace(record=SimpleNamespace(name="数据库迁移", description=CHINESE))]
-    counted = estimate_tokens(skills, make_tokenizer("o200k_base").count)
-    assert counted > estimate_tokens(skills)  # the ÷4 fallback
 
 
 class Words:
     @hookimpl
     def goclaw_tokenizers(self) -> dict[str, Any]:
-        return {"words": lambda engine: SimpleWords()}
+        return {"words": lambda engine: SimpleWords(), "broken": _broken}
+
+
+def _broken(engine: Any) -> Any:
+    raise OSError("no encoding file")
 
 
 class SimpleWords:
@@ -75,8 +32,45 @@ class SimpleWords:
         return len(text.split())
 
 
+def test_chars_counts_characters_over_four_rounded_up() -> None:
+    assert [CharsTokenizer().count(t) for t in ("", "a", "abcd", "abcde")] == [0, 1, 1, 2]
+    assert make_tokenizer("chars").name == "chars"
+
+
+def test_sessions_use_the_tokenizer(make_engine: Any) -> None:
+    eng = make_engine(tokenizer="words", extra_plugins=[("words", Words())])
+    eng.agents.create("ada")
+    msg = eng.sessions.append("ada", "k", "user", "one two three four five six seven eight")
+    assert msg.token_count == 8 and eng.sessions.tokens("k") == 8  # not ÷ 4 (10)
+    chars = make_engine(tokenizer="chars")
+    assert chars.tokenizer.name == "chars"
+    chars.agents.create("bo")
+    assert chars.sessions.append("bo", "k2", "user", CHINESE).token_count == CharsTokenizer().count(CHINESE)
+
+
 def test_a_plugin_tokenizer_and_unknown_names(make_engine: Any) -> None:
     eng = make_engine(tokenizer="words", extra_plugins=[("words", Words())])
     assert eng.tokenizer.count("one two three") == 3
-    with pytest.raises(ConfigError, match="unknown tokenizer 'nope'"):
+    with pytest.raises(ConfigError, match=r"unknown tokenizer 'nope'; known: .*chars"):
         _ = make_engine(tokenizer="nope").tokenizer
+
+
+def test_a_failing_factory_falls_back_to_chars_loudly(
+    make_engine: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    eng = make_engine(tokenizer="broken", extra_plugins=[("words", Words())])
+    with caplog.at_level(logging.WARNING, logger="goclaw.tokenizer"):
+        assert eng.tokenizer.name == "chars"
+    assert "tokenizer broken unavailable (OSError: no encoding file)" in caplog.text
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_a_declared_tokenizer_of_a_disabled_plugin_falls_back_to_chars_loudly(
+    name: str, make_engine: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The default setting with goclaw.tokens off counts characters ÷ 4 (its manifest names the
+    encodings), where an unknown name is an error."""
+    eng = make_engine(tokenizer=name, plugins={"disable": ["goclaw.tokens"]})
+    with caplog.at_level(logging.WARNING, logger="goclaw.tokenizer"):
+        assert eng.tokenizer.name == "chars"
+    assert f"tokenizer {name} unavailable (plugin goclaw.tokens is not active)" in caplog.text
