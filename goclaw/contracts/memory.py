@@ -90,6 +90,7 @@ class MemoryService(Protocol):
         *,
         limit: int | None = None,
         channel: str = "hybrid",
+        filters: Any = None,
     ) -> builtins.list[Any]: ...
 
     def search_response(
@@ -101,9 +102,11 @@ class MemoryService(Protocol):
         limit: int | None = None,
         channel: str = "hybrid",
         include_extra: bool = True,
+        filters: Any = None,
     ) -> Any:
         """:meth:`search` plus what the caller should know: an object with ``hits``,
-        ``channels`` (the channels that ran) and ``notes`` (e.g. "full-text only: no embedder")."""
+        ``channels`` (the channels that ran) and ``notes`` (e.g. "full-text only: no embedder").
+        ``filters``: tags, since, until, path, scope; ``limit`` counts the hits that pass."""
         ...
 
     def get(

@@ -26,9 +26,16 @@ def goclaw_settings_model() -> type[BaseModel]:
 @hookimpl
 def goclaw_schema() -> list[Any]:
     from goclaw.contracts.schema import SchemaComponent
-    from goclaw_memory.tables import MIGRATIONS, MemoryChunk, MemoryDocument, Session, SessionMessage
+    from goclaw_memory.tables import (
+        MIGRATIONS,
+        PG_STATS_TABLES,
+        MemoryChunk,
+        MemoryDocument,
+        Session,
+        SessionMessage,
+    )
 
-    tables = (MemoryDocument, MemoryChunk, Session, SessionMessage)
+    tables = (MemoryDocument, MemoryChunk, Session, SessionMessage, *PG_STATS_TABLES)
     return [SchemaComponent("memory", tables, MIGRATIONS, "memory file index and sessions")]
 
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Index, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from goclaw.contracts.columns import created_field, text_field, vector_field
@@ -90,3 +90,28 @@ class SessionMessage(SQLModel, table=True):
     token_count: int = Field(default=0)
     compacted: bool = Field(default=False)
     created_at: datetime = created_field()
+
+
+# The ``postgresql`` backend's per-agent BM25 statistics, created by the migration
+# (goclaw_memory.pg_stats: on PostgreSQL with the triggers that keep them; elsewhere empty and
+# unused). Declared here so the schema names them (``goclaw forget`` reports undeclared tables).
+_PG_ONLY = MetaData()
+PG_STATS_TABLES = (
+    Table(
+        "memory_agent_stats",
+        _PG_ONLY,
+        Column("agent_id", String(64), nullable=False),
+        Column("chunks", BigInteger, nullable=False),
+        Column("terms", BigInteger, nullable=False),
+        Index("ix_memory_agent_stats", "agent_id"),
+    ),
+    Table(
+        "memory_term_stats",
+        _PG_ONLY,
+        Column("agent_id", String(64), nullable=False),
+        Column("term", Text, nullable=False),
+        Column("df", Integer, nullable=False),
+        Column("max_tf", Integer, nullable=False),
+        Index("ix_memory_term_stats", "agent_id", "term"),
+    ),
+)
