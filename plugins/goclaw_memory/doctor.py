@@ -373,7 +373,13 @@ def check_watcher(engine: Host) -> Check:
 def run_doctor(engine: Host, agent: str | None = None, *, repair: bool = False) -> DoctorReport:
     """Run every check (for one agent or all); with ``repair`` fix what can be fixed, then check
     again."""
-    from goclaw_memory.doctor_indexes import check_backend, check_full_text, check_hnsw, check_saved_index
+    from goclaw_memory.doctor_indexes import (
+        check_backend,
+        check_full_text,
+        check_hnsw,
+        check_saved_index,
+        check_vector_scan,
+    )
     from goclaw_memory.doctor_pg import check_extensions, check_maintenance, check_stats
     from goclaw_memory.sqlite_backend import SQLiteSearchBackend
 
@@ -382,6 +388,8 @@ def run_doctor(engine: Host, agent: str | None = None, *, repair: bool = False) 
     space, space_error = _configured_space(engine)
     backend_check, backend, backend_name = check_backend(engine)
     checks: list[Check] = [backend_check]
+    if (scan := check_vector_scan(backend_name)) is not None:
+        checks.append(scan)
     saves = backend if isinstance(backend, SQLiteSearchBackend) else None  # inprocess too
     with engine.db.engine.connect() as conn:
         for a in agents:

@@ -18,6 +18,7 @@ vectors (pgvector indexes up to 2,000 dimensions), a problem when missing only w
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -157,9 +158,30 @@ def check_backend(engine: Host) -> tuple[Check, Any, str]:
     what = {
         "sqlite": "exact, in memory, index saved beside the database",
         "inprocess": "exact, in memory, index saved in the workspace",
-        "postgresql": "tsvector + HNSW candidate pools in the database, nothing held in memory",
+        "postgresql": "exact ranking computed by the database, nothing held in memory",
     }.get(name, "a plugin's")
     return Check("backend", "info", f"memory search backend {name}{how}: {what}"), backend, name
+
+
+def check_vector_scan(backend_name: str) -> Check | None:
+    """Whether the in-memory engines' vector scan runs the compiled kernels or the numpy path
+    (a wheel built without a C compiler has no compiled module, and pip says so only with -v).
+    None for a backend that does not use it."""
+    if backend_name not in ("sqlite", "inprocess"):
+        return None
+    from goclaw_search import vecq
+
+    if vecq.compiled is not None:
+        return Check("vector scan", "ok", "compiled kernels (goclaw_search._vec)")
+    if os.environ.get("GOCLAW_SEARCH_NUMPY") == "1":
+        return Check("vector scan", "info", "numpy path (GOCLAW_SEARCH_NUMPY=1)")
+    return Check(
+        "vector scan",
+        "warning",
+        "numpy path: the compiled kernels are not built, so vector and hybrid searches are slower "
+        "(same results)",
+        "install a C compiler (e.g. build-essential) and reinstall goclaw from source",
+    )
 
 
 def check_saved_index(engine: Host, agent: Any, conn: Any, path: Path, space: Any) -> Check:

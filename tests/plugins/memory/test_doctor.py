@@ -281,3 +281,22 @@ def test_cli_unknown_agent_is_one_line(workspace: Path) -> None:
     result = run_cli(["memory", "doctor", "--agent", "nobody"], workspace=workspace)
     assert result.code != 0 and result.err.startswith("error: unknown agent 'nobody'")
     assert result.err.count("\n") == 1
+
+
+def test_doctor_says_whether_the_vector_scan_is_compiled(
+    make_engine: Any, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wheel built without a C compiler searches on the numpy path: doctor says so, with the
+    fix, instead of leaving it to ``pip -v``."""
+    from goclaw_search import vecq
+
+    eng = _setup(make_engine, workspace)
+    monkeypatch.delenv("GOCLAW_SEARCH_NUMPY", raising=False)
+    monkeypatch.setattr(vecq, "compiled", None)
+    scan = _by(run_doctor(eng), "vector scan")
+    assert scan.status == "warning" and "numpy path" in scan.message and "C compiler" in scan.fix
+    monkeypatch.setattr(vecq, "compiled", object())
+    assert _by(run_doctor(eng), "vector scan").status == "ok"
+    monkeypatch.setenv("GOCLAW_SEARCH_NUMPY", "1")
+    monkeypatch.setattr(vecq, "compiled", None)
+    assert _by(run_doctor(eng), "vector scan").status == "info"
