@@ -65,3 +65,7 @@ def forgotten(engine: Any, scope: ForgetScope) -> None:
                 bump_version(session, agent_id)
     for agent_id in scope.agent_ids:
         engine.memory.invalidate(agent_id)
+        if engine.db.backend == "postgresql":  # no term of the erased text stays in the statistics
+            from goclaw_memory.pg_stats import fold
+
+            fold(engine, agent_id)

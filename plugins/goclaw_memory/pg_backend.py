@@ -42,9 +42,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# An index run changing at least this many chunks folds all of the agent's statistics rows.
-COMPACT_ALL = 500
-
 _ONLY = " AND id = ANY(:only)"  # a filtered search's chunks (goclaw_memory.filters)
 
 __all__ = ["K1", "B", "PostgresSearchBackend", "bm25_from_lex", "make_postgres_backend", "tsquery_literal"]
@@ -248,27 +245,16 @@ class PostgresSearchBackend(SearchBackend):
         return None  # the table is the index: nothing derived is kept
 
     def apply_changes(self, changes: IndexChanges) -> None:
-        """The table is the index; folds the statistics rows the run appended
-        (:func:`goclaw_memory.pg_stats.compact_sql`: all of the agent's after a large run, else
-        those of the terms it added) and builds the HNSW indexes the run's
+        """The table is the index (the indexer folds the statistics rows the run appended:
+        :func:`goclaw_memory.pg_stats.fold_changes`); builds the HNSW indexes the run's
         :meth:`prepare_vectors` deferred, once after the load."""
-        if changes.removed or changes.records:
-            self.compact_stats(
-                changes.agent_id,
-                None
-                if len(changes.removed) + len(changes.records) >= COMPACT_ALL
-                else {t for rec in changes.records.values() for t in rec.terms},
-            )
         self.finish_vectors()
 
     def compact_stats(self, agent_id: str, terms: set[str] | None = None) -> None:
         """Fold the agent's statistics rows (only those of ``terms`` when given)."""
-        from goclaw_memory.pg_stats import compact_sql
+        from goclaw_memory.pg_stats import fold
 
-        fold_terms, fold_agent = compact_sql(terms is not None)
-        with self.engine.db.engine.begin() as c:
-            c.execute(text(fold_terms), {"a": agent_id, "t": sorted(terms or ())})
-            c.execute(text(fold_agent), {"a": agent_id})
+        fold(self.engine, agent_id, terms)
 
     # ------------------------------------------------------------------ vectors
     def _supports_iterative(self, conn: Any) -> bool:

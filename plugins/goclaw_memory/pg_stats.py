@@ -113,11 +113,42 @@ COMPACT_AGENT = (
 )
 
 
+# An index run changing at least this many chunks folds all of the agent's statistics rows.
+COMPACT_ALL = 500
+
+
+def fold(engine: Any, agent_id: str, terms: set[str] | None = None) -> None:
+    """Fold the agent's statistics rows (only those of ``terms`` when given) in one transaction:
+    one row per term, terms no chunk holds any more deleted (their strings do not outlive the
+    text they came from, e.g. after ``goclaw forget``)."""
+    from sqlalchemy import text
+
+    fold_terms, fold_agent = compact_sql(terms is not None)
+    with engine.db.engine.begin() as c:
+        c.execute(text(fold_terms), {"a": agent_id, "t": sorted(terms or ())})
+        c.execute(text(fold_agent), {"a": agent_id})
+
+
+def fold_changes(engine: Any, changes: Any) -> None:
+    """After an index run on PostgreSQL, whatever the search backend: fold the rows its writes
+    appended (all of the agent's after a large run, else those of the terms it added), so the
+    tables stay one row per term instead of growing with every write."""
+    if changes.removed or changes.records:
+        large = len(changes.removed) + len(changes.records) >= COMPACT_ALL
+        terms = None if large else {t for r in changes.records.values() for t in r.terms}
+        fold(engine, changes.agent_id, terms)
+
+
 def compact_sql(some_terms: bool) -> tuple[str, str]:
     """The statements that fold an agent's delta rows into one per term (``:a``; with
-    ``some_terms`` only the terms ``:t``) and one for the agent. Rows appended by transactions
-    not yet committed are not in the statement's snapshot: they stay, and still add up."""
-    return COMPACT_TERMS.format(terms=" AND term = ANY(:t)" if some_terms else ""), COMPACT_AGENT
+    ``some_terms`` only the terms ``:t`` and those of deleted chunks) and one for the agent.
+    Rows appended by transactions not yet committed are not in the statement's snapshot: they
+    stay, and still add up."""
+    # A run's own terms, and the terms of chunks it deleted (their rows count down: df < 0).
+    some = (
+        " AND (term = ANY(:t) OR term IN (SELECT term FROM memory_term_stats WHERE agent_id = :a AND df < 0))"
+    )
+    return COMPACT_TERMS.format(terms=some if some_terms else ""), COMPACT_AGENT
 
 
 def install(execute: Callable[[str], Any]) -> None:
