@@ -158,7 +158,8 @@ def memory_search(
         if len(snippet) > 160:
             snippet = snippet[:157] + "..."
         tier = "" if h.tier == "document" else f" [{h.tier}]"
-        click.echo(f"{h.score:.3f}  {h.path}:{h.start_line}-{h.end_line}  ({h.scope}){tier}")
+        hit_id = f"  {h.id}" if h.id else ""
+        click.echo(f"{h.score:.3f}  {h.path}:{h.start_line}-{h.end_line}  ({h.scope}){tier}{hit_id}")
         click.echo(f"       {snippet}")
 
 

@@ -99,6 +99,9 @@ def test_the_cli_takes_filters(eng: Any, workspace: Path, database_url: Any) -> 
     assert res.code == 0, res.err
     assert [h["path"] for h in json.loads(res.out)] == ["memory/2026-05-01.md"]
     res = run_cli(["memory", "search", "kite", "--json"], **args)
-    assert all(h["id"] for h in json.loads(res.out))
+    ids = [h["id"] for h in json.loads(res.out)]
+    assert ids and all(ids)
+    res = run_cli(["memory", "search", "kite"], **args)  # the text form names each hit's id too
+    assert res.code == 0 and all(i in res.out for i in ids), res.out
     res = run_cli(["memory", "search", "kite", "--until", "yesterday"], **args)
     assert res.code != 0 and res.err.startswith("error:") and len(res.err.strip().splitlines()) == 1
