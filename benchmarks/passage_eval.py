@@ -31,19 +31,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from synth_memory import generate
+from synth_memory import generate, hit_rank
 
 ROOT = Path(__file__).resolve().parent.parent
 K = 10
-
-
-def _first_hit(hits: list[Any], expect: list[dict[str, Any]]) -> int | None:
-    for rank, h in enumerate(hits[:K], 1):
-        for e in expect:
-            lo, hi = e["lines"]
-            if h.path == e["path"] and h.start_line <= hi and lo <= h.end_line:
-                return rank
-    return None
 
 
 def _synthetic(engine: Any, questions: list[dict[str, Any]]) -> dict[str, tuple[float, float]]:
@@ -61,7 +52,7 @@ def _synthetic(engine: Any, questions: list[dict[str, Any]]) -> dict[str, tuple[
             found = engine.memory.search_response(
                 q["question"], "bench", limit=K, channel=channel, include_extra=False
             )
-            rank = _first_hit(found.hits, q["expect"])
+            rank = hit_rank(found.hits[:K], q["expect"])
             if rank is not None:
                 hits += 1
                 rr += 1 / rank

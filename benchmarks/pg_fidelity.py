@@ -35,18 +35,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from synth_memory import generate
+from synth_memory import generate, hit_rank
 
 K = 10
-
-
-def _rank(hits: list[Any], expect: list[dict[str, Any]]) -> int | None:
-    for rank, h in enumerate(hits, 1):
-        for e in expect:
-            lo, hi = e["lines"]
-            if h.path == e["path"] and h.start_line <= hi and lo <= h.end_line:
-                return rank
-    return None
 
 
 def _open(ws: Path, url: str | None, src: Path, backend: str = "auto") -> Any:
@@ -93,7 +84,7 @@ def run(n_chunks: int, url: str, backend: str) -> None:
                 hits = exact.memory.search(q["question"], "bench", limit=K, channel=channel)
                 sqlite_ms[rerank, channel].append(time.perf_counter() - t)
                 want[rerank, channel].append({(h.path, h.start_line) for h in hits})
-                r = _rank(hits, q["expect"])
+                r = hit_rank(hits, q["expect"])
                 hit, mrr = sqlite_q.get((rerank, channel), (0, 0.0))
                 sqlite_q[rerank, channel] = (hit + 1, mrr + 1 / r) if r else (hit, mrr)
         exact.close()
@@ -114,7 +105,7 @@ def run(n_chunks: int, url: str, backend: str) -> None:
                 times.append(time.perf_counter() - t)
                 got = {(h.path, h.start_line) for h in b}
                 overlap.append(len(exact_top & got) / max(1, len(exact_top)))
-                r = _rank(b, q["expect"])
+                r = hit_rank(b, q["expect"])
                 if r:
                     found, rr = found + 1, rr + 1 / r
             times.sort()

@@ -42,19 +42,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from synth_memory import generate
+from synth_memory import generate, hit_rank
 
 K = 10
 TEMPLATES = 10
-
-
-def _rank(hits: list[Any], expect: list[dict[str, Any]]) -> int | None:
-    for rank, h in enumerate(hits, 1):
-        for e in expect:
-            lo, hi = e["lines"]
-            if h.path == e["path"] and h.start_line <= hi and lo <= h.end_line:
-                return rank
-    return None
 
 
 def _rss_mb() -> float:
@@ -114,7 +105,7 @@ def load(url: str, tmp: Path, args: argparse.Namespace) -> dict[str, Any]:
             hits = sqlite.memory.search(q["question"], name, limit=K)
             times.append(time.perf_counter() - t)
             tops.append({(h.path, h.start_line) for h in hits})
-            r = _rank(hits, q["expect"]) if q.get("expect") else None
+            r = hit_rank(hits, q["expect"]) if q.get("expect") else None
             if r:
                 found, rr = found + 1, rr + 1 / r
         exact[name] = tops
@@ -348,7 +339,7 @@ def _report(url: str, results: list[dict[str, Any]], loaded: dict[str, Any], arg
                 overlap.append(len(want & {(h.path, h.start_line) for h in hits}) / max(1, len(want)))
                 if q.get("expect"):
                     answered += 1
-                    r = _rank(hits, q["expect"])
+                    r = hit_rank(hits, q["expect"])
                     if r:
                         found, rr = found + 1, rr + 1 / r
             ref = loaded["quality"][name]

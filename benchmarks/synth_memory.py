@@ -48,6 +48,17 @@ from pathlib import Path
 from typing import Any
 
 
+def hit_rank(hits: list[Any], expect: list[dict[str, Any]]) -> int | None:
+    """The 1-based rank of the first hit (``path``, ``start_line``, ``end_line``) overlapping
+    one of a question's ``expect`` regions, or None."""
+    for rank, h in enumerate(hits, 1):
+        for e in expect:
+            lo, hi = e["lines"]
+            if h.path == e["path"] and h.start_line <= hi and lo <= h.end_line:
+                return rank
+    return None
+
+
 def _split(words: str) -> list[str]:
     return words.split()
 
