@@ -143,6 +143,7 @@ def recalled(
         user=user or None,
         limit=limit,
         query_vector=query_vector,
+        for_prompt=True,
     )
     extra = [hit for _plugin, hits in found for hit in hits]
     # Each tier keeps its own order (the memory search ranks its hits better than the absolute
@@ -160,7 +161,7 @@ def recalled(
     others = [
         (float(x.score), clip(str(x.text or ""), 500), _expand(x.id) if x.tier == "episodic" else "")
         for x in extra
-        if float(x.score) >= threshold and x.tier != "kg"  # facts: memory_search's, not injected
+        if float(x.score) >= threshold
     ]
     return [(body, suffix) for _score, body, suffix in _interleave(documents, others)]
 

@@ -42,14 +42,16 @@ def goclaw_search_backends() -> dict[str, Factory] | None:
 
 @hookspec
 def goclaw_memory_search_extra(
-    engine: Any, query: str, agent: Any, user: str | None, limit: int, query_vector: Any
+    engine: Any, query: str, agent: Any, user: str | None, limit: int, query_vector: Any, for_prompt: bool
 ) -> list[SearchHit] | None:
     """Search extra memory tiers (episodic summaries, facts) alongside the indexed documents.
 
     ``query_vector``: the query's embedding from the configured embedder (as its
     ``embed([query])[0]`` gives it), when the search made one, else ``None``: a tier that
     searches vectors of that embedder uses it instead of embedding the query again. An
-    implementation that does not name it is called without it.
+    implementation that does not name it is called without it. ``for_prompt``: the hits feed
+    the automatic Memory Context of a prompt (every turn), not a ``memory_search``; a tier whose
+    hits are not for injection (the knowledge graph's facts) returns none and does no work.
     Returns: hits with ``tier`` set (e.g. ``"episodic"``), scores in 0..1, and an ``id``
     that ``memory_get`` expands (through ``goclaw_memory_expand``, or the ``memory_expand``
     tool for episodic ids); ``extra["date"]`` or ``extra["created_at"]`` (ISO) dates a hit
@@ -99,7 +101,7 @@ def goclaw_memory_expand(engine: Any, id: str, agent: Any, user: str | None) -> 
 def extra_hits(
     engine: Any, query: str, agent: Any, user: str | None, limit: int, query_vector: Any = None
 ) -> list[SearchHit]:
-    """Every plugin's ``goclaw_memory_search_extra`` hits, in call order."""
+    """Every plugin's ``goclaw_memory_search_extra`` hits for a ``memory_search``, in call order."""
     found = engine.hooks.call(
         "goclaw_memory_search_extra",
         engine=engine,
@@ -108,6 +110,7 @@ def extra_hits(
         user=user,
         limit=limit,
         query_vector=query_vector,
+        for_prompt=False,
     )
     return [hit for _plugin, hits in found for hit in hits]
 

@@ -76,3 +76,23 @@ def test_kg_facts_stay_in_their_scope_and_filters(make_engine: Any) -> None:
     assert dated and all(h.tier == "kg" for h in dated)
     assert not engine.memory.search("Alice Acme", "ada", filters={"since": "2026-01-02"})
     assert not [h for h in engine.memory.search("Alice", "ada", filters={"path": "kg"}) if h.tier == "kg"]
+
+
+def test_the_memory_context_does_not_search_kg_facts(
+    make_engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The automatic Memory Context (every prompt) does not inject facts, so it does not make
+    the knowledge graph search them: the tier is asked with ``for_prompt`` and does no work."""
+    from goclaw_episodic.autoinject import recalled
+    from goclaw_kg import memory_tier
+
+    engine = make_engine()
+    _seed(engine)
+    agent = engine.agents.get("ada")
+    asked: list[str] = []
+    real = memory_tier.fact_hits
+    monkeypatch.setattr(memory_tier, "fact_hits", lambda *a, **k: asked.append("kg") or real(*a, **k))
+    recalled(engine, agent, None, "where does Alice work", None, 5)
+    assert asked == []
+    assert [h for h in engine.memory.search("where does Alice work", "ada") if h.tier == "kg"]
+    assert asked == ["kg"]  # memory_search still asks it
