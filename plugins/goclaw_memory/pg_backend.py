@@ -32,9 +32,10 @@ from goclaw.contracts.search import (
     SearchQuery,
     SearchResult,
 )
-from goclaw_memory.filters import allowed_ids, read_facet_rows
+from goclaw_memory.filters import FacetCache, allowed_ids, read_facet_rows
 from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, TermStats, first_terms, idf, settled, term_bound
 from goclaw_memory.pg_text import K1, B, bm25_from_lex, tsquery_literal
+from goclaw_memory.sqlite_backend import VERSION_WORKER, parse_token
 from goclaw_search.fusion import fuse
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ class PostgresSearchBackend(SearchBackend):
         self._bulk = 0  # open bulk_load() blocks
         self._lock = threading.Lock()
         self._iterative: bool | None = None
+        self.facets = FacetCache()  # each agent's chunk tags, dates and paths, for filters
 
     # ------------------------------------------------------------------ search
     def search(self, query: SearchQuery) -> SearchResult:
@@ -78,11 +80,11 @@ class PostgresSearchBackend(SearchBackend):
         f = query.fusion
         found: dict[int, tuple[str, str, float | None]] = {}  # id -> (user, lex, cosine)
         only = None  # the ids query.filter lets through: a condition of every candidate query
-        if query.filter is not None:
-            only = allowed_ids(read_facet_rows(self.engine, query.agent_id), query.filter, users).tolist()
         with self.engine.db.engine.connect() as c:
             c.exec_driver_sql("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             try:
+                if query.filter is not None:
+                    only = allowed_ids(self._facet_rows(c, query.agent_id), query.filter, users).tolist()
                 chunks_n, total_len, stats = self._stats(c, query.agent_id, query.terms if want_lex else ())
                 rest_cosine = 0.0
                 if want_vec:
@@ -242,7 +244,19 @@ class PostgresSearchBackend(SearchBackend):
             return self._rows(c, agent_id, ids)
 
     def invalidate(self, agent_id: str | None = None) -> None:
-        return None  # the table is the index: nothing derived is kept
+        self.facets.drop(agent_id)  # the table is the index: only the filters' facets are kept
+
+    def _facet_rows(self, c: Any, agent_id: str) -> list[Any]:
+        """The agent's facet rows for filters, read again only when its index version token
+        changed (every write of its chunks gives a new one); without a token, read afresh."""
+        value = c.execute(
+            text("SELECT value FROM worker_state WHERE worker = :w AND scope = :s"),
+            {"w": VERSION_WORKER, "s": agent_id},
+        ).scalar()
+        token = parse_token(value)
+        if not token:
+            return read_facet_rows(self.engine, agent_id)
+        return self.facets.rows(self.engine, agent_id, token)
 
     def apply_changes(self, changes: IndexChanges) -> None:
         """The table is the index (the indexer folds the statistics rows the run appended:
