@@ -33,9 +33,10 @@ from goclaw.contracts.search import (
     SearchResult,
 )
 from goclaw_memory.filters import FacetCache, allowed_ids, read_facet_rows
-from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, TermStats, first_terms, idf, settled, term_bound
+from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, Postings, TermStats, settled
+from goclaw_memory.pg_postings import READ
 from goclaw_memory.pg_text import K1, B, bm25_from_lex, tsquery_literal
-from goclaw_memory.sqlite_backend import VERSION_WORKER, parse_token
+from goclaw_memory.version_token import VERSION_WORKER, parse_token
 from goclaw_search.fusion import fuse
 
 if TYPE_CHECKING:
@@ -61,14 +62,16 @@ class PostgresSearchBackend(SearchBackend):
         self._bulk = 0  # open bulk_load() blocks
         self._lock = threading.Lock()
         self._iterative: bool | None = None
+        self._installed = False  # the statistics triggers are known to be installed
         self.facets = FacetCache()  # each agent's chunk tags, dates and paths, for filters
 
     # ------------------------------------------------------------------ search
     def search(self, query: SearchQuery) -> SearchResult:
         """The engine's fused ranking, read from the database (:mod:`goclaw_memory.pg_exact`):
-        the agent's statistics, the nearest chunks by vector, the matches of the essential
-        terms (more terms until the result is settled), then the winners' rows; all in one
-        read-only snapshot, so the figures and the rows agree under concurrent writes."""
+        the agent's statistics, the nearest chunks by vector, the top of each query term's
+        impact-ordered postings (deeper until the result is settled), then the winners' rows;
+        all in one read-only snapshot, so the figures and the rows agree under concurrent
+        writes."""
         cfg = self.engine.plugin_settings("memory")
         pool = max(int(cfg.min_candidates), int(cfg.candidate_factor) * query.limit)
         notes: list[str] = []
@@ -80,12 +83,15 @@ class PostgresSearchBackend(SearchBackend):
         f = query.fusion
         found: dict[int, tuple[str, str, float | None]] = {}  # id -> (user, lex, cosine)
         only = None  # the ids query.filter lets through: a condition of every candidate query
+        self.ensure_installed()
         with self.engine.db.engine.connect() as c:
             c.exec_driver_sql("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             try:
                 if query.filter is not None:
                     only = allowed_ids(self._facet_rows(c, query.agent_id), query.filter, users).tolist()
-                chunks_n, total_len, stats = self._stats(c, query.agent_id, query.terms if want_lex else ())
+                chunks_n, total_len, ref, stats = self._stats(
+                    c, query.agent_id, query.terms if want_lex else ()
+                )
                 rest_cosine = 0.0
                 if want_vec:
                     wanted = max(pool, query.wanted)
@@ -100,26 +106,29 @@ class PostgresSearchBackend(SearchBackend):
                             notes.append(note)
                 n = float(max(chunks_n, 1))
                 avgdl = total_len / n if chunks_n else 1.0
-                idfs = {t: idf(s.df, n) for t, s in stats.items()}
-                bounds = {t: term_bound(idfs[t], s.max_tf) for t, s in stats.items()}
-                essential, rest = first_terms(query.terms, stats) if want_lex else ([], [])
+                postings = Postings(query.terms if want_lex else (), stats, n, avgdl, ref, first=pool)
                 cosine = want_vec and bool(found)
-                if essential:
-                    found.update(self._matches(c, query, users, essential, [], cosine, only))
+                terms = query.terms if want_lex else ()
+                scores: dict[int, float] = {}
                 while True:
+                    if postings.unread:
+                        found.update(self._postings(c, query, users, postings, list(found), cosine, only))
                     ids = list(found)
-                    terms = query.terms if want_lex else ()
-                    lexical = np.array([bm25_from_lex(found[i][1], terms, idfs, avgdl) for i in ids])
+                    for i in ids:
+                        if i not in scores:
+                            scores[i] = bm25_from_lex(found[i][1], terms, postings.idfs, avgdl)
+                    lexical = np.array([scores[i] for i in ids])
                     vector = (
                         np.array([max(0.0, found[i][2] or 0.0) for i in ids]) if want_vec and found else None
                     )
                     boost = None
                     if len(users) > 1 and f.user_boost != 1.0:
                         boost = np.array([f.user_boost if found[i][0] else 1.0 for i in ids])
-                    done = not rest or settled(
+                    rest_bm25 = postings.rest()
+                    done = rest_bm25 <= 0 or settled(
                         lexical,
                         vector,
-                        rest_bm25=sum(bounds[t] for t in rest),
+                        rest_bm25=rest_bm25,
                         rest_cosine=rest_cosine,
                         k=query.wanted,
                         method=f.method,
@@ -130,9 +139,7 @@ class PostgresSearchBackend(SearchBackend):
                     )
                     if done:
                         break
-                    term, rest = rest[0], rest[1:]
-                    for i, row in self._matches(c, query, users, [term], ids, cosine, only).items():
-                        found.setdefault(i, row)
+                    postings.deeper()
                 if not ids:
                     return SearchResult([], notes)
                 scored = fuse(
@@ -153,58 +160,72 @@ class PostgresSearchBackend(SearchBackend):
         return SearchResult(chunks, notes, rows)
 
     @staticmethod
-    def _stats(c: Any, agent_id: str, terms: Sequence[str]) -> tuple[int, int, dict[str, TermStats]]:
-        """The agent's chunk count, total length in terms, and the query terms it has."""
+    def _stats(c: Any, agent_id: str, terms: Sequence[str]) -> tuple[int, int, float, dict[str, TermStats]]:
+        """The agent's chunk count, total length in terms, the reference mean length of its
+        postings' impacts, and the query terms it has."""
         rows = c.execute(
             text(
                 "SELECT NULL, sum(chunks), sum(terms) FROM memory_agent_stats WHERE agent_id = :a UNION ALL "
+                "SELECT '', avgdl, NULL FROM memory_postings_ref WHERE agent_id = :a UNION ALL "
                 "SELECT term, sum(df), max(max_tf) FROM memory_term_stats WHERE agent_id = :a "
                 "AND term = ANY(:t) GROUP BY term"
             ),
             {"a": agent_id, "t": list(dict.fromkeys(terms))},
         ).all()
         chunks_n = total = 0
+        ref = 1.0
         stats: dict[str, TermStats] = {}
         for term, a, b in rows:  # sums of the delta rows (goclaw_memory.pg_stats)
             if term is None:
                 chunks_n, total = int(a or 0), int(b or 0)
+            elif term == "":
+                ref = float(a)
             elif a > 0:
                 stats[term] = TermStats(int(a), int(b))
-        return chunks_n, total, stats
+        return chunks_n, total, ref, stats
 
-    def _matches(
+    def _postings(
         self,
         c: Any,
         query: SearchQuery,
         users: list[str],
-        terms: list[str],
+        postings: Postings,
         seen: list[int],
         cosine: bool,
         only: list[int] | None = None,
     ) -> dict[int, tuple[str, str, float | None]]:
-        """Every chunk of the scope matching any of ``terms`` and not in ``seen``, with its
-        user, its terms (for BM25) and, in a hybrid search, its cosine to the query:
-        ``{id: (user, lex, cosine)}``. Further conditions on the scope go into this WHERE."""
-        params: dict[str, Any] = {"a": query.agent_id, "users": users, "q": tsquery_literal(terms)}
+        """The next rows of the unfinished terms' lists (:class:`Postings` notes how far each
+        was read), and each chunk among them in the scope and not in ``seen`` with its user,
+        its terms (for BM25) and, in a hybrid search, its cosine to the query."""
+        want = postings.unread
+        params: dict[str, Any] = {
+            "a": query.agent_id,
+            "users": users,
+            "t": [t for t, _o, _n in want],
+            "o": [o for _t, o, _n in want],
+            "n": [n for _t, _o, n in want],
+            "seen": seen,
+        }
         cos = "NULL"
         if cosine and query.space is not None:
             provider, model, dim = query.space
             params.update(qv=np.asarray(query.vector, dtype=np.float32).reshape(-1), p=provider, m=model)
             cos = (
-                f"CASE WHEN embedding_dim = {int(dim)} AND embedding_provider = :p AND embedding_model = :m "
-                f"THEN 1 - ((embedding::vector({int(dim)})) <=> CAST(:qv AS vector({int(dim)}))) END"
+                f"CASE WHEN c.embedding_dim = {int(dim)} AND c.embedding_provider = :p "
+                f"AND c.embedding_model = :m THEN 1 - ((c.embedding::vector({int(dim)})) "
+                f"<=> CAST(:qv AS vector({int(dim)}))) END"
             )
-        sql = (
-            f"SELECT id, user_id, lex, {cos} FROM memory_chunks WHERE agent_id = :a "
-            "AND user_id = ANY(:users) AND tsv @@ CAST(:q AS tsquery)"
-        )
-        if seen:
-            sql += " AND id <> ALL(:seen)"
-            params["seen"] = seen
         if only is not None:
-            sql += _ONLY
             params["only"] = only
-        return {int(r[0]): (r[1], r[2] or "", r[3]) for r in c.execute(text(sql), params).all()}
+        sql = READ.format(cos=cos, only="" if only is None else " AND c.id = ANY(:only)")
+        out: dict[int, tuple[str, str, float | None]] = {}
+        got: dict[str, list[float]] = {}
+        for term, impact, i, user, lex, cos_value in c.execute(text(sql), params).all():
+            got.setdefault(term, []).append(float(impact))
+            if i is not None:
+                out[int(i)] = (user, lex or "", cos_value)
+        postings.read(got)
+        return out
 
     @staticmethod
     def _rows(c: Any, agent_id: str, ids: Sequence[int]) -> dict[int, ChunkRow]:
@@ -259,10 +280,34 @@ class PostgresSearchBackend(SearchBackend):
         return self.facets.rows(self.engine, agent_id, token)
 
     def apply_changes(self, changes: IndexChanges) -> None:
-        """The table is the index (the indexer folds the statistics rows the run appended:
-        :func:`goclaw_memory.pg_stats.fold_changes`); builds the HNSW indexes the run's
+        """The table is the index: folds the statistics rows the run appended
+        (:func:`goclaw_memory.pg_stats.fold_changes`) and builds the HNSW indexes the run's
         :meth:`prepare_vectors` deferred, once after the load."""
+        from goclaw_memory.pg_stats import fold_changes
+
+        if not self.ensure_installed():
+            fold_changes(self.engine, changes)
         self.finish_vectors()
+
+    def ensure_installed(self) -> bool:
+        """Install the statistics and postings triggers when this database lacks them (only
+        this backend needs them: other backends' writes do not pay for them), counting every
+        chunk; once per backend. True when it installed them (nothing left to fold)."""
+        if self._installed:
+            return False
+        from goclaw_memory.pg_stats import install, missing_triggers
+
+        with self.engine.db.engine.connect() as conn, conn.begin():
+            if not missing_triggers(conn):
+                self._installed = True
+                return False
+            # One installer at a time across processes; the others find them installed.
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": 0x60C1A5})
+            done = bool(missing_triggers(conn))
+            if done:
+                install(conn.exec_driver_sql)
+        self._installed = True
+        return done
 
     def compact_stats(self, agent_id: str, terms: set[str] | None = None) -> None:
         """Fold the agent's statistics rows (only those of ``terms`` when given)."""

@@ -29,13 +29,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from goclaw_memory.pg_postings import factor_bound
 from goclaw_memory.pg_text import K1, B
 
 # Agents with at most this many chunks are searched by an exact vector scan (their rows by the
 # scope index: ~1 ms per 1,000), larger ones through HNSW.
 EXACT_VECTOR_SCAN = 10_000
-# The first pass reads the matches of the rarest terms up to this many (estimated) rows.
-FIRST_READ = 2_000
 
 
 @dataclass(frozen=True)
@@ -59,19 +58,71 @@ def term_bound(idf_value: float, max_tf: int) -> float:
     return idf_value * tf * (K1 + 1) / (tf + K1 * (1 - B))
 
 
-def first_terms(terms: Sequence[str], stats: Mapping[str, TermStats]) -> tuple[list[str], list[str]]:
-    """``(essential, rest)``: the terms the agent has, rarest first; the first ones whose
-    frequencies add up to :data:`FIRST_READ` (at least one) are essential. Terms the agent
-    does not have are in neither (they match nothing)."""
-    known = sorted((t for t in dict.fromkeys(terms) if t in stats), key=lambda t: (stats[t].df, t))
-    essential: list[str] = []
-    total = 0
-    for t in known:
-        if essential and total + stats[t].df > FIRST_READ:
-            break
-        essential.append(t)
-        total += stats[t].df
-    return essential, known[len(essential) :]
+class Postings:
+    """How far each query term's impact-ordered list (:mod:`goclaw_memory.pg_postings`) was
+    read, and what the rows not read can still add to a chunk's BM25.
+
+    Every term the agent has starts with its first ``first`` rows; :meth:`deeper` asks for four
+    times more of each list not read to its end. A list read to its end adds nothing to a chunk
+    not read; another adds at most its IDF × (k1 + 1) × the factor bound of its last row read
+    (and never more than :func:`term_bound`)."""
+
+    def __init__(
+        self,
+        terms: Sequence[str],
+        stats: Mapping[str, TermStats],
+        n: float,
+        avgdl: float,
+        ref: float,
+        *,
+        first: int,
+    ) -> None:
+        self.idfs = {t: idf(s.df, n) for t, s in stats.items()}
+        # A term twice in the query counts twice in BM25 (goclaw_memory.pg_text.bm25_from_lex).
+        self.times = {t: list(terms).count(t) for t in dict.fromkeys(terms) if t in stats}
+        self.cap = {t: term_bound(self.idfs[t], stats[t].max_tf) for t in self.times}
+        self.rho = min(1.0, ref / avgdl) if avgdl > 0 else 1.0
+        self.offset = dict.fromkeys(self.times, 0)
+        self.step = dict.fromkeys(self.times, max(1, first))
+        self.last: dict[str, float | None] = dict.fromkeys(self.times)
+        self.finished: set[str] = set()
+        self.pending = bool(self.times)
+
+    @property
+    def unread(self) -> list[tuple[str, int, int]]:
+        """``(term, offset, count)`` of the rows to read next (none until :meth:`deeper`)."""
+        if not self.pending:
+            return []
+        return [(t, self.offset[t], self.step[t]) for t in self.times if t not in self.finished]
+
+    def read(self, impacts: Mapping[str, Sequence[float]]) -> None:
+        """Note the impacts of the rows :attr:`unread` asked for."""
+        for t, _offset, count in self.unread:
+            got = impacts.get(t, ())
+            self.offset[t] += len(got)
+            if len(got) < count:
+                self.finished.add(t)
+            else:
+                self.last[t] = min(got)
+        self.pending = False
+
+    def deeper(self) -> None:
+        for t in self.step:
+            self.step[t] *= 4
+        self.pending = True
+
+    def rest(self) -> float:
+        """The most a chunk not read yet can have as BM25."""
+        total = 0.0
+        for t, times in self.times.items():
+            if t in self.finished:
+                continue
+            last = self.last[t]
+            bound = self.cap[t]
+            if last is not None:
+                bound = min(bound, self.idfs[t] * (K1 + 1) * factor_bound(last, self.rho))
+            total += times * bound
+        return total
 
 
 def settled(

@@ -1,0 +1,90 @@
+"""Impact-ordered postings of the ``postgresql`` backend: each term's chunks, best first, so a
+full-text top ``k`` reads the top of each query term's list instead of every match.
+
+``memory_postings`` holds one row per (agent, term, chunk) with the term's *impact* in that
+chunk: the BM25 term-frequency factor ``tf / (tf + k1 (1 - b + b dl / ref))`` (``dl`` the
+chunk's length in terms), computed with a reference mean length ``ref`` fixed per agent
+(``memory_postings_ref``: the mean length of the agent's first written chunks), so an impact
+never changes once written. A btree on (agent, term, impact DESC, chunk) serves each term's
+list in impact order. Kept by the statistics triggers (:mod:`goclaw_memory.pg_stats`) in the
+transaction that writes the chunks.
+
+The real factor uses the agent's *current* mean length ``avgdl``. With ``ρ = min(1, ref /
+avgdl)``, ``k1 (1 - b + b dl / avgdl) >= ρ k1 (1 - b + b dl / ref)``, so a chunk whose stored
+impact is at most ``i`` has a real factor of at most ``1 / (1 + ρ (1 / i - 1))``
+(:func:`factor_bound`): the impact of the last row read bounds every row below it, whatever the
+agent's length became (tighter the closer ``avgdl`` stays to ``ref``; ``goclaw memory doctor
+--repair`` recomputes everything with the current mean).
+"""
+
+from __future__ import annotations
+
+from goclaw_memory.pg_text import K1, B
+
+POSTINGS_TABLES = (
+    "CREATE TABLE IF NOT EXISTS memory_postings (agent_id varchar(64) NOT NULL, term text NOT NULL, "
+    "impact double precision NOT NULL, chunk_id bigint NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS ix_memory_postings ON memory_postings "
+    "(agent_id, term, impact DESC, chunk_id)",
+    "CREATE INDEX IF NOT EXISTS ix_memory_postings_chunk ON memory_postings (chunk_id)",
+    "CREATE TABLE IF NOT EXISTS memory_postings_ref (agent_id varchar(64) PRIMARY KEY, "
+    "avgdl double precision NOT NULL)",
+)
+
+# Per chunk of (ids, agents, lexes): its length and each term's frequency.
+_PER_TERM = (
+    "SELECT r.id, r.agent, t.term, count(*)::float8 AS tf, max(r.dl)::float8 AS dl FROM ("
+    "SELECT x.id, x.agent, x.lex, cardinality(array_remove(string_to_array(coalesce(x.lex, ''), ' '), '')) "
+    "AS dl FROM {rows}) AS r, unnest(string_to_array(coalesce(r.lex, ''), ' ')) AS t(term) "
+    "WHERE t.term <> '' GROUP BY r.id, r.agent, t.term"
+)
+_IMPACT = f"p.tf / (p.tf + {K1} * (1 - {B} + {B} * p.dl / f.avgdl))"
+_REF = (
+    "INSERT INTO memory_postings_ref (agent_id, avgdl) SELECT agent, greatest(1, avg(cardinality("
+    "array_remove(string_to_array(coalesce(lex, ''), ' '), '')))) FROM {rows} GROUP BY agent "
+    "ON CONFLICT (agent_id) DO NOTHING"
+)
+
+POSTINGS_APPLY = f"""
+CREATE OR REPLACE FUNCTION memory_postings_apply(ids bigint[], agents text[], lexes text[], sign integer)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF ids IS NULL OR cardinality(ids) = 0 THEN
+        RETURN;
+    END IF;
+    IF sign < 0 THEN
+        DELETE FROM memory_postings WHERE chunk_id = ANY(ids);
+        RETURN;
+    END IF;
+    {_REF.format(rows="unnest(agents, lexes) AS x(agent, lex)")};
+    INSERT INTO memory_postings (agent_id, term, impact, chunk_id)
+    SELECT p.agent, p.term, {_IMPACT}, p.id
+    FROM ({_PER_TERM.format(rows="unnest(ids, agents, lexes) AS x(id, agent, lex)")}) AS p
+    JOIN memory_postings_ref f ON f.agent_id = p.agent;
+END $$;
+"""
+
+_CHUNKS = "(SELECT id, agent_id AS agent, lex FROM memory_chunks) AS x"
+POSTINGS_BACKFILL = (
+    _REF.format(rows=_CHUNKS),
+    f"INSERT INTO memory_postings (agent_id, term, impact, chunk_id) SELECT p.agent, p.term, {_IMPACT}, "
+    f"p.id FROM ({_PER_TERM.format(rows=_CHUNKS)}) AS p JOIN memory_postings_ref f ON f.agent_id = p.agent",
+)
+
+# The next rows of each term's list: (term, offset, count) per term; with the chunk's user,
+# terms and (in a hybrid search) cosine when it is in the search's scope and not read yet.
+READ = (
+    "SELECT w.term, p.impact, c.id, c.user_id, c.lex, {cos} FROM unnest(CAST(:t AS text[]), "
+    "CAST(:o AS int[]), CAST(:n AS int[])) AS w(term, off, n) CROSS JOIN LATERAL (SELECT chunk_id, impact "
+    "FROM memory_postings WHERE agent_id = :a AND term = w.term ORDER BY impact DESC, chunk_id "
+    "OFFSET w.off LIMIT w.n) AS p LEFT JOIN memory_chunks c ON c.id = p.chunk_id AND c.agent_id = :a "
+    "AND c.user_id = ANY(:users) AND c.id <> ALL(:seen){only}"
+)
+
+
+def factor_bound(impact: float, rho: float) -> float:
+    """The most a row whose stored impact is at most ``impact`` can have as its real BM25
+    term-frequency factor, with ``rho = min(1, ref / avgdl)`` (the module docstring)."""
+    if impact <= 0:
+        return 0.0
+    return (1.0 / (1.0 + rho * (1.0 / impact - 1.0))) * (1 + 1e-9)  # float rounding of impact
