@@ -1,15 +1,15 @@
 """The PostgreSQL search backend: the in-memory engine's exact fused ranking, computed from
 the database with nothing held per process.
 
-* Full text: ``tsv`` (generated from ``memory_chunks.lex``, the terms of
-  :mod:`goclaw_search.tokenize`) with its GIN index finds the matches; BM25 (k1 1.2, b 0.75)
-  comes from each match's stored terms and the agent's own statistics
-  (``memory_term_stats`` / ``memory_agent_stats``, kept by triggers in the writing
-  transaction): the engine's figures, not estimates.
+* Full text: each query term's impact-ordered postings (``memory_postings``), read best first;
+  BM25 (k1 1.2, b 0.75) comes from each chunk's stored terms (``lex``) and the agent's own
+  statistics (``memory_term_stats`` / ``memory_agent_stats``); both kept by triggers in the
+  writing transaction, installed at this backend's first use: the engine's figures, not
+  estimates.
 * Vectors: pgvector, an exact scan for small agents, HNSW with iterative scans for large ones;
   every candidate of either channel gets its real cosine, computed in the database.
-* :mod:`goclaw_memory.pg_exact` decides which matches to read: the rarest terms' first, more
-  until no unread chunk can reach the result; then :func:`goclaw_search.fusion.fuse`.
+* :mod:`goclaw_memory.pg_exact` decides how deep to read: until no unread chunk can reach the
+  result; then :func:`goclaw_search.fusion.fuse`.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from goclaw.contracts.search import (
     SearchResult,
 )
 from goclaw_memory.filters import FacetCache, allowed_ids, read_facet_rows
-from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, Postings, TermStats, settled
-from goclaw_memory.pg_postings import READ
+from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, TermStats, idf, settled
+from goclaw_memory.pg_postings import TOP, TOP_ONE
 from goclaw_memory.pg_text import K1, B, bm25_from_lex, tsquery_literal
 from goclaw_memory.version_token import VERSION_WORKER, parse_token
 from goclaw_search.fusion import fuse
@@ -68,8 +68,8 @@ class PostgresSearchBackend(SearchBackend):
     # ------------------------------------------------------------------ search
     def search(self, query: SearchQuery) -> SearchResult:
         """The engine's fused ranking, read from the database (:mod:`goclaw_memory.pg_exact`):
-        the agent's statistics, the nearest chunks by vector, the top of each query term's
-        impact-ordered postings (deeper until the result is settled), then the winners' rows;
+        the agent's statistics, the nearest chunks by vector, the chunks of highest BM25
+        bound from the postings (more until the result is settled), then the winners' rows;
         all in one read-only snapshot, so the figures and the rows agree under concurrent
         writes."""
         cfg = self.engine.plugin_settings("memory")
@@ -106,17 +106,22 @@ class PostgresSearchBackend(SearchBackend):
                             notes.append(note)
                 n = float(max(chunks_n, 1))
                 avgdl = total_len / n if chunks_n else 1.0
-                postings = Postings(query.terms if want_lex else (), stats, n, avgdl, ref, first=pool)
-                cosine = want_vec and bool(found)
+                idfs = {t: idf(st.df, n) for t, st in stats.items()}
                 terms = query.terms if want_lex else ()
+                # What each known term adds per unit of its BM25 factor (twice if twice asked).
+                weights = {t: terms.count(t) * idfs[t] * (K1 + 1) for t in dict.fromkeys(terms) if t in idfs}
+                rho = min(1.0, ref / avgdl) if avgdl > 0 else 1.0
+                cosine = want_vec and bool(found)
                 scores: dict[int, float] = {}
+                top = 2 * pool  # chunks of highest bound read; four times more until settled
+                rest_bm25 = 0.0
+                if weights:
+                    rest_bm25 = self._top(c, query, users, weights, rho, top, found, cosine, only)
                 while True:
-                    if postings.unread:
-                        found.update(self._postings(c, query, users, postings, list(found), cosine, only))
                     ids = list(found)
                     for i in ids:
                         if i not in scores:
-                            scores[i] = bm25_from_lex(found[i][1], terms, postings.idfs, avgdl)
+                            scores[i] = bm25_from_lex(found[i][1], terms, idfs, avgdl)
                     lexical = np.array([scores[i] for i in ids])
                     vector = (
                         np.array([max(0.0, found[i][2] or 0.0) for i in ids]) if want_vec and found else None
@@ -124,8 +129,7 @@ class PostgresSearchBackend(SearchBackend):
                     boost = None
                     if len(users) > 1 and f.user_boost != 1.0:
                         boost = np.array([f.user_boost if found[i][0] else 1.0 for i in ids])
-                    rest_bm25 = postings.rest()
-                    done = rest_bm25 <= 0 or settled(
+                    done = settled(
                         lexical,
                         vector,
                         rest_bm25=rest_bm25,
@@ -139,7 +143,8 @@ class PostgresSearchBackend(SearchBackend):
                     )
                     if done:
                         break
-                    postings.deeper()
+                    top *= 4
+                    rest_bm25 = self._top(c, query, users, weights, rho, top, found, cosine, only)
                 if not ids:
                     return SearchResult([], notes)
                 scored = fuse(
@@ -184,48 +189,37 @@ class PostgresSearchBackend(SearchBackend):
                 stats[term] = TermStats(int(a), int(b))
         return chunks_n, total, ref, stats
 
-    def _postings(
+    def _top(
         self,
         c: Any,
         query: SearchQuery,
         users: list[str],
-        postings: Postings,
-        seen: list[int],
+        weights: dict[str, float],
+        rho: float,
+        top: int,
+        found: dict[int, tuple[str, str, float | None]],
         cosine: bool,
         only: list[int] | None = None,
-    ) -> dict[int, tuple[str, str, float | None]]:
-        """The next rows of the unfinished terms' lists (:class:`Postings` notes how far each
-        was read), and each chunk among them in the scope and not in ``seen`` with its user,
-        its terms (for BM25) and, in a hybrid search, its cosine to the query."""
-        want = postings.unread
+    ) -> float:
+        """Read the ``top`` chunks of highest BM25 bound (:data:`goclaw_memory.pg_postings.TOP`)
+        into ``found`` (those of the scope not there yet, with their user, terms and, in a
+        hybrid search, cosine); returns the most any other chunk's BM25 can be (0 when fewer
+        than ``top`` chunks match: every match was read)."""
         params: dict[str, Any] = {
             "a": query.agent_id,
             "users": users,
-            "t": [t for t, _o, _n in want],
-            "o": [o for _t, o, _n in want],
-            "n": [n for _t, _o, n in want],
-            "seen": seen,
+            "t": list(weights),
+            "w": list(weights.values()),
+            "rho": rho,
+            "lim": top,
+            "seen": list(found),
         }
-        cos = "NULL"
-        if cosine and query.space is not None:
-            provider, model, dim = query.space
-            params.update(qv=np.asarray(query.vector, dtype=np.float32).reshape(-1), p=provider, m=model)
-            cos = (
-                f"CASE WHEN c.embedding_dim = {int(dim)} AND c.embedding_provider = :p "
-                f"AND c.embedding_model = :m THEN 1 - ((c.embedding::vector({int(dim)})) "
-                f"<=> CAST(:qv AS vector({int(dim)}))) END"
-            )
-        if only is not None:
-            params["only"] = only
-        sql = READ.format(cos=cos, only="" if only is None else " AND c.id = ANY(:only)")
-        out: dict[int, tuple[str, str, float | None]] = {}
-        got: dict[str, list[float]] = {}
-        for term, impact, i, user, lex, cos_value in c.execute(text(sql), params).all():
-            got.setdefault(term, []).append(float(impact))
-            if i is not None:
-                out[int(i)] = (user, lex or "", cos_value)
-        postings.read(got)
-        return out
+        sql = (TOP_ONE if len(weights) == 1 else TOP).format(**_candidate_sql(query, cosine, only, params))
+        rows = c.execute(text(sql), params).all()
+        for i, _ub, user, lex, cos in rows:
+            if user is not None:
+                found[int(i)] = (user, lex or "", cos)
+        return float(min(r[1] for r in rows)) if len(rows) >= top else 0.0
 
     @staticmethod
     def _rows(c: Any, agent_id: str, ids: Sequence[int]) -> dict[int, ChunkRow]:
@@ -455,6 +449,25 @@ class PostgresSearchBackend(SearchBackend):
             return c.execute(text(sql), params).all()
 
         return {int(i): (u, lex or "", float(sim)) for i, u, lex, sim in _query(conn)}
+
+
+def _candidate_sql(
+    query: SearchQuery, cosine: bool, only: list[int] | None, params: dict[str, Any]
+) -> dict[str, str]:
+    """The parts of a candidate read (chunks ``c``): its cosine to the query in a hybrid search
+    (else NULL) and a filtered search's condition; their parameters go into ``params``."""
+    cos = "NULL"
+    if cosine and query.space is not None:
+        provider, model, dim = query.space
+        params.update(qv=np.asarray(query.vector, dtype=np.float32).reshape(-1), p=provider, m=model)
+        cos = (
+            f"CASE WHEN c.embedding_dim = {int(dim)} AND c.embedding_provider = :p "
+            f"AND c.embedding_model = :m THEN 1 - ((c.embedding::vector({int(dim)})) "
+            f"<=> CAST(:qv AS vector({int(dim)}))) END"
+        )
+    if only is not None:
+        params["only"] = only
+    return {"cos": cos, "only": "" if only is None else " AND c.id = ANY(:only)"}
 
 
 def _terms_of(lex: str | None) -> list[str] | None:

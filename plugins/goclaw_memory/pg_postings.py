@@ -71,14 +71,25 @@ POSTINGS_BACKFILL = (
     f"p.id FROM ({_PER_TERM.format(rows=_CHUNKS)}) AS p JOIN memory_postings_ref f ON f.agent_id = p.agent",
 )
 
-# The next rows of each term's list: (term, offset, count) per term; with the chunk's user,
-# terms and (in a hybrid search) cosine when it is in the search's scope and not read yet.
-READ = (
-    "SELECT w.term, p.impact, c.id, c.user_id, c.lex, {cos} FROM unnest(CAST(:t AS text[]), "
-    "CAST(:o AS int[]), CAST(:n AS int[])) AS w(term, off, n) CROSS JOIN LATERAL (SELECT chunk_id, impact "
-    "FROM memory_postings WHERE agent_id = :a AND term = w.term ORDER BY impact DESC, chunk_id "
-    "OFFSET w.off LIMIT w.n) AS p LEFT JOIN memory_chunks c ON c.id = p.chunk_id AND c.agent_id = :a "
-    "AND c.user_id = ANY(:users) AND c.id <> ALL(:seen){only}"
+# The ``:lim`` chunks of highest BM25 bound over the query's terms (``:t``, each with its weight
+# ``:w``: a row bounds its term's part by weight × factor_bound(impact), ``:rho`` as there),
+# each with that bound and, when in the search's scope and not read yet, its user, terms and
+# (in a hybrid search) cosine. Every other chunk's BM25 is at most the lowest bound returned.
+TOP = (
+    "SELECT s.chunk_id, s.ub, c.user_id, c.lex, {cos} FROM (SELECT p.chunk_id, "
+    "sum(e.w / (1 + :rho * (1 / p.impact - 1))) * (1 + 1e-9) AS ub FROM memory_postings p "
+    "JOIN unnest(CAST(:t AS text[]), CAST(:w AS float8[])) AS e(term, w) ON p.term = e.term "
+    "WHERE p.agent_id = :a GROUP BY p.chunk_id ORDER BY ub DESC LIMIT :lim) AS s "
+    "LEFT JOIN memory_chunks c ON c.id = s.chunk_id AND c.agent_id = :a AND c.user_id = ANY(:users) "
+    "AND c.id <> ALL(:seen){only}"
+)
+# The same for a query of one term: its list's first rows, in the index's order.
+TOP_ONE = (
+    "SELECT s.chunk_id, s.ub, c.user_id, c.lex, {cos} FROM (SELECT p.chunk_id, "
+    "(CAST(:w AS float8[]))[1] / (1 + :rho * (1 / p.impact - 1)) * (1 + 1e-9) AS ub FROM memory_postings p "
+    "WHERE p.agent_id = :a AND p.term = (CAST(:t AS text[]))[1] ORDER BY p.impact DESC LIMIT :lim) AS s "
+    "LEFT JOIN memory_chunks c ON c.id = s.chunk_id AND c.agent_id = :a AND c.user_id = ANY(:users) "
+    "AND c.id <> ALL(:seen){only}"
 )
 
 

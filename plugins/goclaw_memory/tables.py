@@ -106,7 +106,8 @@ class SessionMessage(SQLModel, table=True):
 
 # The ``postgresql`` backend's per-agent BM25 statistics and postings, created by the
 # migrations (goclaw_memory.pg_stats: on PostgreSQL kept by triggers that backend installs;
-# elsewhere empty and unused). Declared here so the schema names them (``goclaw forget`` reports undeclared tables).
+# elsewhere empty and unused). Declared here so the schema names them (``goclaw forget``
+# reports undeclared tables).
 _PG_ONLY = MetaData()
 PG_STATS_TABLES = (
     Table(

@@ -51,9 +51,10 @@ def _chunk_ids(eng: Any) -> dict[str, int]:
 
 @pytest.fixture
 def common_corpus(pg_engine: Any) -> Any:
-    """40 chunks that all say 'deploy' (beyond a first read of 10 postings), one with 'zebra'."""
+    """40 chunks that all say 'deploy', one with 'zebra': more than a first read of the
+    chunks of highest bound (2 × 10 with these settings)."""
     cfg = pg_engine.plugin_settings("memory")
-    cfg.min_candidates, cfg.candidate_factor = 1, 1  # the first read: `limit` rows per term
+    cfg.min_candidates, cfg.candidate_factor = 1, 1
     root = Path(pg_engine.agent_dir(pg_engine.agents.get("ada")))
     for i in range(40):
         extra = " deploy deploy" if i == 7 else ""
@@ -270,22 +271,6 @@ def test_an_impact_bounds_the_real_factor_whatever_the_mean_length_became() -> N
         assert real <= factor_bound(impact, min(1.0, ref / avgdl))
         if avgdl <= ref:  # no looser than needed when chunks did not grow longer
             assert factor_bound(impact, 1.0) == pytest.approx(impact)
-
-
-def test_postings_bound_what_unread_rows_add() -> None:
-    from goclaw_memory.pg_exact import Postings, TermStats, idf, term_bound
-
-    stats = {"deploy": TermStats(5000, 3), "zebra": TermStats(2, 1)}
-    p = Postings(["deploy", "zebra", "absent", "deploy"], stats, 10_000, 20.0, 20.0, first=10)
-    # unknown terms match nothing; every known one starts at its first rows
-    assert p.unread == [("deploy", 0, 10), ("zebra", 0, 10)]
-    cap = 2 * term_bound(idf(5000, 10_000), 3) + term_bound(idf(2, 10_000), 1)
-    assert p.rest() == pytest.approx(cap)  # nothing read: the largest frequencies bound them
-    p.read({"deploy": [0.5] * 9 + [0.4], "zebra": [0.6, 0.3]})
-    # zebra's list ended; deploy (twice in the query) is bounded by its last impact read
-    assert p.unread == [] and p.rest() == pytest.approx(2 * idf(5000, 10_000) * 2.2 * 0.4)
-    p.deeper()
-    assert p.unread == [("deploy", 10, 40)]
 
 
 def test_hnsw_index_is_built_after_the_load(pg_schema_url: str, workspace: Path) -> None:
