@@ -33,8 +33,8 @@ from goclaw.contracts.search import (
     SearchResult,
 )
 from goclaw_memory.filters import FacetCache, allowed_ids, read_facet_rows
-from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, TermStats, idf, settled
-from goclaw_memory.pg_postings import TOP, TOP_ONE
+from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, TermStats, budget, idf
+from goclaw_memory.pg_postings import FETCH, TOP, TOP_ONE, factor_bound
 from goclaw_memory.pg_text import K1, B, bm25_from_lex, tsquery_literal
 from goclaw_memory.version_token import VERSION_WORKER, parse_token
 from goclaw_search.fusion import fuse
@@ -113,10 +113,15 @@ class PostgresSearchBackend(SearchBackend):
                 rho = min(1.0, ref / avgdl) if avgdl > 0 else 1.0
                 cosine = want_vec and bool(found)
                 scores: dict[int, float] = {}
-                top = 2 * pool  # chunks of highest bound read; four times more until settled
-                rest_bm25 = 0.0
-                if weights:
-                    rest_bm25 = self._top(c, query, users, weights, rho, top, found, cosine, only)
+                ranked = Ranked(c, query, users, weights, rho, cosine, only, first=2 * pool)
+                df = {t: stats[t].df for t in weights}
+                long = len(weights) > 1 and sum(df.values()) > CUT_ABOVE
+                if long:
+                    # The chunks of the rarest terms first: a budget to cut the long lists by.
+                    rare = sorted(weights, key=lambda t: (df[t], t))[: len(weights) // 2]
+                    some = {t: weights[t] for t in rare}
+                    Ranked(c, query, users, some, rho, cosine, only, first=pool).read(found)
+                rest_bm25: float | None = None if weights else 0.0  # None: the postings not read yet
                 while True:
                     ids = list(found)
                     for i in ids:
@@ -129,10 +134,9 @@ class PostgresSearchBackend(SearchBackend):
                     boost = None
                     if len(users) > 1 and f.user_boost != 1.0:
                         boost = np.array([f.user_boost if found[i][0] else 1.0 for i in ids])
-                    done = settled(
+                    room = budget(
                         lexical,
                         vector,
-                        rest_bm25=rest_bm25,
                         rest_cosine=rest_cosine,
                         k=query.wanted,
                         method=f.method,
@@ -141,10 +145,11 @@ class PostgresSearchBackend(SearchBackend):
                         boost=boost,
                         pool=pool,
                     )
-                    if done:
+                    if rest_bm25 is not None and (rest_bm25 <= 0 or rest_bm25 < room):
                         break
-                    top *= 4
-                    rest_bm25 = self._top(c, query, users, weights, rho, top, found, cosine, only)
+                    if rest_bm25 is None and long:
+                        ranked.cut(room, df)
+                    rest_bm25 = ranked.read(found)
                 if not ids:
                     return SearchResult([], notes)
                 scored = fuse(
@@ -188,38 +193,6 @@ class PostgresSearchBackend(SearchBackend):
             elif a > 0:
                 stats[term] = TermStats(int(a), int(b))
         return chunks_n, total, ref, stats
-
-    def _top(
-        self,
-        c: Any,
-        query: SearchQuery,
-        users: list[str],
-        weights: dict[str, float],
-        rho: float,
-        top: int,
-        found: dict[int, tuple[str, str, float | None]],
-        cosine: bool,
-        only: list[int] | None = None,
-    ) -> float:
-        """Read the ``top`` chunks of highest BM25 bound (:data:`goclaw_memory.pg_postings.TOP`)
-        into ``found`` (those of the scope not there yet, with their user, terms and, in a
-        hybrid search, cosine); returns the most any other chunk's BM25 can be (0 when fewer
-        than ``top`` chunks match: every match was read)."""
-        params: dict[str, Any] = {
-            "a": query.agent_id,
-            "users": users,
-            "t": list(weights),
-            "w": list(weights.values()),
-            "rho": rho,
-            "lim": top,
-            "seen": list(found),
-        }
-        sql = (TOP_ONE if len(weights) == 1 else TOP).format(**_candidate_sql(query, cosine, only, params))
-        rows = c.execute(text(sql), params).all()
-        for i, _ub, user, lex, cos in rows:
-            if user is not None:
-                found[int(i)] = (user, lex or "", cos)
-        return float(min(r[1] for r in rows)) if len(rows) >= top else 0.0
 
     @staticmethod
     def _rows(c: Any, agent_id: str, ids: Sequence[int]) -> dict[int, ChunkRow]:
@@ -449,6 +422,98 @@ class PostgresSearchBackend(SearchBackend):
             return c.execute(text(sql), params).all()
 
         return {int(i): (u, lex or "", float(sim)) for i, u, lex, sim in _query(conn)}
+
+
+# Queries whose lists hold more rows than this in all read the longest lists only down to one
+# of CUT_IMPACTS (all above a one-time term in a chunk of average length: 1 / (1 + k1) = 0.45,
+# where most rows are), while what the rows left can add stays within CUT_SHARE of the budget.
+CUT_ABOVE = 20_000
+CUT_IMPACTS = (0.8, 0.7, 0.6, 0.5)
+CUT_SHARE = 0.8
+
+
+class Ranked:
+    """The chunks of highest BM25 bound (:data:`goclaw_memory.pg_postings.TOP`), read in
+    growing steps: the first ``first``, then four times more each time, from the bounds already
+    returned (the bounds of 8 steps at once, so most searches aggregate the postings once)."""
+
+    def __init__(
+        self,
+        c: Any,
+        query: SearchQuery,
+        users: list[str],
+        weights: dict[str, float],
+        rho: float,
+        cosine: bool,
+        only: list[int] | None,
+        *,
+        first: int,
+    ) -> None:
+        self.c, self.query, self.users, self.cosine, self.only = c, query, users, cosine, only
+        self.weights, self.rho = weights, rho
+        self.step = first
+        self.done = 0  # bounds read
+        self.bounds: list[tuple[int, float]] = []  # (id, bound), best first
+        self.complete = False  # every matching chunk is in bounds
+        self.cuts: dict[str, float] = {}  # term -> the impact its list is read down to
+        self.tcut = 0.0  # the most the cut lists' unread rows add to a chunk
+
+    def cut(self, room: float, df: dict[str, int]) -> None:
+        """Read the longest lists only down to one of :data:`CUT_IMPACTS` (the highest that
+        fits) while what their unread rows can add stays within :data:`CUT_SHARE` of ``room``
+        (the BM25 a chunk not read must stay below)."""
+        for t in sorted(self.weights, key=lambda t: (-df[t], t)):
+            for impact in CUT_IMPACTS:
+                tau = self.tail(t, impact)
+                if self.tcut + tau < CUT_SHARE * room:
+                    self.cuts[t] = impact
+                    self.tcut += tau
+                    break
+
+    def tail(self, term: str, impact: float) -> float:
+        """The most the rows of ``term`` below ``impact`` add to a chunk's BM25."""
+        return self.weights[term] * factor_bound(impact, self.rho)
+
+    def read(self, found: dict[int, tuple[str, str, float | None]]) -> float:
+        """Read the next step into ``found`` (the chunks of the scope not there yet, with their
+        user, terms and, in a hybrid search, cosine); returns the most any chunk not read can
+        have as BM25 (0 when every match was read)."""
+        want = self.done + self.step
+        if self.tcut and (self.done >= len(self.bounds) or self.bounds[self.done][1] <= self.tcut):
+            # The cut lists' unread rows are what is left: read them all from here on.
+            self.cuts, self.tcut, self.bounds, self.done, self.complete = {}, 0.0, [], 0, False
+            want = self.step
+        params: dict[str, Any] = {"a": self.query.agent_id, "users": self.users, "seen": list(found)}
+        parts = _candidate_sql(self.query, self.cosine, self.only, params)
+        if want > len(self.bounds) and not self.complete:
+            limit = want * 8
+            params.update(
+                t=list(self.weights),
+                w=list(self.weights.values()),
+                c=[self.cuts.get(t, 0.0) for t in self.weights],
+                tau=[self.tail(t, self.cuts[t]) if t in self.cuts else 0.0 for t in self.weights],
+                tcut=self.tcut,
+                rho=self.rho,
+                lim=limit,
+                top=want,
+            )
+            sql = (TOP_ONE if len(self.weights) == 1 else TOP).format(**parts)
+            self.bounds = []
+            for n, i, ub, user, lex, cos in self.c.execute(text(sql), params).all():
+                if n:
+                    self.bounds.append((int(i), float(ub)))
+                else:
+                    found[int(i)] = (user, lex or "", cos)
+            self.complete = len(self.bounds) < limit
+        else:
+            params["ids"] = [i for i, _ub in self.bounds[self.done : want]]
+            for i, user, lex, cos in self.c.execute(text(FETCH.format(**parts)), params).all():
+                found.setdefault(int(i), (user, lex or "", cos))
+        self.done = min(want, len(self.bounds))
+        self.step *= 4
+        if self.done < len(self.bounds):
+            return max(self.bounds[self.done][1], self.tcut)
+        return self.tcut if self.complete else max(self.bounds[-1][1], self.tcut)
 
 
 def _candidate_sql(

@@ -73,23 +73,32 @@ POSTINGS_BACKFILL = (
 
 # The ``:lim`` chunks of highest BM25 bound over the query's terms (``:t``, each with its weight
 # ``:w``: a row bounds its term's part by weight × factor_bound(impact), ``:rho`` as there),
-# each with that bound and, when in the search's scope and not read yet, its user, terms and
-# (in a hybrid search) cosine. Every other chunk's BM25 is at most the lowest bound returned.
-TOP = (
-    "SELECT s.chunk_id, s.ub, c.user_id, c.lex, {cos} FROM (SELECT p.chunk_id, "
-    "sum(e.w / (1 + :rho * (1 / p.impact - 1))) * (1 + 1e-9) AS ub FROM memory_postings p "
-    "JOIN unnest(CAST(:t AS text[]), CAST(:w AS float8[])) AS e(term, w) ON p.term = e.term "
-    "WHERE p.agent_id = :a GROUP BY p.chunk_id ORDER BY ub DESC LIMIT :lim) AS s "
-    "LEFT JOIN memory_chunks c ON c.id = s.chunk_id AND c.agent_id = :a AND c.user_id = ANY(:users) "
-    "AND c.id <> ALL(:seen){only}"
+# best first, each with that bound; the first ``:top`` with their user, terms and (in a hybrid
+# search) cosine when in the search's scope and not read yet. Every chunk not among the
+# ``:lim`` has a BM25 of at most the lowest bound returned.
+_BOUNDS = (
+    "SELECT p.chunk_id, (sum(e.w / (1 + :rho * (1 / p.impact - 1)) - e.tau) + :tcut) * (1 + 1e-9) AS ub "
+    "FROM memory_postings p JOIN unnest(CAST(:t AS text[]), CAST(:w AS float8[]), CAST(:c AS float8[]), "
+    "CAST(:tau AS float8[])) AS e(term, w, c, tau) ON p.term = e.term AND p.impact >= e.c "
+    "WHERE p.agent_id = :a GROUP BY p.chunk_id ORDER BY ub DESC, p.chunk_id LIMIT :lim"
 )
 # The same for a query of one term: its list's first rows, in the index's order.
-TOP_ONE = (
-    "SELECT s.chunk_id, s.ub, c.user_id, c.lex, {cos} FROM (SELECT p.chunk_id, "
-    "(CAST(:w AS float8[]))[1] / (1 + :rho * (1 / p.impact - 1)) * (1 + 1e-9) AS ub FROM memory_postings p "
-    "WHERE p.agent_id = :a AND p.term = (CAST(:t AS text[]))[1] ORDER BY p.impact DESC LIMIT :lim) AS s "
-    "LEFT JOIN memory_chunks c ON c.id = s.chunk_id AND c.agent_id = :a AND c.user_id = ANY(:users) "
-    "AND c.id <> ALL(:seen){only}"
+_BOUNDS_ONE = (
+    "SELECT p.chunk_id, (CAST(:w AS float8[]))[1] / (1 + :rho * (1 / p.impact - 1)) * (1 + 1e-9) AS ub "
+    "FROM memory_postings p WHERE p.agent_id = :a AND p.term = (CAST(:t AS text[]))[1] "
+    "ORDER BY p.impact DESC, p.chunk_id LIMIT :lim"
+)
+_TOP = (
+    "WITH s AS MATERIALIZED (SELECT b.chunk_id, b.ub, row_number() OVER (ORDER BY b.ub DESC, b.chunk_id) "
+    "AS n FROM ({bounds}) AS b) SELECT s.n, s.chunk_id, s.ub, NULL, NULL, NULL FROM s UNION ALL "
+    "SELECT 0, c.id, NULL, c.user_id, c.lex, {{cos}} FROM s JOIN memory_chunks c ON c.id = s.chunk_id "
+    "AND c.agent_id = :a AND c.user_id = ANY(:users) AND c.id <> ALL(:seen){{only}} WHERE s.n <= :top"
+)
+TOP, TOP_ONE = _TOP.format(bounds=_BOUNDS), _TOP.format(bounds=_BOUNDS_ONE)
+# Chunks by id, as TOP returns its first ones.
+FETCH = (
+    "SELECT c.id, c.user_id, c.lex, {cos} FROM memory_chunks c WHERE c.agent_id = :a "
+    "AND c.id = ANY(:ids) AND c.user_id = ANY(:users){only}"
 )
 
 

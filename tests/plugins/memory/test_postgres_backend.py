@@ -383,3 +383,44 @@ def test_bulk_load_rebuilds_the_hnsw_index_once(pg_schema_url: str, workspace: P
         assert hits and "bicycle" in hits[0].snippet
     finally:
         eng.close()
+
+
+def test_cut_lists_and_growing_reads_rank_as_the_in_memory_engine(
+    pg_engine: Any, pg_schema_url: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Common terms in chunks of varied length and frequency: with the long lists cut from the
+    first search on and the smallest reads, the full-text ranking is the in-memory engine's."""
+    import random
+
+    import goclaw_memory.pg_backend as pg_backend
+    from goclaw.engine import Engine
+
+    monkeypatch.setattr(pg_backend, "CUT_ABOVE", 0)
+    cfg = pg_engine.plugin_settings("memory")
+    cfg.min_candidates, cfg.candidate_factor = 1, 1
+    rng = random.Random(5)
+    words = ["deploy", "server", "ticket", "kettle", "ferry", "noon", "invoice", "gateway"]
+    root = Path(pg_engine.agent_dir(pg_engine.agents.get("ada")))
+    for i in range(80):
+        body = " ".join(rng.choice(words[: rng.randint(2, 8)]) for _ in range(rng.randint(3, 40)))
+        write(root, f"memory/n{i:02d}.md", f"Note {i}: {body}.\n")
+    pg_engine.memory.index("ada")
+    monkeypatch.delenv("GOCLAW_PLUGINS__MEMORY__BACKEND", raising=False)
+    exact = Engine.open(
+        workspace,
+        pg_schema_url,
+        plugins={"embeddings": {"provider": "none"}, "memory": {"backend": "inprocess", "rerank": "none"}},
+    )
+    cfg.rerank = "none"  # the rankings themselves
+    try:
+        for q in ("deploy server", "ticket kettle ferry", "noon invoice gateway deploy", "server"):
+            want = [
+                (h.path, round(h.score, 4)) for h in exact.memory.search(q, "ada", channel="lexical", limit=5)
+            ]
+            got = [
+                (h.path, round(h.score, 4))
+                for h in pg_engine.memory.search(q, "ada", channel="lexical", limit=5)
+            ]
+            assert got == want, q
+    finally:
+        exact.close()
