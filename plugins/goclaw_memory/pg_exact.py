@@ -5,20 +5,19 @@ Lucene's IDF, statistics of the agent's whole collection) and cosine, then fuses
 database holds the same statistics (``memory_term_stats`` / ``memory_agent_stats``, kept by
 triggers in the writing transaction), so any chunk's BM25 is exact once its terms are read.
 What remains is to read only the chunks that can reach the result, and to *prove* that the
-rest cannot (the MaxScore idea of top-k retrieval over impact-ordered lists):
+rest cannot (top-k retrieval over impact-ordered lists):
 
-* each query term's postings are read best first (:mod:`goclaw_memory.pg_postings`): the
-  first rows of every list, with each chunk's terms and cosine; every chunk read is scored
-  exactly. What a list can still add to a chunk not read is bounded (:class:`Postings`);
+* the postings (:mod:`goclaw_memory.pg_postings`) give every chunk an upper bound on its BM25;
+  the database adds up the bounds of the query terms' rows per chunk and returns the best
+  (:class:`goclaw_memory.pg_backend.Ranked`); those chunks are read with their terms and
+  cosine and scored exactly, and every chunk not read has a BM25 of at most the next bound;
 * :func:`budget`: the BM25 below which a chunk not read, and not among the nearest chunks by
   vector, cannot enter the fused top ``k`` of those read (its fused score is at most
-  ``text_weight × BM25 / best BM25 + vector_weight × the lowest cosine of the nearest``);
-* when the lists' bounds add up to more, MaxScore's split (:func:`essential`): the terms of
-  smallest bounds whose sum stays below the budget cannot lift a chunk over it on their own, so
-  only chunks matching one of the others (the essential terms) are considered, and of those
-  only the ones whose bound over the essential terms (from their impacts, computed in SQL)
-  reaches what is left of the budget are read and scored. Every other chunk is below the
-  budget; when the chunks read move the budget down, the same runs again with the new one.
+  ``text_weight × BM25 / best BM25 + vector_weight × the lowest cosine of the nearest``).
+  Below it, the search is settled (:func:`settled`); else the next best bounds are read;
+* long lists (common terms) are read only down to an impact once a budget is known (from the
+  chunks of the rarest terms): their rows below it count at that impact, as long as what they
+  can add stays well within the budget.
 
 The vector side is as exact as its nearest-neighbour search (an exact scan for agents up to
 :data:`EXACT_VECTOR_SCAN` chunks, HNSW with iterative scans above).
@@ -32,8 +31,6 @@ from typing import Any
 
 import numpy as np
 
-from goclaw_memory.pg_text import K1, B
-
 # Agents with at most this many chunks are searched by an exact vector scan (their rows by the
 # scope index: ~1 ms per 1,000), larger ones through HNSW.
 EXACT_VECTOR_SCAN = 10_000
@@ -41,7 +38,8 @@ EXACT_VECTOR_SCAN = 10_000
 
 @dataclass(frozen=True)
 class TermStats:
-    """The agent's document frequency of a term and the largest frequency in one chunk."""
+    """The agent's document frequency of a term and the largest frequency in one chunk (an
+    upper bound: a removal never lowers it)."""
 
     df: int
     max_tf: int
@@ -51,13 +49,6 @@ def idf(df: float, n: float) -> float:
     """Lucene's BM25 IDF, as :mod:`goclaw_search.index` computes it."""
     d = min(df, n)
     return math.log(1.0 + (n - d + 0.5) / (d + 0.5))
-
-
-def term_bound(idf_value: float, max_tf: int) -> float:
-    """The most a term adds to any chunk's BM25: at its largest frequency, in a chunk of
-    length 0 (BM25 grows with tf and shrinks with length)."""
-    tf = max(1, int(max_tf))
-    return idf_value * tf * (K1 + 1) / (tf + K1 * (1 - B))
 
 
 def settled(bm25: np.ndarray, cosine: np.ndarray | None, *, rest_bm25: float, **kw: Any) -> bool:

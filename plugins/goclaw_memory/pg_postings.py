@@ -1,5 +1,6 @@
-"""Impact-ordered postings of the ``postgresql`` backend: each term's chunks, best first, so a
-full-text top ``k`` reads the top of each query term's list instead of every match.
+"""Impact-ordered postings of the ``postgresql`` backend: from them alone the database bounds
+each chunk's BM25 for a query, so a full-text top ``k`` reads only the chunks that can reach
+it, and a common term's long list can be read down to an impact instead of to its end.
 
 ``memory_postings`` holds one row per (agent, term, chunk) with the term's *impact* in that
 chunk: the BM25 term-frequency factor ``tf / (tf + k1 (1 - b + b dl / ref))`` (``dl`` the
