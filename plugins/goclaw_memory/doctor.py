@@ -398,7 +398,7 @@ def run_doctor(engine: Host, agent: str | None = None, *, repair: bool = False) 
             checks.extend(check_vectors(engine, a, conn, space, space_error))
             if saves is not None and (path := saves.saved_index(a.id)) is not None:
                 checks.append(check_saved_index(engine, a, conn, path, space))
-            if engine.db.backend == "postgresql":
+            if backend_name == "postgresql":  # only this backend keeps and reads them
                 checks.append(check_stats(conn, a))
         checks.append(check_full_text(engine, conn))
         if engine.db.backend == "postgresql":

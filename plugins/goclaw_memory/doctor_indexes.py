@@ -187,7 +187,7 @@ def check_vector_scan(backend_name: str) -> Check | None:
 def check_saved_index(engine: Host, agent: Any, conn: Any, path: Path, space: Any) -> Check:
     """The ``inprocess`` backend's saved index of ``agent``: there, readable, current."""
     from goclaw_memory.inprocess_backend import NO_TOKEN
-    from goclaw_memory.sqlite_backend import VERSION_WORKER, parse_token
+    from goclaw_memory.version_token import VERSION_WORKER, parse_token
     from goclaw_search.tokenize import default_tokenizer
 
     chunks = int(

@@ -23,8 +23,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from goclaw.contracts.columns import utcnow
 from goclaw.contracts.search import ChunkRecord
 from goclaw.contracts.store import WorkerState
-from goclaw_memory.sqlite_backend import VERSION_WORKER, parse_token
 from goclaw_memory.tables import MemoryChunk, MemoryDocument
+from goclaw_memory.version_token import VERSION_WORKER, parse_token
 from goclaw_memory.write_behind import WRITER_THREAD
 from goclaw_search.tokenize import lex_of
 

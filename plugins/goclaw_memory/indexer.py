@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import delete, select
 
 from goclaw.contracts.search import SearchBackend
-from goclaw_memory import bulk_wal, pg_stats
+from goclaw_memory import bulk_wal
 from goclaw_memory.chunking import chunk_text, hash_all
 from goclaw_memory.embedding_cache import cache_reader, vectors_for
 from goclaw_memory.index_changes import ChangeSet
@@ -179,8 +179,6 @@ class MemoryIndexer:
             reembed(*args, folder, self.max_chunk_len)
         self._analyze_after_load(report)
         changes = self._changes.freeze()
-        if self.engine.db.backend == "postgresql":  # the triggers' delta rows, any backend
-            pg_stats.fold_changes(self.engine, changes)
         self.backend.apply_changes(changes)  # the backend's own index follows the table
         self._changes = None
         report.seconds = round(time.perf_counter() - started, 4)

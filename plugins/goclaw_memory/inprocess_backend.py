@@ -28,13 +28,12 @@ from goclaw_memory.indexer import paused_gc
 from goclaw_memory.search_rows import chunk_row
 from goclaw_memory.sqlite_backend import (
     SAVE_DELTA,
-    VERSION_WORKER,
     SQLiteSearchBackend,
     _State,
     doc_of,
     fingerprint,
-    parse_token,
 )
+from goclaw_memory.version_token import VERSION_WORKER, parse_token
 from goclaw_search.index import Doc, SearchIndex
 
 if TYPE_CHECKING:

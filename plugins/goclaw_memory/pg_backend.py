@@ -1,15 +1,15 @@
 """The PostgreSQL search backend: the in-memory engine's exact fused ranking, computed from
 the database with nothing held per process.
 
-* Full text: ``tsv`` (generated from ``memory_chunks.lex``, the terms of
-  :mod:`goclaw_search.tokenize`) with its GIN index finds the matches; BM25 (k1 1.2, b 0.75)
-  comes from each match's stored terms and the agent's own statistics
-  (``memory_term_stats`` / ``memory_agent_stats``, kept by triggers in the writing
-  transaction): the engine's figures, not estimates.
+* Full text: each query term's impact-ordered postings (``memory_postings``), read best first;
+  BM25 (k1 1.2, b 0.75) comes from each chunk's stored terms (``lex``) and the agent's own
+  statistics (``memory_term_stats`` / ``memory_agent_stats``); both kept by triggers in the
+  writing transaction, installed at this backend's first use: the engine's figures, not
+  estimates.
 * Vectors: pgvector, an exact scan for small agents, HNSW with iterative scans for large ones;
   every candidate of either channel gets its real cosine, computed in the database.
-* :mod:`goclaw_memory.pg_exact` decides which matches to read: the rarest terms' first, more
-  until no unread chunk can reach the result; then :func:`goclaw_search.fusion.fuse`.
+* :mod:`goclaw_memory.pg_exact` decides how deep to read: until no unread chunk can reach the
+  result; then :func:`goclaw_search.fusion.fuse`.
 """
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ from goclaw.contracts.search import (
     SearchResult,
 )
 from goclaw_memory.filters import FacetCache, allowed_ids, read_facet_rows
-from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, TermStats, first_terms, idf, settled, term_bound
+from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, TermStats, budget, idf
+from goclaw_memory.pg_postings import FETCH, TOP, TOP_ONE, factor_bound
 from goclaw_memory.pg_text import K1, B, bm25_from_lex, tsquery_literal
-from goclaw_memory.sqlite_backend import VERSION_WORKER, parse_token
+from goclaw_memory.version_token import VERSION_WORKER, parse_token
 from goclaw_search.fusion import fuse
 
 if TYPE_CHECKING:
@@ -61,14 +62,16 @@ class PostgresSearchBackend(SearchBackend):
         self._bulk = 0  # open bulk_load() blocks
         self._lock = threading.Lock()
         self._iterative: bool | None = None
+        self._installed = False  # the statistics triggers are known to be installed
         self.facets = FacetCache()  # each agent's chunk tags, dates and paths, for filters
 
     # ------------------------------------------------------------------ search
     def search(self, query: SearchQuery) -> SearchResult:
         """The engine's fused ranking, read from the database (:mod:`goclaw_memory.pg_exact`):
-        the agent's statistics, the nearest chunks by vector, the matches of the essential
-        terms (more terms until the result is settled), then the winners' rows; all in one
-        read-only snapshot, so the figures and the rows agree under concurrent writes."""
+        the agent's statistics, the nearest chunks by vector, the chunks of highest BM25
+        bound from the postings (more until the result is settled), then the winners' rows;
+        all in one read-only snapshot, so the figures and the rows agree under concurrent
+        writes."""
         cfg = self.engine.plugin_settings("memory")
         pool = max(int(cfg.min_candidates), int(cfg.candidate_factor) * query.limit)
         notes: list[str] = []
@@ -80,12 +83,15 @@ class PostgresSearchBackend(SearchBackend):
         f = query.fusion
         found: dict[int, tuple[str, str, float | None]] = {}  # id -> (user, lex, cosine)
         only = None  # the ids query.filter lets through: a condition of every candidate query
+        self.ensure_installed()
         with self.engine.db.engine.connect() as c:
             c.exec_driver_sql("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             try:
                 if query.filter is not None:
                     only = allowed_ids(self._facet_rows(c, query.agent_id), query.filter, users).tolist()
-                chunks_n, total_len, stats = self._stats(c, query.agent_id, query.terms if want_lex else ())
+                chunks_n, total_len, ref, stats = self._stats(
+                    c, query.agent_id, query.terms if want_lex else ()
+                )
                 rest_cosine = 0.0
                 if want_vec:
                     wanted = max(pool, query.wanted)
@@ -100,26 +106,37 @@ class PostgresSearchBackend(SearchBackend):
                             notes.append(note)
                 n = float(max(chunks_n, 1))
                 avgdl = total_len / n if chunks_n else 1.0
-                idfs = {t: idf(s.df, n) for t, s in stats.items()}
-                bounds = {t: term_bound(idfs[t], s.max_tf) for t, s in stats.items()}
-                essential, rest = first_terms(query.terms, stats) if want_lex else ([], [])
+                idfs = {t: idf(st.df, n) for t, st in stats.items()}
+                terms = query.terms if want_lex else ()
+                # What each known term adds per unit of its BM25 factor (twice if twice asked).
+                weights = {t: terms.count(t) * idfs[t] * (K1 + 1) for t in dict.fromkeys(terms) if t in idfs}
+                rho = min(1.0, ref / avgdl) if avgdl > 0 else 1.0
                 cosine = want_vec and bool(found)
-                if essential:
-                    found.update(self._matches(c, query, users, essential, [], cosine, only))
+                scores: dict[int, float] = {}
+                ranked = Ranked(c, query, users, weights, rho, cosine, only, first=2 * pool)
+                df = {t: stats[t].df for t in weights}
+                long = len(weights) > 1 and sum(df.values()) > CUT_ABOVE
+                if long:
+                    # The chunks of the rarest terms first: a budget to cut the long lists by.
+                    rare = sorted(weights, key=lambda t: (df[t], t))[: len(weights) // 2]
+                    some = {t: weights[t] for t in rare}
+                    Ranked(c, query, users, some, rho, cosine, only, first=pool).read(found)
+                rest_bm25: float | None = None if weights else 0.0  # None: the postings not read yet
                 while True:
                     ids = list(found)
-                    terms = query.terms if want_lex else ()
-                    lexical = np.array([bm25_from_lex(found[i][1], terms, idfs, avgdl) for i in ids])
+                    for i in ids:
+                        if i not in scores:
+                            scores[i] = bm25_from_lex(found[i][1], terms, idfs, avgdl)
+                    lexical = np.array([scores[i] for i in ids])
                     vector = (
                         np.array([max(0.0, found[i][2] or 0.0) for i in ids]) if want_vec and found else None
                     )
                     boost = None
                     if len(users) > 1 and f.user_boost != 1.0:
                         boost = np.array([f.user_boost if found[i][0] else 1.0 for i in ids])
-                    done = not rest or settled(
+                    room = budget(
                         lexical,
                         vector,
-                        rest_bm25=sum(bounds[t] for t in rest),
                         rest_cosine=rest_cosine,
                         k=query.wanted,
                         method=f.method,
@@ -128,11 +145,11 @@ class PostgresSearchBackend(SearchBackend):
                         boost=boost,
                         pool=pool,
                     )
-                    if done:
+                    if rest_bm25 is not None and (rest_bm25 <= 0 or rest_bm25 < room):
                         break
-                    term, rest = rest[0], rest[1:]
-                    for i, row in self._matches(c, query, users, [term], ids, cosine, only).items():
-                        found.setdefault(i, row)
+                    if rest_bm25 is None and long:
+                        ranked.cut(room, df)
+                    rest_bm25 = ranked.read(found)
                 if not ids:
                     return SearchResult([], notes)
                 scored = fuse(
@@ -153,58 +170,29 @@ class PostgresSearchBackend(SearchBackend):
         return SearchResult(chunks, notes, rows)
 
     @staticmethod
-    def _stats(c: Any, agent_id: str, terms: Sequence[str]) -> tuple[int, int, dict[str, TermStats]]:
-        """The agent's chunk count, total length in terms, and the query terms it has."""
+    def _stats(c: Any, agent_id: str, terms: Sequence[str]) -> tuple[int, int, float, dict[str, TermStats]]:
+        """The agent's chunk count, total length in terms, the reference mean length of its
+        postings' impacts, and the query terms it has."""
         rows = c.execute(
             text(
                 "SELECT NULL, sum(chunks), sum(terms) FROM memory_agent_stats WHERE agent_id = :a UNION ALL "
+                "SELECT '', avgdl, NULL FROM memory_postings_ref WHERE agent_id = :a UNION ALL "
                 "SELECT term, sum(df), max(max_tf) FROM memory_term_stats WHERE agent_id = :a "
                 "AND term = ANY(:t) GROUP BY term"
             ),
             {"a": agent_id, "t": list(dict.fromkeys(terms))},
         ).all()
         chunks_n = total = 0
+        ref = 1.0
         stats: dict[str, TermStats] = {}
         for term, a, b in rows:  # sums of the delta rows (goclaw_memory.pg_stats)
             if term is None:
                 chunks_n, total = int(a or 0), int(b or 0)
+            elif term == "":
+                ref = float(a)
             elif a > 0:
                 stats[term] = TermStats(int(a), int(b))
-        return chunks_n, total, stats
-
-    def _matches(
-        self,
-        c: Any,
-        query: SearchQuery,
-        users: list[str],
-        terms: list[str],
-        seen: list[int],
-        cosine: bool,
-        only: list[int] | None = None,
-    ) -> dict[int, tuple[str, str, float | None]]:
-        """Every chunk of the scope matching any of ``terms`` and not in ``seen``, with its
-        user, its terms (for BM25) and, in a hybrid search, its cosine to the query:
-        ``{id: (user, lex, cosine)}``. Further conditions on the scope go into this WHERE."""
-        params: dict[str, Any] = {"a": query.agent_id, "users": users, "q": tsquery_literal(terms)}
-        cos = "NULL"
-        if cosine and query.space is not None:
-            provider, model, dim = query.space
-            params.update(qv=np.asarray(query.vector, dtype=np.float32).reshape(-1), p=provider, m=model)
-            cos = (
-                f"CASE WHEN embedding_dim = {int(dim)} AND embedding_provider = :p AND embedding_model = :m "
-                f"THEN 1 - ((embedding::vector({int(dim)})) <=> CAST(:qv AS vector({int(dim)}))) END"
-            )
-        sql = (
-            f"SELECT id, user_id, lex, {cos} FROM memory_chunks WHERE agent_id = :a "
-            "AND user_id = ANY(:users) AND tsv @@ CAST(:q AS tsquery)"
-        )
-        if seen:
-            sql += " AND id <> ALL(:seen)"
-            params["seen"] = seen
-        if only is not None:
-            sql += _ONLY
-            params["only"] = only
-        return {int(r[0]): (r[1], r[2] or "", r[3]) for r in c.execute(text(sql), params).all()}
+        return chunks_n, total, ref, stats
 
     @staticmethod
     def _rows(c: Any, agent_id: str, ids: Sequence[int]) -> dict[int, ChunkRow]:
@@ -259,10 +247,34 @@ class PostgresSearchBackend(SearchBackend):
         return self.facets.rows(self.engine, agent_id, token)
 
     def apply_changes(self, changes: IndexChanges) -> None:
-        """The table is the index (the indexer folds the statistics rows the run appended:
-        :func:`goclaw_memory.pg_stats.fold_changes`); builds the HNSW indexes the run's
+        """The table is the index: folds the statistics rows the run appended
+        (:func:`goclaw_memory.pg_stats.fold_changes`) and builds the HNSW indexes the run's
         :meth:`prepare_vectors` deferred, once after the load."""
+        from goclaw_memory.pg_stats import fold_changes
+
+        if not self.ensure_installed():
+            fold_changes(self.engine, changes)
         self.finish_vectors()
+
+    def ensure_installed(self) -> bool:
+        """Install the statistics and postings triggers when this database lacks them (only
+        this backend needs them: other backends' writes do not pay for them), counting every
+        chunk; once per backend. True when it installed them (nothing left to fold)."""
+        if self._installed:
+            return False
+        from goclaw_memory.pg_stats import install, missing_triggers
+
+        with self.engine.db.engine.connect() as conn, conn.begin():
+            if not missing_triggers(conn):
+                self._installed = True
+                return False
+            # One installer at a time across processes; the others find them installed.
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": 0x60C1A5})
+            done = bool(missing_triggers(conn))
+            if done:
+                install(conn.exec_driver_sql)
+        self._installed = True
+        return done
 
     def compact_stats(self, agent_id: str, terms: set[str] | None = None) -> None:
         """Fold the agent's statistics rows (only those of ``terms`` when given)."""
@@ -410,6 +422,117 @@ class PostgresSearchBackend(SearchBackend):
             return c.execute(text(sql), params).all()
 
         return {int(i): (u, lex or "", float(sim)) for i, u, lex, sim in _query(conn)}
+
+
+# Queries whose lists hold more rows than this in all read the longest lists only down to one
+# of CUT_IMPACTS (all above a one-time term in a chunk of average length: 1 / (1 + k1) = 0.45,
+# where most rows are), while what the rows left can add stays within CUT_SHARE of the budget.
+CUT_ABOVE = 20_000
+CUT_IMPACTS = (0.8, 0.7, 0.6, 0.5)
+CUT_SHARE = 0.8
+
+
+class Ranked:
+    """The chunks of highest BM25 bound (:data:`goclaw_memory.pg_postings.TOP`), read in
+    growing steps: the first ``first``, then four times more each time, from the bounds already
+    returned (the bounds of 8 steps at once, so most searches aggregate the postings once)."""
+
+    def __init__(
+        self,
+        c: Any,
+        query: SearchQuery,
+        users: list[str],
+        weights: dict[str, float],
+        rho: float,
+        cosine: bool,
+        only: list[int] | None,
+        *,
+        first: int,
+    ) -> None:
+        self.c, self.query, self.users, self.cosine, self.only = c, query, users, cosine, only
+        self.weights, self.rho = weights, rho
+        self.step = first
+        self.done = 0  # bounds read
+        self.bounds: list[tuple[int, float]] = []  # (id, bound), best first
+        self.complete = False  # every matching chunk is in bounds
+        self.cuts: dict[str, float] = {}  # term -> the impact its list is read down to
+        self.tcut = 0.0  # the most the cut lists' unread rows add to a chunk
+
+    def cut(self, room: float, df: dict[str, int]) -> None:
+        """Read the longest lists only down to one of :data:`CUT_IMPACTS` (the highest that
+        fits) while what their unread rows can add stays within :data:`CUT_SHARE` of ``room``
+        (the BM25 a chunk not read must stay below)."""
+        for t in sorted(self.weights, key=lambda t: (-df[t], t)):
+            for impact in CUT_IMPACTS:
+                tau = self.tail(t, impact)
+                if self.tcut + tau < CUT_SHARE * room:
+                    self.cuts[t] = impact
+                    self.tcut += tau
+                    break
+
+    def tail(self, term: str, impact: float) -> float:
+        """The most the rows of ``term`` below ``impact`` add to a chunk's BM25."""
+        return self.weights[term] * factor_bound(impact, self.rho)
+
+    def read(self, found: dict[int, tuple[str, str, float | None]]) -> float:
+        """Read the next step into ``found`` (the chunks of the scope not there yet, with their
+        user, terms and, in a hybrid search, cosine); returns the most any chunk not read can
+        have as BM25 (0 when every match was read)."""
+        want = self.done + self.step
+        if self.tcut and (self.done >= len(self.bounds) or self.bounds[self.done][1] <= self.tcut):
+            # The cut lists' unread rows are what is left: read them all from here on.
+            self.cuts, self.tcut, self.bounds, self.done, self.complete = {}, 0.0, [], 0, False
+            want = self.step
+        params: dict[str, Any] = {"a": self.query.agent_id, "users": self.users, "seen": list(found)}
+        parts = _candidate_sql(self.query, self.cosine, self.only, params)
+        if want > len(self.bounds) and not self.complete:
+            limit = want * 8
+            params.update(
+                t=list(self.weights),
+                w=list(self.weights.values()),
+                c=[self.cuts.get(t, 0.0) for t in self.weights],
+                tau=[self.tail(t, self.cuts[t]) if t in self.cuts else 0.0 for t in self.weights],
+                tcut=self.tcut,
+                rho=self.rho,
+                lim=limit,
+                top=want,
+            )
+            sql = (TOP_ONE if len(self.weights) == 1 else TOP).format(**parts)
+            self.bounds = []
+            for n, i, ub, user, lex, cos in self.c.execute(text(sql), params).all():
+                if n:
+                    self.bounds.append((int(i), float(ub)))
+                else:
+                    found[int(i)] = (user, lex or "", cos)
+            self.complete = len(self.bounds) < limit
+        else:
+            params["ids"] = [i for i, _ub in self.bounds[self.done : want]]
+            for i, user, lex, cos in self.c.execute(text(FETCH.format(**parts)), params).all():
+                found.setdefault(int(i), (user, lex or "", cos))
+        self.done = min(want, len(self.bounds))
+        self.step *= 4
+        if self.done < len(self.bounds):
+            return max(self.bounds[self.done][1], self.tcut)
+        return self.tcut if self.complete else max(self.bounds[-1][1], self.tcut)
+
+
+def _candidate_sql(
+    query: SearchQuery, cosine: bool, only: list[int] | None, params: dict[str, Any]
+) -> dict[str, str]:
+    """The parts of a candidate read (chunks ``c``): its cosine to the query in a hybrid search
+    (else NULL) and a filtered search's condition; their parameters go into ``params``."""
+    cos = "NULL"
+    if cosine and query.space is not None:
+        provider, model, dim = query.space
+        params.update(qv=np.asarray(query.vector, dtype=np.float32).reshape(-1), p=provider, m=model)
+        cos = (
+            f"CASE WHEN c.embedding_dim = {int(dim)} AND c.embedding_provider = :p "
+            f"AND c.embedding_model = :m THEN 1 - ((c.embedding::vector({int(dim)})) "
+            f"<=> CAST(:qv AS vector({int(dim)}))) END"
+        )
+    if only is not None:
+        params["only"] = only
+    return {"cos": cos, "only": "" if only is None else " AND c.id = ANY(:only)"}
 
 
 def _terms_of(lex: str | None) -> list[str] | None:

@@ -5,42 +5,41 @@ Lucene's IDF, statistics of the agent's whole collection) and cosine, then fuses
 database holds the same statistics (``memory_term_stats`` / ``memory_agent_stats``, kept by
 triggers in the writing transaction), so any chunk's BM25 is exact once its terms are read.
 What remains is to read only the chunks that can reach the result, and to *prove* that the
-rest cannot (the MaxScore idea of top-k retrieval):
+rest cannot (top-k retrieval over impact-ordered lists):
 
-* each query term has an upper bound on what it adds to a chunk's BM25 (its IDF and the
-  largest term frequency the agent ever had for it, at the shortest length);
-* the chunks matching the *essential* terms (rarest first) are read with their terms and
-  cosine, plus the nearest chunks by vector; every one of them is scored exactly;
-* a chunk not read matches only the other terms and is not among the nearest: its fused score
-  is at most ``text_weight × (sum of those terms' bounds) / best BM25 + vector_weight ×
-  (the lowest cosine of the nearest)``. When that is below the ``k``-th best fused score read,
-  the result is the engine's; else the next term becomes essential and its chunks are read.
+* the postings (:mod:`goclaw_memory.pg_postings`) give every chunk an upper bound on its BM25;
+  the database adds up the bounds of the query terms' rows per chunk and returns the best
+  (:class:`goclaw_memory.pg_backend.Ranked`); those chunks are read with their terms and
+  cosine and scored exactly, and every chunk not read has a BM25 of at most the next bound;
+* :func:`budget`: the BM25 below which a chunk not read, and not among the nearest chunks by
+  vector, cannot enter the fused top ``k`` of those read (its fused score is at most
+  ``text_weight × BM25 / best BM25 + vector_weight × the lowest cosine of the nearest``).
+  Below it, the search is settled (:func:`settled`); else the next best bounds are read;
+* long lists (common terms) are read only down to an impact once a budget is known (from the
+  chunks of the rarest terms): their rows below it count at that impact, as long as what they
+  can add stays well within the budget.
 
-When every term is essential the lexical channel is complete: BM25 is exact for every matching
-chunk. The vector side is as exact as its nearest-neighbour search (an exact scan for agents
-up to :data:`EXACT_VECTOR_SCAN` chunks, HNSW with iterative scans above).
+The vector side is as exact as its nearest-neighbour search (an exact scan for agents up to
+:data:`EXACT_VECTOR_SCAN` chunks, HNSW with iterative scans above).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-
-from goclaw_memory.pg_text import K1, B
 
 # Agents with at most this many chunks are searched by an exact vector scan (their rows by the
 # scope index: ~1 ms per 1,000), larger ones through HNSW.
 EXACT_VECTOR_SCAN = 10_000
-# The first pass reads the matches of the rarest terms up to this many (estimated) rows.
-FIRST_READ = 2_000
 
 
 @dataclass(frozen=True)
 class TermStats:
-    """The agent's document frequency of a term and the largest frequency in one chunk."""
+    """The agent's document frequency of a term and the largest frequency in one chunk (an
+    upper bound: a removal never lowers it)."""
 
     df: int
     max_tf: int
@@ -52,33 +51,16 @@ def idf(df: float, n: float) -> float:
     return math.log(1.0 + (n - d + 0.5) / (d + 0.5))
 
 
-def term_bound(idf_value: float, max_tf: int) -> float:
-    """The most a term adds to any chunk's BM25: at its largest frequency, in a chunk of
-    length 0 (BM25 grows with tf and shrinks with length)."""
-    tf = max(1, int(max_tf))
-    return idf_value * tf * (K1 + 1) / (tf + K1 * (1 - B))
+def settled(bm25: np.ndarray, cosine: np.ndarray | None, *, rest_bm25: float, **kw: Any) -> bool:
+    """Whether the chunks read (their exact ``bm25`` and ``cosine``) settle the fused top ``k``:
+    no chunk left unread, whose BM25 is at most ``rest_bm25``, can enter it (:func:`budget`)."""
+    return rest_bm25 <= 0 or rest_bm25 < budget(bm25, cosine, **kw)
 
 
-def first_terms(terms: Sequence[str], stats: Mapping[str, TermStats]) -> tuple[list[str], list[str]]:
-    """``(essential, rest)``: the terms the agent has, rarest first; the first ones whose
-    frequencies add up to :data:`FIRST_READ` (at least one) are essential. Terms the agent
-    does not have are in neither (they match nothing)."""
-    known = sorted((t for t in dict.fromkeys(terms) if t in stats), key=lambda t: (stats[t].df, t))
-    essential: list[str] = []
-    total = 0
-    for t in known:
-        if essential and total + stats[t].df > FIRST_READ:
-            break
-        essential.append(t)
-        total += stats[t].df
-    return essential, known[len(essential) :]
-
-
-def settled(
+def budget(
     bm25: np.ndarray,
     cosine: np.ndarray | None,
     *,
-    rest_bm25: float,
     rest_cosine: float,
     k: int,
     method: str,
@@ -86,40 +68,34 @@ def settled(
     vector_weight: float,
     boost: np.ndarray | None,
     pool: int,
-) -> bool:
-    """Whether the chunks read (their exact ``bm25`` and ``cosine``) settle the fused top ``k``:
-    no chunk left unread, whose BM25 is at most ``rest_bm25`` and cosine at most
-    ``rest_cosine``, can enter it. ``weighted``: its fused bound is below the ``k``-th best
-    fused score read. The other methods rank each channel's top ``pool``: the lexical one is
-    settled when ``rest_bm25`` is below the ``pool``-th best BM25 read."""
+) -> float:
+    """The BM25 below which a chunk not read (and, for the vector channel, of cosine at most
+    ``rest_cosine``) cannot enter the fused top ``k`` of the chunks read (exact ``bm25`` and
+    ``cosine``); 0 when any could. Never above the best BM25 read (the weighted fusion's
+    divisor). ``weighted``: the chunk's fused bound must stay below the ``k``-th best fused
+    score read. The other methods rank each channel's top ``pool``: below the ``pool``-th best
+    BM25 read."""
     best = float(bm25.max()) if len(bm25) else 0.0
-    if rest_bm25 > 0 and rest_bm25 >= best:
-        return False  # the best BM25 (the weighted fusion's divisor) may be unread
+    if best <= 0:
+        return 0.0
     if method != "weighted":
-        if rest_bm25 <= 0:
-            return True
         ranked = np.sort(bm25)[::-1]
-        return len(ranked) >= pool and rest_bm25 < float(ranked[pool - 1])
+        return min(best, float(ranked[pool - 1])) if len(ranked) >= pool else 0.0
     vec = np.maximum(cosine, 0.0) if cosine is not None else None
-    has_lex = best > 0
     has_vec = vec is not None and bool((vec > 0).any())
-    if not has_lex and not has_vec:
-        return rest_bm25 <= 0
-    tw, vw = (text_weight, vector_weight) if has_lex and has_vec else ((1.0, 0.0) if has_lex else (0.0, 1.0))
-    fused = np.zeros(len(bm25))
-    if has_lex:
-        fused += tw * bm25 / best
+    tw, vw = (text_weight, vector_weight) if has_vec else (1.0, 0.0)
+    fused = tw * bm25 / best
     if has_vec and vec is not None:
-        fused += vw * vec
+        fused = fused + vw * vec
     top_boost = 1.0
     if boost is not None:
         fused = fused * boost
         top_boost = max(1.0, float(boost.max()) if len(boost) else 1.0)
-    bound = ((tw * rest_bm25 / best if has_lex else 0.0) + vw * max(rest_cosine, 0.0)) * top_boost
-    if bound <= 0:
-        return True
     positive = fused[fused > 0]
     if len(positive) < k:
-        return False
+        return 0.0
     kth = float(np.partition(positive, len(positive) - k)[len(positive) - k])
-    return bound < kth
+    room = kth / top_boost - vw * max(rest_cosine, 0.0)
+    if room <= 0:
+        return 0.0
+    return best if tw <= 0 else min(best, room * best / tw)

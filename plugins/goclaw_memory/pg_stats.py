@@ -10,14 +10,18 @@ a counter row updated by every statement of a long transaction grows a chain of 
 that each later update walks (quadratic), and concurrent writers of one agent would queue on
 its hottest rows. :func:`compact_sql` folds the rows of an agent (or of some of its terms) into
 one each, after index runs. ``max_tf`` is an upper bound for pruning (a removal never lowers
-it), never a count. Installed by the ``memory_0003`` migration; ``goclaw memory doctor
---repair`` installs them again and recounts (:func:`install`).
+it), never a count. The same triggers keep the impact-ordered postings
+(:mod:`goclaw_memory.pg_postings`). Installed, with a count of every chunk (:func:`install`),
+only where the ``postgresql`` backend runs: at its first use, or by ``goclaw memory doctor
+--repair``; writes under other backends do not pay for them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+from goclaw_memory.pg_postings import POSTINGS_APPLY, POSTINGS_BACKFILL, POSTINGS_TABLES
 
 TABLES = (
     "CREATE TABLE IF NOT EXISTS memory_agent_stats (agent_id varchar(64) NOT NULL, "
@@ -58,22 +62,27 @@ END $$;
 TRIGGER = """
 CREATE OR REPLACE FUNCTION memory_chunks_stats() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
+    i bigint[];
     a text[];
     l text[];
 BEGIN
     IF TG_OP = 'INSERT' THEN
-        SELECT array_agg(agent_id), array_agg(lex) INTO a, l FROM new_rows;
+        SELECT array_agg(id), array_agg(agent_id), array_agg(lex) INTO i, a, l FROM new_rows;
         PERFORM memory_stats_apply(a, l, 1);
+        PERFORM memory_postings_apply(i, a, l, 1);
     ELSIF TG_OP = 'DELETE' THEN
-        SELECT array_agg(agent_id), array_agg(lex) INTO a, l FROM old_rows;
+        SELECT array_agg(id), array_agg(agent_id), array_agg(lex) INTO i, a, l FROM old_rows;
         PERFORM memory_stats_apply(a, l, -1);
+        PERFORM memory_postings_apply(i, a, l, -1);
     ELSE
-        SELECT array_agg(o.agent_id), array_agg(o.lex) INTO a, l FROM old_rows o JOIN new_rows n
-            ON n.id = o.id WHERE o.lex IS DISTINCT FROM n.lex OR o.agent_id <> n.agent_id;
+        SELECT array_agg(o.id), array_agg(o.agent_id), array_agg(o.lex) INTO i, a, l FROM old_rows o
+            JOIN new_rows n ON n.id = o.id WHERE o.lex IS DISTINCT FROM n.lex OR o.agent_id <> n.agent_id;
         PERFORM memory_stats_apply(a, l, -1);
-        SELECT array_agg(n.agent_id), array_agg(n.lex) INTO a, l FROM old_rows o JOIN new_rows n
-            ON n.id = o.id WHERE o.lex IS DISTINCT FROM n.lex OR o.agent_id <> n.agent_id;
+        PERFORM memory_postings_apply(i, a, l, -1);
+        SELECT array_agg(n.id), array_agg(n.agent_id), array_agg(n.lex) INTO i, a, l FROM old_rows o
+            JOIN new_rows n ON n.id = o.id WHERE o.lex IS DISTINCT FROM n.lex OR o.agent_id <> n.agent_id;
         PERFORM memory_stats_apply(a, l, 1);
+        PERFORM memory_postings_apply(i, a, l, 1);
     END IF;
     RETURN NULL;
 END $$;
@@ -98,6 +107,7 @@ BACKFILL = (
     "SELECT c.agent_id, t.term, count(*) AS tf FROM memory_chunks c, "
     "unnest(string_to_array(coalesce(c.lex, ''), ' ')) AS t(term) WHERE t.term <> '' "
     "GROUP BY c.id, c.agent_id, t.term) AS per_chunk GROUP BY agent_id, term",
+    *POSTINGS_BACKFILL,
 )
 
 
@@ -154,7 +164,7 @@ def compact_sql(some_terms: bool) -> tuple[str, str]:
 def install(execute: Callable[[str], Any]) -> None:
     """Create the tables, functions and triggers (again), and count every chunk afresh, the
     table locked against writes meanwhile (in the caller's transaction)."""
-    for sql in (*TABLES, APPLY, TRIGGER):
+    for sql in (*TABLES, *POSTINGS_TABLES, APPLY, POSTINGS_APPLY, TRIGGER):
         execute(sql)
     for name in TRIGGER_NAMES:
         execute(f"DROP TRIGGER IF EXISTS {name} ON memory_chunks")
@@ -162,7 +172,7 @@ def install(execute: Callable[[str], Any]) -> None:
         execute(sql)
     # Under the triggers from here on: the counts below and every later write add up.
     execute("LOCK TABLE memory_chunks IN SHARE MODE")
-    execute("TRUNCATE memory_agent_stats, memory_term_stats")
+    execute("TRUNCATE memory_agent_stats, memory_term_stats, memory_postings, memory_postings_ref")
     for sql in BACKFILL:
         execute(sql)
 
@@ -189,5 +199,8 @@ def uninstall(execute: Callable[[str], Any]) -> None:
         execute(f"DROP TRIGGER IF EXISTS {name} ON memory_chunks")
     execute("DROP FUNCTION IF EXISTS memory_chunks_stats()")
     execute("DROP FUNCTION IF EXISTS memory_stats_apply(text[], text[], integer)")
+    execute("DROP FUNCTION IF EXISTS memory_postings_apply(bigint[], text[], text[], integer)")
+    execute("DROP TABLE IF EXISTS memory_postings")
+    execute("DROP TABLE IF EXISTS memory_postings_ref")
     execute("DROP TABLE IF EXISTS memory_term_stats")
     execute("DROP TABLE IF EXISTS memory_agent_stats")

@@ -16,12 +16,11 @@ def tsquery_literal(terms: Sequence[str], op: str = " | ") -> str:
 
 def bm25_from_lex(lex: str, terms: Sequence[str], idf: dict[str, float], avgdl: float) -> float:
     """BM25 of one chunk from its stored space-separated terms."""
-    padded = f" {lex} "
-    dl = lex.count(" ") + 1 if lex else 0
-    norm = K1 * (1 - B + B * dl / max(avgdl, 1e-9))
+    words = lex.split(" ") if lex else []
+    norm = K1 * (1 - B + B * len(words) / max(avgdl, 1e-9))
     score = 0.0
     for t in terms:
-        tf = padded.count(f" {t} ")
+        tf = words.count(t)  # every occurrence, also of a term repeated back to back
         if tf:
             score += idf[t] * tf * (K1 + 1) / (tf + norm)
     return score

@@ -180,7 +180,11 @@ def repair(engine: Host, agent: str | None = None) -> list[str]:
     done.extend(_repair_terms(engine))
     if engine.db.backend == "postgresql":
         done.extend(_repair_pg_indexes(engine))
-        done.extend(_repair_pg_stats(engine))
+        # The statistics triggers serve only the postgresql backend: not installed for another.
+        from goclaw_memory.settings import resolve_backend
+
+        if resolve_backend(engine.plugin_settings("memory").backend, "postgresql") == "postgresql":
+            done.extend(_repair_pg_stats(engine))
     return done
 
 
@@ -195,7 +199,11 @@ def _repair_pg_stats(engine: Host) -> list[str]:
                     "string_to_array(coalesce(lex, ''), ' '), ''))), 0) AS t FROM memory_chunks "
                     "GROUP BY agent_id) c FULL JOIN (SELECT agent_id, sum(chunks) AS chunks, "
                     "sum(terms) AS terms FROM memory_agent_stats GROUP BY agent_id) s USING (agent_id) "
-                    "WHERE c.n IS DISTINCT FROM s.chunks OR c.t IS DISTINCT FROM s.terms LIMIT 1"
+                    "LEFT JOIN memory_postings_ref r USING (agent_id) "
+                    "WHERE c.n IS DISTINCT FROM s.chunks OR c.t IS DISTINCT FROM s.terms "
+                    # Chunks grew a quarter longer than the postings' reference: their bounds
+                    # loosen (goclaw_memory.pg_postings), so they are computed again.
+                    "OR r.avgdl < 0.8 * c.t / greatest(c.n, 1) LIMIT 1"
                 )
             ).first()
             if off is None:

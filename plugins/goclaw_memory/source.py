@@ -13,7 +13,7 @@ from sqlalchemy import text
 
 from goclaw.contracts.search import ChunkFingerprint, ChunkRecord, Space
 from goclaw_memory.index_writes import as_float32
-from goclaw_memory.sqlite_backend import VERSION_WORKER, parse_token
+from goclaw_memory.version_token import VERSION_WORKER, parse_token
 from goclaw_search.tokenize import default_tokenizer
 
 if TYPE_CHECKING:

@@ -18,7 +18,6 @@ of a second and reconciles what changed since.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import shutil
 import sqlite3
@@ -53,6 +52,7 @@ from goclaw_memory.search_rows import (
     shown,
 )
 from goclaw_memory.snapshot_files import SWEEP_EVERY, remove_stale_leftovers, snapshot_name
+from goclaw_memory.version_token import VERSION_WORKER, parse_token
 from goclaw_search.index import FORMAT, Doc, SearchIndex
 from goclaw_search.tokenize import Tokenizer, default_tokenizer
 
@@ -61,7 +61,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-VERSION_WORKER = "goclaw.memory.index"
 SAVE_DELTA = 2_000  # changes since the last save that make an index run save the index
 RETRY_SAVE = 600.0  # seconds without save attempts after one failed
 LOOKUP = 500
@@ -122,17 +121,6 @@ def doc_of(rec: ChunkRecord, space: Space | None) -> Doc:
     vec = rec.vector if space is not None and rec.space == space else None
     fp = fingerprint(rec.chunk_hash, rec.user_id, vec is not None)
     return Doc(rec.id, rec.user_id, rec.terms, vec, fp, None, rec.path, rec.start_line, rec.end_line)
-
-
-def parse_token(value: Any) -> str:
-    if isinstance(value, str) and value.startswith("{"):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return value
-    if isinstance(value, dict):
-        return str(value.get("token", ""))
-    return "" if value is None else str(value)
 
 
 @dataclass

@@ -13,7 +13,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Double,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    desc,
+)
 from sqlmodel import Field, SQLModel
 
 from goclaw.contracts.columns import created_field, text_field, vector_field
@@ -92,9 +104,10 @@ class SessionMessage(SQLModel, table=True):
     created_at: datetime = created_field()
 
 
-# The ``postgresql`` backend's per-agent BM25 statistics, created by the migration
-# (goclaw_memory.pg_stats: on PostgreSQL with the triggers that keep them; elsewhere empty and
-# unused). Declared here so the schema names them (``goclaw forget`` reports undeclared tables).
+# The ``postgresql`` backend's per-agent BM25 statistics and postings, created by the
+# migrations (goclaw_memory.pg_stats: on PostgreSQL kept by triggers that backend installs;
+# elsewhere empty and unused). Declared here so the schema names them (``goclaw forget``
+# reports undeclared tables).
 _PG_ONLY = MetaData()
 PG_STATS_TABLES = (
     Table(
@@ -113,5 +126,22 @@ PG_STATS_TABLES = (
         Column("df", Integer, nullable=False),
         Column("max_tf", Integer, nullable=False),
         Index("ix_memory_term_stats", "agent_id", "term"),
+    ),
+    # Impact-ordered postings and each agent's reference length (goclaw_memory.pg_postings).
+    Table(
+        "memory_postings",
+        _PG_ONLY,
+        Column("agent_id", String(64), nullable=False),
+        Column("term", Text, nullable=False),
+        Column("impact", Double, nullable=False),
+        Column("chunk_id", BigInteger, nullable=False),
+        Index("ix_memory_postings", "agent_id", "term", desc("impact"), "chunk_id"),
+        Index("ix_memory_postings_chunk", "chunk_id"),
+    ),
+    Table(
+        "memory_postings_ref",
+        _PG_ONLY,
+        Column("agent_id", String(64), primary_key=True),
+        Column("avgdl", Double, nullable=False),
     ),
 )

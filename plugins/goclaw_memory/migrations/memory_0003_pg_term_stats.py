@@ -7,15 +7,15 @@ Create Date: 2026-12-05 15:00:00
 The ``postgresql`` search backend computes the exact BM25 of the in-memory engine from document
 frequencies, chunk count and mean length per agent: the tables ``memory_term_stats`` and
 ``memory_agent_stats``, kept by triggers on ``memory_chunks`` (:mod:`goclaw_memory.pg_stats`).
-Existing chunks are counted here (backfill). Elsewhere the tables are created empty (the
-engine keeps these figures in its own index).
+The tables are created empty: the triggers and the count of existing chunks come with the
+``postgresql`` backend's first use (``memory_0004``).
 """
 
 from __future__ import annotations
 
 from alembic import op
 
-from goclaw_memory.pg_stats import TABLES, install, uninstall
+from goclaw_memory.pg_stats import TABLES, uninstall
 
 revision = "memory_0003"
 down_revision = "memory_0002"
@@ -24,11 +24,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    if op.get_bind().dialect.name == "postgresql":
-        install(op.execute)
-    else:  # the tables only (empty): every database has the tables the plugin declares
-        for sql in TABLES:
-            op.execute(sql)
+    for sql in TABLES:  # every database has the tables the plugin declares
+        op.execute(sql)
 
 
 def downgrade() -> None:

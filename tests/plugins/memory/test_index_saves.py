@@ -95,7 +95,7 @@ def test_a_saved_index_of_another_agent_is_not_loaded(make_engine: Any) -> None:
     the version tokens agree (agents whose rows carry none)."""
     from sqlalchemy import text
 
-    from goclaw_memory.sqlite_backend import VERSION_WORKER
+    from goclaw_memory.version_token import VERSION_WORKER
 
     eng = make_engine()
     ada = _agent(eng, "ada", "ada", "Ada's secret: the zebulon vault opens at dawn.\n")

@@ -300,26 +300,14 @@ def test_a_search_reads_its_rows_and_the_version_token_in_one_round_trip(
     assert trips[0] == 2 and len(trips) > 1  # the stale try, then the catch-up and the search
 
 
-def _term_rows(eng: Any) -> list[tuple[str, str]]:
-    with eng.db.engine.connect() as c:
-        return [(r[0], r[1]) for r in c.execute(text("SELECT agent_id, term FROM memory_term_stats")).all()]
-
-
-def test_statistics_rows_stay_folded_and_forget_leaves_no_term(pg: Any) -> None:
-    """The statistics triggers run on PostgreSQL whatever the backend: each index run folds the
-    rows it appended (one per term, not one per write), and ``goclaw forget`` leaves no term of
-    the erased text behind."""
-    from goclaw.forget import forget_user
+def test_writes_under_the_default_backend_pay_for_no_statistics_triggers(pg: Any) -> None:
+    """Only the ``postgresql`` backend reads the BM25 statistics and postings: under the
+    default backend no trigger keeps them, and writes leave their tables empty."""
+    from goclaw_memory.pg_stats import TRIGGER_NAMES, missing_triggers
 
     assert pg.memory.backend.name == "inprocess"
-    root = Path(pg.agent_dir(pg.agents.get("ada")))
-    for i in range(3):  # three runs, each rewriting a file: delta rows without a fold pile up
-        write(root, "memory/ferry.md", f"The harbour ferry leaves at noon, revision {i}.\n")
-        pg.memory.index("ada")
-    write(root, "users/bo/memory/secret.md", "Bo keeps the zanzibarite ledger.\n")
-    pg.memory.index("ada")
-    rows = _term_rows(pg)
-    assert len(rows) == len(set(rows)), "one row per agent and term"
-    assert any(term == "zanzibarit" or term.startswith("zanzibar") for _a, term in rows)
-    forget_user(pg, "bo", dry_run=False)
-    assert not any(term.startswith("zanzibar") for _a, term in _term_rows(pg))
+    pg.memory.writer.add("ada", "Remember: the harbour ferry leaves at noon.")
+    with pg.db.engine.connect() as c:
+        assert missing_triggers(c) == list(TRIGGER_NAMES)
+        for table in ("memory_term_stats", "memory_agent_stats", "memory_postings"):
+            assert c.execute(text(f"SELECT count(*) FROM {table}")).scalar() == 0

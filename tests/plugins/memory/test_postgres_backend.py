@@ -33,7 +33,11 @@ def search_backend() -> str:
 def pg_engine(pg_schema_url: str, workspace: Path) -> Any:
     from goclaw.engine import Engine
 
-    eng = Engine.open(workspace, pg_schema_url, plugins={"embeddings": {"provider": "none"}})
+    eng = Engine.open(
+        workspace,
+        pg_schema_url,
+        plugins={"embeddings": {"provider": "none"}, "memory": {"backend": "postgresql"}},
+    )
     eng.agents.create("ada")
     yield eng
     eng.close()
@@ -46,11 +50,11 @@ def _chunk_ids(eng: Any) -> dict[str, int]:
 
 
 @pytest.fixture
-def common_corpus(pg_engine: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """40 chunks that all say 'deploy' (beyond a first read of 10 matches), one with 'zebra'."""
-    import goclaw_memory.pg_exact as pg_exact
-
-    monkeypatch.setattr(pg_exact, "FIRST_READ", 10)
+def common_corpus(pg_engine: Any) -> Any:
+    """40 chunks that all say 'deploy', one with 'zebra': more than a first read of the
+    chunks of highest bound (2 × 10 with these settings)."""
+    cfg = pg_engine.plugin_settings("memory")
+    cfg.min_candidates, cfg.candidate_factor = 1, 1
     root = Path(pg_engine.agent_dir(pg_engine.agents.get("ada")))
     for i in range(40):
         extra = " deploy deploy" if i == 7 else ""
@@ -131,6 +135,89 @@ def test_term_statistics_follow_every_write(pg_engine: Any) -> None:
     eng.memory.writer.add("ada", "Remember: the ferry is late on Sundays.")
     kept, counted = _recount(eng)
     assert kept == counted
+    assert _postings(eng) == _counted_postings(eng)
+
+
+def _term_rows(eng: Any) -> list[tuple[str, str]]:
+    with eng.db.engine.connect() as c:
+        return [(r[0], r[1]) for r in c.execute(text("SELECT agent_id, term FROM memory_term_stats")).all()]
+
+
+def test_statistics_rows_stay_folded_and_forget_leaves_no_term(pg_engine: Any) -> None:
+    """Each index run folds the statistics rows it appended (one per term, not one per write),
+    and ``goclaw forget`` leaves no term of the erased text behind, in the statistics or the
+    postings."""
+    from goclaw.forget import forget_user
+
+    eng = pg_engine
+    root = Path(eng.agent_dir(eng.agents.get("ada")))
+    for i in range(3):  # three runs, each rewriting a file: delta rows without a fold pile up
+        write(root, "memory/ferry.md", f"The harbour ferry leaves at noon, revision {i}.\n")
+        eng.memory.index("ada")
+    write(root, "users/bo/memory/secret.md", "Bo keeps the zanzibarite ledger.\n")
+    eng.memory.index("ada")
+    rows = _term_rows(eng)
+    assert len(rows) == len(set(rows)), "one row per agent and term"
+    assert any(term.startswith("zanzibar") for _a, term in rows)
+    forget_user(eng, "bo", dry_run=False)
+    assert not any(term.startswith("zanzibar") for _a, term in _term_rows(eng))
+    with eng.db.engine.connect() as c:
+        assert not c.execute(text("SELECT 1 FROM memory_postings WHERE term LIKE 'zanzibar%'")).first()
+
+
+def test_an_existing_database_gets_the_triggers_at_the_backends_first_use(
+    pg_schema_url: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunks written under another backend are counted, and get their postings, when the
+    ``postgresql`` backend is first used on the database."""
+    from goclaw.engine import Engine
+
+    monkeypatch.delenv("GOCLAW_PLUGINS__MEMORY__BACKEND", raising=False)
+    eng = Engine.open(
+        workspace,
+        pg_schema_url,
+        plugins={"embeddings": {"provider": "none"}, "memory": {"backend": "inprocess"}},
+    )
+    try:
+        eng.agents.create("ada")
+        root = Path(eng.agent_dir(eng.agents.get("ada")))
+        write(root, "memory/a.md", "The kettle whistles; the kettle is old.\n")
+        write(root, "memory/b.md", "The ferry leaves at noon.\n")
+        eng.memory.index("ada")
+        assert eng.memory.backend.name == "inprocess"
+    finally:
+        eng.close()
+    eng = Engine.open(
+        workspace,
+        pg_schema_url,
+        plugins={"embeddings": {"provider": "none"}, "memory": {"backend": "postgresql"}},
+    )
+    try:
+        hits = eng.memory.search("kettle", "ada", channel="lexical")
+        assert [h.path for h in hits] == ["memory/a.md"]
+        kept, counted = _recount(eng)
+        assert kept == counted
+        assert _postings(eng) == _counted_postings(eng)
+    finally:
+        eng.close()
+
+
+def _postings(eng: Any) -> set[tuple[str, int]]:
+    with eng.db.engine.connect() as c:
+        return {(r[0], int(r[1])) for r in c.execute(text("SELECT term, chunk_id FROM memory_postings"))}
+
+
+def _counted_postings(eng: Any) -> set[tuple[str, int]]:
+    with eng.db.engine.connect() as c:
+        return {
+            (r[0], int(r[1]))
+            for r in c.execute(
+                text(
+                    "SELECT DISTINCT t.term, c.id FROM memory_chunks c, "
+                    "unnest(string_to_array(c.lex, ' ')) AS t(term) WHERE t.term <> ''"
+                )
+            )
+        }
 
 
 def test_doctor_reports_and_repairs_statistics_a_dropped_trigger_left_behind(pg_engine: Any) -> None:
@@ -155,7 +242,7 @@ def test_doctor_reports_and_repairs_statistics_a_dropped_trigger_left_behind(pg_
 
 
 def test_settled_needs_the_unread_bound_below_the_kth_score() -> None:
-    from goclaw_memory.pg_exact import TermStats, first_terms, settled
+    from goclaw_memory.pg_exact import settled
 
     bm25 = np.array([4.0, 2.0, 1.0])
     cos = np.array([0.5, 0.1, 0.9])
@@ -167,9 +254,23 @@ def test_settled_needs_the_unread_bound_below_the_kth_score() -> None:
     assert not settled(bm25, cos, rest_bm25=5.0, rest_cosine=0.0, k=1, **args)  # best unknown
     assert settled(bm25, None, rest_bm25=0.5, rest_cosine=0.0, k=3, **args | {"method": "rrf", "pool": 3})
     assert not settled(bm25, None, rest_bm25=1.5, rest_cosine=0.0, k=3, **args | {"method": "rrf", "pool": 3})
-    stats = {"deploy": TermStats(5000, 3), "zebra": TermStats(2, 1), "usual": TermStats(1500, 1)}
-    # rarest first while the matches stay within FIRST_READ (2,000); unknown terms match nothing
-    assert first_terms(["deploy", "zebra", "usual", "absent"], stats) == (["zebra", "usual"], ["deploy"])
+
+
+def test_an_impact_bounds_the_real_factor_whatever_the_mean_length_became() -> None:
+    """Rows below one of stored impact ``i`` (computed with the reference mean length) never
+    have a real BM25 factor (with the current mean) above ``factor_bound(i)``."""
+    from goclaw_memory.pg_postings import factor_bound
+    from goclaw_memory.pg_text import K1, B
+
+    rng = np.random.default_rng(3)
+    for _ in range(2000):
+        tf, dl = int(rng.integers(1, 6)), int(rng.integers(1, 400))
+        ref, avgdl = float(rng.uniform(5, 200)), float(rng.uniform(5, 200))
+        impact = tf / (tf + K1 * (1 - B + B * dl / ref))
+        real = tf / (tf + K1 * (1 - B + B * dl / avgdl))
+        assert real <= factor_bound(impact, min(1.0, ref / avgdl))
+        if avgdl <= ref:  # no looser than needed when chunks did not grow longer
+            assert factor_bound(impact, 1.0) == pytest.approx(impact)
 
 
 def test_hnsw_index_is_built_after_the_load(pg_schema_url: str, workspace: Path) -> None:
@@ -282,3 +383,44 @@ def test_bulk_load_rebuilds_the_hnsw_index_once(pg_schema_url: str, workspace: P
         assert hits and "bicycle" in hits[0].snippet
     finally:
         eng.close()
+
+
+def test_cut_lists_and_growing_reads_rank_as_the_in_memory_engine(
+    pg_engine: Any, pg_schema_url: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Common terms in chunks of varied length and frequency: with the long lists cut from the
+    first search on and the smallest reads, the full-text ranking is the in-memory engine's."""
+    import random
+
+    import goclaw_memory.pg_backend as pg_backend
+    from goclaw.engine import Engine
+
+    monkeypatch.setattr(pg_backend, "CUT_ABOVE", 0)
+    cfg = pg_engine.plugin_settings("memory")
+    cfg.min_candidates, cfg.candidate_factor = 1, 1
+    rng = random.Random(5)
+    words = ["deploy", "server", "ticket", "kettle", "ferry", "noon", "invoice", "gateway"]
+    root = Path(pg_engine.agent_dir(pg_engine.agents.get("ada")))
+    for i in range(80):
+        body = " ".join(rng.choice(words[: rng.randint(2, 8)]) for _ in range(rng.randint(3, 40)))
+        write(root, f"memory/n{i:02d}.md", f"Note {i}: {body}.\n")
+    pg_engine.memory.index("ada")
+    monkeypatch.delenv("GOCLAW_PLUGINS__MEMORY__BACKEND", raising=False)
+    exact = Engine.open(
+        workspace,
+        pg_schema_url,
+        plugins={"embeddings": {"provider": "none"}, "memory": {"backend": "inprocess", "rerank": "none"}},
+    )
+    cfg.rerank = "none"  # the rankings themselves
+    try:
+        for q in ("deploy server", "ticket kettle ferry", "noon invoice gateway deploy", "server"):
+            want = [
+                (h.path, round(h.score, 4)) for h in exact.memory.search(q, "ada", channel="lexical", limit=5)
+            ]
+            got = [
+                (h.path, round(h.score, 4))
+                for h in pg_engine.memory.search(q, "ada", channel="lexical", limit=5)
+            ]
+            assert got == want, q
+    finally:
+        exact.close()

@@ -1,0 +1,111 @@
+"""Impact-ordered postings of the ``postgresql`` backend: from them alone the database bounds
+each chunk's BM25 for a query, so a full-text top ``k`` reads only the chunks that can reach
+it, and a common term's long list can be read down to an impact instead of to its end.
+
+``memory_postings`` holds one row per (agent, term, chunk) with the term's *impact* in that
+chunk: the BM25 term-frequency factor ``tf / (tf + k1 (1 - b + b dl / ref))`` (``dl`` the
+chunk's length in terms), computed with a reference mean length ``ref`` fixed per agent
+(``memory_postings_ref``: the mean length of the agent's first written chunks), so an impact
+never changes once written. A btree on (agent, term, impact DESC, chunk) serves each term's
+list in impact order. Kept by the statistics triggers (:mod:`goclaw_memory.pg_stats`) in the
+transaction that writes the chunks.
+
+The real factor uses the agent's *current* mean length ``avgdl``. With ``ρ = min(1, ref /
+avgdl)``, ``k1 (1 - b + b dl / avgdl) >= ρ k1 (1 - b + b dl / ref)``, so a chunk whose stored
+impact is at most ``i`` has a real factor of at most ``1 / (1 + ρ (1 / i - 1))``
+(:func:`factor_bound`): the impact of the last row read bounds every row below it, whatever the
+agent's length became (tighter the closer ``avgdl`` stays to ``ref``; ``goclaw memory doctor
+--repair`` recomputes everything with the current mean).
+"""
+
+from __future__ import annotations
+
+from goclaw_memory.pg_text import K1, B
+
+POSTINGS_TABLES = (
+    "CREATE TABLE IF NOT EXISTS memory_postings (agent_id varchar(64) NOT NULL, term text NOT NULL, "
+    "impact double precision NOT NULL, chunk_id bigint NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS ix_memory_postings ON memory_postings "
+    "(agent_id, term, impact DESC, chunk_id)",
+    "CREATE INDEX IF NOT EXISTS ix_memory_postings_chunk ON memory_postings (chunk_id)",
+    "CREATE TABLE IF NOT EXISTS memory_postings_ref (agent_id varchar(64) PRIMARY KEY, "
+    "avgdl double precision NOT NULL)",
+)
+
+# Per chunk of (ids, agents, lexes): its length and each term's frequency.
+_PER_TERM = (
+    "SELECT r.id, r.agent, t.term, count(*)::float8 AS tf, max(r.dl)::float8 AS dl FROM ("
+    "SELECT x.id, x.agent, x.lex, cardinality(array_remove(string_to_array(coalesce(x.lex, ''), ' '), '')) "
+    "AS dl FROM {rows}) AS r, unnest(string_to_array(coalesce(r.lex, ''), ' ')) AS t(term) "
+    "WHERE t.term <> '' GROUP BY r.id, r.agent, t.term"
+)
+_IMPACT = f"p.tf / (p.tf + {K1} * (1 - {B} + {B} * p.dl / f.avgdl))"
+_REF = (
+    "INSERT INTO memory_postings_ref (agent_id, avgdl) SELECT agent, greatest(1, avg(cardinality("
+    "array_remove(string_to_array(coalesce(lex, ''), ' '), '')))) FROM {rows} GROUP BY agent "
+    "ON CONFLICT (agent_id) DO NOTHING"
+)
+
+POSTINGS_APPLY = f"""
+CREATE OR REPLACE FUNCTION memory_postings_apply(ids bigint[], agents text[], lexes text[], sign integer)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF ids IS NULL OR cardinality(ids) = 0 THEN
+        RETURN;
+    END IF;
+    IF sign < 0 THEN
+        DELETE FROM memory_postings WHERE chunk_id = ANY(ids);
+        RETURN;
+    END IF;
+    {_REF.format(rows="unnest(agents, lexes) AS x(agent, lex)")};
+    INSERT INTO memory_postings (agent_id, term, impact, chunk_id)
+    SELECT p.agent, p.term, {_IMPACT}, p.id
+    FROM ({_PER_TERM.format(rows="unnest(ids, agents, lexes) AS x(id, agent, lex)")}) AS p
+    JOIN memory_postings_ref f ON f.agent_id = p.agent;
+END $$;
+"""
+
+_CHUNKS = "(SELECT id, agent_id AS agent, lex FROM memory_chunks) AS x"
+POSTINGS_BACKFILL = (
+    _REF.format(rows=_CHUNKS),
+    f"INSERT INTO memory_postings (agent_id, term, impact, chunk_id) SELECT p.agent, p.term, {_IMPACT}, "
+    f"p.id FROM ({_PER_TERM.format(rows=_CHUNKS)}) AS p JOIN memory_postings_ref f ON f.agent_id = p.agent",
+)
+
+# The ``:lim`` chunks of highest BM25 bound over the query's terms (``:t``, each with its weight
+# ``:w``: a row bounds its term's part by weight × factor_bound(impact), ``:rho`` as there),
+# best first, each with that bound; the first ``:top`` with their user, terms and (in a hybrid
+# search) cosine when in the search's scope and not read yet. Every chunk not among the
+# ``:lim`` has a BM25 of at most the lowest bound returned.
+_BOUNDS = (
+    "SELECT p.chunk_id, (sum(e.w / (1 + :rho * (1 / p.impact - 1)) - e.tau) + :tcut) * (1 + 1e-9) AS ub "
+    "FROM memory_postings p JOIN unnest(CAST(:t AS text[]), CAST(:w AS float8[]), CAST(:c AS float8[]), "
+    "CAST(:tau AS float8[])) AS e(term, w, c, tau) ON p.term = e.term AND p.impact >= e.c "
+    "WHERE p.agent_id = :a GROUP BY p.chunk_id ORDER BY ub DESC, p.chunk_id LIMIT :lim"
+)
+# The same for a query of one term: its list's first rows, in the index's order.
+_BOUNDS_ONE = (
+    "SELECT p.chunk_id, (CAST(:w AS float8[]))[1] / (1 + :rho * (1 / p.impact - 1)) * (1 + 1e-9) AS ub "
+    "FROM memory_postings p WHERE p.agent_id = :a AND p.term = (CAST(:t AS text[]))[1] "
+    "ORDER BY p.impact DESC, p.chunk_id LIMIT :lim"
+)
+_TOP = (
+    "WITH s AS MATERIALIZED (SELECT b.chunk_id, b.ub, row_number() OVER (ORDER BY b.ub DESC, b.chunk_id) "
+    "AS n FROM ({bounds}) AS b) SELECT s.n, s.chunk_id, s.ub, NULL, NULL, NULL FROM s UNION ALL "
+    "SELECT 0, c.id, NULL, c.user_id, c.lex, {{cos}} FROM s JOIN memory_chunks c ON c.id = s.chunk_id "
+    "AND c.agent_id = :a AND c.user_id = ANY(:users) AND c.id <> ALL(:seen){{only}} WHERE s.n <= :top"
+)
+TOP, TOP_ONE = _TOP.format(bounds=_BOUNDS), _TOP.format(bounds=_BOUNDS_ONE)
+# Chunks by id, as TOP returns its first ones.
+FETCH = (
+    "SELECT c.id, c.user_id, c.lex, {cos} FROM memory_chunks c WHERE c.agent_id = :a "
+    "AND c.id = ANY(:ids) AND c.user_id = ANY(:users){only}"
+)
+
+
+def factor_bound(impact: float, rho: float) -> float:
+    """The most a row whose stored impact is at most ``impact`` can have as its real BM25
+    term-frequency factor, with ``rho = min(1, ref / avgdl)`` (the module docstring)."""
+    if impact <= 0:
+        return 0.0
+    return (1.0 / (1.0 + rho * (1.0 / impact - 1.0))) * (1 + 1e-9)  # float rounding of impact
