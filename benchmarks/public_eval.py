@@ -41,6 +41,12 @@ SciFact test queries and qrels in BEIR's layout (github Kirloxious/CSI4107_Assig
     python benchmarks/public_eval.py prepare-scifact corpus_train.csv DIR/scifact
     nice -n 10 python benchmarks/public_eval.py --data DIR --out benchmarks/results/DATE-public-eval.md
 
+Settings: ``--set KEY=VALUE`` changes a ``[plugins.memory]`` setting for every goclaw row;
+``--variant LABEL:KEY=VALUE,KEY=VALUE`` (repeatable) adds a ``goclaw hybrid LABEL`` row searched
+with those settings on the same index, so a sweep embeds each collection once. ``--work DIR``
+keeps the workspaces: a rerun finds every file unchanged and indexes nothing (the ``onnx``
+embedder needs ~20 CPU-minutes for SciFact's 14,137 chunks, once).
+
 Needs the ``bench`` extra (bm25s, PyStemmer, LanceDB).
 """
 
@@ -319,9 +325,9 @@ class Goclaw:
             (ws / "goclaw.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
         self.c = c
         self.engine = Engine.open(ws)
-        settings = self.engine.plugin_settings("memory")
-        for key, value in overrides.items():
-            setattr(settings, key, value)
+        self.settings = self.engine.plugin_settings("memory")
+        self.base = self.settings.model_copy()
+        self.configure(overrides)
         self.lines: dict[str, dict[str, dict[int, str]]] = {}
         self.index_s = 0.0
         known = {a.name for a in self.engine.agents.list()}
@@ -336,7 +342,16 @@ class Goclaw:
             self.index_s += time.perf_counter() - t
         self.distinct: dict[str, list[int]] = {}
 
-    def rank(self, channel: str) -> Callable[[str, str], list[str]]:
+    def configure(self, overrides: dict[str, Any]) -> None:
+        """The memory settings as opened, then ``overrides`` (a variant starts from the same
+        base); only the overridden ones count as set by the user, as in a ``goclaw.toml``."""
+        for key in type(self.base).model_fields:
+            setattr(self.settings, key, getattr(self.base, key))
+        for key, value in overrides.items():
+            setattr(self.settings, key, value)
+        self.settings.__pydantic_fields_set__ = set(self.base.model_fields_set) | set(overrides)
+
+    def rank(self, channel: str, key: str | None = None) -> Callable[[str, str], list[str]]:
         def rank(qid: str, text: str) -> list[str]:
             agent = self.c.group_of.get(qid) or "eval"
             hits = self.engine.memory.search_response(
@@ -351,7 +366,7 @@ class Goclaw:
                 elif h.start_line in lines:
                     found.append(lines[h.start_line])
             # distinct documents among the hits (LoCoMo: the number of hits)
-            self.distinct.setdefault(channel, []).append(
+            self.distinct.setdefault(key or channel, []).append(
                 len(hits) if self.c.sessions else len({h.path for h in hits})
             )
             return unique(found)
@@ -372,15 +387,22 @@ def run_set(
     embedder: str,
     model: str | None,
     overrides: dict[str, Any],
+    variants: Sequence[tuple[str, dict[str, Any]]] = (),
 ) -> list[dict[str, Any]]:
+    """Every system on ``c``; each variant (label, settings over ``overrides``) adds a
+    ``goclaw hybrid <label>`` row searched on the same index."""
     rows: list[dict[str, Any]] = []
     goc: Goclaw | None = None
-    for system in systems:
+    todo = list(systems) + [f"goclaw hybrid {label}" for label, _o in variants]
+    extra = dict(variants)
+    for system in todo:
         t = time.perf_counter()
         if system.startswith("goclaw"):
             if goc is None:
                 goc = Goclaw(c, work / f"ws-{c.name}", embedder, model, overrides)
-            rank = goc.rank(system.split()[1])
+            label = system.split(maxsplit=2)[2] if system.count(" ") > 1 else None
+            goc.configure(overrides | extra[label] if label is not None else overrides)
+            rank = goc.rank(system.split()[1], system)
         elif system == "bm25s":
             rank = bm25s_rank(c)
         elif system == "lancedb-fts":
@@ -391,7 +413,7 @@ def run_set(
         row: dict[str, Any] = {"set": c.name, "system": system, c.metric: round(score(c, ranked), 4)}
         row["seconds"] = round(time.perf_counter() - t, 1)
         if goc is not None and system.startswith("goclaw"):
-            d = goc.distinct.get(system.split()[1], [])
+            d = goc.distinct.get(system, [])
             row["distinct@10"] = round(sum(d) / len(d), 2) if d else None
         if system == "bm25s" and c.name in PUBLISHED_BM25S:
             row["published"] = PUBLISHED_BM25S[c.name]
@@ -468,6 +490,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--set", action="append", default=[], help="memory setting for goclaw, KEY=VALUE (repeatable)"
     )
+    ap.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="LABEL:KEY=VALUE,KEY=VALUE: one more goclaw hybrid row with these settings, on the same index",
+    )
+    ap.add_argument(
+        "--work", type=Path, default=None, help="keep the workspaces here (a rerun reuses their index)"
+    )
     ap.add_argument("--queries", type=int, default=0, help="only the first N queries of each set (0: all)")
     ap.add_argument("--out", type=Path, default=None, help="write the dated Markdown table here")
     ap.add_argument("--json", type=Path, default=None)
@@ -484,9 +515,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: --set {item!r}: use KEY=VALUE", file=sys.stderr)
             return 2
         overrides[key] = _value(value)
+    variants: list[tuple[str, dict[str, Any]]] = []
+    for item in args.variant:
+        label, sep, body = item.partition(":")
+        pairs = [p.partition("=") for p in body.split(",") if p.strip()]
+        if not sep or not label.strip() or any(not eq for _k, eq, _v in pairs):
+            print(f"error: --variant {item!r}: use LABEL:KEY=VALUE,KEY=VALUE", file=sys.stderr)
+            return 2
+        variants.append((label.strip(), {k.strip(): _value(v.strip()) for k, _eq, v in pairs}))
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="goclaw-public-eval-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="goclaw-public-eval-") as scratch:
+        tmp = str(args.work) if args.work else scratch
         for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
             folder = Path(args.data) / name
             if not folder.is_dir():
@@ -496,7 +536,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.queries:
                 c.queries = dict(list(c.queries.items())[: args.queries])
             print(f"{name}: {len(c.docs):,} documents, {len(c.queries):,} queries", flush=True)
-            rows += run_set(c, Path(tmp), systems, args.embedder, args.embedder_model, overrides)
+            rows += run_set(c, Path(tmp), systems, args.embedder, args.embedder_model, overrides, variants)
     if not rows:
         print("error: no collection found under the data folder", file=sys.stderr)
         return 2

@@ -67,6 +67,10 @@ class OnnxEmbedder:
     """
 
     provider = "goclaw-onnx"
+    # The memory search's fusion weights with this embedder unless [plugins.memory] sets them:
+    # its vector channel is about as good as full text on public collections, so it gets an
+    # equal share (benchmarks/results/2026-12-05-public-eval.md; 0.7 / 0.3 suits the static model).
+    fusion_weights = (0.5, 0.5)
 
     def __init__(self, model_dir: Path | None = None, threads: int | None = None) -> None:
         if importlib.util.find_spec("onnxruntime") is None:

@@ -297,6 +297,18 @@ def merged(group: Sequence[MemoryHit]) -> MemoryHit:
     )
 
 
+def fusion_weights(settings: Any, embedder: Any) -> tuple[float, float]:
+    """``(text_weight, vector_weight)`` of a search: the ``[plugins.memory]`` ones when the user
+    set either, else the embedder's own ``fusion_weights`` when it has them (the ``onnx``
+    model's vector channel is as good as full text: 0.5 / 0.5), else the defaults (0.7 / 0.3,
+    chosen with the weak static model)."""
+    if embedder is not None and not {"text_weight", "vector_weight"} & settings.model_fields_set:
+        own = getattr(embedder, "fusion_weights", None)
+        if own is not None:
+            return float(own[0]), float(own[1])
+    return settings.text_weight, settings.vector_weight
+
+
 def _rank(h: MemoryHit) -> tuple[float, str, int]:
     return (-h.score, h.path, h.start_line)
 

@@ -17,6 +17,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from goclaw_memory.hybrid import fusion_weights
 from goclaw_memory.paths import scope_prefix
 from goclaw_search.passages import passage_scores
 from goclaw_search.rerank import (
@@ -189,8 +190,10 @@ def builtin_rerank(
     if cfg.rerank != "overlap":
         return None
     passages = None
+    weights = (cfg.text_weight, cfg.vector_weight)
     if cfg.rerank_passages and cfg.fusion == "weighted":
         provider = embedder()
+        weights = fusion_weights(cfg, provider)  # the ones the search fused with
         # An embedder that scores passages locally and cheaply offers passage_similarity
         # (goclaw.contracts.providers.PassageScoringEmbedder; the bundled static model does); a
         # hosted one is never called per passage.
@@ -209,8 +212,8 @@ def builtin_rerank(
         cfg.rerank_weight,
         passages=passages,
         top=cfg.rerank_passages,
-        text_weight=cfg.text_weight,
-        vector_weight=cfg.vector_weight,
+        text_weight=weights[0],
+        vector_weight=weights[1],
     )
 
 

@@ -19,7 +19,7 @@ from goclaw.errors import ConfigError, GoclawError, ValidationError
 from goclaw_memory.filters import Filters, parse_filters
 from goclaw_memory.hit_ids import memory_hit_id
 from goclaw_memory.hookspecs import extra_hits
-from goclaw_memory.hybrid import MemoryHit, block_hits, build_hits, distinct
+from goclaw_memory.hybrid import MemoryHit, block_hits, build_hits, distinct, fusion_weights
 from goclaw_memory.indexer import IndexReport, MemoryIndexer, Progress
 from goclaw_memory.paths import resolve_memory_path, validate_user_id
 from goclaw_memory.postprocess import postprocess
@@ -222,7 +222,7 @@ class MemoryService:
                 space=space,
                 limit=limit,
                 channel=channel,
-                fusion=FusionSettings(cfg.fusion, cfg.text_weight, cfg.vector_weight, cfg.user_boost),
+                fusion=FusionSettings(cfg.fusion, *fusion_weights(cfg, embedder), cfg.user_boost),
                 candidates=max(3 * limit, cfg.rerank_candidates) if reranks else 3 * limit,
                 rerank_terms=reranks,
                 filter=flt.chunks,

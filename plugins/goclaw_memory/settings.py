@@ -57,8 +57,14 @@ class MemorySettings(BaseModel):
     # 0.7 / 0.3 won the comparison in docs/memory.md: the only weights that beat full text alone
     # on recall@10 and MRR on every labelled set with the default (static) embedder; the
     # reverse, 0.3 / 0.7, ranked below full text alone.
-    text_weight: float = Field(default=0.7, ge=0, description="weight of the full-text channel")
-    vector_weight: float = Field(default=0.3, ge=0, description="weight of the vector channel")
+    # An embedder may bring its own weights (the onnx one: 0.5 / 0.5), used unless either is set
+    # here (goclaw_memory.hybrid.fusion_weights).
+    text_weight: float = Field(
+        default=0.7, ge=0, description="weight of the full-text channel (the onnx embedder's own: 0.5)"
+    )
+    vector_weight: float = Field(
+        default=0.3, ge=0, description="weight of the vector channel (the onnx embedder's own: 0.5)"
+    )
     user_boost: float = Field(default=1.2, ge=0)
     candidate_factor: int = Field(
         default=4,
