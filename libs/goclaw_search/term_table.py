@@ -6,13 +6,16 @@ Every term seen gets a global id (``terms[gid]``); every distinct *piece* (see
 once by the tokenizer's rules. A batch then costs, per piece, no Python object at all when its
 text is ASCII:
 
+* a text that is not ASCII is normalised first, and stands for an ASCII text when that leaves
+  nothing but ASCII and separators (``café`` -> ``cafe``: the same pieces and terms,
+  :meth:`~goclaw_search.tokenize.Tokenizer.ascii_form`);
 * the batch's ASCII texts are joined, lower-cased and cut at separators by one
   ``bytes.translate``; numpy finds the pieces (runs of bytes other than a space);
-* a piece of at most 8 bytes is its own key, its bytes packed into one unsigned 64-bit integer
-  (exact: a piece holds no NUL byte, so no two pieces share a key); the keys are looked up in
-  the table's sorted key array (:func:`numpy.unique` + :func:`numpy.searchsorted`), and only
-  keys never seen before go through the tokenizer's rules in Python;
-* a longer piece, and every piece of a text that is not ASCII, is looked up by its bytes or
+* a piece of at most 16 bytes is found by its bytes, read as two 64-bit words (exact: a piece
+  holds no NUL byte, so no two pieces share them), in the table's open-addressing hash table,
+  and only pieces never seen before go through the tokenizer's rules, all of a batch's at once
+  (:meth:`~goclaw_search.tokenize.Tokenizer.ascii_batch`);
+* a longer piece, and every piece of a text that stays not ASCII, is looked up by its bytes or
   string in a dictionary;
 * the term ids are one gather of the pieces' ids, the stored forms one gather of the pieces'
   stored bytes, cut per text.
@@ -32,7 +35,7 @@ from array import array
 from collections.abc import Sequence
 from functools import partial
 from itertools import accumulate, chain, compress
-from operator import is_
+from operator import is_, not_
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -111,9 +114,11 @@ class PieceRules(Protocol):
 
     def piece_terms(self, key: Any) -> tuple[str, ...]: ...
 
-    def ascii_rules(self, text: str) -> tuple[str, ...]: ...
+    def ascii_batch(self, texts: list[str]) -> tuple[list[str], list[int]]: ...
 
     def piece_keys(self, text: str) -> list[Any]: ...
+
+    def ascii_form(self, text: str) -> str: ...
 
 
 class TermTable:
@@ -149,28 +154,39 @@ class TermTable:
         """Pieces numbered since the numbering last started."""
         return len(self._count)
 
-    def _add(self, found: list[tuple[str, ...]]) -> list[int]:
-        """Number pieces of these terms (in order); returns their piece ids."""
+    def _add(self, flat: list[str], counts: list[int]) -> list[int]:
+        """Number pieces of these terms (``flat``: every piece's terms one after the other,
+        ``counts``: how many each has, in order); returns their piece ids."""
         first = len(self._count)
-        counts = list(map(len, found))
         self._start.extend(accumulate(counts[:-1], initial=len(self._flat)))
         self._count.extend(counts)
         ids = self.ids
-        new = [t for t in dict.fromkeys(chain.from_iterable(found)) if t not in ids]
+        distinct = list(dict.fromkeys(flat))
+        new = list(compress(distinct, map(not_, map(ids.__contains__, distinct))))
         ids.update(zip(new, range(len(self.terms), len(self.terms) + len(new)), strict=True))
         self.terms.extend(new)
-        self._flat.extend(map(ids.__getitem__, chain.from_iterable(found)))
-        stored = [" ".join(t).encode("utf-8") + b" " if t else b"" for t in found]
-        self._lex_start.extend(accumulate(map(len, stored[:-1]), initial=len(self._lex)))
-        self._lex_len.extend(map(len, stored))
-        self._lex += b"".join(stored)
-        return list(range(first, first + len(found)))
+        self._flat.extend(map(ids.__getitem__, flat))
+        # A piece's stored form: its terms, each followed by a space ("" for one without terms).
+        joined = " ".join(flat)
+        stored = joined.encode("utf-8") + b" " if flat else b""
+        size = map(len, flat) if len(stored) == len(joined) + 1 else map(len, map(str.encode, flat))
+        at = np.zeros(len(flat) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(size, dtype=np.int64, count=len(flat)), out=at[1:])
+        ends = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(np.asarray(counts, dtype=np.int64), out=ends[1:])
+        lex_len = np.diff(at[ends]) + np.diff(ends)  # the terms' bytes and their spaces
+        self._lex_start.extend(accumulate(lex_len[:-1].tolist(), initial=len(self._lex)))
+        self._lex_len.extend(lex_len.tolist())
+        self._lex += stored
+        return list(range(first, first + len(counts)))
 
     def batch(self, texts: Sequence[str]) -> list[TermIds]:
 
         if len(self._count) > self._limit:  # the pieces kept are bounded: numbered again
             self._restart_pieces()
         n = len(texts)
+        if not all(map(str.isascii, texts)):  # the same pieces, ASCII where they can be
+            texts = list(map(self._tok.ascii_form, texts))
         ascii_at = [i for i, t in enumerate(texts) if t.isascii()]
         if len(ascii_at) == n:
             pid, per_text = self._ascii_pieces(texts)
@@ -275,7 +291,11 @@ class TermTable:
         found = list(map(pieces.get, keys))
         if None in found:
             new = [k for k in dict.fromkeys(compress(keys, map(_is_none, found))) if k not in pieces]
-            ids = self._add(list(map(self._tok.piece_terms, new)))
+            if type(new[0]) is bytes:  # longer ASCII pieces
+                ids = self._add(*self._tok.ascii_batch(b" ".join(new).decode("ascii").split(" ")))
+            else:
+                each = list(map(self._tok.piece_terms, new))
+                ids = self._add(list(chain.from_iterable(each)), list(map(len, each)))
             pieces.update((k, i) for k, i in zip(new, ids, strict=True) if len(k) <= MAX_PIECE_KEY)
             fresh = dict(zip(new, ids, strict=True))
             found = [fresh[k] if i is None else i for k, i in zip(keys, found, strict=True)]
@@ -337,12 +357,12 @@ class TermTable:
 
     def _number(self, joined: bytes, starts: NDArray[np.int64], size: NDArray[np.int64]) -> None:
         """The pieces just put in the hash table (in order of their piece ids) through the
-        tokenizer's rules, in Python."""
+        tokenizer's rules (:meth:`~goclaw_search.tokenize.Tokenizer.ascii_batch`)."""
         if not len(starts):
             return
         ends = (starts + size).tolist()
         texts = b" ".join([joined[a:b] for a, b in zip(starts.tolist(), ends, strict=True)])
-        self._add(list(map(self._tok.ascii_rules, texts.decode("ascii").split(" "))))
+        self._add(*self._tok.ascii_batch(texts.decode("ascii").split(" ")))
         self._keyed += len(starts)
 
     def _reserve(self, more: int) -> None:

@@ -210,3 +210,18 @@ def test_the_compiled_pieces_give_the_numpy_term_ids(monkeypatch: pytest.MonkeyP
             assert g.ids.tolist() == w.ids.tolist() and g.lex == w.lex, repr(text)
     assert fast._table is not None and plain._table is not None
     assert fast._table.terms == plain._table.terms
+
+
+@pytest.mark.parametrize("cache_size", [300, tokenize.CACHE_SIZE])
+def test_new_pieces_in_bulk_follow_the_rules_of_one_piece(
+    monkeypatch: pytest.MonkeyPatch, cache_size: int
+) -> None:
+    monkeypatch.setattr(tokenize, "CACHE_SIZE", cache_size)
+    pieces = ["the", "running", "tck-4471", "tck-the-4471.", "a--b", "-", "", "x" * 230, "x-" * 120, "end.",
+              "42", "i", "ops@example.com", "src/app.py", "user_id", "#", "c++", "a-in", "runs"]  # fmt: skip
+    pieces += [f"w{i}-running{i % 7}" for i in range(400)] + [f"word{i}s" for i in range(400)]
+    flat, counts = Tokenizer().ascii_batch(pieces)
+    one = Tokenizer()
+    want = [one.ascii_rules(p) for p in pieces]
+    assert counts == [len(t) for t in want]
+    assert flat == [t for terms in want for t in terms]
