@@ -136,6 +136,7 @@ _ASCII_BYTES = bytes(
 ) + bytes(range(128, 256))
 _CONNECTORS = "-_./:@#+"
 _CONNECTORS_TO_SPACE = str.maketrans(_CONNECTORS, " " * len(_CONNECTORS))
+_CONNECTOR_BYTES = bytes.maketrans(_CONNECTORS.encode(), b" " * len(_CONNECTORS))
 _NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
 _NON_ASCII_SEPARATOR = re.compile(r"[^\w\x00-\x7f]")  # no piece holds one
 _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff"
@@ -264,7 +265,8 @@ class Tokenizer:
         not seen before stemmed by one ``stemWords`` call); the others (``a--b``, only
         connectors, a blob) go through :meth:`ascii_rules` one by one."""
         toks = list(map(str.strip, texts, repeat(_CONNECTORS)))  # "end." is the token "end"
-        parts = list(map(str.translate, toks, repeat(_CONNECTORS_TO_SPACE)))  # a word: itself
+        # Each one's parts, space-separated (a word: itself), by one translate of them all.
+        parts = "\n".join(toks).encode("ascii").translate(_CONNECTOR_BYTES).decode("ascii").split("\n")
         limit = MAX_TERM_CHARS
         pairs = enumerate(zip(toks, parts, strict=True))
         odd = [i for i, (t, p) in pairs if not t or len(t) > limit or "  " in p]
