@@ -21,8 +21,9 @@ text is ASCII:
   stored bytes, cut per text.
 
 Where the compiled module is built (``goclaw_search._vec``, unless ``GOCLAW_SEARCH_NUMPY=1``)
-the split, the hash-table lookup and the gather of the stored forms are its loops (``split``,
-``short_ids``, ``stored``) instead: the same pieces, piece ids and results.
+the split, the hash-table lookup, the rules for the new pieces and the gather of the stored
+forms are its loops (``split``, ``short_ids``, ``number_pieces``, ``stored``) instead: the same
+pieces, piece ids and results.
 
 Term ids are numbered as the pieces are first met; a search index numbers its own terms in
 order of first occurrence (:meth:`goclaw_search.index.SearchIndex.upsert`), so the index is
@@ -32,9 +33,9 @@ the same whatever the global ids are.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
-from itertools import accumulate, chain, compress
+from itertools import chain, compress
 from operator import is_, not_
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -116,6 +117,10 @@ class PieceRules(Protocol):
 
     def ascii_batch(self, texts: list[str]) -> tuple[list[str], list[int]]: ...
 
+    def ascii_rules(self, text: str) -> tuple[str, ...]: ...
+
+    def word_rules(self) -> tuple[dict[str, str | None], Callable[[str], str | None]]: ...
+
     def piece_keys(self, text: str) -> list[Any]: ...
 
     def ascii_form(self, text: str) -> str: ...
@@ -157,15 +162,12 @@ class TermTable:
     def _add(self, flat: list[str], counts: list[int]) -> list[int]:
         """Number pieces of these terms (``flat``: every piece's terms one after the other,
         ``counts``: how many each has, in order); returns their piece ids."""
-        first = len(self._count)
-        self._start.extend(accumulate(counts[:-1], initial=len(self._flat)))
-        self._count.extend(counts)
         ids = self.ids
         distinct = list(dict.fromkeys(flat))
         new = list(compress(distinct, map(not_, map(ids.__contains__, distinct))))
         ids.update(zip(new, range(len(self.terms), len(self.terms) + len(new)), strict=True))
         self.terms.extend(new)
-        self._flat.extend(map(ids.__getitem__, flat))
+        gids = np.fromiter(map(ids.__getitem__, flat), dtype=np.int64, count=len(flat))
         # A piece's stored form: its terms, each followed by a space ("" for one without terms).
         joined = " ".join(flat)
         stored = joined.encode("utf-8") + b" " if flat else b""
@@ -175,8 +177,21 @@ class TermTable:
         ends = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(np.asarray(counts, dtype=np.int64), out=ends[1:])
         lex_len = np.diff(at[ends]) + np.diff(ends)  # the terms' bytes and their spaces
-        self._lex_start.extend(accumulate(lex_len[:-1].tolist(), initial=len(self._lex)))
-        self._lex_len.extend(lex_len.tolist())
+        return self._append(np.diff(ends), gids, lex_len, stored)
+
+    def _append(
+        self, counts: NDArray[np.int64], gids: NDArray[np.int64], lex_len: NDArray[np.int64], stored: bytes
+    ) -> list[int]:
+        """Number pieces of ``counts[i]`` term ids each (``gids``: one piece's after the other)
+        and stored forms of ``lex_len[i]`` bytes (``stored``); returns their piece ids."""
+        first = len(self._count)
+        start = np.cumsum(counts) - counts + len(self._flat)
+        self._start.frombytes(start.astype(np.int64).tobytes())
+        self._count.frombytes(counts.astype(np.int64).tobytes())
+        self._flat.frombytes(gids.astype(np.int32).tobytes())
+        lex_start = np.cumsum(lex_len) - lex_len + len(self._lex)
+        self._lex_start.frombytes(lex_start.astype(np.int64).tobytes())
+        self._lex_len.frombytes(lex_len.astype(np.int64).tobytes())
         self._lex += stored
         return list(range(first, first + len(counts)))
 
@@ -360,9 +375,18 @@ class TermTable:
         tokenizer's rules (:meth:`~goclaw_search.tokenize.Tokenizer.ascii_batch`)."""
         if not len(starts):
             return
-        ends = (starts + size).tolist()
-        texts = b" ".join([joined[a:b] for a, b in zip(starts.tolist(), ends, strict=True)])
-        self._add(*self._tok.ascii_batch(texts.decode("ascii").split(" ")))
+        if compiled is not None and hasattr(compiled, "number_pieces"):  # the same, one loop
+            from goclaw_search.tokenize import MAX_TERM_CHARS
+
+            words, word = self._tok.word_rules()
+            got = compiled.number_pieces(
+                joined, starts, size, words, word, self._tok.ascii_rules, self.ids, self.terms, MAX_TERM_CHARS
+            )
+            self._append(*got)
+        else:
+            ends = (starts + size).tolist()
+            texts = b" ".join([joined[a:b] for a, b in zip(starts.tolist(), ends, strict=True)])
+            self._add(*self._tok.ascii_batch(texts.decode("ascii").split(" ")))
         self._keyed += len(starts)
 
     def _reserve(self, more: int) -> None:

@@ -307,6 +307,12 @@ class Tokenizer:
         each += counts[done:]
         return flat, each
 
+    def word_rules(self) -> tuple[dict[str, str | None], Callable[[str], str | None]]:
+        """The word cache (word -> term, ``None`` for a stopword) and the rule for a word not in
+        it (which caches it while there is room): the parts of :meth:`ascii_rules` that the
+        compiled loop over new pieces (``goclaw_search._vec.number_pieces``) calls."""
+        return self._words, self._word
+
     def _words_of(self, words: list[str]) -> dict[str, str | None]:
         """:meth:`_word` of each of these distinct plain words; the ones not seen before are
         stemmed by one call (and cached while the cache has room)."""

@@ -9,6 +9,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from goclaw_search import tokenize
@@ -225,3 +226,23 @@ def test_new_pieces_in_bulk_follow_the_rules_of_one_piece(
     want = [one.ascii_rules(p) for p in pieces]
     assert counts == [len(t) for t in want]
     assert flat == [t for terms in want for t in terms]
+    from goclaw_search import term_table
+
+    if term_table.compiled is None:
+        return
+    pieces = [p for p in pieces if p]  # a split never makes an empty piece
+    joined = " ".join(pieces).encode("ascii")
+    size = np.array([len(p) for p in pieces], dtype=np.int64)
+    starts = np.cumsum(size + 1) - size - 1
+    tok = Tokenizer()
+    words, word = tok.word_rules()
+    ids: dict[str, int] = {}
+    terms: list[str] = []
+    counts_c, gids, lex_len, stored = term_table.compiled.number_pieces(
+        joined, starts, size, words, word, tok.ascii_rules, ids, terms, tokenize.MAX_TERM_CHARS
+    )
+    want = [one.ascii_rules(p) for p in pieces]
+    assert counts_c.tolist() == [len(t) for t in want]
+    assert [terms[g] for g in gids.tolist()] == [t for ts in want for t in ts]
+    assert lex_len.tolist() == [len(" ".join(t)) + 1 if t else 0 for t in want]
+    assert stored == "".join(" ".join(t) + " " for t in want if t).encode("ascii")
