@@ -189,3 +189,64 @@ def number_pieces(bytes raw, const int64_t[::1] starts, const int64_t[::1] size,
             a = j + 1
         lex_len[i] = len(stored) - before
     return count_arr, np.frombuffer(gids, dtype=np.int64), lex_arr, bytes(stored)
+
+
+def first_seen(const int32_t[::1] gids, const int64_t[::1] gmap):
+    """The global ids ``g`` of ``gids`` with ``gmap[g] < 0``, each once, in order of first
+    occurrence (``SearchIndex._local_ids``' numpy passes, in one loop)."""
+    cdef Py_ssize_t n = gids.shape[0], i, k = 0
+    cdef int32_t g
+    out_arr = np.empty(n, dtype=np.int64)
+    seen_arr = np.zeros(gmap.shape[0], dtype=np.uint8)
+    cdef int64_t[::1] out = out_arr
+    cdef uint8_t[::1] seen = seen_arr
+    with nogil:
+        for i in range(n):
+            g = gids[i]
+            if gmap[g] < 0 and not seen[g]:
+                seen[g] = 1
+                out[k] = g
+                k += 1
+    return out_arr[:k].copy()
+
+
+def postings(const int64_t[::1] tids, const int64_t[::1] lens, int64_t first, Py_ssize_t n_terms):
+    """``(term, slot, tf)`` of documents ``first, first + 1, ...`` (``lens``: their term counts,
+    ``tids``: their terms in order), term-major with slots ascending (``index_build._postings``'
+    numpy and scipy versions: the same arrays), by a counting sort: one pass counts each term's
+    documents, one places them."""
+    cdef Py_ssize_t n_docs = lens.shape[0], d, j, at = 0, total = 0
+    cdef int64_t t, p
+    last_arr = np.full(n_terms, -1, dtype=np.int64)
+    pos_arr = np.zeros(n_terms + 1, dtype=np.int64)
+    cdef int64_t[::1] last = last_arr, pos = pos_arr
+    with nogil:
+        for d in range(n_docs):  # each term's documents
+            for j in range(at, at + lens[d]):
+                t = tids[j]
+                if last[t] != d:
+                    last[t] = d
+                    pos[t + 1] += 1
+            at += lens[d]
+        for j in range(n_terms):
+            pos[j + 1] += pos[j]
+        total = pos[n_terms]
+    terms_arr = np.repeat(np.arange(n_terms, dtype=np.int64), np.diff(pos_arr))
+    slots_arr = np.empty(total, dtype=np.int32)
+    tf_arr = np.zeros(total, dtype=np.float32)
+    cdef int32_t[::1] slots = slots_arr
+    cdef float[::1] tf = tf_arr
+    last_arr.fill(-1)
+    at = 0
+    with nogil:
+        for d in range(n_docs):  # placed in document order: each term's slots ascending
+            for j in range(at, at + lens[d]):
+                t = tids[j]
+                if last[t] != d:
+                    last[t] = d
+                    p = pos[t]
+                    pos[t] += 1
+                    slots[p] = <int32_t>(first + d)
+                tf[pos[t] - 1] += 1
+            at += lens[d]
+    return terms_arr, slots_arr, tf_arr

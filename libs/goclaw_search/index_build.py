@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from goclaw_search import tokenize
+from goclaw_search import tokenize, vecq
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -60,7 +60,9 @@ def _postings(
     A large write: a term x document count matrix from its occurrences, COO to CSR (scipy's
     counting sort, which keeps each term's documents in order and adds up the repeats); a
     smaller one (below :data:`SCIPY_FROM` occurrences, a typical run: no scipy import, ~0.3 s)
-    by one numpy sort of ``term x documents + slot`` keys. The same arrays either way."""
+    by one numpy sort of ``term x documents + slot`` keys; a large write where the compiled
+    module is built by its ``postings`` loop (the same counting sort). The same arrays either
+    way."""
     n_docs = len(lens)
     if len(tids) < SCIPY_FROM:
         owner = np.repeat(np.arange(first, first + n_docs, dtype=np.int64), lens)
@@ -68,6 +70,10 @@ def _postings(
         pairs, tf = _counted(tids.astype(np.int64) * stride + owner)  # term-major, then slot
         terms, slots_of = np.divmod(pairs, stride)
         return terms, slots_of.astype(np.int32), tf.astype(np.float32)
+    kernels = vecq.compiled
+    if kernels is not None and hasattr(kernels, "postings"):  # the same counting sort, one loop
+        tids = np.ascontiguousarray(tids, dtype=np.int64)
+        return kernels.postings(tids, np.ascontiguousarray(lens, dtype=np.int64), first, n_terms)
     from scipy.sparse import coo_array
 
     owner = np.repeat(np.arange(n_docs, dtype=np.int32 if n_docs < 2**31 else np.int64), lens)
