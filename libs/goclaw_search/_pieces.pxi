@@ -119,6 +119,9 @@ cdef inline bint _connector(uint8_t c) nogil:
     return c == 45 or c == 95 or c == 46 or c == 47 or c == 58 or c == 64 or c == 35 or c == 43  # -_./:@#+
 
 
+cdef object _NOT_SEEN = object()
+
+
 cdef inline int64_t _term_id(object term, object ids, list terms) except? -1:
     gid = ids.get(term)
     if gid is None:
@@ -167,24 +170,29 @@ def number_pieces(bytes raw, const int64_t[::1] starts, const int64_t[::1] size,
             found = rules(raw[starts[i]:starts[i] + size[i]].decode("ascii"))
             for term in found:
                 gids.append(_term_id(term, ids, terms))
-                stored += term.encode("utf-8") + b" "
+                stored += term.encode("utf-8")
+                stored.append(32)
             count[i] = len(found)
             lex_len[i] = len(stored) - before
             continue
         if not plain:  # a code: the whole, then its parts
-            code = raw[lo:hi].decode("ascii")
-            gids.append(_term_id(code, ids, terms))
-            stored += raw[lo:hi] + b" "
+            whole = raw[lo:hi]
+            gids.append(_term_id(whole.decode("ascii"), ids, terms))
+            stored += whole
+            stored.append(32)
             count[i] += 1
         a = lo
         for j in range(lo, hi + 1):
             if j < hi and not _connector(joined[j]):
                 continue
             w = raw[a:j].decode("ascii")
-            t = words[w] if w in words else word(w)
+            t = words.get(w, _NOT_SEEN)
+            if t is _NOT_SEEN:
+                t = word(w)
             if t is not None:
                 gids.append(_term_id(t, ids, terms))
-                stored += t.encode("utf-8") + b" "
+                stored += t.encode("utf-8")
+                stored.append(32)
                 count[i] += 1
             a = j + 1
         lex_len[i] = len(stored) - before
