@@ -25,12 +25,19 @@ def prefetch_bulk() -> None:
     """Import what a large write needs (scipy's sparse arrays, ~0.6 s) on a daemon thread, so
     a caller about to load many documents overlaps the import with its other work (reading,
     tokenizing, the database's writes) instead of paying it inside the index build. Cheap
-    and harmless when scipy is already imported: the thread finds it in ``sys.modules``."""
+    and harmless when scipy is already imported: the thread finds it in ``sys.modules``;
+    nothing to do where the compiled module counts the postings (no scipy)."""
     import sys
     import threading
 
-    if "scipy.sparse" not in sys.modules:
+    if _compiled_postings() is None and "scipy.sparse" not in sys.modules:
         threading.Thread(target=_import_sparse, name="goclaw-prefetch", daemon=True).start()
+
+
+def _compiled_postings() -> Any:
+    """The compiled module when it has the postings' counting sort (``postings``), else None."""
+    kernels = vecq.compiled
+    return kernels if kernels is not None and hasattr(kernels, "postings") else None
 
 
 def _import_sparse() -> None:
@@ -70,8 +77,8 @@ def _postings(
         pairs, tf = _counted(tids.astype(np.int64) * stride + owner)  # term-major, then slot
         terms, slots_of = np.divmod(pairs, stride)
         return terms, slots_of.astype(np.int32), tf.astype(np.float32)
-    kernels = vecq.compiled
-    if kernels is not None and hasattr(kernels, "postings"):  # the same counting sort, one loop
+    kernels = _compiled_postings()
+    if kernels is not None:  # the same counting sort, one loop
         tids = np.ascontiguousarray(tids, dtype=np.int64)
         return kernels.postings(tids, np.ascontiguousarray(lens, dtype=np.int64), first, n_terms)
     from scipy.sparse import coo_array
