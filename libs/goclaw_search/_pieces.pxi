@@ -7,9 +7,13 @@
 # * short_ids: each piece of at most SHORT bytes found by its two words in the table's
 #   open-addressing hash table (linear probing from its home slot), a piece not there numbered
 #   and put in the first empty slot met; the longer pieces get -1;
-# * stored: the stored forms of a batch's pieces, one after the other.
+# * stored: the stored forms of a batch's pieces, one after the other;
+# * number_pieces: the terms, term ids and stored forms of the pieces new to the table, by the
+#   tokenizer's rules for one piece (Tokenizer.ascii_batch is the numpy path's version).
 
 from libc.string cimport memcpy
+
+from array import array
 
 cdef enum:
     SHORT = 16  # bytes of a piece read as two 64-bit words
@@ -109,3 +113,148 @@ def stored(const uint8_t[::1] lex, const int64_t[::1] lex_start, const int64_t[:
                 memcpy(&out[at], &lex[lex_start[p]], <size_t>lex_len[p])
                 at += lex_len[p]
     return out_arr.tobytes()
+
+
+cdef inline bint _connector(uint8_t c) nogil:
+    return c == 45 or c == 95 or c == 46 or c == 47 or c == 58 or c == 64 or c == 35 or c == 43  # -_./:@#+
+
+
+cdef object _NOT_SEEN = object()
+
+
+cdef inline int64_t _term_id(object term, object ids, list terms) except? -1:
+    gid = ids.get(term)
+    if gid is None:
+        gid = len(terms)
+        ids[term] = gid
+        terms.append(term)
+    return <int64_t>gid
+
+
+def number_pieces(bytes raw, const int64_t[::1] starts, const int64_t[::1] size,
+                  dict words, object word, object rules, object ids, list terms, Py_ssize_t max_chars):
+    """The terms of new lower-cased ASCII pieces (``raw[starts[i]:starts[i] + size[i]]``) by
+    the tokenizer's rules for one piece (``Tokenizer.ascii_rules``; the same terms as
+    ``Tokenizer.ascii_batch``): a plain word's term, or a code's whole then its parts' terms;
+    a word's term is ``words[w]`` when there, else ``word(w)``; another piece (only
+    connectors, doubled connectors, over ``max_chars``) gets ``rules(text)``. Returns (each
+    piece's term count, their global ids one after the other, each piece's stored form's
+    length, the stored forms one after the other as bytes); new terms are numbered in
+    ``ids`` / ``terms`` in order of first sight."""
+    cdef Py_ssize_t n = starts.shape[0], i, lo, hi, j, a, k, before
+    cdef bint plain, odd
+    count_arr = np.zeros(n, dtype=np.int64)
+    lex_arr = np.zeros(n, dtype=np.int64)
+    cdef int64_t[::1] count = count_arr, lex_len = lex_arr
+    cdef const uint8_t[::1] joined = raw
+    gids = array("q")
+    stored = bytearray()
+    for i in range(n):
+        lo = starts[i]
+        hi = lo + size[i]
+        while lo < hi and _connector(joined[lo]):
+            lo += 1
+        while hi > lo and _connector(joined[hi - 1]):
+            hi -= 1
+        plain = True
+        odd = lo == hi or hi - lo > max_chars
+        j = lo
+        while j < hi and not odd:
+            if _connector(joined[j]):
+                plain = False
+                if _connector(joined[j + 1]):  # j + 1 < hi: the last byte is no connector
+                    odd = True
+            j += 1
+        before = len(stored)
+        if odd:
+            found = rules(raw[starts[i]:starts[i] + size[i]].decode("ascii"))
+            for term in found:
+                gids.append(_term_id(term, ids, terms))
+                stored += term.encode("utf-8")
+                stored.append(32)
+            count[i] = len(found)
+            lex_len[i] = len(stored) - before
+            continue
+        if not plain:  # a code: the whole, then its parts
+            whole = raw[lo:hi]
+            gids.append(_term_id(whole.decode("ascii"), ids, terms))
+            stored += whole
+            stored.append(32)
+            count[i] += 1
+        a = lo
+        for j in range(lo, hi + 1):
+            if j < hi and not _connector(joined[j]):
+                continue
+            w = raw[a:j].decode("ascii")
+            t = words.get(w, _NOT_SEEN)
+            if t is _NOT_SEEN:
+                t = word(w)
+            if t is not None:
+                gids.append(_term_id(t, ids, terms))
+                stored += t.encode("utf-8")
+                stored.append(32)
+                count[i] += 1
+            a = j + 1
+        lex_len[i] = len(stored) - before
+    return count_arr, np.frombuffer(gids, dtype=np.int64), lex_arr, bytes(stored)
+
+
+def first_seen(const int32_t[::1] gids, const int64_t[::1] gmap):
+    """The global ids ``g`` of ``gids`` with ``gmap[g] < 0``, each once, in order of first
+    occurrence (``SearchIndex._local_ids``' numpy passes, in one loop)."""
+    cdef Py_ssize_t n = gids.shape[0], i, k = 0
+    cdef int32_t g
+    out_arr = np.empty(n, dtype=np.int64)
+    seen_arr = np.zeros(gmap.shape[0], dtype=np.uint8)
+    cdef int64_t[::1] out = out_arr
+    cdef uint8_t[::1] seen = seen_arr
+    with nogil:
+        for i in range(n):
+            g = gids[i]
+            if gmap[g] < 0 and not seen[g]:
+                seen[g] = 1
+                out[k] = g
+                k += 1
+    return out_arr[:k].copy()
+
+
+def postings(const int64_t[::1] tids, const int64_t[::1] lens, int64_t first, Py_ssize_t n_terms):
+    """``(term, slot, tf)`` of documents ``first, first + 1, ...`` (``lens``: their term counts,
+    ``tids``: their terms in order), term-major with slots ascending (``index_build._postings``'
+    numpy and scipy versions: the same arrays), by a counting sort: one pass counts each term's
+    documents, one places them."""
+    cdef Py_ssize_t n_docs = lens.shape[0], d, j, at = 0, total = 0
+    cdef int64_t t, p
+    last_arr = np.full(n_terms, -1, dtype=np.int64)
+    pos_arr = np.zeros(n_terms + 1, dtype=np.int64)
+    cdef int64_t[::1] last = last_arr, pos = pos_arr
+    with nogil:
+        for d in range(n_docs):  # each term's documents
+            for j in range(at, at + lens[d]):
+                t = tids[j]
+                if last[t] != d:
+                    last[t] = d
+                    pos[t + 1] += 1
+            at += lens[d]
+        for j in range(n_terms):
+            pos[j + 1] += pos[j]
+        total = pos[n_terms]
+    terms_arr = np.repeat(np.arange(n_terms, dtype=np.int64), np.diff(pos_arr))
+    slots_arr = np.empty(total, dtype=np.int32)
+    tf_arr = np.zeros(total, dtype=np.float32)
+    cdef int32_t[::1] slots = slots_arr
+    cdef float[::1] tf = tf_arr
+    last_arr.fill(-1)
+    at = 0
+    with nogil:
+        for d in range(n_docs):  # placed in document order: each term's slots ascending
+            for j in range(at, at + lens[d]):
+                t = tids[j]
+                if last[t] != d:
+                    last[t] = d
+                    p = pos[t]
+                    pos[t] += 1
+                    slots[p] = <int32_t>(first + d)
+                tf[pos[t] - 1] += 1
+            at += lens[d]
+    return terms_arr, slots_arr, tf_arr

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from goclaw_search import tokenize
+from goclaw_search import tokenize, vecq
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -25,12 +25,19 @@ def prefetch_bulk() -> None:
     """Import what a large write needs (scipy's sparse arrays, ~0.6 s) on a daemon thread, so
     a caller about to load many documents overlaps the import with its other work (reading,
     tokenizing, the database's writes) instead of paying it inside the index build. Cheap
-    and harmless when scipy is already imported: the thread finds it in ``sys.modules``."""
+    and harmless when scipy is already imported: the thread finds it in ``sys.modules``;
+    nothing to do where the compiled module counts the postings (no scipy)."""
     import sys
     import threading
 
-    if "scipy.sparse" not in sys.modules:
+    if _compiled_postings() is None and "scipy.sparse" not in sys.modules:
         threading.Thread(target=_import_sparse, name="goclaw-prefetch", daemon=True).start()
+
+
+def _compiled_postings() -> Any:
+    """The compiled module when it has the postings' counting sort (``postings``), else None."""
+    kernels = vecq.compiled
+    return kernels if kernels is not None and hasattr(kernels, "postings") else None
 
 
 def _import_sparse() -> None:
@@ -60,7 +67,9 @@ def _postings(
     A large write: a term x document count matrix from its occurrences, COO to CSR (scipy's
     counting sort, which keeps each term's documents in order and adds up the repeats); a
     smaller one (below :data:`SCIPY_FROM` occurrences, a typical run: no scipy import, ~0.3 s)
-    by one numpy sort of ``term x documents + slot`` keys. The same arrays either way."""
+    by one numpy sort of ``term x documents + slot`` keys; a large write where the compiled
+    module is built by its ``postings`` loop (the same counting sort). The same arrays either
+    way."""
     n_docs = len(lens)
     if len(tids) < SCIPY_FROM:
         owner = np.repeat(np.arange(first, first + n_docs, dtype=np.int64), lens)
@@ -68,6 +77,10 @@ def _postings(
         pairs, tf = _counted(tids.astype(np.int64) * stride + owner)  # term-major, then slot
         terms, slots_of = np.divmod(pairs, stride)
         return terms, slots_of.astype(np.int32), tf.astype(np.float32)
+    kernels = _compiled_postings()
+    if kernels is not None:  # the same counting sort, one loop
+        tids = np.ascontiguousarray(tids, dtype=np.int64)
+        return kernels.postings(tids, np.ascontiguousarray(lens, dtype=np.int64), first, n_terms)
     from scipy.sparse import coo_array
 
     owner = np.repeat(np.arange(n_docs, dtype=np.int32 if n_docs < 2**31 else np.int64), lens)

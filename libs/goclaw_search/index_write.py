@@ -74,13 +74,17 @@ class IndexWrites(IndexSlots):
             grown[: len(self._gmap)] = self._gmap
             self._gmap = grown
         gmap, vocab = self._gmap, self.vocab
-        unknown = gids[gmap[gids] < 0]
-        # Where each unknown id first occurs: written from the last occurrence back, so the
-        # first one's position is what stays (a repeated index keeps the last value written).
-        first = np.full(len(gmap), -1, dtype=np.int64)
-        first[unknown[::-1]] = np.arange(len(unknown) - 1, -1, -1, dtype=np.int64)
-        new = np.flatnonzero(first >= 0)
-        new = new[np.argsort(first[new], kind="stable")]
+        kernels = vecq.compiled
+        if kernels is not None and hasattr(kernels, "first_seen") and gids.dtype == np.int32:
+            new = kernels.first_seen(np.ascontiguousarray(gids), gmap)  # the same, one loop
+        else:
+            unknown = gids[gmap[gids] < 0]
+            # Where each unknown id first occurs: written from the last occurrence back, so the
+            # first one's position is what stays (a repeated index keeps the last value written).
+            first = np.full(len(gmap), -1, dtype=np.int64)
+            first[unknown[::-1]] = np.arange(len(unknown) - 1, -1, -1, dtype=np.int64)
+            new = np.flatnonzero(first >= 0)
+            new = new[np.argsort(first[new], kind="stable")]
         terms = list(map(table.__getitem__, new.tolist()))  # distinct: one global id per term
         if not vocab:  # a first load: every term is new, numbered as first seen
             vocab.update(zip(terms, range(len(terms)), strict=True))

@@ -6,20 +6,24 @@ Every term seen gets a global id (``terms[gid]``); every distinct *piece* (see
 once by the tokenizer's rules. A batch then costs, per piece, no Python object at all when its
 text is ASCII:
 
+* a text that is not ASCII is normalised first, and stands for an ASCII text when that leaves
+  nothing but ASCII and separators (``café`` -> ``cafe``: the same pieces and terms,
+  :meth:`~goclaw_search.tokenize.Tokenizer.ascii_form`);
 * the batch's ASCII texts are joined, lower-cased and cut at separators by one
   ``bytes.translate``; numpy finds the pieces (runs of bytes other than a space);
-* a piece of at most 8 bytes is its own key, its bytes packed into one unsigned 64-bit integer
-  (exact: a piece holds no NUL byte, so no two pieces share a key); the keys are looked up in
-  the table's sorted key array (:func:`numpy.unique` + :func:`numpy.searchsorted`), and only
-  keys never seen before go through the tokenizer's rules in Python;
-* a longer piece, and every piece of a text that is not ASCII, is looked up by its bytes or
+* a piece of at most 16 bytes is found by its bytes, read as two 64-bit words (exact: a piece
+  holds no NUL byte, so no two pieces share them), in the table's open-addressing hash table,
+  and only pieces never seen before go through the tokenizer's rules, all of a batch's at once
+  (:meth:`~goclaw_search.tokenize.Tokenizer.ascii_batch`);
+* a longer piece, and every piece of a text that stays not ASCII, is looked up by its bytes or
   string in a dictionary;
 * the term ids are one gather of the pieces' ids, the stored forms one gather of the pieces'
   stored bytes, cut per text.
 
 Where the compiled module is built (``goclaw_search._vec``, unless ``GOCLAW_SEARCH_NUMPY=1``)
-the split, the hash-table lookup and the gather of the stored forms are its loops (``split``,
-``short_ids``, ``stored``) instead: the same pieces, piece ids and results.
+the split, the hash-table lookup, the rules for the new pieces and the gather of the stored
+forms are its loops (``split``, ``short_ids``, ``number_pieces``, ``stored``) instead: the same
+pieces, piece ids and results.
 
 Term ids are numbered as the pieces are first met; a search index numbers its own terms in
 order of first occurrence (:meth:`goclaw_search.index.SearchIndex.upsert`), so the index is
@@ -29,10 +33,10 @@ the same whatever the global ids are.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
-from itertools import accumulate, chain, compress
-from operator import is_
+from itertools import chain, compress
+from operator import is_, not_
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -111,9 +115,15 @@ class PieceRules(Protocol):
 
     def piece_terms(self, key: Any) -> tuple[str, ...]: ...
 
+    def ascii_batch(self, texts: list[str]) -> tuple[list[str], list[int]]: ...
+
     def ascii_rules(self, text: str) -> tuple[str, ...]: ...
 
+    def word_rules(self) -> tuple[dict[str, str | None], Callable[[str], str | None]]: ...
+
     def piece_keys(self, text: str) -> list[Any]: ...
+
+    def ascii_form(self, text: str) -> str: ...
 
 
 class TermTable:
@@ -149,28 +159,49 @@ class TermTable:
         """Pieces numbered since the numbering last started."""
         return len(self._count)
 
-    def _add(self, found: list[tuple[str, ...]]) -> list[int]:
-        """Number pieces of these terms (in order); returns their piece ids."""
-        first = len(self._count)
-        counts = list(map(len, found))
-        self._start.extend(accumulate(counts[:-1], initial=len(self._flat)))
-        self._count.extend(counts)
+    def _add(self, flat: list[str], counts: list[int]) -> list[int]:
+        """Number pieces of these terms (``flat``: every piece's terms one after the other,
+        ``counts``: how many each has, in order); returns their piece ids."""
         ids = self.ids
-        new = [t for t in dict.fromkeys(chain.from_iterable(found)) if t not in ids]
+        distinct = list(dict.fromkeys(flat))
+        new = list(compress(distinct, map(not_, map(ids.__contains__, distinct))))
         ids.update(zip(new, range(len(self.terms), len(self.terms) + len(new)), strict=True))
         self.terms.extend(new)
-        self._flat.extend(map(ids.__getitem__, chain.from_iterable(found)))
-        stored = [" ".join(t).encode("utf-8") + b" " if t else b"" for t in found]
-        self._lex_start.extend(accumulate(map(len, stored[:-1]), initial=len(self._lex)))
-        self._lex_len.extend(map(len, stored))
-        self._lex += b"".join(stored)
-        return list(range(first, first + len(found)))
+        gids = np.fromiter(map(ids.__getitem__, flat), dtype=np.int64, count=len(flat))
+        # A piece's stored form: its terms, each followed by a space ("" for one without terms).
+        joined = " ".join(flat)
+        stored = joined.encode("utf-8") + b" " if flat else b""
+        size = map(len, flat) if len(stored) == len(joined) + 1 else map(len, map(str.encode, flat))
+        at = np.zeros(len(flat) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(size, dtype=np.int64, count=len(flat)), out=at[1:])
+        ends = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(np.asarray(counts, dtype=np.int64), out=ends[1:])
+        lex_len = np.diff(at[ends]) + np.diff(ends)  # the terms' bytes and their spaces
+        return self._append(np.diff(ends), gids, lex_len, stored)
+
+    def _append(
+        self, counts: NDArray[np.int64], gids: NDArray[np.int64], lex_len: NDArray[np.int64], stored: bytes
+    ) -> list[int]:
+        """Number pieces of ``counts[i]`` term ids each (``gids``: one piece's after the other)
+        and stored forms of ``lex_len[i]`` bytes (``stored``); returns their piece ids."""
+        first = len(self._count)
+        start = np.cumsum(counts) - counts + len(self._flat)
+        self._start.frombytes(start.astype(np.int64).tobytes())
+        self._count.frombytes(counts.astype(np.int64).tobytes())
+        self._flat.frombytes(gids.astype(np.int32).tobytes())
+        lex_start = np.cumsum(lex_len) - lex_len + len(self._lex)
+        self._lex_start.frombytes(lex_start.astype(np.int64).tobytes())
+        self._lex_len.frombytes(lex_len.astype(np.int64).tobytes())
+        self._lex += stored
+        return list(range(first, first + len(counts)))
 
     def batch(self, texts: Sequence[str]) -> list[TermIds]:
 
         if len(self._count) > self._limit:  # the pieces kept are bounded: numbered again
             self._restart_pieces()
         n = len(texts)
+        if not all(map(str.isascii, texts)):  # the same pieces, ASCII where they can be
+            texts = list(map(self._tok.ascii_form, texts))
         ascii_at = [i for i, t in enumerate(texts) if t.isascii()]
         if len(ascii_at) == n:
             pid, per_text = self._ascii_pieces(texts)
@@ -275,7 +306,11 @@ class TermTable:
         found = list(map(pieces.get, keys))
         if None in found:
             new = [k for k in dict.fromkeys(compress(keys, map(_is_none, found))) if k not in pieces]
-            ids = self._add(list(map(self._tok.piece_terms, new)))
+            if type(new[0]) is bytes:  # longer ASCII pieces
+                ids = self._add(*self._tok.ascii_batch(b" ".join(new).decode("ascii").split(" ")))
+            else:
+                each = list(map(self._tok.piece_terms, new))
+                ids = self._add(list(chain.from_iterable(each)), list(map(len, each)))
             pieces.update((k, i) for k, i in zip(new, ids, strict=True) if len(k) <= MAX_PIECE_KEY)
             fresh = dict(zip(new, ids, strict=True))
             found = [fresh[k] if i is None else i for k, i in zip(keys, found, strict=True)]
@@ -337,12 +372,21 @@ class TermTable:
 
     def _number(self, joined: bytes, starts: NDArray[np.int64], size: NDArray[np.int64]) -> None:
         """The pieces just put in the hash table (in order of their piece ids) through the
-        tokenizer's rules, in Python."""
+        tokenizer's rules (:meth:`~goclaw_search.tokenize.Tokenizer.ascii_batch`)."""
         if not len(starts):
             return
-        ends = (starts + size).tolist()
-        texts = b" ".join([joined[a:b] for a, b in zip(starts.tolist(), ends, strict=True)])
-        self._add(list(map(self._tok.ascii_rules, texts.decode("ascii").split(" "))))
+        if compiled is not None and hasattr(compiled, "number_pieces"):  # the same, one loop
+            from goclaw_search.tokenize import MAX_TERM_CHARS
+
+            words, word = self._tok.word_rules()
+            got = compiled.number_pieces(
+                joined, starts, size, words, word, self._tok.ascii_rules, self.ids, self.terms, MAX_TERM_CHARS
+            )
+            self._append(*got)
+        else:
+            ends = (starts + size).tolist()
+            texts = b" ".join([joined[a:b] for a, b in zip(starts.tolist(), ends, strict=True)])
+            self._add(*self._tok.ascii_batch(texts.decode("ascii").split(" ")))
         self._keyed += len(starts)
 
     def _reserve(self, more: int) -> None:

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
-from itertools import chain
+from itertools import accumulate, chain, compress, islice, pairwise, repeat
+from operator import is_not, not_
 from typing import TYPE_CHECKING, Any
 
 from goclaw_search.term_ids import TermIds
@@ -132,8 +134,11 @@ _ASCII_PIECES = str.maketrans(
 _ASCII_BYTES = bytes(
     ord(" ") if not (chr(c).isalnum() or chr(c) in "-_./:@#+") else ord(chr(c).lower()) for c in range(128)
 ) + bytes(range(128, 256))
-_CONNECTORS_TO_SPACE = str.maketrans("-_./:@#+", " " * 8)
+_CONNECTORS = "-_./:@#+"
+_CONNECTORS_TO_SPACE = str.maketrans(_CONNECTORS, " " * len(_CONNECTORS))
+_CONNECTOR_BYTES = bytes.maketrans(_CONNECTORS.encode(), b" " * len(_CONNECTORS))
 _NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
+_NON_ASCII_SEPARATOR = re.compile(r"[^\w\x00-\x7f]")  # no piece holds one
 _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff"
 _CJK = re.compile(f"[{_CJK_CHARS}]")
 _CJK_RUN = re.compile(f"[{_CJK_CHARS}]+|[^{_CJK_CHARS}]+")
@@ -154,12 +159,12 @@ def _strip_accents(word: str) -> str:
     return _NON_ASCII_RUN.sub(_drop_marks, decomposed)
 
 
-def _make_stemmer() -> Callable[[str], str] | None:
+def _make_stemmer() -> Any:
     try:
         import Stemmer  # PyStemmer
     except ImportError:  # pragma: no cover - a dependency; stemming is skipped without it
         return None
-    return Stemmer.Stemmer("english").stemWord  # type: ignore[no-any-return]
+    return Stemmer.Stemmer("english")
 
 
 class Tokenizer:
@@ -176,7 +181,11 @@ class Tokenizer:
     version = "goclaw-1"  # stored with persisted indexes: a change forces a rebuild
 
     def __init__(self, *, stem: bool = True, stopwords: frozenset[str] = STOPWORDS) -> None:
-        self._stemmer = _make_stemmer() if stem else None
+        stemmer = _make_stemmer() if stem else None
+        self._stemmer: Callable[[str], str] | None = None if stemmer is None else stemmer.stemWord
+        self._stem_words: Callable[[list[str]], list[str]] | None = (
+            None if stemmer is None else stemmer.stemWords
+        )
         self._stopwords = stopwords
         self._cache = _PieceCache(self._piece)
         self._ascii = _PieceCache(self._ascii_piece)  # the same, keyed by ASCII bytes
@@ -248,6 +257,82 @@ class Tokenizer:
             return (tok, *[t for p in parts if (t := words[p] if p in words else word(p)) is not None])
         return self._cache[text]  # "a--b", or nothing but connectors: the general rules
 
+    def ascii_batch(self, texts: list[str]) -> tuple[list[str], list[int]]:
+        """:meth:`ascii_rules` of each of these lower-cased ASCII pieces, as every piece's terms
+        one after the other and how many each piece has: the same terms, for many pieces at
+        once. A plain word and a code with single connectors (its whole, then its parts' words)
+        are the common cases: their terms are found by passes over the whole list (the words
+        not seen before stemmed by one ``stemWords`` call); the others (``a--b``, only
+        connectors, a blob) go through :meth:`ascii_rules` one by one."""
+        toks = list(map(str.strip, texts, repeat(_CONNECTORS)))  # "end." is the token "end"
+        # Each one's parts, space-separated (a word: itself), by one translate of them all.
+        parts = "\n".join(toks).encode("ascii").translate(_CONNECTOR_BYTES).decode("ascii").split("\n")
+        limit = MAX_TERM_CHARS
+        pairs = enumerate(zip(toks, parts, strict=True))
+        odd = [i for i, (t, p) in pairs if not t or len(t) > limit or "  " in p]
+        if odd:
+            regular = sorted(set(range(len(texts))).difference(odd))
+            toks, parts = [toks[i] for i in regular], [parts[i] for i in regular]
+        plain = list(map(str.isalnum, toks))
+        codes = list(compress(toks, map(not_, plain)))
+        # Each piece's entries: a word; a code, then its parts (the code is its own term).
+        seq = [p if w else f"{t} {p}" for t, p, w in zip(toks, parts, plain, strict=True)]
+        entries = " ".join(seq).split(" ") if seq else []
+        counts = [c + 1 for c in map(str.count, seq, repeat(" "))]
+        words = dict.fromkeys(entries)
+        deque(map(words.pop, codes, repeat(None)), maxlen=0)  # the rest are plain words
+        lookup = self._words_of(list(words))
+        lookup.update(zip(codes, codes, strict=True))
+        found = list(map(lookup.__getitem__, entries))
+        if None in found:  # stopwords: no term
+            keep = list(map(is_not, found, repeat(None)))
+            found = list(compress(found, keep))
+            kept = [0, *accumulate(keep)]
+            ends = [0, *accumulate(counts)]
+            counts = [kept[b] - kept[a] for a, b in pairwise(ends)]
+        if not odd:
+            return found, counts
+        flat: list[str] = []
+        each: list[int] = []
+        ends = [0, *accumulate(counts)]
+        done = 0  # regular pieces placed
+        for j, i in enumerate(odd):  # i - j regular pieces come before the j-th odd one
+            flat += found[ends[done] : ends[i - j]]
+            each += counts[done : i - j]
+            done = i - j
+            terms = self.ascii_rules(texts[i])
+            flat += terms
+            each.append(len(terms))
+        flat += found[ends[done] :]
+        each += counts[done:]
+        return flat, each
+
+    def word_rules(self) -> tuple[dict[str, str | None], Callable[[str], str | None]]:
+        """The word cache (word -> term, ``None`` for a stopword) and the rule for a word not in
+        it (which caches it while there is room): the parts of :meth:`ascii_rules` that the
+        compiled loop over new pieces (``goclaw_search._vec.number_pieces``) calls."""
+        return self._words, self._word
+
+    def _words_of(self, words: list[str]) -> dict[str, str | None]:
+        """:meth:`_word` of each of these distinct plain words; the ones not seen before are
+        stemmed by one call (and cached while the cache has room)."""
+        cache = self._words
+        known = list(map(cache.__contains__, words))
+        seen = list(compress(words, known))
+        out = dict(zip(seen, map(cache.__getitem__, seen), strict=True))
+        new = list(compress(words, map(not_, known)))
+        if not new:
+            return out
+        stop = self._stopwords
+        found: dict[str, str | None] = dict(zip(new, new, strict=True))
+        found.update(dict.fromkeys(filter(stop.__contains__, new), None))
+        if self._stem_words is not None:
+            stem = [w for w in new if len(w) > 2 and w not in stop and not w.isdigit()]
+            found.update(zip(stem, self._stem_words(stem), strict=True))
+        cache.update(islice(found.items(), max(0, CACHE_SIZE - len(cache))))  # while there is room
+        out.update(found)
+        return out
+
     def _normalise(self, text: str) -> str:
         if text.isascii():
             return text.lower()
@@ -256,6 +341,16 @@ class Tokenizer:
             return _strip_accents(text)
         # Strip accents outside CJK runs only (NFD would split Hangul syllables into jamo).
         return "".join(part if _CJK.match(part) else _strip_accents(part) for part in _CJK_RUN.findall(text))
+
+    def ascii_form(self, text: str) -> str:
+        """A text whose pieces and terms are ``text``'s, ASCII where possible: ``text`` itself
+        when it is ASCII or when its normalised form (:meth:`_normalise`) holds a character that
+        is not ASCII and is a word character (``ø``, CJK); else that normalised form with every
+        character that is not ASCII (a separator: ``’``, ``—``) as a space."""
+        if text.isascii():
+            return text
+        folded = _NON_ASCII_SEPARATOR.sub(" ", self._normalise(text))
+        return folded if folded.isascii() else text
 
     def pieces(self, text: str) -> list[str]:
         """The normalised pieces of ``text`` (runs of word characters and connectors)."""

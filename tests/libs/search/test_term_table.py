@@ -9,6 +9,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from goclaw_search import tokenize
@@ -163,16 +164,19 @@ def test_term_ids_of_batches_and_tables_mix(tmp_path: Path) -> None:
     assert _saved(c, tmp_path / "c") == _saved(d, tmp_path / "d")
 
 
-@pytest.mark.parametrize("scipy_from", [0, 10**9])
-def test_postings_count_each_term_per_document(monkeypatch: pytest.MonkeyPatch, scipy_from: int) -> None:
-    """The postings of a segment (scipy's COO to CSR, or the numpy sort for a small one):
-    term-major, slots ascending, each (term, slot) once with its count."""
-    import numpy as np
-
-    from goclaw_search import index_build
+@pytest.mark.parametrize(("scipy_from", "kernels"), [(0, True), (0, False), (10**9, True)])
+def test_postings_count_each_term_per_document(
+    monkeypatch: pytest.MonkeyPatch, scipy_from: int, kernels: bool
+) -> None:
+    """The postings of a segment (a large one: the compiled counting sort, else scipy's COO to
+    CSR; a small one: the numpy sort): term-major, slots ascending, each (term, slot) once
+    with its count."""
+    from goclaw_search import index_build, vecq
     from goclaw_search.index_build import _postings
 
     monkeypatch.setattr(index_build, "SCIPY_FROM", scipy_from)
+    if not kernels:
+        monkeypatch.setattr(vecq, "compiled", None)
     rng = np.random.default_rng(3)
     lens = rng.integers(0, 40, 300)
     tids = rng.integers(0, 50, int(lens.sum()))
@@ -210,3 +214,53 @@ def test_the_compiled_pieces_give_the_numpy_term_ids(monkeypatch: pytest.MonkeyP
             assert g.ids.tolist() == w.ids.tolist() and g.lex == w.lex, repr(text)
     assert fast._table is not None and plain._table is not None
     assert fast._table.terms == plain._table.terms
+
+
+@pytest.mark.parametrize("cache_size", [300, tokenize.CACHE_SIZE])
+def test_new_pieces_in_bulk_follow_the_rules_of_one_piece(
+    monkeypatch: pytest.MonkeyPatch, cache_size: int
+) -> None:
+    monkeypatch.setattr(tokenize, "CACHE_SIZE", cache_size)
+    pieces = ["the", "running", "tck-4471", "tck-the-4471.", "a--b", "-", "", "x" * 230, "x-" * 120, "end.",
+              "42", "i", "ops@example.com", "src/app.py", "user_id", "#", "c++", "a-in", "runs"]  # fmt: skip
+    pieces += [f"w{i}-running{i % 7}" for i in range(400)] + [f"word{i}s" for i in range(400)]
+    flat, counts = Tokenizer().ascii_batch(pieces)
+    one = Tokenizer()
+    want = [one.ascii_rules(p) for p in pieces]
+    assert counts == [len(t) for t in want]
+    assert flat == [t for terms in want for t in terms]
+    from goclaw_search import term_table
+
+    if term_table.compiled is None:
+        return
+    pieces = [p for p in pieces if p]  # a split never makes an empty piece
+    joined = " ".join(pieces).encode("ascii")
+    size = np.array([len(p) for p in pieces], dtype=np.int64)
+    starts = np.cumsum(size + 1) - size - 1
+    tok = Tokenizer()
+    words, word = tok.word_rules()
+    ids: dict[str, int] = {}
+    terms: list[str] = []
+    counts_c, gids, lex_len, stored = term_table.compiled.number_pieces(
+        joined, starts, size, words, word, tok.ascii_rules, ids, terms, tokenize.MAX_TERM_CHARS
+    )
+    want = [one.ascii_rules(p) for p in pieces]
+    assert counts_c.tolist() == [len(t) for t in want]
+    assert [terms[g] for g in gids.tolist()] == [t for ts in want for t in ts]
+    assert lex_len.tolist() == [len(" ".join(t)) + 1 if t else 0 for t in want]
+    assert stored == "".join(" ".join(t) + " " for t in want if t).encode("ascii")
+
+
+def test_the_compiled_first_seen_ids_are_numpys() -> None:
+    """``_vec.first_seen`` gives the global ids ``SearchIndex._local_ids`` numbers: those not
+    yet mapped, once each, in order of first occurrence."""
+    from goclaw_search import vecq
+
+    if vecq.compiled is None or not hasattr(vecq.compiled, "first_seen"):
+        pytest.skip("goclaw_search._vec is not built (or GOCLAW_SEARCH_NUMPY=1)")
+    rng = np.random.default_rng(3)
+    gmap = np.where(rng.random(5_000) < 0.3, rng.integers(0, 9, 5_000), -1).astype(np.int64)
+    gids = rng.integers(0, 5_000, 60_000).astype(np.int32)
+    want = list(dict.fromkeys(g for g in gids.tolist() if gmap[g] < 0))
+    assert vecq.compiled.first_seen(gids, gmap).tolist() == want
+    assert vecq.compiled.first_seen(gids[:0], gmap).tolist() == []
