@@ -12,8 +12,15 @@ compares them).
 * fuse_cut: the scan with the weighted fusion's cut in the same pass (the candidates to rescore);
 * split, short_ids, stored, number_pieces (_pieces.pxi, included at the end): the term table's
   pieces of a batch's ASCII texts, their piece ids, the batch's stored forms and the terms of
-  the pieces new to the table (goclaw_search.term_table;
-  the same results as its numpy versions, tests/libs/search/test_term_table.py compares them).
+  the pieces new to the table (goclaw_search.term_table; the same results as its numpy
+  versions, tests/libs/search/test_term_table.py compares them);
+* first_seen, postings (_pieces.pxi): a bulk load's new term ids in order of first occurrence
+  and its postings by a counting sort (goclaw_search.index_build, whose numpy/scipy versions
+  give the same arrays).
+
+The indexing loops share the module because one compiled module is simpler to build and ship
+than two; at 100,000 chunks they take tokenizing from ~2.3 to ~1.7 s of CPU and the index build
+from 0.79 to 0.57 s (benchmarks/results/2026-12-05-indexing-guard.md).
 
 Arrays arrive as typed memoryviews (type, dimensions and C-contiguity checked on entry); the
 loops run without the GIL. Built by setuptools from this file (Cython) when a C compiler is
