@@ -32,7 +32,9 @@ log = logging.getLogger(__name__)
 @runtime_checkable
 class EmbeddingProvider(Protocol):
     """Turns texts into float32 vectors. ``dim`` is known after construction; ``provider``,
-    ``model`` and ``dim`` are recorded beside every stored vector, so spaces never mix."""
+    ``model`` and ``dim`` are recorded beside every stored vector, so spaces never mix. An
+    optional ``fusion_weights = (text, vector)`` attribute gives the memory search's fusion
+    weights with this model, used unless ``[plugins.memory]`` sets either weight."""
 
     provider: str
     model: str
