@@ -7,7 +7,8 @@
 # * short_ids: each piece of at most SHORT bytes found by its two words in the table's
 #   open-addressing hash table (linear probing from its home slot), a piece not there numbered
 #   and put in the first empty slot met; the longer pieces get -1;
-# * stored: the stored forms of a batch's pieces, one after the other;
+# * gather: a batch's term ids and stored forms from its pieces' ids, with where each text's
+#   start;
 # * number_pieces: the terms, term ids and stored forms of the pieces new to the table, by the
 #   tokenizer's rules for one piece (Tokenizer.ascii_batch is the numpy path's version).
 
@@ -95,24 +96,43 @@ def short_ids(const uint8_t[::1] joined, const int64_t[::1] starts, const int64_
     return pid_arr, new_arr[:n_new].copy()
 
 
-def stored(const uint8_t[::1] lex, const int64_t[::1] lex_start, const int64_t[::1] lex_len,
-           const int64_t[::1] pid):
-    """The stored forms of the pieces ``pid`` one after the other (piece ``p``'s is
-    ``lex[lex_start[p]:lex_start[p] + lex_len[p]]``), as bytes."""
-    cdef Py_ssize_t n = pid.shape[0], i, at = 0
-    cdef int64_t p
+def gather(const int64_t[::1] pid, const int64_t[::1] per_text, const int32_t[::1] flat,
+           const int64_t[::1] start, const int64_t[::1] count, const uint8_t[::1] lex,
+           const int64_t[::1] lex_start, const int64_t[::1] lex_len):
+    """A batch's term ids and stored forms from its pieces ``pid`` (``per_text``: how many
+    pieces each text has), in one pass: (the pieces' term ids one after the other, piece
+    ``p``'s being ``flat[start[p]:start[p] + count[p]]``; where each text's ids start, and
+    last their end; the stored forms one after the other as bytes, piece ``p``'s being
+    ``lex[lex_start[p]:lex_start[p] + lex_len[p]]``; where each text's stored forms start,
+    and last their end)."""
+    cdef Py_ssize_t n = pid.shape[0], t = per_text.shape[0], i, k, j = 0
+    cdef int64_t p, n_ids = 0, n_bytes = 0, ids_at = 0, bytes_at = 0
     for i in range(n):
-        at += lex_len[pid[i]]
-    out_arr = np.empty(at, dtype=np.uint8)
+        n_ids += count[pid[i]]
+        n_bytes += lex_len[pid[i]]
+    gids_arr = np.empty(n_ids, dtype=np.int32)
+    out_arr = np.empty(n_bytes, dtype=np.uint8)
+    term_arr = np.empty(t + 1, dtype=np.int64)
+    lex_arr = np.empty(t + 1, dtype=np.int64)
+    cdef int32_t[::1] gids = gids_arr
     cdef uint8_t[::1] out = out_arr
-    at = 0
+    cdef int64_t[::1] term_at = term_arr, lex_at = lex_arr
     with nogil:
-        for i in range(n):
-            p = pid[i]
-            if lex_len[p]:
-                memcpy(&out[at], &lex[lex_start[p]], <size_t>lex_len[p])
-                at += lex_len[p]
-    return out_arr.tobytes()
+        for k in range(t):
+            term_at[k] = ids_at
+            lex_at[k] = bytes_at
+            for i in range(j, j + per_text[k]):
+                p = pid[i]
+                if count[p]:
+                    memcpy(&gids[ids_at], &flat[start[p]], <size_t>count[p] * sizeof(int32_t))
+                    ids_at += count[p]
+                if lex_len[p]:
+                    memcpy(&out[bytes_at], &lex[lex_start[p]], <size_t>lex_len[p])
+                    bytes_at += lex_len[p]
+            j += per_text[k]
+        term_at[t] = ids_at
+        lex_at[t] = bytes_at
+    return gids_arr, term_arr, out_arr.tobytes(), lex_arr
 
 
 cdef inline bint _connector(uint8_t c) nogil:
