@@ -14,8 +14,6 @@
 
 from libc.string cimport memcpy
 
-from array import array
-
 cdef enum:
     SHORT = 16  # bytes of a piece read as two 64-bit words
 
@@ -142,8 +140,8 @@ cdef inline bint _connector(uint8_t c) nogil:
 cdef object _NOT_SEEN = object()
 
 
-cdef inline int64_t _term_id(object term, object ids, list terms) except? -1:
-    gid = ids.get(term)
+cdef inline int64_t _term_id(object term, object get, object ids, list terms) except? -1:
+    gid = get(term)
     if gid is None:
         gid = len(terms)
         ids[term] = gid
@@ -167,7 +165,12 @@ def number_pieces(bytes raw, const int64_t[::1] starts, const int64_t[::1] size,
     lex_arr = np.zeros(n, dtype=np.int64)
     cdef int64_t[::1] count = count_arr, lex_len = lex_arr
     cdef const uint8_t[::1] joined = raw
-    gids = array("q")
+    cdef Py_ssize_t bound = 0, g = 0
+    for i in range(n):  # room to spare: a piece has at most a term per byte and its whole
+        bound += 2 * size[i] + 2
+    gids_arr = np.empty(bound, dtype=np.int64)
+    cdef int64_t[::1] gids = gids_arr
+    get = ids.get
     stored = bytearray()
     for i in range(n):
         lo = starts[i]
@@ -189,7 +192,8 @@ def number_pieces(bytes raw, const int64_t[::1] starts, const int64_t[::1] size,
         if odd:
             found = rules(raw[starts[i]:starts[i] + size[i]].decode("ascii"))
             for term in found:
-                gids.append(_term_id(term, ids, terms))
+                gids[g] = _term_id(term, get, ids, terms)
+                g += 1
                 stored += term.encode("utf-8")
                 stored.append(32)
             count[i] = len(found)
@@ -197,7 +201,8 @@ def number_pieces(bytes raw, const int64_t[::1] starts, const int64_t[::1] size,
             continue
         if not plain:  # a code: the whole, then its parts
             whole = raw[lo:hi]
-            gids.append(_term_id(whole.decode("ascii"), ids, terms))
+            gids[g] = _term_id(whole.decode("ascii"), get, ids, terms)
+            g += 1
             stored += whole
             stored.append(32)
             count[i] += 1
@@ -210,13 +215,14 @@ def number_pieces(bytes raw, const int64_t[::1] starts, const int64_t[::1] size,
             if t is _NOT_SEEN:
                 t = word(w)
             if t is not None:
-                gids.append(_term_id(t, ids, terms))
+                gids[g] = _term_id(t, get, ids, terms)
+                g += 1
                 stored += t.encode("utf-8")
                 stored.append(32)
                 count[i] += 1
             a = j + 1
         lex_len[i] = len(stored) - before
-    return count_arr, np.frombuffer(gids, dtype=np.int64), lex_arr, bytes(stored)
+    return count_arr, gids_arr[:g], lex_arr, bytes(stored)
 
 
 def first_seen(const int32_t[::1] gids, const int64_t[::1] gmap):
