@@ -324,7 +324,8 @@ class TermTable:
         if None in found:
             new = [k for k in dict.fromkeys(compress(keys, map(_is_none, found))) if k not in pieces]
             if type(new[0]) is bytes:  # longer ASCII pieces
-                ids = self._add(*self._tok.ascii_batch(b" ".join(new).decode("ascii").split(" ")))
+                size = np.fromiter(map(len, new), dtype=np.int64, count=len(new))
+                ids = self._rules(b" ".join(new), np.cumsum(size + 1) - size - 1, size)
             else:
                 each = list(map(self._tok.piece_terms, new))
                 ids = self._add(list(chain.from_iterable(each)), list(map(len, each)))
@@ -389,9 +390,15 @@ class TermTable:
 
     def _number(self, joined: bytes, starts: NDArray[np.int64], size: NDArray[np.int64]) -> None:
         """The pieces just put in the hash table (in order of their piece ids) through the
-        tokenizer's rules (:meth:`~goclaw_search.tokenize.Tokenizer.ascii_batch`)."""
-        if not len(starts):
-            return
+        tokenizer's rules (:meth:`_rules`)."""
+        if len(starts):
+            self._rules(joined, starts, size)
+            self._keyed += len(starts)
+
+    def _rules(self, joined: bytes, starts: NDArray[np.int64], size: NDArray[np.int64]) -> list[int]:
+        """Number new lower-cased ASCII pieces (``joined[starts[i]:starts[i] + size[i]]``) with
+        their terms by the tokenizer's rules
+        (:meth:`~goclaw_search.tokenize.Tokenizer.ascii_batch`); returns their piece ids."""
         if compiled is not None and hasattr(compiled, "number_pieces"):  # the same, one loop
             from goclaw_search.tokenize import MAX_TERM_CHARS
 
@@ -399,12 +406,10 @@ class TermTable:
             got = compiled.number_pieces(
                 joined, starts, size, words, word, self._tok.ascii_rules, self.ids, self.terms, MAX_TERM_CHARS
             )
-            self._append(*got)
-        else:
-            ends = (starts + size).tolist()
-            texts = b" ".join([joined[a:b] for a, b in zip(starts.tolist(), ends, strict=True)])
-            self._add(*self._tok.ascii_batch(texts.decode("ascii").split(" ")))
-        self._keyed += len(starts)
+            return self._append(*got)
+        ends = (starts + size).tolist()
+        texts = b" ".join([joined[a:b] for a, b in zip(starts.tolist(), ends, strict=True)])
+        return self._add(*self._tok.ascii_batch(texts.decode("ascii").split(" ")))
 
     def _reserve(self, more: int) -> None:
         """Room for ``more`` new pieces in the hash table (at most half full) and the words."""
