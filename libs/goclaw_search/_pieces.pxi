@@ -7,13 +7,12 @@
 # * short_ids: each piece of at most SHORT bytes found by its two words in the table's
 #   open-addressing hash table (linear probing from its home slot), a piece not there numbered
 #   and put in the first empty slot met; the longer pieces get -1;
-# * stored: the stored forms of a batch's pieces, one after the other;
+# * gather: a batch's term ids and stored forms from its pieces' ids, with where each text's
+#   start;
 # * number_pieces: the terms, term ids and stored forms of the pieces new to the table, by the
 #   tokenizer's rules for one piece (Tokenizer.ascii_batch is the numpy path's version).
 
 from libc.string cimport memcpy
-
-from array import array
 
 cdef enum:
     SHORT = 16  # bytes of a piece read as two 64-bit words
@@ -95,24 +94,43 @@ def short_ids(const uint8_t[::1] joined, const int64_t[::1] starts, const int64_
     return pid_arr, new_arr[:n_new].copy()
 
 
-def stored(const uint8_t[::1] lex, const int64_t[::1] lex_start, const int64_t[::1] lex_len,
-           const int64_t[::1] pid):
-    """The stored forms of the pieces ``pid`` one after the other (piece ``p``'s is
-    ``lex[lex_start[p]:lex_start[p] + lex_len[p]]``), as bytes."""
-    cdef Py_ssize_t n = pid.shape[0], i, at = 0
-    cdef int64_t p
+def gather(const int64_t[::1] pid, const int64_t[::1] per_text, const int32_t[::1] flat,
+           const int64_t[::1] start, const int64_t[::1] count, const uint8_t[::1] lex,
+           const int64_t[::1] lex_start, const int64_t[::1] lex_len):
+    """A batch's term ids and stored forms from its pieces ``pid`` (``per_text``: how many
+    pieces each text has), in one pass: (the pieces' term ids one after the other, piece
+    ``p``'s being ``flat[start[p]:start[p] + count[p]]``; where each text's ids start, and
+    last their end; the stored forms one after the other as bytes, piece ``p``'s being
+    ``lex[lex_start[p]:lex_start[p] + lex_len[p]]``; where each text's stored forms start,
+    and last their end)."""
+    cdef Py_ssize_t n = pid.shape[0], t = per_text.shape[0], i, k, j = 0
+    cdef int64_t p, n_ids = 0, n_bytes = 0, ids_at = 0, bytes_at = 0
     for i in range(n):
-        at += lex_len[pid[i]]
-    out_arr = np.empty(at, dtype=np.uint8)
+        n_ids += count[pid[i]]
+        n_bytes += lex_len[pid[i]]
+    gids_arr = np.empty(n_ids, dtype=np.int32)
+    out_arr = np.empty(n_bytes, dtype=np.uint8)
+    term_arr = np.empty(t + 1, dtype=np.int64)
+    lex_arr = np.empty(t + 1, dtype=np.int64)
+    cdef int32_t[::1] gids = gids_arr
     cdef uint8_t[::1] out = out_arr
-    at = 0
+    cdef int64_t[::1] term_at = term_arr, lex_at = lex_arr
     with nogil:
-        for i in range(n):
-            p = pid[i]
-            if lex_len[p]:
-                memcpy(&out[at], &lex[lex_start[p]], <size_t>lex_len[p])
-                at += lex_len[p]
-    return out_arr.tobytes()
+        for k in range(t):
+            term_at[k] = ids_at
+            lex_at[k] = bytes_at
+            for i in range(j, j + per_text[k]):
+                p = pid[i]
+                if count[p]:
+                    memcpy(&gids[ids_at], &flat[start[p]], <size_t>count[p] * sizeof(int32_t))
+                    ids_at += count[p]
+                if lex_len[p]:
+                    memcpy(&out[bytes_at], &lex[lex_start[p]], <size_t>lex_len[p])
+                    bytes_at += lex_len[p]
+            j += per_text[k]
+        term_at[t] = ids_at
+        lex_at[t] = bytes_at
+    return gids_arr, term_arr, out_arr.tobytes(), lex_arr
 
 
 cdef inline bint _connector(uint8_t c) nogil:
@@ -122,8 +140,8 @@ cdef inline bint _connector(uint8_t c) nogil:
 cdef object _NOT_SEEN = object()
 
 
-cdef inline int64_t _term_id(object term, object ids, list terms) except? -1:
-    gid = ids.get(term)
+cdef inline int64_t _term_id(object term, object get, object ids, list terms) except? -1:
+    gid = get(term)
     if gid is None:
         gid = len(terms)
         ids[term] = gid
@@ -147,7 +165,12 @@ def number_pieces(bytes raw, const int64_t[::1] starts, const int64_t[::1] size,
     lex_arr = np.zeros(n, dtype=np.int64)
     cdef int64_t[::1] count = count_arr, lex_len = lex_arr
     cdef const uint8_t[::1] joined = raw
-    gids = array("q")
+    cdef Py_ssize_t bound = 0, g = 0
+    for i in range(n):  # room to spare: a piece has at most a term per byte and its whole
+        bound += 2 * size[i] + 2
+    gids_arr = np.empty(bound, dtype=np.int64)
+    cdef int64_t[::1] gids = gids_arr
+    get = ids.get
     stored = bytearray()
     for i in range(n):
         lo = starts[i]
@@ -169,7 +192,8 @@ def number_pieces(bytes raw, const int64_t[::1] starts, const int64_t[::1] size,
         if odd:
             found = rules(raw[starts[i]:starts[i] + size[i]].decode("ascii"))
             for term in found:
-                gids.append(_term_id(term, ids, terms))
+                gids[g] = _term_id(term, get, ids, terms)
+                g += 1
                 stored += term.encode("utf-8")
                 stored.append(32)
             count[i] = len(found)
@@ -177,7 +201,8 @@ def number_pieces(bytes raw, const int64_t[::1] starts, const int64_t[::1] size,
             continue
         if not plain:  # a code: the whole, then its parts
             whole = raw[lo:hi]
-            gids.append(_term_id(whole.decode("ascii"), ids, terms))
+            gids[g] = _term_id(whole.decode("ascii"), get, ids, terms)
+            g += 1
             stored += whole
             stored.append(32)
             count[i] += 1
@@ -190,13 +215,14 @@ def number_pieces(bytes raw, const int64_t[::1] starts, const int64_t[::1] size,
             if t is _NOT_SEEN:
                 t = word(w)
             if t is not None:
-                gids.append(_term_id(t, ids, terms))
+                gids[g] = _term_id(t, get, ids, terms)
+                g += 1
                 stored += t.encode("utf-8")
                 stored.append(32)
                 count[i] += 1
             a = j + 1
         lex_len[i] = len(stored) - before
-    return count_arr, np.frombuffer(gids, dtype=np.int64), lex_arr, bytes(stored)
+    return count_arr, gids_arr[:g], lex_arr, bytes(stored)
 
 
 def first_seen(const int32_t[::1] gids, const int64_t[::1] gmap):

@@ -10,8 +10,8 @@ compares them).
   the same exact int32 dots);
 * exact: the exact cosine of some rows (16 float64 lanes, j mod 16, added as a fixed tree);
 * fuse_cut: the scan with the weighted fusion's cut in the same pass (the candidates to rescore);
-* split, short_ids, stored, number_pieces (_pieces.pxi, included at the end): the term table's
-  pieces of a batch's ASCII texts, their piece ids, the batch's stored forms and the terms of
+* split, short_ids, gather, number_pieces (_pieces.pxi, included at the end): the term table's
+  pieces of a batch's ASCII texts, their piece ids, the batch's term ids and stored forms and the terms of
   the pieces new to the table (goclaw_search.term_table; the same results as its numpy
   versions, tests/libs/search/test_term_table.py compares them);
 * first_seen, postings (_pieces.pxi): a bulk load's new term ids in order of first occurrence

@@ -21,8 +21,8 @@ text is ASCII:
   stored bytes, cut per text.
 
 Where the compiled module is built (``goclaw_search._vec``, unless ``GOCLAW_SEARCH_NUMPY=1``)
-the split, the hash-table lookup, the rules for the new pieces and the gather of the stored
-forms are its loops (``split``, ``short_ids``, ``number_pieces``, ``stored``) instead: the same
+the split, the hash-table lookup, the rules for the new pieces and the gathers of the term ids
+and stored forms are its loops (``split``, ``short_ids``, ``number_pieces``, ``gather``) instead: the same
 pieces, piece ids and results.
 
 Term ids are numbered as the pieces are first met; a search index numbers its own terms in
@@ -215,23 +215,21 @@ class TermTable:
             first[ascii_at] = np.cumsum(per_a) - per_a
             first[other_at] = len(pid_a) + np.cumsum(per_o) - per_o
             pid = np.concatenate([pid_a, pid_o])[_ranges(first, per_text)]
-        bounds = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(per_text, out=bounds[1:])
-        count = np.frombuffer(self._count, dtype=np.int64)[pid]
-        start = np.frombuffer(self._start, dtype=np.int64)[pid]
-        gids = np.frombuffer(self._flat, dtype=np.int32)[_ranges(start, count)]
-        lex_len_all = np.frombuffer(self._lex_len, dtype=np.int64)
-        lex_len = lex_len_all[pid]
-        if compiled is not None:
-            raw = compiled.stored(self._lex, np.frombuffer(self._lex_start, dtype=np.int64), lex_len_all, pid)
+        if compiled is not None:  # the gathers and offsets below, in one pass
+            i64 = partial(np.frombuffer, dtype=np.int64)
+            gids, term_end, raw, lex_end = compiled.gather(
+                pid,
+                per_text,
+                np.frombuffer(self._flat, dtype=np.int32),
+                i64(self._start),
+                i64(self._count),
+                np.frombuffer(self._lex, dtype=np.uint8),
+                i64(self._lex_start),
+                i64(self._lex_len),
+            )
+            term_at, lex_at = term_end.tolist(), lex_end.tolist()
         else:
-            raw = self._stored(pid, lex_len)
-        # (the views above are dropped on return: the arrays can grow again)
-        term_end = np.zeros(len(pid) + 1, dtype=np.int64)
-        np.cumsum(count, out=term_end[1:])
-        lex_end = np.zeros(len(pid) + 1, dtype=np.int64)
-        np.cumsum(lex_len, out=lex_end[1:])
-        term_at, lex_at = term_end[bounds].tolist(), lex_end[bounds].tolist()
+            gids, term_at, raw, lex_at = self._gathered(pid, per_text)
         # Cut at byte offsets: in the decoded text when every byte is a character (ASCII).
         stored: Any = raw.decode("ascii") if raw.isascii() else raw
         words = self.terms
@@ -243,6 +241,25 @@ class TermTable:
                 lex = lex.decode("utf-8")
             out.append(TermIds(gids, term_at[i], term_at[i + 1], lex, words))
         return out
+
+    def _gathered(
+        self, pid: NDArray[np.int64], per_text: NDArray[np.int64]
+    ) -> tuple[Any, list[int], bytes, list[int]]:
+        """The compiled ``gather`` by numpy: the pieces' term ids one after the other, where each
+        text's start (and last their end), their stored forms, where each text's start (and end)."""
+        bounds = np.zeros(len(per_text) + 1, dtype=np.int64)
+        np.cumsum(per_text, out=bounds[1:])
+        count = np.frombuffer(self._count, dtype=np.int64)[pid]
+        start = np.frombuffer(self._start, dtype=np.int64)[pid]
+        gids = np.frombuffer(self._flat, dtype=np.int32)[_ranges(start, count)]
+        lex_len = np.frombuffer(self._lex_len, dtype=np.int64)[pid]
+        raw = self._stored(pid, lex_len)
+        # (the views above are dropped on return: the arrays can grow again)
+        term_end = np.zeros(len(pid) + 1, dtype=np.int64)
+        np.cumsum(count, out=term_end[1:])
+        lex_end = np.zeros(len(pid) + 1, dtype=np.int64)
+        np.cumsum(lex_len, out=lex_end[1:])
+        return gids, term_end[bounds].tolist(), raw, lex_end[bounds].tolist()
 
     def _stored(self, pid: NDArray[np.int64], lex_len: NDArray[np.int64]) -> bytes:
         """The stored forms of these pieces one after the other: rows of the fixed-width copy
@@ -307,7 +324,8 @@ class TermTable:
         if None in found:
             new = [k for k in dict.fromkeys(compress(keys, map(_is_none, found))) if k not in pieces]
             if type(new[0]) is bytes:  # longer ASCII pieces
-                ids = self._add(*self._tok.ascii_batch(b" ".join(new).decode("ascii").split(" ")))
+                size = np.fromiter(map(len, new), dtype=np.int64, count=len(new))
+                ids = self._rules(b" ".join(new), np.cumsum(size + 1) - size - 1, size)
             else:
                 each = list(map(self._tok.piece_terms, new))
                 ids = self._add(list(chain.from_iterable(each)), list(map(len, each)))
@@ -372,9 +390,15 @@ class TermTable:
 
     def _number(self, joined: bytes, starts: NDArray[np.int64], size: NDArray[np.int64]) -> None:
         """The pieces just put in the hash table (in order of their piece ids) through the
-        tokenizer's rules (:meth:`~goclaw_search.tokenize.Tokenizer.ascii_batch`)."""
-        if not len(starts):
-            return
+        tokenizer's rules (:meth:`_rules`)."""
+        if len(starts):
+            self._rules(joined, starts, size)
+            self._keyed += len(starts)
+
+    def _rules(self, joined: bytes, starts: NDArray[np.int64], size: NDArray[np.int64]) -> list[int]:
+        """Number new lower-cased ASCII pieces (``joined[starts[i]:starts[i] + size[i]]``) with
+        their terms by the tokenizer's rules
+        (:meth:`~goclaw_search.tokenize.Tokenizer.ascii_batch`); returns their piece ids."""
         if compiled is not None and hasattr(compiled, "number_pieces"):  # the same, one loop
             from goclaw_search.tokenize import MAX_TERM_CHARS
 
@@ -382,12 +406,10 @@ class TermTable:
             got = compiled.number_pieces(
                 joined, starts, size, words, word, self._tok.ascii_rules, self.ids, self.terms, MAX_TERM_CHARS
             )
-            self._append(*got)
-        else:
-            ends = (starts + size).tolist()
-            texts = b" ".join([joined[a:b] for a, b in zip(starts.tolist(), ends, strict=True)])
-            self._add(*self._tok.ascii_batch(texts.decode("ascii").split(" ")))
-        self._keyed += len(starts)
+            return self._append(*got)
+        ends = (starts + size).tolist()
+        texts = b" ".join([joined[a:b] for a, b in zip(starts.tolist(), ends, strict=True)])
+        return self._add(*self._tok.ascii_batch(texts.decode("ascii").split(" ")))
 
     def _reserve(self, more: int) -> None:
         """Room for ``more`` new pieces in the hash table (at most half full) and the words."""

@@ -152,6 +152,16 @@ def _drop_marks(match: re.Match[str]) -> str:
     return "".join(ch for ch in match.group() if not unicodedata.combining(ch))
 
 
+def _has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a CJK character; a text of Latin-1 characters only (every CJK
+    character is above U+10FF) is told by one copy instead of a regex scan."""
+    try:
+        text.encode("latin-1")
+    except UnicodeEncodeError:
+        return _CJK.search(text) is not None
+    return False
+
+
 def _strip_accents(word: str) -> str:
     decomposed = unicodedata.normalize("NFD", word)
     if decomposed.isascii():  # no combining mark is ASCII
@@ -337,7 +347,7 @@ class Tokenizer:
         if text.isascii():
             return text.lower()
         text = unicodedata.normalize("NFKC", text).casefold()
-        if _CJK.search(text) is None:
+        if not _has_cjk(text):
             return _strip_accents(text)
         # Strip accents outside CJK runs only (NFD would split Hangul syllables into jamo).
         return "".join(part if _CJK.match(part) else _strip_accents(part) for part in _CJK_RUN.findall(text))
@@ -349,7 +359,10 @@ class Tokenizer:
         character that is not ASCII (a separator: ``’``, ``—``) as a space."""
         if text.isascii():
             return text
-        folded = _NON_ASCII_SEPARATOR.sub(" ", self._normalise(text))
+        normalised = self._normalise(text)
+        if normalised.isascii():  # (accents only: no separator to replace)
+            return normalised
+        folded = _NON_ASCII_SEPARATOR.sub(" ", normalised)
         return folded if folded.isascii() else text
 
     def pieces(self, text: str) -> list[str]:
