@@ -30,9 +30,11 @@ formula applied to every chunk); indexing time given the same precomputed vector
 search after opening a fresh process; and the fusion-method comparison.
 
 ``--baseline PYTHON``: another checkout's interpreter (its editable goclaw), e.g. the code
-before a change, in the same run: its hybrid search on the same workspace, in a process of its
-own timed inside that process and interleaved with the others ("baseline" rows), and the cold
-start of both (a fresh process: ``import goclaw``, then ``Engine.open`` and a first search).
+before a change, in the same run: it indexes the same memory files into a workspace of its own
+(its schema and chunking may differ), then its hybrid search runs in a process of its own, timed
+inside that process and interleaved with the others ("baseline" rows, quality by the places
+of its hits), and the cold start of both (a fresh process: ``import goclaw``, then
+``Engine.open`` and a first search, each on its own workspace).
 """
 
 from __future__ import annotations
@@ -347,7 +349,22 @@ for line in sys.stdin:
     t = time.perf_counter()
     hits = eng.memory.search_response(q, "bench", limit=10, channel="hybrid", include_extra=False).hits
     took = time.perf_counter() - t
-    print(json.dumps([took, [h.chunk_id for h in hits if h.chunk_id is not None]]), flush=True)
+    print(json.dumps([took, [(h.path, h.start_line, h.end_line) for h in hits]]), flush=True)
+eng.close()
+"""
+
+# The baseline's own workspace: its own schema, chunking and index, from the same memory files.
+BASELINE_SETUP = r"""
+import shutil, sys
+from pathlib import Path
+from goclaw.engine import Engine
+eng = Engine.open(sys.argv[1])
+eng.agents.create("bench")
+target = Path(eng.agent_dir(eng.agents.get("bench")))
+shutil.rmtree(target, ignore_errors=True)
+shutil.copytree(sys.argv[2], target)
+eng.memory.index("bench")
+getattr(eng.memory.backend, "wait_background", lambda: True)()
 eng.close()
 """
 
@@ -370,12 +387,28 @@ def _env() -> dict[str, str]:
 
 
 class Baseline:
-    """Another checkout's hybrid search on the same workspace, in its own process; ``last`` is
-    the time its last search took there."""
+    """Another checkout's hybrid search in its own process, on a workspace it indexed itself from
+    the same memory files (its schema and chunks may differ from this checkout's); ``last`` is
+    the time its last search took there. Its hits are places (path, first and last line), kept
+    in ``places``; :meth:`hybrid` returns their positions there."""
 
     name = "baseline"
 
+    @staticmethod
+    def build(python: str, ws: Path, agent_src: Path) -> None:
+        ws.mkdir(parents=True, exist_ok=True)
+        out = subprocess.run(
+            [python, "-c", BASELINE_SETUP, str(ws), str(agent_src)],
+            capture_output=True,
+            text=True,
+            env=_env(),
+            cwd=str(ws.parent),
+        )
+        if out.returncode != 0:
+            raise SystemExit(f"baseline index failed ({python}): {out.stderr.strip().splitlines()[-1:]}")
+
     def __init__(self, python: str, ws: Path) -> None:
+        self.places: list[tuple[str, int, int]] = []
         self.proc = subprocess.Popen(
             [python, "-c", BASELINE_WORKER, str(ws)],
             stdin=subprocess.PIPE,
@@ -390,9 +423,11 @@ class Baseline:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write(json.dumps(q) + "\n")
         self.proc.stdin.flush()
-        took, ids = json.loads(self.proc.stdout.readline())
+        took, hits = json.loads(self.proc.stdout.readline())
         self.last = float(took)
-        return [int(i) for i in ids]
+        first = len(self.places)
+        self.places.extend((str(a), int(b), int(c)) for a, b, c in hits)
+        return list(range(first, len(self.places)))
 
     def close(self) -> None:
         assert self.proc.stdin is not None
@@ -400,12 +435,14 @@ class Baseline:
         self.proc.wait(timeout=60)
 
 
-def _cold(pythons: dict[str, str], ws: Path, label: str, rows: list[dict[str, Any]], rounds: int = 5) -> None:
-    """Cold start of each interpreter's goclaw, fresh processes taking turns: ``import goclaw``,
-    and until its first search returns (``Engine.open`` included)."""
+def _cold(
+    pythons: dict[str, tuple[str, Path]], label: str, rows: list[dict[str, Any]], rounds: int = 5
+) -> None:
+    """Cold start of each interpreter's goclaw on its workspace, fresh processes taking turns:
+    ``import goclaw``, and until its first search returns (``Engine.open`` included)."""
     got: dict[str, list[list[float]]] = {name: [] for name in pythons}
     for _ in range(rounds):
-        for name, python in pythons.items():
+        for name, (python, ws) in pythons.items():
             out = subprocess.run(
                 [python, "-c", COLD, str(ws)], capture_output=True, text=True, env=_env(), cwd=str(ws.parent)
             )
@@ -508,12 +545,14 @@ def run_size(
     first = time.perf_counter() - t
     fresh.close()
     rows.append(row(f"first search after open, {label} (SQLite, includes Engine.open)", first * 1000, "ms"))
+    base_ws = tmp / f"ws-baseline-{n_chunks}"
     if baseline:
-        _cold({"goclaw": sys.executable, "baseline": baseline}, g.ws, label, rows)
+        Baseline.build(baseline, base_ws, agent_src)
+        _cold({"goclaw": (sys.executable, g.ws), "baseline": (baseline, base_ws)}, label, rows)
     g = Goclaw.__new__(Goclaw)
     g.ws, g.url = tmp / f"ws-{n_chunks}", None
     g.eng = Engine.open(g.ws)
-    base = Baseline(baseline, g.ws) if baseline else None
+    base = Baseline(baseline, base_ws) if baseline else None
 
     def goc(channel: str) -> Callable[[str], list[int]]:
         def f(q: str) -> list[int]:
@@ -553,8 +592,8 @@ def run_size(
     for sname in systems:
         if not sname.startswith("goclaw"):
             to_place[sname] = lambda r: [place[i] for i in r]
-    if base is not None:  # chunk ids, as goclaw's
-        to_place[base.name] = lambda r: [place[pos[i]] for i in r]
+    if base is not None:  # positions in its own list of places
+        to_place[base.name] = lambda r: [base.places[i] for i in r]
 
     for channel in ("hybrid", "lexical", "vector"):
         times: dict[str, list[float]] = {s: [] for s in systems if channel in systems[s]}
