@@ -21,16 +21,9 @@ agent's length became (tighter the closer ``avgdl`` stays to ``ref``; ``goclaw m
 from __future__ import annotations
 
 from goclaw_memory.pg_text import K1, B
+from goclaw_memory.tables import pg_stats_ddl
 
-POSTINGS_TABLES = (
-    "CREATE TABLE IF NOT EXISTS memory_postings (agent_id varchar(64) NOT NULL, term text NOT NULL, "
-    "impact double precision NOT NULL, chunk_id bigint NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS ix_memory_postings ON memory_postings "
-    "(agent_id, term, impact DESC, chunk_id)",
-    "CREATE INDEX IF NOT EXISTS ix_memory_postings_chunk ON memory_postings (chunk_id)",
-    "CREATE TABLE IF NOT EXISTS memory_postings_ref (agent_id varchar(64) PRIMARY KEY, "
-    "avgdl double precision NOT NULL)",
-)
+POSTINGS_TABLES = pg_stats_ddl("memory_postings", "memory_postings_ref")
 
 # Per chunk of (ids, agents, lexes): its length and each term's frequency.
 _PER_TERM = (

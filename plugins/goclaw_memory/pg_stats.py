@@ -22,15 +22,9 @@ from collections.abc import Callable
 from typing import Any
 
 from goclaw_memory.pg_postings import POSTINGS_APPLY, POSTINGS_BACKFILL, POSTINGS_TABLES
+from goclaw_memory.tables import pg_stats_ddl
 
-TABLES = (
-    "CREATE TABLE IF NOT EXISTS memory_agent_stats (agent_id varchar(64) NOT NULL, "
-    "chunks bigint NOT NULL, terms bigint NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS ix_memory_agent_stats ON memory_agent_stats (agent_id)",
-    "CREATE TABLE IF NOT EXISTS memory_term_stats (agent_id varchar(64) NOT NULL, term text NOT NULL, "
-    "df integer NOT NULL, max_tf integer NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS ix_memory_term_stats ON memory_term_stats (agent_id, term)",
-)
+TABLES = pg_stats_ddl("memory_agent_stats", "memory_term_stats")
 TRIGGER_NAMES = ("memory_chunks_stats_insert", "memory_chunks_stats_delete", "memory_chunks_stats_update")
 
 # One function appends a signed batch: (agent ids, lex strings) counted +1 or -1.

@@ -145,3 +145,19 @@ PG_STATS_TABLES = (
         Column("avgdl", Double, nullable=False),
     ),
 )
+
+
+def pg_stats_ddl(*names: str) -> tuple[str, ...]:
+    """``CREATE ... IF NOT EXISTS`` statements of the named :data:`PG_STATS_TABLES` and their
+    indexes, as the migrations and the ``postgresql`` backend's install run them (the types
+    rendered for PostgreSQL, which SQLite accepts too): the tables are declared once, here."""
+    from sqlalchemy.dialects import postgresql
+    from sqlalchemy.schema import CreateIndex, CreateTable
+
+    dialect = postgresql.dialect()
+    out: list[str] = []
+    for table in (t for t in PG_STATS_TABLES if t.name in names):
+        out.append(str(CreateTable(table, if_not_exists=True).compile(dialect=dialect)).strip())
+        for index in sorted(table.indexes, key=lambda i: str(i.name)):
+            out.append(str(CreateIndex(index, if_not_exists=True).compile(dialect=dialect)))
+    return tuple(out)
