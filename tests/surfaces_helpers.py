@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,25 +35,10 @@ def module_database(backend: str) -> Iterator[str | None]:
     if backend == "sqlite":
         yield None
         return
-    from tests.conftest import require_pg
+    from goclaw_memory.testing.fixtures import private_schema
 
-    base = require_pg()
-    from sqlalchemy import create_engine, text
-
-    from goclaw.store.database import normalise_url
-
-    schema = "t_" + uuid.uuid4().hex[:12]
-    admin = create_engine(normalise_url(base))
-    with admin.begin() as conn:
-        conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
-        conn.execute(text(f"CREATE SCHEMA {schema}"))
-    sep = "&" if "?" in base else "?"
-    try:
-        yield f"{normalise_url(base)}{sep}options=-csearch_path%3D{schema},public"
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
-        admin.dispose()
+    with private_schema() as url:
+        yield url
 
 
 def seed(ws: Path, database_url: str | None) -> None:

@@ -5,6 +5,7 @@ dropped afterwards). Load them with ``pytest_plugins = ["goclaw_memory.testing.f
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -41,6 +42,13 @@ def _psycopg(url: str) -> str:
 @pytest.fixture
 def pg_schema_url() -> Iterator[str]:
     """A PostgreSQL URL whose connections use a fresh, private schema."""
+    with private_schema() as url:
+        yield url
+
+
+@contextlib.contextmanager
+def private_schema() -> Iterator[str]:
+    """A URL on a fresh schema of the test database (skips without one), dropped afterwards."""
     base = _psycopg(require_pg())
     from sqlalchemy import create_engine, text
 
