@@ -190,3 +190,16 @@ def kg_entity(engine: Any, agent: Any, name: str, etype: str, vec: list[float], 
         return str(row.id)
 
     return str(engine.db.run_write(_do))
+
+
+def alice_works_at_acme(
+    engine: Any, s: Any, agent_id: str, now: Any, relation_type: str
+) -> tuple[Any, Any, Any]:
+    """In session ``s``: entities Alice (person, "engineer") and Acme (organization) of the
+    agent, and the relation Alice ``relation_type`` Acme, all valid from ``now``; the three rows."""
+    kg = engine.kg
+    common = {"agent_id": agent_id, "user_id": "", "now": now}
+    alice, _ = kg.upsert_entity(s, name="Alice", entity_type="person", description="engineer", **common)
+    acme, _ = kg.upsert_entity(s, name="Acme", entity_type="organization", **common)
+    rel, _ = kg.upsert_relation(s, source=alice, target=acme, relation_type=relation_type, **common)
+    return alice, acme, rel

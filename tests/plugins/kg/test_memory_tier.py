@@ -10,6 +10,7 @@ import pytest
 
 from goclaw.contracts.tools import ToolContext
 from goclaw.errors import NotFoundError
+from tests.consolidation_helpers import alice_works_at_acme
 from tests.memory_helpers import write
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -20,21 +21,7 @@ def _seed(engine: Any) -> Any:
     kg = engine.kg
 
     def _do(s: Any) -> None:
-        alice, _ = kg.upsert_entity(
-            s,
-            agent_id=agent.id,
-            user_id="",
-            name="Alice",
-            entity_type="person",
-            description="engineer",
-            now=T0,
-        )
-        acme, _ = kg.upsert_entity(
-            s, agent_id=agent.id, user_id="", name="Acme", entity_type="organization", now=T0
-        )
-        kg.upsert_relation(
-            s, agent_id=agent.id, user_id="", source=alice, target=acme, relation_type="works_at", now=T0
-        )
+        alice_works_at_acme(engine, s, agent.id, T0, "works_at")
         kg.upsert_entity(s, agent_id=agent.id, user_id="bob", name="Zeppelin", entity_type="thing", now=T0)
 
     engine.db.run_write(_do)

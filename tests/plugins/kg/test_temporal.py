@@ -16,7 +16,7 @@ from goclaw_kg.dedup import DedupWorker, decide
 from goclaw_kg.settings import KGSettings
 from goclaw_kg.similarity import jaro_winkler, name_similarity
 from goclaw_kg.tables import KGDedupCandidate, KGEntity, KGRelation
-from tests.consolidation_helpers import kg_entity
+from tests.consolidation_helpers import alice_works_at_acme, kg_entity
 from tests.helpers import run_cli
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -28,23 +28,9 @@ def _seed(engine: Any) -> tuple[Any, KGEntity, KGEntity, KGEntity, KGRelation]:
     kg = engine.kg
 
     def _do(s: Any) -> tuple[KGEntity, KGEntity, KGEntity, KGRelation]:
-        alice, _ = kg.upsert_entity(
-            s,
-            agent_id=agent.id,
-            user_id="",
-            name="Alice",
-            entity_type="person",
-            description="engineer",
-            now=T0,
-        )
-        acme, _ = kg.upsert_entity(
-            s, agent_id=agent.id, user_id="", name="Acme", entity_type="organization", now=T0
-        )
+        alice, acme, rel = alice_works_at_acme(engine, s, agent.id, T0, "works at")
         globex, _ = kg.upsert_entity(
             s, agent_id=agent.id, user_id="", name="Globex", entity_type="organization", now=T0
-        )
-        rel, _ = kg.upsert_relation(
-            s, agent_id=agent.id, user_id="", source=alice, target=acme, relation_type="works at", now=T0
         )
         return alice, acme, globex, rel
 
