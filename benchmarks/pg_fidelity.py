@@ -16,6 +16,12 @@ version-token read.
       .venv/bin/python benchmarks/pg_fidelity.py --chunks 100000 [--backend postgresql]
 
 The PostgreSQL side runs in its own schema of that database, dropped at the end.
+
+``--interleaved DIR`` measures both engines question by question instead (full text and
+hybrid, reranker off: machine noise hits both alike), on a corpus kept in ``DIR`` (the SQLite
+workspace) and in the schema named in ``DIR/schema`` (kept too): the first run loads them,
+later runs (e.g. after a change of the backend's code; migrations run on open) reuse them.
+Drop the schema by hand when done.
 """
 
 from __future__ import annotations
@@ -131,6 +137,74 @@ def run(n_chunks: int, url: str, backend: str) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def interleaved(keep: Path, n_chunks: int, url: str, backend: str) -> None:
+    """Both engines on one kept corpus, each question asked of SQLite then PostgreSQL."""
+    from sqlalchemy import create_engine, text
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    keep.mkdir(parents=True, exist_ok=True)
+    marker = keep / "schema"
+    fresh = not marker.exists()
+    if fresh:
+        schema = f"bench_{uuid.uuid4().hex[:8]}"
+        admin = create_engine(url)
+        with admin.begin() as c:
+            c.execute(text(f"CREATE SCHEMA {schema}"))
+        admin.dispose()
+        generate(keep / "src", n_chunks=n_chunks, n_facts=150, seed=7)
+    else:
+        schema = marker.read_text().strip()
+    sep = "&" if "?" in url else "?"
+    pg_url = f"{url}{sep}options=-csearch_path%3D{schema},public"
+    questions = [
+        q for q in (json.loads(line) for line in (keep / "src" / "questions.jsonl").open()) if q.get("expect")
+    ]
+    t0 = time.perf_counter()
+    if fresh:
+        sq = _open(keep / "sqlite", None, keep / "src")
+        pg = _open(keep / "pg", pg_url, keep / "src", backend)
+        marker.write_text(schema)
+        print(f"loaded both in {time.perf_counter() - t0:.1f} s")
+    else:
+        from goclaw.engine import Engine
+
+        sq = Engine.open(keep / "sqlite", None)
+        pg = Engine.open(keep / "pg", pg_url)
+        pg.plugin_settings("memory").backend = backend
+    for eng in (sq, pg):
+        eng.plugin_settings("memory").rerank = "none"
+        eng.memory.search("warm up", "bench", limit=K)
+    print(f"{n_chunks:,} chunks, {len(questions)} questions, schema {schema}, backend {pg.memory.backend.name}")
+    for channel in ("lexical", "hybrid"):
+        ms: dict[str, list[float]] = {"sqlite": [], "pg": []}
+        quality = {"sqlite": [0, 0.0], "pg": [0, 0.0]}
+        overlap = []
+        for q in questions:
+            tops = {}
+            for name, eng in (("sqlite", sq), ("pg", pg)):
+                t = time.perf_counter()
+                hits = eng.memory.search(q["question"], "bench", limit=K, channel=channel)
+                ms[name].append((time.perf_counter() - t) * 1000)
+                tops[name] = {(h.path, h.start_line) for h in hits}
+                r = hit_rank(hits, q["expect"])
+                if r:
+                    quality[name][0] += 1
+                    quality[name][1] += 1 / r
+            overlap.append(len(tops["sqlite"] & tops["pg"]) / max(1, len(tops["sqlite"])))
+        n = len(questions)
+        line = [f"  {channel:7s} overlap {statistics.mean(overlap):.3f}"]
+        for name in ("pg", "sqlite"):
+            t = sorted(ms[name])
+            line.append(
+                f"{name} hit@10 {quality[name][0] / n:.3f} MRR {quality[name][1] / n:.3f} "
+                f"p50 / p90 / p99 {statistics.median(t):.1f} / {t[int(0.9 * (n - 1))]:.1f} / "
+                f"{t[int(0.99 * (n - 1))]:.1f} ms"
+            )
+        print("; ".join(line), f"(load average {os.getloadavg()[0]:.1f})", flush=True)
+    sq.close()
+    pg.close()
+
+
 def _startup(ws: Path, url: str, backend: str, questions: list[dict[str, Any]]) -> None:
     """A new process's costs, twice on one fresh workspace: with no saved index, then with the
     one the first left behind."""
@@ -216,12 +290,16 @@ def main() -> int:
         default="auto",
         help="the PostgreSQL side's backend: auto (= inprocess), inprocess or postgresql",
     )
+    ap.add_argument("--interleaved", metavar="DIR", help="both engines question by question, corpus kept in DIR")
     args = ap.parse_args()
     url = os.environ.get("GOCLAW_BENCH_DATABASE_URL") or os.environ.get("GOCLAW_TEST_DATABASE_URL")
     if not url:
         print("error: set GOCLAW_BENCH_DATABASE_URL to a PostgreSQL URL with pgvector", file=sys.stderr)
         return 2
-    run(args.chunks, url, args.backend)
+    if args.interleaved:
+        interleaved(Path(args.interleaved), args.chunks, url, args.backend)
+    else:
+        run(args.chunks, url, args.backend)
     return 0
 
 

@@ -427,9 +427,12 @@ class PostgresSearchBackend(SearchBackend):
 # Queries whose lists hold more rows than this in all read the longest lists only down to one
 # of CUT_IMPACTS (all above a one-time term in a chunk of average length: 1 / (1 + k1) = 0.45,
 # where most rows are), while what the rows left can add stays within CUT_SHARE of the budget.
+# The first, 1.0, is above every impact: the list is not read at all (MaxScore's
+# non-essential lists): a chunk only in such lists cannot reach the result, and the chunks read
+# get their exact BM25 from their own terms anyway.
 CUT_ABOVE = 20_000
-CUT_IMPACTS = (0.8, 0.7, 0.6, 0.5)
-CUT_SHARE = 0.8
+CUT_IMPACTS = (1.0, 0.8, 0.7, 0.6, 0.5)
+CUT_SHARE = 0.2
 
 
 class Ranked:
@@ -457,6 +460,7 @@ class Ranked:
         self.complete = False  # every matching chunk is in bounds
         self.cuts: dict[str, float] = {}  # term -> the impact its list is read down to
         self.tcut = 0.0  # the most the cut lists' unread rows add to a chunk
+        self.aggregated = False  # the bounds were computed (with the cuts of that time)
 
     def cut(self, room: float, df: dict[str, int]) -> None:
         """Read the longest lists only down to one of :data:`CUT_IMPACTS` (the highest that
@@ -479,9 +483,11 @@ class Ranked:
         user, terms and, in a hybrid search, cosine); returns the most any chunk not read can
         have as BM25 (0 when every match was read)."""
         want = self.done + self.step
-        if self.tcut and (self.done >= len(self.bounds) or self.bounds[self.done][1] <= self.tcut):
+        read_cut = self.tcut and self.aggregated  # bounds of the cut lists were read
+        if read_cut and (self.done >= len(self.bounds) or self.bounds[self.done][1] <= self.tcut):
             # The cut lists' unread rows are what is left: read them all from here on.
             self.cuts, self.tcut, self.bounds, self.done, self.complete = {}, 0.0, [], 0, False
+            self.aggregated = False
             want = self.step
         params: dict[str, Any] = {"a": self.query.agent_id, "users": self.users, "seen": list(found)}
         parts = _candidate_sql(self.query, self.cosine, self.only, params)
@@ -505,6 +511,7 @@ class Ranked:
                 else:
                     found[int(i)] = (user, lex or "", cos)
             self.complete = len(self.bounds) < limit
+            self.aggregated = True
         else:
             params["ids"] = [i for i, _ub in self.bounds[self.done : want]]
             for i, user, lex, cos in self.c.execute(text(FETCH.format(**parts)), params).all():
