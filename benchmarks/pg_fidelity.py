@@ -174,7 +174,9 @@ def interleaved(keep: Path, n_chunks: int, url: str, backend: str) -> None:
     for eng in (sq, pg):
         eng.plugin_settings("memory").rerank = "none"
         eng.memory.search("warm up", "bench", limit=K)
-    print(f"{n_chunks:,} chunks, {len(questions)} questions, schema {schema}, backend {pg.memory.backend.name}")
+    print(
+        f"{n_chunks:,} chunks, {len(questions)} questions, schema {schema}, backend {pg.memory.backend.name}"
+    )
     for channel in ("lexical", "hybrid"):
         ms: dict[str, list[float]] = {"sqlite": [], "pg": []}
         quality = {"sqlite": [0, 0.0], "pg": [0, 0.0]}
@@ -290,7 +292,9 @@ def main() -> int:
         default="auto",
         help="the PostgreSQL side's backend: auto (= inprocess), inprocess or postgresql",
     )
-    ap.add_argument("--interleaved", metavar="DIR", help="both engines question by question, corpus kept in DIR")
+    ap.add_argument(
+        "--interleaved", metavar="DIR", help="both engines question by question, corpus kept in DIR"
+    )
     args = ap.parse_args()
     url = os.environ.get("GOCLAW_BENCH_DATABASE_URL") or os.environ.get("GOCLAW_TEST_DATABASE_URL")
     if not url:

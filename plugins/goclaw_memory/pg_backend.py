@@ -113,14 +113,15 @@ class PostgresSearchBackend(SearchBackend):
                 rho = min(1.0, ref / avgdl) if avgdl > 0 else 1.0
                 cosine = want_vec and bool(found)
                 scores: dict[int, float] = {}
-                ranked = Ranked(c, query, users, weights, rho, cosine, only, first=2 * pool)
+                ids_of = {t: stats[t].term_id for t in weights}
+                ranked = Ranked(c, query, users, weights, ids_of, rho, cosine, only, first=2 * pool)
                 df = {t: stats[t].df for t in weights}
                 long = len(weights) > 1 and sum(df.values()) > CUT_ABOVE
                 if long:
                     # The chunks of the rarest terms first: a budget to cut the long lists by.
                     rare = sorted(weights, key=lambda t: (df[t], t))[: len(weights) // 2]
                     some = {t: weights[t] for t in rare}
-                    Ranked(c, query, users, some, rho, cosine, only, first=pool).read(found)
+                    Ranked(c, query, users, some, ids_of, rho, cosine, only, first=pool).read(found)
                 rest_bm25: float | None = None if weights else 0.0  # None: the postings not read yet
                 while True:
                     ids = list(found)
@@ -172,26 +173,28 @@ class PostgresSearchBackend(SearchBackend):
     @staticmethod
     def _stats(c: Any, agent_id: str, terms: Sequence[str]) -> tuple[int, int, float, dict[str, TermStats]]:
         """The agent's chunk count, total length in terms, the reference mean length of its
-        postings' impacts, and the query terms it has."""
+        postings' impacts, and the query terms it has (with their dictionary ids)."""
         rows = c.execute(
             text(
-                "SELECT NULL, sum(chunks), sum(terms) FROM memory_agent_stats WHERE agent_id = :a UNION ALL "
-                "SELECT '', avgdl, NULL FROM memory_postings_ref WHERE agent_id = :a UNION ALL "
-                "SELECT term, sum(df), max(max_tf) FROM memory_term_stats WHERE agent_id = :a "
-                "AND term = ANY(:t) GROUP BY term"
+                "SELECT NULL, sum(chunks), sum(terms), NULL::int FROM memory_agent_stats WHERE agent_id = :a "
+                "UNION ALL "
+                "SELECT '', avgdl, NULL, NULL FROM memory_postings_ref WHERE agent_id = :a UNION ALL "
+                "SELECT s.term, sum(s.df), max(s.max_tf), min(d.id) FROM memory_term_stats s "
+                "JOIN memory_terms d ON d.agent_id = :a AND d.term = s.term "
+                "WHERE s.agent_id = :a AND s.term = ANY(:t) GROUP BY s.term"
             ),
             {"a": agent_id, "t": list(dict.fromkeys(terms))},
         ).all()
         chunks_n = total = 0
         ref = 1.0
         stats: dict[str, TermStats] = {}
-        for term, a, b in rows:  # sums of the delta rows (goclaw_memory.pg_stats)
+        for term, a, b, term_id in rows:  # sums of the delta rows (goclaw_memory.pg_stats)
             if term is None:
                 chunks_n, total = int(a or 0), int(b or 0)
             elif term == "":
                 ref = float(a)
             elif a > 0:
-                stats[term] = TermStats(int(a), int(b))
+                stats[term] = TermStats(int(a), int(b), int(term_id))
         return chunks_n, total, ref, stats
 
     @staticmethod
@@ -446,6 +449,7 @@ class Ranked:
         query: SearchQuery,
         users: list[str],
         weights: dict[str, float],
+        ids_of: dict[str, int],
         rho: float,
         cosine: bool,
         only: list[int] | None,
@@ -453,7 +457,7 @@ class Ranked:
         first: int,
     ) -> None:
         self.c, self.query, self.users, self.cosine, self.only = c, query, users, cosine, only
-        self.weights, self.rho = weights, rho
+        self.weights, self.ids_of, self.rho = weights, ids_of, rho
         self.step = first
         self.done = 0  # bounds read
         self.bounds: list[tuple[int, float]] = []  # (id, bound), best first
@@ -494,7 +498,7 @@ class Ranked:
         if want > len(self.bounds) and not self.complete:
             limit = want * 8
             params.update(
-                t=list(self.weights),
+                t=[self.ids_of[t] for t in self.weights],
                 w=list(self.weights.values()),
                 c=[self.cuts.get(t, 0.0) for t in self.weights],
                 tau=[self.tail(t, self.cuts[t]) if t in self.cuts else 0.0 for t in self.weights],

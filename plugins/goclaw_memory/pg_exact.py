@@ -38,11 +38,12 @@ EXACT_VECTOR_SCAN = 10_000
 
 @dataclass(frozen=True)
 class TermStats:
-    """The agent's document frequency of a term and the largest frequency in one chunk (an
-    upper bound: a removal never lowers it)."""
+    """The agent's document frequency of a term, the largest frequency in one chunk (an
+    upper bound: a removal never lowers it) and the term's id in the agent's dictionary."""
 
     df: int
     max_tf: int
+    term_id: int
 
 
 def idf(df: float, n: float) -> float:

@@ -2,13 +2,18 @@
 each chunk's BM25 for a query, so a full-text top ``k`` reads only the chunks that can reach
 it, and a common term's long list can be read down to an impact instead of to its end.
 
-``memory_postings`` holds one row per (agent, term, chunk) with the term's *impact* in that
-chunk: the BM25 term-frequency factor ``tf / (tf + k1 (1 - b + b dl / ref))`` (``dl`` the
-chunk's length in terms), computed with a reference mean length ``ref`` fixed per agent
+``memory_postings`` holds one row per (term, chunk) with the term's *impact* in that chunk:
+the BM25 term-frequency factor ``tf / (tf + k1 (1 - b + b dl / ref))`` (``dl`` the chunk's
+length in terms), computed with a reference mean length ``ref`` fixed per agent
 (``memory_postings_ref``: the mean length of the agent's first written chunks), so an impact
-never changes once written. A btree on (agent, term, impact DESC, chunk) serves each term's
+never changes once written. A term is its id in the agent's dictionary (``memory_terms``: one
+id per agent and term), so a row is 16 bytes of keys (integer term, ``real`` impact, chunk)
+instead of the agent id and the term's text; a btree on (term, impact DESC, chunk) serves each
 list in impact order. Kept by the statistics triggers (:mod:`goclaw_memory.pg_stats`) in the
-transaction that writes the chunks.
+transaction that writes the chunks. A dictionary row goes when its term leaves the agent's
+statistics (:func:`goclaw_memory.pg_stats.fold`): a writer holds the agent's advisory lock
+:data:`TERMS_LOCK` shared until it commits, and the fold deletes only under the exclusive one,
+so no posting is written for an id being deleted.
 
 The real factor uses the agent's *current* mean length ``avgdl``. With ``ρ = min(1, ref /
 avgdl)``, ``k1 (1 - b + b dl / avgdl) >= ρ k1 (1 - b + b dl / ref)``, so a chunk whose stored
@@ -23,7 +28,8 @@ from __future__ import annotations
 from goclaw_memory.pg_text import K1, B
 from goclaw_memory.tables import pg_stats_ddl
 
-POSTINGS_TABLES = pg_stats_ddl("memory_postings", "memory_postings_ref")
+POSTINGS_TABLES = pg_stats_ddl("memory_terms", "memory_postings", "memory_postings_ref")
+TERMS_LOCK = 0x60C1A6  # with hashtext(agent id): pg_advisory_xact_lock(int, int)
 
 # Per chunk of (ids, agents, lexes): its length and each term's frequency.
 _PER_TERM = (
@@ -33,12 +39,27 @@ _PER_TERM = (
     "WHERE t.term <> '' GROUP BY r.id, r.agent, t.term"
 )
 _IMPACT = f"p.tf / (p.tf + {K1} * (1 - {B} + {B} * p.dl / f.avgdl))"
+# The terms of (agents, lexes) the dictionary lacks (only those: a conflicting insert would
+# still draw an id from the sequence).
+_TERMS = (
+    "INSERT INTO memory_terms (agent_id, term) SELECT DISTINCT x.agent, t.term FROM {rows}, "
+    "unnest(string_to_array(coalesce(x.lex, ''), ' ')) AS t(term) WHERE t.term <> '' AND NOT EXISTS "
+    "(SELECT 1 FROM memory_terms d WHERE d.agent_id = x.agent AND d.term = t.term) "
+    "ON CONFLICT (agent_id, term) DO NOTHING"
+)
+_POSTINGS = (
+    "INSERT INTO memory_postings (term_id, impact, chunk_id) SELECT d.id, {impact}, p.id "
+    "FROM ({per_term}) AS p JOIN memory_postings_ref f ON f.agent_id = p.agent "
+    "JOIN memory_terms d ON d.agent_id = p.agent AND d.term = p.term"
+)
 _REF = (
     "INSERT INTO memory_postings_ref (agent_id, avgdl) SELECT agent, greatest(1, avg(cardinality("
     "array_remove(string_to_array(coalesce(lex, ''), ' '), '')))) FROM {rows} GROUP BY agent "
     "ON CONFLICT (agent_id) DO NOTHING"
 )
 
+_AGENT_LEXES = "unnest(agents, lexes) AS x(agent, lex)"
+_ID_AGENT_LEXES = "unnest(ids, agents, lexes) AS x(id, agent, lex)"
 POSTINGS_APPLY = f"""
 CREATE OR REPLACE FUNCTION memory_postings_apply(ids bigint[], agents text[], lexes text[], sign integer)
 RETURNS void LANGUAGE plpgsql AS $$
@@ -50,36 +71,37 @@ BEGIN
         DELETE FROM memory_postings WHERE chunk_id = ANY(ids);
         RETURN;
     END IF;
-    {_REF.format(rows="unnest(agents, lexes) AS x(agent, lex)")};
-    INSERT INTO memory_postings (agent_id, term, impact, chunk_id)
-    SELECT p.agent, p.term, {_IMPACT}, p.id
-    FROM ({_PER_TERM.format(rows="unnest(ids, agents, lexes) AS x(id, agent, lex)")}) AS p
-    JOIN memory_postings_ref f ON f.agent_id = p.agent;
+    PERFORM pg_advisory_xact_lock_shared({TERMS_LOCK}, hashtext(a))
+        FROM (SELECT DISTINCT unnest(agents)) AS g(a);
+    {_REF.format(rows=_AGENT_LEXES)};
+    {_TERMS.format(rows=_AGENT_LEXES)};
+    {_POSTINGS.format(impact=_IMPACT, per_term=_PER_TERM.format(rows=_ID_AGENT_LEXES))};
 END $$;
 """
 
 _CHUNKS = "(SELECT id, agent_id AS agent, lex FROM memory_chunks) AS x"
 POSTINGS_BACKFILL = (
     _REF.format(rows=_CHUNKS),
-    f"INSERT INTO memory_postings (agent_id, term, impact, chunk_id) SELECT p.agent, p.term, {_IMPACT}, "
-    f"p.id FROM ({_PER_TERM.format(rows=_CHUNKS)}) AS p JOIN memory_postings_ref f ON f.agent_id = p.agent",
+    _TERMS.format(rows=_CHUNKS),
+    _POSTINGS.format(impact=_IMPACT, per_term=_PER_TERM.format(rows=_CHUNKS)),
 )
 
-# The ``:lim`` chunks of highest BM25 bound over the query's terms (``:t``, each with its weight
+# The ``:lim`` chunks of highest BM25 bound over the query's terms (ids ``:t``, each with its weight
 # ``:w``: a row bounds its term's part by weight × factor_bound(impact), ``:rho`` as there),
 # best first, each with that bound; the first ``:top`` with their user, terms and (in a hybrid
 # search) cosine when in the search's scope and not read yet. Every chunk not among the
 # ``:lim`` has a BM25 of at most the lowest bound returned.
+# A ``real`` impact is within a relative 6e-8 of the computed one: the bounds allow 1e-6.
 _BOUNDS = (
-    "SELECT p.chunk_id, (sum(e.w / (1 + :rho * (1 / p.impact - 1)) - e.tau) + :tcut) * (1 + 1e-9) AS ub "
-    "FROM memory_postings p JOIN unnest(CAST(:t AS text[]), CAST(:w AS float8[]), CAST(:c AS float8[]), "
-    "CAST(:tau AS float8[])) AS e(term, w, c, tau) ON p.term = e.term AND p.impact >= e.c "
-    "WHERE p.agent_id = :a GROUP BY p.chunk_id ORDER BY ub DESC, p.chunk_id LIMIT :lim"
+    "SELECT p.chunk_id, (sum(e.w / (1 + :rho * (1 / p.impact::float8 - 1)) - e.tau) + :tcut) * (1 + 1e-6) "
+    "AS ub FROM memory_postings p JOIN unnest(CAST(:t AS int[]), CAST(:w AS float8[]), CAST(:c AS float8[]), "
+    "CAST(:tau AS float8[])) AS e(term, w, c, tau) ON p.term_id = e.term AND p.impact >= e.c "
+    "GROUP BY p.chunk_id ORDER BY ub DESC, p.chunk_id LIMIT :lim"
 )
 # The same for a query of one term: its list's first rows, in the index's order.
 _BOUNDS_ONE = (
-    "SELECT p.chunk_id, (CAST(:w AS float8[]))[1] / (1 + :rho * (1 / p.impact - 1)) * (1 + 1e-9) AS ub "
-    "FROM memory_postings p WHERE p.agent_id = :a AND p.term = (CAST(:t AS text[]))[1] "
+    "SELECT p.chunk_id, (CAST(:w AS float8[]))[1] / (1 + :rho * (1 / p.impact::float8 - 1)) * (1 + 1e-6) "
+    "AS ub FROM memory_postings p WHERE p.term_id = (CAST(:t AS int[]))[1] "
     "ORDER BY p.impact DESC, p.chunk_id LIMIT :lim"
 )
 _TOP = (
@@ -101,4 +123,4 @@ def factor_bound(impact: float, rho: float) -> float:
     term-frequency factor, with ``rho = min(1, ref / avgdl)`` (the module docstring)."""
     if impact <= 0:
         return 0.0
-    return (1.0 / (1.0 + rho * (1.0 / impact - 1.0))) * (1 + 1e-9)  # float rounding of impact
+    return (1.0 / (1.0 + rho * (1.0 / impact - 1.0))) * (1 + 1e-6)  # an impact is stored as real

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from goclaw_memory.pg_postings import POSTINGS_APPLY, POSTINGS_BACKFILL, POSTINGS_TABLES
+from goclaw_memory.pg_postings import POSTINGS_APPLY, POSTINGS_BACKFILL, POSTINGS_TABLES, TERMS_LOCK
 from goclaw_memory.tables import pg_stats_ddl
 
 TABLES = pg_stats_ddl("memory_agent_stats", "memory_term_stats")
@@ -106,9 +106,13 @@ BACKFILL = (
 
 
 COMPACT_TERMS = (
-    "WITH gone AS (DELETE FROM memory_term_stats WHERE agent_id = :a{terms} RETURNING term, df, max_tf) "
-    "INSERT INTO memory_term_stats (agent_id, term, df, max_tf) "
-    "SELECT :a, term, sum(df), max(max_tf) FROM gone GROUP BY term HAVING sum(df) > 0"
+    "WITH gone AS (DELETE FROM memory_term_stats WHERE agent_id = :a{terms} RETURNING term, df, max_tf), "
+    "kept AS (INSERT INTO memory_term_stats (agent_id, term, df, max_tf) "
+    "SELECT :a, term, sum(df), max(max_tf) FROM gone GROUP BY term HAVING sum(df) > 0) "
+    # The dictionary ids of the terms no chunk holds any more, when no writer of the agent is
+    # in flight (TERMS_LOCK: else they stay until a later fold).
+    "DELETE FROM memory_terms WHERE :locked AND agent_id = :a AND term IN "
+    "(SELECT term FROM gone GROUP BY term HAVING sum(df) <= 0)"
 )
 COMPACT_AGENT = (
     "WITH gone AS (DELETE FROM memory_agent_stats WHERE agent_id = :a RETURNING chunks, terms) "
@@ -123,13 +127,18 @@ COMPACT_ALL = 500
 
 def fold(engine: Any, agent_id: str, terms: set[str] | None = None) -> None:
     """Fold the agent's statistics rows (only those of ``terms`` when given) in one transaction:
-    one row per term, terms no chunk holds any more deleted (their strings do not outlive the
-    text they came from, e.g. after ``goclaw forget``)."""
+    one row per term, terms no chunk holds any more deleted, with their dictionary ids (their
+    strings do not outlive the text they came from, e.g. after ``goclaw forget``)."""
     from sqlalchemy import text
 
     fold_terms, fold_agent = compact_sql(terms is not None)
     with engine.db.engine.begin() as c:
-        c.execute(text(fold_terms), {"a": agent_id, "t": sorted(terms or ())})
+        # Never waits: a writer of this agent in flight (perhaps in this very process) holds
+        # the lock shared until it commits.
+        locked = c.execute(
+            text("SELECT pg_try_advisory_xact_lock(:k, hashtext(:a))"), {"k": TERMS_LOCK, "a": agent_id}
+        ).scalar_one()
+        c.execute(text(fold_terms), {"a": agent_id, "t": sorted(terms or ()), "locked": bool(locked)})
         c.execute(text(fold_agent), {"a": agent_id})
 
 
@@ -166,7 +175,10 @@ def install(execute: Callable[[str], Any]) -> None:
         execute(sql)
     # Under the triggers from here on: the counts below and every later write add up.
     execute("LOCK TABLE memory_chunks IN SHARE MODE")
-    execute("TRUNCATE memory_agent_stats, memory_term_stats, memory_postings, memory_postings_ref")
+    execute(
+        "TRUNCATE memory_agent_stats, memory_term_stats, memory_postings, memory_postings_ref, memory_terms "
+        "RESTART IDENTITY"
+    )
     for sql in BACKFILL:
         execute(sql)
 
@@ -196,5 +208,6 @@ def uninstall(execute: Callable[[str], Any]) -> None:
     execute("DROP FUNCTION IF EXISTS memory_postings_apply(bigint[], text[], text[], integer)")
     execute("DROP TABLE IF EXISTS memory_postings")
     execute("DROP TABLE IF EXISTS memory_postings_ref")
+    execute("DROP TABLE IF EXISTS memory_terms")
     execute("DROP TABLE IF EXISTS memory_term_stats")
     execute("DROP TABLE IF EXISTS memory_agent_stats")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
+    REAL,
     BigInteger,
     Column,
     Double,
@@ -127,15 +128,23 @@ PG_STATS_TABLES = (
         Column("max_tf", Integer, nullable=False),
         Index("ix_memory_term_stats", "agent_id", "term"),
     ),
-    # Impact-ordered postings and each agent's reference length (goclaw_memory.pg_postings).
+    # Impact-ordered postings, each agent's term ids and reference length
+    # (goclaw_memory.pg_postings): 16 bytes of keys a posting instead of the agent and term text.
+    Table(
+        "memory_terms",
+        _PG_ONLY,
+        Column("id", Integer, primary_key=True),
+        Column("agent_id", String(64), nullable=False),
+        Column("term", Text, nullable=False),
+        Index("ix_memory_terms", "agent_id", "term", unique=True),
+    ),
     Table(
         "memory_postings",
         _PG_ONLY,
-        Column("agent_id", String(64), nullable=False),
-        Column("term", Text, nullable=False),
-        Column("impact", Double, nullable=False),
+        Column("term_id", Integer, nullable=False),
+        Column("impact", REAL, nullable=False),
         Column("chunk_id", BigInteger, nullable=False),
-        Index("ix_memory_postings", "agent_id", "term", desc("impact"), "chunk_id"),
+        Index("ix_memory_postings", "term_id", desc("impact"), "chunk_id"),
         Index("ix_memory_postings_chunk", "chunk_id"),
     ),
     Table(

@@ -1,0 +1,51 @@
+"""memory: postings keyed by integer term ids (a per-agent term dictionary)
+
+Revision ID: memory_0005
+Revises: memory_0004
+Create Date: 2026-12-05 21:00:00
+
+``memory_postings`` loses its agent id and term text for an integer id in ``memory_terms``
+(:mod:`goclaw_memory.pg_postings`): 16 bytes of keys a row, the table and its index several
+times smaller. The old table is dropped and the new one created; where the ``postgresql``
+backend's triggers are installed, they are installed again with the new functions and every
+chunk is counted afresh (a few minutes at a million chunks, in the migration's transaction);
+elsewhere the tables stay empty until that backend's first use.
+"""
+
+from __future__ import annotations
+
+from alembic import op
+
+from goclaw_memory.pg_postings import POSTINGS_TABLES
+from goclaw_memory.pg_stats import TRIGGER_NAMES, install, missing_triggers
+
+revision = "memory_0005"
+down_revision = "memory_0004"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    bind = op.get_bind()
+    installed = bind.dialect.name == "postgresql" and len(missing_triggers(bind)) < len(TRIGGER_NAMES)
+    op.execute("DROP TABLE IF EXISTS memory_postings")
+    for sql in POSTINGS_TABLES:
+        op.execute(sql)
+    if installed:
+        install(bind.exec_driver_sql)
+
+
+def downgrade() -> None:
+    # memory_0004's table, empty; the older backend installs its triggers again on first use.
+    if op.get_bind().dialect.name == "postgresql":
+        for name in TRIGGER_NAMES:
+            op.execute(f"DROP TRIGGER IF EXISTS {name} ON memory_chunks")
+        op.execute("TRUNCATE memory_agent_stats, memory_term_stats, memory_postings_ref")
+    op.execute("DROP TABLE IF EXISTS memory_postings")
+    op.execute("DROP TABLE IF EXISTS memory_terms")
+    op.execute(
+        "CREATE TABLE memory_postings (agent_id VARCHAR(64) NOT NULL, term TEXT NOT NULL, "
+        "impact DOUBLE PRECISION NOT NULL, chunk_id BIGINT NOT NULL)"
+    )
+    op.execute("CREATE INDEX ix_memory_postings ON memory_postings (agent_id, term, impact DESC, chunk_id)")
+    op.execute("CREATE INDEX ix_memory_postings_chunk ON memory_postings (chunk_id)")
