@@ -45,6 +45,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _ONLY = " AND id = ANY(:only)"  # a filtered search's chunks (goclaw_memory.filters)
+# A search's transaction, in one round trip: one snapshot for every read, and room for the
+# aggregation of the bounds (tens of thousands of chunks for common words at 100k chunks, 8 MB
+# of hash table) in memory instead of spilled to disk at the default work_mem of 4 MB.
+_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL work_mem = '64MB'"
 
 __all__ = ["K1", "B", "PostgresSearchBackend", "bm25_from_lex", "make_postgres_backend", "tsquery_literal"]
 
@@ -85,7 +89,7 @@ class PostgresSearchBackend(SearchBackend):
         only = None  # the ids query.filter lets through: a condition of every candidate query
         self.ensure_installed()
         with self.engine.db.engine.connect() as c:
-            c.exec_driver_sql("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            c.exec_driver_sql(_BEGIN)
             try:
                 if query.filter is not None:
                     only = allowed_ids(self._facet_rows(c, query.agent_id), query.filter, users).tolist()
@@ -120,7 +124,12 @@ class PostgresSearchBackend(SearchBackend):
                 if long:
                     # The chunks of the rarest terms first: a budget to cut the long lists by.
                     rare = sorted(weights, key=lambda t: (df[t], t))[: len(weights) // 2]
-                    some = {t: weights[t] for t in rare}
+                    rows = np.cumsum([df[t] for t in rare])  # the first always, then up to RARE_ROWS
+                    some = {
+                        t: weights[t]
+                        for t, n in zip(rare, rows, strict=True)
+                        if n <= RARE_ROWS or t == rare[0]
+                    }
                     Ranked(c, query, users, some, ids_of, rho, cosine, only, first=pool).read(found)
                 rest_bm25: float | None = None if weights else 0.0  # None: the postings not read yet
                 while True:
@@ -434,6 +443,8 @@ class PostgresSearchBackend(SearchBackend):
 # non-essential lists): a chunk only in such lists cannot reach the result, and the chunks read
 # get their exact BM25 from their own terms anyway.
 CUT_ABOVE = 20_000
+# The budget comes from the chunks of the rarest terms whose lists hold this many rows in all.
+RARE_ROWS = 10000
 CUT_IMPACTS = (1.0, 0.8, 0.7, 0.6, 0.5)
 CUT_SHARE = 0.2
 
