@@ -280,6 +280,19 @@ if [ "$STATUS" != online ]; then
         step "listen_addresses = '127.0.0.1' (was '${la:-default}')"
         set_conf listen_addresses "'127.0.0.1'"
     fi
+    # Memory for the searches' working set (postings, chunks, HNSW) in the server's own cache:
+    # a quarter of RAM, at most 2 GB, when shared_buffers is still Debian's 128MB (applied at
+    # start: a running server is never restarted for this).
+    sb=$(pg_conftool -s "$PG_VER" "$PG_CLUSTER" show shared_buffers 2>/dev/null || true)
+    if [ -z "$sb" ] || [ "$sb" = 128MB ]; then
+        mem_mb=$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo)
+        sb_mb=$(( mem_mb / 4 < 2048 ? mem_mb / 4 : 2048 ))
+        if [ "$sb_mb" -gt 128 ]; then
+            step "shared_buffers = ${sb_mb}MB, effective_cache_size = $(( mem_mb / 2 ))MB"
+            set_conf shared_buffers "${sb_mb}MB"
+            set_conf effective_cache_size "$(( mem_mb / 2 ))MB"
+        fi
+    fi
     DATA_DIR=$(cluster_field 6)
     PIDFILE="$DATA_DIR/postmaster.pid"
     if [ -f "$PIDFILE" ]; then
