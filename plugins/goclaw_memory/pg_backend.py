@@ -34,7 +34,7 @@ from goclaw.contracts.search import (
 )
 from goclaw_memory.filters import FacetCache, allowed_ids, read_facet_rows
 from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, TermStats, budget, idf
-from goclaw_memory.pg_postings import FETCH, TOP, TOP_ONE, factor_bound
+from goclaw_memory.pg_postings import FETCH, TOP_ONE, factor_bound, top_sql
 from goclaw_memory.pg_text import K1, B, bm25_from_lex, tsquery_literal
 from goclaw_memory.version_token import VERSION_WORKER, parse_token
 from goclaw_search.fusion import fuse
@@ -450,7 +450,7 @@ CUT_SHARE = 0.2
 
 
 class Ranked:
-    """The chunks of highest BM25 bound (:data:`goclaw_memory.pg_postings.TOP`), read in
+    """The chunks of highest BM25 bound (:func:`goclaw_memory.pg_postings.top_sql`), read in
     growing steps: the first ``first``, then four times more each time, from the bounds already
     returned (the bounds of 8 steps at once, so most searches aggregate the postings once)."""
 
@@ -508,17 +508,19 @@ class Ranked:
         parts = _candidate_sql(self.query, self.cosine, self.only, params)
         if want > len(self.bounds) and not self.complete:
             limit = want * 8
-            params.update(
-                t=[self.ids_of[t] for t in self.weights],
-                w=list(self.weights.values()),
-                c=[self.cuts.get(t, 0.0) for t in self.weights],
-                tau=[self.tail(t, self.cuts[t]) if t in self.cuts else 0.0 for t in self.weights],
-                tcut=self.tcut,
-                rho=self.rho,
-                lim=limit,
-                top=want,
-            )
-            sql = (TOP_ONE if len(self.weights) == 1 else TOP).format(**parts)
+            params.update(tcut=self.tcut, rho=self.rho, lim=limit, top=want)
+            if len(self.weights) == 1:
+                params.update(t=[self.ids_of[t] for t in self.weights], w=list(self.weights.values()))
+                sql = TOP_ONE.format(**parts)
+            else:  # the lists read, each with its cut (a list cut at 1.0 has no row to read)
+                read = [t for t in self.weights if self.cuts.get(t, 0.0) < 1.0]
+                for i, t in enumerate(read):
+                    cut = self.cuts.get(t, 0.0)
+                    tau = self.tail(t, cut) if t in self.cuts else 0.0
+                    params.update(
+                        {f"t{i}": self.ids_of[t], f"w{i}": self.weights[t], f"c{i}": cut, f"tau{i}": tau}
+                    )
+                sql = top_sql(len(read), self.rho >= 1.0).format(**parts)
             self.bounds = []
             for n, i, ub, user, lex, cos in self.c.execute(text(sql), params).all():
                 if n:

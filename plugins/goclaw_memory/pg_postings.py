@@ -40,12 +40,13 @@ _PER_TERM = (
 )
 _IMPACT = f"p.tf / (p.tf + {K1} * (1 - {B} + {B} * p.dl / f.avgdl))"
 # The terms of (agents, lexes) the dictionary lacks (only those: a conflicting insert would
-# still draw an id from the sequence).
+# still draw an id from the sequence), in order: two writers adding the same new terms wait
+# for each other's in one order, never each for the other's (a deadlock).
 _TERMS = (
     "INSERT INTO memory_terms (agent_id, term) SELECT DISTINCT x.agent, t.term FROM {rows}, "
     "unnest(string_to_array(coalesce(x.lex, ''), ' ')) AS t(term) WHERE t.term <> '' AND NOT EXISTS "
     "(SELECT 1 FROM memory_terms d WHERE d.agent_id = x.agent AND d.term = t.term) "
-    "ON CONFLICT (agent_id, term) DO NOTHING"
+    "ORDER BY 1, 2 ON CONFLICT (agent_id, term) DO NOTHING"
 )
 _POSTINGS = (
     "INSERT INTO memory_postings (term_id, impact, chunk_id) SELECT d.id, {impact}, p.id "
@@ -86,31 +87,46 @@ POSTINGS_BACKFILL = (
     _POSTINGS.format(impact=_IMPACT, per_term=_PER_TERM.format(rows=_CHUNKS)),
 )
 
-# The ``:lim`` chunks of highest BM25 bound over the query's terms (ids ``:t``, each with its weight
-# ``:w``: a row bounds its term's part by weight × factor_bound(impact), ``:rho`` as there),
-# best first, each with that bound; the first ``:top`` with their user, terms and (in a hybrid
-# search) cosine when in the search's scope and not read yet. Every chunk not among the
-# ``:lim`` has a BM25 of at most the lowest bound returned.
-# A ``real`` impact is within a relative 6e-8 of the computed one: the bounds allow 1e-6.
-_BOUNDS = (
-    "SELECT p.chunk_id, (sum(e.w / (1 + :rho * (1 / p.impact::float8 - 1)) - e.tau) + :tcut) * (1 + 1e-6) "
-    "AS ub FROM memory_postings p JOIN unnest(CAST(:t AS int[]), CAST(:w AS float8[]), CAST(:c AS float8[]), "
-    "CAST(:tau AS float8[])) AS e(term, w, c, tau) ON p.term_id = e.term AND p.impact >= e.c "
-    "GROUP BY p.chunk_id ORDER BY ub DESC, p.chunk_id LIMIT :lim"
-)
-# The same for a query of one term: its list's first rows, in the index's order.
-_BOUNDS_ONE = (
-    "SELECT p.chunk_id, (CAST(:w AS float8[]))[1] / (1 + :rho * (1 / p.impact::float8 - 1)) * (1 + 1e-6) "
-    "AS ub FROM memory_postings p WHERE p.term_id = (CAST(:t AS int[]))[1] "
-    "ORDER BY p.impact DESC, p.chunk_id LIMIT :lim"
-)
+# The ``:lim`` chunks of highest BM25 bound over the query's terms, best first, each with that
+# bound; the first ``:top`` with their user, terms and (in a hybrid search) cosine when in the
+# search's scope and not read yet. Every chunk not among the ``:lim`` has a BM25 of at most the
+# lowest bound returned. The bounds: :func:`top_sql`; for a query of one term, its list's first
+# rows in the index's order (``:t``, ``:w`` arrays of one).
 _TOP = (
     "WITH s AS MATERIALIZED (SELECT b.chunk_id, b.ub, row_number() OVER (ORDER BY b.ub DESC, b.chunk_id) "
     "AS n FROM ({bounds}) AS b) SELECT s.n, s.chunk_id, s.ub, NULL, NULL, NULL FROM s UNION ALL "
     "SELECT 0, c.id, NULL, c.user_id, c.lex, {{cos}} FROM s JOIN memory_chunks c ON c.id = s.chunk_id "
     "AND c.agent_id = :a AND c.user_id = ANY(:users) AND c.id <> ALL(:seen){{only}} WHERE s.n <= :top"
 )
-TOP, TOP_ONE = _TOP.format(bounds=_BOUNDS), _TOP.format(bounds=_BOUNDS_ONE)
+# A ``real`` impact is within a relative 6e-8 of the computed one: the bounds allow 1e-6.
+_FACTOR = "1 / (1 + :rho * (1 / p.impact::float8 - 1))"  # factor_bound; p.impact when rho is 1
+TOP_ONE = _TOP.format(
+    bounds=f"SELECT p.chunk_id, (CAST(:w AS float8[]))[1] * {_FACTOR} * (1 + 1e-6) AS ub "
+    "FROM memory_postings p WHERE p.term_id = (CAST(:t AS int[]))[1] "
+    "ORDER BY p.impact DESC, p.chunk_id LIMIT :lim"
+)
+
+
+def top_sql(lists: int, rho_one: bool) -> str:
+    """:data:`TOP_ONE` for ``lists`` terms, list ``i`` read down to impact ``:c{i}``: a row
+    bounds its term's part by ``:w{i}`` × :func:`factor_bound` (``:rho`` as there), less
+    ``:tau{i}``, the part of the list's unread rows already in ``:tcut`` (what the unread rows
+    of all lists add at most). One index scan per list, no join: the aggregation of tens of
+    thousands of rows is most of a search's time."""
+    factor = "p.impact" if rho_one else _FACTOR
+    branches = " UNION ALL ".join(
+        f"SELECT p.chunk_id, :w{i} * {factor} - :tau{i} AS b FROM memory_postings p "
+        f"WHERE p.term_id = :t{i} AND p.impact >= :c{i}"
+        for i in range(lists)
+    )
+    if not branches:  # every list cut whole: no chunk is bounded above :tcut
+        return _TOP.format(bounds="SELECT 0::bigint AS chunk_id, 0::float8 AS ub WHERE false")
+    return _TOP.format(
+        bounds=f"SELECT x.chunk_id, (sum(x.b) + :tcut) * (1 + 1e-6) AS ub FROM ({branches}) AS x "
+        "GROUP BY x.chunk_id ORDER BY ub DESC, x.chunk_id LIMIT :lim"
+    )
+
+
 # Chunks by id, as TOP returns its first ones.
 FETCH = (
     "SELECT c.id, c.user_id, c.lex, {cos} FROM memory_chunks c WHERE c.agent_id = :a "
