@@ -383,7 +383,11 @@ print(json.dumps([t1 - t0, t2 - t0]))
 
 
 def _env() -> dict[str, str]:
-    return dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", HF_HUB_OFFLINE="1")
+    env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", HF_HUB_OFFLINE="1")
+    # Bytecode written and read as an installed package's is: with PYTHONDONTWRITEBYTECODE set
+    # (some containers set it) every fresh process would compile each module from source.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 class Baseline:
@@ -438,17 +442,20 @@ class Baseline:
 def _cold(
     pythons: dict[str, tuple[str, Path]], label: str, rows: list[dict[str, Any]], rounds: int = 5
 ) -> None:
-    """Cold start of each interpreter's goclaw on its workspace, fresh processes taking turns:
-    ``import goclaw``, and until its first search returns (``Engine.open`` included)."""
+    """Cold start of each interpreter's goclaw on its workspace, fresh processes taking turns
+    after one round of warm-up: ``import goclaw``, and until its first search returns
+    (``Engine.open`` included). Compare installed packages: an editable install's import hook
+    costs each import a little more, and differs between build backends."""
     got: dict[str, list[list[float]]] = {name: [] for name in pythons}
-    for _ in range(rounds):
+    for round_ in range(rounds + 1):  # round 0 warms up: bytecode written, pages cached
         for name, (python, ws) in pythons.items():
             out = subprocess.run(
                 [python, "-c", COLD, str(ws)], capture_output=True, text=True, env=_env(), cwd=str(ws.parent)
             )
             if out.returncode != 0:
                 raise SystemExit(f"cold start failed ({python}): {out.stderr.strip().splitlines()[-1:]}")
-            got[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
+            if round_:
+                got[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
     ours = got["goclaw"]
     for name, runs in got.items():
         if name == "goclaw":

@@ -102,7 +102,7 @@ class IndexReads(IndexSlots):
             cache = self._contrib = (norm, {}, [0])
         known, size = cache[1], cache[2]
         for term in dict.fromkeys(terms):
-            tid = self.vocab.get(term)
+            tid = self.term_id(term)
             if tid is None:
                 continue
             found = known.get(tid)
@@ -151,8 +151,8 @@ class IndexReads(IndexSlots):
         ``{term: [i, ...]}`` that also carries the overlap reranker's features, computed for
         all the slots at once (:class:`goclaw_search.rerank.TermMatches`)."""
         asked = list(dict.fromkeys(terms))
-        known = [t for t in asked if t in self.vocab]
-        return self.fwd.matches(asked, known, [self.vocab[t] for t in known], slots)
+        ids = {t: tid for t in asked if (tid := self.term_id(t)) is not None}
+        return self.fwd.matches(asked, list(ids), list(ids.values()), slots)
 
     def ids_of(self, slots: NDArray[np.int64]) -> list[int]:
         return [int(i) for i in self.ids[slots]]

@@ -13,6 +13,7 @@ import numpy as np
 from goclaw_search.forward import ForwardIndex
 from goclaw_search.index_build import Vocab
 from goclaw_search.passage_sketches import PassageSketches
+from goclaw_search.vocab_table import SavedVocab
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -31,7 +32,11 @@ class IndexSlots:
     def __init__(self, dim: int | None = None, *, meta: dict[str, Any] | None = None) -> None:
         self.dim = int(dim) if dim else 0
         self.meta: dict[str, Any] = dict(meta or {})
-        self.vocab: Vocab = Vocab()
+        # Term -> id. An index loaded from disk starts with its saved table instead
+        # (``_saved_vocab``): searches look their terms up there (:meth:`term_id`) and the dict
+        # is built on first use of :attr:`vocab` (a write, a save after one).
+        self._vocab: Vocab | None = Vocab()
+        self._saved_vocab: SavedVocab | None = None
         self.scopes: dict[str, int] = {}
         self.slot_of: dict[int, int] = {}
         self.n = 0  # slots used (live and dead)
@@ -82,6 +87,38 @@ class IndexSlots:
         self.psk = PassageSketches()  # each slot's passage sketch, if any (the passage step)
 
     # ------------------------------------------------------------------ size
+    @property
+    def vocab(self) -> Vocab:
+        """Term -> term id, in id order (built from the saved table on first use)."""
+        if self._vocab is None:
+            assert self._saved_vocab is not None
+            vocab = Vocab()
+            words = self._saved_vocab.words()
+            vocab.update(zip(words, range(len(words)), strict=True))
+            self._vocab, self._saved_vocab = vocab, None
+        return self._vocab
+
+    @vocab.setter
+    def vocab(self, vocab: Vocab) -> None:
+        self._vocab, self._saved_vocab = vocab, None
+
+    def term_id(self, term: str) -> int | None:
+        """The term's id, ``None`` for a term the index does not hold."""
+        vocab, saved = self._vocab, self._saved_vocab
+        if vocab is None and saved is not None:
+            return saved.get(term)
+        return self.vocab.get(term)  # (also when a write built the dict between the two reads)
+
+    @property
+    def n_terms(self) -> int:
+        return len(self._vocab) if self._vocab is not None else len(self._saved_vocab or ())
+
+    def detach_vocab(self) -> None:
+        """Give a shallow copy of an index (``copy.copy``) a vocabulary of its own: a built dict
+        is copied, a saved table (read-only) stays shared."""
+        if self._vocab is not None:
+            self._vocab = Vocab(self._vocab)
+
     def __len__(self) -> int:
         return self.n_alive
 

@@ -162,7 +162,7 @@ class IndexWrites(IndexSlots):
     # ------------------------------------------------------------------ postings
     def _consolidate(self) -> None:
         """Merge the segments into the base CSR, dropping dead slots."""
-        n_terms = len(self.vocab)
+        n_terms = self.n_terms
         if not len(self._slots) and len(self._segments) == 1 and self.alive[: self.n].all():
             # A first bulk load: its one segment is already term-major with slots ascending.
             terms, self._slots, self._tf = self._segments[0]

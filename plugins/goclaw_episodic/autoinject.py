@@ -144,6 +144,8 @@ def recalled(
         limit=limit,
         query_vector=query_vector,
         for_prompt=True,
+        since=None,
+        until=None,
     )
     extra = [hit for _plugin, hits in found for hit in hits]
     # Each tier keeps its own order (the memory search ranks its hits better than the absolute

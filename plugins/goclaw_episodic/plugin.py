@@ -67,13 +67,22 @@ def goclaw_prompt_sections() -> list[Any]:
 
 @hookimpl
 def goclaw_memory_search_extra(
-    engine: Any, query: str, agent: Any, user: str | None, limit: int, query_vector: Any
+    engine: Any,
+    query: str,
+    agent: Any,
+    user: str | None,
+    limit: int,
+    query_vector: Any,
+    since: str | None = None,
+    until: str | None = None,
 ) -> list[SearchHit]:
     """Episodic summaries as ``memory_search`` hits (``tier="episodic"``); the
-    memory search's query vector, when it made one, spares embedding the query again."""
+    memory search's query vector, when it made one, spares embedding the query again. A date
+    range keeps the summaries created within it before the best ``limit`` are cut."""
     if not query or not query.strip():
         return []
-    return EpisodicStore(engine).hits_for(agent.id, user, query, limit, 0.0, query_vector)
+    days = (since, until) if since or until else None
+    return EpisodicStore(engine).hits_for(agent.id, user, query, limit, 0.0, query_vector, days)
 
 
 def memory_expand(engine: Any, id: str, agent: str, user: str | None = None) -> dict[str, Any]:

@@ -73,6 +73,17 @@ def _fingerprint(episode_id: str) -> int:
     return zlib.crc32(episode_id.encode("utf-8"))
 
 
+def _within(idx: Any, rows: dict[int, _HitRow], days: tuple[str | None, str | None]) -> Any:
+    """Which slots of ``idx`` hold a summary created within ``days`` (first, last ISO day)."""
+    lo, hi = days[0] or "0000", days[1] or "9999-99-99"
+    ok = np.zeros(idx.n, dtype=np.bool_)
+    for slot in np.flatnonzero(idx.alive[: idx.n]).tolist():
+        row = rows.get(int(idx.ids[slot]))
+        created = row.created_at if row is not None else None
+        ok[slot] = created is not None and lo <= created.date().isoformat() <= hi
+    return ok
+
+
 @dataclass(frozen=True)
 class _HitRow:
     """What a ``memory_search`` hit shows of an episodic summary, kept in the index's state
@@ -243,10 +254,13 @@ class EpisodicSearch:
         min_score: float = 0.0,
         vector_query: str | None = None,
         query_vector: Any = None,
+        days: tuple[str | None, str | None] | None = None,
     ) -> list[tuple[_HitRow, float]]:
         """``[(what the hit shows, score)]`` best first, at most ``limit``, each ≥ ``min_score``
         (``row.id`` is the summary's id). ``query_vector``: the query's embedding by the
-        configured embedder, when the caller made one (a memory search): not embedded again."""
+        configured embedder, when the caller made one (a memory search): not embedded again.
+        ``days``: only summaries created from the first to the last ISO day, both inclusive
+        (``None`` for either: open; an undated summary is outside every range)."""
         token = self._token(agent_id)
         if token is None:
             return []
@@ -267,6 +281,8 @@ class EpisodicSearch:
             if not idx.n_alive:
                 return []
             mask = idx.scope_mask(scope)
+            if days is not None and mask is not None:
+                mask = mask & _within(idx, st.rows, days)
             terms = list(dict.fromkeys(query_terms(query)))
             lexical = coverage([idx.bm25([t]) > 0 for t in terms])  # dead slots score 0
             vector = idx.cosine(qvec) if qvec is not None and idx.has_vec[: idx.n].any() else None

@@ -206,12 +206,26 @@ class EpisodicStore:
         return self.hits_for(agent_id, user, query, limit, min_score, None)
 
     def hits_for(
-        self, agent_id: str, user: str | None, query: str, limit: int, min_score: float, query_vector: Any
+        self,
+        agent_id: str,
+        user: str | None,
+        query: str,
+        limit: int,
+        min_score: float,
+        query_vector: Any,
+        days: tuple[str | None, str | None] | None = None,
     ) -> list[SearchHit]:
         """:meth:`hits`, searching the vectors with ``query_vector`` (the query's embedding by the
-        configured embedder) when the caller has it, instead of embedding the query again."""
+        configured embedder) when the caller has it, instead of embedding the query again.
+        ``days``: only summaries created from the first to the last ISO day (``None``: open)."""
         found = searcher(self.engine).search_rows(
-            agent_id, user_scope(user), query, limit=limit, min_score=min_score, query_vector=query_vector
+            agent_id,
+            user_scope(user),
+            query,
+            limit=limit,
+            min_score=min_score,
+            query_vector=query_vector,
+            days=days,
         )
         out: list[SearchHit] = []
         for row, score in found:

@@ -11,7 +11,7 @@ to the relation with both ends. A hit is dated by its ``valid_from`` (``extra["d
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -44,26 +44,36 @@ def _fact(
     )
 
 
-def fact_hits(engine: Any, query: str, agent: Any, user: str | None, limit: int) -> list[SearchHit]:
-    """The best ``limit`` facts of the scope for ``query``, best first (scores above 0)."""
+def fact_hits(
+    engine: Any,
+    query: str,
+    agent: Any,
+    user: str | None,
+    limit: int,
+    since: str | None = None,
+    until: str | None = None,
+) -> list[SearchHit]:
+    """The best ``limit`` facts of the scope for ``query``, best first (scores above 0);
+    ``since`` / ``until`` (ISO days, inclusive): only facts valid from a day within them."""
     wanted = list(dict.fromkeys(query_terms(query)))
     if not wanted or limit < 1:
         return []
     scope = user_scope(user)
     e, r = KGEntity, KGRelation
+    dated_e, dated_r = _valid_from_within(e, since, until), _valid_from_within(r, since, until)
     with engine.db.session() as s:
         # Plain columns (no timestamps: parsing 10k of them costs more than the search); the
         # dates of the few facts returned are read afterwards.
         read = s.connection().execute  # core rows: no ORM row processing for 10k facts
         ents = read(
             select(e.id, e.user_id, e.name, e.entity_type, e.description)
-            .where(e.agent_id == agent.id, col(e.user_id).in_(scope), col(e.valid_until).is_(None))
+            .where(e.agent_id == agent.id, col(e.user_id).in_(scope), col(e.valid_until).is_(None), *dated_e)
             .order_by(col(e.valid_from).desc())
             .limit(MAX_FACTS)
         ).all()
         rels = read(
             select(r.id, r.user_id, r.source_entity_id, r.relation_type, r.target_entity_id)
-            .where(r.agent_id == agent.id, col(r.user_id).in_(scope), col(r.valid_until).is_(None))
+            .where(r.agent_id == agent.id, col(r.user_id).in_(scope), col(r.valid_until).is_(None), *dated_r)
             .order_by(col(r.valid_from).desc())
             .limit(MAX_FACTS)
         ).all()
@@ -91,6 +101,16 @@ def fact_hits(engine: Any, query: str, agent: Any, user: str | None, limit: int)
         kind, row_id, uid, text, name = facts[slot]
         out.append(_fact(kind, row_id, uid, text, name, dates.get((kind, row_id)), min(1.0, float(score))))
     return out
+
+
+def _valid_from_within(table: Any, since: str | None, until: str | None) -> list[Any]:
+    """SQL conditions: ``table.valid_from`` on a day from ``since`` to ``until`` (ISO days)."""
+    conds = []
+    if since:
+        conds.append(col(table.valid_from) >= datetime.fromisoformat(since))
+    if until:
+        conds.append(col(table.valid_from) < datetime.fromisoformat(until) + timedelta(days=1))
+    return conds
 
 
 @lru_cache(maxsize=1 << 16)

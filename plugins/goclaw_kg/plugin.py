@@ -55,15 +55,23 @@ def goclaw_http_routes(engine: Any, auth: Any) -> Any:
 
 @hookimpl
 def goclaw_memory_search_extra(
-    engine: Any, query: str, agent: Any, user: str | None, limit: int, for_prompt: bool
+    engine: Any,
+    query: str,
+    agent: Any,
+    user: str | None,
+    limit: int,
+    for_prompt: bool,
+    since: str | None = None,
+    until: str | None = None,
 ) -> list[Any]:
     """Knowledge-graph facts as ``memory_search`` hits (``tier="kg"``, :mod:`goclaw_kg.memory_tier`);
-    none for the automatic Memory Context (facts are searched on request, not injected)."""
+    none for the automatic Memory Context (facts are searched on request, not injected). A date
+    range keeps the facts valid from a day within it."""
     if for_prompt:
         return []
     from goclaw_kg.memory_tier import fact_hits
 
-    return fact_hits(engine, query, agent, user, limit)
+    return fact_hits(engine, query, agent, user, limit, since, until)
 
 
 @hookimpl

@@ -293,7 +293,7 @@ def snapshot(idx: SearchIndex) -> SearchIndex:
     n = idx.n
     for name in idx._ARRAYS:
         setattr(snap, name, getattr(idx, name)[:n].copy())
-    snap.vocab = type(idx.vocab)(idx.vocab)
+    snap.detach_vocab()
     snap.scopes = dict(idx.scopes)
     snap.meta = dict(idx.meta)
     snap._segments = []

@@ -42,7 +42,15 @@ def goclaw_search_backends() -> dict[str, Factory] | None:
 
 @hookspec
 def goclaw_memory_search_extra(
-    engine: Any, query: str, agent: Any, user: str | None, limit: int, query_vector: Any, for_prompt: bool
+    engine: Any,
+    query: str,
+    agent: Any,
+    user: str | None,
+    limit: int,
+    query_vector: Any,
+    for_prompt: bool,
+    since: str | None,
+    until: str | None,
 ) -> list[SearchHit] | None:
     """Search extra memory tiers (episodic summaries, facts) alongside the indexed documents.
 
@@ -56,7 +64,9 @@ def goclaw_memory_search_extra(
     that ``memory_get`` expands (through ``goclaw_memory_expand``, or the ``memory_expand``
     tool for episodic ids); ``extra["date"]`` or ``extra["created_at"]`` (ISO) dates a hit
     for a search's date filter (an undated hit is left out of one; a tags or path filter
-    leaves out every extra tier).
+    leaves out every extra tier). ``since`` / ``until``: the filter's first and last ISO day
+    (``None``: open), for a tier that applies it before its cut to ``limit`` (exact); hits of a
+    tier that does not name them are filtered afterwards, from its best ``limit``.
     Semantics: all collected; ``memory_search`` merges them with document hits (tier
     ``"document"``) by score. Default plugins: ``goclaw.episodic`` (episodic summaries,
     tier ``"episodic"``), ``goclaw.kg`` (knowledge-graph facts, tier ``"kg"``).
@@ -99,7 +109,14 @@ def goclaw_memory_expand(engine: Any, id: str, agent: Any, user: str | None) -> 
 
 
 def extra_hits(
-    engine: Any, query: str, agent: Any, user: str | None, limit: int, query_vector: Any = None
+    engine: Any,
+    query: str,
+    agent: Any,
+    user: str | None,
+    limit: int,
+    query_vector: Any = None,
+    since: str | None = None,
+    until: str | None = None,
 ) -> list[SearchHit]:
     """Every plugin's ``goclaw_memory_search_extra`` hits for a ``memory_search``, in call order."""
     found = engine.hooks.call(
@@ -111,6 +128,8 @@ def extra_hits(
         limit=limit,
         query_vector=query_vector,
         for_prompt=False,
+        since=since,
+        until=until,
     )
     return [hit for _plugin, hits in found for hit in hits]
 

@@ -254,11 +254,14 @@ class MemoryService:
         chunks = flt.chunks
         if (chunks is not None and (chunks.tags or chunks.path_prefix)) or not query.strip():
             return []
-        found = extra_hits(self.engine, query, agent, None if flt.scope == "agent" else user, limit, qvec)
+        since = chunks.since if chunks is not None else None
+        until = chunks.until if chunks is not None else None
+        scoped = None if flt.scope == "agent" else user
+        found = extra_hits(self.engine, query, agent, scoped, limit, qvec, since, until)
         if flt.scope == "user":
             found = [h for h in found if getattr(h, "scope", "") == "user"]
-        if chunks is not None:
-            lo, hi = chunks.since or "0000", chunks.until or "9999-99-99"
+        if since or until:  # (again: for a tier that does not take the range itself)
+            lo, hi = since or "0000", until or "9999-99-99"
             found = [h for h in found if lo <= _hit_day(h) <= hi]
         return found
 

@@ -256,6 +256,8 @@ def test_every_hook_is_reachable_through_the_facade(workspace: Path) -> None:
             limit=5,
             query_vector=None,
             for_prompt=False,
+            since=None,
+            until=None,
         )
         assert ("spy", [SearchHit(id="spy", score=1.0, text="q", tier="spy")]) in extra
         rerank = {"engine": engine, "query": "q", "agent": agent, "user": None, "query_vector": None}

@@ -127,7 +127,7 @@ def test_an_index_saved_by_an_older_format_is_rebuilt_quietly(
     assert resaved is not None
     from goclaw_search.persist import FORMAT
 
-    assert json.loads((resaved / "meta.json").read_text(encoding="utf-8"))["format"] == FORMAT == 7
+    assert json.loads((resaved / "meta.json").read_text(encoding="utf-8"))["format"] == FORMAT == 8
 
 
 def test_batched_window_features_equal_the_sliding_window() -> None:

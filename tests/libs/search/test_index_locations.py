@@ -41,7 +41,7 @@ def test_locations_follow_upsert_remove_compact_and_save(tmp_path: Path) -> None
     want = {i: (f"memory/f{i % 5}.md", i, i + 3) for i in range(1, 1500, 2)} | {3: ("memory/new.md", 40, 41)}
     assert _locations(idx) == want
     idx.save(tmp_path / "i")
-    assert json.loads((tmp_path / "i" / "meta.json").read_text())["format"] == FORMAT == 7
+    assert json.loads((tmp_path / "i" / "meta.json").read_text())["format"] == FORMAT == 8
     back = SearchIndex.load(tmp_path / "i")
     assert back.located and _locations(back) == want
     back.upsert(_docs(3, 5000))  # a loaded index interns new paths after its table
@@ -99,7 +99,7 @@ def test_the_sqlite_backend_fills_an_older_index_and_saves_it(make_engine: Any) 
     assert got == want
     st = backend._states[aid]
     assert st.index.located and backend.loads == 0  # filled, not rebuilt
-    assert json.loads((saved / "meta.json").read_text())["format"] == 7  # and saved
+    assert json.loads((saved / "meta.json").read_text())["format"] == FORMAT  # and saved
     shutil.rmtree(saved)
 
 
@@ -174,3 +174,29 @@ def test_the_sqlite_backend_searches_an_index_saved_with_a_negative_path_code_wi
     got = [(h.chunk_id, h.path, h.start_line) for h in eng.memory.search("kestrel pier", "ada")]
     assert got == want
     assert backend.loads == loads + (code != -1)  # -1: filled from the table; else rebuilt
+
+
+def test_an_index_verified_by_crc32_still_loads_and_its_damage_is_refused(tmp_path: Path) -> None:
+    """Format 7 stamped each file with a CRC-32, format 8 with an xxh3-64 digest: a format 7
+    index loads (verified by CRC-32) and a flipped byte in one of its files is still refused."""
+    import zlib
+
+    idx = SearchIndex(8)
+    idx.upsert(_docs(30))
+    idx.save(tmp_path / "i")
+    meta = json.loads((tmp_path / "i" / "meta.json").read_text())
+    meta["format"] = 7
+    meta["files"] = {
+        name: persist._sum_and_sync(tmp_path / "i" / name, sync=False, digest=zlib.crc32)
+        for name in meta["files"]
+    }
+    assert meta["files"]["ids.npy"] != persist._sum_and_sync(tmp_path / "i" / "ids.npy", sync=False)
+    meta["check"] = persist._meta_check(meta)
+    (tmp_path / "i" / "meta.json").write_text(json.dumps(meta))
+    back = SearchIndex.load(tmp_path / "i")
+    assert back.meta["format"] == 7 and _locations(back) == _locations(idx)
+    raw = bytearray((tmp_path / "i" / "ids.npy").read_bytes())
+    raw[-1] ^= 0x01
+    (tmp_path / "i" / "ids.npy").write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match=r"ids\.npy does not match its checksum"):
+        SearchIndex.load(tmp_path / "i")

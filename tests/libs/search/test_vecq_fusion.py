@@ -15,7 +15,7 @@ import pytest
 
 from goclaw_search import vecq
 from goclaw_search.fusion import METHODS, Fused, fuse_lists
-from goclaw_search.index import Doc, SearchIndex
+from goclaw_search.index import FORMAT, Doc, SearchIndex
 from tests.libs.search.clustered import WORDS, _index, _query, _same, _two_pass
 
 SCANS = ("int8", "blas", "dense")
@@ -109,7 +109,7 @@ def test_int8_fusion_is_exact_after_save_load_and_from_older_formats(tmp_path: P
         _check(back, rng, 20)
         back.upsert([Doc(10_000, "u1", ["w5"], rng.standard_normal(100))])
         back.save(old)
-        assert json.loads((old / "meta.json").read_text())["format"] == 7
+        assert json.loads((old / "meta.json").read_text())["format"] == FORMAT
         _check(SearchIndex.load(old), rng, 10)
 
 

@@ -256,3 +256,25 @@ def test_postgres_index_follows_other_writers_through_the_change_counter(
         with other.db.engine.begin() as c:
             c.execute(text("DELETE FROM episodic_summaries WHERE source_id = 'src-s8'"))
         assert store.search(agent.id, None, "risotto") == []
+
+
+def test_a_date_filter_is_applied_before_the_tier_cuts_to_the_limit(make_engine: Any) -> None:
+    """Six summaries match a query equally, three created on an old day: a memory search with
+    limit 3 and that day as its range returns exactly those three (the tier filters before it
+    cuts to the limit, instead of filtering its best three afterwards)."""
+    eng, agent, _plugin = _engine(make_engine)
+    rows = [("", f"k{i}", f"Kestrel sighting number {i} near the pier.") for i in range(6)]
+    _add(eng, agent, rows)
+    with eng.db.engine.begin() as c:  # the first three, made on 2026-01-01
+        old = (
+            "UPDATE episodic_summaries SET created_at = :t WHERE source_id IN ('src-k0', 'src-k1', 'src-k2')"
+        )
+        c.execute(text(old), {"t": "2026-01-01 09:00:00"})
+    searcher(eng)._states.clear()
+    window = {"since": "2026-01-01", "until": "2026-01-01"}
+    hits = [
+        h
+        for h in eng.memory.search("kestrel sighting", "epi", limit=3, filters=window)
+        if h.tier == "episodic"
+    ]
+    assert sorted(h.path for h in hits) == ["episodic:k0", "episodic:k1", "episodic:k2"]

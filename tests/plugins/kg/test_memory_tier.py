@@ -83,3 +83,32 @@ def test_the_memory_context_does_not_search_kg_facts(
     assert asked == []
     assert [h for h in engine.memory.search("where does Alice work", "ada") if h.tier == "kg"]
     assert asked == ["kg"]  # memory_search still asks it
+
+
+def test_a_date_filter_is_applied_before_the_tier_cuts_to_the_limit(make_engine: Any) -> None:
+    """More matching facts than ``limit``, the older ones ranked last: a date range that keeps
+    only the older ones still fills the limit with them (filtering the tier's best ``limit``
+    afterwards would leave none)."""
+    engine = make_engine()
+    agent = engine.agents.create("ada")
+    kg = engine.kg
+    later = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+    def _do(s: Any) -> None:
+        for i in range(3):
+            kg.upsert_entity(
+                s, agent_id=agent.id, user_id="", name=f"Kestrel {i}", entity_type="bird", now=T0
+            )
+        for i in range(12):
+            kg.upsert_entity(
+                s, agent_id=agent.id, user_id="", name=f"Kestrel {i + 3}", entity_type="bird", now=later
+            )
+
+    engine.db.run_write(_do)
+    window = {"since": "2026-01-01", "until": "2026-01-01"}
+    old = [h for h in engine.memory.search("kestrel bird", "ada", limit=3, filters=window) if h.tier == "kg"]
+    assert sorted(h.snippet for h in old) == ["Kestrel 0 (bird)", "Kestrel 1 (bird)", "Kestrel 2 (bird)"]
+    recent = [
+        h for h in engine.memory.search("kestrel bird", "ada", limit=3, filters={"since": "2026-02-01"})
+    ]
+    assert len(recent) == 3 and all(h.snippet not in {s.snippet for s in old} for h in recent)
