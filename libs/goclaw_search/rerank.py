@@ -342,8 +342,8 @@ def overlap_scores(
 
     ``groups`` (one key per document, e.g. its file): the documents of one group share their
     coverage, the share of the query terms *any* of them contains, so a file whose chunks
-    split the query's words between them (a title in one, the matching sentence in the
-    next) is covered as a whole; proximity stays each document's own."""
+    split the query's words between them is covered as a whole; proximity stays each
+    document's own."""
     wanted = frozenset(query_terms)
     if not wanted:
         return list(scores)

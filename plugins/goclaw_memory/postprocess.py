@@ -101,9 +101,9 @@ def overlap_rerank(
 ) -> list[Any]:
     """The built-in no-network reranker: scores × query-term coverage and proximity
     (:func:`goclaw_search.rerank.overlap_scores`), best first; the candidate chunks of one
-    memory file share their coverage (the query terms any of them holds), so a file whose
-    chunks split the query's words is not scored down for the split. Then, given ``passages``
-    (``(query, texts) -> best passage cosine of each text``, e.g. the static embedder's
+    memory file share their coverage (the query terms any of them holds), so a long note cut
+    into chunks that split the query's words is not scored down for the cut. Then, given
+    ``passages`` (``(query, texts) -> best passage cosine of each text``, e.g. the static embedder's
     ``passage_similarity``), the best ``top`` hits of both channels get the vector share of
     their weighted fusion re-measured on their best passage
     (:func:`goclaw_search.passages.passage_scores`), and all are sorted again."""
