@@ -18,9 +18,9 @@ vectors when given, else the Jaccard overlap of their word sets (OpenClaw's choi
 no vectors need fetching).
 
 **Overlap reranker**: needs no model and no network; blends the fused score with the share of
-the query's terms a chunk contains and how close together they sit; its passage step (the
-vector share of the best few hits measured on their best passage) is in
-:mod:`goclaw_search.passages`.
+the query's terms a chunk contains (or its group: the candidate chunks of one file together)
+and how close together they sit in the chunk; its passage step (the vector share of the best
+few hits measured on their best passage) is in :mod:`goclaw_search.passages`.
 """
 
 from __future__ import annotations
