@@ -18,16 +18,16 @@ vectors when given, else the Jaccard overlap of their word sets (OpenClaw's choi
 no vectors need fetching).
 
 **Overlap reranker**: needs no model and no network; blends the fused score with the share of
-the query's terms a chunk contains and how close together they sit; its passage step (the
-vector share of the best few hits measured on their best passage) is in
-:mod:`goclaw_search.passages`.
+the query's terms a chunk contains (or its group: the candidate chunks of one file together)
+and how close together they sit in the chunk; its passage step (the vector share of the best
+few hits measured on their best passage) is in :mod:`goclaw_search.passages`.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Callable, Hashable, Mapping, Sequence, Set
 from datetime import date
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
@@ -328,6 +328,7 @@ def overlap_scores(
     docs_terms: Sequence[Sequence[str] | Mapping[str, Sequence[int]]],
     scores: Sequence[float],
     weight: float = 0.3,
+    groups: Sequence[Hashable] | None = None,
 ) -> list[float]:
     """Scores of a no-network reranker: ``score × (1 - weight + weight × (coverage +
     proximity) / 2)``, where ``coverage`` is the share of the distinct query terms a document
@@ -337,7 +338,12 @@ def overlap_scores(
     side by side keeps its score; one with none keeps ``1 - weight`` of it, so scores stay on
     the fused scale (a score threshold still means the same); when no document has any query
     term, nothing changes. A document is its term sequence or its :func:`term_positions`;
-    terms are the retrieval tokenizer's (:func:`goclaw_search.tokenize.terms`)."""
+    terms are the retrieval tokenizer's (:func:`goclaw_search.tokenize.terms`).
+
+    ``groups`` (one key per document, e.g. its file): the documents of one group share their
+    coverage, the share of the query terms *any* of them contains, so a file whose chunks
+    split the query's words between them is covered as a whole; proximity stays each
+    document's own."""
     wanted = frozenset(query_terms)
     if not wanted:
         return list(scores)
@@ -349,10 +355,38 @@ def overlap_scores(
         # alone rather than scale them all down.
         return list(scores)
     n = len(wanted)
+    covered = (
+        [m for m, _p in features] if groups is None else _group_matched(docs_terms, features, wanted, groups)
+    )
     return [
         score * (1.0 - weight + weight * (matched / n + proximity) / 2.0)
-        for (matched, proximity), score in zip(features, scores, strict=True)
+        for matched, (_m, proximity), score in zip(covered, features, scores, strict=True)
     ]
+
+
+def _group_matched(
+    docs: Sequence[Sequence[str] | Mapping[str, Sequence[int]]],
+    features: Sequence[tuple[int, float]],
+    wanted: frozenset[str],
+    groups: Sequence[Hashable],
+) -> list[int]:
+    """Each document's number of distinct query terms present in its group (a document alone
+    in its group keeps its own count; the terms themselves are read only for groups of two or
+    more documents of which one matches)."""
+    members: dict[Hashable, list[int]] = {}
+    for i, g in enumerate(groups):
+        members.setdefault(g, []).append(i)
+    out = [m for m, _p in features]
+    for found in members.values():
+        if len(found) < 2 or not any(out[i] for i in found):
+            continue
+        union: set[str] = set()
+        for i in found:
+            d = docs[i]
+            union.update(wanted.intersection(d.keys() if isinstance(d, Mapping) else d))
+        for i in found:
+            out[i] = len(union)
+    return out
 
 
 def _batch_features(

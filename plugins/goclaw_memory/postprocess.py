@@ -100,14 +100,18 @@ def overlap_rerank(
     vector_weight: float = 0.3,
 ) -> list[Any]:
     """The built-in no-network reranker: scores × query-term coverage and proximity
-    (:func:`goclaw_search.rerank.overlap_scores`), best first. Then, given ``passages``
-    (``(query, texts) -> best passage cosine of each text``, e.g. the static embedder's
+    (:func:`goclaw_search.rerank.overlap_scores`), best first; the candidate chunks of one
+    memory file share their coverage (the query terms any of them holds), so a long note cut
+    into chunks that split the query's words is not scored down for the cut. Then, given
+    ``passages`` (``(query, texts) -> best passage cosine of each text``, e.g. the static embedder's
     ``passage_similarity``), the best ``top`` hits of both channels get the vector share of
     their weighted fusion re-measured on their best passage
     (:func:`goclaw_search.passages.passage_scores`), and all are sorted again."""
     wanted = _query_terms(query)
     docs = [t if (t := getattr(h, "terms", None)) is not None else _snippet_terms(h.snippet) for h in hits]
-    new = overlap_scores(wanted, docs, [h.score for h in hits], weight)
+    # a user's file has its scope in its path (users/U/...): the path alone names the file
+    files = [h.path if getattr(h, "tier", "") == "document" else i for i, h in enumerate(hits)]
+    new = overlap_scores(wanted, docs, [h.score for h in hits], weight, files)
     for hit, score in zip(hits, new, strict=True):
         hit.score = score
     ranked = sorted(hits, key=_rank)

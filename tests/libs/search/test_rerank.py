@@ -195,3 +195,21 @@ def test_best_passage_cosine_takes_each_texts_best_passage() -> None:
 
     best = best_passage_cosine(embed, "x", ["- yyy\n- xxy\n- yyx", "- y", "", "- x"])
     assert best.tolist() == pytest.approx([2 / 5**0.5, 0.0, 0.0, 1.0])
+
+
+def test_documents_of_one_group_share_their_coverage() -> None:
+    q = ["alpha", "beta"]
+    title, body, other = ["alpha", "x"], ["y", "beta"], ["alpha", "z"]
+    alone = overlap_scores(q, [title, body, other], [1.0, 1.0, 1.0], weight=0.3)
+    grouped = overlap_scores(q, [title, body, other], [1.0, 1.0, 1.0], weight=0.3, groups=["f", "f", "g"])
+    # one file's two chunks hold both terms between them: each is covered as the file is
+    assert grouped[0] == pytest.approx(0.7 + 0.3 * (1.0 + 1.0) / 2)
+    assert grouped[1] == pytest.approx(grouped[0])
+    assert alone[0] == pytest.approx(0.7 + 0.3 * (0.5 + 1.0) / 2)
+    assert grouped[2] == pytest.approx(alone[2])  # alone in its group: its own coverage
+    # proximity stays each document's own, in both document forms
+    spread = ["alpha", *(["z"] * 8), "beta"]
+    positions = [term_positions(d) for d in (spread, ["gamma"])]
+    got = overlap_scores([*q, "gamma"], positions, [1.0, 1.0], weight=0.3, groups=["f", "f"])
+    assert got[0] == pytest.approx(0.7 + 0.3 * (1.0 + 2 / 10) / 2)
+    assert got[1] == pytest.approx(0.7 + 0.3 * (1.0 + 1.0) / 2)

@@ -162,6 +162,28 @@ def test_builtin_overlap_reranker(make_engine: Any) -> None:
     assert scores["memory/other.md"] < before["memory/other.md"] * 0.9  # one term of three
 
 
+def test_the_chunks_of_one_file_share_their_query_term_coverage() -> None:
+    """A file whose title and body split the query's words between two chunks is covered as
+    a whole; a chunk of another file, or a hit of another tier, keeps its own coverage."""
+    from goclaw_memory.hybrid import MemoryHit
+    from goclaw_memory.postprocess import overlap_rerank
+
+    def hit(path: str, line: int, text: str, tier: str = "document") -> MemoryHit:
+        return MemoryHit(path, line, line, 1.0, "agent", text, tier)
+
+    title = hit("memory/a.md", 1, "Kestrel gateway")
+    body = hit("memory/a.md", 3, "The certificate expired.")
+    other = hit("memory/b.md", 1, "Kestrel gateway")
+    session = hit("memory/a.md", 1, "Kestrel gateway", tier="session")
+    ranked = overlap_rerank("Kestrel gateway certificate", [other, session, body, title], 0.3)
+    scores = {(h.path, h.start_line, h.tier): h.score for h in ranked}
+    alone = 0.7 + 0.3 * (2 / 3 + 1.0) / 2  # two terms of three, side by side
+    assert scores[("memory/a.md", 1, "document")] == pytest.approx(1.0)  # the file holds all three
+    assert scores[("memory/b.md", 1, "document")] == pytest.approx(alone)
+    assert scores[("memory/a.md", 1, "session")] == pytest.approx(alone)
+    assert ranked[0] is title
+
+
 # Two chunks of a support team's notes (from benchmarks/synth_memory.py, seed 7): the answer to
 # PASSAGE_Q is one bullet of the second, said in other words; both name the company.
 PASSAGE_NOTES = {
