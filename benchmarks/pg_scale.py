@@ -6,9 +6,11 @@
 
 The database: ``--agents`` agents of ``--per-agent`` chunks plus one agent of ``--big``
 chunks (synthetic notes with planted facts, :mod:`synth_memory`; 256-d vectors of the default
-static embedder). Ten small agents and the big one are indexed from their own corpora; the
-other small agents are copies of the ten, written by SQL (documents and chunks; the
-statistics triggers count them as any write).
+static embedder). Ten small agents and the big one are indexed from their own corpora
+(their exact SQLite answers computed by a process beside); the other small agents are copies
+of the ten, written by set-based SQL on ``--loaders`` connections: documents, chunks and the
+rows the statistics triggers would have written for them (dictionary, postings, statistics),
+the triggers off meanwhile, the secondary and HNSW indexes built once after.
 
 The run: ``--procs`` client processes, each a fresh ``Engine.open`` on its own empty workspace
 (a new host: nothing saved, nothing built), for ``--seconds``: 90 % searches (hybrid; the big
@@ -564,7 +566,8 @@ def _report(url: str, results: list[dict[str, Any]], loaded: dict[str, Any], arg
     if vis:
         print(f"  write visibility (add returned -> another process's search finds it), {len(vis)} writes: "
               f"median {statistics.median(vis) * 1000:.1f} ms, max {max(vis) * 1000:.1f} ms")  # fmt: skip
-    eng = Engine.open(Path(tempfile.mkdtemp(prefix="goclaw-pgscale-check-")), url)
+    check = Path(tempfile.mkdtemp(prefix="goclaw-pgscale-check-"))
+    eng = Engine.open(check, url)
     lost = sum(
         1
         for agent, token, user in adds
@@ -593,6 +596,7 @@ def _report(url: str, results: list[dict[str, Any]], loaded: dict[str, Any], arg
                 f"{rr / max(1, answered):.3f} (SQLite {ref['sqlite_hit']:.3f} / {ref['sqlite_mrr']:.3f})"
             )
     eng.close()
+    shutil.rmtree(check, ignore_errors=True)
     print(json.dumps({"errors": len(errors), "lost": lost, "searches": searches, "adds": len(adds)}))
 
 
