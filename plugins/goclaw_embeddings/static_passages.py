@@ -161,24 +161,67 @@ def _norms(
 ) -> NDArray[np.float32]:
     """``‖Σ_t E_t‖`` of each of ``n`` passages, ``owner[i]`` the passage of ``tokens[i]`` (in
     passage order), in a fixed order of operations: each passage's rows added one
-    after the other in float64 (one step per token rank, all passages at once), the sums
-    rounded to float32, their squares (exact in float64) added column after column."""
-    sums = np.zeros((n, matrix.shape[1]), dtype=np.float64)  # passages, longest first
+    after the other in float64, the sums rounded to float32, their squares (exact in float64)
+    added column after column.
+
+    When every row value is a float16 value (a model quantised to float16, as the bundled one)
+    and no passage is long enough to reach 2**29 in a column, each float64 sum of those values is
+    exact whatever the order: the values are multiples of 2**-24, so every partial sum is a
+    multiple of 2**-24 below 2**29, which float64's 53 bits hold. The sums are then one sparse
+    product (counts of each distinct token per passage times its rows), the same numbers as the
+    token-after-token loop (:func:`_ordered_sums`) that runs otherwise or for a few tokens."""
     per = np.bincount(owner, minlength=n)
-    longest = np.argsort(-per, kind="stable")
-    if len(owner):
-        first = _starts(per)[longest]
-        desc = -per[longest]
-        for k in range(int(per.max())):
-            m = int(np.searchsorted(desc, -k, side="left"))  # the passages of more than k tokens
-            sums[:m] += matrix.take(tokens[first[:m] + k], axis=0)
+    top = _float16_top(matrix)
+    if len(owner) >= _SPARSE_FROM and top is not None and int(per.max()) * top < 2.0**29:
+        from scipy.sparse import csr_matrix
+
+        rows, inverse = np.unique(tokens, return_inverse=True)
+        counts = csr_matrix((np.ones(len(tokens)), (owner, inverse)), shape=(n, len(rows)))
+        sums = np.asarray(counts @ matrix.take(rows, axis=0).astype(np.float64))
+    else:
+        sums = _ordered_sums(matrix, tokens, owner, per)
     squares = sums.astype(np.float32).astype(np.float64)
     squares *= squares
-    out = np.empty(n, dtype=np.float32)
     if n and squares.shape[1]:  # a running sum: column after column, as C adds them
-        out[longest] = np.sqrt(np.add.accumulate(squares, axis=1, out=squares)[:, -1])
-    else:
-        out[:] = 0
+        return np.sqrt(np.add.accumulate(squares, axis=1, out=squares)[:, -1]).astype(np.float32)
+    return np.zeros(n, dtype=np.float32)
+
+
+_SPARSE_FROM = 4_096  # passage tokens from which _norms sums with one sparse product
+_FLOAT16_TOP: dict[int, tuple[NDArray[np.float32], float | None]] = {}
+
+
+def _float16_top(matrix: NDArray[np.float32]) -> float | None:
+    """The largest magnitude in ``matrix`` if all its values are float16 values, else None
+    (computed once per matrix: the loaded matrices are shared and read-only)."""
+    found = _FLOAT16_TOP.get(id(matrix))
+    if found is None or found[0] is not matrix:
+        with np.errstate(over="ignore"):
+            exact = bool(np.array_equal(matrix.astype(np.float16).astype(np.float32), matrix))
+        found = (matrix, float(np.abs(matrix).max(initial=0.0)) if exact else None)
+        if len(_FLOAT16_TOP) >= 4:
+            _FLOAT16_TOP.clear()
+        _FLOAT16_TOP[id(matrix)] = found
+    return found[1]
+
+
+def _ordered_sums(
+    matrix: NDArray[np.float32], tokens: NDArray[np.int64], owner: NDArray[np.int64], per: NDArray[np.int64]
+) -> NDArray[np.float64]:
+    """Each passage's rows added one after the other in float64 (one step per token rank, all
+    passages at once)."""
+    n = len(per)
+    sums = np.zeros((n, matrix.shape[1]), dtype=np.float64)  # passages, longest first
+    if not len(owner):
+        return sums
+    longest = np.argsort(-per, kind="stable")
+    first = _starts(per)[longest]
+    desc = -per[longest]
+    for k in range(int(per.max())):
+        m = int(np.searchsorted(desc, -k, side="left"))  # the passages of more than k tokens
+        sums[:m] += matrix.take(tokens[first[:m] + k], axis=0)
+    out = np.empty_like(sums)
+    out[longest] = sums
     return out
 
 
