@@ -183,7 +183,8 @@ def _norms(
     squares = sums.astype(np.float32).astype(np.float64)
     squares *= squares
     if n and squares.shape[1]:  # a running sum: column after column, as C adds them
-        return np.sqrt(np.add.accumulate(squares, axis=1, out=squares)[:, -1]).astype(np.float32)
+        out: NDArray[np.float32] = np.sqrt(np.add.accumulate(squares, axis=1, out=squares)[:, -1])
+        return out.astype(np.float32)
     return np.zeros(n, dtype=np.float32)
 
 
