@@ -55,7 +55,8 @@ _TRICKY = [
     "don't", "e.g.", "x²", "café", "naïve", "Straße", "日本語", "東京tower", "x\x00y", "\x7f", "ﬁne", "½",
     "a\u200bb", "\ufeffabc", "[UNK]", "a[UNK]b", "[unk]", "[CLS]x", "[MASK]", "##ing", "#", "##", "~~~",
     "a" * 99, "a" * 100, "a" * 101, "b" * 150 + ",", "x," * 300, "," * 512, "," * 513, "zzqxj",
-    "qwertyuiopasdf", "123456789012345678901234567890", "$$$", "`code`", "<tag>", "{a:1}", "|", "@user", "α-beta",
+    "qwertyuiopasdf", "123456789012345678901234567890", "$$$", "`code`",
+    "<tag>", "{a:1}", "|", "@user", "α-beta",
 ]  # fmt: skip
 
 
