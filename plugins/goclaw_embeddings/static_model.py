@@ -17,6 +17,7 @@ import json
 import re
 import threading
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -248,7 +249,7 @@ class StaticEmbedder:
         self._queries[text] = vector / np.float32(norm) if norm else vector.copy()
 
     def _piece_lookup(
-        self, words: set[str], local: dict[str, list[int]] | None = None
+        self, words: AbstractSet[str], local: dict[str, list[int]] | None = None
     ) -> dict[str, list[int]]:
         """The token ids of each of these whitespace pieces: from ``local`` (a bulk call's own
         memory of its pieces, when given) or the piece cache; the others tokenised in one call

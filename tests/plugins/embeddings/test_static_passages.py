@@ -17,25 +17,37 @@ def emb() -> StaticEmbedder:
     return e
 
 
-def _passages(rng: np.random.Generator, rows: int, n: int, longest: int) -> tuple[np.ndarray, np.ndarray]:
-    per = rng.integers(1, longest + 1, size=n)
-    owner = np.repeat(np.arange(n), per)
-    return rng.integers(0, rows, size=len(owner)), owner
+def _layout(
+    rng: np.random.Generator, rows: int, n: int, longest: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Random segments (tokens, tokens per segment) and passages of 1-3 of them (their
+    segments, segments per passage)."""
+    seg_tokens = rng.integers(1, longest + 1, size=2 * n)
+    tokens = rng.integers(0, rows, size=int(seg_tokens.sum()))
+    nref = rng.integers(1, 4, size=n)
+    ref_seg = rng.integers(0, 2 * n, size=int(nref.sum()))
+    return tokens, seg_tokens, ref_seg, nref
+
+
+def _expected(matrix: np.ndarray, tokens, seg_tokens, ref_seg, nref) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """The norms by the token-after-token loop."""
+    width = seg_tokens[ref_seg]
+    per = np.bincount(np.repeat(np.arange(len(nref)), nref), weights=width, minlength=len(nref)).astype(int)
+    entries = sp._spans(sp._starts(seg_tokens)[ref_seg], width)
+    owner = np.repeat(np.arange(len(nref)), per)
+    plain = sp._ordered_sums(matrix, tokens[entries], owner, per).astype(np.float32).astype(np.float64)
+    return np.sqrt(np.add.accumulate(plain * plain, axis=1)[:, -1]).astype(np.float32)
 
 
 def test_the_sparse_sums_equal_the_ordered_sums(emb: StaticEmbedder) -> None:
-    """The bundled matrix holds float16 values: the sparse product gives each norm bit for bit
-    as the token-after-token loop (repeated tokens, long and short passages)."""
+    """The bundled matrix holds float16 values: the sparse products give each norm bit for bit
+    as the token-after-token loop (repeated tokens, segments shared by passages)."""
     matrix = emb._matrix
     assert matrix is not None and sp._float16_top(matrix) is not None
     rng = np.random.default_rng(7)
-    tokens, owner = _passages(rng, 300, 2_000, 60)  # few distinct rows: many repeats
-    assert len(tokens) >= sp._SPARSE_FROM
-    fast = sp._norms(matrix, tokens, owner, 2_000)
-    per = np.bincount(owner, minlength=2_000)
-    plain = sp._ordered_sums(matrix, tokens, owner, per).astype(np.float32).astype(np.float64)
-    expected = np.sqrt(np.add.accumulate(plain * plain, axis=1)[:, -1]).astype(np.float32)
-    assert fast.tobytes() == expected.tobytes()
+    layout = _layout(rng, 300, 2_000, 30)  # few distinct rows: many repeats
+    assert len(layout[0]) >= sp._SPARSE_FROM
+    assert sp._norms(matrix, *layout).tobytes() == _expected(matrix, *layout).tobytes()
 
 
 def test_a_matrix_of_other_values_is_summed_in_order() -> None:
@@ -43,11 +55,8 @@ def test_a_matrix_of_other_values_is_summed_in_order() -> None:
     rng = np.random.default_rng(3)
     matrix = rng.standard_normal((50, 8)).astype(np.float32)
     assert sp._float16_top(matrix) is None
-    tokens, owner = _passages(rng, 50, 500, 30)
-    per = np.bincount(owner, minlength=500)
-    plain = sp._ordered_sums(matrix, tokens, owner, per).astype(np.float32).astype(np.float64)
-    expected = np.sqrt(np.add.accumulate(plain * plain, axis=1)[:, -1]).astype(np.float32)
-    assert sp._norms(matrix, tokens, owner, 500).tobytes() == expected.tobytes()
+    layout = _layout(rng, 50, 500, 20)
+    assert sp._norms(matrix, *layout).tobytes() == _expected(matrix, *layout).tobytes()
 
 
 _TRICKY = [
