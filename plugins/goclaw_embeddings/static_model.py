@@ -297,7 +297,7 @@ class StaticEmbedder:
             encodings = self._tokenizer.encode_batch([words[i] for i in slow], add_special_tokens=False)
             for i, e in zip(slow, encodings, strict=True):
                 out[i] = e.ids
-        return [[t for t in ids if t != drop] for ids in out if ids is not None]
+        return [ids if drop not in ids else [t for t in ids if t != drop] for ids in out if ids is not None]
 
     def _embed_batch(self, texts: Sequence[str]) -> NDArray[np.float32]:
         import numpy as np
@@ -374,7 +374,14 @@ class _WordPiece:
         self.unk = self.vocab.get(model["unk_token"])
         self.prefix: str = model.get("continuing_subword_prefix") or ""
         self.max_chars = int(model.get("max_input_chars_per_word") or 100)
-        self.longest = max(map(len, self.vocab), default=0)
+        # the longest entry a run can match first and after the prefix, of any run and of digits
+        first = [w for w in self.vocab if not (self.prefix and w.startswith(self.prefix))]
+        rest = [w[len(self.prefix) :] for w in self.vocab if self.prefix and w.startswith(self.prefix)]
+        self.longest = (max(map(len, first), default=0), max(map(len, rest), default=0))
+        self.longest_digits = (
+            max((len(w) for w in first if w.isdigit()), default=0),
+            max((len(w) for w in rest if w.isdigit()), default=0),
+        )
         self.lower = bool(spec["normalizer"].get("lowercase", True))
         trunc = spec.get("truncation")
         self.max_tokens = int(trunc["max_length"]) if trunc else None
@@ -382,6 +389,7 @@ class _WordPiece:
         # matched case-insensitively: in the piece and in its normalised (lower-cased) text
         self._words: dict[str, list[int]] = {}  # runs _word split, within _WORDS_MAX
         self.added = re.compile("|".join(added), re.IGNORECASE) if added else None
+        self.alnum_added = any(self.added.search(a) for a in ("a", "A", "0")) if self.added else False
 
     @classmethod
     def of(cls, tokenizer: Tokenizer) -> _WordPiece | None:
@@ -402,17 +410,15 @@ class _WordPiece:
 
     def ids(self, piece: str) -> list[int] | None:
         """The token ids of ``piece`` (unknown ones included), None when it is not for this path."""
-        if not (piece.isascii() and piece.isprintable()) or " " in piece:
-            return None
-        if self.max_tokens is not None and len(piece) > self.max_tokens:
-            return None
-        if self.added is not None and self.added.search(piece):
+        if not piece.isascii() or (self.max_tokens is not None and len(piece) > self.max_tokens):
             return None
         text = piece.lower() if self.lower else piece
         vocab = self.vocab
-        if text.isalnum():  # one run
+        if text.isalnum() and not self.alnum_added:  # one run (most pieces)
             found = vocab.get(text)
             return [found] if found is not None else self._word(text)
+        if not piece.isprintable() or " " in piece or (self.added is not None and self.added.search(piece)):
+            return None
         out: list[int] = []
         for run in self._RUNS.findall(text):
             found = vocab.get(run)
@@ -437,11 +443,12 @@ class _WordPiece:
         n = len(word)
         if n > self.max_chars:
             return [self.unk]  # type: ignore[list-item]
-        vocab, prefix, longest = self.vocab, self.prefix, self.longest
+        vocab, prefix = self.vocab, self.prefix
+        first, rest = self.longest_digits if word.isdigit() else self.longest  # a match is as long at most
         out: list[int] = []
         start = 0
         while start < n:
-            end = min(n, start + longest)
+            end = min(n, start + (rest if start else first))
             found = None
             while end > start:
                 found = vocab.get(word[start:end] if not start else prefix + word[start:end])
