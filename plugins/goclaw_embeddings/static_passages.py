@@ -181,8 +181,8 @@ def _norms(
     n = len(nref)
     width = seg_tokens[ref_seg]
     per = np.bincount(np.repeat(np.arange(n), nref), weights=width, minlength=n).astype(np.int64)
-    top = _float16_top(matrix)
-    if int(per.sum()) >= _SPARSE_FROM and top is not None and int(per.max()) * top < 2.0**29:
+    top = _float16_top(matrix) if int(per.sum()) >= _SPARSE_FROM else None  # a search's few: no
+    if top is not None and int(per.max()) * top < 2.0**29:
         from scipy.sparse import csr_matrix
 
         present = np.zeros(matrix.shape[0], dtype=np.bool_)
