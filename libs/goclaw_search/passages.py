@@ -23,10 +23,9 @@ if TYPE_CHECKING:
 
 __all__ = ["best_passage_cosine", "passage_layout", "passage_scores", "passages"]
 
-# Markdown structure: a heading, the start of a list item, a code fence.
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s")
-_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,9}[.)])\s")
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+# Markdown structure: a code fence (its marker), a heading (its hashes) or the start of a list
+# item; after at most 3 spaces, which no alternative starts with, so at most one matches.
+_LINE = re.compile(r"\s{0,3}(?:(```|~~~)|(#{1,6})\s|(?:[-*+]|\d{1,9}[.)])\s)")
 
 
 def passages(text: str) -> list[str]:
@@ -46,46 +45,50 @@ def passage_layout(text: str) -> tuple[list[str], list[tuple[int, ...]]]:
     segments: list[str] = []
     out: list[tuple[int, ...]] = []
     heads: list[tuple[int, int]] = []  # the open headings (level, segment), outermost first
+    above: tuple[int, ...] = ()  # their segments
     block: list[str] = []
     fence = ""  # the open code fence's marker: its lines (a "# comment" too) are plain text
-
-    def close() -> None:
-        if block:
-            segments.append("\n".join(block))
-            block.clear()
-            out.append((*(i for _level, i in heads), len(segments) - 1))
-
     headings: list[int] = []
+    match = _LINE.match
     for line in text.splitlines():
-        f = _FENCE.match(line)
+        m = match(line)
         if fence:
             block.append(line)
-            if f and f.group(1) == fence:
+            if m is not None and m.group(1) == fence:
                 fence = ""
-                close()
+                segments.append("\n".join(block))
+                block = []
+                out.append((*above, len(segments) - 1))
             continue
-        if f:
-            close()
-            fence = f.group(1)
+        if m is None:  # a plain line, or a blank one
+            if not line or line.isspace():
+                if block:
+                    segments.append("\n".join(block))
+                    block = []
+                    out.append((*above, len(segments) - 1))
+            else:
+                block.append(line)
+            continue
+        if block:  # a fence, heading or list item starts a block
+            segments.append("\n".join(block))
+            block = []
+            out.append((*above, len(segments) - 1))
+        marker, hashes = m.group(1, 2)
+        if marker:
+            fence = marker
             block.append(line)
-            continue
-        if not line.strip():
-            close()
-            continue
-        m = _HEADING.match(line)
-        if m:
-            close()
-            level = len(m.group(1))
+        elif hashes:
+            level = len(hashes)
             heads = [(lv, i) for lv, i in heads if lv < level]
             segments.append(line.strip())
             heads.append((level, len(segments) - 1))
+            above = tuple(i for _level, i in heads)
             headings.append(len(segments) - 1)
-        elif _ITEM.match(line):
-            close()
-            block.append(line)
         else:
             block.append(line)
-    close()
+    if block:
+        segments.append("\n".join(block))
+        out.append((*above, len(segments) - 1))
     return segments, out or [(i,) for i in headings]
 
 

@@ -8,8 +8,9 @@ segments' token ids, which segments make each passage and each passage's norm
 ``E_t·q`` for a search's tokens with one gather of the distinct rows.
 
 Tokens: a passage's tokens are those of its whitespace-separated pieces (the tokenizer never
-joins across whitespace), so each distinct piece of a batch is tokenised once (one
-``encode_batch`` call) and remembered in the embedder's bounded piece cache.
+joins across whitespace), so each distinct piece of a batch is tokenised once (most by the
+embedder's Python WordPiece, the rest in one ``encode_batch`` call) and remembered in the
+embedder's bounded piece cache. Norms: :func:`_norms` (exact sums, so one sparse product).
 """
 
 from __future__ import annotations
@@ -102,48 +103,45 @@ def _flat(emb: StaticEmbedder, texts: Sequence[str], local: dict[str, list[int]]
     assert matrix is not None
     layouts = [passage_layout(t) for t in texts]
     seg_words = [segment.split() for segments, _p in layouts for segment in segments]
-    lookup = emb._piece_lookup(set(chain.from_iterable(seg_words)), local if len(texts) > 1 else None)
-    pieces = list(map(lookup.__getitem__, chain.from_iterable(seg_words)))
-    per_piece = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
-    tokens = np.fromiter(chain.from_iterable(pieces), dtype=np.int64, count=int(per_piece.sum()))
-    # Segments (every one has a piece: a heading or block line is not blank).
     n_words = np.fromiter(map(len, seg_words), dtype=np.int64, count=len(seg_words))
+    # Each distinct piece once: its token ids side by side, then every piece by its number.
+    distinct = dict.fromkeys(chain.from_iterable(seg_words))
+    lookup = emb._piece_lookup(distinct.keys(), local if len(texts) > 1 else None)
+    ids_of = [lookup[w] for w in distinct]
+    words = dict(zip(distinct, range(len(distinct)), strict=True))
+    word_len = np.fromiter(map(len, ids_of), dtype=np.int64, count=len(ids_of))
+    word_ids = np.fromiter(chain.from_iterable(ids_of), dtype=np.int64, count=int(word_len.sum()))
+    which = np.fromiter(
+        map(words.__getitem__, chain.from_iterable(seg_words)), dtype=np.int64, count=int(n_words.sum())
+    )
+    per_piece = word_len[which]
+    tokens = word_ids[_spans(_starts(word_len)[which], per_piece)]
+    # Segments (every one has a piece: a heading or block line is not blank).
     seg_tokens = np.zeros(len(seg_words), dtype=np.int64)
     some = n_words > 0
     seg_tokens[some] = np.add.reduceat(per_piece, _starts(n_words)[some])
     known = seg_tokens > 0  # a segment without a known token adds nothing to a passage
-    seg_first = _starts(seg_tokens)
     n_segs = np.fromiter((len(segments) for segments, _p in layouts), dtype=np.int64, count=len(texts))
     seg_base = _starts(n_segs)
     # Passages: their segments (references), flat over the batch.
-    ref_seg = np.fromiter(
-        (
-            b + i
-            for b, (_s, layout) in zip(seg_base.tolist(), layouts, strict=True)
-            for p in layout
-            for i in p
-        ),
-        dtype=np.int64,
-    )
-    n_pass = np.fromiter((len(layout) for _s, layout in layouts), dtype=np.int64, count=len(texts))
-    raw_nref = np.fromiter((len(p) for _s, layout in layouts for p in layout), dtype=np.int64)
+    listed = [layout for _s, layout in layouts]
+    n_pass = np.fromiter(map(len, listed), dtype=np.int64, count=len(texts))
+    raw_nref = np.fromiter(map(len, chain.from_iterable(listed)), dtype=np.int64)
+    text_of_pass = np.repeat(np.arange(len(texts)), n_pass)
+    ref_seg = np.fromiter(chain.from_iterable(chain.from_iterable(listed)), dtype=np.int64)
+    ref_seg += np.repeat(seg_base[text_of_pass], raw_nref)
     pass_of_ref = np.repeat(np.arange(len(raw_nref)), raw_nref)
     kept = known[ref_seg]
     ref_seg, pass_of_ref = ref_seg[kept], pass_of_ref[kept]
     nref = np.bincount(pass_of_ref, minlength=len(raw_nref))
-    # Each passage's tokens, in order: its segments' (headings, then its block).
-    width = seg_tokens[ref_seg]
-    entry_pass = np.repeat(pass_of_ref, width)
-    entry_tok = np.repeat(seg_first[ref_seg] - _starts(width), width) + np.arange(int(width.sum()))
-    norms = _norms(matrix, tokens[entry_tok], entry_pass, len(raw_nref))
+    norms = _norms(matrix, tokens, seg_tokens, ref_seg, nref)
     keep = (nref > 0) & (norms > 0)  # a passage whose tokens cancel out: cosine 0, left out
     keep_ref = keep[pass_of_ref]
     known_before = np.zeros(len(known) + 1, dtype=np.int64)
     np.cumsum(known, out=known_before[1:])
-    text_of_ref = np.repeat(np.repeat(np.arange(len(texts)), n_pass), nref)
+    text_of_ref = np.repeat(text_of_pass, nref)
     local_ref = known_before[ref_seg] - known_before[seg_base[text_of_ref]]
     text_of_seg = np.repeat(np.arange(len(texts)), n_segs)
-    text_of_pass = np.repeat(np.arange(len(texts)), n_pass)
     counts = np.stack(
         [
             np.bincount(text_of_seg, weights=seg_tokens, minlength=len(texts)).astype(np.int64),
@@ -156,29 +154,93 @@ def _flat(emb: StaticEmbedder, texts: Sequence[str], local: dict[str, list[int]]
     return _Flat(tokens, seg_tokens[known], local_ref[keep_ref], nref[keep], norms[keep], counts)
 
 
+def _spans(first: NDArray[np.int64], width: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The positions ``first[i], first[i] + 1, ..., first[i] + width[i] - 1``, span after span."""
+    return np.repeat(first - _starts(width), width) + np.arange(int(width.sum()))
+
+
 def _norms(
-    matrix: NDArray[np.float32], tokens: NDArray[np.int64], owner: NDArray[np.int64], n: int
+    matrix: NDArray[np.float32],
+    tokens: NDArray[np.int64],
+    seg_tokens: NDArray[np.int64],
+    ref_seg: NDArray[np.int64],
+    nref: NDArray[np.int64],
 ) -> NDArray[np.float32]:
-    """``‖Σ_t E_t‖`` of each of ``n`` passages, ``owner[i]`` the passage of ``tokens[i]`` (in
-    passage order), in a fixed order of operations: each passage's rows added one
-    after the other in float64 (one step per token rank, all passages at once), the sums
-    rounded to float32, their squares (exact in float64) added column after column."""
-    sums = np.zeros((n, matrix.shape[1]), dtype=np.float64)  # passages, longest first
-    per = np.bincount(owner, minlength=n)
-    longest = np.argsort(-per, kind="stable")
-    if len(owner):
-        first = _starts(per)[longest]
-        desc = -per[longest]
-        for k in range(int(per.max())):
-            m = int(np.searchsorted(desc, -k, side="left"))  # the passages of more than k tokens
-            sums[:m] += matrix.take(tokens[first[:m] + k], axis=0)
+    """``‖Σ_t E_t‖`` of each passage: ``tokens`` those of the segments side by side
+    (``seg_tokens`` of each), ``ref_seg`` the segments of passage after passage (``nref`` of
+    each), in a fixed order of operations: each passage's rows (its segments' tokens in order)
+    added one after the other in float64, the sums rounded to float32, their squares (exact in
+    float64) added column after column.
+
+    When every row value is a float16 value (a model quantised to float16, as the bundled one)
+    and no passage is long enough to reach 2**29 in a column, each float64 sum of those values is
+    exact whatever the order: the values are multiples of 2**-24, so every partial sum is a
+    multiple of 2**-24 below 2**29, which float64's 53 bits hold. The sums are then two sparse
+    products (each segment's rows, then each passage's segments), the same numbers as the
+    token-after-token loop (:func:`_ordered_sums`) that runs otherwise or for a few tokens."""
+    n = len(nref)
+    width = seg_tokens[ref_seg]
+    per = np.bincount(np.repeat(np.arange(n), nref), weights=width, minlength=n).astype(np.int64)
+    top = _float16_top(matrix) if int(per.sum()) >= _SPARSE_FROM else None  # a search's few: no
+    if top is not None and int(per.max()) * top < 2.0**29:
+        from scipy.sparse import csr_matrix
+
+        present = np.zeros(matrix.shape[0], dtype=np.bool_)
+        present[tokens] = True
+        rows = np.flatnonzero(present)
+        column = np.cumsum(present) - 1  # a row's place among the present ones
+        seg_ptr = np.concatenate([[0], np.cumsum(seg_tokens)])
+        segs = csr_matrix((np.ones(len(tokens)), column[tokens], seg_ptr), shape=(len(seg_tokens), len(rows)))
+        seg_sums = segs @ matrix.take(rows, axis=0).astype(np.float64)
+        ref_ptr = np.concatenate([[0], np.cumsum(nref)])
+        passages = csr_matrix((np.ones(len(ref_seg)), ref_seg, ref_ptr), shape=(n, len(seg_tokens)))
+        sums = np.asarray(passages @ seg_sums)
+    else:
+        entry_tok = _spans(_starts(seg_tokens)[ref_seg], width)
+        sums = _ordered_sums(matrix, tokens[entry_tok], np.repeat(np.arange(n), per), per)
     squares = sums.astype(np.float32).astype(np.float64)
     squares *= squares
-    out = np.empty(n, dtype=np.float32)
     if n and squares.shape[1]:  # a running sum: column after column, as C adds them
-        out[longest] = np.sqrt(np.add.accumulate(squares, axis=1, out=squares)[:, -1])
-    else:
-        out[:] = 0
+        out: NDArray[np.float32] = np.sqrt(np.add.accumulate(squares, axis=1, out=squares)[:, -1])
+        return out.astype(np.float32)
+    return np.zeros(n, dtype=np.float32)
+
+
+_SPARSE_FROM = 4_096  # passage tokens from which _norms sums with one sparse product
+_FLOAT16_TOP: dict[int, tuple[NDArray[np.float32], float | None]] = {}
+
+
+def _float16_top(matrix: NDArray[np.float32]) -> float | None:
+    """The largest magnitude in ``matrix`` if all its values are float16 values, else None
+    (computed once per matrix: the loaded matrices are shared and read-only)."""
+    found = _FLOAT16_TOP.get(id(matrix))
+    if found is None or found[0] is not matrix:
+        with np.errstate(over="ignore"):
+            exact = bool(np.array_equal(matrix.astype(np.float16).astype(np.float32), matrix))
+        found = (matrix, float(np.abs(matrix).max(initial=0.0)) if exact else None)
+        if len(_FLOAT16_TOP) >= 4:
+            _FLOAT16_TOP.clear()
+        _FLOAT16_TOP[id(matrix)] = found
+    return found[1]
+
+
+def _ordered_sums(
+    matrix: NDArray[np.float32], tokens: NDArray[np.int64], owner: NDArray[np.int64], per: NDArray[np.int64]
+) -> NDArray[np.float64]:
+    """Each passage's rows added one after the other in float64 (one step per token rank, all
+    passages at once)."""
+    n = len(per)
+    sums = np.zeros((n, matrix.shape[1]), dtype=np.float64)  # passages, longest first
+    if not len(owner):
+        return sums
+    longest = np.argsort(-per, kind="stable")
+    first = _starts(per)[longest]
+    desc = -per[longest]
+    for k in range(int(per.max())):
+        m = int(np.searchsorted(desc, -k, side="left"))  # the passages of more than k tokens
+        sums[:m] += matrix.take(tokens[first[:m] + k], axis=0)
+    out = np.empty_like(sums)
+    out[longest] = sums
     return out
 
 

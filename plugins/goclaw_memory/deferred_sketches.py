@@ -1,8 +1,8 @@
 """The passage sketches of a large index run, made after it returns, for indexing speed.
 
 A chunk's passage sketch (:mod:`goclaw_memory.passage_sketch`) is what the overlap reranker's
-passage step reads at search time. Making them takes ~40 % of a first 100,000-chunk index run
-(C sketcher, then the per-chunk work of storing them), though no search needs them to be
+passage step reads at search time. Making them takes more CPU than a first 100,000-chunk index
+run itself (benchmarks/results/2026-12-05-passage-sketches.md), though no search needs them to be
 *right*: a hit without a sketch in the index is scored by the embedder's
 ``passage_similarity``, which sketches its text with the same function, so a search returns the
 same hits and scores either way; only its passage step is ~0.5 ms slower.

@@ -57,6 +57,25 @@ def test_the_layout_gives_the_passages() -> None:
         assert passages(text) == ["\n".join(segments[i] for i in p) for p in layout]
 
 
+def test_the_layout_of_fences_indents_and_markers() -> None:
+    """A fence's lines are plain text (a "# comment" too) until its own marker closes it; four
+    spaces of indent, seven hashes or ten digits make no heading or item; a blank line of other
+    whitespace ends a block, and any whitespace (up to 3) may indent a heading."""
+    text = (
+        "# Day\n    # not a heading\n```py\n# comment\n- in fence\n```\n## Topic\n"
+        "1234567890. not an item\n123456789. item\n\x0b\n- a\n  continued\n####### seven\n"
+        "~~~\n``` other marker\n~~~\n\u3000# wide space\ntext"
+    )
+    assert passage_layout(text) == (
+        [
+            "# Day", "    # not a heading", "```py\n# comment\n- in fence\n```", "## Topic",
+            "1234567890. not an item", "123456789. item", "- a\n  continued\n####### seven",
+            "~~~\n``` other marker\n~~~", "# wide space", "text",
+        ],
+        [(0, 1), (0, 2), (0, 3, 4), (0, 3, 5), (0, 3, 6), (0, 3, 7), (8, 9)],
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize("query", QUERIES)
 def test_sketch_cosines_equal_embedding_each_passage(emb: StaticEmbedder, query: str) -> None:
     """The token-score form (one score per distinct token, summed by segment and passage,

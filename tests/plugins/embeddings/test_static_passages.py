@@ -1,0 +1,93 @@
+"""The static embedder's passage sketches (goclaw_embeddings.static_passages): the fast paths
+give the same numbers, bit for bit, as the plain ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from goclaw_embeddings import static_passages as sp
+from goclaw_embeddings.static_model import StaticEmbedder
+
+
+@pytest.fixture(scope="module")
+def emb() -> StaticEmbedder:
+    e = StaticEmbedder()
+    e.load()
+    return e
+
+
+def _layout(
+    rng: np.random.Generator, rows: int, n: int, longest: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Random segments (tokens, tokens per segment) and passages of 1-3 of them (their
+    segments, segments per passage)."""
+    seg_tokens = rng.integers(1, longest + 1, size=2 * n)
+    tokens = rng.integers(0, rows, size=int(seg_tokens.sum()))
+    nref = rng.integers(1, 4, size=n)
+    ref_seg = rng.integers(0, 2 * n, size=int(nref.sum()))
+    return tokens, seg_tokens, ref_seg, nref
+
+
+def _expected(matrix: np.ndarray, tokens, seg_tokens, ref_seg, nref) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """The norms by the token-after-token loop."""
+    width = seg_tokens[ref_seg]
+    per = np.bincount(np.repeat(np.arange(len(nref)), nref), weights=width, minlength=len(nref)).astype(int)
+    entries = sp._spans(sp._starts(seg_tokens)[ref_seg], width)
+    owner = np.repeat(np.arange(len(nref)), per)
+    plain = sp._ordered_sums(matrix, tokens[entries], owner, per).astype(np.float32).astype(np.float64)
+    return np.sqrt(np.add.accumulate(plain * plain, axis=1)[:, -1]).astype(np.float32)
+
+
+def test_the_sparse_sums_equal_the_ordered_sums(emb: StaticEmbedder) -> None:
+    """The bundled matrix holds float16 values: the sparse products give each norm bit for bit
+    as the token-after-token loop (repeated tokens, segments shared by passages)."""
+    matrix = emb._matrix
+    assert matrix is not None and sp._float16_top(matrix) is not None
+    rng = np.random.default_rng(7)
+    layout = _layout(rng, 300, 2_000, 30)  # few distinct rows: many repeats
+    assert len(layout[0]) >= sp._SPARSE_FROM
+    assert sp._norms(matrix, *layout).tobytes() == _expected(matrix, *layout).tobytes()
+
+
+def test_a_matrix_of_other_values_is_summed_in_order() -> None:
+    """Values that are not float16 values: no sparse product (its sums could round otherwise)."""
+    rng = np.random.default_rng(3)
+    matrix = rng.standard_normal((50, 8)).astype(np.float32)
+    assert sp._float16_top(matrix) is None
+    layout = _layout(rng, 50, 500, 20)
+    assert sp._norms(matrix, *layout).tobytes() == _expected(matrix, *layout).tobytes()
+
+
+_TRICKY = [
+    "Hello", "HELLO,World!", "ORD-6099229", "($1,637)", "/srv/billing/exports/1203.csv", "2024-06-23",
+    "don't", "e.g.", "x²", "café", "naïve", "Straße", "日本語", "東京tower", "x\x00y", "\x7f", "ﬁne", "½",
+    "a\u200bb", "\ufeffabc", "[UNK]", "a[UNK]b", "[unk]", "[CLS]x", "[MASK]", "##ing", "#", "##", "~~~",
+    "a" * 99, "a" * 100, "a" * 101, "b" * 150 + ",", "x," * 300, "," * 512, "," * 513, "zzqxj",
+    "qwertyuiopasdf", "123456789012345678901234567890", "$$$", "`code`",
+    "<tag>", "{a:1}", "|", "@user", "α-beta",
+]  # fmt: skip
+
+
+def test_the_python_wordpiece_gives_the_tokenizer_ids(emb: StaticEmbedder) -> None:
+    """Printable ASCII pieces by the Python path: the tokenizer's ids (unknown tokens, long
+    words, added tokens, truncation); other pieces go to the tokenizer."""
+    from goclaw_embeddings.static_model import _WordPiece
+
+    assert emb._tokenizer is not None
+    fast = _WordPiece.of(emb._tokenizer)
+    assert fast is not None
+    rng = np.random.default_rng(11)
+    chars = np.array(list("abcXYZ0129.,-#$[]()'/_~!?"))
+    pieces = _TRICKY + ["".join(rng.choice(chars, size=int(rng.integers(1, 40)))) for _ in range(3_000)]
+    expected = [e.ids for e in emb._tokenizer.encode_batch(pieces, add_special_tokens=False)]
+    taken = 0
+    for piece, ids in zip(pieces, expected, strict=True):
+        got = fast.ids(piece)
+        if got is not None:
+            taken += 1
+            assert got == ids, piece
+    assert taken > 3_000
+    assert fast.ids("café") is None and fast.ids("[UNK]") is None and fast.ids("," * 513) is None
+    unk = emb._conf()["unk_token_id"]
+    assert emb._piece_ids(_TRICKY) == [[t for t in ids if t != unk] for ids in expected[: len(_TRICKY)]]
