@@ -14,13 +14,12 @@ on the same files (cosine > 0.999; model2vec computes in float16, this runtime i
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,7 +37,6 @@ _BATCH = 512  # texts tokenised and pooled at a time (bounds the temporary token
 _PIECES_MAX = 50_000  # whitespace-separated pieces whose tokens passage_similarity remembers
 _PIECE_TOKENS_MAX = 200_000  # ... and their token ids at most (~8 MB; 50,000 hashes held ~60 MB)
 _LOCAL_PIECES_MAX = 100_000  # pieces one passage_sketches call remembers (~20 MB while it runs)
-_WORDS_MAX = 50_000  # runs of letters and digits whose WordPiece split _WordPiece remembers
 _CHUNKS_MAX = 1_024  # texts whose passage sketches it remembers (~0.5 KB each)
 # ... and their token ids at most (~1 MB; a chunk of short list items has dozens of passages)
 _SKETCH_TOKENS_MAX = 400_000
@@ -281,23 +279,13 @@ class StaticEmbedder:
         return found
 
     def _piece_ids(self, words: list[str]) -> list[list[int]]:
-        """The token ids of each piece of text, unknown tokens dropped as :meth:`embed` does: a
-        piece of printable ASCII by :class:`_WordPiece` when the tokenizer is a BERT WordPiece
-        one (the bundled model's; the same ids), the others by the tokenizer in one call."""
+        """The token ids of each piece of text, unknown tokens dropped as :meth:`embed` does."""
         assert self._tokenizer is not None
         conf = self._conf()
         unk = conf.get("unk_token_id")
         drop = int(unk) if unk is not None and conf.get("drop_unk_tokens", True) else None
-        fast = _WordPiece.of(self._tokenizer)
-        out: list[list[int] | None] = (
-            [fast.ids(w) for w in words] if fast is not None else [None] * len(words)
-        )
-        slow = [i for i, ids in enumerate(out) if ids is None]
-        if slow:
-            encodings = self._tokenizer.encode_batch([words[i] for i in slow], add_special_tokens=False)
-            for i, e in zip(slow, encodings, strict=True):
-                out[i] = e.ids
-        return [ids if drop not in ids else [t for t in ids if t != drop] for ids in out if ids is not None]
+        encodings = self._tokenizer.encode_batch(words, add_special_tokens=False)
+        return [[t for t in e.ids if t != drop] for e in encodings]
 
     def _embed_batch(self, texts: Sequence[str]) -> NDArray[np.float32]:
         import numpy as np
@@ -351,114 +339,6 @@ class StaticEmbedder:
             norms = np.linalg.norm(means, axis=1, keepdims=True)
             means = np.divide(means, norms, out=np.zeros_like(means), where=norms > 0)
         out[nonempty] = means
-        return out
-
-
-class _WordPiece:
-    """A BERT WordPiece tokenizer (``BertNormalizer``, ``BertPreTokenizer``, ``WordPiece``) on a
-    piece of printable ASCII without whitespace, in Python: most pieces of notes are such, and a
-    dictionary lookup per word costs less than the tokenizer's call per piece. The same steps as
-    ``tokenizers``: lower-cased when the normalizer lower-cases (accents and control characters
-    are not ASCII letters), split into runs of letters and digits and single punctuation
-    characters (every other printable ASCII character is punctuation to BERT), each run the
-    longest vocabulary entry first and then its ``##`` continuations, a run longer than
-    ``max_input_chars_per_word`` or without a match one unknown token. A piece holding an added
-    token's text, or longer than the truncation, goes to the tokenizer (:meth:`ids`: None)."""
-
-    _RUNS = re.compile(r"[A-Za-z0-9]+|[^A-Za-z0-9]")
-    _MADE: ClassVar[dict[int, tuple[Tokenizer, _WordPiece | None]]] = {}
-
-    def __init__(self, spec: dict[str, Any]) -> None:
-        model = spec["model"]
-        self.vocab: dict[str, int] = dict(model["vocab"])
-        self.unk = self.vocab.get(model["unk_token"])
-        self.prefix: str = model.get("continuing_subword_prefix") or ""
-        self.max_chars = int(model.get("max_input_chars_per_word") or 100)
-        # the longest entry a run can match first and after the prefix, of any run and of digits
-        first = [w for w in self.vocab if not (self.prefix and w.startswith(self.prefix))]
-        rest = [w[len(self.prefix) :] for w in self.vocab if self.prefix and w.startswith(self.prefix)]
-        self.longest = (max(map(len, first), default=0), max(map(len, rest), default=0))
-        self.longest_digits = (
-            max((len(w) for w in first if w.isdigit()), default=0),
-            max((len(w) for w in rest if w.isdigit()), default=0),
-        )
-        self.lower = bool(spec["normalizer"].get("lowercase", True))
-        trunc = spec.get("truncation")
-        self.max_tokens = int(trunc["max_length"]) if trunc else None
-        added = [re.escape(a["content"]) for a in spec.get("added_tokens") or () if a["content"]]
-        # matched case-insensitively: in the piece and in its normalised (lower-cased) text
-        self._words: dict[str, list[int]] = {}  # runs _word split, within _WORDS_MAX
-        self.added = re.compile("|".join(added), re.IGNORECASE) if added else None
-        self.alnum_added = any(self.added.search(a) for a in ("a", "A", "0")) if self.added else False
-
-    @classmethod
-    def of(cls, tokenizer: Tokenizer) -> _WordPiece | None:
-        """The fast path of ``tokenizer`` (made once per tokenizer), None when it is not a BERT
-        WordPiece one."""
-        found = cls._MADE.get(id(tokenizer))
-        if found is None or found[0] is not tokenizer:
-            spec = json.loads(tokenizer.to_str())
-            kinds = tuple((spec.get(k) or {}).get("type") for k in ("normalizer", "pre_tokenizer", "model"))
-            fast = cls(spec) if kinds == ("BertNormalizer", "BertPreTokenizer", "WordPiece") else None
-            if fast is not None and fast.unk is None:
-                fast = None
-            found = (tokenizer, fast)
-            if len(cls._MADE) >= _LOADED_MAX:
-                cls._MADE.clear()
-            cls._MADE[id(tokenizer)] = found
-        return found[1]
-
-    def ids(self, piece: str) -> list[int] | None:
-        """The token ids of ``piece`` (unknown ones included), None when it is not for this path."""
-        if not piece.isascii() or (self.max_tokens is not None and len(piece) > self.max_tokens):
-            return None
-        text = piece.lower() if self.lower else piece
-        vocab = self.vocab
-        if text.isalnum() and not self.alnum_added:  # one run (most pieces)
-            found = vocab.get(text)
-            return [found] if found is not None else self._word(text)
-        if not piece.isprintable() or " " in piece or (self.added is not None and self.added.search(piece)):
-            return None
-        out: list[int] = []
-        for run in self._RUNS.findall(text):
-            found = vocab.get(run)
-            if found is not None:
-                out.append(found)
-            else:
-                out.extend(self._word(run))
-        return out
-
-    def _word(self, word: str) -> list[int]:
-        """WordPiece of one run that is not a vocabulary entry (remembered: numbers repeat)."""
-        found = self._words.get(word)
-        if found is None:
-            found = self._pieces(word)
-            if len(self._words) >= _WORDS_MAX:
-                self._words.clear()
-            self._words[word] = found
-        return found
-
-    def _pieces(self, word: str) -> list[int]:
-        """WordPiece of one run: greedy longest match first."""
-        n = len(word)
-        if n > self.max_chars:
-            return [self.unk]  # type: ignore[list-item]
-        vocab, prefix = self.vocab, self.prefix
-        first, rest = self.longest_digits if word.isdigit() else self.longest  # a match is as long at most
-        out: list[int] = []
-        start = 0
-        while start < n:
-            end = min(n, start + (rest if start else first))
-            found = None
-            while end > start:
-                found = vocab.get(word[start:end] if not start else prefix + word[start:end])
-                if found is not None:
-                    break
-                end -= 1
-            if found is None:
-                return [self.unk]  # type: ignore[list-item]
-            out.append(found)
-            start = end
         return out
 
 

@@ -8,9 +8,9 @@ segments' token ids, which segments make each passage and each passage's norm
 ``E_t·q`` for a search's tokens with one gather of the distinct rows.
 
 Tokens: a passage's tokens are those of its whitespace-separated pieces (the tokenizer never
-joins across whitespace), so each distinct piece of a batch is tokenised once (most by the
-embedder's Python WordPiece, the rest in one ``encode_batch`` call) and remembered in the
-embedder's bounded piece cache. Norms: :func:`_norms` (exact sums, so one sparse product).
+joins across whitespace), so each distinct piece of a batch is tokenised once (one
+``encode_batch`` call) and remembered in the embedder's bounded piece cache. Norms:
+:func:`_norms` (exact sums, so one sparse product).
 """
 
 from __future__ import annotations

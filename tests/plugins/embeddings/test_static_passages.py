@@ -57,37 +57,3 @@ def test_a_matrix_of_other_values_is_summed_in_order() -> None:
     assert sp._float16_top(matrix) is None
     layout = _layout(rng, 50, 500, 20)
     assert sp._norms(matrix, *layout).tobytes() == _expected(matrix, *layout).tobytes()
-
-
-_TRICKY = [
-    "Hello", "HELLO,World!", "ORD-6099229", "($1,637)", "/srv/billing/exports/1203.csv", "2024-06-23",
-    "don't", "e.g.", "x²", "café", "naïve", "Straße", "日本語", "東京tower", "x\x00y", "\x7f", "ﬁne", "½",
-    "a\u200bb", "\ufeffabc", "[UNK]", "a[UNK]b", "[unk]", "[CLS]x", "[MASK]", "##ing", "#", "##", "~~~",
-    "a" * 99, "a" * 100, "a" * 101, "b" * 150 + ",", "x," * 300, "," * 512, "," * 513, "zzqxj",
-    "qwertyuiopasdf", "123456789012345678901234567890", "$$$", "`code`",
-    "<tag>", "{a:1}", "|", "@user", "α-beta",
-]  # fmt: skip
-
-
-def test_the_python_wordpiece_gives_the_tokenizer_ids(emb: StaticEmbedder) -> None:
-    """Printable ASCII pieces by the Python path: the tokenizer's ids (unknown tokens, long
-    words, added tokens, truncation); other pieces go to the tokenizer."""
-    from goclaw_embeddings.static_model import _WordPiece
-
-    assert emb._tokenizer is not None
-    fast = _WordPiece.of(emb._tokenizer)
-    assert fast is not None
-    rng = np.random.default_rng(11)
-    chars = np.array(list("abcXYZ0129.,-#$[]()'/_~!?"))
-    pieces = _TRICKY + ["".join(rng.choice(chars, size=int(rng.integers(1, 40)))) for _ in range(3_000)]
-    expected = [e.ids for e in emb._tokenizer.encode_batch(pieces, add_special_tokens=False)]
-    taken = 0
-    for piece, ids in zip(pieces, expected, strict=True):
-        got = fast.ids(piece)
-        if got is not None:
-            taken += 1
-            assert got == ids, piece
-    assert taken > 3_000
-    assert fast.ids("café") is None and fast.ids("[UNK]") is None and fast.ids("," * 513) is None
-    unk = emb._conf()["unk_token_id"]
-    assert emb._piece_ids(_TRICKY) == [[t for t in ids if t != unk] for ids in expected[: len(_TRICKY)]]
