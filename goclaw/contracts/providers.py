@@ -86,7 +86,9 @@ class PassageSketchingEmbedder(Protocol):
     def passage_sketches(self, texts: Sequence[str]) -> list[Any]:
         """Each text's :class:`goclaw_search.passage_sketches.PassageSketch` (its segments'
         token ids, which segments make each passage of
-        :func:`goclaw_search.passages.passage_layout`, each passage's norm ``‖Σ_t E_t‖``)."""
+        :func:`goclaw_search.passages.passage_layout`, each passage's norm ``‖Σ_t E_t‖``). A
+        provider may also offer ``passage_sketcher()``: a callable like this one for a run of
+        calls (a background job's steps) that remembers what it computed across them."""
         ...
 
     def token_similarity(self, query: str, token_ids: Any) -> Any:

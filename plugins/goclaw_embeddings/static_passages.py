@@ -37,17 +37,25 @@ def _uint(top: int) -> Any:
     return np.uint8 if top < 2**8 else np.uint16 if top < 2**16 else np.uint32
 
 
-def sketches(emb: StaticEmbedder, texts: Sequence[str]) -> list[PassageSketch]:
+def sketches(
+    emb: StaticEmbedder,
+    texts: Sequence[str],
+    local: dict[str, list[int]] | None = None,
+    local_max: int | None = None,
+) -> list[PassageSketch]:
     """The passage sketch of each text (see the module docstring), batch after batch: each
-    new piece tokenised by the embedder's tokenizer (HF ``tokenizers``), the rest in numpy."""
+    new piece tokenised by the embedder's tokenizer (HF ``tokenizers``), the rest in numpy.
+    ``local``: the pieces already tokenised by earlier calls of one job (this call's own
+    otherwise: a bulk load's outgrow the embedder's cache), kept within ``local_max``."""
     emb.load()
     matrix = emb._matrix
     assert matrix is not None
     out: list[PassageSketch] = []
-    local: dict[str, list[int]] = {}  # this call's pieces (a bulk load's outgrow the cache)
+    if local is None:
+        local = {}
     for start in range(0, len(texts), _BATCH):
         part = texts[start : start + _BATCH]
-        out.extend(_cut(len(part), _flat(emb, part, local), matrix.shape[0]))
+        out.extend(_cut(len(part), _flat(emb, part, local, local_max), matrix.shape[0]))
     return out
 
 
@@ -96,7 +104,9 @@ def _cut(n: int, flat: _Flat, rows: int) -> list[PassageSketch]:
     return out
 
 
-def _flat(emb: StaticEmbedder, texts: Sequence[str], local: dict[str, list[int]]) -> _Flat:
+def _flat(
+    emb: StaticEmbedder, texts: Sequence[str], local: dict[str, list[int]], local_max: int | None = None
+) -> _Flat:
     """The sketches of a batch, computed over the whole batch at once (flat arrays
     of its segments, passages and tokens)."""
     matrix = emb._matrix
@@ -106,7 +116,7 @@ def _flat(emb: StaticEmbedder, texts: Sequence[str], local: dict[str, list[int]]
     n_words = np.fromiter(map(len, seg_words), dtype=np.int64, count=len(seg_words))
     # Each distinct piece once: its token ids side by side, then every piece by its number.
     distinct = dict.fromkeys(chain.from_iterable(seg_words))
-    lookup = emb._piece_lookup(distinct.keys(), local if len(texts) > 1 else None)
+    lookup = emb._piece_lookup(distinct.keys(), local if len(texts) > 1 else None, local_max)
     ids_of = [lookup[w] for w in distinct]
     words = dict(zip(distinct, range(len(distinct)), strict=True))
     word_len = np.fromiter(map(len, ids_of), dtype=np.int64, count=len(ids_of))

@@ -32,7 +32,8 @@ log = logging.getLogger(__name__)
 def sketcher(engine: Host, space: Space | None) -> Callable[[Sequence[str]], list[Any]] | None:
     """The embedder's ``passage_sketches`` when chunks of ``space`` should be sketched: the
     passage step is on (overlap reranker, weighted fusion) and the configured embedder is of
-    that space and sketches; else None."""
+    that space and sketches; else None. An embedder's ``passage_sketcher()``, when it has one,
+    gives the callable instead (one for the caller's run of calls: a background job's steps)."""
     if space is None:
         return None
     settings = engine.plugin_settings("memory")
@@ -46,7 +47,8 @@ def sketcher(engine: Host, space: Space | None) -> Callable[[Sequence[str]], lis
         return None
     if (embedder.provider, embedder.model, int(embedder.dim)) != tuple(space):
         return None
-    return embedder.passage_sketches
+    session = getattr(embedder, "passage_sketcher", None)  # optional: one per run of calls
+    return session() if callable(session) else embedder.passage_sketches
 
 
 def with_sketches(engine: Host, docs: list[Doc], texts: Sequence[str], space: Space | None) -> list[Doc]:

@@ -57,3 +57,36 @@ def test_a_matrix_of_other_values_is_summed_in_order() -> None:
     assert sp._float16_top(matrix) is None
     layout = _layout(rng, 50, 500, 20)
     assert sp._norms(matrix, *layout).tobytes() == _expected(matrix, *layout).tobytes()
+
+
+def test_a_sketcher_tokenises_each_piece_once_across_its_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``passage_sketcher()`` gives the same sketches as ``passage_sketches`` called step by
+    step, and tokenises each distinct piece once over all its calls, where the steps alone
+    tokenise again what the embedder's (here tiny) cache has dropped."""
+    from goclaw_embeddings import static_model
+
+    monkeypatch.setattr(static_model, "_PIECES_MAX", 8)
+    rng = np.random.default_rng(5)
+    words = [f"w{i}x" for i in range(60)] + ["kestrel", "pier", "ORD-61", "(note)"]
+    texts = [
+        "# Notes\n\n" + " ".join(rng.choice(words, size=int(rng.integers(3, 30)))) + "\n\n- " + str(i)
+        for i in range(200)
+    ]
+    distinct = {w for t in texts for w in t.split()}
+
+    def run(sketch: object, e: StaticEmbedder) -> tuple[list[object], int]:
+        asked: list[int] = []
+        real = e._piece_ids
+        monkeypatch.setattr(e, "_piece_ids", lambda ws: asked.append(len(ws)) or real(ws))
+        out = [s for lo in range(0, len(texts), 16) for s in sketch(texts[lo : lo + 16])]  # type: ignore[operator]
+        monkeypatch.undo()
+        monkeypatch.setattr(static_model, "_PIECES_MAX", 8)
+        return out, sum(asked)
+
+    plain_emb, job_emb = StaticEmbedder(), StaticEmbedder()
+    plain, plain_asked = run(plain_emb.passage_sketches, plain_emb)
+    job, job_asked = run(job_emb.passage_sketcher(), job_emb)
+    assert job_asked == len(distinct) < plain_asked
+    for a, b in zip(plain, job, strict=True):
+        for x, y in zip(a, b, strict=True):
+            assert x.dtype == y.dtype and np.array_equal(x, y)
