@@ -30,6 +30,37 @@ def saved_index(eng: Any, name: str = "ada") -> tuple[Any, str, Path]:
     return backend, aid, path
 
 
+def open_with_backend(url: str | None, workspace: Path, backend: str) -> Any:
+    """An engine on ``url`` with no embedder and the memory search backend ``backend``."""
+    from goclaw.engine import Engine
+
+    plugins = {"embeddings": {"provider": "none"}, "memory": {"backend": backend}}
+    return Engine.open(workspace, url, plugins=plugins)
+
+
+def index_kettle_and_ferry(eng: Any, name: str = "ada") -> Path:
+    """Agent ``name`` (created unless it exists) with two notes, a.md (the kettle) and b.md (the
+    ferry), indexed; returns the agent's folder."""
+    known = any(a.name == name for a in eng.agents.list())
+    agent = eng.agents.get(name) if known else eng.agents.create(name)
+    root = Path(eng.agent_dir(agent))
+    write(root, "memory/a.md", "The kettle whistles; the kettle is old.\n")
+    write(root, "memory/b.md", "The ferry leaves at noon.\n")
+    eng.memory.index(name)
+    return root
+
+
+def pg_postings(eng: Any) -> set[tuple[str, int]]:
+    """The ``postgresql`` backend's postings as (term, chunk id), read through the dictionary."""
+    from sqlalchemy import text
+
+    with eng.db.engine.connect() as c:
+        rows = c.execute(
+            text("SELECT d.term, p.chunk_id FROM memory_postings p JOIN memory_terms d ON d.id = p.term_id")
+        )
+        return {(r[0], int(r[1])) for r in rows}
+
+
 class CountingEmbedder(helpers.CountingEmbedder):
     """The kit's counting embedder around the real static embedder, made here (the repository's
     tests may import the embeddings plugin)."""

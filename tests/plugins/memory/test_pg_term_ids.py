@@ -10,17 +10,13 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from tests.memory_helpers import write
+from tests.memory_helpers import index_kettle_and_ferry, open_with_backend, pg_postings, write
 
 pytestmark = pytest.mark.usefixtures("pg_schema_url")
 
 
 def _open(url: str, workspace: Path) -> Any:
-    from goclaw.engine import Engine
-
-    return Engine.open(
-        workspace, url, plugins={"embeddings": {"provider": "none"}, "memory": {"backend": "postgresql"}}
-    )
+    return open_with_backend(url, workspace, "postgresql")
 
 
 def _memory_chain(conn: Any) -> Any:
@@ -30,14 +26,6 @@ def _memory_chain(conn: Any) -> Any:
     return migrate._alembic_config(conn, migrate.Chain("memory", MIGRATIONS))
 
 
-def _postings(eng: Any) -> set[tuple[str, int]]:
-    with eng.db.engine.connect() as c:
-        rows = c.execute(
-            text("SELECT d.term, p.chunk_id FROM memory_postings p JOIN memory_terms d ON d.id = p.term_id")
-        )
-        return {(r[0], int(r[1])) for r in rows}
-
-
 def test_the_migration_converts_postings_of_the_previous_schema(pg_schema_url: str, workspace: Path) -> None:
     from alembic import command
 
@@ -45,12 +33,8 @@ def test_the_migration_converts_postings_of_the_previous_schema(pg_schema_url: s
 
     eng = _open(pg_schema_url, workspace)
     try:
-        eng.agents.create("ada")
-        root = Path(eng.agent_dir(eng.agents.get("ada")))
-        write(root, "memory/a.md", "The kettle whistles; the kettle is old.\n")
-        write(root, "memory/b.md", "The ferry leaves at noon.\n")
-        eng.memory.index("ada")
-        before = _postings(eng)
+        index_kettle_and_ferry(eng)
+        before = pg_postings(eng)
         with eng.db.engine.connect() as conn, conn.begin():
             command.downgrade(_memory_chain(conn), "memory_0004")
             # The previous backend's state: its triggers installed, its postings written.
@@ -65,7 +49,7 @@ def test_the_migration_converts_postings_of_the_previous_schema(pg_schema_url: s
         eng.close()
     eng = _open(pg_schema_url, workspace)  # migrates to the head
     try:
-        assert _postings(eng) == before
+        assert pg_postings(eng) == before
         hits = eng.memory.search("kettle", "ada", channel="lexical")
         assert [h.path for h in hits] == ["memory/a.md"]
         root = Path(eng.agent_dir(eng.agents.get("ada")))

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import text
 
 from goclaw_memory.testing.backend_suite import *  # noqa: F403 - the suite's tests and fixtures
-from tests.memory_helpers import write
+from tests.memory_helpers import index_kettle_and_ferry, open_with_backend, pg_postings, write
 
 pytestmark = pytest.mark.postgres
 
@@ -31,13 +31,7 @@ def search_backend() -> str:
 
 @pytest.fixture
 def pg_engine(pg_schema_url: str, workspace: Path) -> Any:
-    from goclaw.engine import Engine
-
-    eng = Engine.open(
-        workspace,
-        pg_schema_url,
-        plugins={"embeddings": {"provider": "none"}, "memory": {"backend": "postgresql"}},
-    )
+    eng = open_with_backend(pg_schema_url, workspace, "postgresql")
     eng.agents.create("ada")
     yield eng
     eng.close()
@@ -121,10 +115,7 @@ def _recount(eng: Any) -> tuple[set[tuple[str, int, int]], set[tuple[str, str, i
 
 def test_term_statistics_follow_every_write(pg_engine: Any) -> None:
     eng = pg_engine
-    root = Path(eng.agent_dir(eng.agents.get("ada")))
-    write(root, "memory/a.md", "The kettle whistles; the kettle is old.\n")
-    write(root, "memory/b.md", "The ferry leaves at noon.\n")
-    eng.memory.index("ada")
+    root = index_kettle_and_ferry(eng)
     kept, counted = _recount(eng)
     assert kept == counted and any(t[1].startswith("kettl") and t[2] == 1 for t in kept)
     write(root, "memory/a.md", "The ferry is late.\n")  # changed: old terms out, new in
@@ -135,7 +126,7 @@ def test_term_statistics_follow_every_write(pg_engine: Any) -> None:
     eng.memory.writer.add("ada", "Remember: the ferry is late on Sundays.")
     kept, counted = _recount(eng)
     assert kept == counted
-    assert _postings(eng) == _counted_postings(eng)
+    assert pg_postings(eng) == _counted_postings(eng)
 
 
 def _term_rows(eng: Any) -> list[tuple[str, str]]:
@@ -176,44 +167,22 @@ def test_an_existing_database_gets_the_triggers_at_the_backends_first_use(
 ) -> None:
     """Chunks written under another backend are counted, and get their postings, when the
     ``postgresql`` backend is first used on the database."""
-    from goclaw.engine import Engine
-
     monkeypatch.delenv("GOCLAW_PLUGINS__MEMORY__BACKEND", raising=False)
-    eng = Engine.open(
-        workspace,
-        pg_schema_url,
-        plugins={"embeddings": {"provider": "none"}, "memory": {"backend": "inprocess"}},
-    )
+    eng = open_with_backend(pg_schema_url, workspace, "inprocess")
     try:
-        eng.agents.create("ada")
-        root = Path(eng.agent_dir(eng.agents.get("ada")))
-        write(root, "memory/a.md", "The kettle whistles; the kettle is old.\n")
-        write(root, "memory/b.md", "The ferry leaves at noon.\n")
-        eng.memory.index("ada")
+        index_kettle_and_ferry(eng)
         assert eng.memory.backend.name == "inprocess"
     finally:
         eng.close()
-    eng = Engine.open(
-        workspace,
-        pg_schema_url,
-        plugins={"embeddings": {"provider": "none"}, "memory": {"backend": "postgresql"}},
-    )
+    eng = open_with_backend(pg_schema_url, workspace, "postgresql")
     try:
         hits = eng.memory.search("kettle", "ada", channel="lexical")
         assert [h.path for h in hits] == ["memory/a.md"]
         kept, counted = _recount(eng)
         assert kept == counted
-        assert _postings(eng) == _counted_postings(eng)
+        assert pg_postings(eng) == _counted_postings(eng)
     finally:
         eng.close()
-
-
-def _postings(eng: Any) -> set[tuple[str, int]]:
-    with eng.db.engine.connect() as c:
-        rows = c.execute(
-            text("SELECT d.term, p.chunk_id FROM memory_postings p JOIN memory_terms d ON d.id = p.term_id")
-        )
-        return {(r[0], int(r[1])) for r in rows}
 
 
 def _counted_postings(eng: Any) -> set[tuple[str, int]]:
