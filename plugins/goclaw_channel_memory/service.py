@@ -25,9 +25,7 @@ from goclaw.contracts.store import Agent
 from goclaw.errors import NotFoundError, ValidationError
 from goclaw_channel_memory.settings import settings_of
 from goclaw_channel_memory.tables import ChannelMemoryItem
-from goclaw_text.redaction import ExcludedPatterns, PatternError, redactor_of
 from goclaw_text.replies import parse_json_object
-from goclaw_text.summary import extractive_summary
 
 EXTRACT_PROMPT = (
     "From this group chat, extract durable facts, decisions and preferences worth remembering. "
@@ -77,6 +75,8 @@ class ChannelMemory:
     ) -> dict[str, Any]:
         if not channel.strip():
             raise ValidationError("a channel name is required")
+        from goclaw_text.redaction import ExcludedPatterns, PatternError
+
         patterns = list(excluded_patterns) if excluded_patterns is not None else None
         try:
             ExcludedPatterns(patterns or [])  # validates them (syntax, length)
@@ -102,6 +102,10 @@ class ChannelMemory:
         self, agent: str, channel: str, messages: Iterable[Mapping[str, Any]], user: str | None = None
     ) -> list[dict[str, Any]]:
         """Extract candidates from one pending-message group; ``[]`` when the channel is off."""
+        # Redaction and summaries load on first ingestion: their patterns compile at import.
+        from goclaw_text.redaction import redactor_of
+        from goclaw_text.summary import extractive_summary
+
         a = require_agent(self.engine, agent)
         cfg = self.config(a.name, channel)
         if not cfg["enabled"]:

@@ -18,7 +18,6 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, select, text
-from sqlalchemy.dialects import postgresql, sqlite
 
 from goclaw.contracts.columns import utcnow
 from goclaw.contracts.search import ChunkRecord
@@ -145,6 +144,10 @@ def marks(n: int) -> str:
 
 
 def dialect_insert(session: Session, table: Any) -> Any:
+    """The dialect's INSERT (with ON CONFLICT); the dialect module loads on first use, since
+    SQLAlchemy's PostgreSQL dialect costs every SQLite process ~20 ms to import."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
     dialect = session.get_bind().dialect.name
     return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
 

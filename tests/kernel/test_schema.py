@@ -171,12 +171,31 @@ def test_the_migrations_create_what_the_models_declare(make_engine: Any) -> None
             return False  # a table of a plugin this test run did not import
         if type_ == "column" and name == "tsv":
             return False
+        if type_ == "index" and name in KG_PARTIAL_UNIQUE:
+            return False  # declared by the migrations only; checked below
         return not (type_ == "index" and name and (name.endswith("_tsv") or "_hnsw_" in name))
 
     with engine.db.engine.connect() as conn:
         ctx = MigrationContext.configure(conn, opts={"include_object": include, "compare_type": False})
         diff = compare_metadata(ctx, SQLModel.metadata)
     assert diff == []
+
+
+KG_PARTIAL_UNIQUE = {"uq_kg_entities_current": "kg_entities", "uq_kg_relations_current": "kg_relations"}
+
+
+def test_the_knowledge_graph_is_unique_among_current_rows_only(make_engine: Any) -> None:
+    """The partial unique indexes the models leave out (see goclaw_kg.tables) exist, unique and
+    restricted to current rows, on every backend."""
+    from sqlalchemy import inspect
+
+    engine = make_engine(plugins=NO_EMBED)
+    with engine.db.engine.connect() as conn:
+        insp = inspect(conn)
+        for index_name, table in KG_PARTIAL_UNIQUE.items():
+            (index,) = [i for i in insp.get_indexes(table) if i["name"] == index_name]
+            where = " ".join(str(v) for v in index.get("dialect_options", {}).values())
+            assert index["unique"] and "valid_until IS NULL" in where, index
 
 
 def test_a_disabled_plugins_tables_wait_until_it_is_enabled(make_engine: Any) -> None:

@@ -25,8 +25,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from goclaw_text.redaction.rules import iban_valid, luhn_valid
-
 __all__ = [
     "ExcludedPatterns",
     "RedactionResult",
@@ -45,6 +43,16 @@ SERVICE = "redaction"
 GENERIC_KINDS = frozenset({"secret", "password", "url_token", "high_entropy_string", "credentials"})
 PATTERN_TIMEOUT_SECONDS = 0.2
 MAX_PATTERN_LENGTH = 500
+
+
+def __getattr__(name: str) -> Any:
+    # The validators live with the patterns, which compile on first use (about 60 of them):
+    # importing this package stays cheap for processes that never redact.
+    if name in ("iban_valid", "luhn_valid"):
+        from goclaw_text.redaction import rules
+
+        return getattr(rules, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def tag(kind: str) -> str:
