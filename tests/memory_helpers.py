@@ -125,3 +125,33 @@ def seed_agent(eng: Any, name: str, kettles: int) -> Path:
 def search_all(eng: Any, agent: str) -> list[list[dict[str, Any]]]:
     """The hits of every search of :data:`SEARCHES` for ``agent``, as the CLI and tools show them."""
     return [[h.as_json() for h in eng.memory.search(q, agent, **kw)] for q, kw in SEARCHES]
+
+
+def sql_block(first_line: str) -> str:
+    """The ```sql block of docs/postgres.md that starts with ``first_line`` (the statements the
+    docs give operators, run by the tests as they stand there)."""
+    import re
+    import textwrap
+
+    docs = Path(__file__).resolve().parents[1] / "docs" / "postgres.md"
+    for _indent, block in re.findall(r"(?ms)^( *)```sql\n(.*?)^\1```", docs.read_text(encoding="utf-8")):
+        block = textwrap.dedent(block)
+        if block.startswith(first_line):
+            return str(block)
+    raise AssertionError(f"docs/postgres.md has no sql block starting {first_line!r}")
+
+
+def run_script(url: str, sql: str) -> None:
+    """``sql`` (several statements, as ``psql -f`` runs them) on a connection of its own to ``url``."""
+    from sqlalchemy import create_engine
+
+    engine = create_engine(url)
+    try:
+        raw = engine.raw_connection()
+        try:
+            raw.driver_connection.autocommit = True
+            raw.driver_connection.execute(sql)
+        finally:
+            raw.close()
+    finally:
+        engine.dispose()

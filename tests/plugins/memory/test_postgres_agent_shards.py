@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +16,11 @@ from sqlalchemy import event, text
 from goclaw.engine import Engine
 from goclaw.forget import forget_agent
 from goclaw_memory.testing.fixtures import private_schema
-from tests.memory_helpers import search_all, seed_agent, write
+from tests.memory_helpers import run_script, search_all, seed_agent, sql_block, write
 
 pytestmark = pytest.mark.postgres
 
 BACKENDS = ["postgresql", "inprocess"]
-DOCS = Path(__file__).resolve().parents[3] / "docs" / "postgres.md"
 # The tables of an agent's memory: files, chunks, the postgresql backend's statistics and
 # postings, episodic summaries and knowledge-graph facts.
 TABLES = re.compile(
@@ -36,25 +34,6 @@ SHARED = re.compile(
     r"^(CREATE INDEX IF NOT EXISTS ix_memory_chunks_hnsw_\d+ |"
     r"SELECT count\(\*\) FROM memory_chunks WHERE embedding_dim = )"
 )
-
-
-def sql_block(first_line: str) -> str:
-    """The ```sql block of docs/postgres.md that starts with ``first_line``."""
-    for _indent, block in re.findall(r"(?ms)^( *)```sql\n(.*?)^\1```", DOCS.read_text(encoding="utf-8")):
-        block = textwrap.dedent(block)
-        if block.startswith(first_line):
-            return str(block)
-    raise AssertionError(f"docs/postgres.md has no sql block starting {first_line!r}")
-
-
-def run_script(eng: Any, sql: str) -> None:
-    """``sql`` (several statements, as ``psql -f`` runs them) on a connection of ``eng``."""
-    raw = eng.db.engine.raw_connection()
-    try:
-        raw.driver_connection.autocommit = True
-        raw.driver_connection.execute(sql)
-    finally:
-        raw.close()
 
 
 def schema_of(url: str) -> str:
@@ -148,7 +127,7 @@ def test_an_agent_copied_to_another_database_searches_alike(
             aid = home.agents.get("ada").id
             move = sql_block("-- goclaw: copy one agent")
             run_script(
-                there,
+                other,
                 move.replace(":'agent'", f"'{aid}'").replace("staging.", f"{schema_of(pg_schema_url)}."),
             )
             assert search_all(there, "ada") == want

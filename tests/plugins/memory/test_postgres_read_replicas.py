@@ -129,3 +129,11 @@ def test_a_read_only_server_without_the_triggers_says_where_to_install_them(
             replica.close()
     finally:
         primary.close()
+
+
+def test_a_read_only_server_refuses_the_migrations_in_one_line(pg_schema_url: str, tmp_path: Path) -> None:
+    # An empty schema: opening goclaw on it would create every table.
+    result = run_cli(["agent", "list"], workspace=tmp_path, database_url=read_only(pg_schema_url))
+    assert result.code != 0 and "Traceback" not in result.err
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1 and "could not migrate" in lines[0] and "read-only" in lines[0], result.err
