@@ -271,7 +271,8 @@ class PostgresSearchBackend(SearchBackend):
     def ensure_installed(self) -> bool:
         """Install the statistics and postings triggers when this database lacks them (only
         this backend needs them: other backends' writes do not pay for them), counting every
-        chunk; once per backend. True when it installed them (nothing left to fold)."""
+        chunk; once per backend. True when it installed them (nothing left to fold). A
+        read-only server (a replica) cannot install them: a StoreError says where to."""
         if self._installed:
             return False
         from goclaw_memory.pg_stats import install, missing_triggers
@@ -280,6 +281,14 @@ class PostgresSearchBackend(SearchBackend):
             if not missing_triggers(conn):
                 self._installed = True
                 return False
+            if conn.execute(text("SELECT current_setting('transaction_read_only')")).scalar() == "on":
+                from goclaw.errors import StoreError
+
+                raise StoreError(
+                    "memory backend 'postgresql' needs its statistics triggers, which this read-only "
+                    "database (a replica?) lacks: run `goclaw memory doctor --repair` with backend = "
+                    '"postgresql" against the primary once'
+                )
             # One installer at a time across processes; the others find them installed.
             conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": 0x60C1A5})
             done = bool(missing_triggers(conn))
