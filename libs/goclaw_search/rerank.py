@@ -21,6 +21,10 @@ no vectors need fetching).
 the query's terms a chunk contains (or its group: the candidate chunks of one file together)
 and how close together they sit in the chunk; its passage step (the vector share of the best
 few hits measured on their best passage) is in :mod:`goclaw_search.passages`.
+
+**Regions** (:func:`region_scores`, off by default): a file's second and later regions (chunks
+neither overlapping nor next to a better one of the file) scored down, for collections where
+a file is one document.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ __all__ = [
     "match_batch",
     "mmr_order",
     "overlap_scores",
+    "region_scores",
     "term_matches",
     "window_features",
     "word_set",
@@ -440,3 +445,33 @@ def _proximity(doc: Sequence[str] | Mapping[str, Sequence[int]], present: Set[st
                 have -= 1
             left += 1
     return need / best
+
+
+def region_scores(
+    files: Sequence[Hashable], spans: Sequence[tuple[int, int]], scores: Sequence[float], penalty: float
+) -> list[float]:
+    """Scores with a file's further regions scored down, so that one document's second match
+    does not take a place before other documents' best ones. Taken best first, a candidate
+    whose line span ``(first, last)`` overlaps or adjoins (the next line) a region of its file
+    found before joins that region (as the results merge them); any other starts a new region
+    of its file. A candidate in its file's ``r``-th region (0 the first) is scored
+    ``score × penalty ** r``; ``penalty`` 1 changes nothing, 0 puts every file's first region
+    before any second one."""
+    out = list(scores)
+    if penalty == 1.0:
+        return out
+    regions: dict[Hashable, list[list[int]]] = {}  # file -> [first, last, rank] per region
+    for i in sorted(range(len(scores)), key=lambda i: -scores[i]):
+        first, last = spans[i]
+        found = regions.setdefault(files[i], [])
+        touching = [r for r in found if first <= r[1] + 1 and last >= r[0] - 1]
+        if touching:
+            keep = min(touching, key=lambda r: r[2])
+            keep[0], keep[1] = min(keep[0], first), max(keep[1], last)
+            rank = keep[2]
+        else:
+            rank = len(found)
+            found.append([first, last, rank])
+        if rank:
+            out[i] = scores[i] * penalty**rank
+    return out

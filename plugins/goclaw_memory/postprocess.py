@@ -3,7 +3,8 @@ hook and MMR diversification, over the de-duplicated candidates of one search.
 
 Order: decay (scores × age factor, re-sorted) -> the reranker (this plugin's own, or the
 ``goclaw_memory_rerank`` hook when another plugin implements it) on the best
-``rerank_candidates`` -> MMR picks ``limit`` -> the first ``limit``. Each step is off unless its
+``rerank_candidates`` -> a file's further regions scored down (``region_penalty``) -> MMR
+picks ``limit`` -> the first ``limit``. Each step is off unless its
 setting is on (defaults chosen by the measurements in docs/memory.md). The functions themselves
 live in :mod:`goclaw_search.rerank`.
 """
@@ -27,6 +28,7 @@ from goclaw_search.rerank import (
     jaccard,
     mmr_order,
     overlap_scores,
+    region_scores,
     term_positions,
     word_set,
 )
@@ -260,22 +262,37 @@ def apply_mmr(hits: list[MemoryHit], lam: float, limit: int) -> list[MemoryHit]:
     return [hits[i] for i in order]
 
 
+def apply_regions(hits: list[MemoryHit], penalty: float) -> list[MemoryHit]:
+    """The hits re-sorted after :func:`goclaw_search.rerank.region_scores`: a file's regions
+    after its best one scored × ``penalty`` per region (a user's copy of a file is a file of its
+    own; extra-tier hits keep their scores)."""
+    files = [(h.user_id, h.path) if h.tier == "document" else i for i, h in enumerate(hits)]
+    spans = [(h.start_line, h.end_line) for h in hits]
+    new = region_scores(files, spans, [h.score for h in hits], penalty)
+    for hit, score in zip(hits, new, strict=True):
+        hit.score = score
+    return sorted(hits, key=_rank)
+
+
 def postprocess(
     cfg: MemorySettings,
     agent_dir: Path | None,
     hits: list[MemoryHit],
     limit: int,
     rerank: Callable[[list[MemoryHit]], list[MemoryHit] | None],
+    regions: bool = True,
 ) -> list[MemoryHit]:
-    """Decay, rerank and MMR as configured: the hits in their final order, ``limit`` of them
-    after MMR, else all (the caller cuts them: :func:`goclaw_memory.hybrid.with_texts`).
-    ``agent_dir`` is read by the decay only; ``rerank`` reorders the best candidates
-    (:func:`apply_rerank`)."""
+    """Decay, rerank, the region penalty (with ``regions``: hybrid searches) and MMR as
+    configured: the hits in their final order, ``limit`` of them after MMR, else all (the
+    caller cuts them: :func:`goclaw_memory.hybrid.with_texts`). ``agent_dir`` is read by the
+    decay only; ``rerank`` reorders the best candidates (:func:`apply_rerank`)."""
     if cfg.decay:
         if agent_dir is None:
             raise ValueError("temporal decay needs the agent's folder")
         hits = apply_decay(hits, agent_dir, cfg)
     hits = apply_rerank(rerank, hits, cfg.rerank_candidates)
+    if regions and cfg.region_penalty != 1.0:
+        hits = apply_regions(hits, cfg.region_penalty)
     if cfg.mmr:
         hits = apply_mmr(hits, cfg.mmr_lambda, limit)
     return hits

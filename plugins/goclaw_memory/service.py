@@ -236,7 +236,7 @@ class MemoryService:
             agent_dir = self.engine.agent_dir(a) if cfg.decay else None
             own = channel == "hybrid" or self._another_reranks()  # one channel: its own order
             rerank = self.reranker(query, a, user, qvec, embedder) if own else _keep_order
-            hits = postprocess(cfg, agent_dir, hits, limit, rerank)
+            hits = postprocess(cfg, agent_dir, hits, limit, rerank, channel == "hybrid")
         # The first ``limit`` distinct results (nothing else read the candidates when nothing
         # reranks), with their text: a backend's lazy rows are read here, for these hits only.
         hits = distinct(hits, limit)
@@ -267,11 +267,11 @@ class MemoryService:
 
     def _reranks(self, channel: str = "hybrid") -> bool:
         """Whether anything will read a reranker's pool of candidates: temporal decay (it
-        re-sorts them all before the cut), the built-in reranker (hybrid searches only: a
-        ``lexical`` or ``vector`` search returns its channel's own ranking), MMR, or another
-        plugin's ``goclaw_memory_rerank``."""
+        re-sorts them all before the cut), the built-in reranker or the region penalty (hybrid
+        searches only: a ``lexical`` or ``vector`` search returns its channel's own ranking),
+        MMR, or another plugin's ``goclaw_memory_rerank``."""
         cfg = self.settings
-        own = cfg.rerank != "none" and channel == "hybrid"
+        own = (cfg.rerank != "none" or cfg.region_penalty != 1.0) and channel == "hybrid"
         return own or cfg.mmr or cfg.decay or self._another_reranks()
 
     def _another_reranks(self) -> bool:

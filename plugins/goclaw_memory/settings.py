@@ -130,6 +130,17 @@ class MemorySettings(BaseModel):
         "share of their score re-measured on their best passage (a list item or paragraph with its "
         "headings; 0 = off); only with an embedder that scores passages locally (the bundled static model)",
     )
+    # Off by default: on LoCoMo, where a session file holds many separate turns, every value
+    # below 1 loses recall (0.9: -0.014); on SciFact (a file per abstract) it gains at most
+    # +0.0011 (benchmarks/results/2026-12-05-public-eval.md).
+    region_penalty: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description="after the reranker: a file's second region (chunks neither overlapping nor "
+        "next to a better one of the file) scores x this, its third x this squared, ... "
+        "(1 = off; 0 = every file's best region first); for files that are one document each",
+    )
     watch: bool = Field(default=False, description="start a watcher for every agent when the engine opens")
     watch_debounce_ms: int = Field(default=1500, ge=0)
     context_window: int = Field(default=200_000, ge=1, description="tokens (sessions)")

@@ -213,3 +213,25 @@ def test_documents_of_one_group_share_their_coverage() -> None:
     got = overlap_scores([*q, "gamma"], positions, [1.0, 1.0], weight=0.3, groups=["f", "f"])
     assert got[0] == pytest.approx(0.7 + 0.3 * (1.0 + 2 / 10) / 2)
     assert got[1] == pytest.approx(0.7 + 0.3 * (1.0 + 1.0) / 2)
+
+
+def test_a_files_later_regions_are_scored_down_per_region() -> None:
+    from goclaw_search.rerank import region_scores
+
+    files = ["a", "a", "b", "a", "a"]
+    spans = [(1, 2), (10, 10), (1, 1), (3, 4), (20, 21)]
+    scores = [0.9, 0.8, 0.7, 0.6, 0.5]
+    # (3, 4) adjoins (1, 2): the first region; (10, 10) the second, (20, 21) the third
+    assert region_scores(files, spans, scores, 0.5) == pytest.approx([0.9, 0.4, 0.7, 0.6, 0.125])
+    assert region_scores(files, spans, scores, 1.0) == scores
+    assert region_scores(files, spans, scores, 0.0) == [0.9, 0.0, 0.7, 0.6, 0.0]
+
+
+def test_regions_are_found_best_first_whatever_the_input_order() -> None:
+    from goclaw_search.rerank import region_scores
+
+    # the same candidates as above, listed worst first
+    files = ["a", "a", "b", "a", "a"][::-1]
+    spans = [(1, 2), (10, 10), (1, 1), (3, 4), (20, 21)][::-1]
+    scores = [0.9, 0.8, 0.7, 0.6, 0.5][::-1]
+    assert region_scores(files, spans, scores, 0.5) == pytest.approx([0.125, 0.6, 0.7, 0.4, 0.9])
