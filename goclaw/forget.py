@@ -135,6 +135,9 @@ class Forgetter:
         kernel = {str(t.__tablename__) for t in models.KERNEL_TABLES}
         declared = {name for c in self.engine.hooks.schema_components() for name in c.table_names}
         present = set(inspect(conn).get_table_names())
+        if conn.dialect.name == "postgresql":  # a partition's rows are erased through its parent
+            where = "relispartition AND relnamespace = current_schema()::regnamespace"
+            present -= set(conn.exec_driver_sql(f"SELECT relname FROM pg_class WHERE {where}").scalars())
         return sorted(t for t in present - kernel - declared if not t.startswith((VERSION_TABLE, "sqlite_")))
 
     def count(self) -> ForgetReport:
