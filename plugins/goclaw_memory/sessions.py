@@ -60,12 +60,11 @@ def _create_if_missing(s: DbSession, key: str, agent_id: str, user_id: str) -> N
     """Create the session row unless it exists. INSERT ... ON CONFLICT DO NOTHING: two first
     appends to one new key at once must not both try a plain INSERT (on PostgreSQL one of
     them would fail with a duplicate key); the row is locked by the SELECT that follows."""
-    from sqlalchemy.dialects import postgresql, sqlite
+    from goclaw_memory.index_writes import dialect_insert
 
     table = Session.__table__  # type: ignore[attr-defined]
-    dialect = s.get_bind().dialect.name
     now = utcnow()
-    stmt = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table).values(
+    stmt = dialect_insert(s, table).values(
         key=key,
         agent_id=agent_id,
         user_id=user_id,
