@@ -17,6 +17,9 @@ compares them).
 * first_seen, postings (_pieces.pxi): a bulk load's new term ids in order of first occurrence
   and its postings by a counting sort (goclaw_search.index_build, whose numpy/scipy versions
   give the same arrays).
+* piece_tokens, passage_norms: the passage sketches' token ids by segment and passage norms
+  (goclaw_embeddings.static_passages, whose numpy versions give the same arrays, bit for bit;
+  tests/plugins/embeddings/test_static_passages.py compares them).
 
 The indexing loops share the module because one compiled module is simpler to build and ship
 than two; at 100,000 chunks they take tokenizing from ~2.3 to ~1.7 s of CPU and the index build
@@ -462,3 +465,126 @@ def fuse_cut(const int8_t[:, ::1] q8, const float[::1] scale, const float[::1] e
 
 
 include "_pieces.pxi"
+
+
+# ------------------------------------------------------------------ passage sketches
+
+
+def piece_tokens(const int64_t[::1] which, const int64_t[::1] first, const int64_t[::1] count,
+                 const int32_t[::1] ids, Py_ssize_t n_seg):
+    """(tokens, seg_tokens): the token ids of the pieces ``which`` numbers, side by side (piece
+    k's: ``ids[first[k] : first[k] + count[k]]``), and how many of them each of the ``n_seg``
+    segments has; a number < 0 ends a segment."""
+    cdef Py_ssize_t n = which.shape[0], n_pieces = first.shape[0], n_ids = ids.shape[0]
+    cdef Py_ssize_t i, j, seg = 0, at = 0, total = 0
+    cdef int64_t w, c, f
+    cdef int bad = 0
+    if count.shape[0] != n_pieces or n_seg < 0:
+        raise ValueError("piece_tokens: first and count differ in length")
+    with nogil:
+        for i in range(n):
+            w = which[i]
+            if w < 0:
+                seg += 1
+            elif w >= n_pieces or count[w] < 0 or first[w] < 0 or first[w] + count[w] > n_ids:
+                bad = 1
+                break
+            else:
+                total += count[w]
+    if bad or (n and seg >= n_seg) or (not n and n_seg > 1):
+        raise ValueError("piece_tokens: a piece number or segment count out of range")
+    tokens_arr = np.empty(total, dtype=np.int64)
+    seg_arr = np.zeros(n_seg, dtype=np.int64)
+    cdef int64_t[::1] tokens = tokens_arr, seg_tokens = seg_arr
+    seg = 0
+    with nogil:
+        for i in range(n):
+            w = which[i]
+            if w < 0:
+                seg += 1
+                continue
+            c = count[w]
+            f = first[w]
+            for j in range(c):
+                tokens[at + j] = ids[f + j]
+            at += c
+            seg_tokens[seg] += c
+    return tokens_arr, seg_arr
+
+
+def passage_norms(const float[:, ::1] matrix, const int64_t[::1] tokens, const int64_t[::1] seg_tokens,
+                  const int64_t[::1] ref_seg, const int64_t[::1] nref, double top):
+    """``||sum_t E_t||`` of each passage (float32): its rows added one after the other in
+    float64 (its segments' tokens in order), the sums rounded to float32, their squares added
+    column after column. ``top`` >= 0: every row value is a float16 value of magnitude at most
+    ``top``; a passage of k tokens with k * top < 2**29 then adds its segments' sums (each
+    computed once), the same sums exactly (multiples of 2**-24 below 2**29)."""
+    cdef Py_ssize_t rows = matrix.shape[0], d = matrix.shape[1], n_tok = tokens.shape[0]
+    cdef Py_ssize_t n_seg = seg_tokens.shape[0], n_ref = ref_seg.shape[0], n = nref.shape[0]
+    cdef Py_ssize_t i, j, k, r, s, t, ref = 0
+    cdef int64_t per
+    cdef double acc_sq, f
+    cdef const float *row
+    cdef double *acc
+    cdef double *sums
+    cdef double *src
+    first_arr = np.zeros(n_seg + 1, dtype=np.int64)
+    cdef int64_t[::1] first = first_arr
+    for s in range(n_seg):
+        if seg_tokens[s] < 0:
+            raise ValueError("passage_norms: a negative token count")
+        first[s + 1] = first[s] + seg_tokens[s]
+    if first[n_seg] != n_tok:
+        raise ValueError("passage_norms: seg_tokens do not add up to the tokens")
+    for t in range(n_tok):
+        if tokens[t] < 0 or tokens[t] >= rows:
+            raise ValueError("passage_norms: a token id out of range")
+    for i in range(n):
+        if nref[i] < 0:
+            raise ValueError("passage_norms: a negative reference count")
+        ref += nref[i]
+    if ref != n_ref:
+        raise ValueError("passage_norms: nref does not add up to the references")
+    for r in range(n_ref):
+        if ref_seg[r] < 0 or ref_seg[r] >= n_seg:
+            raise ValueError("passage_norms: a reference out of range")
+    out_arr = np.zeros(n, dtype=np.float32)
+    cdef float[::1] out = out_arr
+    seg_sums_arr = np.zeros((n_seg if top >= 0 else 0, d), dtype=np.float64)
+    cdef double[:, ::1] seg_sums = seg_sums_arr
+    acc_arr = np.zeros(d, dtype=np.float64)
+    cdef double[::1] acc_view = acc_arr
+    acc = &acc_view[0] if d else NULL
+    with nogil:
+        if top >= 0:
+            for s in range(n_seg):
+                for t in range(first[s], first[s + 1]):
+                    row = &matrix[tokens[t], 0]
+                    for j in range(d):
+                        seg_sums[s, j] += <double>row[j]
+        ref = 0
+        for i in range(n):
+            for j in range(d):
+                acc[j] = 0.0
+            per = 0
+            for r in range(ref, ref + nref[i]):
+                per += seg_tokens[ref_seg[r]]
+            if top >= 0 and <double>per * top < 536870912.0:  # 2**29
+                for r in range(ref, ref + nref[i]):
+                    src = &seg_sums[ref_seg[r], 0]
+                    for j in range(d):
+                        acc[j] += src[j]
+            else:
+                for r in range(ref, ref + nref[i]):
+                    s = ref_seg[r]
+                    for t in range(first[s], first[s + 1]):
+                        row = &matrix[tokens[t], 0]
+                        for j in range(d):
+                            acc[j] += <double>row[j]
+            ref += nref[i]
+            acc_sq = 0.0
+            for j in range(d):
+                f = <double><float>acc[j]
+                acc_sq = acc_sq + f * f
+            out[i] = <float>sqrt(acc_sq)
+    return out_arr

@@ -215,10 +215,9 @@ class StaticEmbedder:
         up to ``_JOB_PIECES_MAX`` (~60 MB), and dropped with it. The embedder's own cache
         (``_PIECES_MAX``) is too small for a bulk load's pieces: 100k chunks tokenised 407–441k
         pieces for 258k distinct ones, ~2.5 s of CPU."""
-        from goclaw_embeddings.static_passages import sketches
+        from goclaw_embeddings.static_passages import sketcher
 
-        local: dict[str, list[int]] = {}
-        return lambda texts: sketches(self, texts, local, _JOB_PIECES_MAX)
+        return sketcher(self, _JOB_PIECES_MAX)
 
     def token_similarity(self, query: str, token_ids: Any) -> NDArray[np.float32]:
         """For each token id, its row's dot product with the query's unit embedding (0 for all

@@ -75,9 +75,16 @@ def test_a_sketcher_tokenises_each_piece_once_across_its_calls(monkeypatch: pyte
     distinct = {w for t in texts for w in t.split()}
 
     def run(sketch: object, e: StaticEmbedder) -> tuple[list[object], int]:
-        asked: list[int] = []
-        real = e._piece_ids
+        asked: list[int] = []  # pieces tokenised: by the embedder or as one string
+        real, real_tokenise = e._piece_ids, sp._tokenise
         monkeypatch.setattr(e, "_piece_ids", lambda ws: asked.append(len(ws)) or real(ws))
+
+        def tokenise(e: StaticEmbedder, memory: sp.PieceMemory) -> object:
+            if not memory.cached:
+                asked.append(len(memory.new))
+            return real_tokenise(e, memory)
+
+        monkeypatch.setattr(sp, "_tokenise", tokenise)
         out = [s for lo in range(0, len(texts), 16) for s in sketch(texts[lo : lo + 16])]  # type: ignore[operator]
         monkeypatch.undo()
         monkeypatch.setattr(static_model, "_PIECES_MAX", 8)
