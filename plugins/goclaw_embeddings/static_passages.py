@@ -44,43 +44,71 @@ def _uint(top: int) -> Any:
     return np.uint8 if top < 2**8 else np.uint16 if top < 2**16 else np.uint32
 
 
-class PieceMemory(dict[str, int]):
+class PieceMemory:
     """The pieces tokenised so far, each by its number (in order of first sight), and their
     token ids side by side (``ids[first[k] : first[k] + count[k]]``, unknown tokens dropped);
     at most ``limit`` pieces (forgotten whole before a batch that finds more). ``cached``: new
     pieces are looked up in the embedder's piece cache (a search's few texts) rather than
-    tokenised here."""
+    tokenised here. Pieces are numbered by a compiled hash table of their UTF-8 bytes
+    (``goclaw_search._vec``) where it is built, else by a dictionary: the same numbers."""
 
-    def __init__(self, limit: int, cached: bool = False) -> None:
-        super().__init__()
+    def __init__(self, limit: int, cached: bool = False, compiled: bool | None = None) -> None:
         self.limit = limit
         self.cached = cached
+        self.compiled = _vec is not None if compiled is None else compiled
         self.new: list[str] = []  # pieces numbered since they were last tokenised
+        self.forget()
+
+    def forget(self) -> None:
+        self.new = []
+        self.size = 0  # pieces numbered
         self._ids = np.zeros(1024, dtype=np.int32)
         self._first = np.zeros(1024, dtype=np.int64)
         self._count = np.zeros(1024, dtype=np.int64)
         self._n_ids = 0
-        self._next = 0  # pieces numbered
+        self._numbers = _Numbers(self)
+        # The compiled table: each piece's bytes (and a space) in the arena, at _at, _bytes long.
+        self._slots = np.full(1024, -1, dtype=np.int64)
+        self._arena = np.zeros(4096, dtype=np.uint8)
+        self._at = np.zeros(1024, dtype=np.int64)
+        self._bytes = np.zeros(1024, dtype=np.int64)
+        self._used = 0
 
-    def __missing__(self, piece: str) -> int:
-        number = self[piece] = self._next
-        self._next += 1
-        self.new.append(piece)
-        return number
-
-    def forget(self) -> None:
-        self.clear()
-        self.new = []
-        self._n_ids = self._next = 0
+    def number(self, segments: list[str], has_end: bool) -> NDArray[np.int64]:
+        """The numbers of the segments' pieces (str.split), segment after segment, each
+        segment's followed by -1 but the last's; new pieces numbered (and listed in ``new``).
+        ``has_end``: a text holds the piece :func:`_numbers` joins segments with."""
+        if self.size > self.limit:
+            self.forget()
+        if not self.compiled:
+            return _numbers(segments, self._numbers, has_end)
+        encoded = [segment.encode("utf-8", "surrogatepass") for segment in segments]
+        data = b" ".join(encoded)
+        seg_end = np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)) + 1) - 1
+        most = (len(data) + 1) // 2  # new pieces at most
+        self._at, self._bytes = _room(self._at, self.size + most), _room(self._bytes, self.size + most)
+        self._arena = _room(self._arena, self._used + len(data) + most)
+        if 2 * (self.size + most) > len(self._slots):
+            self._slots = np.full(1 << (4 * (self.size + most)).bit_length(), -1, dtype=np.int64)
+            _vec.piece_slots(self._arena, self._at, self._bytes, self.size, self._slots)
+        which, size, used = _vec.number_pieces(
+            np.frombuffer(data, dtype=np.uint8), seg_end, self._slots, self._arena, self._at, self._bytes,
+            self.size, self._used,
+        )  # fmt: skip
+        if size > self.size:
+            fresh = self._arena[self._used : used - 1].tobytes().decode("utf-8", "surrogatepass")
+            self.new = fresh.split(" ")
+            self.size, self._used = size, used
+        return which
 
     def arrays(self) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int32]]:
         """(first, count, ids) of the pieces numbered so far."""
-        n = self._next
+        n = self.size
         return self._first[:n], self._count[:n], self._ids[: self._n_ids]
 
     def add(self, counts: NDArray[np.int64], ids: NDArray[Any]) -> None:
         """The token ids of the new pieces (``counts`` of each), in their order."""
-        k, n = self._next - len(self.new), self._next
+        k, n = self.size - len(self.new), self.size
         self._first, self._count = _room(self._first, n), _room(self._count, n)
         self._ids = _room(self._ids, self._n_ids + len(ids))
         self._count[k:n] = counts
@@ -88,6 +116,21 @@ class PieceMemory(dict[str, int]):
         self._ids[self._n_ids : self._n_ids + len(ids)] = ids
         self._n_ids += len(ids)
         self.new = []
+
+
+class _Numbers(dict[str, int]):
+    """The dictionary path's piece numbers: a piece not in it is numbered next."""
+
+    def __init__(self, memory: PieceMemory) -> None:
+        super().__init__()
+        self.memory = memory
+
+    def __missing__(self, piece: str) -> int:
+        memory = self.memory
+        number = self[piece] = memory.size
+        memory.size += 1
+        memory.new.append(piece)
+        return number
 
 
 def _room(a: NDArray[Any], n: int) -> NDArray[Any]:
@@ -176,9 +219,7 @@ def _flat(emb: StaticEmbedder, texts: Sequence[str], memory: PieceMemory) -> _Fl
     assert matrix is not None
     layouts = [passage_layout(t) for t in texts]
     segments = [segment for segs, _p in layouts for segment in segs]
-    if len(memory) > memory.limit:
-        memory.forget()
-    which = _numbers(segments, memory, any(_END in t for t in texts))
+    which = memory.number(segments, any(_END in t for t in texts))
     if memory.new:
         memory.add(*_tokenise(emb, memory))
     tokens, seg_tokens = _piece_tokens(which, *memory.arrays(), len(segments))
@@ -216,25 +257,24 @@ def _flat(emb: StaticEmbedder, texts: Sequence[str], memory: PieceMemory) -> _Fl
     return _Flat(tokens, seg_tokens[known], local_ref[keep_ref], nref[keep], norms[keep], counts)
 
 
-def _numbers(segments: list[str], memory: PieceMemory, has_end: bool) -> NDArray[np.int64]:
-    """The numbers of the segments' pieces, segment after segment, each segment's followed by
-    -1 but the last's (new pieces numbered in ``memory``). Split as one string, the segments
-    joined by a piece of their own, unless a text holds that piece's character."""
+def _numbers(segments: list[str], numbers: _Numbers, has_end: bool) -> NDArray[np.int64]:
+    """:meth:`PieceMemory.number` by a dictionary: the segments split as one string, joined by
+    a piece of their own, unless a text holds that piece's character."""
     if not segments:
         return np.zeros(0, dtype=np.int64)
     if has_end:
-        parts = [[*map(memory.__getitem__, segment.split()), -1] for segment in segments]
+        parts = [[*map(numbers.__getitem__, segment.split()), -1] for segment in segments]
         parts[-1].pop()
         return np.fromiter(chain.from_iterable(parts), dtype=np.int64)
-    numbered = memory.pop(_END, None)  # a piece of an earlier batch
-    memory[_END] = -1
+    numbered = numbers.pop(_END, None)  # a piece of an earlier batch
+    numbers[_END] = -1
     try:
         pieces = f"\n{_END}\n".join(segments).split()
-        return np.fromiter(map(memory.__getitem__, pieces), dtype=np.int64, count=len(pieces))
+        return np.fromiter(map(numbers.__getitem__, pieces), dtype=np.int64, count=len(pieces))
     finally:
-        del memory[_END]
+        del numbers[_END]
         if numbered is not None:
-            memory[_END] = numbered
+            numbers[_END] = numbered
 
 
 def _tokenise(emb: StaticEmbedder, memory: PieceMemory) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
