@@ -17,7 +17,7 @@ compares them).
 * first_seen, postings (_pieces.pxi): a bulk load's new term ids in order of first occurrence
   and its postings by a counting sort (goclaw_search.index_build, whose numpy/scipy versions
   give the same arrays).
-* number_pieces, piece_slots, piece_tokens, passage_norms: the passage sketches' pieces
+* passage_pieces, passage_piece_slots, piece_tokens, passage_norms: the passage sketches' pieces
   numbered (a hash table of their UTF-8 bytes), their token ids by segment and passage norms
   (goclaw_embeddings.static_passages, whose numpy versions give the same arrays, bit for bit;
   tests/plugins/embeddings/test_static_passages.py compares them).
@@ -621,7 +621,7 @@ cdef inline uint64_t piece_hash(const uint8_t *p, Py_ssize_t n) noexcept nogil:
     return h ^ (h >> 29)
 
 
-def piece_slots(const uint8_t[::1] arena, const int64_t[::1] p_start, const int64_t[::1] p_len,
+def passage_piece_slots(const uint8_t[::1] arena, const int64_t[::1] p_start, const int64_t[::1] p_len,
                 int64_t n_pieces, int64_t[::1] slots):
     """Put pieces 0..n_pieces-1 (``arena[p_start[k] : p_start[k] + p_len[k]]``, distinct) in
     ``slots``, an empty table (every slot -1, a power of two of them, more than n_pieces)."""
@@ -629,10 +629,10 @@ def piece_slots(const uint8_t[::1] arena, const int64_t[::1] p_start, const int6
     cdef uint64_t at
     if slots.shape[0] & mask or n_pieces >= slots.shape[0] or n_pieces > p_start.shape[0] \
             or n_pieces > p_len.shape[0]:
-        raise ValueError("piece_slots: a table too small or not a power of two")
+        raise ValueError("passage_piece_slots: a table too small or not a power of two")
     for k in range(n_pieces):
         if p_start[k] < 0 or p_len[k] < 0 or p_start[k] + p_len[k] > arena.shape[0]:
-            raise ValueError("piece_slots: a piece out of the arena")
+            raise ValueError("passage_piece_slots: a piece out of the arena")
     with nogil:
         for k in range(n_pieces):
             at = piece_hash(&arena[0] + p_start[k], p_len[k]) & mask
@@ -641,7 +641,7 @@ def piece_slots(const uint8_t[::1] arena, const int64_t[::1] p_start, const int6
             slots[at] = k
 
 
-def number_pieces(const uint8_t[::1] data, const int64_t[::1] seg_end, int64_t[::1] slots,
+def passage_pieces(const uint8_t[::1] data, const int64_t[::1] seg_end, int64_t[::1] slots,
                   uint8_t[::1] arena, int64_t[::1] p_start, int64_t[::1] p_len, int64_t n_pieces,
                   int64_t used):
     """(which, n_pieces, used): the numbers of the pieces of ``data`` (UTF-8; a piece is a run
@@ -659,10 +659,10 @@ def number_pieces(const uint8_t[::1] data, const int64_t[::1] seg_end, int64_t[:
     if slots.shape[0] & mask or 2 * (n_pieces + most) > slots.shape[0] \
             or n_pieces + most > p_start.shape[0] or n_pieces + most > p_len.shape[0] \
             or used < 0 or used + n + most > arena.shape[0]:
-        raise ValueError("number_pieces: too little room for the new pieces")
+        raise ValueError("passage_pieces: too little room for the new pieces")
     for j in range(n_seg):
         if seg_end[j] < 0 or seg_end[j] > n or (j and seg_end[j] < seg_end[j - 1]):
-            raise ValueError("number_pieces: segment ends out of order")
+            raise ValueError("passage_pieces: segment ends out of order")
     which_arr = np.empty(most + max(n_seg - 1, 0), dtype=np.int64)
     cdef int64_t[::1] which = which_arr
     with nogil:

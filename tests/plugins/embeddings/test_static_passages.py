@@ -243,6 +243,6 @@ def test_compiled_loops_refuse_arrays_out_of_range() -> None:
         sp._vec.passage_norms(m, i64(0), i64(1), i64(2), i64(1), 1.0)
     data = np.frombuffer(b"a b c", dtype=np.uint8)
     with pytest.raises(ValueError):  # a table that could fill up
-        sp._vec.number_pieces(
+        sp._vec.passage_pieces(
             data, i64(5), np.full(4, -1, np.int64), np.zeros(64, np.uint8), i64(*[0] * 8), i64(*[0] * 8), 0, 0
         )
