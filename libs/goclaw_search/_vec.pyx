@@ -531,6 +531,7 @@ def passage_norms(const float[:, ::1] matrix, const int64_t[::1] tokens, const i
     cdef double *acc
     cdef double *sums
     cdef double *src
+    cdef double *dst
     first_arr = np.zeros(n_seg + 1, dtype=np.int64)
     cdef int64_t[::1] first = first_arr
     for s in range(n_seg):
@@ -561,10 +562,11 @@ def passage_norms(const float[:, ::1] matrix, const int64_t[::1] tokens, const i
     with nogil:
         if top >= 0:
             for s in range(n_seg):
+                dst = &seg_sums[s, 0]
                 for t in range(first[s], first[s + 1]):
                     row = &matrix[tokens[t], 0]
                     for j in range(d):
-                        seg_sums[s, j] += <double>row[j]
+                        dst[j] += <double>row[j]
         ref = 0
         for i in range(n):
             for j in range(d):
