@@ -648,12 +648,12 @@ def passage_pieces(const uint8_t[::1] data, const int64_t[::1] seg_end, int64_t[
                   int64_t used):
     """(which, n_pieces, used): the numbers of the pieces of ``data`` (UTF-8; a piece is a run
     of characters other than whitespace, as str.split finds them), segment after segment
-    (segment s ends at byte ``seg_end[s]``), -1 after each segment but the last. A piece not in
+    (segment s ends at character ``seg_end[s]``), -1 after each segment but the last. A piece not in
     the table (``slots``: open addressing, linear probing, each slot a piece number or -1) is
     numbered next and copied to ``arena`` at ``used``, followed by a space. The caller leaves
     room for every piece of ``data`` to be new, the table at most half full."""
     cdef Py_ssize_t n = data.shape[0], n_seg = seg_end.shape[0], mask = slots.shape[0] - 1
-    cdef Py_ssize_t most = (n + 1) // 2, i = 0, j, w, k = 0, seg = 0, size
+    cdef Py_ssize_t most = (n + 1) // 2, i = 0, j, w, k = 0, seg = 0, size, c = 0  # c: characters before i
     cdef uint64_t at
     cdef int64_t num
     cdef const uint8_t *s = &data[0] if n else NULL
@@ -672,13 +672,16 @@ def passage_pieces(const uint8_t[::1] data, const int64_t[::1] seg_end, int64_t[
             w = space_at(s, i, n)
             if w:
                 i += w
+                c += 1
                 continue
-            while seg + 1 < n_seg and seg_end[seg] <= i:
+            while seg + 1 < n_seg and seg_end[seg] <= c:
                 which[k] = -1
                 k += 1
                 seg += 1
             j = i + 1
+            c += 1
             while j < n and not space_at(s, j, n):
+                c += (s[j] & 0xC0) != 0x80  # a continuation byte is no new character
                 j += 1
             size = j - i
             at = piece_hash(s + i, size) & mask

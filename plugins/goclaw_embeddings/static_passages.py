@@ -82,9 +82,8 @@ class PieceMemory:
             self.forget()
         if not self.compiled:
             return _numbers(segments, self._numbers, has_end)
-        encoded = [segment.encode("utf-8", "surrogatepass") for segment in segments]
-        data = b" ".join(encoded)
-        seg_end = np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)) + 1) - 1
+        data = " ".join(segments).encode("utf-8", "surrogatepass")
+        seg_end = np.cumsum(np.fromiter(map(len, segments), dtype=np.int64, count=len(segments)) + 1) - 1
         most = (len(data) + 1) // 2  # new pieces at most
         self._at, self._bytes = _room(self._at, self.size + most), _room(self._bytes, self.size + most)
         self._arena = _room(self._arena, self._used + len(data) + most)
