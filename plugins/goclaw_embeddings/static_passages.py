@@ -88,7 +88,7 @@ class PieceMemory:
         self._at, self._bytes = _room(self._at, self.size + most), _room(self._bytes, self.size + most)
         self._arena = _room(self._arena, self._used + len(data) + most)
         if 2 * (self.size + most) > len(self._slots):
-            self._slots = np.full(1 << (4 * (self.size + most)).bit_length(), -1, dtype=np.int64)
+            self._slots = np.full(1 << (2 * (self.size + most)).bit_length(), -1, dtype=np.int64)
             _vec.passage_piece_slots(self._arena, self._at, self._bytes, self.size, self._slots)
         which, size, used = _vec.passage_pieces(
             np.frombuffer(data, dtype=np.uint8), seg_end, self._slots, self._arena, self._at, self._bytes,
