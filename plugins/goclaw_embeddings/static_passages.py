@@ -90,6 +90,7 @@ class PieceMemory:
         if 2 * (self.size + most) > len(self._slots):
             self._slots = np.full(1 << (2 * (self.size + most)).bit_length(), -1, dtype=np.int64)
             _vec.passage_piece_slots(self._arena, self._at, self._bytes, self.size, self._slots)
+        which: NDArray[np.int64]
         which, size, used = _vec.passage_pieces(
             np.frombuffer(data, dtype=np.uint8), seg_end, self._slots, self._arena, self._at, self._bytes,
             self.size, self._used,
@@ -303,11 +304,11 @@ def _tokenise(emb: StaticEmbedder, memory: PieceMemory) -> tuple[NDArray[np.int6
     counts = np.bincount(owner, minlength=len(new))
     long = np.flatnonzero((counts if all_counts is None else all_counts) > limit)
     if len(long):  # truncated alone: tokenised alone
-        lists = np.split(ids, np.cumsum(counts)[:-1])
+        parts: list[NDArray[np.int64]] = np.split(ids, np.cumsum(counts)[:-1])
         for k, piece_ids in zip(long.tolist(), emb._piece_ids([new[k] for k in long]), strict=True):
-            lists[k] = np.asarray(piece_ids, dtype=np.int64)
-        counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
-        ids = np.concatenate(lists) if lists else ids
+            parts[k] = np.asarray(piece_ids, dtype=np.int64)
+        counts = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+        ids = np.concatenate(parts)
     return counts, ids
 
 
