@@ -11,9 +11,10 @@ Tokens: a passage's tokens are those of its whitespace-separated pieces (the tok
 joins across whitespace), so each distinct piece is tokenised once and remembered by number
 (:class:`PieceMemory`: one per call, or one per job of calls, ``passage_sketcher()``); a
 batch's new pieces are tokenised as one string, their tokens told apart by their offsets.
-Norms: :func:`_norms` (exact sums, so one sparse product). The loops over a batch's pieces and
-tokens run compiled (``goclaw_search._vec``: :func:`piece_tokens`, :func:`passage_norms`) where
-it is built, else in numpy: the same arrays.
+The loops over a batch's pieces, tokens and passages run compiled where ``goclaw_search._vec``
+is built (``passage_pieces``: the pieces numbered by a hash table of their bytes;
+``piece_tokens``; ``passage_norms``), else by a dictionary and numpy (:func:`_numbers`,
+:func:`_piece_tokens`, :func:`_norms`: exact sums, so one sparse product): the same arrays.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 _BATCH = 256  # texts whose pieces are looked up (and new ones tokenised) together
 _FEW = 32  # texts from which a call tokenises its new pieces itself (fewer: the embedder's cache)
 _LOCAL_PIECES = 100_000  # pieces one passage_sketches call remembers
-_END = "\x00"  # the piece that ends a segment when a batch's segments are split as one string
+_END = "\x00"  # the dictionary path's piece that ends a segment (the segments split as one string)
 
 
 def _uint(top: int) -> Any:
@@ -146,9 +147,9 @@ def sketches(
     emb: StaticEmbedder, texts: Sequence[str], memory: PieceMemory | None = None
 ) -> list[PassageSketch]:
     """The passage sketch of each text (see the module docstring), batch after batch: each
-    new piece tokenised by the embedder's tokenizer (HF ``tokenizers``), the rest in numpy.
-    ``memory``: the pieces already tokenised by earlier calls of one job (this call's own
-    otherwise)."""
+    new piece tokenised by the embedder's tokenizer (HF ``tokenizers``), the rest in the
+    compiled loops or numpy. ``memory``: the pieces already tokenised by earlier calls of one
+    job (this call's own otherwise)."""
     emb.load()
     matrix = emb._matrix
     assert matrix is not None
