@@ -17,6 +17,10 @@ compares them).
 * first_seen, postings (_pieces.pxi): a bulk load's new term ids in order of first occurrence
   and its postings by a counting sort (goclaw_search.index_build, whose numpy/scipy versions
   give the same arrays).
+* passage_pieces, passage_piece_slots, piece_tokens, passage_norms: the passage sketches' pieces
+  numbered (a hash table of their UTF-8 bytes), their token ids by segment and passage norms
+  (goclaw_embeddings.static_passages, whose numpy versions give the same arrays, bit for bit;
+  tests/plugins/embeddings/test_static_passages.py compares them).
 
 The indexing loops share the module because one compiled module is simpler to build and ship
 than two; at 100,000 chunks they take tokenizing from ~2.3 to ~1.7 s of CPU and the index build
@@ -462,3 +466,246 @@ def fuse_cut(const int8_t[:, ::1] q8, const float[::1] scale, const float[::1] e
 
 
 include "_pieces.pxi"
+
+
+# ------------------------------------------------------------------ passage sketches
+
+from libc.string cimport memcmp
+
+
+def piece_tokens(const int64_t[::1] which, const int64_t[::1] first, const int64_t[::1] count,
+                 const int32_t[::1] ids, Py_ssize_t n_seg):
+    """(tokens, seg_tokens): the token ids of the pieces ``which`` numbers, side by side (piece
+    k's: ``ids[first[k] : first[k] + count[k]]``), and how many of them each of the ``n_seg``
+    segments has; a number < 0 ends a segment."""
+    cdef Py_ssize_t n = which.shape[0], n_pieces = first.shape[0], n_ids = ids.shape[0]
+    cdef Py_ssize_t i, j, seg = 0, at = 0, total = 0
+    cdef int64_t w, c, f
+    cdef int bad = 0
+    if count.shape[0] != n_pieces or n_seg < 0:
+        raise ValueError("piece_tokens: first and count differ in length")
+    with nogil:
+        for i in range(n):
+            w = which[i]
+            if w < 0:
+                seg += 1
+            elif w >= n_pieces or count[w] < 0 or first[w] < 0 or first[w] + count[w] > n_ids:
+                bad = 1
+                break
+            else:
+                total += count[w]
+    if bad or (n and seg >= n_seg) or (not n and n_seg > 1):
+        raise ValueError("piece_tokens: a piece number or segment count out of range")
+    tokens_arr = np.empty(total, dtype=np.int64)
+    seg_arr = np.zeros(n_seg, dtype=np.int64)
+    cdef int64_t[::1] tokens = tokens_arr, seg_tokens = seg_arr
+    seg = 0
+    with nogil:
+        for i in range(n):
+            w = which[i]
+            if w < 0:
+                seg += 1
+                continue
+            c = count[w]
+            f = first[w]
+            for j in range(c):
+                tokens[at + j] = ids[f + j]
+            at += c
+            seg_tokens[seg] += c
+    return tokens_arr, seg_arr
+
+
+def passage_norms(const float[:, ::1] matrix, const int64_t[::1] tokens, const int64_t[::1] seg_tokens,
+                  const int64_t[::1] ref_seg, const int64_t[::1] nref, double top):
+    """``||sum_t E_t||`` of each passage (float32): its rows added one after the other in
+    float64 (its segments' tokens in order), the sums rounded to float32, their squares added
+    column after column. ``top`` >= 0: every row value is a float16 value of magnitude at most
+    ``top``; a passage of k tokens with k * top < 2**29 then adds its segments' sums (each
+    computed once), the same sums exactly (multiples of 2**-24 below 2**29)."""
+    cdef Py_ssize_t rows = matrix.shape[0], d = matrix.shape[1], n_tok = tokens.shape[0]
+    cdef Py_ssize_t n_seg = seg_tokens.shape[0], n_ref = ref_seg.shape[0], n = nref.shape[0]
+    cdef Py_ssize_t i, j, k, r, s, t, ref = 0
+    cdef int64_t per
+    cdef double acc_sq, f
+    cdef const float *row
+    cdef double *acc
+    cdef double *sums
+    cdef double *src
+    cdef double *dst
+    first_arr = np.zeros(n_seg + 1, dtype=np.int64)
+    cdef int64_t[::1] first = first_arr
+    for s in range(n_seg):
+        if seg_tokens[s] < 0:
+            raise ValueError("passage_norms: a negative token count")
+        first[s + 1] = first[s] + seg_tokens[s]
+    if first[n_seg] != n_tok:
+        raise ValueError("passage_norms: seg_tokens do not add up to the tokens")
+    for t in range(n_tok):
+        if tokens[t] < 0 or tokens[t] >= rows:
+            raise ValueError("passage_norms: a token id out of range")
+    for i in range(n):
+        if nref[i] < 0:
+            raise ValueError("passage_norms: a negative reference count")
+        ref += nref[i]
+    if ref != n_ref:
+        raise ValueError("passage_norms: nref does not add up to the references")
+    for r in range(n_ref):
+        if ref_seg[r] < 0 or ref_seg[r] >= n_seg:
+            raise ValueError("passage_norms: a reference out of range")
+    out_arr = np.zeros(n, dtype=np.float32)
+    cdef float[::1] out = out_arr
+    seg_sums_arr = np.zeros((n_seg if top >= 0 else 0, d), dtype=np.float64)
+    cdef double[:, ::1] seg_sums = seg_sums_arr
+    acc_arr = np.zeros(d, dtype=np.float64)
+    cdef double[::1] acc_view = acc_arr
+    acc = &acc_view[0] if d else NULL
+    with nogil:
+        if top >= 0:
+            for s in range(n_seg):
+                dst = &seg_sums[s, 0]
+                for t in range(first[s], first[s + 1]):
+                    row = &matrix[tokens[t], 0]
+                    for j in range(d):
+                        dst[j] += <double>row[j]
+        ref = 0
+        for i in range(n):
+            for j in range(d):
+                acc[j] = 0.0
+            per = 0
+            for r in range(ref, ref + nref[i]):
+                per += seg_tokens[ref_seg[r]]
+            if top >= 0 and <double>per * top < 536870912.0:  # 2**29
+                for r in range(ref, ref + nref[i]):
+                    src = &seg_sums[ref_seg[r], 0]
+                    for j in range(d):
+                        acc[j] += src[j]
+            else:
+                for r in range(ref, ref + nref[i]):
+                    s = ref_seg[r]
+                    for t in range(first[s], first[s + 1]):
+                        row = &matrix[tokens[t], 0]
+                        for j in range(d):
+                            acc[j] += <double>row[j]
+            ref += nref[i]
+            acc_sq = 0.0
+            for j in range(d):
+                f = <double><float>acc[j]
+                acc_sq = acc_sq + f * f
+            out[i] = <float>sqrt(acc_sq)
+    return out_arr
+
+
+cdef inline Py_ssize_t space_at(const uint8_t *s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """The bytes of the whitespace character (str.isspace) that starts at s[i] in UTF-8, else 0."""
+    cdef uint8_t b = s[i], b1, b2
+    if b < 0x80:
+        return 1 if (b == 32 or 9 <= b <= 13 or 28 <= b <= 31) else 0
+    if b == 0xC2:
+        return 2 if i + 1 < n and (s[i + 1] == 0x85 or s[i + 1] == 0xA0) else 0
+    if b < 0xE1 or b > 0xE3 or i + 2 >= n:
+        return 0
+    b1 = s[i + 1]
+    b2 = s[i + 2]
+    if b == 0xE1:
+        return 3 if b1 == 0x9A and b2 == 0x80 else 0
+    if b == 0xE3:
+        return 3 if b1 == 0x80 and b2 == 0x80 else 0
+    if b1 == 0x80 and (b2 <= 0x8A or b2 == 0xA8 or b2 == 0xA9 or b2 == 0xAF):  # U+2000-200A, 2028/9, 202F
+        return 3
+    return 3 if b1 == 0x81 and b2 == 0x9F else 0  # U+205F
+
+
+cdef inline uint64_t piece_hash(const uint8_t *p, Py_ssize_t n) noexcept nogil:
+    cdef uint64_t h = 14695981039346656037ULL  # FNV-1a
+    cdef Py_ssize_t i
+    for i in range(n):
+        h = (h ^ p[i]) * 1099511628211ULL
+    return h ^ (h >> 29)
+
+
+def passage_piece_slots(const uint8_t[::1] arena, const int64_t[::1] p_start, const int64_t[::1] p_len,
+                int64_t n_pieces, int64_t[::1] slots):
+    """Put pieces 0..n_pieces-1 (``arena[p_start[k] : p_start[k] + p_len[k]]``, distinct) in
+    ``slots``, an empty table (every slot -1, a power of two of them, more than n_pieces)."""
+    cdef Py_ssize_t mask = slots.shape[0] - 1, k
+    cdef uint64_t at
+    if slots.shape[0] & mask or n_pieces >= slots.shape[0] or n_pieces > p_start.shape[0] \
+            or n_pieces > p_len.shape[0]:
+        raise ValueError("passage_piece_slots: a table too small or not a power of two")
+    for k in range(n_pieces):
+        if p_start[k] < 0 or p_len[k] < 0 or p_start[k] + p_len[k] > arena.shape[0]:
+            raise ValueError("passage_piece_slots: a piece out of the arena")
+    with nogil:
+        for k in range(n_pieces):
+            at = piece_hash(&arena[0] + p_start[k], p_len[k]) & mask
+            while slots[at] >= 0:
+                at = (at + 1) & mask
+            slots[at] = k
+
+
+def passage_pieces(const uint8_t[::1] data, const int64_t[::1] seg_end, int64_t[::1] slots,
+                  uint8_t[::1] arena, int64_t[::1] p_start, int64_t[::1] p_len, int64_t n_pieces,
+                  int64_t used):
+    """(which, n_pieces, used): the numbers of the pieces of ``data`` (UTF-8; a piece is a run
+    of characters other than whitespace, as str.split finds them), segment after segment
+    (segment s ends at character ``seg_end[s]``), -1 after each segment but the last. A piece not in
+    the table (``slots``: open addressing, linear probing, each slot a piece number or -1) is
+    numbered next and copied to ``arena`` at ``used``, followed by a space. The caller leaves
+    room for every piece of ``data`` to be new, the table at most half full."""
+    cdef Py_ssize_t n = data.shape[0], n_seg = seg_end.shape[0], mask = slots.shape[0] - 1
+    cdef Py_ssize_t most = (n + 1) // 2, i = 0, j, w, k = 0, seg = 0, size, c = 0  # c: characters before i
+    cdef uint64_t at
+    cdef int64_t num
+    cdef const uint8_t *s = &data[0] if n else NULL
+    cdef uint8_t *dst
+    if slots.shape[0] & mask or 2 * (n_pieces + most) > slots.shape[0] \
+            or n_pieces + most > p_start.shape[0] or n_pieces + most > p_len.shape[0] \
+            or used < 0 or used + n + most > arena.shape[0]:
+        raise ValueError("passage_pieces: too little room for the new pieces")
+    for j in range(n_seg):
+        if seg_end[j] < 0 or seg_end[j] > n or (j and seg_end[j] < seg_end[j - 1]):
+            raise ValueError("passage_pieces: segment ends out of order")
+    which_arr = np.empty(most + max(n_seg - 1, 0), dtype=np.int64)
+    cdef int64_t[::1] which = which_arr
+    with nogil:
+        while i < n:
+            w = space_at(s, i, n)
+            if w:
+                i += w
+                c += 1
+                continue
+            while seg + 1 < n_seg and seg_end[seg] <= c:
+                which[k] = -1
+                k += 1
+                seg += 1
+            j = i + 1
+            c += 1
+            while j < n and not space_at(s, j, n):
+                c += (s[j] & 0xC0) != 0x80  # a continuation byte is no new character
+                j += 1
+            size = j - i
+            at = piece_hash(s + i, size) & mask
+            while True:
+                num = slots[at]
+                if num < 0:
+                    num = n_pieces
+                    n_pieces += 1
+                    p_start[num] = used
+                    p_len[num] = size
+                    dst = &arena[0] + used
+                    memcpy(dst, s + i, size)
+                    dst[size] = 32
+                    used += size + 1
+                    slots[at] = num
+                    break
+                if p_len[num] == size and memcmp(&arena[0] + p_start[num], s + i, size) == 0:
+                    break
+                at = (at + 1) & mask
+            which[k] = num
+            k += 1
+            i = j
+        while seg + 1 < n_seg:
+            which[k] = -1
+            k += 1
+            seg += 1
+    return which_arr[:k].copy(), n_pieces, used

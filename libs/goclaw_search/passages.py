@@ -50,42 +50,43 @@ def passage_layout(text: str) -> tuple[list[str], list[tuple[int, ...]]]:
     fence = ""  # the open code fence's marker: its lines (a "# comment" too) are plain text
     headings: list[int] = []
     match = _LINE.match
+    add, put = segments.append, out.append
     for line in text.splitlines():
         m = match(line)
         if fence:
             block.append(line)
             if m is not None and m.group(1) == fence:
                 fence = ""
-                segments.append("\n".join(block))
+                add("\n".join(block))
                 block = []
-                out.append((*above, len(segments) - 1))
+                put((*above, len(segments) - 1))
             continue
         if m is None:  # a plain line, or a blank one
             if not line or line.isspace():
                 if block:
-                    segments.append("\n".join(block))
+                    add("\n".join(block))
                     block = []
-                    out.append((*above, len(segments) - 1))
+                    put((*above, len(segments) - 1))
             else:
                 block.append(line)
             continue
         if block:  # a fence, heading or list item starts a block
-            segments.append("\n".join(block))
-            block = []
-            out.append((*above, len(segments) - 1))
-        marker, hashes = m.group(1, 2)
-        if marker:
-            fence = marker
-            block.append(line)
-        elif hashes:
-            level = len(hashes)
+            add("\n".join(block))
+            put((*above, len(segments) - 1))
+        kind = m.lastindex  # None: a list item; 1: a fence; 2: a heading
+        if kind is None:
+            block = [line]
+        elif kind == 1:
+            fence = m.group(1)
+            block = [line]
+        else:
+            level = m.end(2) - m.start(2)
             heads = [(lv, i) for lv, i in heads if lv < level]
-            segments.append(line.strip())
+            add(line.strip())
             heads.append((level, len(segments) - 1))
             above = tuple(i for _level, i in heads)
             headings.append(len(segments) - 1)
-        else:
-            block.append(line)
+            block = []
     if block:
         segments.append("\n".join(block))
         out.append((*above, len(segments) - 1))

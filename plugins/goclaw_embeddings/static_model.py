@@ -36,8 +36,7 @@ DEFAULT_MODEL_DIR: Path = Path(__file__).resolve().parent / "model"
 _BATCH = 512  # texts tokenised and pooled at a time (bounds the temporary token-vector buffer)
 _PIECES_MAX = 50_000  # whitespace-separated pieces whose tokens passage_similarity remembers
 _PIECE_TOKENS_MAX = 200_000  # ... and their token ids at most (~8 MB; 50,000 hashes held ~60 MB)
-_LOCAL_PIECES_MAX = 100_000  # pieces one passage_sketches call remembers (~20 MB while it runs)
-_JOB_PIECES_MAX = 400_000  # pieces a passage_sketcher remembers across its calls (~60 MB)
+_JOB_PIECES_MAX = 400_000  # pieces a passage_sketcher remembers across its calls (~35 MB)
 _CHUNKS_MAX = 1_024  # texts whose passage sketches it remembers (~0.5 KB each)
 # ... and their token ids at most (~1 MB; a chunk of short list items has dozens of passages)
 _SKETCH_TOKENS_MAX = 400_000
@@ -212,13 +211,12 @@ class StaticEmbedder:
     def passage_sketcher(self) -> Callable[[Sequence[str]], list[PassageSketch]]:
         """:meth:`passage_sketches` for one job's run of calls (the memory plugin's background
         sketching, 64 texts a call): the pieces it tokenises are remembered across its calls,
-        up to ``_JOB_PIECES_MAX`` (~60 MB), and dropped with it. The embedder's own cache
+        up to ``_JOB_PIECES_MAX`` (~35 MB), and dropped with it. The embedder's own cache
         (``_PIECES_MAX``) is too small for a bulk load's pieces: 100k chunks tokenised 407–441k
         pieces for 258k distinct ones, ~2.5 s of CPU."""
-        from goclaw_embeddings.static_passages import sketches
+        from goclaw_embeddings.static_passages import sketcher
 
-        local: dict[str, list[int]] = {}
-        return lambda texts: sketches(self, texts, local, _JOB_PIECES_MAX)
+        return sketcher(self, _JOB_PIECES_MAX)
 
     def token_similarity(self, query: str, token_ids: Any) -> NDArray[np.float32]:
         """For each token id, its row's dot product with the query's unit embedding (0 for all
@@ -258,18 +256,13 @@ class StaticEmbedder:
             self._queries.clear()
         self._queries[text] = vector / np.float32(norm) if norm else vector.copy()
 
-    def _piece_lookup(
-        self, words: AbstractSet[str], local: dict[str, list[int]] | None = None, local_max: int | None = None
-    ) -> dict[str, list[int]]:
-        """The token ids of each of these whitespace pieces: from ``local`` (a bulk call's own
-        memory of its pieces, when given) or the piece cache; the others tokenised in one call
-        and remembered in both, the cache within its bounds, ``local`` within ``local_max``
-        pieces (default ``_LOCAL_PIECES_MAX``: a bulk load's pieces outgrow the cache, which then
-        cleared itself every few batches and tokenised them again)."""
-        seen = local if local is not None else {}
-        found = {w: seen[w] for w in words & seen.keys()}
+    def _piece_lookup(self, words: AbstractSet[str]) -> dict[str, list[int]]:
+        """The token ids of each of these whitespace pieces: from the piece cache, the others
+        tokenised in one call and remembered within the cache's bounds (a search's few texts;
+        a bulk call remembers its pieces itself: goclaw_embeddings.static_passages)."""
+        found: dict[str, list[int]] = {}
         pieces = self._pieces
-        for w in words - found.keys():
+        for w in words:
             ids = pieces.get(w)
             if ids is not None:
                 found[w] = ids
@@ -284,10 +277,6 @@ class StaticEmbedder:
                 pieces.update(zip(new, ids, strict=True))
                 self._piece_tokens += added
             found.update(zip(new, ids, strict=True))
-        if local is not None:
-            if len(local) + len(found) > (local_max or _LOCAL_PIECES_MAX):
-                local.clear()
-            local.update(found)
         return found
 
     def _piece_ids(self, words: list[str]) -> list[list[int]]:

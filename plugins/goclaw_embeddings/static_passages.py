@@ -8,14 +8,18 @@ segments' token ids, which segments make each passage and each passage's norm
 ``E_t·q`` for a search's tokens with one gather of the distinct rows.
 
 Tokens: a passage's tokens are those of its whitespace-separated pieces (the tokenizer never
-joins across whitespace), so each distinct piece of a batch is tokenised once (one
-``encode_batch`` call) and remembered in the embedder's bounded piece cache. Norms:
-:func:`_norms` (exact sums, so one sparse product).
+joins across whitespace), so each distinct piece is tokenised once and remembered by number
+(:class:`PieceMemory`: one per call, or one per job of calls, ``passage_sketcher()``); a
+batch's new pieces are tokenised as one string, their tokens told apart by their offsets.
+The loops over a batch's pieces, tokens and passages run compiled where ``goclaw_search._vec``
+is built (``passage_pieces``: the pieces numbered by a hash table of their bytes;
+``piece_tokens``; ``passage_norms``), else by a dictionary and numpy (:func:`_numbers`,
+:func:`_piece_tokens`, :func:`_norms`: exact sums, so one sparse product): the same arrays.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -23,6 +27,7 @@ import numpy as np
 
 from goclaw_search.passage_sketches import PassageSketch, token_dots
 from goclaw_search.passages import passage_layout
+from goclaw_search.vecq import compiled as _vec
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -30,6 +35,9 @@ if TYPE_CHECKING:
     from goclaw_embeddings.static_model import StaticEmbedder
 
 _BATCH = 256  # texts whose pieces are looked up (and new ones tokenised) together
+_FEW = 32  # texts from which a call tokenises its new pieces itself (fewer: the embedder's cache)
+_LOCAL_PIECES = 100_000  # pieces one passage_sketches call remembers
+_END = "\x00"  # the dictionary path's piece that ends a segment (the segments split as one string)
 
 
 def _uint(top: int) -> Any:
@@ -37,26 +45,127 @@ def _uint(top: int) -> Any:
     return np.uint8 if top < 2**8 else np.uint16 if top < 2**16 else np.uint32
 
 
+class PieceMemory:
+    """The pieces tokenised so far, each by its number (in order of first sight), and their
+    token ids side by side (``ids[first[k] : first[k] + count[k]]``, unknown tokens dropped);
+    at most ``limit`` pieces (forgotten whole before a batch that finds more). ``cached``: new
+    pieces are looked up in the embedder's piece cache (a search's few texts) rather than
+    tokenised here. Pieces are numbered by a compiled hash table of their UTF-8 bytes
+    (``goclaw_search._vec``) where it is built, else by a dictionary: the same numbers."""
+
+    def __init__(self, limit: int, cached: bool = False, compiled: bool | None = None) -> None:
+        self.limit = limit
+        self.cached = cached
+        self.compiled = _vec is not None if compiled is None else compiled
+        self.new: list[str] = []  # pieces numbered since they were last tokenised
+        self.forget()
+
+    def forget(self) -> None:
+        self.new = []
+        self.size = 0  # pieces numbered
+        self._ids = np.zeros(1024, dtype=np.int32)
+        self._first = np.zeros(1024, dtype=np.int64)
+        self._count = np.zeros(1024, dtype=np.int64)
+        self._n_ids = 0
+        self._numbers = _Numbers(self)
+        # The compiled table: each piece's bytes (and a space) in the arena, at _at, _bytes long.
+        self._slots = np.full(1024, -1, dtype=np.int64)
+        self._arena = np.zeros(4096, dtype=np.uint8)
+        self._at = np.zeros(1024, dtype=np.int64)
+        self._bytes = np.zeros(1024, dtype=np.int64)
+        self._used = 0
+
+    def number(self, segments: list[str], has_end: bool) -> NDArray[np.int64]:
+        """The numbers of the segments' pieces (str.split), segment after segment, each
+        segment's followed by -1 but the last's; new pieces numbered (and listed in ``new``).
+        ``has_end``: a text holds the piece :func:`_numbers` joins segments with."""
+        if self.size > self.limit:
+            self.forget()
+        if not self.compiled:
+            return _numbers(segments, self._numbers, has_end)
+        data = " ".join(segments).encode("utf-8", "surrogatepass")
+        seg_end = np.cumsum(np.fromiter(map(len, segments), dtype=np.int64, count=len(segments)) + 1) - 1
+        most = (len(data) + 1) // 2  # new pieces at most
+        self._at, self._bytes = _room(self._at, self.size + most), _room(self._bytes, self.size + most)
+        self._arena = _room(self._arena, self._used + len(data) + most)
+        if 2 * (self.size + most) > len(self._slots):
+            self._slots = np.full(1 << (2 * (self.size + most)).bit_length(), -1, dtype=np.int64)
+            _vec.passage_piece_slots(self._arena, self._at, self._bytes, self.size, self._slots)
+        which: NDArray[np.int64]
+        which, size, used = _vec.passage_pieces(
+            np.frombuffer(data, dtype=np.uint8), seg_end, self._slots, self._arena, self._at, self._bytes,
+            self.size, self._used,
+        )  # fmt: skip
+        if size > self.size:
+            fresh = self._arena[self._used : used - 1].tobytes().decode("utf-8", "surrogatepass")
+            self.new = fresh.split(" ")
+            self.size, self._used = size, used
+        return which
+
+    def arrays(self) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int32]]:
+        """(first, count, ids) of the pieces numbered so far."""
+        n = self.size
+        return self._first[:n], self._count[:n], self._ids[: self._n_ids]
+
+    def add(self, counts: NDArray[np.int64], ids: NDArray[Any]) -> None:
+        """The token ids of the new pieces (``counts`` of each), in their order."""
+        k, n = self.size - len(self.new), self.size
+        self._first, self._count = _room(self._first, n), _room(self._count, n)
+        self._ids = _room(self._ids, self._n_ids + len(ids))
+        self._count[k:n] = counts
+        self._first[k:n] = self._n_ids + _starts(counts)
+        self._ids[self._n_ids : self._n_ids + len(ids)] = ids
+        self._n_ids += len(ids)
+        self.new = []
+
+
+class _Numbers(dict[str, int]):
+    """The dictionary path's piece numbers: a piece not in it is numbered next."""
+
+    def __init__(self, memory: PieceMemory) -> None:
+        super().__init__()
+        self.memory = memory
+
+    def __missing__(self, piece: str) -> int:
+        memory = self.memory
+        number = self[piece] = memory.size
+        memory.size += 1
+        memory.new.append(piece)
+        return number
+
+
+def _room(a: NDArray[Any], n: int) -> NDArray[Any]:
+    """``a``, or a copy twice as large and more when it holds fewer than ``n`` values."""
+    if n <= len(a):
+        return a
+    grown = np.zeros(max(n, 2 * len(a)), dtype=a.dtype)
+    grown[: len(a)] = a
+    return grown
+
+
 def sketches(
-    emb: StaticEmbedder,
-    texts: Sequence[str],
-    local: dict[str, list[int]] | None = None,
-    local_max: int | None = None,
+    emb: StaticEmbedder, texts: Sequence[str], memory: PieceMemory | None = None
 ) -> list[PassageSketch]:
     """The passage sketch of each text (see the module docstring), batch after batch: each
-    new piece tokenised by the embedder's tokenizer (HF ``tokenizers``), the rest in numpy.
-    ``local``: the pieces already tokenised by earlier calls of one job (this call's own
-    otherwise: a bulk load's outgrow the embedder's cache), kept within ``local_max``."""
+    new piece tokenised by the embedder's tokenizer (HF ``tokenizers``), the rest in the
+    compiled loops or numpy. ``memory``: the pieces already tokenised by earlier calls of one
+    job (this call's own otherwise)."""
     emb.load()
     matrix = emb._matrix
     assert matrix is not None
     out: list[PassageSketch] = []
-    if local is None:
-        local = {}
+    if memory is None:
+        memory = PieceMemory(_LOCAL_PIECES, cached=len(texts) < _FEW)
     for start in range(0, len(texts), _BATCH):
         part = texts[start : start + _BATCH]
-        out.extend(_cut(len(part), _flat(emb, part, local, local_max), matrix.shape[0]))
+        out.extend(_cut(len(part), _flat(emb, part, memory), matrix.shape[0]))
     return out
+
+
+def sketcher(emb: StaticEmbedder, limit: int) -> Callable[[Sequence[str]], list[PassageSketch]]:
+    """:func:`sketches` for one job's run of calls, remembering up to ``limit`` pieces."""
+    memory = PieceMemory(limit)
+    return lambda texts: sketches(emb, texts, memory)
 
 
 class _Flat(NamedTuple):
@@ -104,34 +213,19 @@ def _cut(n: int, flat: _Flat, rows: int) -> list[PassageSketch]:
     return out
 
 
-def _flat(
-    emb: StaticEmbedder, texts: Sequence[str], local: dict[str, list[int]], local_max: int | None = None
-) -> _Flat:
+def _flat(emb: StaticEmbedder, texts: Sequence[str], memory: PieceMemory) -> _Flat:
     """The sketches of a batch, computed over the whole batch at once (flat arrays
     of its segments, passages and tokens)."""
     matrix = emb._matrix
     assert matrix is not None
     layouts = [passage_layout(t) for t in texts]
-    seg_words = [segment.split() for segments, _p in layouts for segment in segments]
-    n_words = np.fromiter(map(len, seg_words), dtype=np.int64, count=len(seg_words))
-    # Each distinct piece once: its token ids side by side, then every piece by its number.
-    distinct = dict.fromkeys(chain.from_iterable(seg_words))
-    lookup = emb._piece_lookup(distinct.keys(), local if len(texts) > 1 else None, local_max)
-    ids_of = [lookup[w] for w in distinct]
-    words = dict(zip(distinct, range(len(distinct)), strict=True))
-    word_len = np.fromiter(map(len, ids_of), dtype=np.int64, count=len(ids_of))
-    word_ids = np.fromiter(chain.from_iterable(ids_of), dtype=np.int64, count=int(word_len.sum()))
-    which = np.fromiter(
-        map(words.__getitem__, chain.from_iterable(seg_words)), dtype=np.int64, count=int(n_words.sum())
-    )
-    per_piece = word_len[which]
-    tokens = word_ids[_spans(_starts(word_len)[which], per_piece)]
-    # Segments (every one has a piece: a heading or block line is not blank).
-    seg_tokens = np.zeros(len(seg_words), dtype=np.int64)
-    some = n_words > 0
-    seg_tokens[some] = np.add.reduceat(per_piece, _starts(n_words)[some])
+    segments = [segment for segs, _p in layouts for segment in segs]
+    which = memory.number(segments, any(_END in t for t in texts))
+    if memory.new:
+        memory.add(*_tokenise(emb, memory))
+    tokens, seg_tokens = _piece_tokens(which, *memory.arrays(), len(segments))
     known = seg_tokens > 0  # a segment without a known token adds nothing to a passage
-    n_segs = np.fromiter((len(segments) for segments, _p in layouts), dtype=np.int64, count=len(texts))
+    n_segs = np.fromiter((len(segs) for segs, _p in layouts), dtype=np.int64, count=len(texts))
     seg_base = _starts(n_segs)
     # Passages: their segments (references), flat over the batch.
     listed = [layout for _s, layout in layouts]
@@ -144,7 +238,7 @@ def _flat(
     kept = known[ref_seg]
     ref_seg, pass_of_ref = ref_seg[kept], pass_of_ref[kept]
     nref = np.bincount(pass_of_ref, minlength=len(raw_nref))
-    norms = _norms(matrix, tokens, seg_tokens, ref_seg, nref)
+    norms = _passage_norms(matrix, tokens, seg_tokens, ref_seg, nref)
     keep = (nref > 0) & (norms > 0)  # a passage whose tokens cancel out: cosine 0, left out
     keep_ref = keep[pass_of_ref]
     known_before = np.zeros(len(known) + 1, dtype=np.int64)
@@ -162,6 +256,126 @@ def _flat(
         axis=1,
     ).reshape(-1)
     return _Flat(tokens, seg_tokens[known], local_ref[keep_ref], nref[keep], norms[keep], counts)
+
+
+def _numbers(segments: list[str], numbers: _Numbers, has_end: bool) -> NDArray[np.int64]:
+    """:meth:`PieceMemory.number` by a dictionary: the segments split as one string, joined by
+    a piece of their own, unless a text holds that piece's character."""
+    if not segments:
+        return np.zeros(0, dtype=np.int64)
+    if has_end:
+        parts = [[*map(numbers.__getitem__, segment.split()), -1] for segment in segments]
+        parts[-1].pop()
+        return np.fromiter(chain.from_iterable(parts), dtype=np.int64)
+    numbered = numbers.pop(_END, None)  # a piece of an earlier batch
+    numbers[_END] = -1
+    try:
+        pieces = f"\n{_END}\n".join(segments).split()
+        return np.fromiter(map(numbers.__getitem__, pieces), dtype=np.int64, count=len(pieces))
+    finally:
+        del numbers[_END]
+        if numbered is not None:
+            numbers[_END] = numbered
+
+
+def _tokenise(emb: StaticEmbedder, memory: PieceMemory) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """(counts, ids): the token ids of ``memory``'s new pieces, unknown tokens dropped as
+    :meth:`StaticEmbedder.embed` does: from the embedder's piece cache (``memory.cached``) or
+    tokenised as one string, pieces one space apart, each token the piece's its offset falls in
+    (a piece longer than the tokenizer's truncation alone)."""
+    new = memory.new
+    if memory.cached:
+        found = emb._piece_lookup(set(new))
+        lists = [found[w] for w in new]
+        counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+        return counts, np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(counts.sum()))
+    tok, limit = _whole(emb)
+    enc = tok.encode(" ".join(new), add_special_tokens=False)
+    ids = np.asarray(enc.ids, dtype=np.int64)
+    at = np.fromiter(chain.from_iterable(enc.offsets), dtype=np.int64, count=2 * len(ids))[::2]
+    sizes = np.fromiter(map(len, new), dtype=np.int64, count=len(new)) + 1
+    owner = np.searchsorted(np.cumsum(sizes), at, side="right")
+    unk = emb._conf().get("unk_token_id")
+    if unk is not None and emb._conf().get("drop_unk_tokens", True):
+        kept = ids != int(unk)
+        all_counts = np.bincount(owner, minlength=len(new))
+        ids, owner = ids[kept], owner[kept]
+    else:
+        all_counts = None
+    counts = np.bincount(owner, minlength=len(new))
+    long = np.flatnonzero((counts if all_counts is None else all_counts) > limit)
+    if len(long):  # truncated alone: tokenised alone
+        parts: list[NDArray[np.int64]] = np.split(ids, np.cumsum(counts)[:-1])
+        for k, piece_ids in zip(long.tolist(), emb._piece_ids([new[k] for k in long]), strict=True):
+            parts[k] = np.asarray(piece_ids, dtype=np.int64)
+        counts = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+        ids = np.concatenate(parts)
+    return counts, ids
+
+
+_WHOLE: dict[int, tuple[Any, Any, int]] = {}
+
+
+def _whole(emb: StaticEmbedder) -> tuple[Any, int]:
+    """A copy of the embedder's tokenizer that does not truncate (kept per tokenizer: loaded
+    tokenizers are shared and not changed), and the token count it truncates a text to."""
+    tok = emb._tokenizer
+    assert tok is not None
+    found = _WHOLE.get(id(tok))
+    if found is None or found[0] is not tok:
+        from tokenizers import Tokenizer
+
+        whole = Tokenizer.from_str(tok.to_str())
+        whole.no_truncation()
+        cut = tok.truncation
+        found = (tok, whole, int(cut["max_length"]) if cut else 2**62)
+        if len(_WHOLE) >= 4:
+            _WHOLE.clear()
+        _WHOLE[id(tok)] = found
+    return found[1], found[2]
+
+
+def _piece_tokens(
+    which: NDArray[np.int64],
+    first: NDArray[np.int64],
+    count: NDArray[np.int64],
+    ids: NDArray[np.int32],
+    n_seg: int,
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """(tokens, seg_tokens): the token ids of the pieces ``which`` numbers, side by side, and
+    how many each of the ``n_seg`` segments has (a number < 0 ends a segment); compiled where
+    ``goclaw_search._vec`` is built."""
+    if _vec is not None:
+        out: tuple[NDArray[np.int64], NDArray[np.int64]] = _vec.piece_tokens(which, first, count, ids, n_seg)
+        return out
+    piece = which >= 0
+    numbers = which[piece]
+    per = count[numbers]
+    tokens = ids[_spans(first[numbers], per)].astype(np.int64)
+    seg_of = np.cumsum(~piece)[piece]
+    return tokens, np.bincount(seg_of, weights=per, minlength=n_seg).astype(np.int64)
+
+
+def _passage_norms(
+    matrix: NDArray[np.float32],
+    tokens: NDArray[np.int64],
+    seg_tokens: NDArray[np.int64],
+    ref_seg: NDArray[np.int64],
+    nref: NDArray[np.int64],
+) -> NDArray[np.float32]:
+    """:func:`_norms`, compiled where ``goclaw_search._vec`` is built (the same numbers)."""
+    if _vec is None:
+        return _norms(matrix, tokens, seg_tokens, ref_seg, nref)
+    top = _float16_top(matrix)
+    out: NDArray[np.float32] = _vec.passage_norms(
+        np.ascontiguousarray(matrix, dtype=np.float32),
+        tokens,
+        seg_tokens,
+        ref_seg,
+        nref,
+        -1.0 if top is None else top,
+    )
+    return out
 
 
 def _spans(first: NDArray[np.int64], width: NDArray[np.int64]) -> NDArray[np.int64]:

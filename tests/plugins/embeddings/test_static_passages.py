@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from goclaw_embeddings import static_passages as sp
 from goclaw_embeddings.static_model import StaticEmbedder
@@ -75,9 +77,16 @@ def test_a_sketcher_tokenises_each_piece_once_across_its_calls(monkeypatch: pyte
     distinct = {w for t in texts for w in t.split()}
 
     def run(sketch: object, e: StaticEmbedder) -> tuple[list[object], int]:
-        asked: list[int] = []
-        real = e._piece_ids
+        asked: list[int] = []  # pieces tokenised: by the embedder or as one string
+        real, real_tokenise = e._piece_ids, sp._tokenise
         monkeypatch.setattr(e, "_piece_ids", lambda ws: asked.append(len(ws)) or real(ws))
+
+        def tokenise(e: StaticEmbedder, memory: sp.PieceMemory) -> object:
+            if not memory.cached:
+                asked.append(len(memory.new))
+            return real_tokenise(e, memory)
+
+        monkeypatch.setattr(sp, "_tokenise", tokenise)
         out = [s for lo in range(0, len(texts), 16) for s in sketch(texts[lo : lo + 16])]  # type: ignore[operator]
         monkeypatch.undo()
         monkeypatch.setattr(static_model, "_PIECES_MAX", 8)
@@ -90,3 +99,150 @@ def test_a_sketcher_tokenises_each_piece_once_across_its_calls(monkeypatch: pyte
     for a, b in zip(plain, job, strict=True):
         for x, y in zip(a, b, strict=True):
             assert x.dtype == y.dtype and np.array_equal(x, y)
+
+
+# ------------------------------------------------------------------ compiled and numpy paths
+
+needs_compiled = pytest.mark.skipif(
+    sp._vec is None, reason="goclaw_search._vec is not built (or GOCLAW_SEARCH_NUMPY=1)"
+)
+
+# Characters that make pieces and segments: every whitespace character str.split knows, the
+# segment joiner, accents, CJK, punctuation, Markdown markers, a lone surrogate.
+_ALPHABET = [
+    *"ab Zé東-#*`~.,!()[]0123456789\n\x00\u0301\u00df\u0130\u03a3\U0001f600\udc80",
+    *(chr(c) for c in range(0x110000) if chr(c).isspace()),
+]
+_text = st.lists(st.sampled_from(_ALPHABET), max_size=60).map("".join)
+
+
+def _same(a: list[object], b: list[object]) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        for u, v in zip(x, y, strict=True):  # type: ignore[call-overload]
+            assert u.dtype == v.dtype and u.tobytes() == v.tobytes()
+
+
+@needs_compiled
+@settings(max_examples=150, deadline=None)
+@given(batches=st.lists(st.lists(_text, max_size=8), min_size=1, max_size=4), limit=st.integers(1, 40))
+def test_the_compiled_table_numbers_pieces_as_the_dictionary(batches: list[list[str]], limit: int) -> None:
+    """Batch after batch (the memory forgotten past ``limit`` pieces), the compiled table gives
+    each piece the dictionary's number and lists the same new pieces."""
+    table, plain = sp.PieceMemory(limit, compiled=True), sp.PieceMemory(limit, compiled=False)
+    for segments in batches:
+        has_end = any(sp._END in s for s in segments)
+        got, want = table.number(segments, has_end), plain.number(segments, has_end)
+        assert got.tolist() == want.tolist() and table.new == plain.new and table.size == plain.size
+        n = len(table.new)
+        for m in (table, plain):
+            m.add(np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    pieces=st.lists(
+        st.text(st.characters(exclude_categories=["Cs", "Zs", "Zl", "Zp", "Cc"]), min_size=1),
+        min_size=1,
+        max_size=30,
+        unique=True,
+    )
+)
+def test_pieces_tokenised_as_one_string_equal_each_alone(emb: StaticEmbedder, pieces: list[str]) -> None:
+    """The new pieces tokenised as one string, told apart by offsets, get the token ids each
+    gets alone (unknown tokens dropped; a piece longer than the tokenizer's truncation as it
+    truncates it)."""
+    pieces = [p for p in pieces if len(p.split()) == 1]
+    if not pieces:
+        return
+    memory = sp.PieceMemory(1000)
+    memory.new = pieces
+    counts, ids = sp._tokenise(emb, memory)
+    want = emb._piece_ids(pieces)
+    assert counts.tolist() == [len(w) for w in want]
+    assert ids.tolist() == [t for w in want for t in w]
+
+
+def test_a_piece_past_the_truncation_is_cut_as_alone(emb: StaticEmbedder) -> None:
+    pieces = ["ok", "," * 700, "(x)" * 300, "fine"]
+    memory = sp.PieceMemory(1000)
+    memory.new = pieces
+    counts, ids = sp._tokenise(emb, memory)
+    want = emb._piece_ids(pieces)
+    assert counts.tolist() == [len(w) for w in want] and counts[1] == 512
+    assert ids.tolist() == [t for w in want for t in w]
+
+
+@needs_compiled
+@settings(max_examples=80, deadline=None)
+@given(texts=st.lists(_text.map(lambda t: t.replace("\udc80", "")), max_size=12))
+def test_compiled_and_numpy_paths_give_the_same_sketches(
+    emb: StaticEmbedder, texts: list[str], monkeypatch_module: pytest.MonkeyPatch
+) -> None:
+    """Sketches by the compiled loops (numbering, token gather, norms) equal the numpy path's,
+    bit for bit, dtypes too."""
+    compiled = sp.sketches(emb, texts, sp.PieceMemory(10_000))
+    vec = sp._vec
+    monkeypatch_module.setattr(sp, "_vec", None)
+    try:
+        plain = sp.sketches(emb, texts, sp.PieceMemory(10_000))
+    finally:
+        monkeypatch_module.setattr(sp, "_vec", vec)
+    _same(compiled, plain)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module() -> object:
+    with pytest.MonkeyPatch.context() as mp:
+        yield mp
+
+
+@needs_compiled
+def test_compiled_and_numpy_paths_on_notes(emb: StaticEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same on notes: headings, list items, code fences, repeated pieces, in calls of a job."""
+    from tests.plugins.embeddings.test_static_embedder import NOTES
+
+    texts = [*NOTES, "# a\n```\n# not a heading\n```\n1. one\n2. two\n\n" * 3, "x\x00y\n\n- \x00 z"] * 3
+    job = emb.passage_sketcher()
+    compiled = [s for lo in range(0, len(texts), 4) for s in job(texts[lo : lo + 4])]
+    monkeypatch.setattr(sp, "_vec", None)
+    job = emb.passage_sketcher()
+    plain = [s for lo in range(0, len(texts), 4) for s in job(texts[lo : lo + 4])]
+    _same(compiled, plain)
+    assert any(len(s.norms) for s in compiled)
+
+
+@needs_compiled
+@pytest.mark.parametrize("float16", [True, False])
+def test_compiled_norms_equal_numpy_norms(emb: StaticEmbedder, float16: bool) -> None:
+    """Passage norms, compiled and numpy, bit for bit: the bundled float16 matrix (segment sums)
+    and other values (token after token), long passages past the exact-sum bound too."""
+    rng = np.random.default_rng(11)
+    matrix = emb._matrix if float16 else rng.standard_normal((60, 16)).astype(np.float32)
+    assert matrix is not None
+    for n, longest in ((50, 5), (2_000, 30), (40, 4_000)):
+        layout = _layout(rng, matrix.shape[0], n, longest)
+        want = sp._norms(matrix, *layout)
+        top = sp._float16_top(matrix)
+        got = sp._vec.passage_norms(matrix, *layout, -1.0 if top is None else top)
+        assert got.tobytes() == want.tobytes()
+
+
+@needs_compiled
+def test_compiled_loops_refuse_arrays_out_of_range() -> None:
+    """Bad arrays raise ValueError, never read or write out of bounds."""
+    i64 = lambda *v: np.array(v, dtype=np.int64)  # noqa: E731
+    with pytest.raises(ValueError):
+        sp._vec.piece_tokens(i64(0, 5), i64(0), i64(1), np.zeros(1, np.int32), 1)
+    with pytest.raises(ValueError):
+        sp._vec.piece_tokens(i64(0), i64(0), i64(3), np.zeros(1, np.int32), 1)
+    m = np.zeros((3, 4), np.float32)
+    with pytest.raises(ValueError):
+        sp._vec.passage_norms(m, i64(7), i64(1), i64(0), i64(1), 1.0)
+    with pytest.raises(ValueError):
+        sp._vec.passage_norms(m, i64(0), i64(1), i64(2), i64(1), 1.0)
+    data = np.frombuffer(b"a b c", dtype=np.uint8)
+    with pytest.raises(ValueError):  # a table that could fill up
+        sp._vec.passage_pieces(
+            data, i64(5), np.full(4, -1, np.int64), np.zeros(64, np.uint8), i64(*[0] * 8), i64(*[0] * 8), 0, 0
+        )
