@@ -139,22 +139,33 @@ def _fits(sketch: PassageSketch | None) -> PassageSketch | None:
         return None
     if max(len(sketch.seg_len), len(sketch.refs), len(sketch.norms)) > 0xFFFF:
         return None
-    if len(sketch.seg_len) and int(sketch.seg_len.max()) > 0xFFFF:
+    if sketch.seg_len.dtype.itemsize > 2 and len(sketch.seg_len) and int(sketch.seg_len.max()) > 0xFFFF:
         return None
     tokens = np.asarray(sketch.tokens)
+    if tokens.dtype == np.uint16:  # the static embedder's: fits by type
+        return sketch
     small = not len(tokens) or 0 <= int(tokens.min()) <= int(tokens.max()) <= 0xFFFF
     if tokens.dtype != np.uint16 and small:
         return sketch._replace(tokens=tokens.astype(np.uint16))  # a provider's int64 ids: 2 bytes each
     return sketch
 
 
-def _layout(s: PassageSketch) -> list[NDArray[Any]]:
-    return [
-        s.seg_len.astype(_WORD, copy=False),
-        s.refs.astype(_WORD, copy=False),
-        s.nref.astype(_WORD, copy=False),
-        s.norms.astype(_NORM, copy=False).view(_WORD),
-    ]
+def _layouts(sketches: Sequence[PassageSketch], n: NDArray[np.int64]) -> NDArray[Any]:
+    """The sketches' layouts one after another, each ``seg_len, refs, nref, norms`` (a norm as
+    two words); ``n``: each sketch's segments, references and passages (first three columns).
+    Each field is joined over all sketches once and scattered to its places."""
+    widths = np.stack([n[:, 0], n[:, 1], n[:, 2], 2 * n[:, 2]], axis=1)  # words per field
+    out = np.empty(int(widths.sum()), dtype=_WORD)
+    field_at = _starts(widths.ravel()).reshape(widths.shape)  # where each field of each sketch starts
+    for k, name in enumerate(("seg_len", "refs", "nref", "norms")):
+        if name == "norms":
+            words = _cat([s.norms.astype(_NORM, copy=False) for s in sketches], _NORM).view(_WORD)
+        else:
+            words = _cat([getattr(s, name) for s in sketches], _WORD).astype(_WORD, copy=False)
+        lengths = widths[:, k]
+        within = np.arange(len(words), dtype=np.int64) - np.repeat(_starts(lengths), lengths)
+        out[np.repeat(field_at[:, k], lengths) + within] = words
+    return out
 
 
 class PassageSketches:
@@ -188,16 +199,16 @@ class PassageSketches:
             return
         every = [s for part in self._parts for s in part]
         present = [s for s in every if s is not None]
-        counts = np.zeros((len(every), 3), dtype=np.int64)
-        sizes = np.zeros((len(every), 2), dtype=np.int64)
-        for i, sk in enumerate(every):
-            if sk is not None:
-                counts[i] = (len(sk.seg_len), len(sk.refs), len(sk.norms))
-                sizes[i] = (len(sk.tokens), len(sk.seg_len) + len(sk.refs) + 3 * len(sk.norms))
-        self.tokens = _cat([self.tokens, *(s.tokens for s in present)], np.uint16)
-        self.layout = _cat([self.layout, *(w for s in present for w in _layout(s))], _WORD)
-        self.counts = np.concatenate([self.counts, counts.astype(_WORD)])
         has = np.fromiter((s is not None for s in every), dtype=np.bool_, count=len(every))
+        # Per slot: segments, references, passages, tokens (0 for a slot without a sketch).
+        n = np.zeros((len(every), 4), dtype=np.int64)
+        n[has] = np.array(
+            [(len(s.seg_len), len(s.refs), len(s.norms), len(s.tokens)) for s in present], dtype=np.int64
+        ).reshape(-1, 4)
+        sizes = np.stack([n[:, 3], n[:, 0] + n[:, 1] + 3 * n[:, 2]], axis=1)
+        self.tokens = _cat([self.tokens, *(s.tokens for s in present)], np.uint16)
+        self.layout = np.concatenate([self.layout, _layouts(present, n[has])])
+        self.counts = np.concatenate([self.counts, n[:, :3].astype(_WORD)])
         self.has = np.concatenate([self.has, has])
         self.ptr = np.concatenate([self.ptr, self.ptr[-1] + np.cumsum(sizes, axis=0)])
         self._parts.clear()

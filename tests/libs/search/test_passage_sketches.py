@@ -153,3 +153,23 @@ def test_a_selection_larger_than_the_fast_path(emb: StaticEmbedder) -> None:
     batch = store.select(list(range(5000)))
     assert batch.has.all() and len(batch.n_pass) == 5000
     np.testing.assert_array_equal(batch.tokens[: len(sketches[0].tokens)], sketches[0].tokens)
+
+
+def test_sketches_of_any_integer_and_float_types_are_stored_alike(emb: StaticEmbedder) -> None:
+    """A provider's sketch in int64 / float64 arrays, mixed in one append with the static
+    embedder's uint8 / uint16 / float32 ones and empty slots, selects as the narrow copy."""
+    narrow = list(emb.passage_sketches(NOTES))
+    wide = [
+        PassageSketch(*(a.astype(np.float64 if a.dtype.kind == "f" else np.int64) for a in s)) for s in narrow
+    ]
+    mixed: list[PassageSketch | None] = [
+        w if i % 2 else n for i, (n, w) in enumerate(zip(narrow, wide, strict=True))
+    ]
+    mixed.insert(1, None)
+    a, b = PassageSketches(), PassageSketches()
+    a.append([*narrow[:1], None, *narrow[1:]])
+    b.append(mixed[:3])
+    b.append(mixed[3:])
+    slots = list(range(len(mixed)))
+    for x, y in zip(a.select(slots), b.select(slots), strict=True):
+        np.testing.assert_array_equal(x, y)
