@@ -1,0 +1,518 @@
+"""Prototype, measured: packed BM25 postings on PostgreSQL, scored in the client.
+
+The ``postgresql`` memory backend keeps one row per (term, chunk) in ``memory_postings`` and
+aggregates the query terms' rows in SQL (~1 µs a row: common words aggregate 20,000-110,000
+rows). This prototype tries a different layout beside it, in the same schema, without touching
+the backend:
+
+* ``packed_postings``: one row per (agent, term): ``ords`` the chunks' ordinals as big-endian
+  int32, ``tfs`` the term's frequency in each as uint16, both ``bytea`` stored uncompressed
+  (``SET STORAGE EXTERNAL``): reading a list is a copy of its bytes;
+* ``packed_docs``: one row per agent: its chunk count, total length in terms, and each chunk's
+  length (uint16 by ordinal), which BM25 needs for every matching chunk: packed per agent and
+  fetched with the lists, not with the winners;
+* ``packed_ords``: (agent, ordinal) -> chunk id, to read the winners' rows.
+
+Both built from ``memory_postings`` (the term frequency recovered from the stored impact, the
+chunk's length and the agent's reference length) by :func:`build`, timed. A search
+(:class:`PackedBackend`, full text only) fetches the query terms' lists and the agent's packed
+lengths in one round trip (binary protocol), computes the exact BM25 of every matching chunk
+with numpy (N, avgdl from the packed lengths, df = a list's length), takes the top
+``max(pool, wanted)``, fuses as the backend does, and reads the winners' rows in a second round
+trip, both in one read-only snapshot.
+
+Measured, interleaved question by question (order rotated): full-text p50 / p90 / p99 of (a)
+the ``postgresql`` backend, (b) the packed prototype, (c) the SQLite engine, all through
+``memory.search``; the top-10 overlap of (a) and (b) with (c); the BM25 of (b)'s winners
+against the one computed from their stored terms with the trigger-kept statistics; bytes per
+posting on disk; the build time; the cost of one chunk write that appends to its terms' packed
+rows (``UPDATE ... ||``, rolled back) against one insert through the current triggers.
+
+    GOCLAW_BENCH_DATABASE_URL=postgresql+psycopg://goclaw:goclaw@127.0.0.1:5432/goclaw_test \\
+      nice -n 10 .venv/bin/python benchmarks/pg_packed_postings.py --keep DIR [--chunks 100000]
+
+``DIR`` holds the corpus and the SQLite workspace, ``DIR/schema`` the PostgreSQL schema's name
+(the corpus of ``pg_fidelity.py --interleaved DIR`` is the same and is reused; a new ``DIR``
+is loaded, ~3-4 minutes at 100k chunks). The packed tables are rebuilt on every run.
+``--drop`` drops the schema and ``DIR`` and exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+K = 10
+
+DDL = (
+    "DROP TABLE IF EXISTS packed_postings, packed_docs, packed_ords",
+    "CREATE TABLE packed_ords (agent_id text NOT NULL, ord int NOT NULL, chunk_id bigint NOT NULL, "
+    "dl int NOT NULL, PRIMARY KEY (agent_id, ord))",
+    "CREATE TABLE packed_docs (agent_id text PRIMARY KEY, n int NOT NULL, total bigint NOT NULL, "
+    "dl bytea NOT NULL)",
+    "ALTER TABLE packed_docs ALTER COLUMN dl SET STORAGE EXTERNAL",
+    "CREATE TABLE packed_postings (agent_id text NOT NULL, term text NOT NULL, ords bytea NOT NULL, "
+    "tfs bytea NOT NULL, PRIMARY KEY (agent_id, term))",
+    "ALTER TABLE packed_postings ALTER COLUMN ords SET STORAGE EXTERNAL",
+    "ALTER TABLE packed_postings ALTER COLUMN tfs SET STORAGE EXTERNAL",
+)
+_DL = "cardinality(array_remove(string_to_array(coalesce(c.lex, ''), ' '), ''))"
+BUILD = {
+    # Dense ordinals per agent (a real design would keep the ordinal in the chunk's row).
+    "ordinals and lengths (packed_ords)": (
+        "INSERT INTO packed_ords SELECT c.agent_id, (row_number() OVER (PARTITION BY c.agent_id "
+        f"ORDER BY c.id) - 1)::int, c.id, {_DL} FROM memory_chunks c",
+        "CREATE UNIQUE INDEX ix_packed_ords_chunk ON packed_ords (chunk_id)",
+    ),
+    "lengths packed per agent (packed_docs)": (
+        "INSERT INTO packed_docs SELECT agent_id, count(*), sum(dl), "
+        "string_agg(int2send(dl::int2), ''::bytea ORDER BY ord) FROM packed_ords GROUP BY agent_id",
+    ),
+    # tf from the impact: impact = tf / (tf + K1 (1 - B + B dl / ref)), stored as real.
+    "lists packed from memory_postings (packed_postings)": (
+        "INSERT INTO packed_postings SELECT x.agent_id, x.term, "
+        "string_agg(int4send(x.ord), ''::bytea ORDER BY x.ord), "
+        "string_agg(int2send(x.tf::int2), ''::bytea ORDER BY x.ord) FROM ("
+        "SELECT o.agent_id, d.term, o.ord, round(p.impact::float8 * 1.2 * (1 - 0.75 + 0.75 * o.dl / f.avgdl) "
+        "/ (1 - p.impact::float8)) AS tf FROM memory_postings p JOIN memory_terms d ON d.id = p.term_id "
+        "JOIN packed_ords o ON o.chunk_id = p.chunk_id JOIN memory_postings_ref f ON f.agent_id = o.agent_id"
+        ") AS x GROUP BY x.agent_id, x.term",
+    ),
+    "ANALYZE": ("ANALYZE packed_ords, packed_docs, packed_postings",),
+}
+
+READ = (
+    "SELECT NULL::text, n, total, dl, NULL::bytea FROM packed_docs WHERE agent_id = %(a)s UNION ALL "
+    "SELECT term, NULL, NULL, ords, tfs FROM packed_postings WHERE agent_id = %(a)s AND term = ANY(%(t)s)"
+)
+ROWS = (
+    "SELECT o.ord, c.id, c.user_id, c.path, c.start_line, c.end_line, c.text, c.lex FROM packed_ords o "
+    "JOIN memory_chunks c ON c.id = o.chunk_id WHERE o.agent_id = %(a)s AND o.ord = ANY(%(o)s) "
+    "AND c.user_id = ANY(%(u)s)"
+)
+
+
+def make_packed_backend(engine: Any) -> Any:
+    """A ``postgresql`` backend whose full-text searches read the packed lists instead."""
+    from goclaw.contracts.search import ChunkRow, ScoredChunk, SearchResult
+    from goclaw_memory.pg_backend import PostgresSearchBackend
+    from goclaw_memory.pg_exact import idf
+    from goclaw_memory.pg_text import K1, B
+    from goclaw_search.fusion import fuse
+
+    class PackedBackend(PostgresSearchBackend):
+        name = "postgresql-packed"
+
+        def __init__(self, engine: Any) -> None:
+            super().__init__(engine)
+            self.timing: list[
+                tuple[float, float, float, int, int]
+            ] = []  # fetch, numpy, rows, bytes, postings
+            self.last: dict[int, float] = {}  # winner chunk id -> its BM25
+
+        def search(self, query: Any) -> Any:
+            if query.channel != "lexical" or query.filter is not None or not query.terms:
+                return super().search(query)
+            cfg = self.engine.plugin_settings("memory")
+            pool = max(int(cfg.min_candidates), int(cfg.candidate_factor) * query.limit)
+            f = query.fusion
+            counts: dict[str, int] = {}
+            for t in query.terms:
+                counts[t] = counts.get(t, 0) + 1
+            with self.engine.db.engine.connect() as c:
+                c.exec_driver_sql("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                try:
+                    raw = c.connection.driver_connection
+                    t0 = time.perf_counter()
+                    with raw.cursor(binary=True) as cur:
+                        cur.execute(READ, {"a": query.agent_id, "t": list(counts)})
+                        got = cur.fetchall()
+                    t1 = time.perf_counter()
+                    docs = next((r for r in got if r[0] is None), None)
+                    if docs is None:
+                        return SearchResult([], [])
+                    n, total = int(docs[1]), int(docs[2])
+                    dl = np.frombuffer(docs[3], ">u2")
+                    avgdl = total / n if n else 1.0
+                    scores = np.zeros(n)
+                    nbytes, postings = len(docs[3]), 0
+                    for term, _, _, ords, tfs in got:
+                        if term is None:
+                            continue
+                        o = np.frombuffer(ords, ">i4").astype(np.intp)
+                        tf = np.frombuffer(tfs, ">u2").astype(np.float64)
+                        w = counts[term] * idf(len(o), float(n)) * (K1 + 1)
+                        scores[o] += w * tf / (tf + K1 * (1 - B + B * dl[o] / avgdl))
+                        nbytes += len(ords) + len(tfs)
+                        postings += len(o)
+                    m = min(max(pool, query.wanted), int(np.count_nonzero(scores)))
+                    if m == 0:
+                        return SearchResult([], [])
+                    top = np.argpartition(-scores, m - 1)[:m] if m < n else np.arange(n)
+                    top = top[np.lexsort((top, -scores[top]))]  # best first, ties by ordinal
+                    lexical = scores[top]
+                    scored = fuse(
+                        lexical.astype(np.float32),
+                        None,
+                        None,
+                        limit=query.wanted,
+                        method=f.method,
+                        text_weight=f.text_weight,
+                        vector_weight=f.vector_weight,
+                        pool=pool,
+                    )
+                    t2 = time.perf_counter()
+                    win = [int(top[s.slot]) for s in scored]
+                    with raw.cursor() as cur:
+                        cur.execute(ROWS, {"a": query.agent_id, "o": win, "u": list(query.users)})
+                        rows_of = {r[0]: r for r in cur.fetchall()}
+                    t3 = time.perf_counter()
+                finally:
+                    c.rollback()
+            if len(rows_of) < len(win):
+                raise RuntimeError("a winner is outside the search's users: the prototype covers one user")
+            chunks, rows = [], {}
+            self.last = {}
+            for s in scored:
+                o = int(top[s.slot])
+                r = rows_of[o]
+                cid = int(r[1])
+                chunks.append(ScoredChunk(cid, s.score, s.lexical, s.vector))
+                rows[cid] = ChunkRow(
+                    cid,
+                    r[2],
+                    r[3],
+                    int(r[4]),
+                    int(r[5]),
+                    r[6],
+                    list(r[7].split()) if r[7] is not None else None,
+                )
+                self.last[cid] = float(scores[o])
+            self.timing.append((t1 - t0, t2 - t1, t3 - t2, nbytes, postings))
+            return SearchResult(chunks, [], rows)
+
+    return PackedBackend(engine)
+
+
+def _ms(xs: list[float]) -> str:
+    t = sorted(xs)
+    n = len(t)
+    return f"{statistics.median(t):.1f} / {t[int(0.9 * (n - 1))]:.1f} / {t[int(0.99 * (n - 1))]:.1f}"
+
+
+def load(keep: Path, n_chunks: int, url: str) -> tuple[str, str]:
+    """The kept corpus (loaded into SQLite and PostgreSQL when ``keep`` is new): (schema, URL)."""
+    from pg_fidelity import _open
+    from sqlalchemy import create_engine, text
+    from synth_memory import generate
+
+    keep.mkdir(parents=True, exist_ok=True)
+    marker = keep / "schema"
+    sep = "&" if "?" in url else "?"
+    if marker.exists():
+        schema = marker.read_text().strip()
+        return schema, f"{url}{sep}options=-csearch_path%3D{schema},public"
+    schema = f"bench_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(url)
+    with admin.begin() as c:
+        c.execute(text(f"CREATE SCHEMA {schema}"))
+    admin.dispose()
+    pg_url = f"{url}{sep}options=-csearch_path%3D{schema},public"
+    generate(keep / "src", n_chunks=n_chunks, n_facts=150, seed=7)
+    t0 = time.perf_counter()
+    _open(keep / "sqlite", None, keep / "src").close()
+    _open(keep / "pg", pg_url, keep / "src", "postgresql").close()
+    marker.write_text(schema)
+    print(f"loaded both in {time.perf_counter() - t0:.1f} s")
+    return schema, pg_url
+
+
+def build(conn: Any) -> None:
+    """(Re)create the packed tables from memory_postings, each step timed."""
+    with conn.cursor() as cur:
+        for sql in DDL:
+            cur.execute(sql)
+        conn.commit()
+        for step, sqls in BUILD.items():
+            t = time.perf_counter()
+            for sql in sqls:
+                cur.execute(sql)
+            conn.commit()
+            print(f"  build {step}: {time.perf_counter() - t:.1f} s", flush=True)
+        cur.execute("SELECT max(dl) FROM packed_ords")
+        if cur.fetchone()[0] > 32767:
+            raise SystemExit("a chunk longer than 32,767 terms: uint16 lengths do not fit")
+
+
+def sizes(conn: Any) -> None:
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT sum(octet_length(ords) / 4), sum(octet_length(ords) + octet_length(tfs)), count(*) "
+            "FROM packed_postings"
+        )
+        postings, payload, lists = cur.fetchone()
+        cur.execute("SELECT count(*) FROM memory_postings")
+        old = cur.fetchone()[0]
+        print(f"  postings: packed {postings:,} in {lists:,} lists, memory_postings {old:,} rows")
+        print(f"  payload {payload / postings:.2f} bytes per posting ({payload / 2**20:.1f} MB)")
+        for rel in ("packed_postings", "packed_docs", "packed_ords", "memory_postings", "memory_terms"):
+            cur.execute(
+                "SELECT pg_relation_size(c.oid), "
+                "coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0), "
+                "pg_indexes_size(c.oid), pg_total_relation_size(c.oid) FROM pg_class c "
+                "WHERE c.oid = to_regclass(%s)",
+                (rel,),
+            )
+            heap, toast, idx, tot = cur.fetchone()
+            print(
+                f"  {rel}: heap {heap / 2**20:.1f} MB, TOAST {toast / 2**20:.1f} MB, indexes "
+                f"{idx / 2**20:.1f} MB, total {tot / 2**20:.1f} MB = {tot / old:.2f} bytes per posting"
+            )
+
+
+def write_cost(conn: Any, samples: int = 30) -> None:
+    """One chunk write: appending to its terms' packed rows and its length to the agent's,
+    against one insert through the current triggers; each in a transaction rolled back."""
+    rng = random.Random(11)
+    with conn.cursor() as cur:
+        cur.execute("SELECT agent_id, n FROM packed_docs ORDER BY n DESC LIMIT 1")
+        agent, n = cur.fetchone()
+        cur.execute("SELECT chunk_id FROM packed_ords WHERE agent_id = %s", (agent,))
+        ids = [r[0] for r in cur.fetchall()]
+        conn.rollback()
+        packed, trig, wal_p, wal_t, rewritten, nterms = [], [], [], [], [], []
+        for cid in rng.sample(ids, samples):
+            cur.execute("SELECT lex FROM memory_chunks WHERE id = %s", (cid,))
+            words = (cur.fetchone()[0] or "").split()
+            tf: dict[str, int] = {}
+            for w in words:
+                tf[w] = tf.get(w, 0) + 1
+            conn.rollback()
+            for mode in ("packed", "triggers"):
+                cur.execute("SELECT pg_current_wal_insert_lsn()")
+                lsn = cur.fetchone()[0]
+                t = time.perf_counter()
+                if mode == "packed":
+                    cur.execute(
+                        "UPDATE packed_postings p SET ords = p.ords || int4send(%(o)s), "
+                        "tfs = p.tfs || int2send(v.tf::int2) "
+                        "FROM unnest(%(t)s::text[], %(f)s::int[]) AS v(term, tf) "
+                        "WHERE p.agent_id = %(a)s AND p.term = v.term",
+                        {"o": n, "t": list(tf), "f": list(tf.values()), "a": agent},
+                    )
+                    cur.execute(
+                        "UPDATE packed_docs SET n = n + 1, total = total + %(d)s, "
+                        "dl = dl || int2send(%(d)s::int2) "
+                        "WHERE agent_id = %(a)s",
+                        {"d": len(words), "a": agent},
+                    )
+                else:
+                    cur.execute(
+                        "INSERT INTO memory_chunks (document_id, agent_id, user_id, path, start_line, "
+                        "end_line, text, lex, chunk_hash) SELECT document_id, agent_id, user_id, path, "
+                        "start_line + 100000, end_line + 100000, text, lex, chunk_hash FROM memory_chunks "
+                        "WHERE id = %s",
+                        (cid,),
+                    )
+                elapsed = time.perf_counter() - t
+                cur.execute("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %s)", (lsn,))
+                wal = float(cur.fetchone()[0])
+                if mode == "packed":
+                    cur.execute(
+                        "SELECT sum(octet_length(ords) + octet_length(tfs)) FROM packed_postings "
+                        "WHERE agent_id = %s AND term = ANY(%s)",
+                        (agent, list(tf)),
+                    )
+                    rewritten.append(float(cur.fetchone()[0]) + 2 * n)
+                    nterms.append(len(tf))
+                    packed.append(elapsed * 1000)
+                    wal_p.append(wal)
+                else:
+                    trig.append(elapsed * 1000)
+                    wal_t.append(wal)
+                conn.rollback()
+    print(
+        f"  one chunk write ({samples} chunks of the {n:,}-chunk agent, median "
+        f"{statistics.median(nterms):.0f} "
+        f"distinct terms): packed rows rewritten p50 / p90 / p99 {_ms(packed)} ms, WAL median "
+        f"{statistics.median(wal_p) / 2**20:.2f} MB, bytes of its lists median "
+        f"{statistics.median(rewritten) / 2**20:.2f} MB; current triggers {_ms(trig)} ms, WAL median "
+        f"{statistics.median(wal_t) / 2**10:.1f} KB"
+    )
+
+
+def measure(keep: Path, pg_url: str, rounds: int) -> None:
+    from sqlalchemy import text
+    from synth_memory import hit_rank
+
+    from goclaw.engine import Engine
+    from goclaw_memory.pg_exact import idf
+    from goclaw_memory.pg_text import bm25_from_lex
+
+    questions = [
+        q for q in (json.loads(line) for line in (keep / "src" / "questions.jsonl").open()) if q.get("expect")
+    ]
+    sq = Engine.open(keep / "sqlite", None)
+    pg = Engine.open(keep / "pg", pg_url)
+    pg.plugin_settings("memory").backend = "postgresql"
+    for eng in (sq, pg):
+        eng.plugin_settings("memory").rerank = "none"
+    svc = pg.memory
+    current = svc.backend
+    packed = make_packed_backend(pg)
+    users = {r[0] for r in pg.db.engine.connect().execute(text("SELECT DISTINCT user_id FROM memory_chunks"))}
+    if users != {""}:
+        raise SystemExit("the prototype covers agent-level chunks only")
+
+    def run(system: str, q: str) -> list[Any]:
+        if system == "sqlite":
+            return sq.memory.search(q, "bench", limit=K, channel="lexical")
+        svc._backend = packed if system == "packed" else current
+        return svc.search(q, "bench", limit=K, channel="lexical")
+
+    systems = ("current", "packed", "sqlite")
+    print(f"  warm-up: every question once on each (load average {os.getloadavg()[0]:.1f})", flush=True)
+    for q in questions:
+        for s in systems:
+            run(s, q["question"])
+    agent = pg.agents.get("bench").id
+    for rnd in range(rounds):
+        packed.timing.clear()
+        ms: dict[str, list[float]] = {s: [] for s in systems}
+        tops: dict[str, list[set[tuple[str, int]]]] = {s: [] for s in systems}
+        quality = {s: [0, 0.0] for s in systems}
+        worst = 0.0
+        loads = [os.getloadavg()[0]]
+        for i, q in enumerate(questions):
+            order = systems[i % 3 :] + systems[: i % 3]
+            for s in order:
+                t = time.perf_counter()
+                hits = run(s, q["question"])
+                ms[s].append((time.perf_counter() - t) * 1000)
+                tops[s].append({(h.path, h.start_line) for h in hits})
+                r = hit_rank(hits, q["expect"])
+                if r:
+                    quality[s][0] += 1
+                    quality[s][1] += 1 / r
+                if s == "packed" and rnd == 0:
+                    worst = max(worst, _check(pg, agent, q["question"], packed.last, idf, bm25_from_lex))
+            if i % 150 == 149:
+                loads.append(os.getloadavg()[0])
+        n = len(questions)
+        print(f"  round {rnd + 1}: {n} questions, load average {min(loads):.1f}-{max(loads):.1f}")
+        for s in systems:
+            ov = statistics.mean(
+                len(a & b) / max(1, len(b)) for a, b in zip(tops[s], tops["sqlite"], strict=True)
+            )
+            print(
+                f"    {s:8s} full text p50 / p90 / p99 {_ms(ms[s])} ms; hit@10 {quality[s][0] / n:.3f} "
+                f"MRR {quality[s][1] / n:.3f}; top-10 overlap with SQLite {ov:.3f}"
+            )
+        ov = statistics.mean(
+            len(a & b) / max(1, len(b)) for a, b in zip(tops["packed"], tops["current"], strict=True)
+        )
+        print(f"    packed against current: top-10 overlap {ov:.3f}")
+        if rnd == 0:
+            print(
+                "    packed winners' BM25 against bm25_from_lex + trigger statistics: "
+                f"max relative error {worst:.2e}"
+            )
+        tm = np.array(packed.timing)
+        posts = tm[:, 4]
+        heavy = posts >= np.quantile(posts, 0.9)
+        print(
+            f"    packed breakdown, median ms: fetch {np.median(tm[:, 0]) * 1000:.2f}, numpy "
+            f"{np.median(tm[:, 1]) * 1000:.2f}, rows {np.median(tm[:, 2]) * 1000:.2f}; bytes fetched median "
+            f"{np.median(tm[:, 3]) / 1024:.0f} KB, postings median {np.median(posts):,.0f}, "
+            f"max {posts.max():,.0f}"
+        )
+        print(
+            f"    the 10% of questions with the most postings (>= {np.quantile(posts, 0.9):,.0f}): p50 ms "
+            + ", ".join(f"{s} {statistics.median(np.array(ms[s])[heavy]):.1f}" for s in systems)
+            + f"; packed fetch {np.median(tm[heavy, 0]) * 1000:.2f}, "
+            f"numpy {np.median(tm[heavy, 1]) * 1000:.2f}"
+        )
+    sq.close()
+    pg.close()
+
+
+def _check(pg: Any, agent: str, question: str, last: dict[int, float], idf: Any, bm25: Any) -> float:
+    """The largest relative difference between the prototype's BM25 of its winners and the one
+    computed from their stored terms with the trigger-kept statistics (an independent source)."""
+    from sqlalchemy import text
+
+    from goclaw_search.tokenize import query_terms
+
+    terms = tuple(query_terms(question))
+    with pg.db.engine.connect() as c:
+        n, total = c.execute(
+            text("SELECT sum(chunks), sum(terms) FROM memory_agent_stats WHERE agent_id = :a"), {"a": agent}
+        ).one()
+        dfs = dict(
+            c.execute(
+                text(
+                    "SELECT term, sum(df) FROM memory_term_stats WHERE agent_id = :a AND term = ANY(:t) "
+                    "GROUP BY term HAVING sum(df) > 0"
+                ),
+                {"a": agent, "t": list(set(terms))},
+            ).all()
+        )
+        lex = dict(
+            c.execute(text("SELECT id, lex FROM memory_chunks WHERE id = ANY(:i)"), {"i": list(last)}).all()
+        )
+    idfs = {t: idf(float(d), float(n)) for t, d in dfs.items()}
+    worst = 0.0
+    for cid, score in last.items():
+        want = bm25(lex[cid], [t for t in terms if t in idfs], idfs, float(total) / float(n))
+        worst = max(worst, abs(score - want) / max(abs(want), 1e-12))
+    return worst
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--keep", required=True, metavar="DIR", help="the kept corpus and schema name")
+    ap.add_argument("--chunks", type=int, default=100_000)
+    ap.add_argument("--rounds", type=int, default=2, help="measured passes over the questions")
+    ap.add_argument("--drop", action="store_true", help="drop the kept schema and DIR, then exit")
+    args = ap.parse_args()
+    url = os.environ.get("GOCLAW_BENCH_DATABASE_URL") or os.environ.get("GOCLAW_TEST_DATABASE_URL")
+    if not url:
+        print("error: set GOCLAW_BENCH_DATABASE_URL to a PostgreSQL URL with pgvector", file=sys.stderr)
+        return 2
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    keep = Path(args.keep)
+    import psycopg
+
+    dsn = url.replace("postgresql+psycopg://", "postgresql://")
+    if args.drop:
+        marker = keep / "schema"
+        if marker.exists():
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute(f"DROP SCHEMA IF EXISTS {marker.read_text().strip()} CASCADE")
+        shutil.rmtree(keep, ignore_errors=True)
+        return 0
+    schema, pg_url = load(keep, args.chunks, url)
+    print(f"{args.chunks:,} chunks, schema {schema}, load average {os.getloadavg()[0]:.1f}", flush=True)
+    with psycopg.connect(dsn, options=f"-csearch_path={schema},public") as conn:
+        build(conn)
+        sizes(conn)
+        write_cost(conn)
+    measure(keep, pg_url, args.rounds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
