@@ -72,6 +72,12 @@ DDL = (
     "ALTER TABLE packed_postings ALTER COLUMN tfs SET STORAGE EXTERNAL",
 )
 _DL = "cardinality(array_remove(string_to_array(coalesce(c.lex, ''), ' '), ''))"
+_TF = (
+    "SELECT o.agent_id, d.term, o.ord, o.chunk_id, round(p.impact::float8 * 1.2 * (1 - 0.75 + 0.75 * o.dl "
+    "/ f.avgdl) / (1 - p.impact::float8))::int AS tf FROM memory_postings p JOIN memory_terms d "
+    "ON d.id = p.term_id JOIN packed_ords o ON o.chunk_id = p.chunk_id JOIN memory_postings_ref f "
+    "ON f.agent_id = o.agent_id WHERE true"
+)
 BUILD = {
     # Dense ordinals per agent (a real design would keep the ordinal in the chunk's row).
     "ordinals and lengths (packed_ords)": (
@@ -82,7 +88,8 @@ BUILD = {
     "lengths packed per agent (packed_docs)": (
         "INSERT INTO packed_docs SELECT agent_id, count(*), sum(dl), CASE WHEN max(dl) < 256 THEN "
         "string_agg(substring(int2send(dl::int2) FROM 2), ''::bytea ORDER BY ord) "
-        "ELSE string_agg(int2send(dl::int2), ''::bytea ORDER BY ord) END FROM packed_ords GROUP BY agent_id",
+        "ELSE string_agg(int2send(dl::int2), ''::bytea ORDER BY ord) END FROM packed_ords "
+        "WHERE ord < %(cut)s GROUP BY agent_id",
     ),
     # tf from the impact: impact = tf / (tf + K1 (1 - B + B dl / ref)), stored as real.
     "lists packed from memory_postings (packed_postings)": (
@@ -90,17 +97,69 @@ BUILD = {
         "string_agg(int4send(x.ord), ''::bytea ORDER BY x.ord), "
         "CASE WHEN max(x.tf) < 256 THEN string_agg(substring(int2send(x.tf::int2) FROM 2), ''::bytea "
         "ORDER BY x.ord) ELSE string_agg(int2send(x.tf::int2), ''::bytea ORDER BY x.ord) END FROM ("
-        "SELECT o.agent_id, d.term, o.ord, round(p.impact::float8 * 1.2 * (1 - 0.75 + 0.75 * o.dl / f.avgdl) "
-        "/ (1 - p.impact::float8)) AS tf FROM memory_postings p JOIN memory_terms d ON d.id = p.term_id "
-        "JOIN packed_ords o ON o.chunk_id = p.chunk_id JOIN memory_postings_ref f ON f.agent_id = o.agent_id"
-        ") AS x GROUP BY x.agent_id, x.term",
+        f"{_TF} AND o.ord < %(cut)s) AS x GROUP BY x.agent_id, x.term",
     ),
     "ANALYZE": ("ANALYZE packed_ords, packed_docs, packed_postings",),
 }
 
 READ = (
-    "SELECT NULL::text, n, total, dl, NULL::bytea FROM packed_docs WHERE agent_id = %(a)s UNION ALL "
+    "SELECT NULL::text, n::bigint, total, dl, NULL::bytea FROM packed_docs WHERE agent_id = %(a)s UNION ALL "
     "SELECT term, NULL, NULL, ords, tfs FROM packed_postings WHERE agent_id = %(a)s AND term = ANY(%(t)s)"
+)
+# The delta: the chunks written since the last compaction, one row per (term, chunk) and one per
+# chunk, by chunk id (they have no ordinal yet); a search reads them with the packed rows.
+DELTA_DDL = (
+    "DROP TABLE IF EXISTS packed_delta, packed_delta_docs",
+    "CREATE TABLE packed_delta (agent_id text NOT NULL, term text NOT NULL, chunk_id bigint NOT NULL, "
+    "tf int NOT NULL)",
+    "CREATE INDEX ix_packed_delta ON packed_delta (agent_id, term)",
+    "CREATE TABLE packed_delta_docs (agent_id text NOT NULL, chunk_id bigint NOT NULL, dl int NOT NULL, "
+    "PRIMARY KEY (agent_id, chunk_id))",
+)
+# Simulated: the chunks of ordinal cut and above become the delta (the packed rows were built
+# without them).
+DELTA_FILL = (
+    "INSERT INTO packed_delta_docs SELECT agent_id, chunk_id, dl FROM packed_ords WHERE ord >= %(cut)s",
+    "INSERT INTO packed_delta SELECT x.agent_id, x.term, x.chunk_id, x.tf "
+    f"FROM ({_TF} AND o.ord >= %(cut)s) AS x",
+    "DELETE FROM packed_ords WHERE ord >= %(cut)s",
+    "ANALYZE packed_delta, packed_delta_docs, packed_ords",
+)
+READ_DELTA = (
+    READ + " UNION ALL SELECT '+' || term, NULL, NULL, string_agg(int8send(chunk_id), ''::bytea), "
+    "string_agg(int4send(tf), ''::bytea) FROM packed_delta WHERE agent_id = %(a)s AND term = ANY(%(t)s) "
+    "GROUP BY term UNION ALL SELECT '', count(*), sum(dl), string_agg(int8send(chunk_id), ''::bytea "
+    "ORDER BY chunk_id), string_agg(int4send(dl), ''::bytea ORDER BY chunk_id) FROM packed_delta_docs "
+    "WHERE agent_id = %(a)s"
+)
+# The compaction, in one transaction: the delta's chunks get the next ordinals, their lengths
+# and postings are appended to the packed rows (a row of uint8 frequencies takes uint8; the
+# prototype refuses a delta that would need a row widened), new terms get rows, the delta goes.
+COMPACT = (
+    "INSERT INTO packed_ords SELECT d.agent_id, p.n + (row_number() OVER (PARTITION BY d.agent_id "
+    "ORDER BY d.chunk_id) - 1)::int, d.chunk_id, d.dl FROM packed_delta_docs d JOIN packed_docs p "
+    "USING (agent_id)",
+    "UPDATE packed_docs p SET n = p.n + x.c, total = p.total + x.s, dl = p.dl || x.b FROM ("
+    "SELECT o.agent_id, count(*) AS c, sum(o.dl) AS s, string_agg(substring(int2send(o.dl::int2) FROM 2), "
+    "''::bytea ORDER BY o.ord) AS b FROM packed_delta_docs d JOIN packed_ords o ON o.chunk_id = d.chunk_id "
+    "GROUP BY o.agent_id) AS x WHERE p.agent_id = x.agent_id",
+    "CREATE TEMP TABLE packed_merge ON COMMIT DROP AS SELECT d.agent_id, d.term, "
+    "string_agg(int4send(o.ord), ''::bytea ORDER BY o.ord) AS o, "
+    "string_agg(substring(int2send(d.tf::int2) FROM 2), ''::bytea ORDER BY o.ord) AS f1, "
+    "string_agg(int2send(d.tf::int2), ''::bytea ORDER BY o.ord) AS f2, max(d.tf) AS top "
+    "FROM packed_delta d JOIN packed_ords o ON o.chunk_id = d.chunk_id GROUP BY d.agent_id, d.term",
+    "UPDATE packed_postings p SET ords = p.ords || x.o, tfs = p.tfs || CASE WHEN "
+    "octet_length(p.tfs) * 4 = octet_length(p.ords) THEN x.f1 ELSE x.f2 END FROM packed_merge x "
+    "WHERE p.agent_id = x.agent_id AND p.term = x.term",
+    "INSERT INTO packed_postings SELECT x.agent_id, x.term, x.o, "
+    "CASE WHEN x.top < 256 THEN x.f1 ELSE x.f2 END FROM packed_merge x WHERE NOT EXISTS "
+    "(SELECT 1 FROM packed_postings p WHERE p.agent_id = x.agent_id AND p.term = x.term)",
+    "DELETE FROM packed_delta",
+    "DELETE FROM packed_delta_docs",
+)
+ROWS_DELTA = (
+    "SELECT -1, c.id, c.user_id, c.path, c.start_line, c.end_line, c.text, c.lex FROM memory_chunks c "
+    "WHERE c.agent_id = %(a)s AND c.id = ANY(%(i)s) AND c.user_id = ANY(%(u)s)"
 )
 ROWS = (
     "SELECT o.ord, c.id, c.user_id, c.path, c.start_line, c.end_line, c.text, c.lex FROM packed_ords o "
@@ -132,7 +191,7 @@ def _best(scores: np.ndarray, lists: list[np.ndarray], m: int) -> np.ndarray:
     return cand[np.argpartition(scores[cand], len(cand) - m)[len(cand) - m :]]
 
 
-def make_packed_backend(engine: Any) -> Any:
+def make_packed_backend(engine: Any, delta: bool = False) -> Any:
     """A ``postgresql`` backend whose full-text searches read the packed lists instead."""
     from goclaw.contracts.search import ChunkRow, ScoredChunk, SearchResult
     from goclaw_memory.pg_backend import PostgresSearchBackend
@@ -143,8 +202,9 @@ def make_packed_backend(engine: Any) -> Any:
     class PackedBackend(PostgresSearchBackend):
         name = "postgresql-packed"
 
-        def __init__(self, engine: Any) -> None:
+        def __init__(self, engine: Any, delta: bool) -> None:
             super().__init__(engine)
+            self.delta = delta  # read the delta tables too
             self.timing: list[
                 tuple[float, float, float, int, int]
             ] = []  # fetch, numpy, rows, bytes, postings
@@ -165,7 +225,9 @@ def make_packed_backend(engine: Any) -> Any:
                     raw = c.connection.driver_connection
                     t0 = time.perf_counter()
                     with raw.cursor(binary=True) as cur:
-                        cur.execute(READ, {"a": query.agent_id, "t": list(counts)})
+                        cur.execute(
+                            READ_DELTA if self.delta else READ, {"a": query.agent_id, "t": list(counts)}
+                        )
                         got = cur.fetchall()
                     t1 = time.perf_counter()
                     docs = next((r for r in got if r[0] is None), None)
@@ -173,18 +235,38 @@ def make_packed_backend(engine: Any) -> Any:
                         return SearchResult([], [])
                     n, total = int(docs[1]), int(docs[2])
                     dl = np.frombuffer(docs[3], _WIDTH[len(docs[3]) // max(n, 1)])
+                    nbytes, postings = len(docs[3]), 0
+                    # The delta's chunks, by id, take the ordinals after the packed ones here.
+                    extra = next((r for r in got if r[0] == "" and r[1]), None)
+                    new_ids = np.zeros(0, np.int64)
+                    if extra is not None:
+                        new_ids = np.frombuffer(extra[3], ">i8")
+                        dl = np.concatenate([dl, np.frombuffer(extra[4], ">i4")])
+                        total += int(extra[2])
+                        nbytes += len(extra[3]) + len(extra[4])
+                    packed_n, n = n, n + len(new_ids)
+                    delta: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+                    for term, _, _, ids, tfs in got:
+                        if term and term[0] == "+":
+                            pos = np.searchsorted(new_ids, np.frombuffer(ids, ">i8"))
+                            delta[term[1:]] = (packed_n + pos, np.frombuffer(tfs, ">i4"))
+                            nbytes += len(ids) + len(tfs)
                     avgdl = total / n if n else 1.0
                     scores = np.zeros(n)
-                    nbytes, postings = len(docs[3]), 0
                     lists = []
-                    for term, _, _, ords, tfs in got:
-                        if term is None:
+                    for term in counts:
+                        parts = [delta[term]] if term in delta else []
+                        row = next((r for r in got if r[0] == term), None)
+                        if row is not None:
+                            o = np.frombuffer(row[3], ">i4")
+                            parts.insert(0, (o, np.frombuffer(row[4], _WIDTH[len(row[4]) // len(o)])))
+                            nbytes += len(row[3]) + len(row[4])
+                        if not parts:
                             continue
-                        o = np.frombuffer(ords, ">i4").astype(np.intp)
-                        tf = np.frombuffer(tfs, _WIDTH[len(tfs) // len(o)]).astype(np.float64)
+                        o = np.concatenate([p[0] for p in parts]).astype(np.intp)
+                        tf = np.concatenate([p[1] for p in parts]).astype(np.float64)
                         w = counts[term] * idf(len(o), float(n)) * (K1 + 1)
                         scores[o] += w * tf / (tf + K1 * (1 - B + B * dl[o] / avgdl))
-                        nbytes += len(ords) + len(tfs)
                         postings += len(o)
                         lists.append(o)
                     top = _best(scores, lists, max(pool, query.wanted))
@@ -204,9 +286,16 @@ def make_packed_backend(engine: Any) -> Any:
                     )
                     t2 = time.perf_counter()
                     win = [int(top[s.slot]) for s in scored]
+                    old = [o for o in win if o < packed_n]
+                    fresh = [int(new_ids[o - packed_n]) for o in win if o >= packed_n]
+                    users = list(query.users)
                     with raw.cursor() as cur:
-                        cur.execute(ROWS, {"a": query.agent_id, "o": win, "u": list(query.users)})
+                        cur.execute(ROWS, {"a": query.agent_id, "o": old, "u": users})
                         rows_of = {r[0]: r for r in cur.fetchall()}
+                        if fresh:
+                            cur.execute(ROWS_DELTA, {"a": query.agent_id, "i": fresh, "u": users})
+                            for r in cur.fetchall():
+                                rows_of[packed_n + int(np.searchsorted(new_ids, r[1]))] = r
                     t3 = time.perf_counter()
                 finally:
                     c.rollback()
@@ -232,7 +321,7 @@ def make_packed_backend(engine: Any) -> Any:
             self.timing.append((t1 - t0, t2 - t1, t3 - t2, nbytes, postings))
             return SearchResult(chunks, [], rows)
 
-    return PackedBackend(engine)
+    return PackedBackend(engine, delta)
 
 
 def _ms(xs: list[float]) -> str:
@@ -268,8 +357,9 @@ def load(keep: Path, n_chunks: int, url: str) -> tuple[str, str]:
     return schema, pg_url
 
 
-def build(conn: Any) -> None:
-    """(Re)create the packed tables from memory_postings, each step timed."""
+def build(conn: Any, cut: int = 2**31 - 1) -> None:
+    """(Re)create the packed tables from memory_postings, each step timed; only the chunks of
+    ordinal below ``cut`` in the packed rows."""
     with conn.cursor() as cur:
         for sql in DDL:
             cur.execute(sql)
@@ -277,12 +367,64 @@ def build(conn: Any) -> None:
         for step, sqls in BUILD.items():
             t = time.perf_counter()
             for sql in sqls:
-                cur.execute(sql)
+                cur.execute(sql, {"cut": cut} if "%(" in sql else None)
             conn.commit()
             print(f"  build {step}: {time.perf_counter() - t:.1f} s", flush=True)
         cur.execute("SELECT max(dl) FROM packed_ords")
         if cur.fetchone()[0] > 32767:
             raise SystemExit("a chunk longer than 32,767 terms: int2 lengths do not fit")
+
+
+def make_delta(conn: Any, held: int) -> int:
+    """The packed rows built without the agent's last ``held`` chunks, which form the delta;
+    returns the ordinal they start at."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT max(ord) + 1 FROM packed_ords")
+        cut = int(cur.fetchone()[0]) - held
+        conn.commit()
+    build(conn, cut)
+    with conn.cursor() as cur:
+        t = time.perf_counter()
+        for sql in (*DELTA_DDL, *DELTA_FILL):
+            cur.execute(sql, {"cut": cut} if "%(" in sql else None)
+        conn.commit()
+        cur.execute("SELECT count(*), (SELECT count(*) FROM packed_delta_docs) FROM packed_delta")
+        rows, docs = cur.fetchone()
+    print(f"  delta: {docs:,} chunks, {rows:,} postings (made in {time.perf_counter() - t:.1f} s)")
+    return cut
+
+
+def compact(conn: Any) -> None:
+    """Merge the delta into the packed rows (one transaction), timed, with its WAL."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT count(*) FROM packed_delta d JOIN packed_postings p USING (agent_id, term) "
+            "WHERE d.tf > 255 AND octet_length(p.tfs) * 4 = octet_length(p.ords)"
+        )
+        if cur.fetchone()[0] or conn.execute("SELECT max(dl) > 255 FROM packed_delta_docs").fetchone()[0]:
+            raise SystemExit("the delta needs a uint8 row widened: not in this prototype")
+        cur.execute("SELECT count(DISTINCT term) FROM packed_delta")
+        terms = cur.fetchone()[0]
+        cur.execute(
+            "SELECT sum(octet_length(p.ords) + octet_length(p.tfs)) FROM packed_postings p "
+            "WHERE (p.agent_id, p.term) IN (SELECT agent_id, term FROM packed_delta)"
+        )
+        rewritten = float(cur.fetchone()[0] or 0)
+        conn.commit()
+        cur.execute("SELECT pg_current_wal_insert_lsn()")
+        lsn = cur.fetchone()[0]
+        t = time.perf_counter()
+        for sql in COMPACT:
+            cur.execute(sql)
+        conn.commit()
+        elapsed = time.perf_counter() - t
+        cur.execute("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %s)", (lsn,))
+        wal = float(cur.fetchone()[0])
+        conn.commit()
+    print(
+        f"  compaction: {elapsed:.1f} s for {terms:,} terms whose rows held {rewritten / 2**20:.1f} MB, "
+        f"WAL {wal / 2**20:.1f} MB"
+    )
 
 
 def sizes(conn: Any) -> None:
@@ -382,7 +524,7 @@ def write_cost(conn: Any, samples: int = 30) -> None:
     )
 
 
-def measure(keep: Path, pg_url: str, rounds: int) -> None:
+def measure(keep: Path, pg_url: str, rounds: int, delta: bool = False, ping: bool = True) -> None:
     from sqlalchemy import text
     from synth_memory import hit_rank
 
@@ -396,11 +538,13 @@ def measure(keep: Path, pg_url: str, rounds: int) -> None:
     sq = Engine.open(keep / "sqlite", None)
     pg = Engine.open(keep / "pg", pg_url)
     pg.plugin_settings("memory").backend = "postgresql"
+    if not ping:  # what-if: no liveness round trip when a pooled connection is checked out
+        pg.db.engine.pool._pre_ping = False
     for eng in (sq, pg):
         eng.plugin_settings("memory").rerank = "none"
     svc = pg.memory
     current = svc.backend
-    packed = make_packed_backend(pg)
+    packed = make_packed_backend(pg, delta)
     users = {r[0] for r in pg.db.engine.connect().execute(text("SELECT DISTINCT user_id FROM memory_chunks"))}
     if users != {""}:
         raise SystemExit("the prototype covers agent-level chunks only")
@@ -446,7 +590,8 @@ def measure(keep: Path, pg_url: str, rounds: int) -> None:
             if i % 150 == 149:
                 loads.append(os.getloadavg()[0])
         n = len(questions)
-        print(f"  round {rnd + 1}: {n} questions, load average {min(loads):.1f}-{max(loads):.1f}")
+        label = ("packed + delta" if delta else "packed") + ("" if ping else ", no pre-ping")
+        print(f"  round {rnd + 1} ({label}): {n} questions, load average {min(loads):.1f}-{max(loads):.1f}")
         for s in systems:
             ov = statistics.mean(
                 len(a & b) / max(1, len(b)) for a, b in zip(tops[s], tops["sqlite"], strict=True)
@@ -532,6 +677,15 @@ def main() -> int:
     ap.add_argument("--keep", required=True, metavar="DIR", help="the kept corpus and schema name")
     ap.add_argument("--chunks", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=2, help="measured passes over the questions")
+    ap.add_argument(
+        "--delta", type=int, default=1000, help="then: the last N chunks as a delta, searched, compacted"
+    )
+    ap.add_argument(
+        "--searches-only",
+        action="store_true",
+        help="no build, sizes or writes: the packed rows of a run before",
+    )
+    ap.add_argument("--no-pre-ping", action="store_true", help="what-if: PostgreSQL pool without pre-ping")
     ap.add_argument("--drop", action="store_true", help="drop the kept schema and DIR, then exit")
     args = ap.parse_args()
     url = os.environ.get("GOCLAW_BENCH_DATABASE_URL") or os.environ.get("GOCLAW_TEST_DATABASE_URL")
@@ -552,11 +706,19 @@ def main() -> int:
         return 0
     schema, pg_url = load(keep, args.chunks, url)
     print(f"{args.chunks:,} chunks, schema {schema}, load average {os.getloadavg()[0]:.1f}", flush=True)
-    with psycopg.connect(dsn, options=f"-csearch_path={schema},public") as conn:
-        build(conn)
-        sizes(conn)
-        write_cost(conn)
-    measure(keep, pg_url, args.rounds)
+    if not args.searches_only:
+        with psycopg.connect(dsn, options=f"-csearch_path={schema},public") as conn:
+            build(conn)
+            sizes(conn)
+            write_cost(conn)
+    measure(keep, pg_url, args.rounds, ping=not args.no_pre_ping)
+    if args.delta > 0:
+        with psycopg.connect(dsn, options=f"-csearch_path={schema},public") as conn:
+            make_delta(conn, args.delta)
+        measure(keep, pg_url, 1, delta=True)
+        with psycopg.connect(dsn, options=f"-csearch_path={schema},public") as conn:
+            compact(conn)
+        measure(keep, pg_url, 1)
     return 0
 
 
