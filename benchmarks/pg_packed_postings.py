@@ -58,6 +58,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 K = 10
+CHANNELS = ("lexical", "hybrid")
 
 DDL = (
     "DROP TABLE IF EXISTS packed_postings, packed_docs, packed_ords",
@@ -191,12 +192,68 @@ def _best(scores: np.ndarray, lists: list[np.ndarray], m: int) -> np.ndarray:
     return cand[np.argpartition(scores[cand], len(cand) - m)[len(cand) - m :]]
 
 
+class Lexical:
+    """The exact BM25 of every chunk of the agent that holds a query term, from the fetched
+    packed rows (and delta): ``scores`` by ordinal (the delta's chunks after the packed ones,
+    ``new_ids`` their chunk ids in order), ``lists`` each term's ordinals."""
+
+    def __init__(self, got: list[Any], counts: dict[str, int]) -> None:
+        from goclaw_memory.pg_exact import idf
+        from goclaw_memory.pg_text import K1, B
+
+        self.n = self.packed_n = self.nbytes = self.postings = 0
+        self.new_ids = np.zeros(0, np.int64)
+        self.scores = np.zeros(0)
+        self.lists: list[np.ndarray] = []
+        docs = next((r for r in got if r[0] is None), None)
+        if docs is None:
+            return
+        n, total = int(docs[1]), int(docs[2])
+        dl = np.frombuffer(docs[3], _WIDTH[len(docs[3]) // max(n, 1)])
+        self.nbytes = len(docs[3])
+        extra = next((r for r in got if r[0] == "" and r[1]), None)
+        if extra is not None:
+            self.new_ids = np.frombuffer(extra[3], ">i8")
+            dl = np.concatenate([dl, np.frombuffer(extra[4], ">i4")])
+            total += int(extra[2])
+            self.nbytes += len(extra[3]) + len(extra[4])
+        self.packed_n, n = n, n + len(self.new_ids)
+        self.n = n
+        delta: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for term, _, _, ids, tfs in got:
+            if term and term[0] == "+":
+                pos = np.searchsorted(self.new_ids, np.frombuffer(ids, ">i8"))
+                delta[term[1:]] = (self.packed_n + pos, np.frombuffer(tfs, ">i4"))
+                self.nbytes += len(ids) + len(tfs)
+        avgdl = total / n if n else 1.0
+        self.scores = np.zeros(n)
+        for term in counts:
+            parts = [delta[term]] if term in delta else []
+            row = next((r for r in got if r[0] == term), None)
+            if row is not None:
+                o = np.frombuffer(row[3], ">i4")
+                parts.insert(0, (o, np.frombuffer(row[4], _WIDTH[len(row[4]) // len(o)])))
+                self.nbytes += len(row[3]) + len(row[4])
+            if not parts:
+                continue
+            o = np.concatenate([p[0] for p in parts]).astype(np.intp)
+            tf = np.concatenate([p[1] for p in parts]).astype(np.float64)
+            w = counts[term] * idf(len(o), float(n)) * (K1 + 1)
+            self.scores[o] += w * tf / (tf + K1 * (1 - B + B * dl[o] / avgdl))
+            self.postings += len(o)
+            self.lists.append(o)
+
+    def ord_of(self, chunk_id: int, ord_: int | None) -> int:
+        """A chunk's ordinal here: its packed one, or its place after them in the delta."""
+        return int(ord_) if ord_ is not None else self.packed_n + int(np.searchsorted(self.new_ids, chunk_id))
+
+
 def make_packed_backend(engine: Any, delta: bool = False) -> Any:
-    """A ``postgresql`` backend whose full-text searches read the packed lists instead."""
+    """A ``postgresql`` backend whose full-text and hybrid searches read the packed lists
+    instead (the rest, e.g. filtered searches, as the backend does)."""
     from goclaw.contracts.search import ChunkRow, ScoredChunk, SearchResult
     from goclaw_memory.pg_backend import PostgresSearchBackend
-    from goclaw_memory.pg_exact import idf
-    from goclaw_memory.pg_text import K1, B
+    from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, budget
     from goclaw_search.fusion import fuse
 
     class PackedBackend(PostgresSearchBackend):
@@ -205,22 +262,32 @@ def make_packed_backend(engine: Any, delta: bool = False) -> Any:
         def __init__(self, engine: Any, delta: bool) -> None:
             super().__init__(engine)
             self.delta = delta  # read the delta tables too
-            self.timing: list[
-                tuple[float, float, float, int, int]
-            ] = []  # fetch, numpy, rows, bytes, postings
+            # Per search: fetch, numpy, vector round trips, rows (s); bytes fetched, postings.
+            self.timing: list[tuple[float, float, float, float, int, int]] = []
             self.last: dict[int, float] = {}  # winner chunk id -> its BM25
+            self._vec = 0.0
 
         def search(self, query: Any) -> Any:
-            if query.channel != "lexical" or query.filter is not None or not query.terms:
+            hybrid = query.channel == "hybrid" and query.vector is not None and query.space is not None
+            if query.filter is not None or not query.terms or not (hybrid or query.channel == "lexical"):
                 return super().search(query)
             cfg = self.engine.plugin_settings("memory")
             pool = max(int(cfg.min_candidates), int(cfg.candidate_factor) * query.limit)
-            f = query.fusion
             counts: dict[str, int] = {}
             for t in query.terms:
                 counts[t] = counts.get(t, 0) + 1
+            if hybrid and self._iterative is None:  # before the search's transaction: it reads
+                with self.engine.db.engine.connect() as c:
+                    self._supports_iterative(c)
             with self.engine.db.engine.connect() as c:
-                c.exec_driver_sql("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+                if hybrid:  # the backend's HNSW settings (unused by an exact scan), same round trip
+                    ef = int(getattr(cfg, "hnsw_ef_search", 0) or 0)
+                    ef = max(pool, ef) if ef else max(40, pool * 4)
+                    begin += f"; SELECT set_config('hnsw.ef_search', '{min(ef, 1000)}', true)"
+                    if self._supports_iterative(c):
+                        begin += ", set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+                c.exec_driver_sql(begin)
                 try:
                     raw = c.connection.driver_connection
                     t0 = time.perf_counter()
@@ -230,53 +297,25 @@ def make_packed_backend(engine: Any, delta: bool = False) -> Any:
                         )
                         got = cur.fetchall()
                     t1 = time.perf_counter()
-                    docs = next((r for r in got if r[0] is None), None)
-                    if docs is None:
+                    lex = Lexical(got, counts)
+                    users = list(query.users)
+                    self._vec = 0.0
+                    cos = None
+                    if not lex.n:
+                        ords = np.zeros(0, np.intp)
+                    elif hybrid:
+                        found = self._hybrid(raw, query, lex, pool, users)
+                        ords = np.array(sorted(found), dtype=np.intp)
+                        cos = np.array([max(0.0, found[o][1]) for o in ords])
+                    else:
+                        ords = _best(lex.scores, lex.lists, max(pool, query.wanted))
+                        ords = ords[np.lexsort((ords, -lex.scores[ords]))]  # best first, ties by ordinal
+                    if not len(ords):
                         return SearchResult([], [])
-                    n, total = int(docs[1]), int(docs[2])
-                    dl = np.frombuffer(docs[3], _WIDTH[len(docs[3]) // max(n, 1)])
-                    nbytes, postings = len(docs[3]), 0
-                    # The delta's chunks, by id, take the ordinals after the packed ones here.
-                    extra = next((r for r in got if r[0] == "" and r[1]), None)
-                    new_ids = np.zeros(0, np.int64)
-                    if extra is not None:
-                        new_ids = np.frombuffer(extra[3], ">i8")
-                        dl = np.concatenate([dl, np.frombuffer(extra[4], ">i4")])
-                        total += int(extra[2])
-                        nbytes += len(extra[3]) + len(extra[4])
-                    packed_n, n = n, n + len(new_ids)
-                    delta: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-                    for term, _, _, ids, tfs in got:
-                        if term and term[0] == "+":
-                            pos = np.searchsorted(new_ids, np.frombuffer(ids, ">i8"))
-                            delta[term[1:]] = (packed_n + pos, np.frombuffer(tfs, ">i4"))
-                            nbytes += len(ids) + len(tfs)
-                    avgdl = total / n if n else 1.0
-                    scores = np.zeros(n)
-                    lists = []
-                    for term in counts:
-                        parts = [delta[term]] if term in delta else []
-                        row = next((r for r in got if r[0] == term), None)
-                        if row is not None:
-                            o = np.frombuffer(row[3], ">i4")
-                            parts.insert(0, (o, np.frombuffer(row[4], _WIDTH[len(row[4]) // len(o)])))
-                            nbytes += len(row[3]) + len(row[4])
-                        if not parts:
-                            continue
-                        o = np.concatenate([p[0] for p in parts]).astype(np.intp)
-                        tf = np.concatenate([p[1] for p in parts]).astype(np.float64)
-                        w = counts[term] * idf(len(o), float(n)) * (K1 + 1)
-                        scores[o] += w * tf / (tf + K1 * (1 - B + B * dl[o] / avgdl))
-                        postings += len(o)
-                        lists.append(o)
-                    top = _best(scores, lists, max(pool, query.wanted))
-                    if not len(top):
-                        return SearchResult([], [])
-                    top = top[np.lexsort((top, -scores[top]))]  # best first, ties by ordinal
-                    lexical = scores[top]
+                    f = query.fusion
                     scored = fuse(
-                        lexical.astype(np.float32),
-                        None,
+                        lex.scores[ords].astype(np.float32),
+                        cos.astype(np.float32) if cos is not None else None,
                         None,
                         limit=query.wanted,
                         method=f.method,
@@ -285,17 +324,8 @@ def make_packed_backend(engine: Any, delta: bool = False) -> Any:
                         pool=pool,
                     )
                     t2 = time.perf_counter()
-                    win = [int(top[s.slot]) for s in scored]
-                    old = [o for o in win if o < packed_n]
-                    fresh = [int(new_ids[o - packed_n]) for o in win if o >= packed_n]
-                    users = list(query.users)
-                    with raw.cursor() as cur:
-                        cur.execute(ROWS, {"a": query.agent_id, "o": old, "u": users})
-                        rows_of = {r[0]: r for r in cur.fetchall()}
-                        if fresh:
-                            cur.execute(ROWS_DELTA, {"a": query.agent_id, "i": fresh, "u": users})
-                            for r in cur.fetchall():
-                                rows_of[packed_n + int(np.searchsorted(new_ids, r[1]))] = r
+                    win = [int(ords[s.slot]) for s in scored]
+                    rows_of = self._read_rows(raw, query.agent_id, win, lex, users)
                     t3 = time.perf_counter()
                 finally:
                     c.rollback()
@@ -304,22 +334,105 @@ def make_packed_backend(engine: Any, delta: bool = False) -> Any:
             chunks, rows = [], {}
             self.last = {}
             for s in scored:
-                o = int(top[s.slot])
+                o = int(ords[s.slot])
                 r = rows_of[o]
                 cid = int(r[1])
                 chunks.append(ScoredChunk(cid, s.score, s.lexical, s.vector))
-                rows[cid] = ChunkRow(
-                    cid,
-                    r[2],
-                    r[3],
-                    int(r[4]),
-                    int(r[5]),
-                    r[6],
-                    list(r[7].split()) if r[7] is not None else None,
-                )
-                self.last[cid] = float(scores[o])
-            self.timing.append((t1 - t0, t2 - t1, t3 - t2, nbytes, postings))
+                terms = r[7].split() if r[7] is not None else None
+                rows[cid] = ChunkRow(cid, r[2], r[3], int(r[4]), int(r[5]), r[6], terms)
+                self.last[cid] = float(lex.scores[o])
+            self.timing.append((t1 - t0, t2 - t1 - self._vec, self._vec, t3 - t2, lex.nbytes, lex.postings))
             return SearchResult(chunks, [], rows)
+
+        def _hybrid(
+            self, raw: Any, query: Any, lex: Lexical, pool: int, users: list[str]
+        ) -> dict[int, tuple[int, float]]:
+            """The chunks whose fused score can reach the top: ``{ordinal: (chunk id, cosine)}``.
+            Every chunk's BM25 is known: the nearest ``max(pool, wanted)`` by vector (HNSW, or
+            an exact scan for small agents) and the best by BM25, more of the latter until no
+            chunk left out can enter the fused top (:func:`goclaw_memory.pg_exact.budget`:
+            its BM25 is at most the best left out, its cosine at most the nearest's lowest)."""
+            provider, model, dim = query.space
+            dim = int(dim)
+            q = "[" + ",".join(repr(float(x)) for x in np.asarray(query.vector, np.float32).reshape(-1)) + "]"
+            expr = f"(c.embedding::vector({dim})) <=> CAST(%(q)s AS vector({dim}))"
+            match = f"c.embedding_dim = {dim} AND c.embedding_provider = %(p)s AND c.embedding_model = %(m)s"
+            cosine = f"CASE WHEN {match} THEN 1 - ({expr}) END"
+            want = max(pool, query.wanted)
+            exact = lex.n <= EXACT_VECTOR_SCAN
+            nearest = (
+                f"SELECT 'v', v.id, v.s, o.ord FROM (SELECT c.id, 1 - ({expr}) AS s FROM memory_chunks c "
+                f"WHERE {match} AND c.agent_id = %(a)s AND c.user_id = ANY(%(u)s) "
+                f"ORDER BY {f'({expr}) + 0' if exact else expr} LIMIT %(k)s) AS v "
+                "LEFT JOIN packed_ords o ON o.chunk_id = v.id"
+            )
+            by_ord = (
+                f"SELECT 'c', c.id, {cosine}, o.ord FROM packed_ords o "
+                "JOIN memory_chunks c ON c.id = o.chunk_id WHERE o.agent_id = %(a)s AND o.ord = ANY(%(o)s) "
+                "AND c.user_id = ANY(%(u)s)"
+            )
+            by_id = (
+                f"SELECT 'c', c.id, {cosine}, NULL::int FROM memory_chunks c WHERE c.agent_id = %(a)s "
+                "AND c.id = ANY(%(i)s) AND c.user_id = ANY(%(u)s)"
+            )
+            params = {"q": q, "p": provider, "m": model, "a": query.agent_id, "u": users, "k": want}
+            f = query.fusion
+            found: dict[int, tuple[int, float]] = {}
+            rest_cosine = 0.0
+            m = want
+            first = True
+            while True:
+                top = _best(lex.scores, lex.lists, m).tolist()
+                new = [o for o in top if o not in found]
+                params["o"] = [o for o in new if o < lex.packed_n]
+                params["i"] = [int(lex.new_ids[o - lex.packed_n]) for o in new if o >= lex.packed_n]
+                sql = " UNION ALL ".join(
+                    ([nearest] if first else []) + [by_ord] + ([by_id] if params["i"] else [])
+                )
+                t = time.perf_counter()
+                with raw.cursor() as cur:
+                    cur.execute(sql, params)
+                    got = cur.fetchall()
+                self._vec += time.perf_counter() - t
+                near = [float(r[2]) for r in got if r[0] == "v"]
+                if first and len(near) >= want:  # else every vector of the scope was read
+                    rest_cosine = min(near)
+                first = False
+                for _, cid, cos, o in got:
+                    found[lex.ord_of(int(cid), o)] = (int(cid), float(cos or 0.0))
+                cand = np.array(sorted(found), dtype=np.intp)
+                left = lex.scores.copy()
+                left[cand] = 0.0
+                rest_bm25 = float(left.max()) if len(left) else 0.0
+                room = budget(
+                    lex.scores[cand],
+                    np.array([max(0.0, found[o][1]) for o in cand]),
+                    rest_cosine=rest_cosine,
+                    k=query.wanted,
+                    method=f.method,
+                    text_weight=f.text_weight,
+                    vector_weight=f.vector_weight,
+                    boost=None,
+                    pool=pool,
+                )
+                if rest_bm25 <= 0 or rest_bm25 < room or m >= lex.n:
+                    return found
+                m *= 4
+
+        @staticmethod
+        def _read_rows(
+            raw: Any, agent: str, win: list[int], lex: Lexical, users: list[str]
+        ) -> dict[int, Any]:
+            old = [o for o in win if o < lex.packed_n]
+            fresh = [int(lex.new_ids[o - lex.packed_n]) for o in win if o >= lex.packed_n]
+            with raw.cursor() as cur:
+                cur.execute(ROWS, {"a": agent, "o": old, "u": users})
+                rows_of = {r[0]: r for r in cur.fetchall()}
+                if fresh:
+                    cur.execute(ROWS_DELTA, {"a": agent, "i": fresh, "u": users})
+                    for r in cur.fetchall():
+                        rows_of[lex.ord_of(int(r[1]), None)] = r
+            return rows_of
 
     return PackedBackend(engine, delta)
 
@@ -553,19 +666,21 @@ def measure(keep: Path, pg_url: str, rounds: int, delta: bool = False, ping: boo
     for name, backend in (("current", current), ("packed", packed), ("sqlite", sq.memory.backend)):
         backend.search = _timed(backend.search, inner[name])  # the backend's own part of a search
 
-    def run(system: str, q: str) -> list[Any]:
+    def run(system: str, q: str, channel: str) -> list[Any]:
         if system == "sqlite":
-            return sq.memory.search(q, "bench", limit=K, channel="lexical")
+            return sq.memory.search(q, "bench", limit=K, channel=channel)
         svc._backend = packed if system == "packed" else current
-        return svc.search(q, "bench", limit=K, channel="lexical")
+        return svc.search(q, "bench", limit=K, channel=channel)
 
     systems = ("current", "packed", "sqlite")
     print(f"  warm-up: every question once on each (load average {os.getloadavg()[0]:.1f})", flush=True)
     for q in questions:
         for s in systems:
-            run(s, q["question"])
+            for channel in CHANNELS:
+                run(s, q["question"], channel)
     agent = pg.agents.get("bench").id
-    for rnd in range(rounds):
+    label = ("packed + delta" if delta else "packed") + ("" if ping else ", no pre-ping")
+    for rnd, channel in ((r, ch) for r in range(rounds) for ch in CHANNELS):
         packed.timing.clear()
         for times in inner.values():
             times.clear()
@@ -578,7 +693,7 @@ def measure(keep: Path, pg_url: str, rounds: int, delta: bool = False, ping: boo
             order = systems[i % 3 :] + systems[: i % 3]
             for s in order:
                 t = time.perf_counter()
-                hits = run(s, q["question"])
+                hits = run(s, q["question"], channel)
                 ms[s].append((time.perf_counter() - t) * 1000)
                 tops[s].append({(h.path, h.start_line) for h in hits})
                 r = hit_rank(hits, q["expect"])
@@ -590,14 +705,16 @@ def measure(keep: Path, pg_url: str, rounds: int, delta: bool = False, ping: boo
             if i % 150 == 149:
                 loads.append(os.getloadavg()[0])
         n = len(questions)
-        label = ("packed + delta" if delta else "packed") + ("" if ping else ", no pre-ping")
-        print(f"  round {rnd + 1} ({label}): {n} questions, load average {min(loads):.1f}-{max(loads):.1f}")
+        print(
+            f"  round {rnd + 1}, {channel} ({label}): {n} questions, load average "
+            f"{min(loads):.1f}-{max(loads):.1f}"
+        )
         for s in systems:
             ov = statistics.mean(
                 len(a & b) / max(1, len(b)) for a, b in zip(tops[s], tops["sqlite"], strict=True)
             )
             print(
-                f"    {s:8s} full text p50 / p90 / p99 {_ms(ms[s])} ms; hit@10 {quality[s][0] / n:.3f} "
+                f"    {s:8s} p50 / p90 / p99 {_ms(ms[s])} ms; hit@10 {quality[s][0] / n:.3f} "
                 f"MRR {quality[s][1] / n:.3f}; top-10 overlap with SQLite {ov:.3f}; "
                 f"the backend's search alone {_ms([t * 1000 for t in inner[s]])} ms"
             )
@@ -610,20 +727,19 @@ def measure(keep: Path, pg_url: str, rounds: int, delta: bool = False, ping: boo
                 "    packed winners' BM25 against bm25_from_lex + trigger statistics: "
                 f"max relative error {worst:.2e}"
             )
-        tm = np.array(packed.timing)
-        posts = tm[:, 4]
+        tm = np.array(packed.timing) * np.array([1000, 1000, 1000, 1000, 1, 1])
+        posts = tm[:, 5]
         heavy = posts >= np.quantile(posts, 0.9)
+        med = np.median(tm, axis=0)
         print(
-            f"    packed breakdown, median ms: fetch {np.median(tm[:, 0]) * 1000:.2f}, numpy "
-            f"{np.median(tm[:, 1]) * 1000:.2f}, rows {np.median(tm[:, 2]) * 1000:.2f}; bytes fetched median "
-            f"{np.median(tm[:, 3]) / 1024:.0f} KB, postings median {np.median(posts):,.0f}, "
-            f"max {posts.max():,.0f}"
+            f"    packed breakdown, median ms: fetch {med[0]:.2f}, numpy {med[1]:.2f}, vector {med[2]:.2f}, "
+            f"rows {med[3]:.2f}; bytes fetched median {med[4] / 1024:.0f} KB, postings median "
+            f"{med[5]:,.0f}, max {posts.max():,.0f}"
         )
         print(
             f"    the 10% of questions with the most postings (>= {np.quantile(posts, 0.9):,.0f}): p50 ms "
             + ", ".join(f"{s} {statistics.median(np.array(ms[s])[heavy]):.1f}" for s in systems)
-            + f"; packed fetch {np.median(tm[heavy, 0]) * 1000:.2f}, "
-            f"numpy {np.median(tm[heavy, 1]) * 1000:.2f}"
+            + f"; packed fetch {np.median(tm[heavy, 0]):.2f}, numpy {np.median(tm[heavy, 1]):.2f}"
         )
     sq.close()
     pg.close()
