@@ -266,6 +266,7 @@ def make_packed_backend(engine: Any, delta: bool = False) -> Any:
             self.timing: list[tuple[float, float, float, float, int, int]] = []
             self.last: dict[int, float] = {}  # winner chunk id -> its BM25
             self._vec = 0.0
+            self.trips: list[int] = []  # per hybrid search: its vector statements
 
         def search(self, query: Any) -> Any:
             hybrid = query.channel == "hybrid" and query.vector is not None and query.space is not None
@@ -381,7 +382,9 @@ def make_packed_backend(engine: Any, delta: bool = False) -> Any:
             rest_cosine = 0.0
             m = want
             first = True
+            self.trips.append(0)
             while True:
+                self.trips[-1] += 1
                 top = _best(lex.scores, lex.lists, m).tolist()
                 new = [o for o in top if o not in found]
                 params["o"] = [o for o in new if o < lex.packed_n]
@@ -682,6 +685,7 @@ def measure(keep: Path, pg_url: str, rounds: int, delta: bool = False, ping: boo
     label = ("packed + delta" if delta else "packed") + ("" if ping else ", no pre-ping")
     for rnd, channel in ((r, ch) for r in range(rounds) for ch in CHANNELS):
         packed.timing.clear()
+        packed.trips.clear()
         for times in inner.values():
             times.clear()
         ms: dict[str, list[float]] = {s: [] for s in systems}
@@ -741,6 +745,12 @@ def measure(keep: Path, pg_url: str, rounds: int, delta: bool = False, ping: boo
             + ", ".join(f"{s} {statistics.median(np.array(ms[s])[heavy]):.1f}" for s in systems)
             + f"; packed fetch {np.median(tm[heavy, 0]):.2f}, numpy {np.median(tm[heavy, 1]):.2f}"
         )
+        if packed.trips:
+            trips = np.array(packed.trips)
+            print(
+                f"    packed vector statements per search: 1 in {np.mean(trips == 1):.0%} of searches, "
+                f"max {trips.max()}"
+            )
     sq.close()
     pg.close()
 
