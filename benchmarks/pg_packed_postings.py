@@ -10,33 +10,42 @@ the backend:
   or more: the row's byte count says which), both ``bytea`` stored uncompressed
   (``SET STORAGE EXTERNAL``): reading a list is a copy of its bytes;
 * ``packed_docs``: one row per agent: its chunk count, total length in terms, and each chunk's
-  length (uint8 by ordinal, uint16 when one is 256 or more), which BM25 needs for every
-  matching chunk: packed per agent and
-  fetched with the lists, not with the winners;
-* ``packed_ords``: (agent, ordinal) -> chunk id, to read the winners' rows.
+  length by ordinal (uint8, or uint16 when one is 256 or more): BM25 needs the length of
+  every matching chunk, so the lengths are packed per agent and fetched with the lists;
+* ``packed_ords``: (agent, ordinal) -> chunk id, to read the winners' rows (a real design
+  would keep the ordinal in the chunk's row).
 
-Both built from ``memory_postings`` (the term frequency recovered from the stored impact, the
-chunk's length and the agent's reference length) by :func:`build`, timed. A search
-(:class:`PackedBackend`, full text only) fetches the query terms' lists and the agent's packed
-lengths in one round trip (binary protocol), computes the exact BM25 of every matching chunk
-with numpy (N, avgdl from the packed lengths, df = a list's length), takes the top
-``max(pool, wanted)``, fuses as the backend does, and reads the winners' rows in a second round
-trip, both in one read-only snapshot.
+All three built from ``memory_postings`` (the term frequency recovered from the stored impact,
+the chunk's length and the agent's reference length) by :func:`build`, timed. A search
+(:func:`make_packed_backend`) fetches the query terms' lists and the agent's packed lengths in
+one round trip (binary protocol) and computes the exact BM25 of every chunk holding a query
+term with numpy (:class:`Lexical`: N and avgdl from the packed lengths, df a list's length).
+Full text: the best ``max(pool, wanted)``, fused as the backend fuses. Hybrid: the nearest
+chunks by vector (the backend's HNSW query) and the cosine of the best by BM25 in one
+statement, more of the latter until no chunk left out can enter the fused top (the backend's
+own bound, :func:`goclaw_memory.pg_exact.budget`). Then the winners' rows; all in one
+read-only snapshot.
 
-Measured, interleaved question by question (order rotated): full-text p50 / p90 / p99 of (a)
-the ``postgresql`` backend, (b) the packed prototype, (c) the SQLite engine, all through
-``memory.search``; the top-10 overlap of (a) and (b) with (c); the BM25 of (b)'s winners
-against the one computed from their stored terms with the trigger-kept statistics; bytes per
-posting on disk; the build time; the cost of one chunk write that appends to its terms' packed
-rows (``UPDATE ... ||``, rolled back) against one insert through the current triggers.
+Measured, interleaved question by question (order rotated), full text and hybrid: p50 / p90 /
+p99 of (a) the ``postgresql`` backend, (b) the packed prototype, (c) the SQLite engine, all
+through ``memory.search`` and each backend's own part; the top-10 overlap of each with (c) and
+of (b) with (a); the BM25 of (b)'s winners against the one computed from their stored terms
+with the trigger-kept statistics; bytes per posting on disk; the build time; the cost of one
+chunk write that appends to its terms' packed rows (``UPDATE ... ||``, rolled back) against
+one insert through the current triggers. Then (``--delta N``, default 1,000) the packed rows
+built without the agent's last N chunks, which form a delta (one row per (term, chunk) and
+one per chunk) read in the same round trip: searched, compacted into the packed rows (timed,
+with its WAL), searched again.
 
     GOCLAW_BENCH_DATABASE_URL=postgresql+psycopg://goclaw:goclaw@127.0.0.1:5432/goclaw_test \\
       nice -n 10 .venv/bin/python benchmarks/pg_packed_postings.py --keep DIR [--chunks 100000]
 
 ``DIR`` holds the corpus and the SQLite workspace, ``DIR/schema`` the PostgreSQL schema's name
 (the corpus of ``pg_fidelity.py --interleaved DIR`` is the same and is reused; a new ``DIR``
-is loaded, ~3-4 minutes at 100k chunks). The packed tables are rebuilt on every run.
-``--drop`` drops the schema and ``DIR`` and exits.
+is loaded, ~3-4 minutes at 100k chunks). The packed tables are rebuilt on every run
+(``--searches-only``: those of the run before, searched again; ``--no-pre-ping``: what-if, the
+PostgreSQL pool without its liveness round trip). ``--drop`` drops the schema and ``DIR``. The
+prototype covers one agent's agent-level chunks (no user scopes, no filters).
 """
 
 from __future__ import annotations
