@@ -43,8 +43,10 @@ with its WAL), searched again.
 ``DIR`` holds the corpus and the SQLite workspace, ``DIR/schema`` the PostgreSQL schema's name
 (the corpus of ``pg_fidelity.py --interleaved DIR`` is the same and is reused; a new ``DIR``
 is loaded, ~3-4 minutes at 100k chunks). The packed tables are rebuilt on every run
-(``--searches-only``: those of the run before, searched again; ``--no-pre-ping``: what-if, the
-PostgreSQL pool without its liveness round trip). ``--drop`` drops the schema and ``DIR``. The
+(``--searches-only``: those of the run before, searched again). What-ifs: ``--no-pre-ping``,
+the PostgreSQL pool without its liveness round trip; ``--lean``, (b) reads the rows of the
+winners a search without a reranker shows, not of all it returns; ``--no-tiers``, no other
+plugins' tiers (knowledge graph, episodic) on any of the three. ``--drop`` drops the schema and ``DIR``. The
 prototype covers one agent's agent-level chunks (no user scopes, no filters).
 """
 
@@ -167,6 +169,13 @@ COMPACT = (
     "DELETE FROM packed_delta",
     "DELETE FROM packed_delta_docs",
 )
+# With ``lean``: every winner's chunk id, the row only of those a search without a reranker
+# shows (no stored terms); the memory service reads the others if de-duplication needs them.
+ROWS_LEAN = (
+    "SELECT o.ord, o.chunk_id, c.user_id, c.path, c.start_line, c.end_line, c.text, NULL FROM packed_ords o "
+    "LEFT JOIN memory_chunks c ON c.id = o.chunk_id AND o.ord = ANY(%(s)s) AND c.user_id = ANY(%(u)s) "
+    "WHERE o.agent_id = %(a)s AND o.ord = ANY(%(o)s)"
+)
 ROWS_DELTA = (
     "SELECT -1, c.id, c.user_id, c.path, c.start_line, c.end_line, c.text, c.lex FROM memory_chunks c "
     "WHERE c.agent_id = %(a)s AND c.id = ANY(%(i)s) AND c.user_id = ANY(%(u)s)"
@@ -263,6 +272,7 @@ def make_packed_backend(engine: Any, delta: bool = False) -> Any:
     from goclaw.contracts.search import ChunkRow, ScoredChunk, SearchResult
     from goclaw_memory.pg_backend import PostgresSearchBackend
     from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, budget
+    from goclaw_memory.search_rows import shown
     from goclaw_search.fusion import fuse
 
     class PackedBackend(PostgresSearchBackend):
@@ -271,6 +281,7 @@ def make_packed_backend(engine: Any, delta: bool = False) -> Any:
         def __init__(self, engine: Any, delta: bool) -> None:
             super().__init__(engine)
             self.delta = delta  # read the delta tables too
+            self.lean = False  # what-if: rows only of the winners shown (ROWS_LEAN)
             # Per search: fetch, numpy, vector round trips, rows (s); bytes fetched, postings.
             self.timing: list[tuple[float, float, float, float, int, int]] = []
             self.last: dict[int, float] = {}  # winner chunk id -> its BM25
@@ -335,7 +346,10 @@ def make_packed_backend(engine: Any, delta: bool = False) -> Any:
                     )
                     t2 = time.perf_counter()
                     win = [int(ords[s.slot]) for s in scored]
-                    rows_of = self._read_rows(raw, query.agent_id, win, lex, users)
+                    show = None
+                    if self.lean and not query.rerank_terms:
+                        show = shown(win, [s.score for s in scored], query.limit, len(set(users)) == 1)
+                    rows_of = self._read_rows(raw, query.agent_id, win, lex, users, show)
                     t3 = time.perf_counter()
                 finally:
                     c.rollback()
@@ -348,6 +362,8 @@ def make_packed_backend(engine: Any, delta: bool = False) -> Any:
                 r = rows_of[o]
                 cid = int(r[1])
                 chunks.append(ScoredChunk(cid, s.score, s.lexical, s.vector))
+                if r[3] is None:  # not read (lean): the service reads it if it needs it
+                    continue
                 terms = r[7].split() if r[7] is not None else None
                 rows[cid] = ChunkRow(cid, r[2], r[3], int(r[4]), int(r[5]), r[6], terms)
                 self.last[cid] = float(lex.scores[o])
@@ -433,12 +449,15 @@ def make_packed_backend(engine: Any, delta: bool = False) -> Any:
 
         @staticmethod
         def _read_rows(
-            raw: Any, agent: str, win: list[int], lex: Lexical, users: list[str]
+            raw: Any, agent: str, win: list[int], lex: Lexical, users: list[str], show: list[int] | None
         ) -> dict[int, Any]:
             old = [o for o in win if o < lex.packed_n]
             fresh = [int(lex.new_ids[o - lex.packed_n]) for o in win if o >= lex.packed_n]
             with raw.cursor() as cur:
-                cur.execute(ROWS, {"a": agent, "o": old, "u": users})
+                if show is None:
+                    cur.execute(ROWS, {"a": agent, "o": old, "u": users})
+                else:
+                    cur.execute(ROWS_LEAN, {"a": agent, "o": old, "s": show, "u": users})
                 rows_of = {r[0]: r for r in cur.fetchall()}
                 if fresh:
                     cur.execute(ROWS_DELTA, {"a": agent, "i": fresh, "u": users})
@@ -649,7 +668,15 @@ def write_cost(conn: Any, samples: int = 30) -> None:
     )
 
 
-def measure(keep: Path, pg_url: str, rounds: int, delta: bool = False, ping: bool = True) -> None:
+def measure(
+    keep: Path,
+    pg_url: str,
+    rounds: int,
+    delta: bool = False,
+    ping: bool = True,
+    lean: bool = False,
+    tiers: bool = True,
+) -> None:
     from sqlalchemy import text
     from synth_memory import hit_rank
 
@@ -670,6 +697,7 @@ def measure(keep: Path, pg_url: str, rounds: int, delta: bool = False, ping: boo
     svc = pg.memory
     current = svc.backend
     packed = make_packed_backend(pg, delta)
+    packed.lean = lean
     users = {r[0] for r in pg.db.engine.connect().execute(text("SELECT DISTINCT user_id FROM memory_chunks"))}
     if users != {""}:
         raise SystemExit("the prototype covers agent-level chunks only")
@@ -679,10 +707,10 @@ def measure(keep: Path, pg_url: str, rounds: int, delta: bool = False, ping: boo
         backend.search = _timed(backend.search, inner[name])  # the backend's own part of a search
 
     def run(system: str, q: str, channel: str) -> list[Any]:
-        if system == "sqlite":
-            return sq.memory.search(q, "bench", limit=K, channel=channel)
-        svc._backend = packed if system == "packed" else current
-        return svc.search(q, "bench", limit=K, channel=channel)
+        if system != "sqlite":
+            svc._backend = packed if system == "packed" else current
+        memory = sq.memory if system == "sqlite" else svc
+        return memory.search_response(q, "bench", limit=K, channel=channel, include_extra=tiers).hits
 
     systems = ("current", "packed", "sqlite")
     print(f"  warm-up: every question once on each (load average {os.getloadavg()[0]:.1f})", flush=True)
@@ -692,6 +720,7 @@ def measure(keep: Path, pg_url: str, rounds: int, delta: bool = False, ping: boo
                 run(s, q["question"], channel)
     agent = pg.agents.get("bench").id
     label = ("packed + delta" if delta else "packed") + ("" if ping else ", no pre-ping")
+    label += (", lean rows" if lean else "") + ("" if tiers else ", no other tiers (all three)")
     for rnd, channel in ((r, ch) for r in range(rounds) for ch in CHANNELS):
         packed.timing.clear()
         packed.trips.clear()
@@ -821,6 +850,12 @@ def main() -> int:
         help="no build, sizes or writes: the packed rows of a run before",
     )
     ap.add_argument("--no-pre-ping", action="store_true", help="what-if: PostgreSQL pool without pre-ping")
+    ap.add_argument(
+        "--lean", action="store_true", help="what-if: (b) reads the rows of the shown winners only"
+    )
+    ap.add_argument(
+        "--no-tiers", action="store_true", help="what-if: no other plugins' tiers (all three systems)"
+    )
     ap.add_argument("--drop", action="store_true", help="drop the kept schema and DIR, then exit")
     args = ap.parse_args()
     url = os.environ.get("GOCLAW_BENCH_DATABASE_URL") or os.environ.get("GOCLAW_TEST_DATABASE_URL")
@@ -846,7 +881,7 @@ def main() -> int:
             build(conn)
             sizes(conn)
             write_cost(conn)
-    measure(keep, pg_url, args.rounds, ping=not args.no_pre_ping)
+    measure(keep, pg_url, args.rounds, ping=not args.no_pre_ping, lean=args.lean, tiers=not args.no_tiers)
     if args.delta > 0:
         with psycopg.connect(dsn, options=f"-csearch_path={schema},public") as conn:
             make_delta(conn, args.delta)
