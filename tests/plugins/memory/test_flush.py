@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +116,12 @@ def daily(eng: Any, user: str | None = None) -> Path:
     root = Path(eng.agent_dir(eng.agents.get("ada")))
     if user:
         root = root / "users" / user
-    return root / "memory" / f"{date.today().isoformat()}.md"
+    # The flush names its file when it starts: a test crossing midnight finds yesterday's.
+    today = date.today()
+    for day in (today, today - timedelta(days=1)):
+        if (root / "memory" / f"{day.isoformat()}.md").exists():
+            return root / "memory" / f"{day.isoformat()}.md"
+    return root / "memory" / f"{today.isoformat()}.md"
 
 
 # --------------------------------------------------------------------------- sessions
