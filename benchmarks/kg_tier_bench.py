@@ -60,8 +60,9 @@ def _graph(engine: Any, agent_id: str, n: int, seed: int = 11) -> None:
         name = f"{rng.choice(WORDS)} {rng.choice(WORDS)} {i}"
         when = t0 + timedelta(minutes=i)
         ents.append(
-            {"id": f"e{i}", "tenant_id": "default", "agent_id": agent_id, "user_id": "" if i % 3 else f"u{i % 5}",
-             "name": name, "normalized_name": name.lower(), "entity_type": rng.choice(["person", "thing", "place"]),
+            {"id": f"e{i}", "tenant_id": "default", "agent_id": agent_id,
+             "user_id": "" if i % 3 else f"u{i % 5}", "name": name, "normalized_name": name.lower(),
+             "entity_type": rng.choice(["person", "thing", "place"]),
              "description": " ".join(rng.choices(WORDS, k=6)), "confidence": 1.0, "properties": {},
              "source_id": "", "valid_from": when, "created_at": when, "updated_at": when}
         )  # fmt: skip
