@@ -183,8 +183,7 @@ class FactSearch:
             lexical = coverage([idx.bm25([t]) > 0 for t in wanted])  # dead slots hold no term
             if lexical is None:
                 return []
-            keep = idx.scope_mask(scope)
-            keep = lexical > 0 if keep is None else keep & (lexical > 0)
+            keep = (lexical > 0) & idx.scope_mask(scope)  # the scope's live slots
             if since or until:
                 when = st.when[idx.ids[: idx.n]]
                 if since:
@@ -192,8 +191,9 @@ class FactSearch:
                 if until:
                     keep &= when < _day_start(until) + timedelta(days=1).total_seconds()
             slots = np.flatnonzero(keep)
-            best = slots[np.lexsort((st.rank[slots], -lexical[slots]))[:limit]]
-            return [st.facts[int(idx.ids[s])].hit(min(1.0, float(lexical[s]))) for s in best.tolist()]  # type: ignore[union-attr]
+            best = slots[np.lexsort((st.rank[slots], -lexical[slots]))[:limit]].tolist()
+            found = [(st.facts[int(idx.ids[s])], min(1.0, float(lexical[s]))) for s in best]
+            return [fact.hit(score) for fact, score in found if fact]  # a live slot's fact: never None
 
     # ------------------------------------------------------------------ keeping in step
     def _conn(self) -> sqlite3.Connection | None:
