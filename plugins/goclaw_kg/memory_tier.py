@@ -123,8 +123,8 @@ class _State:
 
     index: SearchIndex = field(default_factory=lambda: SearchIndex(0))
     token: Any = None
-    rows: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # fact id -> its row, as read
-    keys: dict[str, int] = field(default_factory=dict)  # fact id -> index key
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)  # "e" / "r" -> id -> row read
+    keys: dict[tuple[str, str], int] = field(default_factory=dict)  # (kind, fact id) -> index key
     facts: list[_Fact | None] = field(default_factory=list)  # by key: what a hit shows
     when: Any = field(default_factory=lambda: np.zeros(0))  # by key: valid_from, POSIX seconds
     entity: Any = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))  # by key
@@ -230,38 +230,42 @@ class FactSearch:
         is new or changed (the token was read before these rows: a change in between moves it
         again, and the next search reconciles once more)."""
         with self.engine.db.engine.connect() as c:
-            ents = c.execute(text(_ENTITIES), {"a": agent_id}).all()
-            rels = c.execute(text(_RELATIONS), {"a": agent_id}).all()
-            names = {e[0]: e[2] for e in ents}
-            ends = {x for r in rels for x in (r[2], r[4])} - names.keys()
-            if ends:  # an end that is no current entity of the agent (none that goclaw writes)
-                found = c.execute(select(KGEntity.id, KGEntity.name).where(col(KGEntity.id).in_(ends)))
-                names.update({i: n for i, n in found})
-        # Each fact as read, its relation ends named: a fact whose tuple differs is new or changed.
-        now = {e[0]: ("e", *e[1:]) for e in ents}
-        now.update(
-            {r[0]: ("r", r[1], names.get(r[2], r[2]), r[3], names.get(r[4], r[4]), r[5]) for r in rels}
-        )
-        old = st.rows
-        changed = [i for i, row in now.items() if old.get(i) != row]
-        gone = [i for i in old if i not in now]
+            # The driver's plain tuples: compared as they are with the rows read last time.
+            ents = {e[0]: e for e in c.execute(text(_ENTITIES), {"a": agent_id}).cursor.fetchall()}
+            rels = {r[0]: r for r in c.execute(text(_RELATIONS), {"a": agent_id}).cursor.fetchall()}
+            foreign = {x for r in rels.values() for x in (r[2], r[4]) if x not in ents}
+            names = {}
+            if foreign:  # an end that is no current entity of the agent (none that goclaw writes)
+                found = c.execute(select(KGEntity.id, KGEntity.name).where(col(KGEntity.id).in_(foreign)))
+                names = {i: n for i, n in found}
+        old_e, old_r = st.rows.get("e", {}), st.rows.get("r", {})
+        changed = [("e", i) for i, e in ents.items() if old_e.get(i) != e]
+        renamed = {i for _k, i in changed if i in old_e and old_e[i][2] != ents[i][2]}
+        changed += [
+            ("r", i)
+            for i, r in rels.items()
+            if old_r.get(i) != r or (renamed and {r[2], r[4]} & renamed) or r[2] in foreign or r[4] in foreign
+        ]
+        gone = [("e", i) for i in old_e if i not in ents] + [("r", i) for i in old_r if i not in rels]
         idx = st.index
-        idx.remove([st.keys[i] for i in (*gone, *changed) if i in st.keys])
-        for i in gone:
-            st.facts[st.keys.pop(i)] = None
+        idx.remove([st.keys[f] for f in changed if f in st.keys] + [st.keys[f] for f in gone])
+        for f in gone:
+            st.facts[st.keys.pop(f)] = None
         docs, made = [], []
-        for i in changed:
-            kind, user, a, kind_of, b, since = now[i]
-            said = (
-                f"{a} ({kind_of})" + (f": {b}" if b else "")
-                if kind == "e"
-                else f"{a} {kind_of.replace('_', ' ')} {b}"
-            )
-            key = st.keys.get(i)
+        for kind, i in changed:
+            if kind == "e":
+                _i, user, name, kind_of, desc, since = ents[i]
+                said = f"{name} ({kind_of})" + (f": {desc}" if desc else "")
+            else:
+                _i, user, src, kind_of, dst, since = rels[i]
+                name = ents[src][2] if src in ents else names.get(src, src)
+                end = ents[dst][2] if dst in ents else names.get(dst, dst)
+                said = f"{name} {kind_of.replace('_', ' ')} {end}"
+            key = st.keys.get((kind, i))
             if key is None:
-                key = st.keys[i] = len(st.facts)
+                key = st.keys[kind, i] = len(st.facts)
                 st.facts.append(None)
-            fact = st.facts[key] = _Fact(kind, str(i), user or "", said, str(a), _when(since))
+            fact = st.facts[key] = _Fact(kind, str(i), user or "", said, str(name), _when(since))
             made.append((key, fact))
             docs.append(Doc(key, user or "", terms(said)))
         if len(st.when) < len(st.facts):
@@ -272,7 +276,7 @@ class FactSearch:
             st.when[key] = fact.since.timestamp() if fact.since else np.nan
             st.entity[key] = fact.kind == "e"
         idx.upsert(docs)
-        st.rows, st.rank = now, None
+        st.rows, st.rank = {"e": ents, "r": rels}, None
         self.reconciles += 1
 
     @staticmethod

@@ -107,6 +107,12 @@ def test_renaming_an_entity_changes_the_relation_hits_text(two_engines: tuple[An
     assert _snippets(eng, agent, "works") == ["Alicia works at Acme"]
     assert _snippets(eng, agent, "alicia") == ["Alicia (person): engineer", "Alicia works at Acme"]
     assert _snippets(eng, agent, "alice") == []
+    with other.db.engine.begin() as c:  # an end that is no longer current still names the relation
+        c.execute(text("UPDATE kg_entities SET valid_until = :t WHERE name = 'Acme'"), {"t": T0})
+    assert _snippets(eng, agent, "works") == ["Alicia works at Acme"]
+    with other.db.engine.begin() as c:
+        c.execute(text("UPDATE kg_entities SET name = 'Acme Corp' WHERE name = 'Acme'"))
+    assert _snippets(eng, agent, "acme") == ["Alicia works at Acme Corp"]
 
 
 def test_user_scopes_and_dates_filter_inside_the_index(make_engine: Any) -> None:
