@@ -11,6 +11,7 @@ whoever writes: an insert or delete of an entity or relation, or an update of a 
 text, scope or date reads (names, types, description, endpoints, user, validity). A relation's
 text holds its endpoints' names: renaming an entity moves the same agent's counter. Agents
 that already have facts get a counter here, so a missing counter means an agent with none.
+SQLite runs a trigger per row; PostgreSQL one per statement (see ``_PG_BUMP``).
 """
 
 from __future__ import annotations
@@ -37,20 +38,46 @@ _BUMP = (
     "ON CONFLICT (agent_id) DO UPDATE SET version = kg_versions.version + 1"
 )
 
-PG_FUNCTION = f"""
-CREATE OR REPLACE FUNCTION goclaw_kg_changed() RETURNS trigger LANGUAGE plpgsql
+# PostgreSQL: statement-level triggers over the transition tables, so a statement moves each
+# agent's counter once, however many rows it writes (an update of the same counter row for each
+# row costs more with every row in one transaction: 4,000 rows copied by one INSERT ... SELECT
+# take 33 ms and one bump; benchmarks/results/2026-12-06-kg-tier.md). A transition table cannot go with
+# a column list, so the UPDATE trigger sees every update and bumps the agents of the rows whose
+# searched columns (or id) differ: the rows of either table missing from the other.
+_PG_BUMP = (
+    "INSERT INTO kg_versions (agent_id, version) SELECT DISTINCT agent_id, 1 FROM ({rows}) AS moved "
+    "ON CONFLICT (agent_id) DO UPDATE SET version = kg_versions.version + 1"
+)
+
+
+def _pg_function(table: str) -> str:
+    cols = f"id, {SEARCHED[table]}"
+    differ = (
+        f"(SELECT {cols} FROM new_rows EXCEPT ALL SELECT {cols} FROM old_rows) UNION ALL "
+        f"(SELECT {cols} FROM old_rows EXCEPT ALL SELECT {cols} FROM new_rows)"
+    )
+    return f"""
+CREATE OR REPLACE FUNCTION goclaw_{table}_changed() RETURNS trigger LANGUAGE plpgsql
 SET search_path FROM CURRENT AS $$
 BEGIN
-    IF TG_OP <> 'DELETE' THEN
-        {_BUMP.format(who="NEW")};
-    END IF;
-    IF TG_OP = 'DELETE' OR (TG_OP = 'UPDATE' AND OLD.agent_id IS DISTINCT FROM NEW.agent_id) THEN
-        {_BUMP.format(who="OLD")};
+    IF TG_OP = 'INSERT' THEN
+        {_PG_BUMP.format(rows="SELECT agent_id FROM new_rows")};
+    ELSIF TG_OP = 'DELETE' THEN
+        {_PG_BUMP.format(rows="SELECT agent_id FROM old_rows")};
+    ELSE
+        {_PG_BUMP.format(rows=differ)};
     END IF;
     RETURN NULL;
 END
 $$
 """
+
+
+_PG_TRIGGERS = {
+    "insert": "INSERT ON {table} REFERENCING NEW TABLE AS new_rows",
+    "delete": "DELETE ON {table} REFERENCING OLD TABLE AS old_rows",
+    "update": "UPDATE ON {table} REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows",
+}
 
 
 def _sqlite_triggers(table: str) -> dict[str, str]:
@@ -85,13 +112,14 @@ def upgrade() -> None:
         "ON CONFLICT (agent_id) DO NOTHING"  # before ON CONFLICT, else it parses as a join's ON
     )
     if op.get_bind().dialect.name == "postgresql":
-        op.execute(PG_FUNCTION)
-        for table, columns in SEARCHED.items():
-            op.execute(f"DROP TRIGGER IF EXISTS {table}_changed ON {table}")
-            op.execute(
-                f"CREATE TRIGGER {table}_changed AFTER INSERT OR DELETE OR UPDATE OF {columns} "
-                f"ON {table} FOR EACH ROW EXECUTE FUNCTION goclaw_kg_changed()"
-            )
+        for table in SEARCHED:
+            op.execute(_pg_function(table))
+            for event, spec in _PG_TRIGGERS.items():
+                op.execute(f"DROP TRIGGER IF EXISTS {table}_changed_{event} ON {table}")
+                op.execute(
+                    f"CREATE TRIGGER {table}_changed_{event} AFTER {spec.format(table=table)} "
+                    f"FOR EACH STATEMENT EXECUTE FUNCTION goclaw_{table}_changed()"
+                )
     else:
         for name, body in SQLITE_TRIGGERS.items():
             op.execute(f"DROP TRIGGER IF EXISTS {name}")
@@ -101,8 +129,9 @@ def upgrade() -> None:
 def downgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
         for table in SEARCHED:
-            op.execute(f"DROP TRIGGER IF EXISTS {table}_changed ON {table}")
-        op.execute("DROP FUNCTION IF EXISTS goclaw_kg_changed()")
+            for event in _PG_TRIGGERS:
+                op.execute(f"DROP TRIGGER IF EXISTS {table}_changed_{event} ON {table}")
+            op.execute(f"DROP FUNCTION IF EXISTS goclaw_{table}_changed()")
     else:
         for name in SQLITE_TRIGGERS:
             op.execute(f"DROP TRIGGER IF EXISTS {name}")

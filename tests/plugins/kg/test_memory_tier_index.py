@@ -84,6 +84,12 @@ def test_a_write_by_another_engine_is_seen_by_the_next_search(two_engines: tuple
         )
     )
     assert _snippets(eng, agent, "zeppelin") == ["Zeppelin (thing)"]
+    done = searcher(eng).reconciles
+    with other.db.engine.begin() as c:  # no searched column: the counter stays
+        c.execute(text("UPDATE kg_entities SET confidence = 0.5, properties = '{}'"))
+        c.execute(text("UPDATE kg_relations SET confidence = 0.5"))
+    assert _snippets(eng, agent, "zeppelin") == ["Zeppelin (thing)"]
+    assert searcher(eng).reconciles == done
     with other.db.engine.begin() as c:  # an update in place by raw SQL, then a delete
         c.execute(text("UPDATE kg_entities SET description = 'airship' WHERE name = 'Zeppelin'"))
     assert _snippets(eng, agent, "airship") == ["Zeppelin (thing): airship"]
