@@ -53,8 +53,8 @@ def two_engines(workspace: Path, database_url: str | None) -> Iterator[tuple[Any
 
 
 def test_a_fact_older_than_5000_newer_ones_is_found(make_engine: Any) -> None:
-    """The tier once read only the newest 5,000 entities of a scope: an older fact was never
-    found, silently. Every current fact is scored now."""
+    """Every current fact of the scope is scored, however many newer ones there are: a fact
+    older than 5,001 others is found (a tier reading only the newest 5,000 would miss it)."""
     engine = make_engine(plugins=NO_EMBED)
     agent = engine.agents.create("ada")
     old = [("quokka", "Quokka island ferry", T0)]
