@@ -3,19 +3,38 @@
 Through the memory plugin's hooks (``goclaw_memory_search_extra``, ``goclaw_memory_expand``),
 never its code. A fact is a current entity of the search's scope ("Ada (person): lead
 engineer") or a current relation ("Ada works at Acme"); its score is the share of the query's
-distinct terms it holds (:func:`goclaw_search.answer.coverage`, 0..1 as the other tiers), the
-newest :data:`MAX_FACTS` of each kind considered. A hit's id is ``kg:e:<entity id>`` or
-``kg:r:<relation id>``; ``memory_get`` expands it to the entity with its current relations, or
-to the relation with both ends. A hit is dated by its ``valid_from`` (``extra["date"]``).
+distinct terms it holds (:func:`goclaw_search.answer.coverage`, 0..1 as the other tiers), and
+every current fact of the scope is scored; ties go to entities, then to the newest. A hit's id
+is ``kg:e:<entity id>`` or ``kg:r:<relation id>``; ``memory_get`` expands it to the entity with
+its current relations, or to the relation with both ends. A hit is dated by its ``valid_from``
+(``extra["date"]``).
+
+Every ``memory_search`` asks this tier, so what it pays when nothing changed matters most:
+
+* **Index**: per agent, a :class:`~goclaw_search.index.SearchIndex` of its current facts (their
+  terms, user scope) with what a hit shows (text, name, ``valid_from``), on both backends; the
+  scope and a ``since`` / ``until`` range filter inside it, before the cut to ``limit``.
+* **The change token**: the agent's counter in ``kg_versions``, which triggers move on every
+  change a search can see, whoever writes (migration ``kg_0002``), renames of a relation's
+  endpoints included. A search reads that one row; on SQLite not even that while ``PRAGMA
+  data_version`` says no other connection committed since the last look. No counter: the agent
+  has no fact, and the search reads nothing else.
+* When the token moves, the agent's current facts are read (two statements) and the index is
+  reconciled: a fact whose text, scope or date changed is replaced, one that went is dropped;
+  only those are tokenised again.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-from functools import lru_cache
+import sqlite3
+import threading
+import weakref
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
+from sqlalchemy import text
 from sqlmodel import col, select
 
 from goclaw.contracts.agents import user_scope
@@ -23,25 +42,36 @@ from goclaw.contracts.hooks import SearchHit
 from goclaw.contracts.records import entity_dict, relation_dict
 from goclaw.errors import NotFoundError
 from goclaw_kg.tables import KGEntity, KGRelation
-from goclaw_search.answer import coverage, fuse_absolute
+from goclaw_search.answer import coverage
+from goclaw_search.index import Doc, SearchIndex
 from goclaw_search.tokenize import query_terms, terms
 
-MAX_FACTS = 5_000  # the newest current entities, and relations, a search reads of a scope
 TIER = "kg"
+_SEARCHERS: weakref.WeakKeyDictionary[Any, FactSearch] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+_TOKEN = "SELECT version FROM kg_versions WHERE agent_id = :a"
+# The current facts of an agent, every user scope: (id, user, name or source, type, description
+# or target, valid_from). A relation's ends are named afterwards, by their entities' names (a
+# join costs more than naming them from the entities just read).
+_ENTITIES = (
+    "SELECT id, user_id, name, entity_type, description, valid_from FROM kg_entities "
+    "WHERE agent_id = :a AND valid_until IS NULL"
+)
+_RELATIONS = (
+    "SELECT id, user_id, source_entity_id, relation_type, target_entity_id, valid_from "
+    "FROM kg_relations WHERE agent_id = :a AND valid_until IS NULL"
+)
 
 
-def _fact(
-    kind: str, row_id: str, user_id: str, text: str, name: str, since: datetime | None, score: float
-) -> SearchHit:
-    return SearchHit(
-        id=f"kg:{kind}:{row_id}",
-        score=score,
-        text=text,
-        path=f"kg:{name}",
-        scope="user" if user_id else "agent",
-        tier=TIER,
-        extra={"kind": "entity" if kind == "e" else "relation", "date": since.isoformat() if since else None},
-    )
+def searcher(engine: Any) -> FactSearch:
+    """The engine's fact searcher (one per engine: its indexes outlive a search)."""
+    with _LOCK:
+        found = _SEARCHERS.get(engine)
+        if found is None:
+            found = _SEARCHERS[engine] = FactSearch(engine)
+            engine.on_close(lambda: _SEARCHERS.pop(engine, None))  # the searcher holds the engine
+        return found
 
 
 def fact_hits(
@@ -55,80 +85,209 @@ def fact_hits(
 ) -> list[SearchHit]:
     """The best ``limit`` facts of the scope for ``query``, best first (scores above 0);
     ``since`` / ``until`` (ISO days, inclusive): only facts valid from a day within them."""
-    wanted = list(dict.fromkeys(query_terms(query)))
-    if not wanted or limit < 1:
+    if limit < 1 or not query_terms(query):
         return []
-    scope = user_scope(user)
-    e, r = KGEntity, KGRelation
-    dated_e, dated_r = _valid_from_within(e, since, until), _valid_from_within(r, since, until)
-    with engine.db.session() as s:
-        # Plain columns (no timestamps: parsing 10k of them costs more than the search); the
-        # dates of the few facts returned are read afterwards.
-        read = s.connection().execute  # core rows: no ORM row processing for 10k facts
-        ents = read(
-            select(e.id, e.user_id, e.name, e.entity_type, e.description)
-            .where(e.agent_id == agent.id, col(e.user_id).in_(scope), col(e.valid_until).is_(None), *dated_e)
-            .order_by(col(e.valid_from).desc())
-            .limit(MAX_FACTS)
-        ).all()
-        rels = read(
-            select(r.id, r.user_id, r.source_entity_id, r.relation_type, r.target_entity_id)
-            .where(r.agent_id == agent.id, col(r.user_id).in_(scope), col(r.valid_until).is_(None), *dated_r)
-            .order_by(col(r.valid_from).desc())
-            .limit(MAX_FACTS)
-        ).all()
-        names = {str(row[0]): str(row[2]) for row in ents}
-        ends = {x for row in rels for x in (row[2], row[4])} - set(names)
-        if ends:
-            names.update(s.exec(select(e.id, e.name).where(col(e.id).in_(ends))).all())
-        # (kind, id, user id, text, name) per fact: entities first, then relations.
-        facts = [
-            ("e", eid, uid, f"{name} ({etype})" + (f": {desc}" if desc else ""), name)
-            for eid, uid, name, etype, desc in ents
-        ]
-        for rid, uid, src, rtype, dst in rels:
-            a, b = names.get(src, src), names.get(dst, dst)
-            facts.append(("r", rid, uid, f"{a} {rtype.replace('_', ' ')} {b}", a))
-        if not facts:
+    return searcher(engine).hits(agent.id, query, user_scope(user), limit, since, until)
+
+
+@dataclass(frozen=True)
+class _Fact:
+    """What a hit shows of a fact, kept in the index's state: a search reads no row."""
+
+    kind: str  # "e" | "r"
+    id: str
+    user_id: str
+    text: str
+    name: str
+    since: datetime | None
+
+    def hit(self, score: float) -> SearchHit:
+        return SearchHit(
+            id=f"kg:{self.kind}:{self.id}",
+            score=score,
+            text=self.text,
+            path=f"kg:{self.name}",
+            scope="user" if self.user_id else "agent",
+            tier=TIER,
+            extra={
+                "kind": "entity" if self.kind == "e" else "relation",
+                "date": self.since.isoformat() if self.since else None,
+            },
+        )
+
+
+@dataclass
+class _State:
+    """An agent's index. Index keys are numbered here as facts first appear (never reused), so
+    what is known per key lives in arrays a search indexes with the slots' keys."""
+
+    index: SearchIndex = field(default_factory=lambda: SearchIndex(0))
+    token: Any = None
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)  # "e" / "r" -> id -> row read
+    keys: dict[tuple[str, str], int] = field(default_factory=dict)  # (kind, fact id) -> index key
+    facts: list[_Fact | None] = field(default_factory=list)  # by key: what a hit shows
+    when: Any = field(default_factory=lambda: np.zeros(0))  # by key: valid_from, POSIX seconds
+    entity: Any = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))  # by key
+    rank: Any = None  # per slot, made by the first search after a reconcile: see _rank
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _when(value: Any) -> datetime | None:
+    """A ``valid_from`` as an aware UTC datetime (SQLite gives its stored text)."""
+    if value is None or value == "":
+        return None
+    when = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
+def _day_start(day: str) -> float:
+    """POSIX seconds of an ISO day's (or time's) start, UTC unless it says otherwise."""
+    moment = datetime.fromisoformat(day)
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+class FactSearch:
+    """Fact search for one engine (see the module docstring)."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self._states: dict[str, _State] = {}
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self.reconciles = 0  # tests read it: how often an index was brought up to date
+        path = engine.db.engine.url.database if engine.db.backend == "sqlite" else None
+        self._db_path = path if path and path != ":memory:" and not path.startswith("file:") else None
+
+    def hits(
+        self, agent_id: str, query: str, scope: list[str], limit: int, since: str | None, until: str | None
+    ) -> list[SearchHit]:
+        token = self._token(agent_id)
+        if token is None:
+            with self._lock:
+                self._states.pop(agent_id, None)
             return []
-        held = [_terms_of(f[3]) for f in facts]
-        n = len(held)
-        lexical = coverage([np.fromiter((t in h for h in held), dtype=np.bool_, count=n) for t in wanted])
-        best = fuse_absolute(lexical, None, None, limit)
-        dates = _dates(s, [facts[slot] for slot, _ in best])
-    out = []
-    for slot, score in best:
-        kind, row_id, uid, text, name = facts[slot]
-        out.append(_fact(kind, row_id, uid, text, name, dates.get((kind, row_id)), min(1.0, float(score))))
-    return out
+        with self._lock:
+            st = self._states.get(agent_id)
+            if st is None:
+                st = self._states[agent_id] = _State()
+        with st.lock:
+            if st.token != token:
+                self._reconcile(agent_id, st)
+                st.token = token
+            idx = st.index
+            if not idx.n_alive:
+                return []
+            if st.rank is None:
+                st.rank = self._rank(st)
+            wanted = list(dict.fromkeys(query_terms(query)))
+            lexical = coverage([idx.bm25([t]) > 0 for t in wanted])  # dead slots hold no term
+            if lexical is None:
+                return []
+            keep = (lexical > 0) & idx.scope_mask(scope)  # the scope's live slots
+            if since or until:
+                when = st.when[idx.ids[: idx.n]]
+                if since:
+                    keep &= when >= _day_start(since)
+                if until:
+                    keep &= when < _day_start(until) + timedelta(days=1).total_seconds()
+            slots = np.flatnonzero(keep)
+            best = slots[np.lexsort((st.rank[slots], -lexical[slots]))[:limit]].tolist()
+            found = [(st.facts[int(idx.ids[s])], min(1.0, float(lexical[s]))) for s in best]
+            return [fact.hit(score) for fact, score in found if fact]  # a live slot's fact: never None
 
+    # ------------------------------------------------------------------ keeping in step
+    def _conn(self) -> sqlite3.Connection | None:
+        """This thread's own read-only connection to the SQLite file (its ``data_version``
+        moves when any other connection commits), ``None`` for PostgreSQL or an in-memory
+        database."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None and self._db_path is not None:
+            conn = sqlite3.connect(self._db_path, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout=5000")
+            conn.execute("PRAGMA query_only=1")
+            self._local.conn, self._local.version, self._local.tokens = conn, None, {}
+            self.engine.on_close(conn.close)
+        return conn
 
-def _valid_from_within(table: Any, since: str | None, until: str | None) -> list[Any]:
-    """SQL conditions: ``table.valid_from`` on a day from ``since`` to ``until`` (ISO days)."""
-    conds = []
-    if since:
-        conds.append(col(table.valid_from) >= datetime.fromisoformat(since))
-    if until:
-        conds.append(col(table.valid_from) < datetime.fromisoformat(until) + timedelta(days=1))
-    return conds
+    def _token(self, agent_id: str) -> int | None:
+        """The agent's change counter, ``None`` when it has no fact."""
+        conn = self._conn()
+        if conn is None:
+            with self.engine.db.engine.connect() as c:
+                return c.execute(text(_TOKEN), {"a": agent_id}).scalar()
+        local = self._local
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if version == local.version and agent_id in local.tokens:
+            return local.tokens[agent_id]  # nobody committed since the last look
+        if version != local.version:
+            local.version, local.tokens = version, {}
+        row = conn.execute(_TOKEN.replace(":a", "?"), (agent_id,)).fetchone()
+        found = local.tokens[agent_id] = None if row is None else int(row[0])
+        return found
 
+    def _reconcile(self, agent_id: str, st: _State) -> None:
+        """Bring the agent's index to its current facts: drop what went or changed, add what
+        is new or changed (the token was read before these rows: a change in between moves it
+        again, and the next search reconciles once more)."""
+        with self.engine.db.engine.connect() as c:
+            # The driver's plain tuples: compared as they are with the rows read last time.
+            ents = {e[0]: e for e in c.execute(text(_ENTITIES), {"a": agent_id}).cursor.fetchall()}
+            rels = {r[0]: r for r in c.execute(text(_RELATIONS), {"a": agent_id}).cursor.fetchall()}
+            foreign = {x for r in rels.values() for x in (r[2], r[4]) if x not in ents}
+            names = {}
+            if foreign:  # an end that is no current entity of the agent (none that goclaw writes)
+                found = c.execute(select(KGEntity.id, KGEntity.name).where(col(KGEntity.id).in_(foreign)))
+                names = {i: n for i, n in found}
+        old_e, old_r = st.rows.get("e", {}), st.rows.get("r", {})
+        changed = [("e", i) for i, e in ents.items() if old_e.get(i) != e]
+        renamed = {i for _k, i in changed if i in old_e and old_e[i][2] != ents[i][2]}
+        changed += [
+            ("r", i)
+            for i, r in rels.items()
+            if old_r.get(i) != r or (renamed and {r[2], r[4]} & renamed) or r[2] in foreign or r[4] in foreign
+        ]
+        gone = [("e", i) for i in old_e if i not in ents] + [("r", i) for i in old_r if i not in rels]
+        idx = st.index
+        idx.remove([st.keys[f] for f in changed if f in st.keys] + [st.keys[f] for f in gone])
+        for f in gone:
+            st.facts[st.keys.pop(f)] = None
+        docs, made = [], []
+        for kind, i in changed:
+            if kind == "e":
+                _i, user, name, kind_of, desc, since = ents[i]
+                said = f"{name} ({kind_of})" + (f": {desc}" if desc else "")
+            else:
+                _i, user, src, kind_of, dst, since = rels[i]
+                name = ents[src][2] if src in ents else names.get(src, src)
+                end = ents[dst][2] if dst in ents else names.get(dst, dst)
+                said = f"{name} {kind_of.replace('_', ' ')} {end}"
+            key = st.keys.get((kind, i))
+            if key is None:
+                key = st.keys[kind, i] = len(st.facts)
+                st.facts.append(None)
+            fact = st.facts[key] = _Fact(kind, str(i), user or "", said, str(name), _when(since))
+            made.append((key, fact))
+            docs.append(Doc(key, user or "", terms(said)))
+        if len(st.when) < len(st.facts):
+            grow = max(len(st.facts), 2 * len(st.when))
+            st.when = np.resize(st.when, grow)
+            st.entity = np.resize(st.entity, grow)
+        for key, fact in made:
+            st.when[key] = fact.since.timestamp() if fact.since else np.nan
+            st.entity[key] = fact.kind == "e"
+        idx.upsert(docs)
+        st.rows, st.rank = {"e": ents, "r": rels}, None
+        self.reconciles += 1
 
-@lru_cache(maxsize=1 << 16)
-def _terms_of(text: str) -> frozenset[str]:
-    """A fact's terms, remembered by its text: a search reads up to 2 × :data:`MAX_FACTS` facts,
-    and tokenizing them all again on every search would cost more than the rest of it."""
-    return frozenset(terms(text))
-
-
-def _dates(s: Any, facts: list[tuple[str, str, str, str, str]]) -> dict[tuple[str, str], datetime]:
-    """``valid_from`` of the given facts, by ``(kind, id)``."""
-    out: dict[tuple[str, str], datetime] = {}
-    for kind, table in (("e", KGEntity), ("r", KGRelation)):
-        ids = [f[1] for f in facts if f[0] == kind]
-        if ids:
-            rows = s.exec(select(table.id, table.valid_from).where(col(table.id).in_(ids))).all()
-            out.update({(kind, str(i)): since for i, since in rows})
-    return out
+    @staticmethod
+    def _rank(st: _State) -> Any:
+        """Per slot, the rank a tie is broken by: entities first, then the newest."""
+        keys = st.index.ids[: st.index.n]
+        when = np.nan_to_num(st.when[keys], nan=-np.inf)
+        order = np.lexsort((-when, ~st.entity[keys]))
+        rank = np.empty(len(keys), dtype=np.int64)
+        rank[order] = np.arange(len(keys))
+        return rank
 
 
 def expand(engine: Any, hit_id: str, agent: Any, user: str | None) -> dict[str, Any] | None:

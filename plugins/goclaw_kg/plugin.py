@@ -26,19 +26,25 @@ def goclaw_settings_model() -> type[BaseModel]:
 @hookimpl
 def goclaw_schema() -> list[Any]:
     from goclaw.contracts.schema import SchemaComponent
-    from goclaw_kg.tables import MIGRATIONS, KGDedupCandidate, KGEntity, KGRelation
+    from goclaw_kg.tables import MIGRATIONS, KGDedupCandidate, KGEntity, KGRelation, KGVersion
 
-    tables = (KGEntity, KGRelation, KGDedupCandidate)
+    tables = (KGEntity, KGRelation, KGDedupCandidate, KGVersion)
     return [SchemaComponent("kg", tables, MIGRATIONS, "temporal knowledge graph")]
 
 
 @hookimpl
 def goclaw_forget_rows(engine: Any, scope: Any, connection: Any) -> list[Any]:
-    """The scope's dedup candidates, relations and entities (children first)."""
-    from goclaw.contracts.schema import ForgetStep
-    from goclaw_kg.tables import KGDedupCandidate, KGEntity, KGRelation
+    """The scope's dedup candidates, relations and entities (children first); a whole agent's
+    change counter after them (deleting its facts moves it)."""
+    from sqlmodel import col
 
-    return [ForgetStep(t, scope.clause(t)) for t in (KGDedupCandidate, KGRelation, KGEntity)]
+    from goclaw.contracts.schema import ForgetStep
+    from goclaw_kg.tables import KGDedupCandidate, KGEntity, KGRelation, KGVersion
+
+    steps = [ForgetStep(t, scope.clause(t)) for t in (KGDedupCandidate, KGRelation, KGEntity)]
+    if scope.whole_agent:
+        steps.append(ForgetStep(KGVersion, col(KGVersion.agent_id).in_(scope.agent_ids)))
+    return steps
 
 
 @hookimpl

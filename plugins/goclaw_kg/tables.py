@@ -3,7 +3,9 @@
 Temporal entities and relations: a row is current while ``valid_until`` is null,
 and uniqueness holds among current rows only; dedup candidates below
 the auto-merge threshold wait for review. Never change a table here without adding a revision
-under ``migrations/``.
+under ``migrations/``. ``kg_versions``: a change counter per agent, moved by triggers (migration
+kg_0002) on every change of an agent's facts that the ``memory_search`` tier can see; the tier
+reads it to know whether its in-memory index is current.
 
 The two "unique while current" indexes are partial (``WHERE valid_until IS NULL``) and exist
 only in the migrations: declaring a partial index here takes each dialect's ``*_where`` option,
@@ -17,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Index, UniqueConstraint
+from sqlalchemy import BigInteger, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from goclaw.contracts.columns import (
@@ -101,3 +103,13 @@ class KGDedupCandidate(SQLModel, table=True):
     status: str = Field(default="pending", max_length=16)  # pending | merged | rejected
     created_at: datetime = created_field()
     reviewed_at: datetime | None = ts_field(nullable=True)
+
+
+class KGVersion(SQLModel, table=True):
+    """An agent's change counter (no foreign key: the triggers run while an agent's rows are
+    deleted with it, and a counter left behind is harmless)."""
+
+    __tablename__ = "kg_versions"
+
+    agent_id: str = Field(primary_key=True, max_length=64)
+    version: int = Field(default=0, sa_type=BigInteger)
