@@ -120,12 +120,16 @@ def test_overflow_means_one_debounced_rescan(eng: Any) -> None:
     reports: list[Any] = []
     watcher = eng.memory.watch("ada", debounce_ms=300, on_index=reports.append, start=False)
     real = watcher.dispatch
-    watcher.dispatch = lambda event: None  # events lost, as in an overflowing queue
+    lost: list[Any] = []
+    watcher.dispatch = lost.append  # events lost, as in an overflowing queue
     watcher.start()
     try:
         write(root, "memory/d00011/lost.md", "Written while events were lost: NARWHAL.\n")
         (root / "memory" / "d00050" / "note.md").unlink()
-        time.sleep(0.5)
+        # inotify delivers in order: once the deletion is lost, so are the write's events.
+        assert _wait(
+            lambda: any(e.event_type == "deleted" and str(e.src_path).endswith("note.md") for e in lost)
+        )
         watcher.dispatch = real
         for _ in range(5):  # a burst of overflows: one rescan after the quiet period
             _overflow(watcher)
