@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import sqlite3
 import threading
 import weakref
 import zlib
@@ -41,6 +40,7 @@ from sqlalchemy import text
 from goclaw.contracts.columns import utcnow
 from goclaw_episodic.terms import Space, episode_lex, topics
 from goclaw_search.answer import coverage, fuse_absolute
+from goclaw_search.commit_watch import CommitWatch
 from goclaw_search.index import Doc, SearchIndex
 from goclaw_search.tokenize import query_terms
 from goclaw_text.sentences import clip
@@ -167,7 +167,7 @@ class _SQLiteRows(_Rows):
     nothing in goclaw does), times as stored text."""
 
     def _rows(self, sql: str, params: Any) -> list[Any]:
-        conn = self.search._conn()
+        conn = self.search.watch.connection()
         if conn is not None:
             return conn.execute(sql, params).fetchall()
         with self.search.engine.db.engine.connect() as c:
@@ -233,12 +233,10 @@ class EpisodicSearch:
         self.engine = engine
         self.tenant = str(engine.settings.tenant_id)
         self._states: dict[tuple[str, Space | None], _State] = {}
-        self._local = threading.local()
         self._lock = threading.Lock()
         self.reconciles = 0  # tests read it: how often an index was brought up to date
-        url = engine.db.engine.url
-        path = url.database if engine.db.backend == "sqlite" else None
-        self._db_path = path if path and path != ":memory:" and not path.startswith("file:") else None
+        path = engine.db.engine.url.database if engine.db.backend == "sqlite" else None
+        self.watch = CommitWatch(path, lambda conn: engine.on_close(conn.close))
         self._rows_of: _SQLiteRows | _PgRows = (
             _PgRows(self) if engine.db.backend == "postgresql" else _SQLiteRows(self)
         )
@@ -313,32 +311,14 @@ class EpisodicSearch:
         return emb.vectors[0], (emb.provider, emb.model, int(emb.dim))
 
     # ------------------------------------------------------------------ keeping in step
-    def _conn(self) -> sqlite3.Connection | None:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None and self._db_path is not None:
-            conn = sqlite3.connect(self._db_path, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA busy_timeout=5000")
-            conn.execute("PRAGMA query_only=1")
-            self._local.conn = conn
-            self._local.version = None
-            self._local.tokens = {}
-            self.engine.on_close(conn.close)
-        return conn
-
     def _token(self, agent_id: str) -> Any:
         """The agent's change token, ``None`` when it has no summary or is another tenant's."""
-        conn = self._conn()
-        local = self._local
-        if conn is not None:
-            version = conn.execute("PRAGMA data_version").fetchone()[0]
-            if version == local.version and agent_id in local.tokens:
-                return local.tokens[agent_id]  # nobody committed since the last look
-            if version != local.version:
-                local.version, local.tokens = version, {}
+        known, found = self.watch.remembered(agent_id)
+        if known:
+            return found  # nobody committed since the last look
         tenant, *token = self._rows_of.token(agent_id)
         found = tuple(token) if tenant == self.tenant and token[0] else None
-        if conn is not None:
-            local.tokens[agent_id] = found
+        self.watch.remember(agent_id, found)
         return found
 
     def _reconcile(self, agent_id: str, st: _State, now: Any) -> None:

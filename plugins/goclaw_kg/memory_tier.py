@@ -26,7 +26,6 @@ Every ``memory_search`` asks this tier, so what it pays when nothing changed mat
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from goclaw.contracts.records import entity_dict, relation_dict
 from goclaw.errors import NotFoundError
 from goclaw_kg.tables import KGEntity, KGRelation
 from goclaw_search.answer import coverage
+from goclaw_search.commit_watch import CommitWatch
 from goclaw_search.index import Doc, SearchIndex
 from goclaw_search.tokenize import query_terms, terms
 
@@ -153,10 +153,9 @@ class FactSearch:
         self.engine = engine
         self._states: dict[str, _State] = {}
         self._lock = threading.Lock()
-        self._local = threading.local()
         self.reconciles = 0  # tests read it: how often an index was brought up to date
         path = engine.db.engine.url.database if engine.db.backend == "sqlite" else None
-        self._db_path = path if path and path != ":memory:" and not path.startswith("file:") else None
+        self._watch = CommitWatch(path, lambda conn: engine.on_close(conn.close))
 
     def hits(
         self, agent_id: str, query: str, scope: list[str], limit: int, since: str | None, until: str | None
@@ -196,33 +195,18 @@ class FactSearch:
             return [fact.hit(score) for fact, score in found if fact]  # a live slot's fact: never None
 
     # ------------------------------------------------------------------ keeping in step
-    def _conn(self) -> sqlite3.Connection | None:
-        """This thread's own read-only connection to the SQLite file (its ``data_version``
-        moves when any other connection commits), ``None`` for PostgreSQL or an in-memory
-        database."""
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None and self._db_path is not None:
-            conn = sqlite3.connect(self._db_path, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA busy_timeout=5000")
-            conn.execute("PRAGMA query_only=1")
-            self._local.conn, self._local.version, self._local.tokens = conn, None, {}
-            self.engine.on_close(conn.close)
-        return conn
-
     def _token(self, agent_id: str) -> int | None:
         """The agent's change counter, ``None`` when it has no fact."""
-        conn = self._conn()
+        conn = self._watch.connection()
         if conn is None:
             with self.engine.db.engine.connect() as c:
                 return c.execute(text(_TOKEN), {"a": agent_id}).scalar()
-        local = self._local
-        version = conn.execute("PRAGMA data_version").fetchone()[0]
-        if version == local.version and agent_id in local.tokens:
-            return local.tokens[agent_id]  # nobody committed since the last look
-        if version != local.version:
-            local.version, local.tokens = version, {}
+        known, token = self._watch.remembered(agent_id)
+        if known:
+            return token  # nobody committed since the last look
         row = conn.execute(_TOKEN.replace(":a", "?"), (agent_id,)).fetchone()
-        found = local.tokens[agent_id] = None if row is None else int(row[0])
+        found = None if row is None else int(row[0])
+        self._watch.remember(agent_id, found)
         return found
 
     def _reconcile(self, agent_id: str, st: _State) -> None:
