@@ -26,7 +26,15 @@ import numpy as np
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["PassageSketch", "PassageSketches", "SketchBatch", "sketch_cosines", "token_dots"]
+__all__ = [
+    "PassageSketch",
+    "PassageSketches",
+    "SketchBatch",
+    "sketch_cosines",
+    "spans",
+    "starts",
+    "token_dots",
+]
 
 
 class PassageSketch(NamedTuple):
@@ -87,11 +95,16 @@ def _cat(arrays: Sequence[NDArray[Any]], dtype: Any) -> NDArray[Any]:
     return np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)
 
 
-def _starts(lengths: NDArray[Any]) -> NDArray[np.int64]:
+def starts(lengths: NDArray[Any]) -> NDArray[np.int64]:
     """Where each of consecutive runs of these lengths starts."""
     out = np.zeros(len(lengths), dtype=np.int64)
     np.cumsum(lengths[:-1], out=out[1:])
     return out
+
+
+def spans(first: NDArray[np.int64], width: NDArray[Any]) -> NDArray[np.int64]:
+    """The positions ``first[i], first[i] + 1, ..., first[i] + width[i] - 1``, span after span."""
+    return np.repeat(first - starts(width), width) + np.arange(int(width.sum()))
 
 
 def sketch_cosines(batch: SketchBatch, token_scores: NDArray[Any]) -> NDArray[np.float32]:
@@ -101,14 +114,14 @@ def sketch_cosines(batch: SketchBatch, token_scores: NDArray[Any]) -> NDArray[np
     best = np.zeros(len(batch.has), dtype=np.float32)
     if not len(batch.norms):
         return best
-    seg_dot = np.add.reduceat(token_scores, _starts(batch.seg_len), dtype=np.float64)
-    cos = np.add.reduceat(seg_dot[batch.refs], _starts(batch.nref))
+    seg_dot = np.add.reduceat(token_scores, starts(batch.seg_len), dtype=np.float64)
+    cos = np.add.reduceat(seg_dot[batch.refs], starts(batch.nref))
     cos /= batch.norms
     if batch.n_pass.all():
-        best[:] = np.maximum.reduceat(cos, _starts(batch.n_pass))
+        best[:] = np.maximum.reduceat(cos, starts(batch.n_pass))
     else:
         some = batch.n_pass > 0
-        best[some] = np.maximum.reduceat(cos, _starts(batch.n_pass)[some])
+        best[some] = np.maximum.reduceat(cos, starts(batch.n_pass)[some])
     np.maximum(best, 0.0, out=best)
     return best
 
@@ -156,15 +169,13 @@ def _layouts(sketches: Sequence[PassageSketch], n: NDArray[np.int64]) -> NDArray
     Each field is joined over all sketches once and scattered to its places."""
     widths = np.stack([n[:, 0], n[:, 1], n[:, 2], 2 * n[:, 2]], axis=1)  # words per field
     out = np.empty(int(widths.sum()), dtype=_WORD)
-    field_at = _starts(widths.ravel()).reshape(widths.shape)  # where each field of each sketch starts
+    field_at = starts(widths.ravel()).reshape(widths.shape)  # where each field of each sketch starts
     for k, name in enumerate(("seg_len", "refs", "nref", "norms")):
         if name == "norms":
             words = _cat([s.norms.astype(_NORM, copy=False) for s in sketches], _NORM).view(_WORD)
         else:
             words = _cat([getattr(s, name) for s in sketches], _WORD).astype(_WORD, copy=False)
-        lengths = widths[:, k]
-        within = np.arange(len(words), dtype=np.int64) - np.repeat(_starts(lengths), lengths)
-        out[np.repeat(field_at[:, k], lengths) + within] = words
+        out[spans(field_at[:, k], widths[:, k])] = words
     return out
 
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from goclaw_search.passage_sketches import PassageSketch, token_dots
+from goclaw_search.passage_sketches import PassageSketch, spans, starts, token_dots
 from goclaw_search.passages import passage_layout
 from goclaw_search.vecq import compiled as _vec
 
@@ -113,7 +113,7 @@ class PieceMemory:
         self._first, self._count = _room(self._first, n), _room(self._count, n)
         self._ids = _room(self._ids, self._n_ids + len(ids))
         self._count[k:n] = counts
-        self._first[k:n] = self._n_ids + _starts(counts)
+        self._first[k:n] = self._n_ids + starts(counts)
         self._ids[self._n_ids : self._n_ids + len(ids)] = ids
         self._n_ids += len(ids)
         self.new = []
@@ -226,7 +226,7 @@ def _flat(emb: StaticEmbedder, texts: Sequence[str], memory: PieceMemory) -> _Fl
     tokens, seg_tokens = _piece_tokens(which, *memory.arrays(), len(segments))
     known = seg_tokens > 0  # a segment without a known token adds nothing to a passage
     n_segs = np.fromiter((len(segs) for segs, _p in layouts), dtype=np.int64, count=len(texts))
-    seg_base = _starts(n_segs)
+    seg_base = starts(n_segs)
     # Passages: their segments (references), flat over the batch.
     listed = [layout for _s, layout in layouts]
     n_pass = np.fromiter(map(len, listed), dtype=np.int64, count=len(texts))
@@ -351,7 +351,7 @@ def _piece_tokens(
     piece = which >= 0
     numbers = which[piece]
     per = count[numbers]
-    tokens = ids[_spans(first[numbers], per)].astype(np.int64)
+    tokens = ids[spans(first[numbers], per)].astype(np.int64)
     seg_of = np.cumsum(~piece)[piece]
     return tokens, np.bincount(seg_of, weights=per, minlength=n_seg).astype(np.int64)
 
@@ -376,11 +376,6 @@ def _passage_norms(
         -1.0 if top is None else top,
     )
     return out
-
-
-def _spans(first: NDArray[np.int64], width: NDArray[np.int64]) -> NDArray[np.int64]:
-    """The positions ``first[i], first[i] + 1, ..., first[i] + width[i] - 1``, span after span."""
-    return np.repeat(first - _starts(width), width) + np.arange(int(width.sum()))
 
 
 def _norms(
@@ -420,7 +415,7 @@ def _norms(
         passages = csr_matrix((np.ones(len(ref_seg)), ref_seg, ref_ptr), shape=(n, len(seg_tokens)))
         sums = np.asarray(passages @ seg_sums)
     else:
-        entry_tok = _spans(_starts(seg_tokens)[ref_seg], width)
+        entry_tok = spans(starts(seg_tokens)[ref_seg], width)
         sums = _ordered_sums(matrix, tokens[entry_tok], np.repeat(np.arange(n), per), per)
     squares = sums.astype(np.float32).astype(np.float64)
     squares *= squares
@@ -458,19 +453,13 @@ def _ordered_sums(
     if not len(owner):
         return sums
     longest = np.argsort(-per, kind="stable")
-    first = _starts(per)[longest]
+    first = starts(per)[longest]
     desc = -per[longest]
     for k in range(int(per.max())):
         m = int(np.searchsorted(desc, -k, side="left"))  # the passages of more than k tokens
         sums[:m] += matrix.take(tokens[first[:m] + k], axis=0)
     out = np.empty_like(sums)
     out[longest] = sums
-    return out
-
-
-def _starts(lengths: NDArray[np.int64]) -> NDArray[np.int64]:
-    out = np.zeros(len(lengths), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=out[1:])
     return out
 
 

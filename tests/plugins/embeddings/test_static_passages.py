@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from goclaw_embeddings import static_passages as sp
 from goclaw_embeddings.static_model import StaticEmbedder
+from goclaw_search.passage_sketches import spans, starts
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +36,7 @@ def _expected(matrix: np.ndarray, tokens, seg_tokens, ref_seg, nref) -> np.ndarr
     """The norms by the token-after-token loop."""
     width = seg_tokens[ref_seg]
     per = np.bincount(np.repeat(np.arange(len(nref)), nref), weights=width, minlength=len(nref)).astype(int)
-    entries = sp._spans(sp._starts(seg_tokens)[ref_seg], width)
+    entries = spans(starts(seg_tokens)[ref_seg], width)
     owner = np.repeat(np.arange(len(nref)), per)
     plain = sp._ordered_sums(matrix, tokens[entries], owner, per).astype(np.float32).astype(np.float64)
     return np.sqrt(np.add.accumulate(plain * plain, axis=1)[:, -1]).astype(np.float32)
