@@ -66,6 +66,9 @@ def forgotten(engine: Any, scope: ForgetScope) -> None:
     for agent_id in scope.agent_ids:
         engine.memory.invalidate(agent_id)
         if engine.db.backend == "postgresql":  # no term of the erased text stays in the statistics
+            from goclaw_memory.pg_postings import compact
             from goclaw_memory.pg_stats import fold
 
             fold(engine, agent_id)
+            with engine.db.engine.begin() as c:  # nor in the postings or their tombstones
+                compact(c, agent_id, wait=True)

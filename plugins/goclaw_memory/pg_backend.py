@@ -1,15 +1,18 @@
 """The PostgreSQL search backend: the in-memory engine's exact fused ranking, computed from
 the database with nothing held per process.
 
-* Full text: each query term's impact-ordered postings (``memory_postings``), read best first;
-  BM25 (k1 1.2, b 0.75) comes from each chunk's stored terms (``lex``) and the agent's own
-  statistics (``memory_term_stats`` / ``memory_agent_stats``); both kept by triggers in the
-  writing transaction, installed at this backend's first use: the engine's figures, not
-  estimates.
+* Full text: the query terms' packed postings (:mod:`goclaw_memory.pg_postings`), one row per
+  term and user of the scope, fetched in one round trip and scored by numpy: the exact BM25 (k1
+  1.2, b 0.75) of every chunk holding a query term, from the agent's own statistics
+  (``memory_term_stats`` / ``memory_agent_stats``). Postings and statistics are kept by
+  triggers in the writing transaction, installed at this backend's first use: the engine's
+  figures, not estimates.
 * Vectors: pgvector, an exact scan for small agents, HNSW with iterative scans for large ones;
   every candidate of either channel gets its real cosine, computed in the database.
-* :mod:`goclaw_memory.pg_exact` decides how deep to read: until no unread chunk can reach the
-  result; then :func:`goclaw_search.fusion.fuse`.
+* :func:`goclaw_memory.pg_exact.budget` decides how many of the best by BM25 need a cosine: until
+  no chunk left out can reach the result; then :func:`goclaw_search.fusion.fuse`.
+* The reads go through the engine's direct connection (:mod:`goclaw_memory.pg_direct`): no
+  pool checkout, results in binary, one ``REPEATABLE READ`` snapshot per search.
 """
 
 from __future__ import annotations
@@ -33,8 +36,9 @@ from goclaw.contracts.search import (
     SearchResult,
 )
 from goclaw_memory.filters import FacetCache, allowed_ids, read_facet_rows
-from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, TermStats, budget, idf
-from goclaw_memory.pg_postings import FETCH, TOP_ONE, factor_bound, top_sql
+from goclaw_memory.pg_direct import direct
+from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, budget, idf
+from goclaw_memory.pg_postings import FETCH, STATS, Lists, compact_if_due, scores
 from goclaw_memory.pg_text import K1, B, bm25_from_lex, tsquery_literal
 from goclaw_memory.version_token import VERSION_WORKER, parse_token
 from goclaw_search.fusion import fuse
@@ -43,12 +47,6 @@ if TYPE_CHECKING:
     from goclaw.contracts.host import Host
 
 log = logging.getLogger(__name__)
-
-_ONLY = " AND id = ANY(:only)"  # a filtered search's chunks (goclaw_memory.filters)
-# A search's transaction, in one round trip: one snapshot for every read, and room for the
-# aggregation of the bounds (tens of thousands of chunks for common words at 100k chunks, 8 MB
-# of hash table) in memory instead of spilled to disk at the default work_mem of 4 MB.
-_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL work_mem = '64MB'"
 
 __all__ = ["K1", "B", "PostgresSearchBackend", "bm25_from_lex", "make_postgres_backend", "tsquery_literal"]
 
@@ -71,11 +69,11 @@ class PostgresSearchBackend(SearchBackend):
 
     # ------------------------------------------------------------------ search
     def search(self, query: SearchQuery) -> SearchResult:
-        """The engine's fused ranking, read from the database (:mod:`goclaw_memory.pg_exact`):
-        the agent's statistics, the nearest chunks by vector, the chunks of highest BM25
-        bound from the postings (more until the result is settled), then the winners' rows;
-        all in one read-only snapshot, so the figures and the rows agree under concurrent
-        writes."""
+        """The engine's fused ranking, read from the database in one read-only snapshot (so
+        the figures and the rows agree under concurrent writes), in two or three round trips:
+        the statistics, the query terms' packed postings and (hybrid) the nearest chunks by
+        vector; the ids and cosines of the best by BM25, more until the fused top is settled
+        (:func:`goclaw_memory.pg_exact.budget`); the winners' rows."""
         cfg = self.engine.plugin_settings("memory")
         pool = max(int(cfg.min_candidates), int(cfg.candidate_factor) * query.limit)
         notes: list[str] = []
@@ -85,126 +83,97 @@ class PostgresSearchBackend(SearchBackend):
             query.channel in ("hybrid", "vector") and query.vector is not None and query.space is not None
         )
         f = query.fusion
-        found: dict[int, tuple[str, str, float | None]] = {}  # id -> (user, lex, cosine)
-        only = None  # the ids query.filter lets through: a condition of every candidate query
+        a = query.agent_id
+        terms = list(dict.fromkeys(query.terms)) if want_lex else []
         self.ensure_installed()
-        with self.engine.db.engine.connect() as c:
-            c.exec_driver_sql(_BEGIN)
-            try:
-                if query.filter is not None:
-                    only = allowed_ids(self._facet_rows(c, query.agent_id), query.filter, users).tolist()
-                chunks_n, total_len, ref, stats = self._stats(
-                    c, query.agent_id, query.terms if want_lex else ()
-                )
-                rest_cosine = 0.0
-                if want_vec:
-                    wanted = max(pool, query.wanted)
-                    exact = chunks_n <= EXACT_VECTOR_SCAN
-                    nearest = self._vector(c, query, users, wanted, exact=exact, only=only)
-                    found.update(nearest)
-                    if len(nearest) >= wanted:  # else every vector of the scope was read
-                        rest_cosine = min(r[2] or 0.0 for r in nearest.values())
-                    if not found:
-                        note = self._no_vectors(c, query, users)
-                        if note:
-                            notes.append(note)
-                n = float(max(chunks_n, 1))
-                avgdl = total_len / n if chunks_n else 1.0
-                idfs = {t: idf(st.df, n) for t, st in stats.items()}
-                terms = query.terms if want_lex else ()
-                # What each known term adds per unit of its BM25 factor (twice if twice asked).
-                weights = {t: terms.count(t) * idfs[t] * (K1 + 1) for t in dict.fromkeys(terms) if t in idfs}
-                rho = min(1.0, ref / avgdl) if avgdl > 0 else 1.0
-                cosine = want_vec and bool(found)
-                scores: dict[int, float] = {}
-                ids_of = {t: stats[t].term_id for t in weights}
-                ranked = Ranked(c, query, users, weights, ids_of, rho, cosine, only, first=2 * pool)
-                df = {t: stats[t].df for t in weights}
-                long = len(weights) > 1 and sum(df.values()) > CUT_ABOVE
-                if long:
-                    # The chunks of the rarest terms first: a budget to cut the long lists by.
-                    rare = sorted(weights, key=lambda t: (df[t], t))[: len(weights) // 2]
-                    rows = np.cumsum([df[t] for t in rare])  # the first always, then up to RARE_ROWS
-                    some = {
-                        t: weights[t]
-                        for t, n in zip(rare, rows, strict=True)
-                        if n <= RARE_ROWS or t == rare[0]
-                    }
-                    Ranked(c, query, users, some, ids_of, rho, cosine, only, first=pool).read(found)
-                rest_bm25: float | None = None if weights else 0.0  # None: the postings not read yet
-                while True:
-                    ids = list(found)
-                    for i in ids:
-                        if i not in scores:
-                            scores[i] = bm25_from_lex(found[i][1], terms, idfs, avgdl)
-                    lexical = np.array([scores[i] for i in ids])
-                    vector = (
-                        np.array([max(0.0, found[i][2] or 0.0) for i in ids]) if want_vec and found else None
-                    )
-                    boost = None
-                    if len(users) > 1 and f.user_boost != 1.0:
-                        boost = np.array([f.user_boost if found[i][0] else 1.0 for i in ids])
-                    room = budget(
-                        lexical,
-                        vector,
-                        rest_cosine=rest_cosine,
-                        k=query.wanted,
-                        method=f.method,
-                        text_weight=f.text_weight,
-                        vector_weight=f.vector_weight,
-                        boost=boost,
-                        pool=pool,
-                    )
-                    if rest_bm25 is not None and (rest_bm25 <= 0 or rest_bm25 < room):
-                        break
-                    if rest_bm25 is None and long:
-                        ranked.cut(room, df)
-                    rest_bm25 = ranked.read(found)
-                if not ids:
-                    return SearchResult([], notes)
-                scored = fuse(
-                    lexical.astype(np.float32) if want_lex else None,
-                    vector.astype(np.float32) if vector is not None else None,
-                    None,
-                    limit=query.wanted,
+        only = None
+        if query.filter is not None:
+            with self.engine.db.engine.connect() as c:
+                only = allowed_ids(self._facet_rows(c, a), query.filter, users)
+        vec_sql = self._vector_sql(query, users, max(pool, query.wanted), only) if want_vec else []
+        with direct(self.engine).snapshot() as snap:
+            statements: list[tuple[str, Sequence[Any]]] = [(STATS, (a, a, terms))]
+            if want_lex:
+                statements.append((FETCH, (a, terms, users, a, terms, users, a, a)))
+            if only is not None:
+                statements.append((_ONLY_ORDS, (a, only.tolist())))
+            got = snap.queries([*statements, *vec_sql], binary=True)
+            stats, rest = got[0], got[1:]
+            lists = Lists.from_rows(rest.pop(0)) if want_lex else Lists()
+            allowed = None
+            if only is not None:
+                allowed = (np.sort(np.array([r[0] for r in rest.pop(0)], dtype=np.int64)), only)
+            # The vector statements: the settings, then the exact scan and HNSW (one of them ran).
+            nearest = [r for got_rows in rest[1:] for r in got_rows] if want_vec else []
+            chunks_n, total = 0, 0
+            df: dict[str, int] = {}
+            for term, x, y in stats:
+                if term is None:
+                    chunks_n, total = int(x or 0), int(y or 0)
+                elif x and x > 0:
+                    df[term] = int(x)
+            n = float(max(chunks_n, 1))
+            avgdl = total / n if chunks_n else 1.0
+            weights = {t: query.terms.count(t) * idf(df[t], n) * (K1 + 1) for t in terms if t in df}
+            sc = scores(lists, weights, avgdl, allowed)
+            cands = Candidates()
+            for i, o, u, cos in nearest:
+                cands.add(int(i), -1 if o is None else int(o), u, float(cos))
+            rest_cosine = 0.0
+            if len(nearest) >= max(pool, query.wanted):  # else every vector of the scope was read
+                rest_cosine = min(float(r[3]) for r in nearest)
+            if want_vec and not nearest:
+                with self.engine.db.engine.connect() as c:
+                    note = self._no_vectors(c, query, users)
+                if note:
+                    notes.append(note)
+            cosine = want_vec and bool(nearest)
+            boost_on = len(users) > 1 and f.user_boost != 1.0
+            m = max(pool, query.wanted) * (4 if cosine else 1)
+            lexical = vector = boost = None
+            while True:
+                if weights:
+                    ords, ids, bm = sc.best(m + 1)
+                    rest_bm25 = float(bm[m]) if len(bm) > m else 0.0
+                    cands.extend(snap, query, ords[:m], ids[:m], fetch=cosine or boost_on)
+                lexical = sc.of(cands.ords, cands.ids) if want_lex else None
+                vector = np.maximum(cands.cosines, 0.0) if cosine else None
+                if boost_on:
+                    boost = np.array([f.user_boost if u else 1.0 for u in cands.users])
+                if not weights or not len(cands):
+                    break
+                room = budget(
+                    lexical if lexical is not None else np.zeros(len(cands)),
+                    vector,
+                    rest_cosine=rest_cosine,
+                    k=query.wanted,
                     method=f.method,
                     text_weight=f.text_weight,
                     vector_weight=f.vector_weight,
-                    boost=boost.astype(np.float32) if boost is not None else None,
+                    boost=boost,
                     pool=pool,
                 )
-                chunks = [ScoredChunk(ids[s.slot], s.score, s.lexical, s.vector) for s in scored]
-                rows = self._rows(c, query.agent_id, [ch.id for ch in chunks])
-            finally:
-                c.rollback()
-        return SearchResult(chunks, notes, rows)
-
-    @staticmethod
-    def _stats(c: Any, agent_id: str, terms: Sequence[str]) -> tuple[int, int, float, dict[str, TermStats]]:
-        """The agent's chunk count, total length in terms, the reference mean length of its
-        postings' impacts, and the query terms it has (with their dictionary ids)."""
-        rows = c.execute(
-            text(
-                "SELECT NULL, sum(chunks), sum(terms), NULL::int FROM memory_agent_stats WHERE agent_id = :a "
-                "UNION ALL "
-                "SELECT '', avgdl, NULL, NULL FROM memory_postings_ref WHERE agent_id = :a UNION ALL "
-                "SELECT s.term, sum(s.df), max(s.max_tf), min(d.id) FROM memory_term_stats s "
-                "JOIN memory_terms d ON d.agent_id = :a AND d.term = s.term "
-                "WHERE s.agent_id = :a AND s.term = ANY(:t) GROUP BY s.term"
-            ),
-            {"a": agent_id, "t": list(dict.fromkeys(terms))},
-        ).all()
-        chunks_n = total = 0
-        ref = 1.0
-        stats: dict[str, TermStats] = {}
-        for term, a, b, term_id in rows:  # sums of the delta rows (goclaw_memory.pg_stats)
-            if term is None:
-                chunks_n, total = int(a or 0), int(b or 0)
-            elif term == "":
-                ref = float(a)
-            elif a > 0:
-                stats[term] = TermStats(int(a), int(b), int(term_id))
-        return chunks_n, total, ref, stats
+                if rest_bm25 <= 0 or rest_bm25 < room:
+                    break
+                m *= 4
+            if not len(cands):
+                return SearchResult([], notes)
+            scored = fuse(
+                lexical.astype(np.float32) if lexical is not None else None,
+                vector.astype(np.float32) if vector is not None else None,
+                None,
+                limit=query.wanted,
+                method=f.method,
+                text_weight=f.text_weight,
+                vector_weight=f.vector_weight,
+                boost=boost.astype(np.float32) if boost is not None else None,
+                pool=pool,
+            )
+            rows = cands.rows(snap, a, [s.slot for s in scored])
+        chunks = [
+            ScoredChunk(rows[s.slot].id, s.score, s.lexical, s.vector) for s in scored if s.slot in rows
+        ]
+        return SearchResult(chunks, notes, {r.id: r for r in rows.values()})
 
     @staticmethod
     def _rows(c: Any, agent_id: str, ids: Sequence[int]) -> dict[int, ChunkRow]:
@@ -259,13 +228,16 @@ class PostgresSearchBackend(SearchBackend):
         return self.facets.rows(self.engine, agent_id, token)
 
     def apply_changes(self, changes: IndexChanges) -> None:
-        """The table is the index: folds the statistics rows the run appended
-        (:func:`goclaw_memory.pg_stats.fold_changes`) and builds the HNSW indexes the run's
-        :meth:`prepare_vectors` deferred, once after the load."""
+        """The tables are the index: folds the statistics rows the run appended
+        (:func:`goclaw_memory.pg_stats.fold_changes`), compacts the agent's postings when their
+        delta grew large (:func:`goclaw_memory.pg_postings.compact_if_due`) and builds the HNSW
+        indexes the run's :meth:`prepare_vectors` deferred, once after the load."""
         from goclaw_memory.pg_stats import fold_changes
 
         if not self.ensure_installed():
             fold_changes(self.engine, changes)
+            if changes.removed or changes.records:
+                compact_if_due(self.engine, changes.agent_id)
         self.finish_vectors()
 
     def ensure_installed(self) -> bool:
@@ -298,15 +270,22 @@ class PostgresSearchBackend(SearchBackend):
         return done
 
     def compact_stats(self, agent_id: str, terms: set[str] | None = None) -> None:
-        """Fold the agent's statistics rows (only those of ``terms`` when given)."""
+        """Fold the agent's statistics rows (only those of ``terms`` when given) and compact its
+        postings (:func:`goclaw_memory.pg_postings.compact`)."""
+        from goclaw_memory.pg_postings import compact
         from goclaw_memory.pg_stats import fold
 
         fold(self.engine, agent_id, terms)
+        with self.engine.db.engine.begin() as c:
+            compact(c, agent_id)
 
     # ------------------------------------------------------------------ vectors
-    def _supports_iterative(self, conn: Any) -> bool:
+    def _supports_iterative(self) -> bool:
         if self._iterative is None:
-            row = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).first()
+            with self.engine.db.engine.connect() as conn:
+                row = conn.execute(
+                    text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+                ).first()
             version = tuple(int(p) for p in re.findall(r"\d+", str(row[0]))[:2]) if row else (0, 0)
             self._iterative = version >= (0, 8)
         return self._iterative
@@ -388,184 +367,153 @@ class PostgresSearchBackend(SearchBackend):
                 self._prepared.add(dim)
             self._deferred.clear()
 
-    def _vector(
-        self,
-        conn: Any,
-        query: SearchQuery,
-        users: list[str],
-        limit: int,
-        *,
-        exact: bool = False,
-        only: list[int] | None = None,
-    ) -> dict[int, tuple[str, str, float | None]]:
-        """The nearest ``limit`` chunks: ``{id: (user, lex, cosine)}``. By HNSW, or with
-        ``exact`` by computing every cosine of the scope (its rows through the scope index;
-        the ordering expression differs from the HNSW index's, so that index is not used)."""
+    def _vector_sql(
+        self, query: SearchQuery, users: list[str], limit: int, only: np.ndarray | None
+    ) -> list[tuple[str, Sequence[Any]]]:
+        """The statements for the nearest ``limit`` chunks of the scope (rows: id, ordinal or
+        NULL in the delta, user, cosine), the last one's rows the answer: for an agent of at
+        most :data:`EXACT_VECTOR_SCAN` chunks an exact scan (its rows by the scope index; the
+        ordering expression differs from the HNSW index's, so that index is not used), else
+        HNSW with iterative scans. Both are sent; the agent's size (an InitPlan) lets one run."""
         assert query.space is not None
-        agent_id, query_vector = query.agent_id, query.vector
         provider, model, dim = query.space
         dim = int(dim)
-        q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+        q = np.asarray(query.vector, dtype=np.float32).reshape(-1)
         if not np.any(q):
-            return {}
+            return [("SELECT 1", ())]
         # Same expression and (literal) predicate as the partial HNSW index, so it is usable.
-        expr = f"(embedding::vector({dim})) <=> CAST(:q AS vector({dim}))"
-        sql = (
-            f"SELECT id, user_id, lex, 1 - ({expr}) AS s FROM memory_chunks "
-            f"WHERE embedding_dim = {dim} AND agent_id = :a AND user_id = ANY(:users) "
-            f"AND embedding_provider = :p AND embedding_model = :m{'' if only is None else _ONLY} "
-            f"ORDER BY {f'({expr}) + 0' if exact else expr} LIMIT :k"
+        expr = f"(embedding::vector({dim})) <=> CAST(%s AS vector({dim}))"
+        size = (
+            "(SELECT coalesce(sum(chunks), 0) FROM memory_agent_stats WHERE agent_id = %s) "
+            f"{{op}} {EXACT_VECTOR_SCAN}"
         )
+
+        def nearest(exact: bool) -> tuple[str, Sequence[Any]]:
+            sql = (
+                f"SELECT v.id, o.ord, v.user_id, v.s FROM (SELECT id, user_id, 1 - ({expr}) AS s "
+                f"FROM memory_chunks WHERE embedding_dim = {dim} AND agent_id = %s AND user_id = ANY(%s) "
+                f"AND embedding_provider = %s AND embedding_model = %s{'' if only is None else _ONLY} "
+                f"AND {size.format(op='<=' if exact else '>')} "
+                f"ORDER BY {f'({expr}) + 0' if exact else expr} LIMIT %s) AS v "
+                "LEFT JOIN memory_ords o ON o.chunk_id = v.id"
+            )
+            params = [q, query.agent_id, users, provider, model, *([] if only is None else [only.tolist()])]
+            return sql, (*params, query.agent_id, q, int(limit))
+
         # HNSW explores `ef` candidates: it must exceed the LIMIT (else at most 40 rows come
         # back), and more finds more of the exact nearest neighbours (benchmarks/README.md).
         configured = int(getattr(self.engine.plugin_settings("memory"), "hnsw_ef_search", 0) or 0)
         ef = max(int(limit), configured) if configured else max(40, int(limit) * 4)
-        params: dict[str, Any] = {
-            "a": agent_id,
-            "users": list(users),
-            "p": provider,
-            "m": model,
-            "k": int(limit),
-        }
-        if only is not None:
-            params["only"] = only
-
-        def _query(c: Any) -> Any:
-            # Local settings last until the end of the (read-only) transaction this search
-            # runs in; one round trip for both.
-            settings = f"set_config('hnsw.ef_search', '{min(ef, 1000)}', true)"
-            if exact:
-                return c.execute(text(sql), params | {"q": q}).all()
-            if self._supports_iterative(c):
-                settings += ", set_config('hnsw.iterative_scan', 'relaxed_order', true)"
-            c.exec_driver_sql(f"SELECT {settings}")
-            params["q"] = q  # sent in binary by the store's connections
-            return c.execute(text(sql), params).all()
-
-        return {int(i): (u, lex or "", float(sim)) for i, u, lex, sim in _query(conn)}
+        settings = f"set_config('hnsw.ef_search', '{min(ef, 1000)}', true)"
+        if self._supports_iterative():
+            settings += ", set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+        # Local settings last until the end of the (read-only) transaction.
+        return [(f"SELECT {settings}", ()), nearest(True), nearest(False)]
 
 
-# Queries whose lists hold more rows than this in all read the longest lists only down to one
-# of CUT_IMPACTS (all above a one-time term in a chunk of average length: 1 / (1 + k1) = 0.45,
-# where most rows are), while what the rows left can add stays within CUT_SHARE of the budget.
-# The first, 1.0, is above every impact: the list is not read at all (MaxScore's
-# non-essential lists): a chunk only in such lists cannot reach the result, and the chunks read
-# get their exact BM25 from their own terms anyway.
-CUT_ABOVE = 20_000
-# The budget comes from the chunks of the rarest terms whose lists hold this many rows in all.
-RARE_ROWS = 10000
-CUT_IMPACTS = (1.0, 0.8, 0.7, 0.6, 0.5)
-CUT_SHARE = 0.2
+_ONLY = " AND id = ANY(%s)"  # a filtered search's chunks (goclaw_memory.filters)
+_ONLY_ORDS = "SELECT ord FROM memory_ords WHERE agent_id = %s AND chunk_id = ANY(%s)"
+_COSINE = (
+    "CASE WHEN c.embedding_dim = {dim} AND c.embedding_provider = %s AND c.embedding_model = %s "
+    "THEN 1 - ((c.embedding::vector({dim})) <=> CAST(%s AS vector({dim}))) END"
+)
+_BY_ORD = (
+    "FROM memory_ords o JOIN memory_chunks c ON c.id = o.chunk_id WHERE o.agent_id = %s AND o.ord = ANY(%s)"
+)
+_BY_ID = "FROM memory_chunks c WHERE c.agent_id = %s AND c.id = ANY(%s)"
+_ROW = "c.user_id, c.path, c.start_line, c.end_line, c.text, c.lex"
 
 
-class Ranked:
-    """The chunks of highest BM25 bound (:func:`goclaw_memory.pg_postings.top_sql`), read in
-    growing steps: the first ``first``, then four times more each time, from the bounds already
-    returned (the bounds of 8 steps at once, so most searches aggregate the postings once)."""
+class Candidates:
+    """The chunks a search scores, in slots: each with its ordinal (-1: in the delta), chunk id
+    (-1: not read yet, a packed chunk of a full-text search), user and cosine."""
 
-    def __init__(
-        self,
-        c: Any,
-        query: SearchQuery,
-        users: list[str],
-        weights: dict[str, float],
-        ids_of: dict[str, int],
-        rho: float,
-        cosine: bool,
-        only: list[int] | None,
-        *,
-        first: int,
+    def __init__(self) -> None:
+        self._ords: list[int] = []
+        self._ids: list[int] = []
+        self.users: list[str] = []
+        self._cos: list[float] = []
+        self._slot_of_id: dict[int, int] = {}
+        self._slot_of_ord: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @property
+    def ords(self) -> np.ndarray:
+        return np.array(self._ords, dtype=np.int64)
+
+    @property
+    def ids(self) -> np.ndarray:
+        return np.array(self._ids, dtype=np.int64)
+
+    @property
+    def cosines(self) -> np.ndarray:
+        return np.array(self._cos, dtype=np.float64)
+
+    def add(self, chunk_id: int, ord_: int, user: str, cosine: float) -> None:
+        slot = len(self._ids)
+        self._ids.append(chunk_id)
+        self._ords.append(ord_)
+        self.users.append(user)
+        self._cos.append(cosine)
+        if chunk_id >= 0:
+            self._slot_of_id[chunk_id] = slot
+        if ord_ >= 0:
+            self._slot_of_ord[ord_] = slot
+
+    def extend(
+        self, snap: Any, query: SearchQuery, ords: np.ndarray, ids: np.ndarray, *, fetch: bool
     ) -> None:
-        self.c, self.query, self.users, self.cosine, self.only = c, query, users, cosine, only
-        self.weights, self.ids_of, self.rho = weights, ids_of, rho
-        self.step = first
-        self.done = 0  # bounds read
-        self.bounds: list[tuple[int, float]] = []  # (id, bound), best first
-        self.complete = False  # every matching chunk is in bounds
-        self.cuts: dict[str, float] = {}  # term -> the impact its list is read down to
-        self.tcut = 0.0  # the most the cut lists' unread rows add to a chunk
-        self.aggregated = False  # the bounds were computed (with the cuts of that time)
-
-    def cut(self, room: float, df: dict[str, int]) -> None:
-        """Read the longest lists only down to one of :data:`CUT_IMPACTS` (the highest that
-        fits) while what their unread rows can add stays within :data:`CUT_SHARE` of ``room``
-        (the BM25 a chunk not read must stay below)."""
-        for t in sorted(self.weights, key=lambda t: (-df[t], t)):
-            for impact in CUT_IMPACTS:
-                tau = self.tail(t, impact)
-                if self.tcut + tau < CUT_SHARE * room:
-                    self.cuts[t] = impact
-                    self.tcut += tau
-                    break
-
-    def tail(self, term: str, impact: float) -> float:
-        """The most the rows of ``term`` below ``impact`` add to a chunk's BM25."""
-        return self.weights[term] * factor_bound(impact, self.rho)
-
-    def read(self, found: dict[int, tuple[str, str, float | None]]) -> float:
-        """Read the next step into ``found`` (the chunks of the scope not there yet, with their
-        user, terms and, in a hybrid search, cosine); returns the most any chunk not read can
-        have as BM25 (0 when every match was read)."""
-        want = self.done + self.step
-        read_cut = self.tcut and self.aggregated  # bounds of the cut lists were read
-        if read_cut and (self.done >= len(self.bounds) or self.bounds[self.done][1] <= self.tcut):
-            # The cut lists' unread rows are what is left: read them all from here on.
-            self.cuts, self.tcut, self.bounds, self.done, self.complete = {}, 0.0, [], 0, False
-            self.aggregated = False
-            want = self.step
-        params: dict[str, Any] = {"a": self.query.agent_id, "users": self.users, "seen": list(found)}
-        parts = _candidate_sql(self.query, self.cosine, self.only, params)
-        if want > len(self.bounds) and not self.complete:
-            limit = want * 8
-            params.update(tcut=self.tcut, rho=self.rho, lim=limit, top=want)
-            if len(self.weights) == 1:
-                params.update(t=[self.ids_of[t] for t in self.weights], w=list(self.weights.values()))
-                sql = TOP_ONE.format(**parts)
-            else:  # the lists read, each with its cut (a list cut at 1.0 has no row to read)
-                read = [t for t in self.weights if self.cuts.get(t, 0.0) < 1.0]
-                for i, t in enumerate(read):
-                    cut = self.cuts.get(t, 0.0)
-                    tau = self.tail(t, cut) if t in self.cuts else 0.0
-                    params.update(
-                        {f"t{i}": self.ids_of[t], f"w{i}": self.weights[t], f"c{i}": cut, f"tau{i}": tau}
-                    )
-                sql = top_sql(len(read), self.rho >= 1.0).format(**parts)
-            self.bounds = []
-            for n, i, ub, user, lex, cos in self.c.execute(text(sql), params).all():
-                if n:
-                    self.bounds.append((int(i), float(ub)))
-                else:
-                    found[int(i)] = (user, lex or "", cos)
-            self.complete = len(self.bounds) < limit
-            self.aggregated = True
-        else:
-            params["ids"] = [i for i, _ub in self.bounds[self.done : want]]
-            for i, user, lex, cos in self.c.execute(text(FETCH.format(**parts)), params).all():
-                found.setdefault(int(i), (user, lex or "", cos))
-        self.done = min(want, len(self.bounds))
-        self.step *= 4
-        if self.done < len(self.bounds):
-            return max(self.bounds[self.done][1], self.tcut)
-        return self.tcut if self.complete else max(self.bounds[-1][1], self.tcut)
-
-
-def _candidate_sql(
-    query: SearchQuery, cosine: bool, only: list[int] | None, params: dict[str, Any]
-) -> dict[str, str]:
-    """The parts of a candidate read (chunks ``c``): its cosine to the query in a hybrid search
-    (else NULL) and a filtered search's condition; their parameters go into ``params``."""
-    cos = "NULL"
-    if cosine and query.space is not None:
-        provider, model, dim = query.space
-        params.update(qv=np.asarray(query.vector, dtype=np.float32).reshape(-1), p=provider, m=model)
-        cos = (
-            f"CASE WHEN c.embedding_dim = {int(dim)} AND c.embedding_provider = :p "
-            f"AND c.embedding_model = :m THEN 1 - ((c.embedding::vector({int(dim)})) "
-            f"<=> CAST(:qv AS vector({int(dim)}))) END"
+        """Add the chunks given by ordinal (or, at -1, by id) not here yet; with ``fetch``, with
+        their id, user and (in a hybrid search) cosine read from the database."""
+        new_ords = [int(o) for o in ords if o >= 0 and o not in self._slot_of_ord]
+        new_ids = [int(i) for o, i in zip(ords, ids, strict=True) if o < 0 and i not in self._slot_of_id]
+        if not fetch:
+            for o in new_ords:
+                self.add(-1, o, "", 0.0)
+            for i in new_ids:
+                self.add(i, -1, "", 0.0)
+            return
+        if not new_ords and not new_ids:
+            return
+        cos, params = "NULL::float8", []
+        if query.vector is not None and query.space is not None and query.channel != "lexical":
+            provider, model, dim = query.space
+            cos = _COSINE.format(dim=int(dim))
+            params = [provider, model, np.asarray(query.vector, dtype=np.float32).reshape(-1)]
+        a = query.agent_id
+        (got,) = snap.queries(
+            [
+                (
+                    f"SELECT o.ord, c.id, c.user_id, {cos} {_BY_ORD} UNION ALL "
+                    f"SELECT -1, c.id, c.user_id, {cos} {_BY_ID}",
+                    (*params, a, new_ords, *params, a, new_ids),
+                )
+            ],
+            binary=True,
         )
-    if only is not None:
-        params["only"] = only
-    return {"cos": cos, "only": "" if only is None else " AND c.id = ANY(:only)"}
+        for o, i, u, c in got:
+            self.add(int(i), int(o), u, 0.0 if c is None else float(c))
+
+    def rows(self, snap: Any, agent_id: str, slots: Sequence[int]) -> dict[int, ChunkRow]:
+        """The rows of these slots, by slot (a chunk deleted meanwhile has none)."""
+        ids = [self._ids[s] for s in slots if self._ids[s] >= 0]
+        ords = [self._ords[s] for s in slots if self._ids[s] < 0]
+        (got,) = snap.queries(
+            [
+                (
+                    f"SELECT -1, c.id, {_ROW} {_BY_ID} UNION ALL SELECT o.ord, c.id, {_ROW} {_BY_ORD}",
+                    (agent_id, ids, agent_id, ords),
+                )
+            ],
+            binary=True,
+        )
+        out: dict[int, ChunkRow] = {}
+        for o, i, u, path, start, end, body, lex in got:
+            slot = self._slot_of_ord[o] if o >= 0 and i not in self._slot_of_id else self._slot_of_id[i]
+            out[slot] = ChunkRow(int(i), u, path, int(start), int(end), body, _terms_of(lex))
+        return out
 
 
 def _terms_of(lex: str | None) -> list[str] | None:

@@ -24,7 +24,8 @@ import math
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from goclaw.errors import StoreError
@@ -72,6 +73,7 @@ class DirectConnection:
             # set_config, not the URL's "options": those may carry the search_path already.
             ms = str(max(1, round(self.statement_timeout * 1000)))
             conn.execute("SELECT set_config('statement_timeout', %s, false)", (ms,))
+            _register_vector(conn)
         except BaseException:
             conn.close()
             raise
@@ -84,41 +86,83 @@ class DirectConnection:
     def queries(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple[Any, ...]]]:
         """Run read-only statements in one round trip (psycopg's pipeline mode; one statement
         is sent plainly) and return each one's rows."""
-        import psycopg
+        with self._held():
+            return self._first(statements, binary=False)
 
-        budget = self.statement_timeout + GRACE
-        if not self._lock.acquire(timeout=budget):  # the read in front of this one is stuck
+    @contextmanager
+    def snapshot(self) -> Iterator[Snapshot]:
+        """One read-only REPEATABLE READ transaction on this connection, for reads that must
+        agree with each other over several round trips: ``BEGIN`` goes with the first
+        :meth:`Snapshot.queries`, ``ROLLBACK`` at the end. Other threads wait meanwhile."""
+        with self._held():
+            snap = Snapshot(self)
+            try:
+                yield snap
+            finally:
+                if snap.begun and self._conn is not None and not self._conn.closed:
+                    with self._mapped():
+                        self._conn.execute("ROLLBACK")
+
+    @contextmanager
+    def _held(self) -> Iterator[None]:
+        if not self._lock.acquire(timeout=self.statement_timeout + GRACE):  # the read in front is stuck
             raise self._timed_out()
         try:
-            for attempt in (1, 2):
-                try:
-                    if self._conn is None or self._conn.closed:
-                        self._conn = self._connect()
-                    conn = self._conn
-                    conn.deadline = time.monotonic() + budget
-                    if len(statements) == 1:
-                        sql, params = statements[0]
-                        return [conn.execute(sql, params).fetchall()]
-                    with conn.pipeline():
-                        cursors = [conn.execute(sql, params) for sql, params in statements]
-                        return [cur.fetchall() for cur in cursors]
-                except psycopg.errors.QueryCanceled:  # the server's statement_timeout
-                    raise self._timed_out() from None
-                except psycopg.errors.ConnectionTimeout as exc:
-                    self._drop()
-                    raise StoreError(
-                        f"database unreachable: no connection within {self.connect_timeout:g} s "
-                        f"(plugins.memory.pg_connect_timeout): {_first_line(exc)}"
-                    ) from None
-                except psycopg.OperationalError as exc:
-                    self._drop()
-                    if _client_timeout(exc):  # no answer at all: the connection is unusable
-                        raise self._timed_out() from None
-                    if attempt == 2:  # a dropped connection: reopened once above
-                        raise StoreError(f"database unreachable: {_first_line(exc)}") from None
-            raise AssertionError("unreachable")  # pragma: no cover
+            yield
         finally:
             self._lock.release()
+
+    def _first(
+        self, statements: Sequence[tuple[str, Sequence[Any]]], *, binary: bool
+    ) -> list[list[tuple[Any, ...]]]:
+        """Run the statements (the lock held), opening the connection if needed and reopening
+        it once if the server dropped it."""
+        for attempt in (1, 2):
+            try:
+                with self._mapped(reraise_dropped=attempt == 2):
+                    if self._conn is None or self._conn.closed:
+                        self._conn = self._connect()
+                    return self._run(statements, binary=binary)
+            except _Dropped:
+                continue
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _run(
+        self, statements: Sequence[tuple[str, Sequence[Any]]], *, binary: bool
+    ) -> list[list[tuple[Any, ...]]]:
+        conn = self._conn
+        conn.deadline = time.monotonic() + self.statement_timeout + GRACE
+        if len(statements) == 1:
+            sql, params = statements[0]
+            return [conn.execute(sql, params, binary=binary).fetchall()]
+        with conn.pipeline() as pipeline:
+            cursors = [conn.execute(sql, params, binary=binary) for sql, params in statements]
+            pipeline.sync()  # every result in: a cursor without one (BEGIN) has no description
+            return [cur.fetchall() if cur.description else [] for cur in cursors]
+
+    @contextmanager
+    def _mapped(self, *, reraise_dropped: bool = True) -> Iterator[None]:
+        """psycopg's failures as one-line :class:`StoreError` s (a dropped connection: raised
+        as :class:`_Dropped` when the caller will reopen it)."""
+        import psycopg
+
+        try:
+            yield
+        except psycopg.errors.QueryCanceled:  # the server's statement_timeout
+            raise self._timed_out() from None
+        except psycopg.errors.ConnectionTimeout as exc:
+            self._drop()
+            raise StoreError(
+                f"database unreachable: no connection within {self.connect_timeout:g} s "
+                f"(plugins.memory.pg_connect_timeout): {_first_line(exc)}"
+            ) from None
+        except psycopg.OperationalError as exc:
+            self._drop()
+            if _client_timeout(exc):  # no answer at all: the connection is unusable
+                raise self._timed_out() from None
+            if not reraise_dropped:
+                raise _Dropped() from None
+            raise StoreError(f"database unreachable: {_first_line(exc)}") from None
 
     def _timed_out(self) -> StoreError:
         return StoreError(
@@ -141,6 +185,43 @@ class DirectConnection:
                 del _DIRECT[engine]
         with self._lock:
             self._drop()
+
+
+class _Dropped(Exception):
+    """The server dropped the connection (reopened once)."""
+
+
+class Snapshot:
+    """The reads of one :meth:`DirectConnection.snapshot`."""
+
+    def __init__(self, owner: DirectConnection) -> None:
+        self.owner = owner
+        self.begun = False
+
+    def queries(
+        self, statements: Sequence[tuple[str, Sequence[Any]]], *, binary: bool = False
+    ) -> list[list[tuple[Any, ...]]]:
+        """Run read-only statements in one round trip and return each one's rows (``binary``:
+        results in PostgreSQL's binary format, e.g. ``bytea`` without hex text)."""
+        if not self.begun:
+            begin = ("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", ())
+            out = self.owner._first([begin, *statements], binary=binary)[1:]
+            self.begun = True
+            return out
+        with self.owner._mapped():
+            return self.owner._run(statements, binary=binary)
+
+
+def _register_vector(conn: Any) -> None:
+    """pgvector's binary adapters, so query vectors travel as float32 (when the extension is
+    there)."""
+    from psycopg.types import TypeInfo
+
+    info = TypeInfo.fetch(conn, "vector")
+    if info is not None:
+        from pgvector.psycopg.vector import register_vector_info
+
+        register_vector_info(conn, info)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -1,23 +1,17 @@
-"""The exact ranking of the ``postgresql`` backend, without scoring every chunk.
+"""The exact ranking of the ``postgresql`` backend, without a cosine for every chunk.
 
 The in-memory engine scores every chunk of the scope on both channels: BM25 (k1 1.2, b 0.75,
 Lucene's IDF, statistics of the agent's whole collection) and cosine, then fuses them. The
 database holds the same statistics (``memory_term_stats`` / ``memory_agent_stats``, kept by
-triggers in the writing transaction), so any chunk's BM25 is exact once its terms are read.
-What remains is to read only the chunks that can reach the result, and to *prove* that the
-rest cannot (top-k retrieval over impact-ordered lists):
+triggers in the writing transaction) and the packed postings (:mod:`goclaw_memory.pg_postings`),
+so the backend computes the exact BM25 of every chunk holding a query term. Cosines come from
+the nearest chunks by vector and, for the chunks of highest BM25, one by one; what remains is to
+*prove* that the chunks without a cosine cannot reach the result:
 
-* the postings (:mod:`goclaw_memory.pg_postings`) give every chunk an upper bound on its BM25;
-  the database adds up the bounds of the query terms' rows per chunk and returns the best
-  (:class:`goclaw_memory.pg_backend.Ranked`); those chunks are read with their terms and
-  cosine and scored exactly, and every chunk not read has a BM25 of at most the next bound;
-* :func:`budget`: the BM25 below which a chunk not read, and not among the nearest chunks by
-  vector, cannot enter the fused top ``k`` of those read (its fused score is at most
-  ``text_weight × BM25 / best BM25 + vector_weight × the lowest cosine of the nearest``).
-  Below it, the search is settled (:func:`settled`); else the next best bounds are read;
-* long lists (common terms) are read only down to an impact once a budget is known (from the
-  chunks of the rarest terms): their rows below it count at that impact, as long as what they
-  can add stays well within the budget.
+* :func:`budget`: the BM25 below which a chunk without a cosine, and not among the nearest
+  chunks by vector, cannot enter the fused top ``k`` of those with one (its fused score is at
+  most ``text_weight × BM25 / best BM25 + vector_weight × the lowest cosine of the nearest``).
+  Below it, the search is settled (:func:`settled`); else more of the best by BM25 get theirs.
 
 The vector side is as exact as its nearest-neighbour search (an exact scan for agents up to
 :data:`EXACT_VECTOR_SCAN` chunks, HNSW with iterative scans above).
@@ -26,7 +20,6 @@ The vector side is as exact as its nearest-neighbour search (an exact scan for a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,16 +27,6 @@ import numpy as np
 # Agents with at most this many chunks are searched by an exact vector scan (their rows by the
 # scope index: ~1 ms per 1,000), larger ones through HNSW.
 EXACT_VECTOR_SCAN = 10_000
-
-
-@dataclass(frozen=True)
-class TermStats:
-    """The agent's document frequency of a term, the largest frequency in one chunk (an
-    upper bound: a removal never lowers it) and the term's id in the agent's dictionary."""
-
-    df: int
-    max_tf: int
-    term_id: int
 
 
 def idf(df: float, n: float) -> float:

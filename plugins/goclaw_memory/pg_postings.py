@@ -1,142 +1,344 @@
-"""Impact-ordered postings of the ``postgresql`` backend: from them alone the database bounds
-each chunk's BM25 for a query, so a full-text top ``k`` reads only the chunks that can reach
-it, and a common term's long list can be read down to an impact instead of to its end.
+"""Packed postings of the ``postgresql`` backend: every chunk's exact BM25 for a query from a
+few rows per query term, scored by the client.
 
-``memory_postings`` holds one row per (term, chunk) with the term's *impact* in that chunk:
-the BM25 term-frequency factor ``tf / (tf + k1 (1 - b + b dl / ref))`` (``dl`` the chunk's
-length in terms), computed with a reference mean length ``ref`` fixed per agent
-(``memory_postings_ref``: the mean length of the agent's first written chunks), so an impact
-never changes once written. A term is its id in the agent's dictionary (``memory_terms``: one
-id per agent and term), so a row is 16 bytes of keys (integer term, ``real`` impact, chunk)
-instead of the agent id and the term's text; a btree on (term, impact DESC, chunk) serves each
-list in impact order. Kept by the statistics triggers (:mod:`goclaw_memory.pg_stats`) in the
-transaction that writes the chunks. A dictionary row goes when its term leaves the agent's
-statistics (:func:`goclaw_memory.pg_stats.fold`): a writer holds the agent's advisory lock
-:data:`TERMS_LOCK` shared until it commits, and the fold deletes only under the exclusive one,
-so no posting is written for an id being deleted.
+Layout (declared in :data:`goclaw_memory.tables.PG_STATS_TABLES`):
 
-The real factor uses the agent's *current* mean length ``avgdl``. With ``ρ = min(1, ref /
-avgdl)``, ``k1 (1 - b + b dl / avgdl) >= ρ k1 (1 - b + b dl / ref)``, so a chunk whose stored
-impact is at most ``i`` has a real factor of at most ``1 / (1 + ρ (1 / i - 1))``
-(:func:`factor_bound`): the impact of the last row read bounds every row below it, whatever the
-agent's length became (tighter the closer ``avgdl`` stays to ``ref``; ``goclaw memory doctor
---repair`` recomputes everything with the current mean).
+* ``memory_packed``: one row per (agent, term, user): the term's postings as three packed
+  arrays in ordinal order: ``ords`` (int32), ``tfs`` (int16, the term's frequency in the chunk,
+  counted up to 32,767) and ``lens`` (int32, the chunk's length in terms), big-endian as
+  ``int4send``/``int2send`` write them. Stored ``EXTERNAL`` (uncompressed): compression does not
+  shrink such arrays and would cost every read. A query's lists arrive in one round trip; numpy
+  adds up BM25 per ordinal (:func:`scores`).
+* ``memory_ords``: each packed chunk's ordinal in its agent (dense from 0: a per-agent array
+  index for the sums), ``memory_packed_agents`` the next one to give.
+* ``memory_delta``: the chunks written since the last compaction, one row per (chunk, term)
+  with the same three figures, read with the packed rows (aggregated to the same arrays by the
+  database).
+* ``memory_tombs``: ordinals of deleted packed chunks (with the user and terms they had), scored
+  as nothing until the compaction removes them from their lists.
+
+Writes are insert-only and run in the writing transaction, by the statistics triggers
+(:mod:`goclaw_memory.pg_stats`) through :data:`POSTINGS_APPLY`: a new chunk adds delta rows; a
+deleted one loses its delta rows or, once packed, gives its ordinal up as a tombstone. No row
+shared by writers is updated, so writers of one agent neither queue nor deadlock. Each holds
+the agent's advisory lock :data:`PACK_LOCK` shared until it commits; :func:`compact` takes it
+exclusively without waiting (it skips an agent a writer is in), so it never sees half of a
+write: it gives the delta's chunks ordinals, appends their postings to the packed rows (new
+ordinals are larger than every packed one, so a list stays in order), drops tombstoned
+ordinals from the lists that hold them, and empties the delta and the tombstones, in one
+transaction. A search's snapshot sees the state before or after it, never a mixture.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
 from goclaw_memory.pg_text import K1, B
 from goclaw_memory.tables import pg_stats_ddl
 
-POSTINGS_TABLES = pg_stats_ddl("memory_terms", "memory_postings", "memory_postings_ref")
-TERMS_LOCK = 0x60C1A6  # with hashtext(agent id): pg_advisory_xact_lock(int, int)
+POSTINGS_TABLE_NAMES = (
+    "memory_packed",
+    "memory_delta",
+    "memory_ords",
+    "memory_tombs",
+    "memory_packed_agents",
+)
+POSTINGS_TABLES = pg_stats_ddl(*POSTINGS_TABLE_NAMES)
+# PostgreSQL only (SQLite has the tables, empty and unused).
+POSTINGS_STORAGE = tuple(
+    f"ALTER TABLE memory_packed ALTER COLUMN {c} SET STORAGE EXTERNAL" for c in ("ords", "tfs", "lens")
+)
+PACK_LOCK = 0x60C1A6  # with hashtext(agent id): pg_advisory_xact_lock(int, int)
+MAX_TF = 32767  # int16
 
-# Per chunk of (ids, agents, lexes): its length and each term's frequency.
+# Per chunk of (ids, agents, users, lexes): each term's frequency and the chunk's length.
 _PER_TERM = (
-    "SELECT r.id, r.agent, t.term, count(*)::float8 AS tf, max(r.dl)::float8 AS dl FROM ("
-    "SELECT x.id, x.agent, x.lex, cardinality(array_remove(string_to_array(coalesce(x.lex, ''), ' '), '')) "
+    "INSERT INTO memory_delta (agent_id, term, user_id, chunk_id, tf, len) "
+    "SELECT r.agent, t.term, r.usr, r.id, count(*), max(r.dl) FROM ("
+    "SELECT x.id, x.agent, x.usr, x.lex, "
+    "cardinality(array_remove(string_to_array(coalesce(x.lex, ''), ' '), '')) "
     "AS dl FROM {rows}) AS r, unnest(string_to_array(coalesce(r.lex, ''), ' ')) AS t(term) "
-    "WHERE t.term <> '' GROUP BY r.id, r.agent, t.term"
+    "WHERE t.term <> '' GROUP BY r.id, r.agent, r.usr, t.term"
 )
-_IMPACT = f"p.tf / (p.tf + {K1} * (1 - {B} + {B} * p.dl / f.avgdl))"
-# The terms of (agents, lexes) the dictionary lacks (only those: a conflicting insert would
-# still draw an id from the sequence), in order: two writers adding the same new terms wait
-# for each other's in one order, never each for the other's (a deadlock).
-_TERMS = (
-    "INSERT INTO memory_terms (agent_id, term) SELECT DISTINCT x.agent, t.term FROM {rows}, "
-    "unnest(string_to_array(coalesce(x.lex, ''), ' ')) AS t(term) WHERE t.term <> '' AND NOT EXISTS "
-    "(SELECT 1 FROM memory_terms d WHERE d.agent_id = x.agent AND d.term = t.term) "
-    "ORDER BY 1, 2 ON CONFLICT (agent_id, term) DO NOTHING"
-)
-_POSTINGS = (
-    "INSERT INTO memory_postings (term_id, impact, chunk_id) SELECT d.id, {impact}, p.id "
-    "FROM ({per_term}) AS p JOIN memory_postings_ref f ON f.agent_id = p.agent "
-    "JOIN memory_terms d ON d.agent_id = p.agent AND d.term = p.term"
-)
-_REF = (
-    "INSERT INTO memory_postings_ref (agent_id, avgdl) SELECT agent, greatest(1, avg(cardinality("
-    "array_remove(string_to_array(coalesce(lex, ''), ' '), '')))) FROM {rows} GROUP BY agent "
-    "ON CONFLICT (agent_id) DO NOTHING"
-)
-
-_AGENT_LEXES = "unnest(agents, lexes) AS x(agent, lex)"
-_ID_AGENT_LEXES = "unnest(ids, agents, lexes) AS x(id, agent, lex)"
+_ROWS = "unnest(ids, agents, users, lexes) AS x(id, agent, usr, lex)"
 POSTINGS_APPLY = f"""
-CREATE OR REPLACE FUNCTION memory_postings_apply(ids bigint[], agents text[], lexes text[], sign integer)
+CREATE OR REPLACE FUNCTION memory_postings_apply(
+    ids bigint[], agents text[], users text[], lexes text[], sign integer)
 RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     IF ids IS NULL OR cardinality(ids) = 0 THEN
         RETURN;
     END IF;
-    IF sign < 0 THEN
-        DELETE FROM memory_postings WHERE chunk_id = ANY(ids);
+    PERFORM pg_advisory_xact_lock_shared({PACK_LOCK}, hashtext(a))
+        FROM (SELECT DISTINCT unnest(agents) ORDER BY 1) AS g(a);
+    IF sign > 0 THEN
+        {_PER_TERM.format(rows=_ROWS)};
         RETURN;
     END IF;
-    PERFORM pg_advisory_xact_lock_shared({TERMS_LOCK}, hashtext(a))
-        FROM (SELECT DISTINCT unnest(agents)) AS g(a);
-    {_REF.format(rows=_AGENT_LEXES)};
-    {_TERMS.format(rows=_AGENT_LEXES)};
-    {_POSTINGS.format(impact=_IMPACT, per_term=_PER_TERM.format(rows=_ID_AGENT_LEXES))};
+    DELETE FROM memory_delta WHERE chunk_id = ANY(ids);
+    WITH gone AS (
+        DELETE FROM memory_ords o USING {_ROWS} WHERE o.chunk_id = x.id
+        RETURNING o.agent_id, o.ord, x.usr, x.lex
+    )
+    INSERT INTO memory_tombs (agent_id, ord, user_id, lex) SELECT agent_id, ord, usr, lex FROM gone;
 END $$;
 """
 
-_CHUNKS = "(SELECT id, agent_id AS agent, lex FROM memory_chunks) AS x"
+# Compaction, for one agent (``:a``) or, at install, for all: ordinals for the delta's chunks,
+# then their postings appended to the packed rows.
+_ASSIGN_ONE = (
+    "WITH base AS (SELECT coalesce((SELECT next_ord FROM memory_packed_agents WHERE agent_id = :a), 0) "
+    "AS n), "
+    "new AS (INSERT INTO memory_ords (agent_id, ord, chunk_id) "
+    "SELECT :a, base.n + row_number() OVER (ORDER BY d.chunk_id) - 1, d.chunk_id "
+    "FROM (SELECT DISTINCT chunk_id FROM memory_delta WHERE agent_id = :a) AS d, base RETURNING ord) "
+    "INSERT INTO memory_packed_agents (agent_id, next_ord) SELECT :a, max(ord) + 1 FROM new "
+    "HAVING count(*) > 0 ON CONFLICT (agent_id) DO UPDATE SET next_ord = excluded.next_ord"
+)
+_ASSIGN_ALL = (
+    "INSERT INTO memory_ords (agent_id, ord, chunk_id) SELECT agent_id, "
+    "row_number() OVER (PARTITION BY agent_id ORDER BY chunk_id) - 1, chunk_id "
+    "FROM (SELECT DISTINCT agent_id, chunk_id FROM memory_delta) AS d",
+    "INSERT INTO memory_packed_agents (agent_id, next_ord) SELECT agent_id, max(ord) + 1 FROM memory_ords "
+    "GROUP BY agent_id ON CONFLICT (agent_id) DO UPDATE SET next_ord = excluded.next_ord",
+)
+_APPEND = (
+    "INSERT INTO memory_packed (agent_id, term, user_id, ords, tfs, lens) "
+    "SELECT d.agent_id, d.term, d.user_id, string_agg(int4send(o.ord), ''::bytea ORDER BY o.ord), "
+    f"string_agg(int2send(least(d.tf, {MAX_TF})::int2), ''::bytea ORDER BY o.ord), "
+    "string_agg(int4send(d.len), ''::bytea ORDER BY o.ord) "
+    "FROM memory_delta d JOIN memory_ords o ON o.chunk_id = d.chunk_id{where} "
+    "GROUP BY d.agent_id, d.term, d.user_id ON CONFLICT (agent_id, term, user_id) DO UPDATE SET "
+    "ords = memory_packed.ords || excluded.ords, tfs = memory_packed.tfs || excluded.tfs, "
+    "lens = memory_packed.lens || excluded.lens"
+)
+APPEND_ONE = _APPEND.format(where=" WHERE d.agent_id = :a AND o.agent_id = :a")
+
+_CHUNKS = "(SELECT id, agent_id AS agent, user_id AS usr, lex FROM memory_chunks) AS x"
+# Every chunk, at install (the tables emptied first): through the delta, compacted at once.
 POSTINGS_BACKFILL = (
-    _REF.format(rows=_CHUNKS),
-    _TERMS.format(rows=_CHUNKS),
-    _POSTINGS.format(impact=_IMPACT, per_term=_PER_TERM.format(rows=_CHUNKS)),
+    _PER_TERM.format(rows=_CHUNKS),
+    *_ASSIGN_ALL,
+    _APPEND.format(where=""),
+    "TRUNCATE memory_delta",
 )
 
-# The ``:lim`` chunks of highest BM25 bound over the query's terms, best first, each with that
-# bound; the first ``:top`` with their user, terms and (in a hybrid search) cosine when in the
-# search's scope and not read yet. Every chunk not among the ``:lim`` has a BM25 of at most the
-# lowest bound returned. The bounds: :func:`top_sql`; for a query of one term, its list's first
-# rows in the index's order (``:t``, ``:w`` arrays of one).
-_TOP = (
-    "WITH s AS MATERIALIZED (SELECT b.chunk_id, b.ub, row_number() OVER (ORDER BY b.ub DESC, b.chunk_id) "
-    "AS n FROM ({bounds}) AS b) SELECT s.n, s.chunk_id, s.ub, NULL, NULL, NULL FROM s UNION ALL "
-    "SELECT 0, c.id, NULL, c.user_id, c.lex, {{cos}} FROM s JOIN memory_chunks c ON c.id = s.chunk_id "
-    "AND c.agent_id = :a AND c.user_id = ANY(:users) AND c.id <> ALL(:seen){{only}} WHERE s.n <= :top"
-)
-# A ``real`` impact is within a relative 6e-8 of the computed one: the bounds allow 1e-6.
-_FACTOR = "1 / (1 + :rho * (1 / p.impact::float8 - 1))"  # factor_bound; p.impact when rho is 1
-TOP_ONE = _TOP.format(
-    bounds=f"SELECT p.chunk_id, (CAST(:w AS float8[]))[1] * {_FACTOR} * (1 + 1e-6) AS ub "
-    "FROM memory_postings p WHERE p.term_id = (CAST(:t AS int[]))[1] "
-    "ORDER BY p.impact DESC, p.chunk_id LIMIT :lim"
-)
+# An agent's delta passing either size is compacted after a write (:func:`compact_if_due`).
+COMPACT_ROWS = 25_000  # postings: ~300 chunks of average length
+COMPACT_TOMBS = 300
 
 
-def top_sql(lists: int, rho_one: bool) -> str:
-    """:data:`TOP_ONE` for ``lists`` terms, list ``i`` read down to impact ``:c{i}``: a row
-    bounds its term's part by ``:w{i}`` × :func:`factor_bound` (``:rho`` as there), less
-    ``:tau{i}``, the part of the list's unread rows already in ``:tcut`` (what the unread rows
-    of all lists add at most). One index scan per list, no join: the aggregation of tens of
-    thousands of rows is most of a search's time."""
-    factor = "p.impact" if rho_one else _FACTOR
-    branches = " UNION ALL ".join(
-        f"SELECT p.chunk_id, :w{i} * {factor} - :tau{i} AS b FROM memory_postings p "
-        f"WHERE p.term_id = :t{i} AND p.impact >= :c{i}"
-        for i in range(lists)
+def compact(conn: Any, agent_id: str, *, wait: bool = False) -> bool:
+    """Fold the agent's delta and tombstones into its packed rows, in the caller's transaction
+    (``conn``: a SQLAlchemy connection). False, doing nothing, while a writer of the agent is in
+    flight (the next write's check tries again); with ``wait``, after the writers in flight
+    commit (erasure: no term of the erased text may stay)."""
+    from sqlalchemy import text
+
+    lock = "pg_advisory_xact_lock" if wait else "pg_try_advisory_xact_lock"
+    got = conn.execute(text(f"SELECT {lock}(:k, hashtext(:a))::text"), {"k": PACK_LOCK, "a": agent_id})
+    if got.scalar_one() == "false":
+        return False
+    conn.execute(text(_ASSIGN_ONE), {"a": agent_id})
+    conn.execute(text(APPEND_ONE), {"a": agent_id})
+    conn.execute(text("DELETE FROM memory_delta WHERE agent_id = :a"), {"a": agent_id})
+    tombs = conn.execute(
+        text("DELETE FROM memory_tombs WHERE agent_id = :a RETURNING ord, user_id, lex"), {"a": agent_id}
+    ).all()
+    if tombs:
+        _drop_ordinals(conn, agent_id, tombs)
+    # An agent left without chunks keeps no row (its next ordinals start again from 0).
+    conn.execute(
+        text(
+            "DELETE FROM memory_packed_agents WHERE agent_id = :a "
+            "AND NOT EXISTS (SELECT 1 FROM memory_ords WHERE agent_id = :a)"
+        ),
+        {"a": agent_id},
     )
-    if not branches:  # every list cut whole: no chunk is bounded above :tcut
-        return _TOP.format(bounds="SELECT 0::bigint AS chunk_id, 0::float8 AS ub WHERE false")
-    return _TOP.format(
-        bounds=f"SELECT x.chunk_id, (sum(x.b) + :tcut) * (1 + 1e-6) AS ub FROM ({branches}) AS x "
-        "GROUP BY x.chunk_id ORDER BY ub DESC, x.chunk_id LIMIT :lim"
-    )
+    return True
 
 
-# Chunks by id, as TOP returns its first ones.
+def _drop_ordinals(conn: Any, agent_id: str, tombs: Sequence[Any]) -> None:
+    """Remove the tombstoned ordinals from the lists of their chunks' terms (a list left empty
+    goes)."""
+    from sqlalchemy import text
+
+    dead = np.unique(np.array([int(t[0]) for t in tombs], dtype=np.int32))
+    lists = {(t, user) for _ord, user, lex in tombs for t in (lex or "").split(" ") if t}
+    rows = conn.execute(
+        text(
+            "SELECT term, user_id, ords, tfs, lens FROM memory_packed WHERE agent_id = :a "
+            "AND term = ANY(:t) AND user_id = ANY(:u)"
+        ),
+        {"a": agent_id, "t": sorted({t for t, _u in lists}), "u": sorted({u for _t, u in lists})},
+    ).all()
+    updates, deletes = [], []
+    for term, user, ords, tfs, lens in rows:
+        if (term, user) not in lists:
+            continue
+        o = np.frombuffer(ords, ">i4")
+        keep = ~np.isin(o, dead, assume_unique=True)
+        if keep.all():
+            continue
+        key = {"a": agent_id, "t": term, "u": user}
+        if not keep.any():
+            deletes.append(key)
+            continue
+        updates.append(
+            key
+            | {
+                "o": o[keep].tobytes(),
+                "f": np.frombuffer(tfs, ">i2")[keep].tobytes(),
+                "l": np.frombuffer(lens, ">i4")[keep].tobytes(),
+            }
+        )
+    where = " WHERE agent_id = :a AND term = :t AND user_id = :u"
+    if updates:
+        conn.execute(text("UPDATE memory_packed SET ords = :o, tfs = :f, lens = :l" + where), updates)
+    if deletes:
+        conn.execute(text("DELETE FROM memory_packed" + where), deletes)
+
+
+def compact_if_due(engine: Any, agent_id: str) -> bool:
+    """Compact the agent (:func:`compact`) when its delta or tombstones passed
+    :data:`COMPACT_ROWS` / :data:`COMPACT_TOMBS`; True when it did."""
+    from sqlalchemy import text
+
+    with engine.db.engine.begin() as c:
+        due = c.execute(
+            text(
+                "SELECT (SELECT count(*) FROM (SELECT 1 FROM memory_delta WHERE agent_id = :a LIMIT :r) d) "
+                ">= :r "
+                "OR (SELECT count(*) FROM (SELECT 1 FROM memory_tombs WHERE agent_id = :a LIMIT :t) t) >= :t"
+            ),
+            {"a": agent_id, "r": COMPACT_ROWS, "t": COMPACT_TOMBS},
+        ).scalar_one()
+        return bool(due) and compact(c, agent_id)
+
+
+# ---------------------------------------------------------------------------- search side
+
+# The query terms' packed rows and delta (the latter aggregated to the same arrays, chunk ids
+# in place of ordinals) in the scope's users, and the agent's tombstones and ordinal count:
+# %s = agent, terms, users, agent, terms, users, agent, agent.
 FETCH = (
-    "SELECT c.id, c.user_id, c.lex, {cos} FROM memory_chunks c WHERE c.agent_id = :a "
-    "AND c.id = ANY(:ids) AND c.user_id = ANY(:users){only}"
+    "SELECT 0, term, ords, tfs, lens FROM memory_packed WHERE agent_id = %s AND term = ANY(%s) "
+    "AND user_id = ANY(%s) UNION ALL "
+    "SELECT 1, term, string_agg(int8send(chunk_id), ''::bytea), "
+    f"string_agg(int2send(least(tf, {MAX_TF})::int2), ''::bytea), string_agg(int4send(len), ''::bytea) "
+    "FROM memory_delta WHERE agent_id = %s AND term = ANY(%s) AND user_id = ANY(%s) GROUP BY term UNION ALL "
+    "SELECT 2, NULL, string_agg(int4send(ord), ''::bytea), NULL, NULL FROM memory_tombs WHERE agent_id = %s "
+    "UNION ALL SELECT 3, NULL, int4send(next_ord), NULL, NULL FROM memory_packed_agents WHERE agent_id = %s"
+)
+# The agent's chunk count and total length in terms, and the query terms' document frequency
+# (sums of the statistics' delta rows, goclaw_memory.pg_stats): %s = agent, agent, terms.
+STATS = (
+    "SELECT NULL, sum(chunks), sum(terms) FROM memory_agent_stats WHERE agent_id = %s UNION ALL "
+    "SELECT term, sum(df), NULL FROM memory_term_stats WHERE agent_id = %s AND term = ANY(%s) GROUP BY term"
 )
 
 
-def factor_bound(impact: float, rho: float) -> float:
-    """The most a row whose stored impact is at most ``impact`` can have as its real BM25
-    term-frequency factor, with ``rho = min(1, ref / avgdl)`` (the module docstring)."""
-    if impact <= 0:
-        return 0.0
-    return (1.0 / (1.0 + rho * (1.0 / impact - 1.0))) * (1 + 1e-6)  # an impact is stored as real
+@dataclass
+class Lists:
+    """A query's postings as fetched: per term, packed (by ordinal) and delta (by chunk id)."""
+
+    packed: dict[str, tuple[bytes, bytes, bytes]] = field(default_factory=dict)
+    delta: dict[str, tuple[bytes, bytes, bytes]] = field(default_factory=dict)
+    dead: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    n_ords: int = 0
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[Any]) -> Lists:
+        lists = cls()
+        for kind, term, a, b, c in rows:
+            if kind == 0:  # one row per user of the scope: their lists joined
+                held = lists.packed.get(term)
+                lists.packed[term] = (a, b, c) if held is None else (held[0] + a, held[1] + b, held[2] + c)
+            elif kind == 1:
+                lists.delta[term] = (a, b, c)
+            elif kind == 2 and a is not None:
+                lists.dead = np.frombuffer(a, ">i4").astype(np.int32)
+            elif kind == 3:
+                lists.n_ords = int(np.frombuffer(a, ">i4")[0])
+        return lists
+
+
+def _contributions(
+    parts: dict[str, tuple[bytes, bytes, bytes]], key: str, weights: dict[str, float], avgdl: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Keys (ordinals or chunk ids, ``key`` their dtype) and BM25 term contributions of every
+    posting of the weighted terms."""
+    terms = [t for t in parts if t in weights]
+    if not terms:
+        return np.zeros(0, np.int64), np.zeros(0)
+    keys = np.frombuffer(b"".join(parts[t][0] for t in terms), key)
+    tf = np.frombuffer(b"".join(parts[t][1] for t in terms), ">i2").astype(np.float64)
+    dl = np.frombuffer(b"".join(parts[t][2] for t in terms), ">i4").astype(np.float64)
+    counts = [len(parts[t][1]) // 2 for t in terms]
+    w = np.repeat(np.array([weights[t] for t in terms]), counts)
+    norm = K1 * (1 - B + B * dl / max(avgdl, 1e-9))
+    return keys.astype(np.int64), w * tf / (tf + norm)
+
+
+@dataclass
+class Scores:
+    """Every matching chunk's exact BM25: packed chunks by ordinal (a dense array), delta
+    chunks by id."""
+
+    by_ord: np.ndarray  # float64, one per ordinal (0: no match, or deleted)
+    delta_ids: np.ndarray  # int64, sorted
+    delta_scores: np.ndarray
+
+    def best(self, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The ``m`` best matches: (ordinals, -1 for a delta chunk; chunk ids, -1 for a packed
+        one; BM25), best first (ties by ordinal, then id)."""
+        hit = np.flatnonzero(self.by_ord > 0)
+        if len(hit) > m:
+            part = np.argpartition(-self.by_ord[hit], m - 1)[:m]
+            hit = hit[part]
+        ords = np.concatenate([hit, np.full(len(self.delta_ids), -1)])
+        ids = np.concatenate([np.full(len(hit), -1), self.delta_ids])
+        sc = np.concatenate([self.by_ord[hit], self.delta_scores])
+        order = np.lexsort((ids, ords, -sc))[:m]
+        return ords[order], ids[order], sc[order]
+
+    def count(self) -> int:
+        return int(np.count_nonzero(self.by_ord > 0)) + len(self.delta_ids)
+
+    def of(self, ords: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """The BM25 of chunks given by ordinal (-1: none) or else by id."""
+        out = np.zeros(len(ords))
+        packed = ords >= 0
+        out[packed] = self.by_ord[ords[packed]]
+        if len(self.delta_ids):
+            pos = np.searchsorted(self.delta_ids, ids[~packed])
+            pos = np.minimum(pos, len(self.delta_ids) - 1)
+            found = self.delta_ids[pos] == ids[~packed]
+            out[np.flatnonzero(~packed)[found]] = self.delta_scores[pos[found]]
+        return out
+
+
+def scores(lists: Lists, weights: dict[str, float], avgdl: float, allowed: Any = None) -> Scores:
+    """Exact BM25 of every chunk holding a weighted term. ``weights``: per term, its count in
+    the query × IDF × (k1 + 1). ``allowed`` (a filtered search): ``(ordinals, chunk ids)`` of the
+    chunks let through, both sorted."""
+    keys, contrib = _contributions(lists.packed, ">i4", weights, avgdl)
+    n = max(lists.n_ords, int(keys.max()) + 1 if len(keys) else 0)
+    by_ord = np.bincount(keys, weights=contrib, minlength=n) if len(keys) else np.zeros(n)
+    if len(lists.dead):
+        by_ord[lists.dead[lists.dead < n]] = 0.0
+    dkeys, dcontrib = _contributions(lists.delta, ">i8", weights, avgdl)
+    ids, inverse = np.unique(dkeys, return_inverse=True)
+    dscores = np.bincount(inverse, weights=dcontrib, minlength=len(ids)) if len(ids) else np.zeros(0)
+    if allowed is not None:
+        mask = np.zeros(n, bool)
+        ok = allowed[0][allowed[0] < n]
+        mask[ok] = True
+        by_ord[~mask] = 0.0
+        keep = np.isin(ids, allowed[1])
+        ids, dscores = ids[keep], dscores[keep]
+    return Scores(by_ord, ids, dscores)

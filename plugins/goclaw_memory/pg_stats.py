@@ -10,7 +10,7 @@ a counter row updated by every statement of a long transaction grows a chain of 
 that each later update walks (quadratic), and concurrent writers of one agent would queue on
 its hottest rows. :func:`compact_sql` folds the rows of an agent (or of some of its terms) into
 one each, after index runs. ``max_tf`` is an upper bound for pruning (a removal never lowers
-it), never a count. The same triggers keep the impact-ordered postings
+it), never a count. The same triggers keep the packed postings
 (:mod:`goclaw_memory.pg_postings`). Installed, with a count of every chunk (:func:`install`),
 only where the ``postgresql`` backend runs: at its first use, or by ``goclaw memory doctor
 --repair``; writes under other backends do not pay for them.
@@ -21,7 +21,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from goclaw_memory.pg_postings import POSTINGS_APPLY, POSTINGS_BACKFILL, POSTINGS_TABLES, TERMS_LOCK
+from goclaw_memory.pg_postings import (
+    POSTINGS_APPLY,
+    POSTINGS_BACKFILL,
+    POSTINGS_STORAGE,
+    POSTINGS_TABLE_NAMES,
+    POSTINGS_TABLES,
+)
 from goclaw_memory.tables import pg_stats_ddl
 
 TABLES = pg_stats_ddl("memory_agent_stats", "memory_term_stats")
@@ -58,25 +64,30 @@ CREATE OR REPLACE FUNCTION memory_chunks_stats() RETURNS trigger LANGUAGE plpgsq
 DECLARE
     i bigint[];
     a text[];
+    u text[];
     l text[];
 BEGIN
     IF TG_OP = 'INSERT' THEN
-        SELECT array_agg(id), array_agg(agent_id), array_agg(lex) INTO i, a, l FROM new_rows;
+        SELECT array_agg(id), array_agg(agent_id), array_agg(user_id), array_agg(lex) INTO i, a, u, l
+            FROM new_rows;
         PERFORM memory_stats_apply(a, l, 1);
-        PERFORM memory_postings_apply(i, a, l, 1);
+        PERFORM memory_postings_apply(i, a, u, l, 1);
     ELSIF TG_OP = 'DELETE' THEN
-        SELECT array_agg(id), array_agg(agent_id), array_agg(lex) INTO i, a, l FROM old_rows;
+        SELECT array_agg(id), array_agg(agent_id), array_agg(user_id), array_agg(lex) INTO i, a, u, l
+            FROM old_rows;
         PERFORM memory_stats_apply(a, l, -1);
-        PERFORM memory_postings_apply(i, a, l, -1);
+        PERFORM memory_postings_apply(i, a, u, l, -1);
     ELSE
-        SELECT array_agg(o.id), array_agg(o.agent_id), array_agg(o.lex) INTO i, a, l FROM old_rows o
-            JOIN new_rows n ON n.id = o.id WHERE o.lex IS DISTINCT FROM n.lex OR o.agent_id <> n.agent_id;
+        SELECT array_agg(o.id), array_agg(o.agent_id), array_agg(o.user_id), array_agg(o.lex) INTO i, a, u, l
+            FROM old_rows o JOIN new_rows n ON n.id = o.id
+            WHERE o.lex IS DISTINCT FROM n.lex OR o.agent_id <> n.agent_id OR o.user_id <> n.user_id;
         PERFORM memory_stats_apply(a, l, -1);
-        PERFORM memory_postings_apply(i, a, l, -1);
-        SELECT array_agg(n.id), array_agg(n.agent_id), array_agg(n.lex) INTO i, a, l FROM old_rows o
-            JOIN new_rows n ON n.id = o.id WHERE o.lex IS DISTINCT FROM n.lex OR o.agent_id <> n.agent_id;
+        PERFORM memory_postings_apply(i, a, u, l, -1);
+        SELECT array_agg(n.id), array_agg(n.agent_id), array_agg(n.user_id), array_agg(n.lex) INTO i, a, u, l
+            FROM old_rows o JOIN new_rows n ON n.id = o.id
+            WHERE o.lex IS DISTINCT FROM n.lex OR o.agent_id <> n.agent_id OR o.user_id <> n.user_id;
         PERFORM memory_stats_apply(a, l, 1);
-        PERFORM memory_postings_apply(i, a, l, 1);
+        PERFORM memory_postings_apply(i, a, u, l, 1);
     END IF;
     RETURN NULL;
 END $$;
@@ -106,13 +117,9 @@ BACKFILL = (
 
 
 COMPACT_TERMS = (
-    "WITH gone AS (DELETE FROM memory_term_stats WHERE agent_id = :a{terms} RETURNING term, df, max_tf), "
-    "kept AS (INSERT INTO memory_term_stats (agent_id, term, df, max_tf) "
-    "SELECT :a, term, sum(df), max(max_tf) FROM gone GROUP BY term HAVING sum(df) > 0) "
-    # The dictionary ids of the terms no chunk holds any more, when no writer of the agent is
-    # in flight (TERMS_LOCK: else they stay until a later fold).
-    "DELETE FROM memory_terms WHERE :locked AND agent_id = :a AND term IN "
-    "(SELECT term FROM gone GROUP BY term HAVING sum(df) <= 0)"
+    "WITH gone AS (DELETE FROM memory_term_stats WHERE agent_id = :a{terms} RETURNING term, df, max_tf) "
+    "INSERT INTO memory_term_stats (agent_id, term, df, max_tf) "
+    "SELECT :a, term, sum(df), max(max_tf) FROM gone GROUP BY term HAVING sum(df) > 0"
 )
 COMPACT_AGENT = (
     "WITH gone AS (DELETE FROM memory_agent_stats WHERE agent_id = :a RETURNING chunks, terms) "
@@ -127,18 +134,13 @@ COMPACT_ALL = 500
 
 def fold(engine: Any, agent_id: str, terms: set[str] | None = None) -> None:
     """Fold the agent's statistics rows (only those of ``terms`` when given) in one transaction:
-    one row per term, terms no chunk holds any more deleted, with their dictionary ids (their
-    strings do not outlive the text they came from, e.g. after ``goclaw forget``)."""
+    one row per term, terms no chunk holds any more deleted (their strings do not outlive the
+    text they came from, e.g. after ``goclaw forget``)."""
     from sqlalchemy import text
 
     fold_terms, fold_agent = compact_sql(terms is not None)
     with engine.db.engine.begin() as c:
-        # Never waits: a writer of this agent in flight (perhaps in this very process) holds
-        # the lock shared until it commits.
-        locked = c.execute(
-            text("SELECT pg_try_advisory_xact_lock(:k, hashtext(:a))"), {"k": TERMS_LOCK, "a": agent_id}
-        ).scalar_one()
-        c.execute(text(fold_terms), {"a": agent_id, "t": sorted(terms or ()), "locked": bool(locked)})
+        c.execute(text(fold_terms), {"a": agent_id, "t": sorted(terms or ())})
         c.execute(text(fold_agent), {"a": agent_id})
 
 
@@ -167,7 +169,9 @@ def compact_sql(some_terms: bool) -> tuple[str, str]:
 def install(execute: Callable[[str], Any]) -> None:
     """Create the tables, functions and triggers (again), and count every chunk afresh, the
     table locked against writes meanwhile (in the caller's transaction)."""
-    for sql in (*TABLES, *POSTINGS_TABLES, APPLY, POSTINGS_APPLY, TRIGGER):
+    for sql in OLD_LAYOUT:
+        execute(sql)
+    for sql in (*TABLES, *POSTINGS_TABLES, *POSTINGS_STORAGE, APPLY, POSTINGS_APPLY, TRIGGER):
         execute(sql)
     for name in TRIGGER_NAMES:
         execute(f"DROP TRIGGER IF EXISTS {name} ON memory_chunks")
@@ -175,29 +179,36 @@ def install(execute: Callable[[str], Any]) -> None:
         execute(sql)
     # Under the triggers from here on: the counts below and every later write add up.
     execute("LOCK TABLE memory_chunks IN SHARE MODE")
-    execute(
-        "TRUNCATE memory_agent_stats, memory_term_stats, memory_postings, memory_postings_ref, memory_terms "
-        "RESTART IDENTITY"
-    )
+    execute(f"TRUNCATE memory_agent_stats, memory_term_stats, {', '.join(POSTINGS_TABLE_NAMES)}")
     for sql in BACKFILL:
         execute(sql)
 
 
 def missing_triggers(conn: Any) -> list[str]:
-    """The statistics triggers ``memory_chunks`` of the current schema lacks."""
+    """The statistics triggers ``memory_chunks`` of the current schema lacks: all of them while
+    the packed postings' tables or functions are not there (an older layout is installed again)."""
     from sqlalchemy import text
 
-    installed = {
-        r[0]
-        for r in conn.execute(
-            text(
-                "SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
-                "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE c.relname = 'memory_chunks' AND n.nspname = current_schema()"
-            )
+    rows = conn.execute(
+        text(
+            "SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE c.relname = 'memory_chunks' AND n.nspname = current_schema() "
+            "AND to_regclass('memory_packed_agents') IS NOT NULL AND EXISTS (SELECT 1 FROM pg_proc p "
+            "WHERE p.proname = 'memory_postings_apply' AND p.pronargs = 5 AND p.pronamespace = n.oid)"
         )
-    }
+    )
+    installed = {r[0] for r in rows}
     return [n for n in TRIGGER_NAMES if n not in installed]
+
+
+# What older layouts of the postings left: dropped when the triggers are installed.
+OLD_LAYOUT = (
+    "DROP FUNCTION IF EXISTS memory_postings_apply(bigint[], text[], text[], integer)",
+    "DROP TABLE IF EXISTS memory_postings",
+    "DROP TABLE IF EXISTS memory_postings_ref",
+    "DROP TABLE IF EXISTS memory_terms",
+)
 
 
 def uninstall(execute: Callable[[str], Any]) -> None:
@@ -205,9 +216,8 @@ def uninstall(execute: Callable[[str], Any]) -> None:
         execute(f"DROP TRIGGER IF EXISTS {name} ON memory_chunks")
     execute("DROP FUNCTION IF EXISTS memory_chunks_stats()")
     execute("DROP FUNCTION IF EXISTS memory_stats_apply(text[], text[], integer)")
-    execute("DROP FUNCTION IF EXISTS memory_postings_apply(bigint[], text[], text[], integer)")
-    execute("DROP TABLE IF EXISTS memory_postings")
-    execute("DROP TABLE IF EXISTS memory_postings_ref")
-    execute("DROP TABLE IF EXISTS memory_terms")
-    execute("DROP TABLE IF EXISTS memory_term_stats")
-    execute("DROP TABLE IF EXISTS memory_agent_stats")
+    execute("DROP FUNCTION IF EXISTS memory_postings_apply(bigint[], text[], text[], text[], integer)")
+    for sql in OLD_LAYOUT:
+        execute(sql)
+    for name in (*POSTINGS_TABLE_NAMES, "memory_term_stats", "memory_agent_stats"):
+        execute(f"DROP TABLE IF EXISTS {name}")

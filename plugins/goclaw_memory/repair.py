@@ -199,11 +199,7 @@ def _repair_pg_stats(engine: Host) -> list[str]:
                     "string_to_array(coalesce(lex, ''), ' '), ''))), 0) AS t FROM memory_chunks "
                     "GROUP BY agent_id) c FULL JOIN (SELECT agent_id, sum(chunks) AS chunks, "
                     "sum(terms) AS terms FROM memory_agent_stats GROUP BY agent_id) s USING (agent_id) "
-                    "LEFT JOIN memory_postings_ref r USING (agent_id) "
-                    "WHERE c.n IS DISTINCT FROM s.chunks OR c.t IS DISTINCT FROM s.terms "
-                    # Chunks grew a quarter longer than the postings' reference: their bounds
-                    # loosen (goclaw_memory.pg_postings), so they are computed again.
-                    "OR r.avgdl < 0.8 * c.t / greatest(c.n, 1) LIMIT 1"
+                    "WHERE c.n IS DISTINCT FROM s.chunks OR c.t IS DISTINCT FROM s.terms LIMIT 1"
                 )
             ).first()
             if off is None:

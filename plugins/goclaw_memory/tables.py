@@ -14,18 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
-    REAL,
     BigInteger,
     Column,
-    Double,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
     Text,
     UniqueConstraint,
-    desc,
 )
 from sqlmodel import Field, SQLModel
 
@@ -128,30 +126,56 @@ PG_STATS_TABLES = (
         Column("max_tf", Integer, nullable=False),
         Index("ix_memory_term_stats", "agent_id", "term"),
     ),
-    # Impact-ordered postings, each agent's term ids and reference length
-    # (goclaw_memory.pg_postings): 16 bytes of keys a posting instead of the agent and term text.
+    # Packed postings (goclaw_memory.pg_postings): per (agent, term, user) one row of ordinals,
+    # frequencies and chunk lengths; the chunks written since the last compaction as one row per
+    # (chunk, term) in memory_delta; each packed chunk's ordinal; deleted ordinals until the
+    # next compaction drops them from the lists; each agent's next ordinal.
     Table(
-        "memory_terms",
+        "memory_packed",
         _PG_ONLY,
-        Column("id", Integer, primary_key=True),
         Column("agent_id", String(64), nullable=False),
         Column("term", Text, nullable=False),
-        Index("ix_memory_terms", "agent_id", "term", unique=True),
+        Column("user_id", String(255), nullable=False),
+        Column("ords", LargeBinary, nullable=False),
+        Column("tfs", LargeBinary, nullable=False),
+        Column("lens", LargeBinary, nullable=False),
+        Index("ix_memory_packed", "agent_id", "term", "user_id", unique=True),
     ),
     Table(
-        "memory_postings",
+        "memory_delta",
         _PG_ONLY,
-        Column("term_id", Integer, nullable=False),
-        Column("impact", REAL, nullable=False),
+        Column("agent_id", String(64), nullable=False),
+        Column("term", Text, nullable=False),
+        Column("user_id", String(255), nullable=False),
         Column("chunk_id", BigInteger, nullable=False),
-        Index("ix_memory_postings", "term_id", desc("impact"), "chunk_id"),
-        Index("ix_memory_postings_chunk", "chunk_id"),
+        Column("tf", Integer, nullable=False),
+        Column("len", Integer, nullable=False),
+        Index("ix_memory_delta", "agent_id", "term", "user_id"),
+        Index("ix_memory_delta_chunk", "chunk_id"),
     ),
     Table(
-        "memory_postings_ref",
+        "memory_ords",
+        _PG_ONLY,
+        Column("agent_id", String(64), nullable=False),
+        Column("ord", Integer, nullable=False),
+        Column("chunk_id", BigInteger, nullable=False),
+        Index("ix_memory_ords", "agent_id", "ord", unique=True),
+        Index("ix_memory_ords_chunk", "chunk_id"),
+    ),
+    Table(
+        "memory_tombs",
+        _PG_ONLY,
+        Column("agent_id", String(64), nullable=False),
+        Column("ord", Integer, nullable=False),
+        Column("user_id", String(255), nullable=False),
+        Column("lex", Text),
+        Index("ix_memory_tombs", "agent_id", "ord"),
+    ),
+    Table(
+        "memory_packed_agents",
         _PG_ONLY,
         Column("agent_id", String(64), primary_key=True),
-        Column("avgdl", Double, nullable=False),
+        Column("next_ord", Integer, nullable=False),
     ),
 )
 

@@ -5,19 +5,28 @@ Revises: memory_0004
 Create Date: 2026-12-05 21:00:00
 
 ``memory_postings`` loses its agent id and term text for an integer id in ``memory_terms``
-(:mod:`goclaw_memory.pg_postings`): 16 bytes of keys a row, the table and its index several
-times smaller. The old table is dropped and the new one created; where the ``postgresql``
-backend's triggers are installed, they are installed again with the new functions and every
-chunk is counted afresh (a few minutes at a million chunks, in the migration's transaction);
-elsewhere the tables stay empty until that backend's first use.
+16 bytes of keys a row, the table and its index several times smaller. The old table is
+dropped and the new one created; ``memory_0007`` replaces both with packed postings.
 """
 
 from __future__ import annotations
 
 from alembic import op
 
-from goclaw_memory.pg_postings import POSTINGS_TABLES
-from goclaw_memory.pg_stats import TRIGGER_NAMES, install, missing_triggers
+from goclaw_memory.pg_stats import TRIGGER_NAMES
+
+# This revision's tables as they were then (memory_0007 replaces them).
+POSTINGS_TABLES = (
+    "CREATE TABLE IF NOT EXISTS memory_terms (id SERIAL NOT NULL, agent_id VARCHAR(64) NOT NULL, "
+    "term TEXT NOT NULL, PRIMARY KEY (id))",
+    "CREATE UNIQUE INDEX IF NOT EXISTS ix_memory_terms ON memory_terms (agent_id, term)",
+    "CREATE TABLE IF NOT EXISTS memory_postings (term_id INTEGER NOT NULL, impact REAL NOT NULL, "
+    "chunk_id BIGINT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS ix_memory_postings ON memory_postings (term_id, impact DESC, chunk_id)",
+    "CREATE INDEX IF NOT EXISTS ix_memory_postings_chunk ON memory_postings (chunk_id)",
+    "CREATE TABLE IF NOT EXISTS memory_postings_ref (agent_id VARCHAR(64) NOT NULL, "
+    "avgdl DOUBLE PRECISION NOT NULL, PRIMARY KEY (agent_id))",
+)
 
 revision = "memory_0005"
 down_revision = "memory_0004"
@@ -26,13 +35,10 @@ depends_on = None
 
 
 def upgrade() -> None:
-    bind = op.get_bind()
-    installed = bind.dialect.name == "postgresql" and len(missing_triggers(bind)) < len(TRIGGER_NAMES)
+    # Where the triggers were installed, memory_0007 installs the current ones.
     op.execute("DROP TABLE IF EXISTS memory_postings")
     for sql in POSTINGS_TABLES:
         op.execute(sql)
-    if installed:
-        install(bind.exec_driver_sql)
 
 
 def downgrade() -> None:

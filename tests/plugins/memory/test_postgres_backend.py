@@ -153,13 +153,10 @@ def test_statistics_rows_stay_folded_and_forget_leaves_no_term(pg_engine: Any) -
     forget_user(eng, "bo", dry_run=False)
     assert not any(term.startswith("zanzibar") for _a, term in _term_rows(eng))
     with eng.db.engine.connect() as c:
-        assert not c.execute(text("SELECT 1 FROM memory_terms WHERE term LIKE 'zanzibar%'")).first()
-        assert not c.execute(
-            text(
-                "SELECT 1 FROM memory_postings p LEFT JOIN memory_terms d ON d.id = p.term_id "
-                "WHERE d.id IS NULL"
-            )
-        ).first(), "every posting's term is in the dictionary"
+        for table, column in (("memory_packed", "term"), ("memory_delta", "term"), ("memory_tombs", "lex")):
+            found = c.execute(text(f"SELECT 1 FROM {table} WHERE {column} LIKE '%zanzibar%'")).first()
+            assert not found, table
+    assert pg_postings(eng) == _counted_postings(eng)
 
 
 def test_an_existing_database_gets_the_triggers_at_the_backends_first_use(
@@ -232,23 +229,6 @@ def test_settled_needs_the_unread_bound_below_the_kth_score() -> None:
     assert not settled(bm25, cos, rest_bm25=5.0, rest_cosine=0.0, k=1, **args)  # best unknown
     assert settled(bm25, None, rest_bm25=0.5, rest_cosine=0.0, k=3, **args | {"method": "rrf", "pool": 3})
     assert not settled(bm25, None, rest_bm25=1.5, rest_cosine=0.0, k=3, **args | {"method": "rrf", "pool": 3})
-
-
-def test_an_impact_bounds_the_real_factor_whatever_the_mean_length_became() -> None:
-    """Rows below one of stored impact ``i`` (computed with the reference mean length) never
-    have a real BM25 factor (with the current mean) above ``factor_bound(i)``."""
-    from goclaw_memory.pg_postings import factor_bound
-    from goclaw_memory.pg_text import K1, B
-
-    rng = np.random.default_rng(3)
-    for _ in range(2000):
-        tf, dl = int(rng.integers(1, 6)), int(rng.integers(1, 400))
-        ref, avgdl = float(rng.uniform(5, 200)), float(rng.uniform(5, 200))
-        impact = float(np.float32(tf / (tf + K1 * (1 - B + B * dl / ref))))  # stored as real
-        real = tf / (tf + K1 * (1 - B + B * dl / avgdl))
-        assert real <= factor_bound(impact, min(1.0, ref / avgdl))
-        if avgdl <= ref:  # no looser than needed when chunks did not grow longer
-            assert factor_bound(impact, 1.0) == pytest.approx(impact, rel=2e-6)
 
 
 def test_hnsw_index_is_built_after_the_load(pg_schema_url: str, workspace: Path) -> None:
@@ -363,42 +343,82 @@ def test_bulk_load_rebuilds_the_hnsw_index_once(pg_schema_url: str, workspace: P
         eng.close()
 
 
-def test_cut_lists_and_growing_reads_rank_as_the_in_memory_engine(
+def _agent_id(eng: Any) -> str:
+    return str(eng.agents.get("ada").id)
+
+
+def _packed_state(eng: Any) -> tuple[int, int, int]:
+    with eng.db.engine.connect() as c:
+        return tuple(  # type: ignore[return-value]
+            int(c.execute(text(f"SELECT count(*) FROM {t}")).scalar_one())
+            for t in ("memory_packed", "memory_delta", "memory_tombs")
+        )
+
+
+def test_packed_delta_and_tombstones_rank_as_the_in_memory_engine(
     pg_engine: Any, pg_schema_url: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Common terms in chunks of varied length and frequency: with the long lists cut from the
-    first search on and the smallest reads, the full-text ranking is the in-memory engine's."""
+    """Common terms in chunks of varied length and frequency, some packed, some rewritten or
+    deleted since (tombstones), some new (delta), then compacted: the full-text ranking and its
+    scores are the in-memory engine's at every step, and the postings are the chunks' terms."""
     import random
 
-    import goclaw_memory.pg_backend as pg_backend
+    import goclaw_memory.pg_postings as pg_postings_module
     from goclaw.engine import Engine
+    from goclaw_memory.pg_postings import compact
 
-    monkeypatch.setattr(pg_backend, "CUT_ABOVE", 0)
     cfg = pg_engine.plugin_settings("memory")
     cfg.min_candidates, cfg.candidate_factor = 1, 1
+    cfg.rerank = "none"  # the rankings themselves
     rng = random.Random(5)
     words = ["deploy", "server", "ticket", "kettle", "ferry", "noon", "invoice", "gateway"]
     root = Path(pg_engine.agent_dir(pg_engine.agents.get("ada")))
-    for i in range(80):
+
+    def note(i: int) -> None:
         body = " ".join(rng.choice(words[: rng.randint(2, 8)]) for _ in range(rng.randint(3, 40)))
         write(root, f"memory/n{i:02d}.md", f"Note {i}: {body}.\n")
+
+    for i in range(80):
+        note(i)
     pg_engine.memory.index("ada")
+    with pg_engine.db.engine.begin() as c:
+        compact(c, _agent_id(pg_engine))
+    assert _packed_state(pg_engine)[1:] == (0, 0)
+    monkeypatch.setattr(pg_postings_module, "COMPACT_ROWS", 10**9)  # keep the delta below
+    monkeypatch.setattr(pg_postings_module, "COMPACT_TOMBS", 10**9)
+    for i in range(0, 20, 2):
+        note(i)  # rewritten: a tombstone and a delta chunk each
+    for i in range(70, 75):
+        (root / "memory" / f"n{i:02d}.md").unlink()
+    for i in range(80, 86):
+        note(i)
+    pg_engine.memory.index("ada")
+    packed, delta, tombs = _packed_state(pg_engine)
+    assert packed and delta and tombs
     monkeypatch.delenv("GOCLAW_PLUGINS__MEMORY__BACKEND", raising=False)
     exact = Engine.open(
         workspace,
         pg_schema_url,
         plugins={"embeddings": {"provider": "none"}, "memory": {"backend": "inprocess", "rerank": "none"}},
     )
-    cfg.rerank = "none"  # the rankings themselves
-    try:
-        for q in ("deploy server", "ticket kettle ferry", "noon invoice gateway deploy", "server"):
+
+    def same() -> None:
+        for q in ("deploy server", "ticket kettle ferry", "noon invoice gateway deploy", "server", "note"):
             want = [
-                (h.path, round(h.score, 4)) for h in exact.memory.search(q, "ada", channel="lexical", limit=5)
+                (h.path, round(h.score, 4)) for h in exact.memory.search(q, "ada", channel="lexical", limit=8)
             ]
             got = [
                 (h.path, round(h.score, 4))
-                for h in pg_engine.memory.search(q, "ada", channel="lexical", limit=5)
+                for h in pg_engine.memory.search(q, "ada", channel="lexical", limit=8)
             ]
             assert got == want, q
+        assert pg_postings(pg_engine) == _counted_postings(pg_engine)
+
+    try:
+        same()
+        with pg_engine.db.engine.begin() as c:
+            assert compact(c, _agent_id(pg_engine))
+        assert _packed_state(pg_engine)[1:] == (0, 0)
+        same()
     finally:
         exact.close()
