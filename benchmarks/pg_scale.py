@@ -71,10 +71,10 @@ def _index(eng: Any, name: str, src: Path) -> None:
 
 # The small agents beyond the ten indexed ones are copies of them, written by set-based SQL
 # with every row's id computed (copy i of template t: base + (i - TEMPLATES) * stride + the row's
-# rank in t), so chunks, documents, dictionary ids and postings map one to one without a join
-# on text. The triggers are off for these statements (session_replication_role): their rows
-# (statistics, dictionary, postings, reference length) are copied like the chunks, and the
-# secondary indexes are dropped first and built once at the end.
+# rank in t), so chunks and documents map one to one without a join on text. The triggers are
+# off for these statements (session_replication_role): their rows (statistics, packed postings,
+# ordinals) are copied like the chunks, and the secondary indexes are dropped first and built
+# once at the end.
 _MAPS = (
     "CREATE UNLOGGED TABLE _scale_cp AS SELECT g AS i, 'A' || g AS dst, NULL::text AS src "
     "FROM generate_series(0, -1) g",
@@ -84,15 +84,8 @@ _MAPS = (
     "CREATE UNLOGGED TABLE _scale_cm AS SELECT id AS old, agent_id AS tpl, "
     "row_number() OVER (PARTITION BY agent_id ORDER BY id) - 1 AS r FROM memory_chunks "
     "WHERE agent_id = ANY(:tpls)",
-    "CREATE UNLOGGED TABLE _scale_tm AS SELECT id AS old, agent_id AS tpl, "
-    "row_number() OVER (PARTITION BY agent_id ORDER BY id) - 1 AS r FROM memory_terms "
-    "WHERE agent_id = ANY(:tpls)",
-    "CREATE UNLOGGED TABLE _scale_tp AS SELECT tm.tpl, tm.r AS tr, p.impact, cm.r AS cr "
-    "FROM memory_postings p JOIN _scale_tm tm ON tm.old = p.term_id JOIN _scale_cm cm ON cm.old = p.chunk_id",
     "CREATE INDEX ON _scale_dm (old)",
     "CREATE INDEX ON _scale_cm (old)",
-    "CREATE INDEX ON _scale_tm (old)",
-    "CREATE INDEX ON _scale_tp (tpl)",
 )
 _DOCS = (
     "INSERT INTO memory_documents (id, agent_id, user_id, path, content_hash, size, mtime, chunk_count, "
@@ -109,14 +102,11 @@ _CHUNKS = (
     "JOIN memory_chunks c ON c.id = cm.old JOIN _scale_dm dm ON dm.old = c.document_id "
     "WHERE cp.i BETWEEN :lo AND :hi"
 )
-_TERMS = (
-    "INSERT INTO memory_terms (id, agent_id, term) SELECT :tb + (cp.i - :t0) * :st + tm.r, cp.dst, t.term "
-    "FROM _scale_cp cp JOIN _scale_tm tm ON tm.tpl = cp.src JOIN memory_terms t ON t.id = tm.old "
-    "WHERE cp.i BETWEEN :lo AND :hi"
-)
-_POSTINGS = (
-    "INSERT INTO memory_postings (term_id, impact, chunk_id) SELECT :tb + (cp.i - :t0) * :st + tp.tr, "
-    "tp.impact, :cb + (cp.i - :t0) * :sc + tp.cr FROM _scale_cp cp JOIN _scale_tp tp ON tp.tpl = cp.src "
+# Packed postings are per agent (ordinals count from 0 in each): a copy's rows are the
+# template's under the copy's agent id; its ordinals point to the copy's chunk ids.
+_ORDS = (
+    "INSERT INTO memory_ords (agent_id, ord, chunk_id) SELECT cp.dst, o.ord, :cb + (cp.i - :t0) * :sc + cm.r "
+    "FROM _scale_cp cp JOIN memory_ords o ON o.agent_id = cp.src JOIN _scale_cm cm ON cm.old = o.chunk_id "
     "WHERE cp.i BETWEEN :lo AND :hi"
 )
 _PER_AGENT = (
@@ -124,17 +114,20 @@ _PER_AGENT = (
     "FROM _scale_cp cp JOIN memory_term_stats s ON s.agent_id = cp.src WHERE cp.i BETWEEN :lo AND :hi",
     "INSERT INTO memory_agent_stats (agent_id, chunks, terms) SELECT cp.dst, s.chunks, s.terms "
     "FROM _scale_cp cp JOIN memory_agent_stats s ON s.agent_id = cp.src WHERE cp.i BETWEEN :lo AND :hi",
-    "INSERT INTO memory_postings_ref (agent_id, avgdl) SELECT cp.dst, s.avgdl "
-    "FROM _scale_cp cp JOIN memory_postings_ref s ON s.agent_id = cp.src WHERE cp.i BETWEEN :lo AND :hi",
+    "INSERT INTO memory_packed (agent_id, term, user_id, ords, tfs, lens) SELECT cp.dst, p.term, p.user_id, "
+    "p.ords, p.tfs, p.lens FROM _scale_cp cp JOIN memory_packed p ON p.agent_id = cp.src "
+    "WHERE cp.i BETWEEN :lo AND :hi",
+    "INSERT INTO memory_packed_agents (agent_id, next_ord) SELECT cp.dst, s.next_ord "
+    "FROM _scale_cp cp JOIN memory_packed_agents s ON s.agent_id = cp.src WHERE cp.i BETWEEN :lo AND :hi",
 )
 # Built once after the copies (the HNSW index apart: the backend's bulk_load).
 _DEFERRED = (
     "ix_memory_chunks_document",
     "ix_memory_chunks_scope",
     "ix_memory_chunks_tsv",
-    "ix_memory_postings",
-    "ix_memory_postings_chunk",
-    "ix_memory_terms",
+    "ix_memory_packed",
+    "ix_memory_ords",
+    "ix_memory_ords_chunk",
     "ix_memory_term_stats",
 )
 
@@ -191,7 +184,7 @@ def _copy_batches(url: str, batches: list[tuple[int, int]], params: dict[str, in
         for lo, hi in batches:
             with c.begin():
                 p = params | {"lo": lo, "hi": hi}
-                for sql in (_DOCS, _CHUNKS, _TERMS, _POSTINGS, *_PER_AGENT):
+                for sql in (_DOCS, _CHUNKS, _ORDS, *_PER_AGENT):
                     c.execute(text(sql), p)
             print(f"  copied agents {lo}-{hi} ({time.perf_counter() - t1:.0f} s)", flush=True)
     eng.dispose()
@@ -257,16 +250,14 @@ def _copy(pg: Any, url: str, args: argparse.Namespace) -> dict[str, float]:
                 "s": [tpl_ids[f"a{i % TEMPLATES:04d}"] for i in range(TEMPLATES, args.agents)],
             },
         )
-        c.exec_driver_sql("ANALYZE _scale_cp, _scale_dm, _scale_cm, _scale_tm, _scale_tp")
+        c.exec_driver_sql("ANALYZE _scale_cp, _scale_dm, _scale_cm")
         one = "SELECT coalesce(max(n), 0) + 1 FROM (SELECT count(*) AS n FROM {} GROUP BY tpl) x"
         params = {
             "t0": TEMPLATES,
             "db": c.exec_driver_sql("SELECT max(id) + 1 FROM memory_documents").scalar_one(),
             "cb": c.exec_driver_sql("SELECT max(id) + 1 FROM memory_chunks").scalar_one(),
-            "tb": c.exec_driver_sql("SELECT max(id) + 1 FROM memory_terms").scalar_one(),
             "sd": c.exec_driver_sql(one.format("_scale_dm")).scalar_one(),
             "sc": c.exec_driver_sql(one.format("_scale_cm")).scalar_one(),
-            "st": c.exec_driver_sql(one.format("_scale_tm")).scalar_one(),
         }
         for name in defs:
             c.exec_driver_sql(f"DROP INDEX {name}")
@@ -284,10 +275,9 @@ def _copy(pg: Any, url: str, args: argparse.Namespace) -> dict[str, float]:
         for seq, base, stride in (
             ("memory_documents", params["db"], params["sd"]),
             ("memory_chunks", params["cb"], params["sc"]),
-            ("memory_terms", params["tb"], params["st"]),
         ):
             c.exec_driver_sql(f"SELECT setval(pg_get_serial_sequence('{seq}', 'id'), {base + n * stride})")
-        for tbl in ("_scale_cp", "_scale_dm", "_scale_cm", "_scale_tm", "_scale_tp"):
+        for tbl in ("_scale_cp", "_scale_dm", "_scale_cm"):
             c.exec_driver_sql(f"DROP TABLE {tbl}")
     # The secondary indexes, two at a time (one connection each).
     pending = list(defs.items())
@@ -356,6 +346,11 @@ def load(url: str, tmp: Path, args: argparse.Namespace) -> dict[str, Any]:
             pg.agents.create(name)
             _index(pg, name, src)
             print(f"  indexed {name} ({time.perf_counter() - t0:.0f} s)", flush=True)
+        from goclaw_memory.pg_postings import compact
+
+        with pg.db.engine.begin() as c:  # every template's postings packed: the copies copy them
+            for name in corpora:
+                compact(c, pg.agents.get(name).id, wait=True)
         indexed = time.perf_counter() - t0
         timing = _copy(pg, url, args)
     copied = time.perf_counter() - t0 - indexed
