@@ -1,21 +1,25 @@
 """DirectReads: one autocommit connection outside a pool, against the real PostgreSQL server:
 every read sees what other connections committed before it, a connection the server dropped
-is reopened, a read blocked by a lock ends in the caller's error, and ``shared`` gives one per
+is reopened, a read blocked by a lock, a server that stops answering and one that never
+completes the connection each end in the caller's error, and ``shared`` gives one per
 engine."""
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
 
+from goclaw_search import pg_reads
 from goclaw_search.pg_reads import DirectReads, shared
-
-pytestmark = pytest.mark.postgres
 
 
 class Failed(Exception):
@@ -31,10 +35,20 @@ def engine(pg_schema_url: str) -> Iterator[Any]:
     eng.dispose()
 
 
+def _timed(fn: Any) -> tuple[Any, float]:
+    """What ``fn()`` returned or raised, and after how many seconds."""
+    start = time.monotonic()
+    try:
+        return fn(), time.monotonic() - start
+    except Exception as exc:
+        return exc, time.monotonic() - start
+
+
 def _reads(engine: Any, **timeouts: float) -> DirectReads:
     return DirectReads(engine.dialect.create_connect_args(engine.url), error=Failed, **timeouts)
 
 
+@pytest.mark.postgres
 def test_each_read_sees_what_was_committed_before_it(engine: Any) -> None:
     reads = _reads(engine)
     sql = "SELECT version FROM counters WHERE agent_id = %s"
@@ -55,6 +69,7 @@ def test_each_read_sees_what_was_committed_before_it(engine: Any) -> None:
     reads.close()
 
 
+@pytest.mark.postgres
 def test_a_connection_the_server_dropped_is_reopened(engine: Any) -> None:
     reads = _reads(engine)
     pid = reads.query("SELECT pg_backend_pid()", ())[0][0]
@@ -64,6 +79,7 @@ def test_a_connection_the_server_dropped_is_reopened(engine: Any) -> None:
     reads.close()
 
 
+@pytest.mark.postgres
 def test_a_read_blocked_by_a_lock_raises_the_callers_error_after_the_timeout(engine: Any) -> None:
     reads = _reads(engine, statement_timeout=0.5)
     assert reads.query("SHOW statement_timeout", ()) == [("500ms",)]
@@ -72,11 +88,7 @@ def test_a_read_blocked_by_a_lock_raises_the_callers_error_after_the_timeout(eng
         outcomes: list[tuple[Any, float]] = []
 
         def read() -> None:
-            start = time.monotonic()
-            try:
-                outcomes.append((reads.query("SELECT version FROM counters", ()), time.monotonic() - start))
-            except Exception as exc:
-                outcomes.append((exc, time.monotonic() - start))
+            outcomes.append(_timed(lambda: reads.query("SELECT version FROM counters", ())))
 
         threads = [threading.Thread(target=read) for _ in range(2)]  # one queued behind the other
         for t in threads:
@@ -91,6 +103,7 @@ def test_a_read_blocked_by_a_lock_raises_the_callers_error_after_the_timeout(eng
     reads.close()
 
 
+@pytest.mark.postgres
 def test_shared_gives_one_per_engine_and_error(engine: Any, pg_schema_url: str) -> None:
     other = create_engine(pg_schema_url)
     try:
@@ -103,3 +116,50 @@ def test_shared_gives_one_per_engine_and_error(engine: Any, pg_schema_url: str) 
         one.close()
     finally:
         other.dispose()
+
+
+@pytest.mark.postgres
+def test_a_server_that_stops_answering_does_not_hang_the_read(
+    engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's own statement_timeout cannot fire in a process that does not run: the
+    client gives up a little after ``statement_timeout``, drops the connection and opens a new
+    one for the next read."""
+    monkeypatch.setattr(pg_reads, "GRACE", 0.5)
+    reads = _reads(engine, statement_timeout=0.5)
+    pid = reads.query("SELECT pg_backend_pid()", ())[0][0]
+    try:  # the server process serving this connection, when it runs on this machine
+        if b"postgres" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+            raise OSError
+        os.kill(pid, signal.SIGSTOP)
+    except OSError:
+        pytest.skip("the server's processes cannot be paused from here")
+    outcome: list[tuple[Any, float]] = []
+    thread = threading.Thread(target=lambda: outcome.append(_timed(lambda: reads.query("SELECT 1", ()))))
+    thread.start()
+    thread.join(10)
+    os.kill(pid, signal.SIGCONT)  # a read still waiting (the defect) ends now
+    thread.join(10)
+    assert outcome and outcome[0][1] < 4, f"the read waited {outcome[0][1] if outcome else 10:.1f} s"
+    exc, seconds = outcome[0]
+    assert isinstance(exc, Failed) and "did not answer a read within 0.5 s" in str(exc), exc
+    assert seconds > 0.9  # statement_timeout + GRACE
+    assert reads.query("SELECT 2", ()) == [(2,)]
+    reads.close()
+
+
+def test_a_server_that_never_completes_the_connection_fails_after_the_connect_timeout() -> None:
+    silent = socket.create_server(("127.0.0.1", 0))  # accepts, never says a word
+    try:
+        port = silent.getsockname()[1]
+        reads = DirectReads(
+            ((), {"host": "127.0.0.1", "port": port, "dbname": "x", "user": "x"}), error=Failed
+        )
+        reads.connect_timeout = 2
+        exc, seconds = _timed(lambda: reads.query("SELECT 1", ()))
+        assert isinstance(exc, Failed) and str(exc).startswith(
+            "database unreachable: no connection within 2 s"
+        )
+        assert seconds < 6, exc
+    finally:
+        silent.close()
