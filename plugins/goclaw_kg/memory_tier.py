@@ -203,8 +203,8 @@ class FactSearch:
     def _token(self, agent_id: str) -> int | None:
         """The agent's change counter, ``None`` when it has no fact."""
         if self._reads is not None:
-            found = self._reads.query(_PG_TOKEN, (agent_id,))
-            return found[0][0] if found else None
+            rows = self._reads.query(_PG_TOKEN, (agent_id,))
+            return int(rows[0][0]) if rows else None
         conn = self._watch.connection()
         if conn is None:  # SQLite in memory or by URI
             with self.engine.db.engine.connect() as c:
