@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark the knowledge-graph tier of memory search: what every ``memory_search`` pays for
-the KG's facts.
+the KG's facts, and with the episodic tier, what both pay when nothing changed.
 
-    python benchmarks/kg_tier_bench.py [--facts N]
+    python benchmarks/kg_tier_bench.py [--facts N] [--unchanged-only]
 
 Rows, per backend (SQLite; PostgreSQL when ``GOCLAW_BENCH_DATABASE_URL`` or
 ``GOCLAW_TEST_DATABASE_URL`` is set), medians over 30 queries of the hook's work alone
@@ -13,6 +13,15 @@ Rows, per backend (SQLite; PostgreSQL when ``GOCLAW_BENCH_DATABASE_URL`` or
   them, random words, a third of them in user scopes);
 * ``N facts, after a write``: each search preceded by one entity insert (not timed), so the
   tier has to bring what it knows up to date.
+
+And per backend, in the same run, what the two tiers that ask every ``memory_search`` for
+hits (knowledge graph, episodic summaries: each plugin's ``goclaw_memory_search_extra``) pay
+when nothing changed since the last search, medians of 300 searches:
+
+* ``nothing changed, empty``: an agent with no fact and no summary;
+* ``nothing changed, small``: an agent with 20 facts and 10 summaries, unchanged.
+
+Each tier on its own, then both in a row (what a ``memory_search`` pays for them).
 """
 
 from __future__ import annotations
@@ -118,14 +127,64 @@ def bench_backend(tmp: Path, backend: str, url: str | None, facts: int) -> list[
         eng.close()
 
 
-def run(facts: int) -> list[dict[str, Any]]:
+def bench_unchanged(tmp: Path, backend: str, url: str | None) -> list[dict[str, Any]]:
+    """The two tiers' cost per search when nothing changed (see the module docstring)."""
+    from memory_bench import queries
+
+    from goclaw.contracts.memory import NewEpisode
+    from goclaw.engine import Engine
+    from goclaw_episodic import plugin as episodic
+    from goclaw_kg import plugin as kg
+
+    (tmp / f"unchanged-{backend}").mkdir()
+    eng = Engine.open(tmp / f"unchanged-{backend}", url, plugins={"embeddings": {"provider": "none"}})
+    try:
+        name = "SQLite" if backend == "sqlite" else "PostgreSQL"
+        qs = queries(30) * 10
+        empty, small = eng.agents.create("empty"), eng.agents.create("small")
+        _graph(eng, small.id, 20)
+        store = eng.service("episodic")
+        for i, q in enumerate(queries(10, seed=5)):
+            store.insert(store.build(NewEpisode(small.id, "", f"s{i}", f"we talked about {q}", f"src{i}")))
+
+        def kg_tier(agent: Any) -> Any:
+            return lambda q: kg.goclaw_memory_search_extra(eng, q, agent, None, 6, False)
+
+        def episodic_tier(agent: Any) -> Any:
+            return lambda q: episodic.goclaw_memory_search_extra(eng, q, agent, None, 6, None)
+
+        def both(agent: Any) -> Any:
+            one, two = kg_tier(agent), episodic_tier(agent)
+            return lambda q: (one(q), two(q))
+
+        assert any(kg_tier(small)(q) for q in qs) and any(episodic_tier(small)(q) for q in qs)
+        rows = []
+        for label, agent in (("empty", empty), ("small", small)):
+            for tier, make in (("kg tier", kg_tier), ("episodic tier", episodic_tier), ("both tiers", both)):
+                value = _median_ms(make(agent), qs)
+                rows.append(_row(f"{tier} per search, nothing changed, {label} ({name})", value, "ms"))
+        return rows
+    finally:
+        eng.close()
+
+
+def run(facts: int, unchanged_only: bool = False) -> list[dict[str, Any]]:
     from consolidation_bench import _PgSchema
 
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["HOME"] = str(Path(tmp) / "home")
-        rows += bench_backend(Path(tmp), "sqlite", None, facts)
+        rows += bench_unchanged(Path(tmp), "sqlite", None)
         base = os.environ.get("GOCLAW_BENCH_DATABASE_URL") or os.environ.get("GOCLAW_TEST_DATABASE_URL")
+        if base:
+            schema = _PgSchema(base)
+            try:
+                rows += bench_unchanged(Path(tmp), "postgresql", schema.url)
+            finally:
+                schema.drop()
+        if unchanged_only:
+            return rows
+        rows += bench_backend(Path(tmp), "sqlite", None, facts)
         if base:
             schema = _PgSchema(base)
             try:
@@ -138,10 +197,11 @@ def run(facts: int) -> list[dict[str, Any]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--facts", type=int, default=20_000)
+    parser.add_argument("--unchanged-only", action="store_true", help="only the nothing-changed rows")
     args = parser.parse_args()
     print("| benchmark | value | unit |")
     print("|---|---:|---|")
-    for r in run(args.facts):
+    for r in run(args.facts, args.unchanged_only):
         print(f"| {r['name']} | {r['value']:.4g} | {r['unit']} |")
 
 

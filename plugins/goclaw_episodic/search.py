@@ -5,7 +5,8 @@ Every ``memory_search`` asks this tier too, so its fixed cost matters more than 
 
 * **Gate**: one raw read per search says whether the agent (of this engine's tenant) has any
   summary. On SQLite even that read is skipped while ``PRAGMA data_version`` says no other
-  connection committed since the last look. An agent without summaries costs a few
+  connection committed since the last look; on PostgreSQL it is one autocommit round trip
+  outside the store's pool (:mod:`goclaw_search.pg_reads`). An agent without summaries costs a few
   microseconds and never embeds the query.
 * **Index**: per agent, a :class:`~goclaw_search.index.SearchIndex` over its unexpired
   summaries (postings of the stored ``lex`` terms, the vectors of the current embedding space),
@@ -38,10 +39,12 @@ import numpy as np
 from sqlalchemy import text
 
 from goclaw.contracts.columns import utcnow
+from goclaw.errors import StoreError
 from goclaw_episodic.terms import Space, episode_lex, topics
 from goclaw_search.answer import coverage, fuse_absolute
 from goclaw_search.commit_watch import CommitWatch
 from goclaw_search.index import Doc, SearchIndex
+from goclaw_search.pg_reads import shared
 from goclaw_search.tokenize import query_terms
 from goclaw_text.sentences import clip
 
@@ -143,6 +146,7 @@ _TOKEN = (
     "EXISTS (SELECT 1 FROM episodic_summaries WHERE agent_id = :a), "
     "(SELECT version FROM episodic_versions WHERE agent_id = :a)"
 )
+_PG_TOKEN = _TOKEN.replace(":a", "%(a)s")  # psycopg's placeholders
 
 
 class _Rows:
@@ -154,10 +158,13 @@ class _Rows:
     def _rows(self, sql: str, params: Any) -> list[Any]:
         raise NotImplementedError
 
+    def _token_row(self, agent_id: str) -> Any:
+        return self._rows(_TOKEN, {"a": agent_id})[0]
+
     def token(self, agent_id: str) -> tuple[Any, ...]:
         """``(tenant, has a summary, change counter)``; the counter is -1 while the agent's
         rows are all older than migration episodic_0002 (their first build reads them)."""
-        tenant, has, version = self._rows(_TOKEN, {"a": agent_id})[0]
+        tenant, has, version = self._token_row(agent_id)
         return (tenant, bool(has), -1 if version is None else int(version))
 
 
@@ -199,11 +206,22 @@ class _SQLiteRows(_Rows):
 
 class _PgRows(_Rows):
     """The same on PostgreSQL: keyed by a hash of the id; a row's fingerprint covers its
-    ``xmin``, so a row rewritten in place is read again."""
+    ``xmin``, so a row rewritten in place is read again. The token, read by every search, goes
+    through an autocommit connection outside the store's pool; the rows, read when it moved,
+    through the pool (whose connections know pgvector's type)."""
+
+    def __init__(self, search: EpisodicSearch) -> None:
+        super().__init__(search)
+        engine = search.engine
+        self.reads = shared(engine.db.engine, StoreError)
+        engine.on_close(self.reads.close)
 
     def _rows(self, sql: str, params: Any) -> list[Any]:
         with self.search.engine.db.engine.connect() as c:
             return list(c.execute(text(sql), params).all())
+
+    def _token_row(self, agent_id: str) -> Any:
+        return self.reads.query(_PG_TOKEN, {"a": agent_id})[0]
 
     def now(self) -> Any:
         return utcnow()

@@ -39,11 +39,12 @@ from sqlmodel import col, select
 from goclaw.contracts.agents import user_scope
 from goclaw.contracts.hooks import SearchHit
 from goclaw.contracts.records import entity_dict, relation_dict
-from goclaw.errors import NotFoundError
+from goclaw.errors import NotFoundError, StoreError
 from goclaw_kg.tables import KGEntity, KGRelation
 from goclaw_search.answer import coverage
 from goclaw_search.commit_watch import CommitWatch
 from goclaw_search.index import Doc, SearchIndex
+from goclaw_search.pg_reads import shared
 from goclaw_search.tokenize import query_terms, terms
 
 TIER = "kg"
@@ -51,6 +52,7 @@ _SEARCHERS: weakref.WeakKeyDictionary[Any, FactSearch] = weakref.WeakKeyDictiona
 _LOCK = threading.Lock()
 
 _TOKEN = "SELECT version FROM kg_versions WHERE agent_id = :a"
+_PG_TOKEN = _TOKEN.replace(":a", "%s")  # psycopg's placeholders
 # The current facts of an agent, every user scope: (id, user, name or source, type, description
 # or target, valid_from). A relation's ends are named afterwards, by their entities' names (a
 # join costs more than naming them from the entities just read).
@@ -156,6 +158,9 @@ class FactSearch:
         self.reconciles = 0  # tests read it: how often an index was brought up to date
         path = engine.db.engine.url.database if engine.db.backend == "sqlite" else None
         self._watch = CommitWatch(path, lambda conn: engine.on_close(conn.close))
+        self._reads = shared(engine.db.engine, StoreError) if engine.db.backend == "postgresql" else None
+        if self._reads is not None:
+            engine.on_close(self._reads.close)
 
     def hits(
         self, agent_id: str, query: str, scope: list[str], limit: int, since: str | None, until: str | None
@@ -197,8 +202,11 @@ class FactSearch:
     # ------------------------------------------------------------------ keeping in step
     def _token(self, agent_id: str) -> int | None:
         """The agent's change counter, ``None`` when it has no fact."""
+        if self._reads is not None:
+            rows = self._reads.query(_PG_TOKEN, (agent_id,))
+            return int(rows[0][0]) if rows else None
         conn = self._watch.connection()
-        if conn is None:
+        if conn is None:  # SQLite in memory or by URI
             with self.engine.db.engine.connect() as c:
                 return c.execute(text(_TOKEN), {"a": agent_id}).scalar()
         known, token = self._watch.remembered(agent_id)

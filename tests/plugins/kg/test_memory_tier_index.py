@@ -145,26 +145,34 @@ def test_user_scopes_and_dates_filter_inside_the_index(make_engine: Any) -> None
     assert hit.extra["date"] == (T0 + timedelta(days=1)).isoformat() and hit.scope == "user"
 
 
-def test_an_unchanged_graph_is_not_read_again(make_engine: Any) -> None:
+def test_an_unchanged_graph_is_not_read_again(make_engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Counted at the database driver: after the first search, searches of an unchanged graph
-    read no fact (PostgreSQL: one read of the counter each; SQLite: not even that, while
-    ``PRAGMA data_version`` says nobody committed); the first search after a write reads them."""
+    read no fact and check out no connection of the store's pool (PostgreSQL: one read of the
+    counter each, outside the pool; SQLite: not even that, while ``PRAGMA data_version`` says
+    nobody committed); the first search after a write reads them."""
     engine = make_engine(plugins=NO_EMBED)
     agent = engine.agents.create("ada")
     engine.db.run_write(lambda s: alice_works_at_acme(engine, s, agent.id, T0, "works_at"))
     seen: list[str] = []
+    direct: list[str] = []
 
     def _count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
         if "kg_" in statement:
             seen.append(statement)
 
     assert _snippets(engine, agent, "Alice")
+    reads = searcher(engine)._reads
+    assert (reads is not None) == (engine.db.backend == "postgresql")
+    if reads is not None:
+        query = reads.query
+        monkeypatch.setattr(reads, "query", lambda sql, params: direct.append(sql) or query(sql, params))
     event.listen(engine.db.engine, "before_cursor_execute", _count)
     try:
-        for query in ("Alice", "Acme engineer", "works at"):
-            assert _snippets(engine, agent, query)
-        assert not [s for s in seen if "kg_entities" in s or "kg_relations" in s]
-        assert len(seen) == (3 if engine.db.backend == "postgresql" else 0)  # the counter
+        for query_text in ("Alice", "Acme engineer", "works at"):
+            assert _snippets(engine, agent, query_text)
+        assert seen == []  # not even the counter: no pool checkout
+        assert len(direct) == (3 if engine.db.backend == "postgresql" else 0)  # the counter
+        assert all("kg_versions" in s for s in direct)
         engine.db.run_write(
             lambda s: engine.kg.upsert_entity(
                 s, agent_id=agent.id, user_id="", name="Bob", entity_type="person"

@@ -1,0 +1,168 @@
+"""Small PostgreSQL reads outside a connection pool: for an in-memory index kept in step with
+tables (the memory tiers' indexes), one round trip to read an agent's change counter instead
+of a pool checkout, its pre-ping, ``BEGIN``, the read and ``ROLLBACK``.
+
+A :class:`DirectReads` is one autocommit psycopg connection, shared by threads under a lock
+(each read is well under a millisecond), opened on first use and reopened once if the server
+dropped it. An autocommit statement sees every transaction committed before it starts, so a
+write by any process is seen by the next read. No transaction stays open; psycopg prepares a
+statement on its fifth use, as on the store's own connections (half the time of a statement
+with subqueries).
+
+It never waits forever on a hung server: opening the connection gives up after
+``connect_timeout`` seconds, and a read after ``statement_timeout``: first the server's own
+``statement_timeout`` (a lock held by another transaction, an overloaded server), then,
+``GRACE`` seconds later, the client stops waiting (a server or network that no longer answers
+at all) and drops the connection. Either way the read raises ``error`` (a one-line message),
+and a thread queued behind the lock gives up within the same time.
+
+:func:`shared` gives one per SQLAlchemy engine (so several tiers of one process share one
+server connection); its owner closes it with :meth:`DirectReads.close`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["DirectReads", "shared"]
+
+CONNECT_TIMEOUT = 10.0  # seconds
+STATEMENT_TIMEOUT = 10.0
+GRACE = 2.0  # the client waits this much longer than the server's statement_timeout
+
+_SHARED: weakref.WeakKeyDictionary[Any, dict[Any, DirectReads]] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+class DirectReads:
+    """An autocommit connection (see the module docstring). ``connect``: psycopg's connect
+    arguments (positional, keywords), for instance SQLAlchemy's
+    ``dialect.create_connect_args(url)``; ``error``: the exception class a failed read raises."""
+
+    def __init__(
+        self,
+        connect: tuple[Sequence[Any], dict[str, Any]],
+        *,
+        error: Callable[[str], Exception] = ConnectionError,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        statement_timeout: float = STATEMENT_TIMEOUT,
+    ) -> None:
+        self._args, self._kwargs = tuple(connect[0]), dict(connect[1])
+        self._error = error
+        self.connect_timeout = connect_timeout
+        self.statement_timeout = statement_timeout
+        self._conn: Any = None
+        self._lock = threading.Lock()
+
+    def _connect(self) -> Any:
+        # libpq counts whole seconds, at least 2; psycopg enforces it on the whole connect.
+        kwargs = {**self._kwargs, "connect_timeout": max(2, math.ceil(self.connect_timeout))}
+        conn = _connection_class().connect(*self._args, **kwargs, autocommit=True)
+        try:
+            conn.deadline = time.monotonic() + self.statement_timeout + GRACE
+            # set_config, not the connection's "options": those may carry the search_path already.
+            ms = str(max(1, round(self.statement_timeout * 1000)))
+            conn.execute("SELECT set_config('statement_timeout', %s, false)", (ms,))
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> list[tuple[Any, ...]]:
+        """Run one read-only statement (``%s`` or ``%(name)s`` placeholders); its rows."""
+        import psycopg
+
+        budget = self.statement_timeout + GRACE
+        if not self._lock.acquire(timeout=budget):  # the read in front of this one is stuck
+            raise self._timed_out()
+        try:
+            for attempt in (1, 2):
+                try:
+                    if self._conn is None or self._conn.closed:
+                        self._conn = self._connect()
+                    self._conn.deadline = time.monotonic() + budget
+                    return list(self._conn.execute(sql, params).fetchall())
+                except psycopg.errors.QueryCanceled:  # the server's statement_timeout
+                    raise self._timed_out() from None
+                except psycopg.errors.ConnectionTimeout as exc:
+                    self._drop()
+                    raise self._error(
+                        f"database unreachable: no connection within {self.connect_timeout:g} s: "
+                        f"{_first_line(exc)}"
+                    ) from None
+                except psycopg.OperationalError as exc:
+                    self._drop()
+                    if _client_timeout(exc):  # no answer at all: the connection is unusable
+                        raise self._timed_out() from None
+                    if attempt == 2:  # a dropped connection: reopened once above
+                        raise self._error(f"database unreachable: {_first_line(exc)}") from None
+            raise AssertionError("unreachable")  # pragma: no cover
+        finally:
+            self._lock.release()
+
+    def _timed_out(self) -> Exception:
+        return self._error(f"the database did not answer a read within {self.statement_timeout:g} s")
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # pragma: no cover - closing a broken connection
+                pass
+
+    def close(self) -> None:
+        """Close the connection (a later read opens a new one)."""
+        with self._lock:
+            self._drop()
+
+
+def shared(engine: Any, error: Callable[[str], Exception] = ConnectionError) -> DirectReads:
+    """The :class:`DirectReads` of a SQLAlchemy ``engine`` (one per engine and ``error``, with
+    the default timeouts), closed when the engine is garbage-collected if nobody closed it."""
+    with _LOCK:
+        per_engine = _SHARED.get(engine)
+        if per_engine is None:
+            per_engine = _SHARED[engine] = {}
+        reads = per_engine.get(error)
+        if reads is None:
+            connect = engine.dialect.create_connect_args(engine.url)
+            reads = per_engine[error] = DirectReads(connect, error=error)
+            weakref.finalize(engine, reads.close)
+        return reads
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _client_timeout(exc: BaseException) -> bool:
+    import psycopg
+
+    waited = getattr(psycopg.errors, "_WaitTimeout", None)  # what Connection.wait raises
+    return waited is not None and isinstance(exc, waited)
+
+
+@functools.cache
+def _connection_class() -> Any:
+    """A psycopg connection whose every wait for the server ends at ``deadline``: psycopg
+    passes ``timeout`` to :meth:`psycopg.Connection.wait` only for its own waits, so a read
+    would otherwise wait on the socket for as long as the server stays silent (``wait`` takes
+    ``timeout`` since psycopg 3.3.6)."""
+    import psycopg
+
+    class DeadlineConnection(psycopg.Connection[Any]):
+        deadline: float | None = None
+
+        def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
+            if timeout is None and self.deadline is not None:
+                timeout = max(self.deadline - time.monotonic(), 0.001)
+            return super().wait(gen, interval, timeout)
+
+    return DeadlineConnection
