@@ -177,11 +177,17 @@ def interleaved(keep: Path, n_chunks: int, url: str, backend: str) -> None:
     print(
         f"{n_chunks:,} chunks, {len(questions)} questions, schema {schema}, backend {pg.memory.backend.name}"
     )
+    postings = _postings_per_question(pg, questions)
+    common = set(sorted(range(len(questions)), key=lambda i: -postings[i])[: max(1, len(questions) // 10)])
+    print(
+        f"common words: the {len(common)} questions with the most postings "
+        f"(at least {min(postings[i] for i in common):,})"
+    )
     for channel in ("lexical", "hybrid"):
         ms: dict[str, list[float]] = {"sqlite": [], "pg": []}
         quality = {"sqlite": [0, 0.0], "pg": [0, 0.0]}
         overlap = []
-        for q in questions:
+        for qi, q in enumerate(questions):
             tops = {}
             for name, eng in (("sqlite", sq), ("pg", pg)):
                 t = time.perf_counter()
@@ -203,8 +209,32 @@ def interleaved(keep: Path, n_chunks: int, url: str, backend: str) -> None:
                 f"{t[int(0.99 * (n - 1))]:.1f} ms"
             )
         print("; ".join(line), f"(load average {os.getloadavg()[0]:.1f})", flush=True)
+        few = {name: sorted(ms[name][i] for i in common) for name in ms}
+        print(
+            f"  {channel:7s} common words: pg p50 / p99 {statistics.median(few['pg']):.1f} / "
+            f"{few['pg'][int(0.99 * (len(common) - 1))]:.1f} ms; sqlite p50 / p99 "
+            f"{statistics.median(few['sqlite']):.1f} / {few['sqlite'][int(0.99 * (len(common) - 1))]:.1f} ms",
+            flush=True,
+        )
     sq.close()
     pg.close()
+
+
+def _postings_per_question(eng: Any, questions: list[dict[str, Any]]) -> list[int]:
+    """Each question's postings in the agent: the document frequencies of its terms, summed (the
+    work a full-text search does), from the chunks' stored terms."""
+    from collections import Counter
+
+    from sqlalchemy import text
+
+    from goclaw_search.tokenize import query_terms
+
+    agent = eng.agents.get("bench").id
+    df: Counter[str] = Counter()
+    with eng.db.engine.connect() as c:
+        for (lex,) in c.execute(text("SELECT lex FROM memory_chunks WHERE agent_id = :a"), {"a": agent}):
+            df.update(set((lex or "").split()))
+    return [sum(df[t] for t in dict.fromkeys(query_terms(q["question"]))) for q in questions]
 
 
 def _startup(ws: Path, url: str, backend: str, questions: list[dict[str, Any]]) -> None:

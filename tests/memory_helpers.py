@@ -53,20 +53,24 @@ def index_kettle_and_ferry(eng: Any, name: str = "ada") -> Path:
 def pg_postings(eng: Any) -> set[tuple[str, int]]:
     """The ``postgresql`` backend's postings as (term, chunk id): the packed lists' ordinals
     mapped to chunk ids (tombstoned ones left out) and the delta's rows."""
+    with eng.db.engine.connect() as c:
+        return pg_postings_of(c)
+
+
+def pg_postings_of(c: Any) -> set[tuple[str, int]]:
+    """:func:`pg_postings` on an open connection."""
     import numpy as np
     from sqlalchemy import text
 
     out: set[tuple[str, int]] = set()
-    with eng.db.engine.connect() as c:
-        ids = {
-            (a, int(o)): int(i)
-            for a, o, i in c.execute(text("SELECT agent_id, ord, chunk_id FROM memory_ords"))
-        }
-        for agent, term, ords in c.execute(text("SELECT agent_id, term, ords FROM memory_packed")):
-            for o in np.frombuffer(ords, ">i4"):
-                if (agent, int(o)) in ids:
-                    out.add((term, ids[agent, int(o)]))
-        out |= {(r[0], int(r[1])) for r in c.execute(text("SELECT term, chunk_id FROM memory_delta"))}
+    ids = {
+        (a, int(o)): int(i) for a, o, i in c.execute(text("SELECT agent_id, ord, chunk_id FROM memory_ords"))
+    }
+    for agent, term, ords in c.execute(text("SELECT agent_id, term, ords FROM memory_packed")):
+        for o in np.frombuffer(ords, ">i4"):
+            if (agent, int(o)) in ids:
+                out.add((term, ids[agent, int(o)]))
+    out |= {(r[0], int(r[1])) for r in c.execute(text("SELECT term, chunk_id FROM memory_delta"))}
     return out
 
 

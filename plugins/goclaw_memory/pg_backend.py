@@ -508,6 +508,7 @@ class Candidates:
                 )
             ],
             binary=True,
+            last=True,
         )
         out: dict[int, ChunkRow] = {}
         for o, i, u, path, start, end, body, lex in got:

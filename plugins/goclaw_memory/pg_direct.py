@@ -199,17 +199,21 @@ class Snapshot:
         self.begun = False
 
     def queries(
-        self, statements: Sequence[tuple[str, Sequence[Any]]], *, binary: bool = False
+        self, statements: Sequence[tuple[str, Sequence[Any]]], *, binary: bool = False, last: bool = False
     ) -> list[list[tuple[Any, ...]]]:
         """Run read-only statements in one round trip and return each one's rows (``binary``:
-        results in PostgreSQL's binary format, e.g. ``bytea`` without hex text)."""
+        results in PostgreSQL's binary format, e.g. ``bytea`` without hex text; ``last``: the
+        snapshot's last reads, its ``ROLLBACK`` sent with them)."""
+        end = [("ROLLBACK", ())] if last else []
         if not self.begun:
             begin = ("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", ())
-            out = self.owner._first([begin, *statements], binary=binary)[1:]
-            self.begun = True
-            return out
+            out = self.owner._first([begin, *statements, *end], binary=binary)[1:]
+            self.begun = not last
+            return out[: len(statements)]
         with self.owner._mapped():
-            return self.owner._run(statements, binary=binary)
+            out = self.owner._run([*statements, *end], binary=binary)
+        self.begun = not last
+        return out[: len(statements)]
 
 
 def _register_vector(conn: Any) -> None:

@@ -309,5 +309,5 @@ def test_writes_under_the_default_backend_pay_for_no_statistics_triggers(pg: Any
     pg.memory.writer.add("ada", "Remember: the harbour ferry leaves at noon.")
     with pg.db.engine.connect() as c:
         assert missing_triggers(c) == list(TRIGGER_NAMES)
-        for table in ("memory_term_stats", "memory_agent_stats", "memory_postings"):
+        for table in ("memory_term_stats", "memory_agent_stats", "memory_packed", "memory_delta"):
             assert c.execute(text(f"SELECT count(*) FROM {table}")).scalar() == 0

@@ -15,7 +15,7 @@ from goclaw.engine import Engine
 from goclaw.forget import forget_agent, forget_user
 from goclaw_memory.pg_stats import missing_triggers
 from goclaw_memory.testing.fixtures import private_schema
-from tests.memory_helpers import run_script, search_all, seed_agent, sql_block, write
+from tests.memory_helpers import pg_postings_of, run_script, search_all, seed_agent, sql_block, write
 
 pytestmark = pytest.mark.postgres
 
@@ -72,15 +72,7 @@ def state(eng: Any) -> dict[str, Any]:
                 text("SELECT agent_id, term, sum(df) FROM memory_term_stats GROUP BY 1, 2 HAVING sum(df) > 0")
             )
         }
-        postings = {
-            (names[r[0]], r[1], int(r[2]), float(r[3]))
-            for r in c.execute(
-                text(
-                    "SELECT d.agent_id, d.term, p.chunk_id, p.impact FROM memory_postings p "
-                    "JOIN memory_terms d ON d.id = p.term_id"
-                )
-            )
-        }
+        postings = {(t, int(i)) for t, i in pg_postings_of(c)}
     return {
         "searches": searches,
         "agents": agents,
@@ -108,15 +100,15 @@ def test_partitioned_tables_search_and_write_like_plain_ones(
                         text(
                             "SELECT relname, relkind FROM pg_class "
                             "WHERE relnamespace = current_schema()::regnamespace AND relname IN "
-                            "('memory_chunks', 'memory_documents', 'memory_terms', 'memory_postings')"
+                            "('memory_chunks', 'memory_documents', 'memory_packed', 'memory_ords')"
                         )
                     ).all()
                 )
                 assert kinds == {
                     "memory_chunks": "p",
                     "memory_documents": "p",
-                    "memory_terms": "p",
-                    "memory_postings": "r",
+                    "memory_packed": "p",
+                    "memory_ords": "p",
                 }
                 # The rows written before the recipe are there, each agent's in one partition
                 # (two agents may share one: their ids are random).
