@@ -187,7 +187,7 @@ def interleaved(keep: Path, n_chunks: int, url: str, backend: str) -> None:
         ms: dict[str, list[float]] = {"sqlite": [], "pg": []}
         quality = {"sqlite": [0, 0.0], "pg": [0, 0.0]}
         overlap = []
-        for qi, q in enumerate(questions):
+        for q in questions:
             tops = {}
             for name, eng in (("sqlite", sq), ("pg", pg)):
                 t = time.perf_counter()
