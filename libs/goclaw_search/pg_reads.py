@@ -27,10 +27,11 @@ import math
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["DirectReads", "shared"]
+__all__ = ["DirectReads", "Snapshot", "shared"]
 
 CONNECT_TIMEOUT = 10.0  # seconds
 STATEMENT_TIMEOUT = 10.0
@@ -43,7 +44,8 @@ _LOCK = threading.Lock()
 class DirectReads:
     """An autocommit connection (see the module docstring). ``connect``: psycopg's connect
     arguments (positional, keywords), for instance SQLAlchemy's
-    ``dialect.create_connect_args(url)``; ``error``: the exception class a failed read raises."""
+    ``dialect.create_connect_args(url)``; ``error``: the exception class a failed read raises;
+    ``settings``: the names of the two timeouts' settings, for the messages (if any)."""
 
     def __init__(
         self,
@@ -52,11 +54,13 @@ class DirectReads:
         error: Callable[[str], Exception] = ConnectionError,
         connect_timeout: float = CONNECT_TIMEOUT,
         statement_timeout: float = STATEMENT_TIMEOUT,
+        settings: tuple[str, str] = ("", ""),
     ) -> None:
         self._args, self._kwargs = tuple(connect[0]), dict(connect[1])
         self._error = error
         self.connect_timeout = connect_timeout
         self.statement_timeout = statement_timeout
+        self._settings = tuple(f" ({name})" if name else "" for name in settings)
         self._conn: Any = None
         self._lock = threading.Lock()
 
@@ -69,6 +73,7 @@ class DirectReads:
             # set_config, not the connection's "options": those may carry the search_path already.
             ms = str(max(1, round(self.statement_timeout * 1000)))
             conn.execute("SELECT set_config('statement_timeout', %s, false)", (ms,))
+            _register_vector(conn)
         except BaseException:
             conn.close()
             raise
@@ -76,38 +81,93 @@ class DirectReads:
 
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> list[tuple[Any, ...]]:
         """Run one read-only statement (``%s`` or ``%(name)s`` placeholders); its rows."""
-        import psycopg
+        return self.queries([(sql, params)])[0]
 
-        budget = self.statement_timeout + GRACE
-        if not self._lock.acquire(timeout=budget):  # the read in front of this one is stuck
+    def queries(
+        self, statements: Sequence[tuple[str, Sequence[Any] | dict[str, Any]]], *, binary: bool = False
+    ) -> list[list[tuple[Any, ...]]]:
+        """Run read-only statements in one round trip (psycopg's pipeline mode; one statement
+        is sent plainly) and return each one's rows (``binary``: in PostgreSQL's binary format,
+        e.g. ``bytea`` without hex text)."""
+        with self._held():
+            return self._first(statements, binary=binary)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Snapshot]:
+        """One read-only ``REPEATABLE READ`` transaction, for reads that must agree with each
+        other over several round trips: ``BEGIN`` goes with the first
+        :meth:`Snapshot.queries`, ``ROLLBACK`` with the last (or at the end). Other threads
+        wait meanwhile."""
+        with self._held():
+            snap = Snapshot(self)
+            try:
+                yield snap
+            finally:
+                if snap.begun and self._conn is not None and not self._conn.closed:
+                    with self._mapped():
+                        self._conn.execute("ROLLBACK")
+
+    @contextmanager
+    def _held(self) -> Iterator[None]:
+        if not self._lock.acquire(timeout=self.statement_timeout + GRACE):  # the read in front is stuck
             raise self._timed_out()
         try:
-            for attempt in (1, 2):
-                try:
-                    if self._conn is None or self._conn.closed:
-                        self._conn = self._connect()
-                    self._conn.deadline = time.monotonic() + budget
-                    return list(self._conn.execute(sql, params).fetchall())
-                except psycopg.errors.QueryCanceled:  # the server's statement_timeout
-                    raise self._timed_out() from None
-                except psycopg.errors.ConnectionTimeout as exc:
-                    self._drop()
-                    raise self._error(
-                        f"database unreachable: no connection within {self.connect_timeout:g} s: "
-                        f"{_first_line(exc)}"
-                    ) from None
-                except psycopg.OperationalError as exc:
-                    self._drop()
-                    if _client_timeout(exc):  # no answer at all: the connection is unusable
-                        raise self._timed_out() from None
-                    if attempt == 2:  # a dropped connection: reopened once above
-                        raise self._error(f"database unreachable: {_first_line(exc)}") from None
-            raise AssertionError("unreachable")  # pragma: no cover
+            yield
         finally:
             self._lock.release()
 
+    def _first(self, statements: Sequence[Any], *, binary: bool) -> list[list[tuple[Any, ...]]]:
+        """Run the statements (the lock held), opening the connection if needed and reopening
+        it once if the server dropped it."""
+        for attempt in (1, 2):
+            try:
+                with self._mapped(dropped=attempt == 1):
+                    if self._conn is None or self._conn.closed:
+                        self._conn = self._connect()
+                    return self._run(statements, binary=binary)
+            except _Dropped:
+                continue
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _run(self, statements: Sequence[Any], *, binary: bool) -> list[list[tuple[Any, ...]]]:
+        conn = self._conn
+        conn.deadline = time.monotonic() + self.statement_timeout + GRACE
+        if len(statements) == 1:
+            sql, params = statements[0]
+            return [list(conn.execute(sql, params, binary=binary).fetchall())]
+        with conn.pipeline() as pipeline:
+            cursors = [conn.execute(sql, params, binary=binary) for sql, params in statements]
+            pipeline.sync()  # every result in: a cursor without one (BEGIN) has no description
+            return [list(cur.fetchall()) if cur.description else [] for cur in cursors]
+
+    @contextmanager
+    def _mapped(self, *, dropped: bool = False) -> Iterator[None]:
+        """psycopg's failures as one-line ``error`` s; with ``dropped``, a connection the server
+        dropped as :class:`_Dropped` (the caller reopens it)."""
+        import psycopg
+
+        try:
+            yield
+        except psycopg.errors.QueryCanceled:  # the server's statement_timeout
+            raise self._timed_out() from None
+        except psycopg.errors.ConnectionTimeout as exc:
+            self._drop()
+            raise self._error(
+                f"database unreachable: no connection within {self.connect_timeout:g} s"
+                f"{self._settings[0]}: {_first_line(exc)}"
+            ) from None
+        except psycopg.OperationalError as exc:
+            self._drop()
+            if _client_timeout(exc):  # no answer at all: the connection is unusable
+                raise self._timed_out() from None
+            if dropped:
+                raise _Dropped() from None
+            raise self._error(f"database unreachable: {_first_line(exc)}") from None
+
     def _timed_out(self) -> Exception:
-        return self._error(f"the database did not answer a read within {self.statement_timeout:g} s")
+        return self._error(
+            f"the database did not answer a read within {self.statement_timeout:g} s{self._settings[1]}"
+        )
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
@@ -121,6 +181,47 @@ class DirectReads:
         """Close the connection (a later read opens a new one)."""
         with self._lock:
             self._drop()
+
+
+class Snapshot:
+    """The reads of one :meth:`DirectReads.snapshot`."""
+
+    def __init__(self, owner: DirectReads) -> None:
+        self.owner = owner
+        self.begun = False
+
+    def queries(
+        self, statements: Sequence[tuple[str, Sequence[Any]]], *, binary: bool = False, last: bool = False
+    ) -> list[list[tuple[Any, ...]]]:
+        """Run read-only statements in one round trip and return each one's rows (``last``: the
+        snapshot's last reads, its ``ROLLBACK`` sent with them)."""
+        end = [("ROLLBACK", ())] if last else []
+        if not self.begun:
+            begin = ("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", ())
+            out = self.owner._first([begin, *statements, *end], binary=binary)[1:]
+        else:
+            with self.owner._mapped():
+                out = self.owner._run([*statements, *end], binary=binary)
+        self.begun = not last
+        return out[: len(statements)]
+
+
+class _Dropped(Exception):
+    """The server dropped the connection (reopened once)."""
+
+
+def _register_vector(conn: Any) -> None:
+    """pgvector's binary adapters, so vectors travel as float32 (when the server has the
+    extension and pgvector's Python package is installed)."""
+    try:
+        from pgvector.psycopg.vector import register_vector_info
+    except ImportError:  # pragma: no cover - pgvector is a dependency of goclaw
+        return
+    from psycopg.types import TypeInfo
+
+    info = TypeInfo.fetch(conn, "vector")
+    if info is not None:
+        register_vector_info(conn, info)
 
 
 def shared(engine: Any, error: Callable[[str], Exception] = ConnectionError) -> DirectReads:

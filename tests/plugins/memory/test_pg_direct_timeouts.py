@@ -148,8 +148,9 @@ def test_a_server_that_stops_answering_mid_session_does_not_hang_the_search(
     gives up a little after ``pg_statement_timeout``, drops the connection and opens a new one
     for the next read."""
     from goclaw_memory import pg_direct
+    from goclaw_search import pg_reads
 
-    monkeypatch.setattr(pg_direct, "GRACE", 0.5)
+    monkeypatch.setattr(pg_reads, "GRACE", 0.5)
     proxy, via = proxied
     conn = pg_direct.DirectConnection(via, connect_timeout=2, statement_timeout=0.5)  # type: ignore[arg-type]
     assert conn.query("SELECT 1", ()) == [(1,)]
