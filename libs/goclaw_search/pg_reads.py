@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["DirectReads", "Snapshot", "shared"]
+__all__ = ["DirectReads", "shared"]
 
 CONNECT_TIMEOUT = 10.0  # seconds
 STATEMENT_TIMEOUT = 10.0
@@ -79,9 +79,11 @@ class DirectReads:
             raise
         return conn
 
-    def query(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> list[tuple[Any, ...]]:
+    def query(
+        self, sql: str, params: Sequence[Any] | dict[str, Any], *, binary: bool = False
+    ) -> list[tuple[Any, ...]]:
         """Run one read-only statement (``%s`` or ``%(name)s`` placeholders); its rows."""
-        return self.queries([(sql, params)])[0]
+        return self.queries([(sql, params)], binary=binary)[0]
 
     def queries(
         self, statements: Sequence[tuple[str, Sequence[Any] | dict[str, Any]]], *, binary: bool = False
@@ -91,21 +93,6 @@ class DirectReads:
         e.g. ``bytea`` without hex text)."""
         with self._held():
             return self._first(statements, binary=binary)
-
-    @contextmanager
-    def snapshot(self) -> Iterator[Snapshot]:
-        """One read-only ``REPEATABLE READ`` transaction, for reads that must agree with each
-        other over several round trips: ``BEGIN`` goes with the first
-        :meth:`Snapshot.queries`, ``ROLLBACK`` with the last (or at the end). Other threads
-        wait meanwhile."""
-        with self._held():
-            snap = Snapshot(self)
-            try:
-                yield snap
-            finally:
-                if snap.begun and self._conn is not None and not self._conn.closed:
-                    with self._mapped():
-                        self._conn.execute("ROLLBACK")
 
     @contextmanager
     def _held(self) -> Iterator[None]:
@@ -181,29 +168,6 @@ class DirectReads:
         """Close the connection (a later read opens a new one)."""
         with self._lock:
             self._drop()
-
-
-class Snapshot:
-    """The reads of one :meth:`DirectReads.snapshot`."""
-
-    def __init__(self, owner: DirectReads) -> None:
-        self.owner = owner
-        self.begun = False
-
-    def queries(
-        self, statements: Sequence[tuple[str, Sequence[Any]]], *, binary: bool = False, last: bool = False
-    ) -> list[list[tuple[Any, ...]]]:
-        """Run read-only statements in one round trip and return each one's rows (``last``: the
-        snapshot's last reads, its ``ROLLBACK`` sent with them)."""
-        end = [("ROLLBACK", ())] if last else []
-        if not self.begun:
-            begin = ("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", ())
-            out = self.owner._first([begin, *statements, *end], binary=binary)[1:]
-        else:
-            with self.owner._mapped():
-                out = self.owner._run([*statements, *end], binary=binary)
-        self.begun = not last
-        return out[: len(statements)]
 
 
 class _Dropped(Exception):

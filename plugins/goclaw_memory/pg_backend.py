@@ -12,7 +12,9 @@ the database with nothing held per process.
 * :func:`goclaw_memory.pg_exact.budget` decides how many of the best by BM25 need a cosine: until
   no chunk left out can reach the result; then :func:`goclaw_search.fusion.fuse`.
 * The reads go through the engine's direct connection (:mod:`goclaw_memory.pg_direct`): no
-  pool checkout, results in binary, one ``REPEATABLE READ`` snapshot per search.
+  pool checkout, no transaction, results in binary. The statistics and postings come in one
+  statement, so they agree with each other under concurrent writes; the vectors' and the
+  winners' reads follow (ordinals are never reused: a chunk deleted in between is left out).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from goclaw.contracts.search import (
 from goclaw_memory.filters import FacetCache, allowed_ids, read_facet_rows
 from goclaw_memory.pg_direct import direct
 from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, budget, idf
-from goclaw_memory.pg_postings import FETCH, STATS, Lists, compact_if_due, scores
+from goclaw_memory.pg_postings import FETCH, ListCache, Lists, compact_if_due, fetched, scores
 from goclaw_memory.pg_text import K1, B, bm25_from_lex, tsquery_literal
 from goclaw_memory.version_token import VERSION_WORKER, parse_token
 from goclaw_search.fusion import fuse
@@ -66,14 +68,16 @@ class PostgresSearchBackend(SearchBackend):
         self._iterative: bool | None = None
         self._installed = False  # the statistics triggers are known to be installed
         self.facets = FacetCache()  # each agent's chunk tags, dates and paths, for filters
+        budget = getattr(engine.plugin_settings("memory"), "pg_list_cache_mb", 64.0)
+        self.lists = ListCache(float(budget))  # recently read packed lists
 
     # ------------------------------------------------------------------ search
     def search(self, query: SearchQuery) -> SearchResult:
-        """The engine's fused ranking, read from the database in one read-only snapshot (so
-        the figures and the rows agree under concurrent writes), in two or three round trips:
-        the statistics, the query terms' packed postings and (hybrid) the nearest chunks by
-        vector; the ids and cosines of the best by BM25, more until the fused top is settled
-        (:func:`goclaw_memory.pg_exact.budget`); the winners' rows."""
+        """The engine's fused ranking, read from the database in two or three round trips: the
+        statistics and the query terms' packed postings (one statement) and, in a hybrid
+        search, the nearest chunks by vector; the ids and cosines of the best by BM25, more
+        until the fused top is settled (:func:`goclaw_memory.pg_exact.budget`); the winners'
+        rows."""
         cfg = self.engine.plugin_settings("memory")
         pool = max(int(cfg.min_candidates), int(cfg.candidate_factor) * query.limit)
         notes: list[str] = []
@@ -91,85 +95,81 @@ class PostgresSearchBackend(SearchBackend):
             with self.engine.db.engine.connect() as c:
                 only = allowed_ids(self._facet_rows(c, a), query.filter, users)
         vec_sql = self._vector_sql(query, users, max(pool, query.wanted), only) if want_vec else []
-        with direct(self.engine).snapshot() as snap:
-            statements: list[tuple[str, Sequence[Any]]] = [(STATS, (a, a, terms))]
-            if want_lex:
-                statements.append((FETCH, (a, terms, users, a, terms, users, a, a)))
-            if only is not None:
-                statements.append((_ONLY_ORDS, (a, only.tolist())))
-            got = snap.queries([*statements, *vec_sql], binary=True)
-            stats, rest = got[0], got[1:]
-            lists = Lists.from_rows(rest.pop(0)) if want_lex else Lists()
-            allowed = None
-            if only is not None:
-                allowed = (np.sort(np.array([r[0] for r in rest.pop(0)], dtype=np.int64)), only)
-            # The vector statements: the settings, then the exact scan and HNSW (one of them ran).
-            nearest = [r for got_rows in rest[1:] for r in got_rows] if want_vec else []
-            chunks_n, total = 0, 0
-            df: dict[str, int] = {}
-            for term, x, y in stats:
-                if term is None:
-                    chunks_n, total = int(x or 0), int(y or 0)
-                elif x and x > 0:
-                    df[term] = int(x)
-            n = float(max(chunks_n, 1))
-            avgdl = total / n if chunks_n else 1.0
-            weights = {t: query.terms.count(t) * idf(df[t], n) * (K1 + 1) for t in terms if t in df}
-            sc = scores(lists, weights, avgdl, allowed)
-            cands = Candidates()
-            for i, o, u, cos in nearest:
-                cands.add(int(i), -1 if o is None else int(o), u, float(cos))
-            rest_cosine = 0.0
-            if len(nearest) >= max(pool, query.wanted):  # else every vector of the scope was read
-                rest_cosine = min(float(r[3]) for r in nearest)
-            if want_vec and not nearest:
-                with self.engine.db.engine.connect() as c:
-                    note = self._no_vectors(c, query, users)
-                if note:
-                    notes.append(note)
-            cosine = want_vec and bool(nearest)
-            boost_on = len(users) > 1 and f.user_boost != 1.0
-            m = max(pool, query.wanted) * (4 if cosine else 1)
-            lexical = vector = boost = None
-            while True:
-                if weights:
-                    ords, ids, bm = sc.best(m + 1)
-                    rest_bm25 = float(bm[m]) if len(bm) > m else 0.0
-                    cands.extend(snap, query, ords[:m], ids[:m], fetch=cosine or boost_on)
-                lexical = sc.of(cands.ords, cands.ids) if want_lex else None
-                vector = np.maximum(cands.cosines, 0.0) if cosine else None
-                if boost_on:
-                    boost = np.array([f.user_boost if u else 1.0 for u in cands.users])
-                if not weights or not len(cands):
-                    break
-                room = budget(
-                    lexical if lexical is not None else np.zeros(len(cands)),
-                    vector,
-                    rest_cosine=rest_cosine,
-                    k=query.wanted,
-                    method=f.method,
-                    text_weight=f.text_weight,
-                    vector_weight=f.vector_weight,
-                    boost=boost,
-                    pool=pool,
-                )
-                if rest_bm25 <= 0 or rest_bm25 < room:
-                    break
-                m *= 4
-            if not len(cands):
-                return SearchResult([], notes)
-            scored = fuse(
-                lexical.astype(np.float32) if lexical is not None else None,
-                vector.astype(np.float32) if vector is not None else None,
-                None,
-                limit=query.wanted,
+        reads = direct(self.engine)
+        statements: list[tuple[str, Sequence[Any]]] = []
+        held = self.lists.held(a, terms, users) if want_lex else (None, {})
+        if want_lex:
+            pairs = list(held[1])
+            params = (a, terms, users, held[0], [t for t, _u in pairs], [u for _t, u in pairs])
+            statements.append((FETCH, (*params, a, terms, users, a, a, a, a, terms)))
+        if only is not None:
+            statements.append((_ONLY_ORDS, (a, only.tolist())))
+        got = reads.queries([*statements, *vec_sql], binary=True)
+        lists = fetched(got.pop(0), self.lists, a, terms, users, held) if want_lex else Lists()
+        allowed = None
+        if only is not None:
+            allowed = (np.sort(np.array([r[0] for r in got.pop(0)], dtype=np.int64)), only)
+        # The vector statements: the settings, then the exact scan and HNSW (one of them ran).
+        nearest = [r for got_rows in got[1:] for r in got_rows] if want_vec else []
+        n = float(max(lists.chunks, 1))
+        avgdl = lists.total / n if lists.chunks else 1.0
+        df = lists.df
+        weights = {t: query.terms.count(t) * idf(df[t], n) * (K1 + 1) for t in terms if t in df}
+        sc = scores(lists, weights, avgdl, allowed)
+        cands = Candidates()
+        for i, o, u, cos in nearest:
+            cands.add(int(i), -1 if o is None else int(o), u, float(cos))
+        rest_cosine = 0.0
+        if len(nearest) >= max(pool, query.wanted):  # else every vector of the scope was read
+            rest_cosine = min(float(r[3]) for r in nearest)
+        if want_vec and not nearest:
+            with self.engine.db.engine.connect() as c:
+                note = self._no_vectors(c, query, users)
+            if note:
+                notes.append(note)
+        cosine = want_vec and bool(nearest)
+        boost_on = len(users) > 1 and f.user_boost != 1.0
+        m = max(pool, query.wanted) * (4 if cosine else 1)
+        lexical = vector = boost = None
+        while True:
+            if weights:
+                ords, ids, bm = sc.best(m + 1)
+                rest_bm25 = float(bm[m]) if len(bm) > m else 0.0
+                cands.extend(reads, query, ords[:m], ids[:m], fetch=cosine or boost_on)
+            lexical = sc.of(cands.ords, cands.ids) if want_lex else None
+            vector = np.maximum(cands.cosines, 0.0) if cosine else None
+            if boost_on:
+                boost = np.array([f.user_boost if u else 1.0 for u in cands.users])
+            if not weights or not len(cands):
+                break
+            room = budget(
+                lexical if lexical is not None else np.zeros(len(cands)),
+                vector,
+                rest_cosine=rest_cosine,
+                k=query.wanted,
                 method=f.method,
                 text_weight=f.text_weight,
                 vector_weight=f.vector_weight,
-                boost=boost.astype(np.float32) if boost is not None else None,
+                boost=boost,
                 pool=pool,
             )
-            rows = cands.rows(snap, a, [s.slot for s in scored])
+            if rest_bm25 <= 0 or rest_bm25 < room:
+                break
+            m *= 4
+        if not len(cands):
+            return SearchResult([], notes)
+        scored = fuse(
+            lexical.astype(np.float32) if lexical is not None else None,
+            vector.astype(np.float32) if vector is not None else None,
+            None,
+            limit=query.wanted,
+            method=f.method,
+            text_weight=f.text_weight,
+            vector_weight=f.vector_weight,
+            boost=boost.astype(np.float32) if boost is not None else None,
+            pool=pool,
+        )
+        rows = cands.rows(reads, a, [s.slot for s in scored])
         chunks = [
             ScoredChunk(rows[s.slot].id, s.score, s.lexical, s.vector) for s in scored if s.slot in rows
         ]
@@ -404,10 +404,15 @@ class PostgresSearchBackend(SearchBackend):
         # back), and more finds more of the exact nearest neighbours (benchmarks/README.md).
         configured = int(getattr(self.engine.plugin_settings("memory"), "hnsw_ef_search", 0) or 0)
         ef = max(int(limit), configured) if configured else max(40, int(limit) * 4)
-        settings = f"set_config('hnsw.ef_search', '{min(ef, 1000)}', true)"
+        # No parallel workers: starting them costs milliseconds, also for the statement whose
+        # one-time filter (the agent's size) says it has nothing to do. Session settings of the
+        # direct connection (its reads run in no transaction), set before every vector read.
+        settings = (
+            f"set_config('hnsw.ef_search', '{min(ef, 1000)}', false), "
+            "set_config('max_parallel_workers_per_gather', '0', false)"
+        )
         if self._supports_iterative():
-            settings += ", set_config('hnsw.iterative_scan', 'relaxed_order', true)"
-        # Local settings last until the end of the (read-only) transaction.
+            settings += ", set_config('hnsw.iterative_scan', 'relaxed_order', false)"
         return [(f"SELECT {settings}", ()), nearest(True), nearest(False)]
 
 
@@ -463,7 +468,7 @@ class Candidates:
             self._slot_of_ord[ord_] = slot
 
     def extend(
-        self, snap: Any, query: SearchQuery, ords: np.ndarray, ids: np.ndarray, *, fetch: bool
+        self, reads: Any, query: SearchQuery, ords: np.ndarray, ids: np.ndarray, *, fetch: bool
     ) -> None:
         """Add the chunks given by ordinal (or, at -1, by id) not here yet; with ``fetch``, with
         their id, user and (in a hybrid search) cosine read from the database."""
@@ -483,38 +488,37 @@ class Candidates:
             cos = _COSINE.format(dim=int(dim))
             params = [provider, model, np.asarray(query.vector, dtype=np.float32).reshape(-1)]
         a = query.agent_id
-        (got,) = snap.queries(
-            [
-                (
-                    f"SELECT o.ord, c.id, c.user_id, {cos} {_BY_ORD} UNION ALL "
-                    f"SELECT -1, c.id, c.user_id, {cos} {_BY_ID}",
-                    (*params, a, new_ords, *params, a, new_ids),
-                )
-            ],
-            binary=True,
+        got = _union(
+            reads,
+            (f"SELECT o.ord, c.id, c.user_id, {cos} {_BY_ORD}", (*params, a, new_ords), bool(new_ords)),
+            (f"SELECT -1, c.id, c.user_id, {cos} {_BY_ID}", (*params, a, new_ids), bool(new_ids)),
         )
         for o, i, u, c in got:
             self.add(int(i), int(o), u, 0.0 if c is None else float(c))
 
-    def rows(self, snap: Any, agent_id: str, slots: Sequence[int]) -> dict[int, ChunkRow]:
+    def rows(self, reads: Any, agent_id: str, slots: Sequence[int]) -> dict[int, ChunkRow]:
         """The rows of these slots, by slot (a chunk deleted meanwhile has none)."""
         ids = [self._ids[s] for s in slots if self._ids[s] >= 0]
         ords = [self._ords[s] for s in slots if self._ids[s] < 0]
-        (got,) = snap.queries(
-            [
-                (
-                    f"SELECT -1, c.id, {_ROW} {_BY_ID} UNION ALL SELECT o.ord, c.id, {_ROW} {_BY_ORD}",
-                    (agent_id, ids, agent_id, ords),
-                )
-            ],
-            binary=True,
-            last=True,
+        got = _union(
+            reads,
+            (f"SELECT -1, c.id, {_ROW} {_BY_ID}", (agent_id, ids), bool(ids)),
+            (f"SELECT o.ord, c.id, {_ROW} {_BY_ORD}", (agent_id, ords), bool(ords)),
         )
         out: dict[int, ChunkRow] = {}
         for o, i, u, path, start, end, body, lex in got:
             slot = self._slot_of_ord[o] if o >= 0 and i not in self._slot_of_id else self._slot_of_id[i]
             out[slot] = ChunkRow(int(i), u, path, int(start), int(end), body, _terms_of(lex))
         return out
+
+
+def _union(reads: Any, *parts: tuple[str, Sequence[Any], bool]) -> list[tuple[Any, ...]]:
+    """The rows of the wanted ``(sql, params, wanted)`` parts, one statement."""
+    wanted = [(sql, params) for sql, params, on in parts if on]
+    if not wanted:
+        return []
+    sql = " UNION ALL ".join(s for s, _p in wanted)
+    return reads.query(sql, [p for _s, params in wanted for p in params], binary=True)
 
 
 def _terms_of(lex: str | None) -> list[str] | None:

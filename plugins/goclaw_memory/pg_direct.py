@@ -1,6 +1,6 @@
 """One autocommit psycopg connection per engine, outside the store's pool, for the memory
 backends' reads on PostgreSQL: the ``inprocess`` backend's version token and winners' rows,
-and every read of the ``postgresql`` backend's search (one ``REPEATABLE READ`` snapshot).
+and every read of the ``postgresql`` backend's search.
 
 Through the pool each read costs three round trips (the pre-ping on checkout, the query, the
 rollback on return): 0.21 ms for the version token and 1.1 ms for 60 rows at 100k chunks,

@@ -31,6 +31,8 @@ transaction. A search's snapshot sees the state before or after it, never a mixt
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,15 +98,17 @@ _ASSIGN_ONE = (
     "new AS (INSERT INTO memory_ords (agent_id, ord, chunk_id) "
     "SELECT :a, base.n + row_number() OVER (ORDER BY d.chunk_id) - 1, d.chunk_id "
     "FROM (SELECT DISTINCT chunk_id FROM memory_delta WHERE agent_id = :a) AS d, base RETURNING ord) "
-    "INSERT INTO memory_packed_agents (agent_id, next_ord) SELECT :a, max(ord) + 1 FROM new "
-    "HAVING count(*) > 0 ON CONFLICT (agent_id) DO UPDATE SET next_ord = excluded.next_ord"
+    "INSERT INTO memory_packed_agents (agent_id, next_ord, generation) SELECT :a, max(ord) + 1, "
+    "txid_current() FROM new HAVING count(*) > 0 "
+    "ON CONFLICT (agent_id) DO UPDATE SET next_ord = excluded.next_ord"
 )
 _ASSIGN_ALL = (
     "INSERT INTO memory_ords (agent_id, ord, chunk_id) SELECT agent_id, "
     "row_number() OVER (PARTITION BY agent_id ORDER BY chunk_id) - 1, chunk_id "
     "FROM (SELECT DISTINCT agent_id, chunk_id FROM memory_delta) AS d",
-    "INSERT INTO memory_packed_agents (agent_id, next_ord) SELECT agent_id, max(ord) + 1 FROM memory_ords "
-    "GROUP BY agent_id ON CONFLICT (agent_id) DO UPDATE SET next_ord = excluded.next_ord",
+    "INSERT INTO memory_packed_agents (agent_id, next_ord, generation) SELECT agent_id, max(ord) + 1, "
+    "txid_current() FROM memory_ords GROUP BY agent_id "
+    "ON CONFLICT (agent_id) DO UPDATE SET next_ord = excluded.next_ord",
 )
 _APPEND = (
     "INSERT INTO memory_packed (agent_id, term, user_id, ords, tfs, lens) "
@@ -151,7 +155,12 @@ def compact(conn: Any, agent_id: str, *, wait: bool = False) -> bool:
     ).all()
     if tombs:
         _drop_ordinals(conn, agent_id, tombs)
-    # An agent left without chunks keeps no row (its next ordinals start again from 0).
+    # A new generation: processes drop their cached lists of the agent. An agent left without
+    # chunks keeps no row (its next ordinals start again from 0).
+    conn.execute(
+        text("UPDATE memory_packed_agents SET generation = txid_current() WHERE agent_id = :a"),
+        {"a": agent_id},
+    )
     conn.execute(
         text(
             "DELETE FROM memory_packed_agents WHERE agent_id = :a "
@@ -222,60 +231,166 @@ def compact_if_due(engine: Any, agent_id: str) -> bool:
 
 # ---------------------------------------------------------------------------- search side
 
-# The query terms' packed rows and delta (the latter aggregated to the same arrays, chunk ids
-# in place of ordinals) in the scope's users, and the agent's tombstones and ordinal count:
-# %s = agent, terms, users, agent, terms, users, agent, agent.
+# One statement (one snapshot): the query terms' packed rows in the scope's users (but those the
+# client holds of the agent's current generation), their delta (aggregated to the same arrays,
+# chunk ids in place of ordinals), the agent's tombstones, its ordinal count and generation, its
+# chunk count and total length, and the terms' document frequencies (sums of the statistics'
+# delta rows, goclaw_memory.pg_stats): %s = agent, terms, users, the client's generation, the
+# (term, user) pairs it holds (two arrays), then agent, terms, users, agent, agent, agent,
+# agent, terms.
 FETCH = (
-    "SELECT 0, term, ords, tfs, lens FROM memory_packed WHERE agent_id = %s AND term = ANY(%s) "
-    "AND user_id = ANY(%s) UNION ALL "
-    "SELECT 1, term, string_agg(int8send(chunk_id), ''::bytea), "
+    "SELECT 0, p.term, p.user_id, p.ords, p.tfs, p.lens FROM memory_packed p WHERE p.agent_id = %s "
+    "AND p.term = ANY(%s) AND p.user_id = ANY(%s) AND ((SELECT generation FROM memory_packed_agents g "
+    "WHERE g.agent_id = p.agent_id) IS DISTINCT FROM %s OR (p.term, p.user_id) NOT IN "
+    "(SELECT * FROM unnest(%s::text[], %s::text[]))) UNION ALL "
+    "SELECT 1, term, NULL, string_agg(int8send(chunk_id), ''::bytea), "
     f"string_agg(int2send(least(tf, {MAX_TF})::int2), ''::bytea), string_agg(int4send(len), ''::bytea) "
     "FROM memory_delta WHERE agent_id = %s AND term = ANY(%s) AND user_id = ANY(%s) GROUP BY term UNION ALL "
-    "SELECT 2, NULL, string_agg(int4send(ord), ''::bytea), NULL, NULL FROM memory_tombs WHERE agent_id = %s "
-    "UNION ALL SELECT 3, NULL, int4send(next_ord), NULL, NULL FROM memory_packed_agents WHERE agent_id = %s"
+    "SELECT 2, NULL, NULL, string_agg(int4send(ord), ''::bytea), NULL, NULL FROM memory_tombs "
+    "WHERE agent_id = %s UNION ALL "
+    "SELECT 3, NULL, NULL, int4send(next_ord), int8send(generation), NULL FROM memory_packed_agents "
+    "WHERE agent_id = %s UNION ALL "
+    "SELECT 4, NULL, NULL, int8send(coalesce(sum(chunks), 0)::int8), "
+    "int8send(coalesce(sum(terms), 0)::int8), NULL FROM memory_agent_stats WHERE agent_id = %s UNION ALL "
+    "SELECT 5, term, NULL, int8send(sum(df)::int8), NULL, NULL FROM memory_term_stats WHERE agent_id = %s "
+    "AND term = ANY(%s) GROUP BY term"
 )
-# The agent's chunk count and total length in terms, and the query terms' document frequency
-# (sums of the statistics' delta rows, goclaw_memory.pg_stats): %s = agent, agent, terms.
-STATS = (
-    "SELECT NULL, sum(chunks), sum(terms) FROM memory_agent_stats WHERE agent_id = %s UNION ALL "
-    "SELECT term, sum(df), NULL FROM memory_term_stats WHERE agent_id = %s AND term = ANY(%s) GROUP BY term"
-)
+Arrays = tuple[np.ndarray, np.ndarray, np.ndarray]  # ordinals (int32), frequencies, lengths (float32)
+_EMPTY: Arrays = (np.zeros(0, np.int32), np.zeros(0, np.float32), np.zeros(0, np.float32))
+
+
+def decode(ords: bytes, tfs: bytes, lens: bytes) -> Arrays:
+    """A packed row's arrays, native."""
+    return (
+        np.frombuffer(ords, ">i4").astype(np.int32),
+        np.frombuffer(tfs, ">i2").astype(np.float32),
+        np.frombuffer(lens, ">i4").astype(np.float32),
+    )
+
+
+class ListCache:
+    """Decoded packed lists a process searched recently, within a byte budget (least recently
+    used out first): the postings of common terms, a search's largest read, come from memory
+    while the agent's generation (bumped by every compaction) is the one they were read at.
+    Bounded, whatever the number of agents or chunks in the database."""
+
+    def __init__(self, budget_mb: float) -> None:
+        self.budget = int(budget_mb * 2**20)
+        self._lock = threading.Lock()
+        self._lists: OrderedDict[tuple[str, str, str], Arrays] = OrderedDict()
+        self._generation: dict[str, int | None] = {}
+        self._bytes = 0
+
+    def held(
+        self, agent_id: str, terms: Sequence[str], users: Sequence[str]
+    ) -> tuple[int | None, dict[tuple[str, str], Arrays]]:
+        """The agent's generation as cached (None: nothing) and the (term, user) lists held."""
+        with self._lock:
+            if agent_id not in self._generation:
+                return None, {}
+            out = {}
+            for t in terms:
+                for u in users:
+                    got = self._lists.get((agent_id, t, u))
+                    if got is not None:
+                        self._lists.move_to_end((agent_id, t, u))
+                        out[t, u] = got
+            return self._generation[agent_id], out
+
+    def store(
+        self, agent_id: str, generation: int | None, lists: dict[tuple[str, str], Arrays], fresh: bool
+    ) -> None:
+        """Hold ``lists`` of the agent at ``generation``; ``fresh``: the generation changed,
+        what was held of the agent goes first."""
+        if self.budget <= 0:
+            return
+        with self._lock:
+            if fresh or self._generation.get(agent_id, generation) != generation:
+                for key in [k for k in self._lists if k[0] == agent_id]:
+                    self._bytes -= _size(self._lists.pop(key))
+            self._generation[agent_id] = generation
+            for (t, u), arrays in lists.items():
+                key = (agent_id, t, u)
+                old = self._lists.pop(key, None)
+                if old is not None:
+                    self._bytes -= _size(old)
+                self._lists[key] = arrays
+                self._bytes += _size(arrays)
+            while self._bytes > self.budget and self._lists:
+                key, arrays = self._lists.popitem(last=False)
+                self._bytes -= _size(arrays)
+                if not any(k[0] == key[0] for k in self._lists):
+                    self._generation.pop(key[0], None)
+
+
+def _size(arrays: Arrays) -> int:
+    return 200 + sum(a.nbytes for a in arrays)
 
 
 @dataclass
 class Lists:
-    """A query's postings as fetched: per term, packed (by ordinal) and delta (by chunk id)."""
+    """A query's postings: per term, packed (by ordinal; a part per user) and delta (by chunk
+    id, raw)."""
 
-    packed: dict[str, tuple[bytes, bytes, bytes]] = field(default_factory=dict)
+    packed: dict[str, list[Arrays]] = field(default_factory=dict)
     delta: dict[str, tuple[bytes, bytes, bytes]] = field(default_factory=dict)
     dead: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     n_ords: int = 0
+    generation: int | None = None
+    chunks: int = 0  # the agent's chunk count, total length and the terms' document frequencies
+    total: int = 0
+    df: dict[str, int] = field(default_factory=dict)
 
-    @classmethod
-    def from_rows(cls, rows: Sequence[Any]) -> Lists:
-        lists = cls()
-        for kind, term, a, b, c in rows:
-            if kind == 0:  # one row per user of the scope: their lists joined
-                held = lists.packed.get(term)
-                lists.packed[term] = (a, b, c) if held is None else (held[0] + a, held[1] + b, held[2] + c)
-            elif kind == 1:
-                lists.delta[term] = (a, b, c)
-            elif kind == 2 and a is not None:
-                lists.dead = np.frombuffer(a, ">i4").astype(np.int32)
-            elif kind == 3:
-                lists.n_ords = int(np.frombuffer(a, ">i4")[0])
-        return lists
+
+def fetched(
+    rows: Sequence[Any],
+    cache: ListCache,
+    agent_id: str,
+    terms: Sequence[str],
+    users: Sequence[str],
+    held: tuple[int | None, dict[tuple[str, str], Arrays]],
+) -> Lists:
+    """The :data:`FETCH` rows with what ``cache`` held (``held``, as :meth:`ListCache.held`
+    said before the fetch), the cache brought up to date."""
+    lists = Lists()
+    new: dict[tuple[str, str], Arrays] = {}
+    for kind, term, user, a, b, c in rows:
+        if kind == 0:
+            new[term, user] = decode(a, b, c)
+        elif kind == 1:
+            lists.delta[term] = (a, b, c)
+        elif kind == 2 and a is not None:
+            lists.dead = np.frombuffer(a, ">i4").astype(np.int32)
+        elif kind == 3:
+            lists.n_ords = int(np.frombuffer(a, ">i4")[0])
+            lists.generation = int(np.frombuffer(b, ">i8")[0])
+        elif kind == 4:
+            lists.chunks, lists.total = int(np.frombuffer(a, ">i8")[0]), int(np.frombuffer(b, ">i8")[0])
+        elif kind == 5 and (df := int(np.frombuffer(a, ">i8")[0])) > 0:
+            lists.df[term] = df
+    generation, have = held
+    fresh = generation != lists.generation
+    if fresh:
+        have = {}
+    for t in terms:  # a list the agent lacks is held as empty, not asked for again
+        for u in users:
+            if (t, u) not in have and (t, u) not in new:
+                new[t, u] = _EMPTY
+    cache.store(agent_id, lists.generation, new, fresh)
+    for (t, _u), arrays in (*have.items(), *new.items()):
+        if len(arrays[0]):
+            lists.packed.setdefault(t, []).append(arrays)
+    return lists
 
 
 def _contributions(
-    parts: dict[str, tuple[bytes, bytes, bytes]], key: str, weights: dict[str, float], avgdl: float
+    parts: dict[str, tuple[bytes, bytes, bytes]], weights: dict[str, float], avgdl: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Keys (ordinals or chunk ids, ``key`` their dtype) and BM25 term contributions of every
-    posting of the weighted terms."""
+    """Chunk ids and BM25 term contributions of every delta posting of the weighted terms."""
     terms = [t for t in parts if t in weights]
     if not terms:
         return np.zeros(0, np.int64), np.zeros(0)
-    keys = np.frombuffer(b"".join(parts[t][0] for t in terms), key)
+    keys = np.frombuffer(b"".join(parts[t][0] for t in terms), ">i8")
     tf = np.frombuffer(b"".join(parts[t][1] for t in terms), ">i2").astype(np.float64)
     dl = np.frombuffer(b"".join(parts[t][2] for t in terms), ">i4").astype(np.float64)
     counts = [len(parts[t][1]) // 2 for t in terms]
@@ -326,18 +441,25 @@ def scores(lists: Lists, weights: dict[str, float], avgdl: float, allowed: Any =
     """Exact BM25 of every chunk holding a weighted term. ``weights``: per term, its count in
     the query × IDF × (k1 + 1). ``allowed`` (a filtered search): ``(ordinals, chunk ids)`` of the
     chunks let through, both sorted."""
-    keys, contrib = _contributions(lists.packed, ">i4", weights, avgdl)
-    n = max(lists.n_ords, int(keys.max()) + 1 if len(keys) else 0)
-    by_ord = np.bincount(keys, weights=contrib, minlength=n) if len(keys) else np.zeros(n)
+    n = lists.n_ords
+    by_ord = np.zeros(n, np.float64)
+    c = np.float32(K1 * (1 - B)), np.float32(K1 * B / max(avgdl, 1e-9))
+    for t, parts in lists.packed.items():
+        w = weights.get(t)
+        if w is None:
+            continue
+        for ords, tf, dl in parts:  # a list holds an ordinal once: a plain scatter adds up
+            if len(ords) and int(ords[-1]) >= len(by_ord):  # pragma: no cover - a list past n
+                by_ord = np.concatenate([by_ord, np.zeros(int(ords.max()) + 1 - len(by_ord))])
+            by_ord[ords] += w * (tf / (tf + (c[0] + c[1] * dl)))
     if len(lists.dead):
-        by_ord[lists.dead[lists.dead < n]] = 0.0
-    dkeys, dcontrib = _contributions(lists.delta, ">i8", weights, avgdl)
+        by_ord[lists.dead[lists.dead < len(by_ord)]] = 0.0
+    dkeys, dcontrib = _contributions(lists.delta, weights, avgdl)
     ids, inverse = np.unique(dkeys, return_inverse=True)
     dscores = np.bincount(inverse, weights=dcontrib, minlength=len(ids)) if len(ids) else np.zeros(0)
     if allowed is not None:
-        mask = np.zeros(n, bool)
-        ok = allowed[0][allowed[0] < n]
-        mask[ok] = True
+        mask = np.zeros(len(by_ord), bool)
+        mask[allowed[0][allowed[0] < len(by_ord)]] = True
         by_ord[~mask] = 0.0
         keep = np.isin(ids, allowed[1])
         ids, dscores = ids[keep], dscores[keep]

@@ -88,6 +88,12 @@ class MemorySettings(BaseModel):
         description="backend inprocess on PostgreSQL: seconds to open the connection the searches "
         "read from (whole seconds, at least 2)",
     )
+    pg_list_cache_mb: float = Field(
+        default=64.0,
+        ge=0,
+        description="backend postgresql: megabytes of recently read posting lists each process keeps "
+        "(common terms' lists, a search's largest read; 0 turns it off)",
+    )
     pg_statement_timeout: float = Field(
         default=10.0,
         gt=0,

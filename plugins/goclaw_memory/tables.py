@@ -176,6 +176,9 @@ PG_STATS_TABLES = (
         _PG_ONLY,
         Column("agent_id", String(64), primary_key=True),
         Column("next_ord", Integer, nullable=False),
+        # Changes with every compaction (the compacting transaction's id): a process's cached
+        # lists of the agent (goclaw_memory.pg_postings.ListCache) are current while it holds.
+        Column("generation", BigInteger, nullable=False),
     ),
 )
 

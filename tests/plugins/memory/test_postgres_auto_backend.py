@@ -277,9 +277,9 @@ def test_a_search_reads_its_rows_and_the_version_token_in_one_round_trip(
     trips: list[int] = []
     real = DirectConnection.queries
 
-    def counted(self: Any, statements: Any) -> Any:
+    def counted(self: Any, statements: Any, **kw: Any) -> Any:
         trips.append(len(statements))
-        return real(self, statements)
+        return real(self, statements, **kw)
 
     monkeypatch.setattr(DirectConnection, "queries", counted)
     assert pg.memory.search("bicycle shed", "ada")[0].path == "memory/bike.md"
