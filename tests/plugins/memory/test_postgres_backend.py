@@ -422,3 +422,78 @@ def test_packed_delta_and_tombstones_rank_as_the_in_memory_engine(
         same()
     finally:
         exact.close()
+
+
+def test_concurrent_writers_and_compactions_keep_the_postings_exact(
+    pg_schema_url: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two engines add and delete memories of one agent at once while every write compacts
+    (thresholds of one posting): writers only insert and a compaction takes the agent's lock
+    only when no writer holds it, so no posting is lost or counted twice, and the search ranks
+    as the in-memory engine over the same rows."""
+    import threading
+
+    import goclaw_memory.pg_postings as pg_postings_module
+    from goclaw.engine import Engine
+    from goclaw_memory.pg_postings import compact
+
+    monkeypatch.setattr(pg_postings_module, "COMPACT_ROWS", 1)
+    monkeypatch.setattr(pg_postings_module, "COMPACT_TOMBS", 1)
+    one = open_with_backend(pg_schema_url, workspace, "postgresql")
+    one.agents.create("ada")
+    two = open_with_backend(pg_schema_url, workspace, "postgresql")
+    words = ["kettle", "ferry", "harbour", "invoice", "gateway", "lamp"]
+    failed: list[BaseException] = []
+
+    def writes(eng: Any, user: str | None, n: int) -> None:
+        try:
+            for i in range(n):
+                text_ = f"Note {i} of {user or 'ada'}: {words[i % 6]} {words[(i * 5) % 6]} {i * 7919}."
+                entry = eng.memory.writer.add("ada", text_, user)
+                if i % 4 == 3:
+                    eng.memory.writer.delete("ada", user, id=entry.id)
+        except BaseException as exc:  # reported below
+            failed.append(exc)
+
+    threads = [
+        threading.Thread(target=writes, args=(one, None, 16)),
+        threading.Thread(target=writes, args=(two, "bo", 16)),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failed, failed
+    try:
+        assert pg_postings(one) == _counted_postings(one)
+        kept, counted = _recount(one)
+        assert kept == counted
+        with one.db.engine.begin() as c:
+            compact(c, _agent_id(one), wait=True)
+        assert _packed_state(one)[1:] == (0, 0)
+        assert pg_postings(one) == _counted_postings(one)
+        monkeypatch.delenv("GOCLAW_PLUGINS__MEMORY__BACKEND", raising=False)
+        exact = Engine.open(
+            workspace,
+            pg_schema_url,
+            plugins={
+                "embeddings": {"provider": "none"},
+                "memory": {"backend": "inprocess", "rerank": "none"},
+            },
+        )
+        one.plugin_settings("memory").rerank = "none"
+        try:
+            for q in ("kettle ferry", "harbour lamp invoice", "note"):
+                for user in (None, "bo"):
+                    want = [
+                        (h.path, h.start_line) for h in exact.memory.search(q, "ada", user, channel="lexical")
+                    ]
+                    got = [
+                        (h.path, h.start_line) for h in one.memory.search(q, "ada", user, channel="lexical")
+                    ]
+                    assert got == want, (q, user)
+        finally:
+            exact.close()
+    finally:
+        one.close()
+        two.close()
