@@ -255,17 +255,42 @@ FETCH = (
     "SELECT 5, term, NULL, int8send(sum(df)::int8), NULL, NULL FROM memory_term_stats WHERE agent_id = %s "
     "AND term = ANY(%s) GROUP BY term"
 )
-Arrays = tuple[np.ndarray, np.ndarray, np.ndarray]  # ordinals (int32), frequencies, lengths (float32)
-_EMPTY: Arrays = (np.zeros(0, np.int32), np.zeros(0, np.float32), np.zeros(0, np.float32))
+
+
+class Arrays:
+    """A packed row, native: ordinals (int32), frequencies and chunk lengths (float32), and the
+    BM25 frequency factor of each posting for the mean length it was last asked for (a read-
+    mostly agent's mean length stays put: the factor is computed once, not per search)."""
+
+    __slots__ = ("_avgdl", "_factor", "dl", "ords", "tf")
+
+    def __init__(self, ords: np.ndarray, tf: np.ndarray, dl: np.ndarray) -> None:
+        self.ords, self.tf, self.dl = ords, tf, dl
+        self._avgdl = -1.0
+        self._factor = tf
+
+    @property
+    def nbytes(self) -> int:
+        return 200 + self.ords.nbytes + self.tf.nbytes * 3
+
+    def factor(self, avgdl: float) -> np.ndarray:
+        """``tf / (tf + k1 (1 - b + b dl / avgdl))`` of each posting."""
+        if avgdl != self._avgdl:
+            norm = np.float32(K1 * (1 - B)) + np.float32(K1 * B / max(avgdl, 1e-9)) * self.dl
+            self._factor, self._avgdl = self.tf / (self.tf + norm), avgdl
+        return self._factor
 
 
 def decode(ords: bytes, tfs: bytes, lens: bytes) -> Arrays:
     """A packed row's arrays, native."""
-    return (
+    return Arrays(
         np.frombuffer(ords, ">i4").astype(np.int32),
         np.frombuffer(tfs, ">i2").astype(np.float32),
         np.frombuffer(lens, ">i4").astype(np.float32),
     )
+
+
+_EMPTY = Arrays(np.zeros(0, np.int32), np.zeros(0, np.float32), np.zeros(0, np.float32))
 
 
 class ListCache:
@@ -324,7 +349,7 @@ class ListCache:
 
 
 def _size(arrays: Arrays) -> int:
-    return 200 + sum(a.nbytes for a in arrays)
+    return arrays.nbytes
 
 
 @dataclass
@@ -378,7 +403,7 @@ def fetched(
                 new[t, u] = _EMPTY
     cache.store(agent_id, lists.generation, new, fresh)
     for (t, _u), arrays in (*have.items(), *new.items()):
-        if len(arrays[0]):
+        if len(arrays.ords):
             lists.packed.setdefault(t, []).append(arrays)
     return lists
 
@@ -404,25 +429,22 @@ class Scores:
     """Every matching chunk's exact BM25: packed chunks by ordinal (a dense array), delta
     chunks by id."""
 
-    by_ord: np.ndarray  # float64, one per ordinal (0: no match, or deleted)
+    by_ord: np.ndarray  # float32, one per ordinal (0: no match, or deleted)
     delta_ids: np.ndarray  # int64, sorted
     delta_scores: np.ndarray
 
     def best(self, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The ``m`` best matches: (ordinals, -1 for a delta chunk; chunk ids, -1 for a packed
         one; BM25), best first (ties by ordinal, then id)."""
-        hit = np.flatnonzero(self.by_ord > 0)
+        hit = np.flatnonzero(self.by_ord)
         if len(hit) > m:
-            part = np.argpartition(-self.by_ord[hit], m - 1)[:m]
+            part = np.argpartition(self.by_ord[hit], len(hit) - m)[len(hit) - m :]
             hit = hit[part]
         ords = np.concatenate([hit, np.full(len(self.delta_ids), -1)])
         ids = np.concatenate([np.full(len(hit), -1), self.delta_ids])
         sc = np.concatenate([self.by_ord[hit], self.delta_scores])
         order = np.lexsort((ids, ords, -sc))[:m]
         return ords[order], ids[order], sc[order]
-
-    def count(self) -> int:
-        return int(np.count_nonzero(self.by_ord > 0)) + len(self.delta_ids)
 
     def of(self, ords: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """The BM25 of chunks given by ordinal (-1: none) or else by id."""
@@ -442,16 +464,13 @@ def scores(lists: Lists, weights: dict[str, float], avgdl: float, allowed: Any =
     the query × IDF × (k1 + 1). ``allowed`` (a filtered search): ``(ordinals, chunk ids)`` of the
     chunks let through, both sorted."""
     n = lists.n_ords
-    by_ord = np.zeros(n, np.float64)
-    c = np.float32(K1 * (1 - B)), np.float32(K1 * B / max(avgdl, 1e-9))
+    by_ord = np.zeros(n, np.float32)
     for t, parts in lists.packed.items():
         w = weights.get(t)
         if w is None:
             continue
-        for ords, tf, dl in parts:  # a list holds an ordinal once: a plain scatter adds up
-            if len(ords) and int(ords[-1]) >= len(by_ord):  # pragma: no cover - a list past n
-                by_ord = np.concatenate([by_ord, np.zeros(int(ords.max()) + 1 - len(by_ord))])
-            by_ord[ords] += w * (tf / (tf + (c[0] + c[1] * dl)))
+        for part in parts:  # a list holds an ordinal once: a plain scatter adds up
+            by_ord[part.ords] += np.float32(w) * part.factor(avgdl)
     if len(lists.dead):
         by_ord[lists.dead[lists.dead < len(by_ord)]] = 0.0
     dkeys, dcontrib = _contributions(lists.delta, weights, avgdl)
