@@ -6,7 +6,8 @@
 * **pg-stats** (per agent): the BM25 statistics the ``postgresql`` backend ranks with
   (:mod:`goclaw_memory.pg_stats`): their triggers are installed, and the agent's chunk count
   and total length agree with its chunks (a mismatch means a write bypassed the triggers, e.g.
-  they were dropped by hand; ``--repair`` reinstalls them and counts everything again);
+  they were dropped by hand; ``--repair`` reinstalls them and counts everything again), and its
+  packed postings' backlog (delta and tombstones) is compacted (``--repair`` compacts it);
 * **pg-maintenance**: the planner's statistics of ``memory_chunks`` are fresh (rows changed
   since the last ANALYZE under 20 %) and the statistics table, updated by every write, is not
   mostly dead rows (VACUUM keeps up): docs/postgres.md explains autovacuum's settings.
@@ -19,6 +20,7 @@ from typing import Any
 
 from sqlalchemy import text
 
+from goclaw_memory import pg_postings
 from goclaw_memory.doctor import Check
 from goclaw_memory.pg_stats import missing_triggers
 
@@ -73,6 +75,24 @@ def check_stats(conn: Any, agent: Any) -> Check:
             f"BM25 statistics say {have[0]} chunks / {have[1]} terms, the table holds {want[0]} / "
             f"{want[1]}: full-text scores are off",
             REPAIR,
+            agent.name,
+            details,
+        )
+    delta, tombs = conn.execute(
+        text(
+            "SELECT (SELECT count(*) FROM memory_delta WHERE agent_id = :a), "
+            "(SELECT count(*) FROM memory_tombs WHERE agent_id = :a)"
+        ),
+        {"a": agent.id},
+    ).one()
+    details |= {"delta_postings": int(delta), "tombstones": int(tombs)}
+    if delta > 10 * pg_postings.COMPACT_ROWS or tombs > 10 * pg_postings.COMPACT_TOMBS:
+        return Check(
+            "pg-stats",
+            "warning",
+            f"{delta} postings and {tombs} deleted chunks wait for compaction (searches read them "
+            "row by row): compaction is skipped while writers of the agent are in flight",
+            "goclaw memory doctor --repair (compacts, waiting for the writers)",
             agent.name,
             details,
         )

@@ -185,6 +185,7 @@ def repair(engine: Host, agent: str | None = None) -> list[str]:
 
         if resolve_backend(engine.plugin_settings("memory").backend, "postgresql") == "postgresql":
             done.extend(_repair_pg_stats(engine))
+            done.extend(_compact_pg_postings(engine))
     return done
 
 
@@ -206,3 +207,25 @@ def _repair_pg_stats(engine: Host) -> list[str]:
                 return []
         install(conn.exec_driver_sql)
     return ["reinstalled the BM25 statistics' triggers and counted every chunk again"]
+
+
+def _compact_pg_postings(engine: Host) -> list[str]:
+    """Compact every agent with a packed-postings backlog, waiting for its writers."""
+    from goclaw_memory import pg_postings
+
+    with engine.db.engine.connect() as conn:
+        agents = (
+            conn.execute(
+                text(
+                    "SELECT agent_id FROM memory_delta GROUP BY agent_id HAVING count(*) > :r UNION "
+                    "SELECT agent_id FROM memory_tombs GROUP BY agent_id HAVING count(*) > :t"
+                ),
+                {"r": 10 * pg_postings.COMPACT_ROWS, "t": 10 * pg_postings.COMPACT_TOMBS},
+            )
+            .scalars()
+            .all()
+        )
+    for agent_id in agents:
+        with engine.db.engine.begin() as conn:
+            pg_postings.compact(conn, agent_id, wait=True)
+    return [f"compacted the packed postings of {len(agents)} agent(s)"] if agents else []

@@ -216,6 +216,33 @@ def test_doctor_reports_and_repairs_statistics_a_dropped_trigger_left_behind(pg_
     assert kept == counted
 
 
+def test_doctor_reports_and_repair_compacts_a_postings_backlog(
+    pg_engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Postings left in the delta (a compaction skipped while writers were in flight) show in
+    the doctor's report, and ``--repair`` compacts them."""
+    import goclaw_memory.pg_postings as pg_postings_module
+    from goclaw_memory.doctor import run_doctor
+
+    eng = pg_engine
+    monkeypatch.setattr(pg_postings_module, "COMPACT_ROWS", 10**9)  # writes do not compact
+    root = Path(eng.agent_dir(eng.agents.get("ada")))
+    write(root, "MEMORY.md", "# Notes\n")
+    eng.memory.index("ada")  # the backend's first use packs what is there
+    for i in range(6):
+        write(root, f"memory/n{i}.md", f"Note {i}: the kettle whistles at the ferry {i}.\n")
+    eng.memory.index("ada")
+    assert _packed_state(eng)[1] > 0
+    monkeypatch.setattr(pg_postings_module, "COMPACT_ROWS", 1)  # a backlog of more than 10
+    (check,) = [c for c in run_doctor(eng).checks if c.name == "pg-stats"]
+    assert check.status == "warning" and check.details["delta_postings"] == _packed_state(eng)[1]
+    report = run_doctor(eng, repair=True)
+    assert any("compacted" in line for line in report.repaired)
+    assert _packed_state(eng)[1:] == (0, 0)
+    assert [c.status for c in report.checks if c.name == "pg-stats"] == ["ok"]
+    assert pg_postings(eng) == _counted_postings(eng)
+
+
 def test_settled_needs_the_unread_bound_below_the_kth_score() -> None:
     from goclaw_memory.pg_exact import settled
 
