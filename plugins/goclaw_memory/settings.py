@@ -85,8 +85,8 @@ class MemorySettings(BaseModel):
     pg_connect_timeout: float = Field(
         default=10.0,
         gt=0,
-        description="backend inprocess on PostgreSQL: seconds to open the connection the searches "
-        "read from (whole seconds, at least 2)",
+        description="backends inprocess and postgresql on PostgreSQL: seconds to open the connection "
+        "the searches read from (whole seconds, at least 2)",
     )
     pg_list_cache_mb: float = Field(
         default=64.0,
@@ -97,8 +97,8 @@ class MemorySettings(BaseModel):
     pg_statement_timeout: float = Field(
         default=10.0,
         gt=0,
-        description="backend inprocess on PostgreSQL: seconds a search's read may wait for the "
-        "server (a lock, a hung server); then the search fails with an error instead of waiting",
+        description="backends inprocess and postgresql on PostgreSQL: seconds a search's read may wait "
+        "for the server (a lock, a hung server); then the search fails with an error instead of waiting",
     )
     # Post-processing of the fused candidates; defaults chosen by the
     # measurements in docs/memory.md "After fusion: reranker, passages, decay and MMR".
