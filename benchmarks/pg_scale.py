@@ -117,8 +117,9 @@ _PER_AGENT = (
     "INSERT INTO memory_packed (agent_id, term, user_id, ords, tfs, lens) SELECT cp.dst, p.term, p.user_id, "
     "p.ords, p.tfs, p.lens FROM _scale_cp cp JOIN memory_packed p ON p.agent_id = cp.src "
     "WHERE cp.i BETWEEN :lo AND :hi",
-    "INSERT INTO memory_packed_agents (agent_id, next_ord) SELECT cp.dst, s.next_ord "
-    "FROM _scale_cp cp JOIN memory_packed_agents s ON s.agent_id = cp.src WHERE cp.i BETWEEN :lo AND :hi",
+    "INSERT INTO memory_packed_agents (agent_id, next_ord, generation) "
+    "SELECT cp.dst, s.next_ord, s.generation FROM _scale_cp cp "
+    "JOIN memory_packed_agents s ON s.agent_id = cp.src WHERE cp.i BETWEEN :lo AND :hi",
 )
 # Built once after the copies (the HNSW index apart: the backend's bulk_load).
 _DEFERRED = (
