@@ -116,15 +116,18 @@ BACKFILL = (
 )
 
 
+# A sum of zero goes (no chunk holds the term any more); any other stays, negative too: two
+# folds at once each delete the rows their snapshot sees, and a part holding only a deletion's
+# -1 must add up with the rest later, not vanish.
 COMPACT_TERMS = (
     "WITH gone AS (DELETE FROM memory_term_stats WHERE agent_id = :a{terms} RETURNING term, df, max_tf) "
     "INSERT INTO memory_term_stats (agent_id, term, df, max_tf) "
-    "SELECT :a, term, sum(df), max(max_tf) FROM gone GROUP BY term HAVING sum(df) > 0"
+    "SELECT :a, term, sum(df), max(max_tf) FROM gone GROUP BY term HAVING sum(df) <> 0"
 )
 COMPACT_AGENT = (
     "WITH gone AS (DELETE FROM memory_agent_stats WHERE agent_id = :a RETURNING chunks, terms) "
     "INSERT INTO memory_agent_stats (agent_id, chunks, terms) "
-    "SELECT :a, sum(chunks), sum(terms) FROM gone HAVING sum(chunks) > 0"
+    "SELECT :a, sum(chunks), sum(terms) FROM gone HAVING sum(chunks) <> 0 OR sum(terms) <> 0"
 )
 
 

@@ -71,6 +71,7 @@ def test_search_never_reads_the_chunk_table(make_engine: Any) -> None:
         hits = eng.memory.search("bicycle key garage", "ada", "u1")
         assert hits[0].path == "users/u1/memory/private.md"
         assert eng.memory.search("XK-4471-ZQ", "ada")[0].path == "memory/f4.md"
+        eng.agents.get("ada")  # one statement the spy must see (searches may send none)
     assert seen and not [s for s in seen if "memory_chunks" in s], seen
     assert backend.resyncs == 0
     # An edit, a deletion and a new file: patched through apply_changes, still no table reads.
