@@ -30,7 +30,8 @@ Systems: goclaw ``hybrid`` (the default search), ``lexical`` and ``vector`` (``c
 with ``limit=10`` as a user asks (the documents of those ten hits are scored, a repeated document
 counted once), plus bm25s and LanceDB's full-text index (its defaults) over title + text.
 ``--embedder`` picks goclaw's embedder (``static``: the bundled default; any other value is
-written as ``[plugins.embeddings] provider``, ``--embedder-model`` as its ``model``).
+written as ``[plugins.embeddings] provider``, ``--embedder-model`` as its ``model``,
+``--embedder-dir`` as its ``model_dir``: another static model folder, for instance).
 
 Getting the data. BEIR's archives are at the BEIR project's download site; copies on GitHub: the
 SciFact test queries and qrels in BEIR's layout (github Kirloxious/CSI4107_Assignment2, folder
@@ -313,15 +314,23 @@ class Goclaw:
     """One workspace per collection (an agent per LoCoMo conversation), indexed by goclaw."""
 
     def __init__(
-        self, c: Collection, ws: Path, embedder: str, model: str | None, overrides: dict[str, Any]
+        self,
+        c: Collection,
+        ws: Path,
+        embedder: str,
+        model: str | None,
+        overrides: dict[str, Any],
+        model_dir: Path | None = None,
     ) -> None:
         from goclaw.engine import Engine
 
         ws.mkdir(parents=True, exist_ok=True)
-        if embedder != "static" or model:
+        if embedder != "static" or model or model_dir:
             lines = ["[plugins.embeddings]", f'provider = "{embedder}"']
             if model:
                 lines.append(f'model = "{model}"')
+            if model_dir:
+                lines.append(f"model_dir = {json.dumps(str(Path(model_dir).resolve()))}")
             (ws / "goclaw.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
         self.c = c
         self.engine = Engine.open(ws)
@@ -388,6 +397,7 @@ def run_set(
     model: str | None,
     overrides: dict[str, Any],
     variants: Sequence[tuple[str, dict[str, Any]]] = (),
+    model_dir: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Every system on ``c``; each variant (label, settings over ``overrides``) adds a
     ``goclaw hybrid <label>`` row searched on the same index."""
@@ -399,7 +409,7 @@ def run_set(
         t = time.perf_counter()
         if system.startswith("goclaw"):
             if goc is None:
-                goc = Goclaw(c, work / f"ws-{c.name}", embedder, model, overrides)
+                goc = Goclaw(c, work / f"ws-{c.name}", embedder, model, overrides, model_dir)
             label = system.split(maxsplit=2)[2] if system.count(" ") > 1 else None
             goc.configure(overrides | extra[label] if label is not None else overrides)
             rank = goc.rank(system.split()[1], system)
@@ -488,6 +498,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--embedder", default="static")
     ap.add_argument("--embedder-model", default=None)
     ap.add_argument(
+        "--embedder-dir", type=Path, default=None, help="the embedder's model folder (its model_dir setting)"
+    )
+    ap.add_argument(
         "--set", action="append", default=[], help="memory setting for goclaw, KEY=VALUE (repeatable)"
     )
     ap.add_argument(
@@ -536,7 +549,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.queries:
                 c.queries = dict(list(c.queries.items())[: args.queries])
             print(f"{name}: {len(c.docs):,} documents, {len(c.queries):,} queries", flush=True)
-            rows += run_set(c, Path(tmp), systems, args.embedder, args.embedder_model, overrides, variants)
+            model, model_dir = args.embedder_model, args.embedder_dir
+            rows += run_set(c, Path(tmp), systems, args.embedder, model, overrides, variants, model_dir)
     if not rows:
         print("error: no collection found under the data folder", file=sys.stderr)
         return 2

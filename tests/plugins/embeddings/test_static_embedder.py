@@ -15,7 +15,7 @@ import pytest
 from goclaw_embeddings.static_model import DEFAULT_MODEL_DIR, StaticEmbedder
 from tests.plugins.embeddings.offline import run_offline, subprocess_env
 
-MODEL_ID = "minilm-l6-static-256"
+MODEL_ID = "minilm-l6-static-256-v2"
 DIM = 256
 
 PAIRS = [
