@@ -1,5 +1,6 @@
 """The PostgreSQL search backend: the in-memory engine's exact fused ranking, computed from
-the database with nothing held per process.
+the database; a process holds nothing per agent but a bounded cache of recently read posting
+lists.
 
 * Full text: the query terms' packed postings (:mod:`goclaw_memory.pg_postings`), one row per
   term and user of the scope, fetched in one round trip and scored by numpy: the exact BM25 (k1
