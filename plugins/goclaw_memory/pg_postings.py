@@ -271,13 +271,14 @@ class Arrays:
 
     @property
     def nbytes(self) -> int:
-        return 200 + self.ords.nbytes + self.tf.nbytes * 3
+        return 200 + self.ords.nbytes + self.tf.nbytes * 4
 
     def factor(self, avgdl: float) -> np.ndarray:
         """``tf / (tf + k1 (1 - b + b dl / avgdl))`` of each posting."""
-        if avgdl != self._avgdl:
-            norm = np.float32(K1 * (1 - B)) + np.float32(K1 * B / max(avgdl, 1e-9)) * self.dl
-            self._factor, self._avgdl = self.tf / (self.tf + norm), avgdl
+        if avgdl != self._avgdl:  # in float64, as the delta's (the two must agree to the last digit)
+            tf = self.tf.astype(np.float64)
+            norm = K1 * (1 - B + B * self.dl.astype(np.float64) / max(avgdl, 1e-9))
+            self._factor, self._avgdl = tf / (tf + norm), avgdl
         return self._factor
 
 
@@ -421,7 +422,7 @@ def _contributions(
     counts = [len(parts[t][1]) // 2 for t in terms]
     w = np.repeat(np.array([weights[t] for t in terms]), counts)
     norm = K1 * (1 - B + B * dl / max(avgdl, 1e-9))
-    return keys.astype(np.int64), w * tf / (tf + norm)
+    return keys.astype(np.int64), w * (tf / (tf + norm))  # as Arrays.factor, to the last digit
 
 
 @dataclass
@@ -429,7 +430,7 @@ class Scores:
     """Every matching chunk's exact BM25: packed chunks by ordinal (a dense array), delta
     chunks by id."""
 
-    by_ord: np.ndarray  # float32, one per ordinal (0: no match, or deleted)
+    by_ord: np.ndarray  # float64, one per ordinal (0: no match, or deleted)
     delta_ids: np.ndarray  # int64, sorted
     delta_scores: np.ndarray
 
@@ -464,13 +465,13 @@ def scores(lists: Lists, weights: dict[str, float], avgdl: float, allowed: Any =
     the query × IDF × (k1 + 1). ``allowed`` (a filtered search): ``(ordinals, chunk ids)`` of the
     chunks let through, both sorted."""
     n = lists.n_ords
-    by_ord = np.zeros(n, np.float32)
+    by_ord = np.zeros(n, np.float64)
     for t, parts in lists.packed.items():
         w = weights.get(t)
         if w is None:
             continue
         for part in parts:  # a list holds an ordinal once: a plain scatter adds up
-            by_ord[part.ords] += np.float32(w) * part.factor(avgdl)
+            by_ord[part.ords] += w * part.factor(avgdl)
     if len(lists.dead):
         by_ord[lists.dead[lists.dead < len(by_ord)]] = 0.0
     dkeys, dcontrib = _contributions(lists.delta, weights, avgdl)
