@@ -131,6 +131,17 @@ POSTINGS_BACKFILL = (
     "TRUNCATE memory_delta",
 )
 
+# An agent whose unused ordinals (left by edits and deletions) pass both its packed chunks and
+# RENUMBER_GAP is packed afresh from its chunks at its next compaction: the dense score array
+# a search fills stays the size of the agent, however long it has been edited.
+RENUMBER_GAP = 1000
+_REPACK_ONE = (
+    *(f"DELETE FROM {t} WHERE agent_id = :a" for t in POSTINGS_TABLE_NAMES),
+    _PER_TERM.format(
+        rows="(SELECT id, agent_id AS agent, user_id AS usr, lex FROM memory_chunks WHERE agent_id = :a) AS x"
+    ),
+)
+
 # An agent's delta passing either size is compacted after a write (:func:`compact_if_due`).
 COMPACT_ROWS = 25_000  # postings: ~300 chunks of average length
 COMPACT_TOMBS = 300
@@ -147,6 +158,18 @@ def compact(conn: Any, agent_id: str, *, wait: bool = False) -> bool:
     got = conn.execute(text(f"SELECT {lock}(:k, hashtext(:a))::text"), {"k": PACK_LOCK, "a": agent_id})
     if got.scalar_one() == "false":
         return False
+    used = conn.execute(
+        text(
+            "SELECT next_ord, (SELECT count(*) FROM memory_ords WHERE agent_id = :a), "
+            "(SELECT count(DISTINCT chunk_id) FROM memory_delta WHERE agent_id = :a) "
+            "FROM memory_packed_agents WHERE agent_id = :a"
+        ),
+        {"a": agent_id},
+    ).first()
+    # Unused ordinals against the chunks packed once this compaction is done.
+    if used is not None and used[0] - used[1] > max(RENUMBER_GAP, used[1] + used[2]):
+        for sql in _REPACK_ONE:  # no writer in flight: the chunks are the whole truth
+            conn.execute(text(sql), {"a": agent_id})
     conn.execute(text(_ASSIGN_ONE), {"a": agent_id})
     conn.execute(text(APPEND_ONE), {"a": agent_id})
     conn.execute(text("DELETE FROM memory_delta WHERE agent_id = :a"), {"a": agent_id})

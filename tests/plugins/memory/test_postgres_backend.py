@@ -524,3 +524,56 @@ def test_concurrent_writers_and_compactions_keep_the_postings_exact(
     finally:
         one.close()
         two.close()
+
+
+def test_an_agent_edited_past_its_size_is_packed_afresh(
+    pg_engine: Any, pg_schema_url: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every edit gives a chunk a new ordinal; once the unused ordinals outnumber the packed
+    chunks, the next compaction packs the agent afresh from its chunks (ordinals 0..n-1), and
+    it still ranks as the in-memory engine."""
+    import goclaw_memory.pg_postings as pg_postings_module
+    from goclaw.engine import Engine
+
+    monkeypatch.setattr(pg_postings_module, "RENUMBER_GAP", 0)
+    monkeypatch.setattr(pg_postings_module, "COMPACT_ROWS", 1)  # every write compacts
+    pg_engine.plugin_settings("memory").rerank = "none"
+    root = Path(pg_engine.agent_dir(pg_engine.agents.get("ada")))
+
+    def next_and_live() -> tuple[int, int]:
+        with pg_engine.db.engine.connect() as c:
+            row = c.execute(
+                text(
+                    "SELECT next_ord, (SELECT count(*) FROM memory_ords WHERE agent_id = :a) "
+                    "FROM memory_packed_agents WHERE agent_id = :a"
+                ),
+                {"a": _agent_id(pg_engine)},
+            ).one()
+        return int(row[0]), int(row[1])
+
+    for i in range(6):
+        write(root, f"memory/n{i}.md", f"Note {i}: the kettle whistles near ferry {i}.\n")
+    pg_engine.memory.index("ada")
+    seen = []
+    for round_ in range(4):  # each round rewrites four notes: four new ordinals
+        for i in range(4):
+            write(root, f"memory/n{i}.md", f"Note {i}, edit {round_}: the ferry {round_} kettle {i}.\n")
+        pg_engine.memory.index("ada")
+        seen.append(next_and_live())
+    # Four edits leave four unused ordinals: fewer than the six chunks, kept; eight: more than
+    # the six, packed afresh from ordinal 0.
+    assert seen == [(10, 6), (6, 6), (10, 6), (6, 6)]
+    assert pg_postings(pg_engine) == _counted_postings(pg_engine)
+    monkeypatch.delenv("GOCLAW_PLUGINS__MEMORY__BACKEND", raising=False)
+    exact = Engine.open(
+        workspace,
+        pg_schema_url,
+        plugins={"embeddings": {"provider": "none"}, "memory": {"backend": "inprocess", "rerank": "none"}},
+    )
+    try:
+        for q in ("kettle ferry", "edit 3", "note whistles"):
+            want = [(h.path, round(h.score, 4)) for h in exact.memory.search(q, "ada", channel="lexical")]
+            got = [(h.path, round(h.score, 4)) for h in pg_engine.memory.search(q, "ada", channel="lexical")]
+            assert got == want, q
+    finally:
+        exact.close()
