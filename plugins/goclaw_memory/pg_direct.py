@@ -1,11 +1,11 @@
-"""One autocommit psycopg connection per engine, outside the store's pool, for the memory
-backends' reads on PostgreSQL: the ``inprocess`` backend's version token and winners' rows,
-and every read of the ``postgresql`` backend's search.
+"""Autocommit psycopg connections outside the store's pool, one per engine and thread, for the
+memory backends' reads on PostgreSQL: the ``inprocess`` backend's version token and winners'
+rows, and every read of the ``postgresql`` backend's search.
 
 Through the pool each read costs three round trips (the pre-ping on checkout, the query, the
 rollback on return): 0.21 ms for the version token and 1.1 ms for 60 rows at 100k chunks,
-against 0.03 ms and 0.19 ms here. The connection is :class:`goclaw_search.pg_reads.DirectReads`
-(shared by threads under a lock, reopened once if the server dropped it) with the timeouts of
+against 0.03 ms and 0.19 ms here. Each is a :class:`goclaw_search.pg_reads.DirectReads`
+(reopened once if the server dropped it) with the timeouts of
 ``[plugins.memory]``: opening it gives up after ``pg_connect_timeout`` seconds, and a read after
 ``pg_statement_timeout`` (first the server's own ``statement_timeout``, then, a little later,
 the client stops waiting for a server or network that no longer answers). Either way the
@@ -25,13 +25,12 @@ from goclaw_search.pg_reads import CONNECT_TIMEOUT, STATEMENT_TIMEOUT, DirectRea
 if TYPE_CHECKING:
     from goclaw.contracts.host import Host
 
-_DIRECT: weakref.WeakKeyDictionary[Any, DirectConnection] = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
 _SETTINGS = ("plugins.memory.pg_connect_timeout", "plugins.memory.pg_statement_timeout")
+_LOCK = threading.Lock()
 
 
 class DirectConnection(DirectReads):
-    """The engine's direct connection (see the module docstring)."""
+    """A direct connection of an engine (see the module docstring)."""
 
     def __init__(
         self,
@@ -48,31 +47,44 @@ class DirectConnection(DirectReads):
             statement_timeout=statement_timeout,
             settings=_SETTINGS,
         )
-        # Weakly: this is the value of a dictionary weakly keyed by the engine, and a strong
-        # reference would keep an engine dropped without close() (and its pool) alive for good.
-        self._engine = weakref.ref(engine)
+
+
+class _PerThread:
+    """An engine's direct connections, one per thread that searched: threads of one process
+    (a server's workers) search at once instead of queueing on one connection. A thread that
+    ends leaves its connection to the next thread given its identifier; all close with the
+    engine. Holds no reference to the engine (so an engine dropped without close() is freed)."""
+
+    def __init__(self) -> None:
+        self.by_thread: dict[int, DirectConnection] = {}
 
     def close(self) -> None:
-        engine = self._engine()
         with _LOCK:
-            if engine is not None and _DIRECT.get(engine) is self:
-                del _DIRECT[engine]
-        super().close()
+            conns, self.by_thread = list(self.by_thread.values()), {}
+        for conn in conns:
+            conn.close()
+
+
+_DIRECT: weakref.WeakKeyDictionary[Any, _PerThread] = weakref.WeakKeyDictionary()
 
 
 def direct(engine: Host) -> DirectConnection:
-    """The engine's :class:`DirectConnection` (created on first use, closed with the engine),
-    with the timeouts of ``[plugins.memory]``."""
+    """The calling thread's :class:`DirectConnection` to the engine's database (created on
+    first use, closed with the engine), with the timeouts of ``[plugins.memory]``."""
+    ident = threading.get_ident()
     with _LOCK:
-        conn = _DIRECT.get(engine)
+        per = _DIRECT.get(engine)
+        if per is None:
+            per = _DIRECT[engine] = _PerThread()
+            engine.on_close(per.close)
+            weakref.finalize(engine, per.close)  # dropped without close(): close them anyway
+        conn = per.by_thread.get(ident)
         if conn is None:
             from goclaw.contracts.host import settings_or_defaults
             from goclaw_memory.settings import MemorySettings
 
             cfg = settings_or_defaults(engine, "memory", MemorySettings)
-            conn = _DIRECT[engine] = DirectConnection(
+            conn = per.by_thread[ident] = DirectConnection(
                 engine, connect_timeout=cfg.pg_connect_timeout, statement_timeout=cfg.pg_statement_timeout
             )
-            engine.on_close(conn.close)
-            weakref.finalize(engine, conn.close)  # dropped without close(): close it anyway
         return conn

@@ -184,3 +184,33 @@ def test_the_timeouts_are_memory_settings(eng: Any) -> None:
     conn = direct(eng)
     assert (conn.statement_timeout, conn.connect_timeout) == (0.5, 10.0)
     assert conn.query("SHOW statement_timeout", ()) == [("500ms",)]
+
+
+def test_each_thread_searches_on_its_own_connection(eng: Any) -> None:
+    """Threads of one process (a server's workers) do not queue on one connection: each gets its
+    own, held open while the thread is alive, and every one closes with the engine."""
+    import threading
+
+    from goclaw_memory.pg_direct import direct
+
+    mine = direct(eng)
+    assert direct(eng) is mine
+    theirs: list[Any] = []
+    started = threading.Barrier(2)
+
+    def other() -> None:
+        started.wait()
+        conn = direct(eng)
+        conn.query("SELECT 1", ())
+        theirs.append(conn)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    started.wait()
+    mine.query("SELECT 1", ())
+    thread.join()
+    assert theirs and theirs[0] is not mine
+    pids = {c.query("SELECT pg_backend_pid()", ())[0][0] for c in (mine, theirs[0])}
+    assert len(pids) == 2
+    eng.close()
+    assert mine._conn is None and theirs[0]._conn is None
