@@ -42,7 +42,7 @@ from goclaw_memory.filters import FacetCache, allowed_ids, read_facet_rows
 from goclaw_memory.pg_direct import direct
 from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, budget, idf
 from goclaw_memory.pg_postings import FETCH, ListCache, Lists, compact_if_due, fetched, scores
-from goclaw_memory.pg_text import K1, B, bm25_from_lex, tsquery_literal
+from goclaw_memory.pg_text import K1
 from goclaw_memory.version_token import VERSION_WORKER, parse_token
 from goclaw_search.fusion import fuse
 
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["K1", "B", "PostgresSearchBackend", "bm25_from_lex", "make_postgres_backend", "tsquery_literal"]
+__all__ = ["PostgresSearchBackend", "make_postgres_backend"]
 
 
 class PostgresSearchBackend(SearchBackend):
