@@ -25,12 +25,16 @@ def _memory_chain(conn: Any) -> Any:
     return migrate._alembic_config(conn, migrate.Chain("memory", MIGRATIONS))
 
 
-def test_a_database_of_the_previous_layout_is_packed_at_the_backends_first_use(
-    pg_schema_url: str, workspace: Path
+@pytest.mark.parametrize("triggers", [False, True], ids=["without-triggers", "with-triggers"])
+def test_a_database_of_the_previous_layout_is_packed(
+    pg_schema_url: str, workspace: Path, triggers: bool
 ) -> None:
     """A workspace of the impact-ordered layout (``memory_postings`` and its dictionary) is
-    migrated: those tables go, and the backend's first use packs every chunk."""
+    migrated: those tables go; where the backend's triggers were installed the migration packs
+    every chunk itself, else the backend's first use does."""
     from alembic import command
+
+    from goclaw_memory.pg_stats import TRIGGERS
 
     eng = _open(pg_schema_url, workspace)
     try:
@@ -40,6 +44,9 @@ def test_a_database_of_the_previous_layout_is_packed_at_the_backends_first_use(
             command.downgrade(_memory_chain(conn), "memory_0006")
             assert conn.execute(text("SELECT to_regclass('memory_terms')")).scalar() is not None
             assert conn.execute(text("SELECT to_regclass('memory_packed')")).scalar() is None
+            if triggers:  # the previous backend in use: its triggers on the chunks
+                for sql in TRIGGERS:
+                    conn.exec_driver_sql(sql)
     finally:
         eng.close()
     eng = _open(pg_schema_url, workspace)  # migrates to the head
@@ -47,6 +54,8 @@ def test_a_database_of_the_previous_layout_is_packed_at_the_backends_first_use(
         with eng.db.engine.connect() as conn:
             for old in ("memory_terms", "memory_postings", "memory_postings_ref"):
                 assert conn.execute(text("SELECT to_regclass(:t)"), {"t": old}).scalar() is None, old
+            packed = conn.execute(text("SELECT count(*) FROM memory_packed")).scalar()
+            assert bool(packed) == triggers  # packed by the migration, before any search
         hits = eng.memory.search("kettle", "ada", channel="lexical")
         assert [h.path for h in hits] == ["memory/a.md"]
         assert pg_postings(eng) == before
