@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-import weakref
 import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -44,6 +43,7 @@ from goclaw_episodic.terms import Space, episode_lex, topics
 from goclaw_search.answer import coverage, fuse_absolute
 from goclaw_search.commit_watch import CommitWatch
 from goclaw_search.index import Doc, SearchIndex
+from goclaw_search.per_owner import PerOwner
 from goclaw_search.pg_reads import shared
 from goclaw_search.tokenize import query_terms
 from goclaw_text.sentences import clip
@@ -53,18 +53,12 @@ log = logging.getLogger("goclaw.episodic")
 __all__ = ["EpisodicSearch", "episode_lex", "searcher"]
 
 LOOKUP = 500
-_SEARCHERS: weakref.WeakKeyDictionary[Any, EpisodicSearch] = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
+_SEARCHERS: PerOwner[EpisodicSearch] = PerOwner()
 
 
 def searcher(engine: Any) -> EpisodicSearch:
     """The engine's episodic searcher (one per engine: its indexes outlive a store object)."""
-    with _LOCK:
-        found = _SEARCHERS.get(engine)
-        if found is None:
-            found = _SEARCHERS[engine] = EpisodicSearch(engine)
-            engine.on_close(lambda: _SEARCHERS.pop(engine, None))  # the searcher holds the engine
-        return found
+    return _SEARCHERS.get(engine, EpisodicSearch)
 
 
 def _sqlite_time(value: Any) -> str:

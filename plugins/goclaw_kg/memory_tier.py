@@ -27,7 +27,6 @@ Every ``memory_search`` asks this tier, so what it pays when nothing changed mat
 from __future__ import annotations
 
 import threading
-import weakref
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -44,12 +43,12 @@ from goclaw_kg.tables import KGEntity, KGRelation
 from goclaw_search.answer import coverage
 from goclaw_search.commit_watch import CommitWatch
 from goclaw_search.index import Doc, SearchIndex
+from goclaw_search.per_owner import PerOwner
 from goclaw_search.pg_reads import shared
 from goclaw_search.tokenize import query_terms, terms
 
 TIER = "kg"
-_SEARCHERS: weakref.WeakKeyDictionary[Any, FactSearch] = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
+_SEARCHERS: PerOwner[FactSearch] = PerOwner()
 
 _TOKEN = "SELECT version FROM kg_versions WHERE agent_id = :a"
 _PG_TOKEN = _TOKEN.replace(":a", "%s")  # psycopg's placeholders
@@ -68,12 +67,7 @@ _RELATIONS = (
 
 def searcher(engine: Any) -> FactSearch:
     """The engine's fact searcher (one per engine: its indexes outlive a search)."""
-    with _LOCK:
-        found = _SEARCHERS.get(engine)
-        if found is None:
-            found = _SEARCHERS[engine] = FactSearch(engine)
-            engine.on_close(lambda: _SEARCHERS.pop(engine, None))  # the searcher holds the engine
-        return found
+    return _SEARCHERS.get(engine, FactSearch)
 
 
 def fact_hits(
