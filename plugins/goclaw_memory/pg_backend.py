@@ -40,7 +40,7 @@ from goclaw.contracts.search import (
 )
 from goclaw_memory.filters import FacetCache, allowed_ids, read_facet_rows
 from goclaw_memory.pg_direct import direct
-from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, budget, idf
+from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, idf, settled
 from goclaw_memory.pg_postings import FETCH, ListCache, Lists, compact_if_due, fetched, scores
 from goclaw_memory.pg_text import K1
 from goclaw_memory.version_token import VERSION_WORKER, parse_token
@@ -77,7 +77,7 @@ class PostgresSearchBackend(SearchBackend):
         """The engine's fused ranking, read from the database in two or three round trips: the
         statistics and the query terms' packed postings (one statement) and, in a hybrid
         search, the nearest chunks by vector; the ids and cosines of the best by BM25, more
-        until the fused top is settled (:func:`goclaw_memory.pg_exact.budget`); the winners'
+        until the fused top is settled (:func:`goclaw_memory.pg_exact.settled`); the winners'
         rows."""
         cfg = self.engine.plugin_settings("memory")
         pool = max(int(cfg.min_candidates), int(cfg.candidate_factor) * query.limit)
@@ -143,9 +143,10 @@ class PostgresSearchBackend(SearchBackend):
                 boost = np.array([f.user_boost if u else 1.0 for u in cands.users])
             if not weights or not len(cands):
                 break
-            room = budget(
+            if settled(
                 lexical if lexical is not None else np.zeros(len(cands)),
                 vector,
+                rest_bm25=rest_bm25,
                 rest_cosine=rest_cosine,
                 k=query.wanted,
                 method=f.method,
@@ -153,8 +154,7 @@ class PostgresSearchBackend(SearchBackend):
                 vector_weight=f.vector_weight,
                 boost=boost,
                 pool=pool,
-            )
-            if rest_bm25 <= 0 or rest_bm25 < room:
+            ):
                 break
             m *= 4
         if not len(cands):
@@ -269,16 +269,6 @@ class PostgresSearchBackend(SearchBackend):
                 install(conn.exec_driver_sql)
         self._installed = True
         return done
-
-    def compact_stats(self, agent_id: str, terms: set[str] | None = None) -> None:
-        """Fold the agent's statistics rows (only those of ``terms`` when given) and compact its
-        postings (:func:`goclaw_memory.pg_postings.compact`)."""
-        from goclaw_memory.pg_postings import compact
-        from goclaw_memory.pg_stats import fold
-
-        fold(self.engine, agent_id, terms)
-        with self.engine.db.engine.begin() as c:
-            compact(c, agent_id)
 
     # ------------------------------------------------------------------ vectors
     def _supports_iterative(self) -> bool:
