@@ -21,6 +21,9 @@ compares them).
   numbered (a hash table of their UTF-8 bytes), their token ids by segment and passage norms
   (goclaw_embeddings.static_passages, whose numpy versions give the same arrays, bit for bit;
   tests/plugins/embeddings/test_static_passages.py compares them).
+* scatter_add, top_positive (_dense.pxi, included at the end): scores in a dense array, one slot
+  per chunk, and its best slots (goclaw_search.dense: the postgresql memory backend's exact BM25
+  of every matching chunk).
 
 The indexing loops share the module because one compiled module is simpler to build and ship
 than two; at 100,000 chunks they take tokenizing from ~2.3 to ~1.7 s of CPU and the index build
@@ -466,6 +469,7 @@ def fuse_cut(const int8_t[:, ::1] q8, const float[::1] scale, const float[::1] e
 
 
 include "_pieces.pxi"
+include "_dense.pxi"
 
 
 # ------------------------------------------------------------------ passage sketches

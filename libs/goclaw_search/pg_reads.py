@@ -95,6 +95,64 @@ class DirectReads:
             return self._first(statements, binary=binary)
 
     @contextmanager
+    def sent(
+        self, statements: Sequence[tuple[str, Sequence[Any] | dict[str, Any]]], *, binary: bool = False
+    ) -> Iterator[Callable[[], list[list[tuple[Any, ...]]]]]:
+        """Send read-only statements now and give a function returning their rows (as
+        :meth:`queries`): the server runs them while the caller does other work, such as
+        another connection's reads. The connection stays this block's until it ends; rows not
+        asked for by then are dropped with the connection (reopened by the next read)."""
+        with self._held():
+            pending: Any = None
+            try:
+                with self._mapped(dropped=True):
+                    if self._conn is None or self._conn.closed:
+                        self._conn = self._connect()
+                    conn = self._conn
+                    conn.deadline = time.monotonic() + self.statement_timeout + GRACE
+                    block = conn.pipeline()
+                    pipeline = block.__enter__()
+                    cursors = [conn.execute(sql, params, binary=binary) for sql, params in statements]
+                    pending = (block, pipeline, cursors)
+            except _Dropped:
+                pass  # the rows are read afresh, on a new connection
+            except BaseException:
+                self._drop()  # a half-sent pipeline: the connection cannot be reused
+                raise
+            done: list[list[list[tuple[Any, ...]]]] = []
+
+            def rows() -> list[list[tuple[Any, ...]]]:
+                if not done:
+                    done.append(self._finish(pending, statements, binary=binary))
+                return done[0]
+
+            try:
+                yield rows
+            finally:
+                if pending is not None and not done:
+                    self._drop()  # results still on the way: the connection cannot be reused
+
+    def _finish(
+        self, pending: Any, statements: Sequence[Any], *, binary: bool
+    ) -> list[list[tuple[Any, ...]]]:
+        """The rows of statements :meth:`sent` sent (``pending``; None: sending failed on a
+        dropped connection, so they run now on a new one)."""
+        if pending is not None:
+            block, pipeline, cursors = pending
+            try:
+                with self._mapped(dropped=True):
+                    pipeline.sync()
+                    got = [list(cur.fetchall()) if cur.description else [] for cur in cursors]
+                    block.__exit__(None, None, None)
+                    return got
+            except _Dropped:
+                pass
+            except BaseException:
+                self._drop()  # a pipeline left mid-way: the connection cannot be reused
+                raise
+        return self._first(statements, binary=binary)
+
+    @contextmanager
     def _held(self) -> Iterator[None]:
         if not self._lock.acquire(timeout=self.statement_timeout + GRACE):  # the read in front is stuck
             raise self._timed_out()

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -97,27 +97,38 @@ class PostgresSearchBackend(SearchBackend):
                 only = allowed_ids(self._facet_rows(c, a), query.filter, users)
         vec_sql = self._vector_sql(query, users, max(pool, query.wanted), only) if want_vec else []
         reads = direct(self.engine)
-        statements: list[tuple[str, Sequence[Any]]] = []
-        held = self.lists.held(a, terms, users) if want_lex else (None, {})
-        if want_lex:
-            pairs = list(held[1])
-            params = (a, terms, users, held[0], [t for t, _u in pairs], [u for _t, u in pairs])
-            statements.append((FETCH, (*params, a, terms, users, a, a, a, a, terms)))
-        if only is not None:
-            statements.append((_ONLY_ORDS, (a, only.tolist())))
-        got = reads.queries([*statements, *vec_sql], binary=True)
-        lists = fetched(got.pop(0), self.lists, a, terms, users, held) if want_lex else Lists()
-        allowed = None
-        if only is not None:
-            allowed = (np.sort(np.array([r[0] for r in got.pop(0)], dtype=np.int64)), only)
-        # The vector statements: the settings, then the exact scan and HNSW (one of them ran).
-        nearest = [r for got_rows in got[1:] for r in got_rows] if want_vec else []
-        n = float(max(lists.chunks, 1))
-        avgdl = lists.total / n if lists.chunks else 1.0
-        df = lists.df
-        weights = {t: query.terms.count(t) * idf(df[t], n) * (K1 + 1) for t in terms if t in df}
-        sc = scores(lists, weights, avgdl, allowed)
-        cands = Candidates()
+        # A hybrid search's vector statements run on a second connection (the server's HNSW
+        # search meanwhile the postings are read and scored, and the best's cosines read);
+        # with pg_parallel_reads off they go in the postings' round trip.
+        parallel = want_vec and want_lex and bool(cfg.pg_parallel_reads)
+        with direct(self.engine, 1).sent(vec_sql, binary=True) if parallel else _no_lane() as vec_rows:
+            statements: list[tuple[str, Sequence[Any]]] = []
+            held = self.lists.held(a, terms, users) if want_lex else (None, {})
+            if want_lex:
+                pairs = list(held[1])
+                params = (a, terms, users, held[0], [t for t, _u in pairs], [u for _t, u in pairs])
+                statements.append((FETCH, (*params, a, terms, users, a, a, a, a, terms)))
+            if only is not None:
+                statements.append((_ONLY_ORDS, (a, only.tolist())))
+            got = reads.queries([*statements, *([] if parallel else vec_sql)], binary=True)
+            lists = fetched(got.pop(0), self.lists, a, terms, users, held) if want_lex else Lists()
+            allowed = None
+            if only is not None:
+                allowed = (np.sort(np.array([r[0] for r in got.pop(0)], dtype=np.int64)), only)
+            n = float(max(lists.chunks, 1))
+            avgdl = lists.total / n if lists.chunks else 1.0
+            df = lists.df
+            weights = {t: query.terms.count(t) * idf(df[t], n) * (K1 + 1) for t in terms if t in df}
+            sc = scores(lists, weights, avgdl, allowed)
+            cands = Candidates()
+            m = max(pool, query.wanted) * (4 if want_vec else 1)
+            best = None
+            if parallel and weights:  # the best's cosines before the nearest are in
+                best = sc.best(m + 1)
+                cands.extend(reads, query, best[0][:m], best[1][:m], fetch=True)
+            # The vector statements' rows: the settings, then the exact scan and HNSW (one ran).
+            vec_got = vec_rows() if parallel else got
+        nearest = [r for got_rows in vec_got[1:] for r in got_rows] if want_vec else []
         for i, o, u, cos in nearest:
             cands.add(int(i), -1 if o is None else int(o), u, float(cos))
         rest_cosine = 0.0
@@ -130,11 +141,13 @@ class PostgresSearchBackend(SearchBackend):
                 notes.append(note)
         cosine = want_vec and bool(nearest)
         boost_on = len(users) > 1 and f.user_boost != 1.0
-        m = max(pool, query.wanted) * (4 if cosine else 1)
+        if not cosine:
+            m, best = max(pool, query.wanted), None
         lexical = vector = boost = None
         while True:
             if weights:
-                ords, ids, bm = sc.best(m + 1)
+                ords, ids, bm = best if best is not None else sc.best(m + 1)
+                best = None
                 rest_bm25 = float(bm[m]) if len(bm) > m else 0.0
                 cands.extend(reads, query, ords[:m], ids[:m], fetch=cosine or boost_on)
             lexical = sc.of(cands.ords, cands.ids) if want_lex else None
@@ -448,6 +461,9 @@ class Candidates:
         return np.array(self._cos, dtype=np.float64)
 
     def add(self, chunk_id: int, ord_: int, user: str, cosine: float) -> None:
+        """A new slot (none for a chunk already here by its id or ordinal)."""
+        if chunk_id in self._slot_of_id or ord_ in self._slot_of_ord:
+            return
         slot = len(self._ids)
         self._ids.append(chunk_id)
         self._ords.append(ord_)
@@ -501,6 +517,12 @@ class Candidates:
             slot = self._slot_of_ord[o] if o >= 0 and i not in self._slot_of_id else self._slot_of_id[i]
             out[slot] = ChunkRow(int(i), u, path, int(start), int(end), body, _terms_of(lex))
         return out
+
+
+@contextmanager
+def _no_lane() -> Iterator[Callable[[], list[Any]]]:
+    """Stands for :meth:`~goclaw_search.pg_reads.DirectReads.sent` when nothing is sent."""
+    yield list
 
 
 def _union(reads: Any, *parts: tuple[str, Sequence[Any], bool]) -> list[tuple[Any, ...]]:

@@ -1,6 +1,7 @@
-"""Autocommit psycopg connections outside the store's pool, one per engine and thread, for the
-memory backends' reads on PostgreSQL: the ``inprocess`` backend's version token and winners'
-rows, and every read of the ``postgresql`` backend's search.
+"""Autocommit psycopg connections outside the store's pool, one per engine, thread and lane, for
+the memory backends' reads on PostgreSQL: the ``inprocess`` backend's version token and winners'
+rows, and every read of the ``postgresql`` backend's search (lane 1: a hybrid search's vector
+statements, which the server runs while lane 0 reads and scores the postings).
 
 Through the pool each read costs three round trips (the pre-ping on checkout, the query, the
 rollback on return): 0.21 ms for the version token and 1.1 ms for 60 rows at 100k chunks,
@@ -56,7 +57,7 @@ class _PerThread:
     engine. Holds no reference to the engine (so an engine dropped without close() is freed)."""
 
     def __init__(self) -> None:
-        self.by_thread: dict[int, DirectConnection] = {}
+        self.by_thread: dict[tuple[int, int], DirectConnection] = {}
 
     def close(self) -> None:
         with _LOCK:
@@ -68,10 +69,10 @@ class _PerThread:
 _DIRECT: weakref.WeakKeyDictionary[Any, _PerThread] = weakref.WeakKeyDictionary()
 
 
-def direct(engine: Host) -> DirectConnection:
-    """The calling thread's :class:`DirectConnection` to the engine's database (created on
-    first use, closed with the engine), with the timeouts of ``[plugins.memory]``."""
-    ident = threading.get_ident()
+def direct(engine: Host, lane: int = 0) -> DirectConnection:
+    """The calling thread's :class:`DirectConnection` to the engine's database for ``lane``
+    (created on first use, closed with the engine), with the timeouts of ``[plugins.memory]``."""
+    ident = (threading.get_ident(), lane)
     with _LOCK:
         per = _DIRECT.get(engine)
         if per is None:

@@ -41,6 +41,7 @@ import numpy as np
 
 from goclaw_memory.pg_text import K1, B
 from goclaw_memory.tables import pg_stats_ddl
+from goclaw_search.dense import scatter_add, top_positive
 
 POSTINGS_TABLE_NAMES = (
     "memory_packed",
@@ -460,10 +461,7 @@ class Scores:
     def best(self, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The ``m`` best matches: (ordinals, -1 for a delta chunk; chunk ids, -1 for a packed
         one; BM25), best first (ties by ordinal, then id)."""
-        hit = np.flatnonzero(self.by_ord)
-        if len(hit) > m:
-            part = np.argpartition(self.by_ord[hit], len(hit) - m)[len(hit) - m :]
-            hit = hit[part]
+        hit = top_positive(self.by_ord, m)
         ords = np.concatenate([hit, np.full(len(self.delta_ids), -1)])
         ids = np.concatenate([np.full(len(hit), -1), self.delta_ids])
         sc = np.concatenate([self.by_ord[hit], self.delta_scores])
@@ -494,7 +492,7 @@ def scores(lists: Lists, weights: dict[str, float], avgdl: float, allowed: Any =
         if w is None:
             continue
         for part in parts:  # a list holds an ordinal once: a plain scatter adds up
-            by_ord[part.ords] += w * part.factor(avgdl)
+            scatter_add(by_ord, part.ords, part.factor(avgdl), w)
     if len(lists.dead):
         by_ord[lists.dead[lists.dead < len(by_ord)]] = 0.0
     dkeys, dcontrib = _contributions(lists.delta, weights, avgdl)
