@@ -163,3 +163,60 @@ def test_a_server_that_never_completes_the_connection_fails_after_the_connect_ti
         assert seconds < 6, exc
     finally:
         silent.close()
+
+
+@pytest.mark.postgres
+def test_sent_statements_run_while_the_caller_works(engine: Any) -> None:
+    """``sent``: the server runs the statements before their rows are asked for (another
+    connection sees them running), and the rows are those of ``queries``."""
+    reads, watcher = _reads(engine), _reads(engine)
+    pid = reads.query("SELECT pg_backend_pid()", ())[0][0]
+    seen = "SELECT state, query FROM pg_stat_activity WHERE pid = %s"
+    with reads.sent([("SELECT 1", ()), ("SELECT pg_sleep(0.5), %s::int", (7,))]) as rows:
+        deadline = time.monotonic() + 5
+        while watcher.query(seen, (pid,))[0][0] != "active" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        state, sql = watcher.query(seen, (pid,))[0]
+        assert state == "active" and "pg_sleep" in sql
+        assert rows() == [[(1,)], [("", 7)]]
+        assert rows() == [[(1,)], [("", 7)]]  # asked twice: the same rows, nothing run again
+    assert reads.query("SELECT pg_backend_pid()", ())[0][0] == pid  # the connection is reused
+    reads.close()
+    watcher.close()
+
+
+@pytest.mark.postgres
+def test_sent_rows_never_asked_for_leave_a_usable_reader(engine: Any) -> None:
+    reads = _reads(engine)
+    pid = reads.query("SELECT pg_backend_pid()", ())[0][0]
+    with pytest.raises(ZeroDivisionError):
+        with reads.sent([("SELECT pg_sleep(0.2)", ())]):
+            raise ZeroDivisionError  # the caller failed before asking for the rows
+    assert reads.query("SELECT 41 + 1", ()) == [(42,)]  # on a new connection: results were pending
+    assert reads.query("SELECT pg_backend_pid()", ())[0][0] != pid
+    with reads.sent([("SELECT no_such_column FROM counters", ())]) as rows:
+        with pytest.raises(Exception, match="no_such_column"):
+            rows()
+    assert reads.query("SELECT 2 * 21", ()) == [(42,)]
+    reads.close()
+
+
+@pytest.mark.postgres
+def test_sent_reopens_a_connection_the_server_dropped(engine: Any) -> None:
+    reads = _reads(engine)
+    pid = reads.query("SELECT pg_backend_pid()", ())[0][0]
+    with engine.begin() as conn:
+        assert conn.execute(text("SELECT pg_terminate_backend(:p)"), {"p": pid}).scalar()
+    with reads.sent([("SELECT pg_backend_pid()", ())]) as rows:
+        assert rows()[0][0][0] != pid
+    reads.close()
+
+
+@pytest.mark.postgres
+def test_sent_gives_up_after_the_statement_timeout(engine: Any) -> None:
+    reads = _reads(engine, statement_timeout=0.3)
+    with reads.sent([("SELECT pg_sleep(5)", ())]) as rows:
+        outcome, seconds = _timed(rows)
+    assert isinstance(outcome, Failed) and "within 0.3 s" in str(outcome) and seconds < 4, outcome
+    assert reads.query("SELECT 1", ()) == [(1,)]
+    reads.close()

@@ -577,3 +577,17 @@ def test_an_agent_edited_past_its_size_is_packed_afresh(
             assert got == want, q
     finally:
         exact.close()
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_hybrid_ranks_alike_with_one_connection_or_two(eng: Any, parallel: bool) -> None:
+    """pg_parallel_reads: a hybrid search reads its nearest vectors on a second connection of
+    the thread (while the first reads the postings), or all on one; the ranking is the formula's
+    either way."""
+    from goclaw_memory import pg_direct
+    from goclaw_memory.testing.backend_suite import test_hybrid_equals_the_formula_over_every_chunk
+
+    eng.plugin_settings("memory").pg_parallel_reads = parallel
+    test_hybrid_equals_the_formula_over_every_chunk(eng)
+    lanes = {lane for _thread, lane in pg_direct._DIRECT[eng].by_thread}
+    assert lanes == ({0, 1} if parallel else {0})
