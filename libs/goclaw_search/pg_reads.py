@@ -45,7 +45,8 @@ class DirectReads:
     """An autocommit connection (see the module docstring). ``connect``: psycopg's connect
     arguments (positional, keywords), for instance SQLAlchemy's
     ``dialect.create_connect_args(url)``; ``error``: the exception class a failed read raises;
-    ``settings``: the names of the two timeouts' settings, for the messages (if any)."""
+    ``settings``: the names of the two timeouts' settings, for the messages (if any);
+    ``session``: more server settings (name, value) for the connection's session."""
 
     def __init__(
         self,
@@ -55,8 +56,10 @@ class DirectReads:
         connect_timeout: float = CONNECT_TIMEOUT,
         statement_timeout: float = STATEMENT_TIMEOUT,
         settings: tuple[str, str] = ("", ""),
+        session: Sequence[tuple[str, str]] = (),
     ) -> None:
         self._args, self._kwargs = tuple(connect[0]), dict(connect[1])
+        self._session = tuple(session)
         self._error = error
         self.connect_timeout = connect_timeout
         self.statement_timeout = statement_timeout
@@ -73,6 +76,8 @@ class DirectReads:
             # set_config, not the connection's "options": those may carry the search_path already.
             ms = str(max(1, round(self.statement_timeout * 1000)))
             conn.execute("SELECT set_config('statement_timeout', %s, false)", (ms,))
+            for name, value in self._session:
+                conn.execute("SELECT set_config(%s, %s, false)", (name, value))
             _register_vector(conn)
         except BaseException:
             conn.close()

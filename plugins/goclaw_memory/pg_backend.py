@@ -97,11 +97,13 @@ class PostgresSearchBackend(SearchBackend):
                 only = allowed_ids(self._facet_rows(c, a), query.filter, users)
         vec_sql = self._vector_sql(query, users, max(pool, query.wanted), only) if want_vec else []
         reads = direct(self.engine)
-        # A hybrid search's vector statements run on a second connection (the server's HNSW
-        # search meanwhile the postings are read and scored, and the best's cosines read);
-        # with pg_parallel_reads off they go in the postings' round trip.
-        parallel = want_vec and want_lex and bool(cfg.pg_parallel_reads)
-        with direct(self.engine, 1).sent(vec_sql, binary=True) if parallel else _no_lane() as vec_rows:
+        # The vector statements run on the thread's second connection (lane 1, custom plans:
+        # a generic plan of the HNSW statement scans the scope instead). In a hybrid search
+        # they are sent first and the server runs them while lane 0 (generic plans: no planning
+        # per search) reads and scores the postings and reads the best's cosines.
+        vec_lane = direct(self.engine, 1) if want_vec else None
+        parallel = vec_lane is not None and want_lex
+        with vec_lane.sent(vec_sql, binary=True) if parallel and vec_lane else _no_lane() as vec_rows:
             statements: list[tuple[str, Sequence[Any]]] = []
             held = self.lists.held(a, terms, users) if want_lex else (None, {})
             if want_lex:
@@ -110,7 +112,7 @@ class PostgresSearchBackend(SearchBackend):
                 statements.append((FETCH, (*params, a, terms, users, a, a, a, a, terms)))
             if only is not None:
                 statements.append((_ONLY_ORDS, (a, only.tolist())))
-            got = reads.queries([*statements, *([] if parallel else vec_sql)], binary=True)
+            got = reads.queries(statements, binary=True) if statements else []
             lists = fetched(got.pop(0), self.lists, a, terms, users, held) if want_lex else Lists()
             allowed = None
             if only is not None:
@@ -127,7 +129,12 @@ class PostgresSearchBackend(SearchBackend):
                 best = sc.best(m + 1)
                 cands.extend(reads, query, best[0][:m], best[1][:m], fetch=True)
             # The vector statements' rows: the settings, then the exact scan and HNSW (one ran).
-            vec_got = vec_rows() if parallel else got
+            if vec_lane is None:
+                vec_got: list[Any] = []
+            elif parallel:
+                vec_got = vec_rows()
+            else:
+                vec_got = vec_lane.queries(vec_sql, binary=True)
         nearest = [r for got_rows in vec_got[1:] for r in got_rows] if want_vec else []
         for i, o, u, cos in nearest:
             cands.add(int(i), -1 if o is None else int(o), u, float(cos))

@@ -39,6 +39,7 @@ class DirectConnection(DirectReads):
         *,
         connect_timeout: float = CONNECT_TIMEOUT,
         statement_timeout: float = STATEMENT_TIMEOUT,
+        generic_plans: bool = False,
     ) -> None:
         sa = engine.db.engine
         super().__init__(
@@ -47,6 +48,7 @@ class DirectConnection(DirectReads):
             connect_timeout=connect_timeout,
             statement_timeout=statement_timeout,
             settings=_SETTINGS,
+            session=[("plan_cache_mode", "force_generic_plan")] if generic_plans else [],
         )
 
 
@@ -86,6 +88,9 @@ def direct(engine: Host, lane: int = 0) -> DirectConnection:
 
             cfg = settings_or_defaults(engine, "memory", MemorySettings)
             conn = per.by_thread[ident] = DirectConnection(
-                engine, connect_timeout=cfg.pg_connect_timeout, statement_timeout=cfg.pg_statement_timeout
+                engine,
+                connect_timeout=cfg.pg_connect_timeout,
+                statement_timeout=cfg.pg_statement_timeout,
+                generic_plans=lane == 0,
             )
         return conn

@@ -94,12 +94,6 @@ class MemorySettings(BaseModel):
         description="backend postgresql: megabytes of recently read posting lists each process keeps "
         "(common terms' lists, a search's largest read; 0 turns it off)",
     )
-    pg_parallel_reads: bool = Field(
-        default=True,
-        description="backend postgresql: a hybrid search reads its nearest vectors on a second "
-        "connection of the searching thread while the first reads and scores the postings "
-        "(faster; off: one connection per searching thread)",
-    )
     pg_statement_timeout: float = Field(
         default=10.0,
         gt=0,

@@ -579,15 +579,16 @@ def test_an_agent_edited_past_its_size_is_packed_afresh(
         exact.close()
 
 
-@pytest.mark.parametrize("parallel", [True, False])
-def test_hybrid_ranks_alike_with_one_connection_or_two(eng: Any, parallel: bool) -> None:
-    """pg_parallel_reads: a hybrid search reads its nearest vectors on a second connection of
-    the thread (while the first reads the postings), or all on one; the ranking is the formula's
-    either way."""
+def test_vector_statements_run_on_the_threads_second_connection(eng: Any) -> None:
+    """A hybrid search sends its vector statements on a second connection of the thread (lane
+    1) and reads the postings on the first meanwhile; the ranking is the formula's; lane 0
+    plans generically, lane 1 does not (a generic plan of the HNSW statement scans)."""
     from goclaw_memory import pg_direct
     from goclaw_memory.testing.backend_suite import test_hybrid_equals_the_formula_over_every_chunk
 
-    eng.plugin_settings("memory").pg_parallel_reads = parallel
     test_hybrid_equals_the_formula_over_every_chunk(eng)
-    lanes = {lane for _thread, lane in pg_direct._DIRECT[eng].by_thread}
-    assert lanes == ({0, 1} if parallel else {0})
+    lanes = {lane: conn for (_thread, lane), conn in pg_direct._DIRECT[eng].by_thread.items()}
+    assert set(lanes) == {0, 1}
+    show = "SELECT current_setting('plan_cache_mode')"
+    assert lanes[0].query(show, ()) == [("force_generic_plan",)]
+    assert lanes[1].query(show, ()) == [("auto",)]
