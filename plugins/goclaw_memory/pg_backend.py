@@ -125,9 +125,15 @@ class PostgresSearchBackend(SearchBackend):
             cands = Candidates()
             m = max(pool, query.wanted) * (4 if want_vec else 1)
             best = None
-            if parallel and weights:  # the best's cosines before the nearest are in
+            boost_on = len(users) > 1 and f.user_boost != 1.0
+            have: dict[int, ChunkRow] = {}
+            if parallel and weights:  # the best's cosines and likely winners' rows meanwhile
                 best = sc.best(m + 1)
                 cands.extend(reads, query, best[0][:m], best[1][:m], fetch=True)
+                # The fused top of these alone: with weighted fusion the nearest chunks can
+                # only add to it, so its rows are most of the winners' (the rest read below).
+                likely = _fuse(query, pool, *_channels(cands, sc, want_lex, True, boost_on, f))
+                have = cands.rows(reads, a, [s.slot for s in likely])
             # The vector statements' rows: the settings, then the exact scan and HNSW (one ran).
             if vec_lane is None:
                 vec_got: list[Any] = []
@@ -147,7 +153,6 @@ class PostgresSearchBackend(SearchBackend):
             if note:
                 notes.append(note)
         cosine = want_vec and bool(nearest)
-        boost_on = len(users) > 1 and f.user_boost != 1.0
         if not cosine:
             m, best = max(pool, query.wanted), None
         lexical = vector = boost = None
@@ -157,10 +162,7 @@ class PostgresSearchBackend(SearchBackend):
                 best = None
                 rest_bm25 = float(bm[m]) if len(bm) > m else 0.0
                 cands.extend(reads, query, ords[:m], ids[:m], fetch=cosine or boost_on)
-            lexical = sc.of(cands.ords, cands.ids) if want_lex else None
-            vector = np.maximum(cands.cosines, 0.0) if cosine else None
-            if boost_on:
-                boost = np.array([f.user_boost if u else 1.0 for u in cands.users])
+            lexical, vector, boost = _channels(cands, sc, want_lex, cosine, boost_on, f)
             if not weights or not len(cands):
                 break
             if settled(
@@ -179,18 +181,9 @@ class PostgresSearchBackend(SearchBackend):
             m *= 4
         if not len(cands):
             return SearchResult([], notes)
-        scored = fuse(
-            lexical.astype(np.float32) if lexical is not None else None,
-            vector.astype(np.float32) if vector is not None else None,
-            None,
-            limit=query.wanted,
-            method=f.method,
-            text_weight=f.text_weight,
-            vector_weight=f.vector_weight,
-            boost=boost.astype(np.float32) if boost is not None else None,
-            pool=pool,
-        )
-        rows = cands.rows(reads, a, [s.slot for s in scored])
+        scored = _fuse(query, pool, lexical, vector, boost)
+        missing = [s.slot for s in scored if s.slot not in have]
+        rows = {**have, **cands.rows(reads, a, missing)} if missing else have
         chunks = [
             ScoredChunk(rows[s.slot].id, s.score, s.lexical, s.vector) for s in scored if s.slot in rows
         ]
@@ -524,6 +517,38 @@ class Candidates:
             slot = self._slot_of_ord[o] if o >= 0 and i not in self._slot_of_id else self._slot_of_id[i]
             out[slot] = ChunkRow(int(i), u, path, int(start), int(end), body, _terms_of(lex))
         return out
+
+
+def _channels(
+    cands: Candidates, sc: Any, lexical_on: bool, cosine: bool, boost_on: bool, f: Any
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """The candidates' BM25, cosines (negative as 0) and user boosts, as fusion takes them."""
+    lexical = sc.of(cands.ords, cands.ids) if lexical_on else None
+    vector = np.maximum(cands.cosines, 0.0) if cosine else None
+    boost = np.array([f.user_boost if u else 1.0 for u in cands.users]) if boost_on else None
+    return lexical, vector, boost
+
+
+def _fuse(
+    query: SearchQuery,
+    pool: int,
+    lexical: np.ndarray | None,
+    vector: np.ndarray | None,
+    boost: np.ndarray | None,
+) -> list[Any]:
+    """The best ``query.wanted`` candidates by the query's fusion."""
+    f = query.fusion
+    return fuse(
+        lexical.astype(np.float32) if lexical is not None else None,
+        vector.astype(np.float32) if vector is not None else None,
+        None,
+        limit=query.wanted,
+        method=f.method,
+        text_weight=f.text_weight,
+        vector_weight=f.vector_weight,
+        boost=boost.astype(np.float32) if boost is not None else None,
+        pool=pool,
+    )
 
 
 @contextmanager
