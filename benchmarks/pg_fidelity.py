@@ -180,8 +180,8 @@ def interleaved(keep: Path, n_chunks: int, url: str, backend: str, block: int = 
         eng.plugin_settings("memory").rerank = "none"
         eng.memory.search("warm up", "bench", limit=K)
     print(
-        f"{n_chunks:,} chunks, {len(questions)} questions, schema {schema}, backend {pg.memory.backend.name}, "
-        f"blocks of {block}"
+        f"{n_chunks:,} chunks, {len(questions)} questions, schema {schema}, "
+        f"backend {pg.memory.backend.name}, blocks of {block}"
     )
     postings = _postings_per_question(pg, questions)
     common = set(sorted(range(len(questions)), key=lambda i: -postings[i])[: max(1, len(questions) // 10)])

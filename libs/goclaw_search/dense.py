@@ -17,7 +17,9 @@ from goclaw_search.vecq import compiled
 __all__ = ["scatter_add", "top_positive"]
 
 
-def scatter_add(out: NDArray[np.float64], ords: NDArray[np.int32], factor: NDArray[np.float64], w: float) -> None:
+def scatter_add(
+    out: NDArray[np.float64], ords: NDArray[np.int32], factor: NDArray[np.float64], w: float
+) -> None:
     """``out[ords[i]] += w * factor[i]`` for every i; each ordinal at most once in ``ords``
     (IndexError, nothing added, for an ordinal outside ``out``)."""
     if compiled is not None:

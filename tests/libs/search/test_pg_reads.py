@@ -189,14 +189,15 @@ def test_sent_statements_run_while_the_caller_works(engine: Any) -> None:
 def test_sent_rows_never_asked_for_leave_a_usable_reader(engine: Any) -> None:
     reads = _reads(engine)
     pid = reads.query("SELECT pg_backend_pid()", ())[0][0]
-    with pytest.raises(ZeroDivisionError):
-        with reads.sent([("SELECT pg_sleep(0.2)", ())]):
-            raise ZeroDivisionError  # the caller failed before asking for the rows
+    with pytest.raises(ZeroDivisionError), reads.sent([("SELECT pg_sleep(0.2)", ())]):
+        raise ZeroDivisionError  # the caller failed before asking for the rows
     assert reads.query("SELECT 41 + 1", ()) == [(42,)]  # on a new connection: results were pending
     assert reads.query("SELECT pg_backend_pid()", ())[0][0] != pid
-    with reads.sent([("SELECT no_such_column FROM counters", ())]) as rows:
-        with pytest.raises(Exception, match="no_such_column"):
-            rows()
+    with (
+        reads.sent([("SELECT no_such_column FROM counters", ())]) as rows,
+        pytest.raises(Exception, match="no_such_column"),
+    ):
+        rows()
     assert reads.query("SELECT 2 * 21", ()) == [(42,)]
     reads.close()
 
