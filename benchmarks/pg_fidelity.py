@@ -18,7 +18,7 @@ version-token read.
 The PostgreSQL side runs in its own schema of that database, dropped at the end.
 
 ``--interleaved DIR`` measures both engines in alternating blocks of questions instead (full
-text and hybrid, reranker off): ``--block`` questions (default 50) on SQLite, the same on
+text and hybrid, reranker off unless ``--rerank overlap``): ``--block`` questions (default 50) on SQLite, the same on
 PostgreSQL, the next block, and so on, so machine noise hits both alike while each engine's
 working set stays in the CPU caches as in a process that runs only it (``--block 1``: question
 by question, where each engine's search runs in caches the other just filled; that costs the
@@ -141,9 +141,11 @@ def run(n_chunks: int, url: str, backend: str) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def interleaved(keep: Path, n_chunks: int, url: str, backend: str, block: int = 50) -> None:
+def interleaved(
+    keep: Path, n_chunks: int, url: str, backend: str, block: int = 50, rerank: str = "none"
+) -> None:
     """Both engines on one kept corpus, each block of ``block`` questions asked of SQLite, then
-    of PostgreSQL."""
+    of PostgreSQL, with the reranker ``rerank``."""
     from sqlalchemy import create_engine, text
 
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -177,11 +179,11 @@ def interleaved(keep: Path, n_chunks: int, url: str, backend: str, block: int = 
         pg = Engine.open(keep / "pg", pg_url)
         pg.plugin_settings("memory").backend = backend
     for eng in (sq, pg):
-        eng.plugin_settings("memory").rerank = "none"
+        eng.plugin_settings("memory").rerank = rerank
         eng.memory.search("warm up", "bench", limit=K)
     print(
         f"{n_chunks:,} chunks, {len(questions)} questions, schema {schema}, "
-        f"backend {pg.memory.backend.name}, blocks of {block}"
+        f"backend {pg.memory.backend.name}, blocks of {block}, reranker {rerank}"
     )
     postings = _postings_per_question(pg, questions)
     common = set(sorted(range(len(questions)), key=lambda i: -postings[i])[: max(1, len(questions) // 10)])
@@ -337,6 +339,9 @@ def main() -> int:
     ap.add_argument(
         "--block", type=int, default=50, help="--interleaved: questions per block (1: question by question)"
     )
+    ap.add_argument(
+        "--rerank", choices=["none", "overlap"], default="none", help="--interleaved: the reranker of both"
+    )
     args = ap.parse_args()
     url = os.environ.get("GOCLAW_BENCH_DATABASE_URL") or os.environ.get("GOCLAW_TEST_DATABASE_URL")
     if not url:
@@ -346,7 +351,7 @@ def main() -> int:
         if args.block < 1:
             print("error: --block must be at least 1", file=sys.stderr)
             return 2
-        interleaved(Path(args.interleaved), args.chunks, url, args.backend, args.block)
+        interleaved(Path(args.interleaved), args.chunks, url, args.backend, args.block, args.rerank)
     else:
         run(args.chunks, url, args.backend)
     return 0
