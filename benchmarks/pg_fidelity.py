@@ -18,7 +18,7 @@ version-token read.
 The PostgreSQL side runs in its own schema of that database, dropped at the end.
 
 ``--interleaved DIR`` measures both engines in alternating blocks of questions instead (full
-text and hybrid, reranker off unless ``--rerank overlap``): ``--block`` questions (default 50) on SQLite, the same on
+text, hybrid and vector, reranker off unless ``--rerank overlap``): ``--block`` questions (default 50) on SQLite, the same on
 PostgreSQL, the next block, and so on, so machine noise hits both alike while each engine's
 working set stays in the CPU caches as in a process that runs only it (``--block 1``: question
 by question, where each engine's search runs in caches the other just filled; that costs the
@@ -191,7 +191,7 @@ def interleaved(
         f"common words: the {len(common)} questions with the most postings "
         f"(at least {min(postings[i] for i in common):,})"
     )
-    for channel in ("lexical", "hybrid"):
+    for channel in ("lexical", "hybrid", "vector"):
         ms: dict[str, list[float]] = {"sqlite": [], "pg": []}
         quality = {"sqlite": [0, 0.0], "pg": [0, 0.0]}
         overlap = []
