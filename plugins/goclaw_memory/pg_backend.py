@@ -12,10 +12,11 @@ lists.
   every candidate of either channel gets its real cosine, computed in the database.
 * :func:`goclaw_memory.pg_exact.budget` decides how many of the best by BM25 need a cosine: until
   no chunk left out can reach the result; then :func:`goclaw_search.fusion.fuse`.
-* The reads go through the engine's direct connection (:mod:`goclaw_memory.pg_direct`): no
-  pool checkout, no transaction, results in binary. The statistics and postings come in one
-  statement, so they agree with each other under concurrent writes; the vectors' and the
-  winners' reads follow (ordinals are never reused: a chunk deleted in between is left out).
+* The reads go through the thread's two direct connections (:mod:`goclaw_memory.pg_direct`):
+  no pool checkout, no transaction, results in binary. Lane 1 runs the vector statements, sent
+  first in a hybrid search; lane 0 meanwhile reads the statistics and postings (one statement,
+  so they agree with each other under concurrent writes), the best's cosines and the likely
+  winners' rows. Ordinals are never reused: a chunk deleted in between is left out.
 """
 
 from __future__ import annotations
@@ -74,11 +75,11 @@ class PostgresSearchBackend(SearchBackend):
 
     # ------------------------------------------------------------------ search
     def search(self, query: SearchQuery) -> SearchResult:
-        """The engine's fused ranking, read from the database in two or three round trips: the
-        statistics and the query terms' packed postings (one statement) and, in a hybrid
-        search, the nearest chunks by vector; the ids and cosines of the best by BM25, more
-        until the fused top is settled (:func:`goclaw_memory.pg_exact.settled`); the winners'
-        rows."""
+        """The engine's fused ranking, read from the database: the statistics and the query
+        terms' packed postings (one statement); in a hybrid search, the nearest chunks by
+        vector (on lane 1, meanwhile), the ids and cosines of the best by BM25, more until the
+        fused top is settled (:func:`goclaw_memory.pg_exact.settled`); the winners' rows (in a
+        hybrid search mostly read before the nearest chunks are in)."""
         cfg = self.engine.plugin_settings("memory")
         pool = max(int(cfg.min_candidates), int(cfg.candidate_factor) * query.limit)
         notes: list[str] = []
