@@ -32,7 +32,8 @@ downloaded by this script and none of the data is in the repository):
 How the collections become memory (one workspace per collection, SQLite, default settings
 unless ``--set`` changes one):
 
-* a BEIR document is one memory file ``memory/<n>.md``: ``# <title>``, a blank line, its text;
+* a BEIR, Cranfield or CISI document is one memory file ``memory/<n>.md``: ``# <title>``, a
+  blank line, its text;
 * a LoCoMo conversation is one agent; each session one file ``memory/session-NN.md``: a heading
   ``# Session N: <date and time>``, then one paragraph per turn, ``Speaker: text`` (a shared
   photo's caption in brackets after the text). A search hit covers the turns of its line range;
