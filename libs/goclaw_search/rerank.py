@@ -51,6 +51,7 @@ __all__ = [
     "decay_factor",
     "is_evergreen",
     "jaccard",
+    "lex_matches",
     "match_batch",
     "mmr_order",
     "overlap_scores",
@@ -326,6 +327,37 @@ def match_batch(
     its position (ascending within a document); see :func:`window_features`."""
     matched, window = window_features(n_docs, len(terms), owner, codes, pos)
     return term_matches(asked, terms, matched, window, lambda: (owner, codes, pos))
+
+
+def lex_matches(asked: Sequence[str], lexes: Sequence[str | None]) -> list[TermMatches]:
+    """:class:`TermMatches` of the query terms ``asked`` in documents given as their terms
+    joined by single spaces (a stored ``lex``; None: no terms). One regular expression finds
+    the query terms in each string and the spaces before a match give its position, the same
+    positions as in ``lex.split()`` (a string with runs of spaces, or spaces at its ends, is
+    normalised first): no Python step per term of the document."""
+    terms = list(dict.fromkeys(asked))
+    if not terms:
+        return match_batch(asked, terms, len(lexes), [], [], [])
+    code = {t: k for k, t in enumerate(terms)}
+    find = re.compile(" (" + "|".join(map(re.escape, terms)) + ")(?= )").finditer
+    owner: list[int] = []
+    codes: list[int] = []
+    pos: list[int] = []
+    for i, lex in enumerate(lexes):
+        if not lex:
+            continue
+        if "  " in lex or lex[0] == " " or lex[-1] == " ":
+            lex = " ".join(lex.split())
+        padded = f" {lex} "
+        n = last = 0
+        for m in find(padded):
+            at = m.start()
+            n += padded.count(" ", last, at)
+            last = at
+            owner.append(i)
+            pos.append(n)
+            codes.append(code[m.group(1)])
+    return match_batch(asked, terms, len(lexes), owner, codes, pos)
 
 
 def overlap_scores(
