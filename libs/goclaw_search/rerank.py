@@ -52,9 +52,11 @@ __all__ = [
     "is_evergreen",
     "jaccard",
     "lex_matches",
+    "lex_positions",
     "match_batch",
     "mmr_order",
     "overlap_scores",
+    "positions_matches",
     "region_scores",
     "term_matches",
     "window_features",
@@ -331,19 +333,27 @@ def match_batch(
 
 def lex_matches(asked: Sequence[str], lexes: Sequence[str | None]) -> list[TermMatches]:
     """:class:`TermMatches` of the query terms ``asked`` in documents given as their terms
-    joined by single spaces (a stored ``lex``; None: no terms). One regular expression finds
-    the query terms in each string and the spaces before a match give its position, the same
-    positions as in ``lex.split()`` (a string with runs of spaces, or spaces at its ends, is
-    normalised first): no Python step per term of the document."""
+    joined by single spaces (a stored ``lex``; None: no terms): :func:`lex_positions`, then
+    :func:`positions_matches`."""
     terms = list(dict.fromkeys(asked))
+    return positions_matches(asked, terms, lex_positions(terms, lexes))
+
+
+def lex_positions(terms: Sequence[str], lexes: Sequence[str | None]) -> list[tuple[list[int], list[int]]]:
+    """For each document given as its terms joined by single spaces, the occurrences of the
+    distinct ``terms`` in it: (index in ``terms``, position) lists, by position, the positions
+    of ``lex.split()`` (a string with runs of spaces, or spaces at its ends, is normalised
+    first). One regular expression finds the terms and the spaces before a match give its
+    position: no Python step per term of the document."""
     if not terms:
-        return match_batch(asked, terms, len(lexes), [], [], [])
+        return [([], []) for _ in lexes]
     code = {t: k for k, t in enumerate(terms)}
     find = re.compile(" (" + "|".join(map(re.escape, terms)) + ")(?= )").finditer
-    owner: list[int] = []
-    codes: list[int] = []
-    pos: list[int] = []
-    for i, lex in enumerate(lexes):
+    out: list[tuple[list[int], list[int]]] = []
+    for lex in lexes:
+        codes: list[int] = []
+        pos: list[int] = []
+        out.append((codes, pos))
         if not lex:
             continue
         if "  " in lex or lex[0] == " " or lex[-1] == " ":
@@ -354,10 +364,20 @@ def lex_matches(asked: Sequence[str], lexes: Sequence[str | None]) -> list[TermM
             at = m.start()
             n += padded.count(" ", last, at)
             last = at
-            owner.append(i)
             pos.append(n)
             codes.append(code[m.group(1)])
-    return match_batch(asked, terms, len(lexes), owner, codes, pos)
+    return out
+
+
+def positions_matches(
+    asked: Sequence[str], terms: Sequence[str], found: Sequence[tuple[list[int], list[int]]]
+) -> list[TermMatches]:
+    """One batch of :class:`TermMatches` from each document's occurrences of ``terms`` (as
+    :func:`lex_positions` gives them), the features computed for all at once."""
+    owner = [i for i, (codes, _p) in enumerate(found) for _ in codes]
+    codes = [c for cs, _p in found for c in cs]
+    pos = [p for _c, ps in found for p in ps]
+    return match_batch(asked, terms, len(found), owner, codes, pos)
 
 
 def overlap_scores(

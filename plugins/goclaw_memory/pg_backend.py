@@ -13,7 +13,8 @@ lists.
 * :func:`goclaw_memory.pg_exact.budget` decides how many of the best by BM25 need a cosine: until
   no chunk left out can reach the result; then :func:`goclaw_search.fusion.fuse`.
 * The winners' rows come with what the reranker reads: the query terms' positions (found in
-  their stored terms, :func:`goclaw_search.rerank.lex_matches`) and, when the passage step
+  their stored terms, :func:`goclaw_search.rerank.lex_positions`, for the likely winners while
+  the vector statements run) and, when the passage step
   reads sketches, their passage sketches (:mod:`goclaw_memory.pg_sketches`, joined in the same
   statement and kept in a small cache that :meth:`PostgresSearchBackend.chunk_sketches` answers
   from).
@@ -28,7 +29,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -54,7 +55,7 @@ from goclaw_memory.pg_text import K1
 from goclaw_memory.version_token import VERSION_WORKER, parse_token
 from goclaw_search.fusion import fuse
 from goclaw_search.passage_sketches import sketch_cosines, token_dots
-from goclaw_search.rerank import lex_matches
+from goclaw_search.rerank import lex_positions, positions_matches
 
 if TYPE_CHECKING:
     from goclaw.contracts.host import Host
@@ -140,6 +141,7 @@ class PostgresSearchBackend(SearchBackend):
             best = None
             boost_on = len(users) > 1 and f.user_boost != 1.0
             have: dict[int, tuple[Any, ...]] = {}
+            positions: dict[int, Any] = {}  # the query terms' occurrences in rows read, by chunk id
             if parallel and weights:  # the best's cosines and likely winners' rows meanwhile
                 best = sc.best(m + 1)
                 cands.extend(reads, query, best[0][:m], best[1][:m], fetch=True)
@@ -147,6 +149,7 @@ class PostgresSearchBackend(SearchBackend):
                 # only add to it, so its rows are most of the winners' (the rest read below).
                 likely = _fuse(query, pool, *_channels(cands, sc, want_lex, True, boost_on, f))
                 have = cands.rows(reads, a, [s.slot for s in likely], read)
+                positions = _positions(query, read, have.values(), positions)  # meanwhile too
             # The vector statements' rows: the settings, then the exact scan and HNSW (one ran).
             if vec_lane is None:
                 vec_got: list[Any] = []
@@ -199,7 +202,7 @@ class PostgresSearchBackend(SearchBackend):
         got = {**have, **cands.rows(reads, a, missing, read)} if missing else have
         if read.sketches is not None:
             self.sketches.put(a, read.sketches, [(r[0], r[7]) for r in got.values()])
-        rows = _chunk_rows(got, query.terms if read.terms else None)
+        rows = _chunk_rows(got, query, _positions(query, read, got.values(), positions))
         chunks = [
             ScoredChunk(rows[s.slot].id, s.score, s.lexical, s.vector) for s in scored if s.slot in rows
         ]
@@ -667,17 +670,34 @@ def _union(reads: Any, *parts: tuple[str, Sequence[Any], bool]) -> list[tuple[An
     return reads.query(sql, [p for _s, params in wanted for p in params], binary=True)
 
 
-def _chunk_rows(got: dict[int, tuple[Any, ...]], terms: Sequence[str] | None) -> dict[int, ChunkRow]:
-    """The rows :meth:`Candidates.rows` read, by slot, as the service takes them; with ``terms``
-    (the query's) each with their positions in it (one batch of
+def _positions(
+    query: SearchQuery, read: _RowRead, rows: Iterable[tuple[Any, ...]], known: dict[int, Any]
+) -> dict[int, Any]:
+    """``known`` with the occurrences of the query's terms in these rows' terms
+    (:func:`goclaw_search.rerank.lex_positions`) when the search reads terms."""
+    if read.terms and query.terms:
+        new = [r for r in rows if r[0] not in known]
+        if new:
+            terms = list(dict.fromkeys(query.terms))
+            known.update(zip([r[0] for r in new], lex_positions(terms, [r[6] for r in new]), strict=True))
+    return known
+
+
+def _chunk_rows(
+    got: dict[int, tuple[Any, ...]], query: SearchQuery, positions: dict[int, Any]
+) -> dict[int, ChunkRow]:
+    """The rows :meth:`Candidates.rows` read, by slot, as the service takes them; when the
+    search reads terms, each with the query terms' positions in it (one batch of
     :class:`goclaw_search.rerank.TermMatches`: the reranker reads its features precomputed)."""
     rows = list(got.values())
-    if terms is None:
-        found: Sequence[Any] = [None] * len(rows)
-    elif terms:
-        found = lex_matches(terms, [r[6] for r in rows])
+    found: Sequence[Any]
+    if positions:
+        terms = list(dict.fromkeys(query.terms))
+        found = positions_matches(query.terms, terms, [positions[r[0]] for r in rows])
+    elif query.rerank_terms and rows:
+        found = [{}] * len(rows)  # no query term (or no row): nothing to find
     else:
-        found = [{}] * len(rows)  # no query term: nothing to find
+        found = [None] * len(rows)
     return {
         slot: ChunkRow(int(r[0]), r[1], r[2], int(r[3]), int(r[4]), r[5], t)
         for slot, r, t in zip(got, rows, found, strict=True)
