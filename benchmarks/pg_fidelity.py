@@ -18,12 +18,13 @@ version-token read.
 The PostgreSQL side runs in its own schema of that database, dropped at the end.
 
 ``--interleaved DIR`` measures both engines in alternating blocks of questions instead (full
-text, hybrid and vector, reranker off unless ``--rerank overlap``): ``--block`` questions (default 50) on SQLite, the same on
-PostgreSQL, the next block, and so on, so machine noise hits both alike while each engine's
-working set stays in the CPU caches as in a process that runs only it (``--block 1``: question
-by question, where each engine's search runs in caches the other just filled; that costs the
-``postgresql`` backend's hybrid search ~1.3 ms at 100k chunks). The corpus is kept in ``DIR`` (the SQLite
-workspace) and in the schema named in ``DIR/schema`` (kept too): the first run loads them,
+text, hybrid and vector; reranker off unless ``--rerank overlap``): ``--block`` questions
+(default 50) on SQLite, the same on PostgreSQL, the next block, and so on, so machine noise hits
+both alike while each engine's working set stays in the CPU caches as in a process that runs
+only it (``--block 1``: question by question, where each engine's search runs in caches the
+other just filled; that costs the ``postgresql`` backend's hybrid search ~1.3 ms at 100k
+chunks). The corpus is kept in ``DIR`` (the SQLite workspace) and in the schema named in
+``DIR/schema`` (kept too): the first run loads them,
 later runs (e.g. after a change of the backend's code; migrations run on open) reuse them.
 Drop the schema by hand when done.
 """

@@ -11,6 +11,19 @@ downloaded by this script and none of the data is in the repository):
   0.687 on SciFact and 0.321 on NFCorpus (the bm25s authors' benchmark table, github
   xhluca/bm25-benchmarks); the ``bm25s`` row must land within 0.01 of those for a run to count.
   A set whose folder is missing is skipped with a note.
+* Cranfield and CISI, the classic small collections, in their original SMART formats: the
+  document file (``.I`` id, then ``.T`` title, ``.A``, ``.B``, ``.W`` text, ``.X``), the query
+  file and the judgements, in ``DIR/cranfield/`` (``cran.all.1400``, ``cran.qry``, ``cranqrel``)
+  and ``DIR/cisi/`` (``CISI.ALL``, ``CISI.QRY``, ``CISI.REL``). A document is its ``.T`` title
+  and ``.W`` text, a query its ``.W`` text, each field's lines joined by single spaces.
+  Cranfield: 1,400 documents, 225 queries; ``cranqrel`` numbers the queries 1 to 225 in file
+  order (``cran.qry``'s own ``.I`` numbers skip), and grades a pair 1 (a complete answer) to 4
+  (minimum interest), as Cleverdon defined them, or -1 (one per query, undefined in the scale).
+  Gain = 5 - grade (1 -> 4 ... 4 -> 1) so the most relevant documents weigh most, and -1 -> 0
+  (not relevant), for every system. CISI: 1,460 documents, 112 queries of which 76 have
+  judgements (binary, gain 1); the 76 are evaluated. Metric: nDCG@10 (as BEIR's), recall@10
+  alongside. No bm25s figure is published for these: the ``bm25-numpy`` system (Lucene's
+  BM25 written here in numpy, k1 1.5, b 0.75, on bm25s's own tokens) checks the ``bm25s`` row.
 * LoCoMo (github snap-research/locomo, ``data/locomo10.json``, or the ten per-conversation
   files of ``data/locomo10.zip``): ``DIR/locomo/locomo10.json`` or ``DIR/locomo/*.json``. Ten
   long conversations; 1,982 questions name their evidence turns. Metric: recall@10 of the
@@ -19,7 +32,8 @@ downloaded by this script and none of the data is in the repository):
 How the collections become memory (one workspace per collection, SQLite, default settings
 unless ``--set`` changes one):
 
-* a BEIR document is one memory file ``memory/<n>.md``: ``# <title>``, a blank line, its text;
+* a BEIR, Cranfield or CISI document is one memory file ``memory/<n>.md``: ``# <title>``, a
+  blank line, its text;
 * a LoCoMo conversation is one agent; each session one file ``memory/session-NN.md``: a heading
   ``# Session N: <date and time>``, then one paragraph per turn, ``Speaker: text`` (a shared
   photo's caption in brackets after the text). A search hit covers the turns of its line range;
@@ -28,7 +42,8 @@ unless ``--set`` changes one):
 
 Systems: goclaw ``hybrid`` (the default search), ``lexical`` and ``vector`` (``channel=``), each
 with ``limit=10`` as a user asks (the documents of those ten hits are scored, a repeated document
-counted once), plus bm25s and LanceDB's full-text index (its defaults) over title + text.
+counted once), plus bm25s and LanceDB's full-text index (its defaults) over title + text, and
+on request (``--systems``) ``bm25-numpy``, a second BM25 implementation to validate the first.
 ``--embedder`` picks goclaw's embedder (``static``: the bundled default; any other value is
 written as ``[plugins.embeddings] provider``, ``--embedder-model`` as its ``model``,
 ``--embedder-dir`` as its ``model_dir``: another static model folder, for instance).
@@ -40,6 +55,13 @@ SciFact test queries and qrels in BEIR's layout (github Kirloxious/CSI4107_Assig
 ``corpus.jsonl`` (BEIR's text is the abstract's sentences joined by spaces)::
 
     python benchmarks/public_eval.py prepare-scifact corpus_train.csv DIR/scifact
+
+Cranfield and CISI need no conversion: copy the three files into ``DIR/cranfield`` and
+``DIR/cisi``. Complete copies on GitHub: Cranfield in github noramtboraas/information-retrieval
+(``cran.all.1400``, ``cran.qry``, ``cranqrel``, with CRLF line ends, read as they are), CISI in
+github Shakiba-Alipour/Information-Retrieval-on-CISI (``CISI.ALL``, ``CISI.QRY``, ``CISI.REL``).
+Then::
+
     nice -n 10 python benchmarks/public_eval.py --data DIR --out benchmarks/results/DATE-public-eval.md
 
 Settings: ``--set KEY=VALUE`` changes a ``[plugins.memory]`` setting for every goclaw row;
@@ -75,6 +97,10 @@ from typing import Any
 K = 10
 PUBLISHED_BM25S = {"scifact": 0.687, "nfcorpus": 0.321}
 BEIR_SETS = ("scifact", "nfcorpus")
+SMART_FILES = {
+    "cranfield": ("cran.all.1400", "cran.qry", "cranqrel"),
+    "cisi": ("CISI.ALL", "CISI.QRY", "CISI.REL"),
+}
 
 
 # --------------------------------------------------------------------------- data
@@ -171,6 +197,44 @@ def load_locomo(folder: Path) -> Collection:
     return Collection("locomo", "recall@10", docs, queries, qrels, group_of, sessions)
 
 
+def smart_records(text: str) -> list[tuple[str, dict[str, str]]]:
+    """The SMART format of Cranfield and CISI: ``.I <id>`` opens a record, a line holding only a
+    field marker (``.T``, ``.W``, ...) opens a field; returns (id, {marker letter: text}), each
+    field's lines joined by single spaces (a repeated marker continues its field)."""
+    records: list[tuple[str, dict[str, str]]] = []
+    at = ""
+    for line in text.splitlines():
+        m = re.fullmatch(r"\.([A-Z])(?:\s+(\S+))?\s*", line)
+        if m and m.group(1) == "I" and m.group(2):
+            records.append((m.group(2), {}))
+            at = ""
+        elif m and not m.group(2):
+            at = m.group(1)
+        elif records and at:
+            fields = records[-1][1]
+            fields[at] = " ".join((fields.get(at, "") + " " + line).split())
+    return records
+
+
+def load_smart(folder: Path) -> Collection:
+    """Cranfield or CISI from their original files (the docstring says what is read and how)."""
+    read = [(folder / f).read_text(encoding="utf-8", errors="replace") for f in SMART_FILES[folder.name]]
+    docs = {i: (f.get("T", ""), f.get("W", "")) for i, f in smart_records(read[0])}
+    queries = {i: f.get("W", "") for i, f in smart_records(read[1])}
+    cran = folder.name == "cranfield"
+    if cran:  # cranqrel numbers the queries in file order
+        queries = {str(n): text for n, text in enumerate(queries.values(), start=1)}
+    qrels: dict[str, dict[str, int]] = {}
+    for line in read[2].splitlines():
+        row = line.split()
+        if len(row) >= 3:
+            grade = int(float(row[2]))
+            gain = (5 - grade if 1 <= grade <= 4 else 0) if cran else 1
+            qrels.setdefault(str(int(row[0])), {})[str(int(row[1]))] = gain
+    queries = {q: text for q, text in queries.items() if any(qrels.get(q, {}).values())}
+    return Collection(folder.name, "ndcg@10", docs, queries, qrels)
+
+
 def prepare_scifact(csv_path: Path, out: Path) -> int:
     """AllenAI's SciFact corpus CSV (``doc_id,title,abstract,structured``; the abstract a list
     of sentences in numpy's print form) -> BEIR's ``corpus.jsonl``."""
@@ -207,8 +271,8 @@ def recall_at_k(ranked: Sequence[str], rels: dict[str, int], k: int = K) -> floa
     return len(want & set(ranked[:k])) / len(want) if want else 0.0
 
 
-def score(c: Collection, ranked: dict[str, list[str]]) -> float:
-    fn = ndcg_at_k if c.metric == "ndcg@10" else recall_at_k
+def score(c: Collection, ranked: dict[str, list[str]], fn: Callable[..., float] | None = None) -> float:
+    fn = fn or (ndcg_at_k if c.metric == "ndcg@10" else recall_at_k)
     return sum(fn(ranked.get(q, []), c.qrels[q]) for q in c.queries) / len(c.queries)
 
 
@@ -228,8 +292,7 @@ def bm25s_rank(c: Collection) -> Callable[[str, str], list[str]]:
     by_group: dict[str, tuple[Any, list[str]]] = {}
     for group, ids in _groups(c).items():
         tok = bm25s.tokenization.Tokenizer(stopwords="en", stemmer=stemmer)
-        texts = [f"{c.docs[i][0]} {c.docs[i][1]}".strip() for i in ids]
-        corpus = tok.tokenize(texts, update_vocab=True, return_as="tuple", show_progress=False)
+        corpus = tok.tokenize(_texts(c, ids), update_vocab=True, return_as="tuple", show_progress=False)
         model = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
         model.index(corpus, show_progress=False)
         by_group[group] = (model, ids, tok)  # type: ignore[assignment]
@@ -245,6 +308,49 @@ def bm25s_rank(c: Collection) -> Callable[[str, str], list[str]]:
     return rank
 
 
+def bm25_numpy_rank(c: Collection, k1: float = 1.5, b: float = 0.75) -> Callable[[str, str], list[str]]:
+    """A second BM25, to check the ``bm25s`` row: Lucene's formula (idf ln(1 + (N - df + 0.5) /
+    (df + 0.5)), tf / (tf + k1 (1 - b + b dl / avgdl))) summed over the query's tokens, written
+    here in numpy on the tokens of bm25s's own tokenizer (same stopwords, same stemmer)."""
+    import bm25s
+    import numpy as np
+    import Stemmer
+
+    stemmer = Stemmer.Stemmer("english")
+    by_group: dict[str, Any] = {}
+    for group, ids in _groups(c).items():
+        tok = bm25s.tokenization.Tokenizer(stopwords="en", stemmer=stemmer)
+        docs = tok.tokenize(_texts(c, ids), update_vocab=True, return_as="ids", show_progress=False)
+        dl = np.array([len(d) for d in docs], np.float64)
+        norm = k1 * (1 - b + b * dl / max(dl.mean(), 1e-9))
+        postings: dict[int, dict[int, int]] = {}
+        for n, d in enumerate(docs):
+            for t in d:
+                postings.setdefault(t, {}).setdefault(n, 0)
+                postings[t][n] += 1
+        arrays = {t: (np.array(list(p)), np.array(list(p.values()), np.float64)) for t, p in postings.items()}
+        by_group[group] = (tok, ids, arrays, norm)
+
+    def rank(qid: str, text: str) -> list[str]:
+        tok, ids, arrays, norm = by_group[c.group_of.get(qid, "")]
+        scores = np.zeros(len(ids))
+        for t in tok.tokenize([text], update_vocab=False, return_as="ids", show_progress=False)[0]:
+            if t not in arrays:  # the empty token bm25s gives a query of unknown words
+                continue
+            where, tf = arrays[t]
+            idf = math.log(1 + (len(ids) - len(where) + 0.5) / (len(where) + 0.5))
+            scores[where] += idf * tf / (tf + norm[where])
+        top = np.argsort(-scores, kind="stable")[:K]
+        return [ids[i] for i in top if scores[i] > 0]
+
+    return rank
+
+
+def _texts(c: Collection, ids: Sequence[str]) -> list[str]:
+    """What the baselines index of each document: title and text."""
+    return [f"{c.docs[i][0]} {c.docs[i][1]}".strip() for i in ids]
+
+
 def lance_rank(c: Collection, folder: Path) -> Callable[[str, str], list[str]]:
     """LanceDB's full-text index with its defaults, one table per group."""
     import lancedb
@@ -256,7 +362,7 @@ def lance_rank(c: Collection, folder: Path) -> Callable[[str, str], list[str]]:
         data = pa.table(
             {
                 "n": pa.array(list(range(len(ids))), pa.int64()),
-                "text": pa.array([f"{c.docs[i][0]} {c.docs[i][1]}".strip() for i in ids]),
+                "text": pa.array(_texts(c, ids)),
             }
         )
         t = db.create_table(f"t{group or 'all'}", data, mode="overwrite")
@@ -415,12 +521,16 @@ def run_set(
             rank = goc.rank(system.split()[1], system)
         elif system == "bm25s":
             rank = bm25s_rank(c)
+        elif system == "bm25-numpy":
+            rank = bm25_numpy_rank(c)
         elif system == "lancedb-fts":
             rank = lance_rank(c, work / f"lance-{c.name}")
         else:
             raise SystemExit(f"unknown system {system!r}")
         ranked = {q: rank(q, text) for q, text in c.queries.items()}
         row: dict[str, Any] = {"set": c.name, "system": system, c.metric: round(score(c, ranked), 4)}
+        if c.metric != "recall@10":
+            row["recall@10"] = round(score(c, ranked, recall_at_k), 4)
         row["seconds"] = round(time.perf_counter() - t, 1)
         if goc is not None and system.startswith("goclaw"):
             d = goc.distinct.get(system, [])
@@ -438,7 +548,7 @@ def table(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
     sets = unique(r["set"] for r in rows)
     systems = unique(r["system"] for r in rows)
     by = {(r["set"], r["system"]): r for r in rows}
-    metric = {r["set"]: ("nDCG@10" if "ndcg@10" in r else "recall@10") for r in rows}
+    metric = {r["set"]: ("nDCG@10 (recall@10)" if "ndcg@10" in r else "recall@10") for r in rows}
     head = "| system | " + " | ".join(f"{s} {metric[s]}" for s in sets) + " |"
     out = [
         f"# Public collections, {date.today().isoformat()}",
@@ -454,8 +564,12 @@ def table(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
         cells = []
         for s in sets:
             r = by.get((s, system))
-            v = None if r is None else r.get("ndcg@10", r.get("recall@10"))
-            cells.append("" if v is None else f"{v:.4f}")
+            if r is None:
+                cells.append("")
+            elif "ndcg@10" in r:
+                cells.append(f"{r['ndcg@10']:.4f} ({r['recall@10']:.4f})")
+            else:
+                cells.append(f"{r['recall@10']:.4f}")
         out.append(f"| {system} | " + " | ".join(cells) + " |")
     out += [
         "",
@@ -489,7 +603,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=os.environ.get("GOCLAW_EVAL_DATA"))
-    ap.add_argument("--sets", default="scifact,nfcorpus,locomo")
+    ap.add_argument("--sets", default="scifact,nfcorpus,cranfield,cisi,locomo")
     ap.add_argument(
         "--systems",
         default="goclaw hybrid,goclaw lexical,goclaw vector,bm25s,lancedb-fts",
@@ -545,7 +659,8 @@ def main(argv: list[str] | None = None) -> int:
             if not folder.is_dir():
                 print(f"note: {folder} is missing; {name} skipped", file=sys.stderr)
                 continue
-            c = load_locomo(folder) if name == "locomo" else load_beir(folder)
+            load = load_locomo if name == "locomo" else load_smart if name in SMART_FILES else load_beir
+            c = load(folder)
             if args.queries:
                 c.queries = dict(list(c.queries.items())[: args.queries])
             print(f"{name}: {len(c.docs):,} documents, {len(c.queries):,} queries", flush=True)

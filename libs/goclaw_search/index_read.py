@@ -88,8 +88,9 @@ class IndexReads(IndexSlots):
             return None
         return self.scope_mask(scopes)
 
-    def bm25(self, terms: Sequence[str]) -> NDArray[np.float32]:
-        """BM25 of every slot for these query terms (0 where none matches; dead slots 0)."""
+    def bm25(self, terms: Sequence[str], counts: Sequence[int] = ()) -> NDArray[np.float32]:
+        """BM25 of every slot for these query terms (0 where none matches; dead slots 0); a
+        term counts as often as ``counts`` says (aligned with ``terms``; empty: once each)."""
         scores = np.zeros(self.n, dtype=np.float32)
         if not self.n_alive:
             return scores
@@ -101,7 +102,8 @@ class IndexReads(IndexSlots):
         if cache[0] is not norm:  # the index changed since (every write drops ``_norm``)
             cache = self._contrib = (norm, {}, [0])
         known, size = cache[1], cache[2]
-        for term in dict.fromkeys(terms):
+        times = dict(zip(terms, counts, strict=True)) if counts else dict.fromkeys(terms, 1)
+        for term, count in times.items():
             tid = self.term_id(term)
             if tid is None:
                 continue
@@ -114,7 +116,7 @@ class IndexReads(IndexSlots):
                     known, size = cache[1], cache[2]
             slots, contrib = found
             if len(slots):
-                scores[slots] += contrib
+                scores[slots] += contrib if count == 1 else contrib * np.float32(count)
         return scores
 
     def _term_contrib(

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from itertools import accumulate, chain, compress, islice, pairwise, repeat
@@ -416,10 +416,17 @@ class Tokenizer:
         """The distinct terms of a query, at most :data:`MAX_QUERY_TERMS`; a query made only of
         stopwords keeps them (they then match nothing in an index that dropped them, which is
         the honest answer)."""
-        terms = list(dict.fromkeys(self.terms(text)))
-        if not terms:
-            terms = list(dict.fromkeys(self.terms(text, keep_stopwords=True)))
-        return terms[:MAX_QUERY_TERMS]
+        return self.query_counts(text)[0]
+
+    def query_counts(self, text: str) -> tuple[list[str], list[int]]:
+        """:meth:`query`'s terms and how often each occurs in the query. BM25 counts a term as
+        often as the query says it (as Lucene and bm25s do): a long request that repeats its
+        topic's words ranks by them."""
+        counts = Counter(self.terms(text))  # first occurrence order, as dict.fromkeys
+        if not counts:
+            counts = Counter(self.terms(text, keep_stopwords=True))
+        found = list(counts)[:MAX_QUERY_TERMS]
+        return found, [counts[t] for t in found]
 
 
 def lex_of(terms: Sequence[str]) -> str:
@@ -466,3 +473,8 @@ def terms(text: str) -> list[str]:
 def query_terms(text: str) -> list[str]:
     """:meth:`Tokenizer.query` of the default tokenizer."""
     return default_tokenizer().query(text)
+
+
+def query_term_counts(text: str) -> tuple[list[str], list[int]]:
+    """:meth:`Tokenizer.query_counts` of the default tokenizer."""
+    return default_tokenizer().query_counts(text)

@@ -14,14 +14,14 @@ lists.
   no chunk left out can reach the result; then :func:`goclaw_search.fusion.fuse`.
 * The winners' rows come with what the reranker reads: the query terms' positions (found in
   their stored terms, :func:`goclaw_search.rerank.lex_positions`, for the likely winners while
-  the vector statements run) and, when the passage step
-  reads sketches, their passage sketches (:mod:`goclaw_memory.pg_sketches`, joined in the same
-  statement and kept in a small cache that :meth:`PostgresSearchBackend.chunk_sketches` answers
-  from).
-* The reads go through the engine's direct connection (:mod:`goclaw_memory.pg_direct`): no
-  pool checkout, no transaction, results in binary. The statistics and postings come in one
-  statement, so they agree with each other under concurrent writes; the vectors' and the
-  winners' reads follow (ordinals are never reused: a chunk deleted in between is left out).
+  the vector statements run) and, when the passage step reads sketches, their passage sketches
+  (:mod:`goclaw_memory.pg_sketches`, joined in the same statement and kept in a small cache
+  that :meth:`PostgresSearchBackend.chunk_sketches` answers from).
+* The reads go through the thread's two direct connections (:mod:`goclaw_memory.pg_direct`):
+  no pool checkout, no transaction, results in binary. Lane 1 runs the vector statements, sent
+  first in a hybrid search; lane 0 meanwhile reads the statistics and postings (one statement,
+  so they agree with each other under concurrent writes), the best's cosines and the likely
+  winners' rows. Ordinals are never reused: a chunk deleted in between is left out.
 """
 
 from __future__ import annotations
@@ -87,11 +87,11 @@ class PostgresSearchBackend(SearchBackend):
 
     # ------------------------------------------------------------------ search
     def search(self, query: SearchQuery) -> SearchResult:
-        """The engine's fused ranking, read from the database in two or three round trips: the
-        statistics and the query terms' packed postings (one statement) and, in a hybrid
-        search, the nearest chunks by vector; the ids and cosines of the best by BM25, more
-        until the fused top is settled (:func:`goclaw_memory.pg_exact.settled`); the winners'
-        rows."""
+        """The engine's fused ranking, read from the database: the statistics and the query
+        terms' packed postings (one statement); in a hybrid search, the nearest chunks by
+        vector (on lane 1, meanwhile), the ids and cosines of the best by BM25, more until the
+        fused top is settled (:func:`goclaw_memory.pg_exact.settled`); the winners' rows (in a
+        hybrid search mostly read before the nearest chunks are in)."""
         cfg = self.engine.plugin_settings("memory")
         pool = max(int(cfg.min_candidates), int(cfg.candidate_factor) * query.limit)
         notes: list[str] = []
@@ -134,7 +134,8 @@ class PostgresSearchBackend(SearchBackend):
             n = float(max(lists.chunks, 1))
             avgdl = lists.total / n if lists.chunks else 1.0
             df = lists.df
-            weights = {t: query.terms.count(t) * idf(df[t], n) * (K1 + 1) for t in terms if t in df}
+            times = dict(zip(query.terms, query.term_counts, strict=True)) if query.term_counts else {}
+            weights = {t: times.get(t, 1) * idf(df[t], n) * (K1 + 1) for t in terms if t in df}
             sc = scores(lists, weights, avgdl, allowed)
             cands = Candidates()
             m = max(pool, query.wanted) * (4 if want_vec else 1)

@@ -24,7 +24,7 @@ from goclaw_memory.indexer import IndexReport, MemoryIndexer, Progress
 from goclaw_memory.paths import resolve_memory_path, validate_user_id
 from goclaw_memory.postprocess import postprocess
 from goclaw_memory.search_rows import IndexedResult
-from goclaw_search.tokenize import query_terms
+from goclaw_search.tokenize import query_term_counts
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -206,7 +206,7 @@ class MemoryService:
             raise ValidationError(
                 f"memory search backend {backend.name!r} cannot filter by tags, dates or path"
             )
-        terms = tuple(query_terms(query)) if query.strip() else ()
+        terms, counts = query_term_counts(query) if query.strip() else ([], [])
         if channel in ("hybrid", "lexical") and terms:
             used.append("lexical")
         qvec, space, embedder = self._query_vector(query, channel, used, notes)
@@ -217,7 +217,8 @@ class MemoryService:
                 agent_id=a.id,
                 users=users,
                 text=query,
-                terms=terms,
+                terms=tuple(terms),
+                term_counts=tuple(counts),
                 vector=qvec,
                 space=space,
                 limit=limit,

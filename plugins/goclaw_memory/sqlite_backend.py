@@ -514,7 +514,9 @@ class SQLiteSearchBackend(SearchBackend):
                 return SearchResult([], notes) if checked else None
             # None when every slot is live and in scope: no masking passes over the arrays.
             mask = idx.scope_filter(query.users)
-            lexical = idx.bm25(query.terms) if query.channel in ("hybrid", "lexical") else None
+            lexical = None
+            if query.channel in ("hybrid", "lexical"):
+                lexical = idx.bm25(query.terms, query.term_counts)
             unit = None
             if query.channel in ("hybrid", "vector") and query.vector is not None:
                 unit = idx.unit_query(query.vector)
