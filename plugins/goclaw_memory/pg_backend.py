@@ -45,6 +45,7 @@ from goclaw.contracts.search import (
     SearchResult,
     Space,
 )
+from goclaw.errors import GoclawError
 from goclaw_memory.filters import FacetCache, allowed_ids, read_facet_rows
 from goclaw_memory.pg_direct import direct
 from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, idf, settled
@@ -217,7 +218,7 @@ class PostgresSearchBackend(SearchBackend):
         cfg = self.engine.plugin_settings("memory")
         try:
             embedder = self.engine.embedder()
-        except Exception:  # the search reports a broken embedder itself
+        except GoclawError:  # the search reports a broken embedder itself
             return None
         key = (query.space, cfg.rerank, cfg.rerank_passages, cfg.fusion, id(embedder))
         on = self._sketching.get(key)
