@@ -51,9 +51,12 @@ __all__ = [
     "decay_factor",
     "is_evergreen",
     "jaccard",
+    "lex_matches",
+    "lex_positions",
     "match_batch",
     "mmr_order",
     "overlap_scores",
+    "positions_matches",
     "region_scores",
     "term_matches",
     "window_features",
@@ -326,6 +329,55 @@ def match_batch(
     its position (ascending within a document); see :func:`window_features`."""
     matched, window = window_features(n_docs, len(terms), owner, codes, pos)
     return term_matches(asked, terms, matched, window, lambda: (owner, codes, pos))
+
+
+def lex_matches(asked: Sequence[str], lexes: Sequence[str | None]) -> list[TermMatches]:
+    """:class:`TermMatches` of the query terms ``asked`` in documents given as their terms
+    joined by single spaces (a stored ``lex``; None: no terms): :func:`lex_positions`, then
+    :func:`positions_matches`."""
+    terms = list(dict.fromkeys(asked))
+    return positions_matches(asked, terms, lex_positions(terms, lexes))
+
+
+def lex_positions(terms: Sequence[str], lexes: Sequence[str | None]) -> list[tuple[list[int], list[int]]]:
+    """For each document given as its terms joined by single spaces, the occurrences of the
+    distinct ``terms`` in it: (index in ``terms``, position) lists, by position, the positions
+    of ``lex.split()`` (a string with runs of spaces, or spaces at its ends, is normalised
+    first). One regular expression finds the terms and the spaces before a match give its
+    position: no Python step per term of the document."""
+    if not terms:
+        return [([], []) for _ in lexes]
+    code = {t: k for k, t in enumerate(terms)}
+    find = re.compile(" (" + "|".join(map(re.escape, terms)) + ")(?= )").finditer
+    out: list[tuple[list[int], list[int]]] = []
+    for lex in lexes:
+        codes: list[int] = []
+        pos: list[int] = []
+        out.append((codes, pos))
+        if not lex:
+            continue
+        if "  " in lex or lex[0] == " " or lex[-1] == " ":
+            lex = " ".join(lex.split())
+        padded = f" {lex} "
+        n = last = 0
+        for m in find(padded):
+            at = m.start()
+            n += padded.count(" ", last, at)
+            last = at
+            pos.append(n)
+            codes.append(code[m.group(1)])
+    return out
+
+
+def positions_matches(
+    asked: Sequence[str], terms: Sequence[str], found: Sequence[tuple[list[int], list[int]]]
+) -> list[TermMatches]:
+    """One batch of :class:`TermMatches` from each document's occurrences of ``terms`` (as
+    :func:`lex_positions` gives them), the features computed for all at once."""
+    owner = [i for i, (codes, _p) in enumerate(found) for _ in codes]
+    codes = [c for cs, _p in found for c in cs]
+    pos = [p for _c, ps in found for p in ps]
+    return match_batch(asked, terms, len(found), owner, codes, pos)
 
 
 def overlap_scores(

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import not_, select
+from sqlalchemy import not_, select, text
 
 from goclaw.contracts.schema import ForgetScope, ForgetStep
 from goclaw.contracts.store import EmbeddingCache, WorkerState
+from goclaw_memory.pg_sketches import ORPHANS
 from goclaw_memory.tables import MemoryChunk, MemoryDocument, Session, SessionMessage
 
 
@@ -72,3 +73,6 @@ def forgotten(engine: Any, scope: ForgetScope) -> None:
             fold(engine, agent_id)
             with engine.db.engine.begin() as c:  # nor in the postings or their tombstones
                 compact(c, agent_id, wait=True)
+                # nor in passage sketches (the statistics trigger deletes a deleted chunk's;
+                # these are any a database without the trigger kept)
+                c.execute(text(ORPHANS), {"a": agent_id})

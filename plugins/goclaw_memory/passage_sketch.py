@@ -34,6 +34,16 @@ def sketcher(engine: Host, space: Space | None) -> Callable[[Sequence[str]], lis
     passage step is on (overlap reranker, weighted fusion) and the configured embedder is of
     that space and sketches; else None. An embedder's ``passage_sketcher()``, when it has one,
     gives the callable instead (one for the caller's run of calls: a background job's steps)."""
+    embedder = sketching(engine, space)
+    if embedder is None:
+        return None
+    session = getattr(embedder, "passage_sketcher", None)  # optional: one per run of calls
+    return session() if callable(session) else embedder.passage_sketches
+
+
+def sketching(engine: Host, space: Space | None) -> PassageSketchingEmbedder | None:
+    """The configured embedder when chunks of ``space`` are sketched (see :func:`sketcher`),
+    else None: what a search asks to know whether its passage step reads sketches."""
     if space is None:
         return None
     settings = engine.plugin_settings("memory")
@@ -47,8 +57,7 @@ def sketcher(engine: Host, space: Space | None) -> Callable[[Sequence[str]], lis
         return None
     if (embedder.provider, embedder.model, int(embedder.dim)) != tuple(space):
         return None
-    session = getattr(embedder, "passage_sketcher", None)  # optional: one per run of calls
-    return session() if callable(session) else embedder.passage_sketches
+    return embedder
 
 
 def with_sketches(engine: Host, docs: list[Doc], texts: Sequence[str], space: Space | None) -> list[Doc]:

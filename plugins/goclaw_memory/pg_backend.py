@@ -12,6 +12,11 @@ lists.
   every candidate of either channel gets its real cosine, computed in the database.
 * :func:`goclaw_memory.pg_exact.budget` decides how many of the best by BM25 need a cosine: until
   no chunk left out can reach the result; then :func:`goclaw_search.fusion.fuse`.
+* The winners' rows come with what the reranker reads: the query terms' positions (found in
+  their stored terms, :func:`goclaw_search.rerank.lex_positions`, for the likely winners while
+  the vector statements run) and, when the passage step reads sketches, their passage sketches
+  (:mod:`goclaw_memory.pg_sketches`, joined in the same statement and kept in a small cache
+  that :meth:`PostgresSearchBackend.chunk_sketches` answers from).
 * The reads go through the thread's two direct connections (:mod:`goclaw_memory.pg_direct`):
   no pool checkout, no transaction, results in binary. Lane 1 runs the vector statements, sent
   first in a hybrid search; lane 0 meanwhile reads the statistics and postings (one statement,
@@ -24,9 +29,9 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from sqlalchemy import text
@@ -38,14 +43,20 @@ from goclaw.contracts.search import (
     SearchBackend,
     SearchQuery,
     SearchResult,
+    Space,
 )
+from goclaw.errors import GoclawError
 from goclaw_memory.filters import FacetCache, allowed_ids, read_facet_rows
 from goclaw_memory.pg_direct import direct
 from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, idf, settled
 from goclaw_memory.pg_postings import FETCH, ListCache, Lists, compact_if_due, fetched, scores
+from goclaw_memory.pg_sketches import JOIN as SKETCH_JOIN
+from goclaw_memory.pg_sketches import SketchCache, space_key
 from goclaw_memory.pg_text import K1
 from goclaw_memory.version_token import VERSION_WORKER, parse_token
 from goclaw_search.fusion import fuse
+from goclaw_search.passage_sketches import sketch_cosines, token_dots
+from goclaw_search.rerank import lex_positions, positions_matches
 
 if TYPE_CHECKING:
     from goclaw.contracts.host import Host
@@ -72,6 +83,8 @@ class PostgresSearchBackend(SearchBackend):
         self.facets = FacetCache()  # each agent's chunk tags, dates and paths, for filters
         budget = getattr(engine.plugin_settings("memory"), "pg_list_cache_mb", 64.0)
         self.lists = ListCache(float(budget))  # recently read packed lists
+        self.sketches = SketchCache(SKETCHES_KEPT)  # the passage sketches the last searches read
+        self._sketching: dict[tuple[Any, ...], bool] = {}
 
     # ------------------------------------------------------------------ search
     def search(self, query: SearchQuery) -> SearchResult:
@@ -90,6 +103,7 @@ class PostgresSearchBackend(SearchBackend):
         )
         f = query.fusion
         a = query.agent_id
+        read = _RowRead(query.rerank_terms, self._sketch_key(query) if want_lex and want_vec else None)
         terms = list(dict.fromkeys(query.terms)) if want_lex else []
         self.ensure_installed()
         only = None
@@ -128,14 +142,16 @@ class PostgresSearchBackend(SearchBackend):
             m = max(pool, query.wanted) * (4 if want_vec else 1)
             best = None
             boost_on = len(users) > 1 and f.user_boost != 1.0
-            have: dict[int, ChunkRow] = {}
+            have: dict[int, tuple[Any, ...]] = {}
+            positions: dict[int, Any] = {}  # the query terms' occurrences in rows read, by chunk id
             if parallel and weights:  # the best's cosines and likely winners' rows meanwhile
                 best = sc.best(m + 1)
                 cands.extend(reads, query, best[0][:m], best[1][:m], fetch=True)
                 # The fused top of these alone: with weighted fusion the nearest chunks can
                 # only add to it, so its rows are most of the winners' (the rest read below).
                 likely = _fuse(query, pool, *_channels(cands, sc, want_lex, True, boost_on, f))
-                have = cands.rows(reads, a, [s.slot for s in likely])
+                have = cands.rows(reads, a, [s.slot for s in likely], read)
+                positions = _positions(query, read, have.values(), positions)  # meanwhile too
             # The vector statements' rows: the settings, then the exact scan and HNSW (one ran).
             if vec_lane is None:
                 vec_got: list[Any] = []
@@ -185,11 +201,47 @@ class PostgresSearchBackend(SearchBackend):
             return SearchResult([], notes)
         scored = _fuse(query, pool, lexical, vector, boost)
         missing = [s.slot for s in scored if s.slot not in have]
-        rows = {**have, **cands.rows(reads, a, missing)} if missing else have
+        got = {**have, **cands.rows(reads, a, missing, read)} if missing else have
+        if read.sketches is not None:
+            self.sketches.put(a, read.sketches, [(r[0], r[7]) for r in got.values()])
+        rows = _chunk_rows(got, query, _positions(query, read, got.values(), positions))
         chunks = [
             ScoredChunk(rows[s.slot].id, s.score, s.lexical, s.vector) for s in scored if s.slot in rows
         ]
         return SearchResult(chunks, notes, {r.id: r for r in rows.values()})
+
+    def _sketch_key(self, query: SearchQuery) -> str | None:
+        """The space key of the sketches a hybrid search reads with its rows: when the passage
+        step reads them (:func:`goclaw_memory.passage_sketch.sketching`); else None."""
+        if query.channel != "hybrid" or query.space is None:
+            return None
+        cfg = self.engine.plugin_settings("memory")
+        try:
+            embedder = self.engine.embedder()
+        except GoclawError:  # the search reports a broken embedder itself
+            return None
+        key = (query.space, cfg.rerank, cfg.rerank_passages, cfg.fusion, id(embedder))
+        on = self._sketching.get(key)
+        if on is None:  # a protocol check costs ~20 us: once per setting, embedder and space
+            from goclaw_memory.passage_sketch import sketching
+
+            on = sketching(self.engine, query.space) is not None
+            if len(self._sketching) > 64:
+                self._sketching.clear()
+            self._sketching[key] = on
+        return space_key(query.space) if on else None
+
+    def chunk_sketches(self, agent_id: str, ids: Sequence[int], space: Space) -> Any:
+        """The passage sketches of these chunks that the last searches read with their rows
+        (:mod:`goclaw_memory.pg_sketches`); a chunk not among them has none."""
+        return self.sketches.batch(agent_id, ids, space_key(space))
+
+    def passage_cosines(self, agent_id: str, ids: Sequence[int], space: Space, matrix: Any, q: Any) -> Any:
+        """:meth:`chunk_sketches` scored in one call (``PassageCosineBackend``): each chunk's best
+        passage cosine with the unit query ``q`` and whether it has a sketch."""
+        batch = self.sketches.batch(agent_id, ids, space_key(space))
+        dots = token_dots(matrix, q, batch.tokens) if len(batch.tokens) else np.zeros(0, np.float32)
+        return sketch_cosines(batch, dots), batch.has
 
     @staticmethod
     def _rows(c: Any, agent_id: str, ids: Sequence[int]) -> dict[int, ChunkRow]:
@@ -229,7 +281,9 @@ class PostgresSearchBackend(SearchBackend):
             return self._rows(c, agent_id, ids)
 
     def invalidate(self, agent_id: str | None = None) -> None:
-        self.facets.drop(agent_id)  # the table is the index: only the filters' facets are kept
+        # The table is the index: only the filters' facets and the sketches read are kept.
+        self.facets.drop(agent_id)
+        self.sketches.drop(agent_id)
 
     def _facet_rows(self, c: Any, agent_id: str) -> list[Any]:
         """The agent's facet rows for filters, read again only when its index version token
@@ -246,15 +300,31 @@ class PostgresSearchBackend(SearchBackend):
     def apply_changes(self, changes: IndexChanges) -> None:
         """The tables are the index: folds the statistics rows the run appended
         (:func:`goclaw_memory.pg_stats.fold_changes`), compacts the agent's postings when their
-        delta grew large (:func:`goclaw_memory.pg_postings.compact_if_due`) and builds the HNSW
-        indexes the run's :meth:`prepare_vectors` deferred, once after the load."""
+        delta grew large (:func:`goclaw_memory.pg_postings.compact_if_due`), stores the passage
+        sketches of the chunks it embedded when the passage step reads them
+        (:func:`goclaw_memory.pg_sketches.write`) and builds the HNSW indexes the run's
+        :meth:`prepare_vectors` deferred, once after the load."""
         from goclaw_memory.pg_stats import fold_changes
 
         if not self.ensure_installed():
             fold_changes(self.engine, changes)
             if changes.removed or changes.records:
                 compact_if_due(self.engine, changes.agent_id)
+        self._write_sketches(changes)
         self.finish_vectors()
+
+    def _write_sketches(self, changes: IndexChanges) -> None:
+        from goclaw_memory.passage_sketch import sketcher
+        from goclaw_memory.pg_sketches import write
+
+        embedded = [r for r in changes.records.values() if r.vector is not None and r.space == changes.space]
+        make = sketcher(self.engine, changes.space) if embedded else None
+        if make is None or changes.space is None:
+            return
+        try:
+            write(self.engine, changes.agent_id, embedded, changes.space, make)
+        except Exception:  # a sketch missing costs the passage step's speed, never the indexing
+            log.warning("passage sketches not stored; the passage step reads the text", exc_info=True)
 
     def ensure_installed(self) -> bool:
         """Install the statistics and postings triggers when this database lacks them (only
@@ -432,7 +502,36 @@ _BY_ORD = (
     "FROM memory_ords o JOIN memory_chunks c ON c.id = o.chunk_id WHERE o.agent_id = %s AND o.ord = ANY(%s)"
 )
 _BY_ID = "FROM memory_chunks c WHERE c.agent_id = %s AND c.id = ANY(%s)"
-_ROW = "c.user_id, c.path, c.start_line, c.end_line, c.text, c.lex"
+# A result's row: where the chunk is, its text, its terms (or NULL) and its sketch (or NULL).
+_ROWS_BY_ID = (
+    "SELECT -1, c.id, c.user_id, c.path, c.start_line, c.end_line, c.text, {lex}, {sketch} "
+    "FROM memory_chunks c{join} WHERE c.agent_id = %s AND c.id = ANY(%s)"
+)
+_ROWS_BY_ORD = (
+    "SELECT o.ord, c.id, c.user_id, c.path, c.start_line, c.end_line, c.text, {lex}, {sketch} "
+    "FROM memory_ords o JOIN memory_chunks c ON c.id = o.chunk_id{join} "
+    "WHERE o.agent_id = %s AND o.ord = ANY(%s)"
+)
+SKETCHES_KEPT = 4096  # sketches a backend keeps of its last searches' rows
+
+
+class _RowRead(NamedTuple):
+    """What a search reads with its rows: their terms (for the reranker), their sketches (the
+    space key of the sketches the passage step reads, or None)."""
+
+    terms: bool
+    sketches: str | None
+
+    def sql(self, template: str) -> str:
+        on = self.sketches is not None
+        return template.format(
+            lex="c.lex" if self.terms else "NULL::text",
+            sketch="s.sketch" if on else "NULL::bytea",
+            join=SKETCH_JOIN if on else "",
+        )
+
+    def params(self, agent_id: str, keys: list[int]) -> tuple[Any, ...]:
+        return (self.sketches, agent_id, keys) if self.sketches is not None else (agent_id, keys)
 
 
 class Candidates:
@@ -505,19 +604,24 @@ class Candidates:
         for o, i, u, c in got:
             self.add(int(i), int(o), u, 0.0 if c is None else float(c))
 
-    def rows(self, reads: Any, agent_id: str, slots: Sequence[int]) -> dict[int, ChunkRow]:
-        """The rows of these slots, by slot (a chunk deleted meanwhile has none)."""
+    def rows(
+        self, reads: Any, agent_id: str, slots: Sequence[int], read: _RowRead
+    ) -> dict[int, tuple[Any, ...]]:
+        """The rows of these slots, by slot (a chunk deleted meanwhile has none): chunk id, user,
+        path, start and end line, text, terms (None unless ``read.terms``) and sketch (None
+        without one, or unless ``read.sketches``)."""
         ids = [self._ids[s] for s in slots if self._ids[s] >= 0]
         ords = [self._ords[s] for s in slots if self._ids[s] < 0]
         got = _union(
             reads,
-            (f"SELECT -1, c.id, {_ROW} {_BY_ID}", (agent_id, ids), bool(ids)),
-            (f"SELECT o.ord, c.id, {_ROW} {_BY_ORD}", (agent_id, ords), bool(ords)),
+            (read.sql(_ROWS_BY_ID), read.params(agent_id, ids), bool(ids)),
+            (read.sql(_ROWS_BY_ORD), read.params(agent_id, ords), bool(ords)),
         )
-        out: dict[int, ChunkRow] = {}
-        for o, i, u, path, start, end, body, lex in got:
+        out: dict[int, tuple[Any, ...]] = {}
+        for row in got:
+            o, i = row[0], row[1]
             slot = self._slot_of_ord[o] if o >= 0 and i not in self._slot_of_id else self._slot_of_id[i]
-            out[slot] = ChunkRow(int(i), u, path, int(start), int(end), body, _terms_of(lex))
+            out[slot] = row[1:]
         return out
 
 
@@ -566,6 +670,40 @@ def _union(reads: Any, *parts: tuple[str, Sequence[Any], bool]) -> list[tuple[An
         return []
     sql = " UNION ALL ".join(s for s, _p in wanted)
     return reads.query(sql, [p for _s, params in wanted for p in params], binary=True)
+
+
+def _positions(
+    query: SearchQuery, read: _RowRead, rows: Iterable[tuple[Any, ...]], known: dict[int, Any]
+) -> dict[int, Any]:
+    """``known`` with the occurrences of the query's terms in these rows' terms
+    (:func:`goclaw_search.rerank.lex_positions`) when the search reads terms."""
+    if read.terms and query.terms:
+        new = [r for r in rows if r[0] not in known]
+        if new:
+            terms = list(dict.fromkeys(query.terms))
+            known.update(zip([r[0] for r in new], lex_positions(terms, [r[6] for r in new]), strict=True))
+    return known
+
+
+def _chunk_rows(
+    got: dict[int, tuple[Any, ...]], query: SearchQuery, positions: dict[int, Any]
+) -> dict[int, ChunkRow]:
+    """The rows :meth:`Candidates.rows` read, by slot, as the service takes them; when the
+    search reads terms, each with the query terms' positions in it (one batch of
+    :class:`goclaw_search.rerank.TermMatches`: the reranker reads its features precomputed)."""
+    rows = list(got.values())
+    found: Sequence[Any]
+    if positions:
+        terms = list(dict.fromkeys(query.terms))
+        found = positions_matches(query.terms, terms, [positions[r[0]] for r in rows])
+    elif query.rerank_terms and rows:
+        found = [{}] * len(rows)  # no query term (or no row): nothing to find
+    else:
+        found = [None] * len(rows)
+    return {
+        slot: ChunkRow(int(r[0]), r[1], r[2], int(r[3]), int(r[4]), r[5], t)
+        for slot, r, t in zip(got, rows, found, strict=True)
+    }
 
 
 def _terms_of(lex: str | None) -> list[str] | None:

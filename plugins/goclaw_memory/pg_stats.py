@@ -31,6 +31,7 @@ from goclaw_memory.pg_postings import (
 from goclaw_memory.tables import pg_stats_ddl
 
 TABLES = pg_stats_ddl("memory_agent_stats", "memory_term_stats")
+SKETCHES_TABLE = pg_stats_ddl("memory_sketches")  # the trigger deletes from it
 TRIGGER_NAMES = ("memory_chunks_stats_insert", "memory_chunks_stats_delete", "memory_chunks_stats_update")
 
 # One function appends a signed batch: (agent ids, lex strings) counted +1 or -1.
@@ -59,7 +60,16 @@ BEGIN
 END $$;
 """
 
-TRIGGER = """
+# The deleted chunks' passage sketches go with them, and a chunk's whose text changes in place
+# (goclaw_memory.pg_sketches): no token of an erased text stays there.
+_SKETCHES_DELETE = """
+        DELETE FROM memory_sketches s USING old_rows o WHERE s.agent_id = o.agent_id AND s.chunk_id = o.id;"""
+_SKETCHES_UPDATE = """
+        DELETE FROM memory_sketches s USING old_rows o JOIN new_rows n ON n.id = o.id
+            WHERE s.agent_id = o.agent_id AND s.chunk_id = o.id AND (o.text IS DISTINCT FROM n.text
+            OR o.chunk_hash IS DISTINCT FROM n.chunk_hash OR o.agent_id <> n.agent_id);"""
+
+_TRIGGER = """
 CREATE OR REPLACE FUNCTION memory_chunks_stats() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     i bigint[];
@@ -76,8 +86,8 @@ BEGIN
         SELECT array_agg(id), array_agg(agent_id), array_agg(user_id), array_agg(lex) INTO i, a, u, l
             FROM old_rows;
         PERFORM memory_stats_apply(a, l, -1);
-        PERFORM memory_postings_apply(i, a, u, l, -1);
-    ELSE
+        PERFORM memory_postings_apply(i, a, u, l, -1);{sketches_delete}
+    ELSE{sketches_update}
         SELECT array_agg(o.id), array_agg(o.agent_id), array_agg(o.user_id), array_agg(o.lex) INTO i, a, u, l
             FROM old_rows o JOIN new_rows n ON n.id = o.id
             WHERE o.lex IS DISTINCT FROM n.lex OR o.agent_id <> n.agent_id OR o.user_id <> n.user_id;
@@ -92,6 +102,17 @@ BEGIN
     RETURN NULL;
 END $$;
 """
+
+
+def trigger_sql(sketches: bool = True) -> str:
+    """The trigger function; without the sketches' deletes as revisions before ``memory_0008``
+    (no ``memory_sketches`` table) installed it."""
+    if not sketches:
+        return _TRIGGER.format(sketches_delete="", sketches_update="")
+    return _TRIGGER.format(sketches_delete=_SKETCHES_DELETE, sketches_update=_SKETCHES_UPDATE)
+
+
+TRIGGER = trigger_sql()
 
 TRIGGERS = (
     "CREATE TRIGGER memory_chunks_stats_insert AFTER INSERT ON memory_chunks "
@@ -174,7 +195,9 @@ def install(execute: Callable[[str], Any]) -> None:
     table locked against writes meanwhile (in the caller's transaction)."""
     for sql in OLD_LAYOUT:
         execute(sql)
-    for sql in (*TABLES, *POSTINGS_TABLES, *POSTINGS_STORAGE, APPLY, POSTINGS_APPLY, TRIGGER):
+    for sql in (*TABLES, *SKETCHES_TABLE, *POSTINGS_TABLES, *POSTINGS_STORAGE):
+        execute(sql)
+    for sql in (APPLY, POSTINGS_APPLY, TRIGGER):
         execute(sql)
     for name in TRIGGER_NAMES:
         execute(f"DROP TRIGGER IF EXISTS {name} ON memory_chunks")

@@ -8,7 +8,8 @@
 * PostgreSQL: create a missing GIN index on ``tsv``, build missing HNSW indexes through the
   search backend (the same definition searches use), ``REINDEX`` invalid ones; reinstall the
   BM25 statistics' triggers when one is missing or the statistics disagree with the chunks, and
-  count them afresh (:mod:`goclaw_memory.pg_stats`).
+  count them afresh (:mod:`goclaw_memory.pg_stats`); store the passage sketches the checked
+  agents' embedded chunks lack (:mod:`goclaw_memory.pg_sketches`).
 
 Every change that touches chunks runs in one transaction per agent and replaces the agent's
 index version token, so other processes reload their in-memory copies.
@@ -20,6 +21,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
+
+from goclaw.errors import GoclawError
 
 BATCH = 2000
 
@@ -186,6 +189,31 @@ def repair(engine: Host, agent: str | None = None) -> list[str]:
         if resolve_backend(engine.plugin_settings("memory").backend, "postgresql") == "postgresql":
             done.extend(_repair_pg_stats(engine))
             done.extend(_compact_pg_postings(engine))
+            done.extend(_fill_pg_sketches(engine, agents))
+    return done
+
+
+def _fill_pg_sketches(engine: Host, agents: list[Any]) -> list[str]:
+    """Store the passage sketches the agents' embedded chunks lack (indexed before sketches were
+    stored, or with the passage step off), when the step reads them
+    (:func:`goclaw_memory.pg_sketches.fill`)."""
+    from goclaw_memory.passage_sketch import sketcher
+    from goclaw_memory.pg_sketches import fill
+
+    try:
+        embedder = engine.embedder()
+    except GoclawError:
+        return []
+    if embedder is None:
+        return []
+    space = (embedder.provider, embedder.model, int(embedder.dim))
+    make = sketcher(engine, space)
+    if make is None:
+        return []
+    done = []
+    for a in agents:
+        if n := fill(engine, a.id, space, make):
+            done.append(f"{a.name}: stored the passage sketches of {n} chunks")
     return done
 
 

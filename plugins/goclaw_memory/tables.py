@@ -180,6 +180,17 @@ PG_STATS_TABLES = (
         # lists of the agent (goclaw_memory.pg_postings.ListCache) are current while it holds.
         Column("generation", BigInteger, nullable=False),
     ),
+    # Each chunk's passage sketch for the reranker's passage step (goclaw_memory.pg_sketches):
+    # valid while the chunk's hash is ``chunk_hash``, made by the embedder of ``space``.
+    Table(
+        "memory_sketches",
+        _PG_ONLY,
+        Column("agent_id", String(64), primary_key=True),
+        Column("chunk_id", BigInteger, primary_key=True),
+        Column("chunk_hash", String(64), nullable=False),
+        Column("space", Text, nullable=False),
+        Column("sketch", LargeBinary, nullable=False),
+    ),
 )
 
 

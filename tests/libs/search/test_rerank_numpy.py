@@ -1,6 +1,7 @@
 """The reranker's features and passage scores in numpy (goclaw_search.forward,
 goclaw_search.passage_sketches) against brute force: the shortest window holding every matched
-query term, and each slot's best passage cosine from its sketch."""
+query term, the query terms' positions in stored term strings, and each slot's best passage
+cosine from its sketch."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 
 from goclaw_search.forward import ForwardIndex
 from goclaw_search.passage_sketches import PassageSketch, PassageSketches, sketch_cosines, token_dots
+from goclaw_search.rerank import lex_matches, overlap_scores
 
 
 def test_the_features_are_the_shortest_windows() -> None:
@@ -83,3 +85,31 @@ def test_best_cosines_are_each_slots_best_passage() -> None:
         assert has.tolist() == [0 <= s < 200 and sketches[s] is not None for s in slots]
         batch = store.select(slots)
         assert np.array_equal(best, sketch_cosines(batch, token_dots(matrix, q, batch.tokens)))
+
+
+def test_lex_matches_are_the_positions_in_the_split_terms() -> None:
+    """The query terms found in stored ``lex`` strings: the positions ``lex.split()`` gives them,
+    and the reranker's scores of those term lists, whatever the terms hold (prefixes of each
+    other, regular-expression characters, a term repeated in the query) and however the string
+    is spaced."""
+    rng = random.Random(11)
+    vocab = ["13", "13:30", "30", "a.b", "a+b", "c++", "kite", "kites", "ki", "x", "née", "$5"]
+    for _ in range(300):
+        asked = [rng.choice(vocab) for _ in range(rng.randint(1, 5))]
+        docs = [[rng.choice(vocab) for _ in range(rng.randint(0, 30))] for _ in range(rng.randint(1, 8))]
+        lexes: list[str | None] = [" ".join(d) for d in docs]
+        lexes[0] = None if rng.random() < 0.2 else lexes[0]
+        if rng.random() < 0.3:  # runs of spaces, spaces at the ends
+            lexes = [f"  {lex.replace(' ', '   ')} " if lex else lex for lex in lexes]
+        found = lex_matches(asked, lexes)
+        for lex, m in zip(lexes, found, strict=True):
+            terms = (lex or "").split()
+            assert {k: list(v) for k, v in m.items()} == {
+                t: [i for i, x in enumerate(terms) if x == t] for t in dict.fromkeys(asked) if t in terms
+            }
+        plain = [(lex or "").split() for lex in lexes]
+        scores = [rng.uniform(0.1, 1.0) for _ in lexes]
+        files = [rng.randrange(3) for _ in lexes]
+        assert overlap_scores(asked, found, scores, 0.3, files) == overlap_scores(
+            asked, plain, scores, 0.3, files
+        )

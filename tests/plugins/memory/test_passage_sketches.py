@@ -1,6 +1,7 @@
 """The reranker's passage step from the sketches the memory index keeps
 (goclaw_memory.passage_sketch): same scores as reading the hits' text, without reading it, on
-SQLite (the sqlite backend) and PostgreSQL (inprocess), after a restart too; a third-party
+SQLite (the sqlite backend) and PostgreSQL (inprocess; postgresql from the sketches it stores),
+after a restart too; a third-party
 embedder gets it through goclaw.contracts.providers.PassageSketchingEmbedder."""
 
 from __future__ import annotations
@@ -116,16 +117,25 @@ def test_an_index_built_with_the_step_off_scores_from_the_text(
     assert asked
 
 
-def test_the_database_search_backend_scores_from_the_text(
+def test_the_database_search_backend_scores_from_the_sketches_it_stores(
     make_engine: Any, monkeypatch: pytest.MonkeyPatch, backend: str
 ) -> None:
-    """backend = "postgresql" keeps no index in memory: its hits are scored from their text."""
+    """backend = "postgresql" keeps no index in memory but stores each embedded chunk's sketch
+    in memory_sketches and reads it with the hits' rows: no text is read, and the scores are the
+    text path's."""
     if backend != "postgresql":
         pytest.skip("the postgresql search backend needs PostgreSQL")
     asked = _spy(monkeypatch)
     eng, _root = _engine(make_engine, backend="postgresql")
-    assert _b_above_a(_scored(eng))
-    assert asked
+    sketched = {q: _scored(eng, q) for q in QUERIES}
+    assert asked == []
+    assert _b_above_a(sketched[PASSAGE_Q])
+    _text_path(eng, monkeypatch)
+    for q in QUERIES:
+        text = _scored(eng, q)
+        assert [r[:2] for r in text] == [r[:2] for r in sketched[q]]
+        np.testing.assert_allclose([r[2] for r in text], [r[2] for r in sketched[q]], rtol=1e-6)
+    assert asked and all(n > 0 for n in asked)
 
 
 class WordHashEmbedder:

@@ -24,7 +24,7 @@ BACKENDS = ["postgresql", "inprocess"]
 # The tables of an agent's memory: files, chunks, the postgresql backend's statistics and
 # postings, episodic summaries and knowledge-graph facts.
 TABLES = re.compile(
-    r"\b(memory_(chunks|documents|term_stats|agent_stats|packed|packed_agents|delta|ords|tombs)|"
+    r"\b(memory_(chunks|documents|term_stats|agent_stats|packed|packed_agents|delta|ords|tombs|sketches)|"
     r"episodic_(summaries|versions)|kg_(entities|relations|dedup_candidates))\b"
 )
 # The one statement of every agent's: the HNSW index of a dimension spans all agents' chunks of
