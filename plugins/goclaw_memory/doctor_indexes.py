@@ -59,8 +59,16 @@ def stale_terms(conn: Any, limit: int | None = LEX_SAMPLE) -> tuple[int, int, li
     )
     sql = "SELECT id, text, lex FROM memory_chunks WHERE lex IS NOT NULL"
     rows = conn.execute(text(sql + (f" ORDER BY random() LIMIT {int(limit)}" if limit else ""))).all()
-    stale = [int(r[0]) for r in rows if " ".join(tok.terms(r[1] or "")) != r[2]]
+    stale = [int(r[0]) for r in rows if not current_terms(tok, r[1] or "", r[2])]
     return missing, len(rows), stale
+
+
+def current_terms(tok: Any, body: str, lex: str) -> bool:
+    """Whether a chunk's stored terms are what indexing its text produces now. Indexing reads
+    the chunk's heading path, then its text (:attr:`goclaw_memory.chunking.TextChunk.indexed`);
+    the path is not stored, so the text's terms must end the stored ones."""
+    own = " ".join(tok.terms(body))
+    return lex == own or not own or lex.endswith(" " + own)
 
 
 def check_full_text(engine: Host, conn: Any) -> Check:
@@ -86,7 +94,7 @@ def check_full_text(engine: Host, conn: Any) -> Check:
             "full-text",
             "problem",
             "; ".join(parts),
-            "goclaw memory doctor --repair (recomputes the terms and rebuilds the search index)",
+            "goclaw memory doctor --repair (indexes their files again, which recomputes the terms)",
             details={"missing": missing, "sampled": sampled, "stale": len(stale)},
         )
     if pg:

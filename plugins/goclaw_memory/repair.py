@@ -3,8 +3,10 @@
 * forget documents whose chunks disagree with their recorded count (the next ``memory index``
   re-chunks them: it would otherwise skip them while their files are unchanged);
 * clear stored vectors whose length is not their recorded dimension (the next index re-embeds);
-* recompute the full-text terms (``memory_chunks.lex``) that are missing or that the current
-  tokenizer would not produce, and drop the SQLite search index built from the old ones;
+* index again the documents whose chunks' full-text terms (``memory_chunks.lex``) are missing
+  or are not what the current tokenizer produces (the terms include the chunk's heading path,
+  which is not stored: only chunking the file again recomputes them; vectors come from the
+  embedding cache);
 * PostgreSQL: create a missing GIN index on ``tsv``, build missing HNSW indexes through the
   search backend (the same definition searches use), ``REINDEX`` invalid ones; reinstall the
   BM25 statistics' triggers when one is missing or the statistics disagree with the chunks, and
@@ -80,10 +82,9 @@ def _repair_agent(engine: Host, agent: Any) -> list[str]:
 
 
 def _repair_terms(engine: Host) -> list[str]:
-    """Recompute ``lex`` wherever it is missing or not what the tokenizer produces, then make the
-    search index forget what it built from the old terms."""
-    from goclaw_memory.doctor_indexes import stale_terms
-    from goclaw_memory.indexer import bump_version
+    """Index again the documents holding chunks whose terms are missing or out of date (see the
+    module docstring): their recorded hash is cleared, so the index run chunks them afresh."""
+    from goclaw_memory.doctor_indexes import current_terms, stale_terms
     from goclaw_search.tokenize import default_tokenizer
 
     with engine.db.engine.connect() as conn:
@@ -91,38 +92,40 @@ def _repair_terms(engine: Host) -> list[str]:
     if not missing and not stale:
         return []
     tok = default_tokenizer()
-    fixed: dict[str, int] = {}
+    docs: dict[str, set[int]] = {}
     last = 0
     while True:
         with engine.db.engine.connect() as conn:
             rows = conn.execute(
                 text(
-                    "SELECT id, agent_id, text, lex FROM memory_chunks WHERE id > :last ORDER BY id LIMIT :n"
+                    "SELECT id, agent_id, document_id, text, lex FROM memory_chunks WHERE id > :last "
+                    "ORDER BY id LIMIT :n"
                 ),
                 {"last": last, "n": BATCH},
             ).all()
         if not rows:
             break
         last = int(rows[-1][0])
-        changes = [(int(r[0]), r[1], lex) for r in rows if (lex := " ".join(tok.terms(r[2] or ""))) != r[3]]
-        if not changes:
-            continue
+        for _id, agent_id, doc, body, lex in rows:
+            if lex is None or not current_terms(tok, body or "", lex):
+                docs.setdefault(agent_id, set()).add(int(doc))
+    done = []
+    by_id = {a.id: a for a in engine.agents.list()}
+    for agent_id, ids in sorted(docs.items()):
 
-        def _do(session: Session, changes: list[tuple[int, str, str]] = changes) -> None:
-            conn = session.connection()
-            conn.execute(
-                text("UPDATE memory_chunks SET lex = :lex WHERE id = :id"),
-                [{"id": cid, "lex": lex} for cid, _a, lex in changes],
+        def _do(session: Session, ids: set[int] = ids) -> None:
+            session.connection().execute(
+                text("UPDATE memory_documents SET content_hash = '' WHERE id = :d"),
+                [{"d": d} for d in sorted(ids)],
             )
-            for agent_id in sorted({a for _c, a, _l in changes}):
-                bump_version(session, agent_id)
 
         engine.db.run_write(_do)
-        for _cid, agent_id, _lex in changes:
-            fixed[agent_id] = fixed.get(agent_id, 0) + 1
-    for agent_id in fixed:
-        engine.memory.invalidate(agent_id)  # drops the saved SQLite index too
-    return [f"recomputed the full-text terms of {sum(fixed.values())} chunks (search index rebuilt)"]
+        agent = by_id.get(agent_id)
+        if agent is None:
+            continue
+        engine.memory.index(agent)
+        done.append(f"{agent.name}: indexed {len(ids)} documents again (out-of-date full-text terms)")
+    return done
 
 
 def _repair_pg_indexes(engine: Host) -> list[str]:

@@ -143,7 +143,7 @@ def test_damaged_rows_are_found_and_repaired(
     assert eng.memory.search("DOCK-7781", "helper", channel="lexical")[0].path == "MEMORY.md"
 
 
-def test_missing_and_stale_full_text_terms_are_found_and_recomputed(
+def test_missing_and_stale_full_text_terms_are_found_and_indexed_again(
     make_engine: Any, workspace: Path
 ) -> None:
     eng = _setup(make_engine, workspace)
@@ -164,9 +164,11 @@ def test_missing_and_stale_full_text_terms_are_found_and_recomputed(
         "1 chunks have no full-text terms; 1 of 3 sampled chunks carry terms the current tokenizer "
         "would not produce (was it upgraded?)"
     )
-    assert check.fix == "goclaw memory doctor --repair (recomputes the terms and rebuilds the search index)"
+    assert check.fix == (
+        "goclaw memory doctor --repair (indexes their files again, which recomputes the terms)"
+    )
     report = run_doctor(eng, repair=True)
-    assert report.repaired == ["recomputed the full-text terms of 2 chunks (search index rebuilt)"]
+    assert report.repaired == ["helper: indexed 2 documents again (out-of-date full-text terms)"]
     assert _by(report, "full-text").status == "ok"
     fresh = make_engine()  # a new process builds its index from the stored terms
     assert fresh.memory.search("DOCK-7781", "helper", channel="lexical")[0].path == "MEMORY.md"
@@ -300,3 +302,31 @@ def test_doctor_says_whether_the_vector_scan_is_compiled(
     monkeypatch.setenv("GOCLAW_SEARCH_NUMPY", "1")
     monkeypatch.setattr(vecq, "compiled", None)
     assert _by(run_doctor(eng), "vector scan").status == "info"
+
+
+def test_heading_paths_in_the_terms_are_not_stale_and_survive_a_repair(
+    make_engine: Any, workspace: Path
+) -> None:
+    """A chunk's terms start with its heading path (not stored with the chunk): the check does
+    not take them for a tokenizer upgrade, and a repair of really stale terms restores them."""
+    eng = _setup(make_engine, workspace)
+    root = Path(eng.agent_dir(eng.agents.get("helper")))
+    sections = "\n\n".join(
+        f"## Section {i}\n\n" + " ".join(f"Paragraph {i} line {j} about harbour ferries." for j in range(12))
+        for i in range(6)
+    )
+    (root / "memory" / "guide.md").write_text(f"# Harbour guide\n\n{sections}\n", encoding="utf-8")
+    eng.memory.index("helper")
+    guide = "SELECT start_line, lex FROM memory_chunks WHERE path = 'memory/guide.md'"
+    with eng.db.engine.connect() as conn:
+        indexed = dict(conn.execute(text(guide)).all())
+    assert len(indexed) > 2 and any(lex.startswith("harbour guid section") for lex in indexed.values())
+    assert _by(run_doctor(eng), "full-text").status == "ok"  # the heading paths are no problem
+    later = max(indexed)
+    _sql(eng, f"UPDATE memory_chunks SET lex = 'zzz' WHERE path = 'memory/guide.md' AND start_line = {later}")
+    assert _by(run_doctor(eng), "full-text").status == "problem"
+    report = run_doctor(eng, repair=True)
+    assert report.repaired == ["helper: indexed 1 documents again (out-of-date full-text terms)"]
+    with eng.db.engine.connect() as conn:
+        again = dict(conn.execute(text(guide)).all())
+    assert again == indexed  # the heading paths' terms are back, as indexing makes them
