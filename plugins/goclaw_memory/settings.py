@@ -33,7 +33,7 @@ def resolve_backend(name: str, database: str) -> str:
     ``inprocess`` reads any database through the memory service's IndexSource. On PostgreSQL
     the database-side ``postgresql`` backend computes the same full-text and hybrid ranking with
     nothing held per process but a bounded cache, but is not the default yet: at 100k chunks its
-    default hybrid search (reranker on) takes 2.7× the in-process engine's time, and its vector
+    default hybrid search (reranker on) takes 2.1× the in-process engine's time, and its vector
     channel alone returns HNSW's neighbours (docs/postgres.md compares them)."""
     if name != "auto":
         return name
