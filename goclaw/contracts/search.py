@@ -70,6 +70,12 @@ class SearchQuery:
     filter: Any = None  # only chunks a goclaw_search.facets.SearchFilter matches (None: all)
     term_counts: tuple[int, ...] = ()  # (see ``terms``)
 
+    def counts(self) -> tuple[int, ...]:
+        """``term_counts``, or once each when they do not match ``terms`` (a query rewritten
+        with new terms but not their counts)."""
+        n = len(self.terms)
+        return self.term_counts if len(self.term_counts) == n else (1,) * n
+
     @property
     def wanted(self) -> int:
         """How many fused chunks a backend returns at most: ``candidates`` or 3 × ``limit``."""

@@ -135,7 +135,7 @@ class PostgresSearchBackend(SearchBackend):
             n = float(max(lists.chunks, 1))
             avgdl = lists.total / n if lists.chunks else 1.0
             df = lists.df
-            times = dict(zip(query.terms, query.term_counts, strict=True)) if query.term_counts else {}
+            times = dict(zip(query.terms, query.counts(), strict=True))
             weights = {t: times.get(t, 1) * idf(df[t], n) * (K1 + 1) for t in terms if t in df}
             sc = scores(lists, weights, avgdl, allowed)
             cands = Candidates()

@@ -516,7 +516,7 @@ class SQLiteSearchBackend(SearchBackend):
             mask = idx.scope_filter(query.users)
             lexical = None
             if query.channel in ("hybrid", "lexical"):
-                lexical = idx.bm25(query.terms, query.term_counts)
+                lexical = idx.bm25(query.terms, query.counts())
             unit = None
             if query.channel in ("hybrid", "vector") and query.vector is not None:
                 unit = idx.unit_query(query.vector)

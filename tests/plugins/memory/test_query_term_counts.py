@@ -49,3 +49,17 @@ def test_a_repeated_query_word_weighs_as_often(
         assert "memory/a.md" in _ranked(eng, "kettle ferry ferry")  # still found
     finally:
         eng.close()
+
+
+def test_counts_that_do_not_match_the_terms_count_each_term_once() -> None:
+    """A backend that rewrites a query's terms without their counts (as plugins written before
+    the counts did) gets every term once, not an error."""
+    from dataclasses import replace
+
+    from goclaw.contracts.search import SearchQuery
+
+    query = SearchQuery("a", ("",), "ferry ferry", ("ferri",), None, None, 5, term_counts=(2,))
+    assert query.counts() == (2,)
+    rewritten = replace(query, text="ferry ferry boat", terms=("ferri", "boat"))
+    assert rewritten.counts() == (1, 1)
+    assert replace(query, term_counts=()).counts() == (1,)

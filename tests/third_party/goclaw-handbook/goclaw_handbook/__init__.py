@@ -102,10 +102,11 @@ class SynonymBackend:
     def search(self, query: Any) -> Any:
         from dataclasses import replace
 
-        from goclaw_search.tokenize import query_terms
+        from goclaw_search.tokenize import query_term_counts
 
         text = self.expand(query.text)
-        return self.base.search(replace(query, text=text, terms=tuple(query_terms(text))))
+        terms, counts = query_term_counts(text)  # a repeated word counts as often in BM25
+        return self.base.search(replace(query, text=text, terms=tuple(terms), term_counts=tuple(counts)))
 
     def __getattr__(self, attr: str) -> Any:
         # rows(), apply_changes(), prepare_vectors(), ...: unchanged from the built-in backend.
