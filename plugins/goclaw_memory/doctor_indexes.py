@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,29 +47,52 @@ def _has_column(conn: Any, pg: bool, column: str) -> bool:
     return any(r[1] == column for r in conn.exec_driver_sql("PRAGMA table_info(memory_chunks)").all())
 
 
-def stale_terms(conn: Any, limit: int | None = LEX_SAMPLE) -> tuple[int, int, list[int]]:
+def stale_terms(engine: Host, conn: Any, limit: int | None = LEX_SAMPLE) -> tuple[int, int, list[int]]:
     """``(missing, sampled, stale ids)``: chunks without stored terms, and among ``limit``
-    random chunks (all when None) those whose terms the current tokenizer would not produce."""
-    from goclaw_search.tokenize import default_tokenizer
-
-    tok = default_tokenizer()
+    random chunks (all when None) those whose terms are not what indexing produces now
+    (:func:`out_of_date`)."""
     missing = int(
         conn.execute(
             text("SELECT COUNT(*) FROM memory_chunks WHERE lex IS NULL AND length(text) > 0")
         ).scalar_one()
     )
-    sql = "SELECT id, text, lex FROM memory_chunks WHERE lex IS NOT NULL"
+    sql = (
+        "SELECT id, agent_id, text, user_id, path, start_line, end_line, lex FROM memory_chunks "
+        "WHERE lex IS NOT NULL"
+    )
     rows = conn.execute(text(sql + (f" ORDER BY random() LIMIT {int(limit)}" if limit else ""))).all()
-    stale = [int(r[0]) for r in rows if not current_terms(tok, r[1] or "", r[2])]
-    return missing, len(rows), stale
+    return missing, len(rows), out_of_date(engine, rows)
 
 
-def current_terms(tok: Any, body: str, lex: str) -> bool:
-    """Whether a chunk's stored terms are what indexing its text produces now. Indexing reads
-    the chunk's heading path, then its text (:attr:`goclaw_memory.chunking.TextChunk.indexed`);
-    the path is not stored, so the text's terms must end the stored ones."""
-    own = " ".join(tok.terms(body))
-    return lex == own or not own or lex.endswith(" " + own)
+def out_of_date(engine: Host, rows: Sequence[Any]) -> list[int]:
+    """The ids of ``(id, agent_id, text, user_id, path, start_line, end_line, lex)`` rows whose
+    stored terms are not what indexing produces now. Indexing reads a chunk's heading path,
+    then its text (:attr:`goclaw_memory.chunking.TextChunk.indexed`); the path is not stored, so
+    it comes from chunking the chunk's file again. A chunk its file no longer holds (changed
+    since; the next index run re-chunks it) passes when its text's terms end the stored ones."""
+    from goclaw_memory.reembed import in_files
+    from goclaw_search.tokenize import default_tokenizer
+
+    tok = default_tokenizer()
+    max_len = int(getattr(engine.plugin_settings("memory"), "max_chunk_len", 1000))
+    agents = {a.id: a for a in engine.agents.list()}
+    by_agent: dict[str, list[Any]] = {}
+    for r in rows:
+        by_agent.setdefault(r[1], []).append(r)
+    stale: list[int] = []
+    for agent_id, part in by_agent.items():
+        agent = agents.get(agent_id)
+        folder = Path(engine.agent_dir(agent)) if agent is not None else None
+        for r, chunk in zip(part, in_files(folder, part, max_len), strict=True):
+            lex = r[7]
+            if chunk is not None:
+                if " ".join(tok.terms(chunk.indexed)) != lex:
+                    stale.append(int(r[0]))
+                continue
+            own = " ".join(tok.terms(r[2] or ""))
+            if not (lex == own or not own or lex.endswith(" " + own)):
+                stale.append(int(r[0]))
+    return sorted(stale)
 
 
 def check_full_text(engine: Host, conn: Any) -> Check:
@@ -82,7 +106,7 @@ def check_full_text(engine: Host, conn: Any) -> Check:
             "memory_chunks has no lex column: the full-text channel has no terms",
             "the schema is damaged: restore the database (goclaw migrates a healthy one on open)",
         )
-    missing, sampled, stale = stale_terms(conn)
+    missing, sampled, stale = stale_terms(engine, conn)
     if missing or stale:
         parts = [f"{missing} chunks have no full-text terms"] if missing else []
         if stale:

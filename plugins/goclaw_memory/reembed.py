@@ -69,8 +69,16 @@ def with_context(agent_dir: Path | None, rows: Sequence[Any], max_len: int) -> l
     """The chunks of :func:`stale_chunks` rows with their heading paths, from their files as
     chunked now (a chunk whose file no longer has it at those lines: its text alone; the next
     index run re-chunks that file anyway)."""
+    found = in_files(agent_dir, rows, max_len)
+    return [c if c is not None else TextChunk(r[2], r[5], r[6]) for c, r in zip(found, rows, strict=True)]
+
+
+def in_files(agent_dir: Path | None, rows: Sequence[Any], max_len: int) -> list[TextChunk | None]:
+    """Each row (``text`` at 2, ``user_id`` and ``path`` at 3 and 4, ``start_line`` and
+    ``end_line`` at 5 and 6) as its file chunks now, with its heading path; None where the file
+    no longer holds that chunk."""
     files: dict[tuple[str, str], dict[tuple[int, int, str], TextChunk]] = {}
-    out = []
+    out: list[TextChunk | None] = []
     for r in rows:
         key = (r[3], r[4])
         if key not in files:
@@ -81,8 +89,7 @@ def with_context(agent_dir: Path | None, rows: Sequence[Any], max_len: int) -> l
                 except OSError:
                     body = ""
                 files[key] = {(c.start_line, c.end_line, c.text): c for c in chunk_text(body, max_len)}
-        found = files[key].get((r[5], r[6], r[2]))
-        out.append(found if found is not None else TextChunk(r[2], r[5], r[6]))
+        out.append(files[key].get((r[5], r[6], r[2])))
     return out
 
 

@@ -84,31 +84,30 @@ def _repair_agent(engine: Host, agent: Any) -> list[str]:
 def _repair_terms(engine: Host) -> list[str]:
     """Index again the documents holding chunks whose terms are missing or out of date (see the
     module docstring): their recorded hash is cleared, so the index run chunks them afresh."""
-    from goclaw_memory.doctor_indexes import current_terms, stale_terms
-    from goclaw_search.tokenize import default_tokenizer
+    from goclaw_memory.doctor_indexes import out_of_date, stale_terms
 
     with engine.db.engine.connect() as conn:
-        missing, _sampled, stale = stale_terms(conn)
+        missing, _sampled, stale = stale_terms(engine, conn)
     if not missing and not stale:
         return []
-    tok = default_tokenizer()
     docs: dict[str, set[int]] = {}
     last = 0
     while True:
         with engine.db.engine.connect() as conn:
             rows = conn.execute(
                 text(
-                    "SELECT id, agent_id, document_id, text, lex FROM memory_chunks WHERE id > :last "
-                    "ORDER BY id LIMIT :n"
+                    "SELECT id, agent_id, text, user_id, path, start_line, end_line, lex, document_id "
+                    "FROM memory_chunks WHERE id > :last ORDER BY id LIMIT :n"
                 ),
                 {"last": last, "n": BATCH},
             ).all()
         if not rows:
             break
         last = int(rows[-1][0])
-        for _id, agent_id, doc, body, lex in rows:
-            if lex is None or not current_terms(tok, body or "", lex):
-                docs.setdefault(agent_id, set()).add(int(doc))
+        bad = set(out_of_date(engine, [r for r in rows if r[7] is not None]))
+        for r in rows:
+            if r[7] is None or int(r[0]) in bad:
+                docs.setdefault(r[1], set()).add(int(r[8]))
     done = []
     by_id = {a.id: a for a in engine.agents.list()}
     for agent_id, ids in sorted(docs.items()):

@@ -328,5 +328,22 @@ def test_heading_paths_in_the_terms_are_not_stale_and_survive_a_repair(
     report = run_doctor(eng, repair=True)
     assert report.repaired == ["helper: indexed 1 documents again (out-of-date full-text terms)"]
     with eng.db.engine.connect() as conn:
+        assert dict(conn.execute(text(guide)).all()) == indexed
+    # What the earlier repair left: terms recomputed from the text alone, the heading path lost.
+    from goclaw_search.tokenize import terms
+
+    with eng.db.engine.connect() as conn:
+        body = conn.execute(
+            text(f"SELECT text FROM memory_chunks WHERE path = 'memory/guide.md' AND start_line = {later}")
+        ).scalar_one()
+    _sql(
+        eng,
+        f"UPDATE memory_chunks SET lex = :lex WHERE path = 'memory/guide.md' AND start_line = {later}",
+        lex=" ".join(terms(body)),
+    )
+    assert _by(run_doctor(eng), "full-text").status == "problem"
+    report = run_doctor(eng, repair=True)
+    assert report.repaired == ["helper: indexed 1 documents again (out-of-date full-text terms)"]
+    with eng.db.engine.connect() as conn:
         again = dict(conn.execute(text(guide)).all())
     assert again == indexed  # the heading paths' terms are back, as indexing makes them
