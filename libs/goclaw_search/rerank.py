@@ -51,7 +51,6 @@ __all__ = [
     "decay_factor",
     "is_evergreen",
     "jaccard",
-    "lex_matches",
     "lex_positions",
     "match_batch",
     "mmr_order",
@@ -329,14 +328,6 @@ def match_batch(
     its position (ascending within a document); see :func:`window_features`."""
     matched, window = window_features(n_docs, len(terms), owner, codes, pos)
     return term_matches(asked, terms, matched, window, lambda: (owner, codes, pos))
-
-
-def lex_matches(asked: Sequence[str], lexes: Sequence[str | None]) -> list[TermMatches]:
-    """:class:`TermMatches` of the query terms ``asked`` in documents given as their terms
-    joined by single spaces (a stored ``lex``; None: no terms): :func:`lex_positions`, then
-    :func:`positions_matches`."""
-    terms = list(dict.fromkeys(asked))
-    return positions_matches(asked, terms, lex_positions(terms, lexes))
 
 
 def lex_positions(terms: Sequence[str], lexes: Sequence[str | None]) -> list[tuple[list[int], list[int]]]:

@@ -64,18 +64,20 @@ def stale_terms(engine: Host, conn: Any, limit: int | None = LEX_SAMPLE) -> tupl
     return missing, len(rows), out_of_date(engine, rows)
 
 
-def out_of_date(engine: Host, rows: Sequence[Any]) -> list[int]:
+def out_of_date(engine: Host, rows: Sequence[Any], agents: dict[str, Any] | None = None) -> list[int]:
     """The ids of ``(id, agent_id, text, user_id, path, start_line, end_line, lex)`` rows whose
     stored terms are not what indexing produces now. Indexing reads a chunk's heading path,
     then its text (:attr:`goclaw_memory.chunking.TextChunk.indexed`); the path is not stored, so
     it comes from chunking the chunk's file again. A chunk its file no longer holds (changed
-    since; the next index run re-chunks it) passes when its text's terms end the stored ones."""
+    since; the next index run re-chunks it) passes when its text's terms end the stored ones.
+    ``agents``: the engine's agents by id (read when not given)."""
     from goclaw_memory.reembed import in_files
     from goclaw_search.tokenize import default_tokenizer
 
     tok = default_tokenizer()
-    max_len = int(getattr(engine.plugin_settings("memory"), "max_chunk_len", 1000))
-    agents = {a.id: a for a in engine.agents.list()}
+    max_len = int(engine.plugin_settings("memory").max_chunk_len)
+    if agents is None:
+        agents = {a.id: a for a in engine.agents.list()}
     by_agent: dict[str, list[Any]] = {}
     for r in rows:
         by_agent.setdefault(r[1], []).append(r)

@@ -53,6 +53,7 @@ from goclaw_memory.pg_postings import FETCH, ListCache, Lists, compact_if_due, f
 from goclaw_memory.pg_sketches import JOIN as SKETCH_JOIN
 from goclaw_memory.pg_sketches import SketchCache, space_key
 from goclaw_memory.pg_text import K1
+from goclaw_memory.search_rows import make_row
 from goclaw_memory.version_token import VERSION_WORKER, parse_token
 from goclaw_search.fusion import fuse
 from goclaw_search.passage_sketches import sketch_cosines, token_dots
@@ -117,8 +118,8 @@ class PostgresSearchBackend(SearchBackend):
         # they are sent first and the server runs them while lane 0 (generic plans: no planning
         # per search) reads and scores the postings and reads the best's cosines.
         vec_lane = direct(self.engine, 1) if want_vec else None
-        parallel = vec_lane is not None and want_lex
-        with vec_lane.sent(vec_sql, binary=True) if parallel and vec_lane else _no_lane() as vec_rows:
+        parallel = want_vec and want_lex
+        with vec_lane.sent(vec_sql, binary=True) if vec_lane and parallel else _no_lane() as vec_rows:
             statements: list[tuple[str, Sequence[Any]]] = []
             held = self.lists.held(a, terms, users) if want_lex else (None, {})
             if want_lex:
@@ -136,7 +137,7 @@ class PostgresSearchBackend(SearchBackend):
             avgdl = lists.total / n if lists.chunks else 1.0
             df = lists.df
             times = dict(zip(query.terms, query.counts(), strict=True))
-            weights = {t: times.get(t, 1) * idf(df[t], n) * (K1 + 1) for t in terms if t in df}
+            weights = {t: times[t] * idf(df[t], n) * (K1 + 1) for t in terms if t in df}
             sc = scores(lists, weights, avgdl, allowed)
             cands = Candidates()
             m = max(pool, query.wanted) * (4 if want_vec else 1)
@@ -701,7 +702,7 @@ def _chunk_rows(
     else:
         found = [None] * len(rows)
     return {
-        slot: ChunkRow(int(r[0]), r[1], r[2], int(r[3]), int(r[4]), r[5], t)
+        slot: make_row(int(r[0]), r[1], r[2], int(r[3]), int(r[4]), r[5], t)
         for slot, r, t in zip(got, rows, found, strict=True)
     }
 

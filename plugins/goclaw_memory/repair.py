@@ -90,6 +90,7 @@ def _repair_terms(engine: Host) -> list[str]:
         missing, _sampled, stale = stale_terms(engine, conn)
     if not missing and not stale:
         return []
+    by_id = {a.id: a for a in engine.agents.list()}
     docs: dict[str, set[int]] = {}
     last = 0
     while True:
@@ -104,12 +105,11 @@ def _repair_terms(engine: Host) -> list[str]:
         if not rows:
             break
         last = int(rows[-1][0])
-        bad = set(out_of_date(engine, [r for r in rows if r[7] is not None]))
+        bad = set(out_of_date(engine, [r for r in rows if r[7] is not None], by_id))
         for r in rows:
             if r[7] is None or int(r[0]) in bad:
                 docs.setdefault(r[1], set()).add(int(r[8]))
     done = []
-    by_id = {a.id: a for a in engine.agents.list()}
     for agent_id, ids in sorted(docs.items()):
 
         def _do(session: Session, ids: set[int] = ids) -> None:

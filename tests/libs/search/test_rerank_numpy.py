@@ -12,7 +12,7 @@ import numpy as np
 
 from goclaw_search.forward import ForwardIndex
 from goclaw_search.passage_sketches import PassageSketch, PassageSketches, sketch_cosines, token_dots
-from goclaw_search.rerank import lex_matches, overlap_scores
+from goclaw_search.rerank import lex_positions, overlap_scores, positions_matches
 
 
 def test_the_features_are_the_shortest_windows() -> None:
@@ -87,7 +87,7 @@ def test_best_cosines_are_each_slots_best_passage() -> None:
         assert np.array_equal(best, sketch_cosines(batch, token_dots(matrix, q, batch.tokens)))
 
 
-def test_lex_matches_are_the_positions_in_the_split_terms() -> None:
+def test_lex_positions_are_the_positions_in_the_split_terms() -> None:
     """The query terms found in stored ``lex`` strings: the positions ``lex.split()`` gives them,
     and the reranker's scores of those term lists, whatever the terms hold (prefixes of each
     other, regular-expression characters, a term repeated in the query) and however the string
@@ -101,7 +101,8 @@ def test_lex_matches_are_the_positions_in_the_split_terms() -> None:
         lexes[0] = None if rng.random() < 0.2 else lexes[0]
         if rng.random() < 0.3:  # runs of spaces, spaces at the ends
             lexes = [f"  {lex.replace(' ', '   ')} " if lex else lex for lex in lexes]
-        found = lex_matches(asked, lexes)
+        distinct = list(dict.fromkeys(asked))
+        found = positions_matches(asked, distinct, lex_positions(distinct, lexes))
         for lex, m in zip(lexes, found, strict=True):
             terms = (lex or "").split()
             assert {k: list(v) for k, v in m.items()} == {

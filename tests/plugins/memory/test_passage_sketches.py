@@ -68,13 +68,9 @@ def _text_path(eng: Any, monkeypatch: pytest.MonkeyPatch) -> None:
 QUERIES = [PASSAGE_Q, "Who approved the refund for Kite Ceramics?", "kestrel rollback", "billing contacts"]
 
 
-def test_the_search_scores_passages_from_the_index_as_from_the_text(
-    make_engine: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Each embedded chunk is sketched when it enters the index; the passage step then reads no
-    text (passage_similarity is never called) and gives the scores the text path gives."""
-    asked = _spy(monkeypatch)
-    eng, _root = _engine(make_engine)
+def _as_from_the_text(eng: Any, monkeypatch: pytest.MonkeyPatch, asked: list[int]) -> None:
+    """The searches read no text from sketches (``asked``: passage_similarity's calls) and
+    score as the text path does once the backend's sketches are hidden."""
     sketched = {q: _scored(eng, q) for q in QUERIES}
     assert asked == []
     assert _b_above_a(sketched[PASSAGE_Q])
@@ -84,6 +80,16 @@ def test_the_search_scores_passages_from_the_index_as_from_the_text(
         assert [r[:2] for r in text] == [r[:2] for r in sketched[q]]
         np.testing.assert_allclose([r[2] for r in text], [r[2] for r in sketched[q]], rtol=1e-6)
     assert asked and all(n > 0 for n in asked)
+
+
+def test_the_search_scores_passages_from_the_index_as_from_the_text(
+    make_engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each embedded chunk is sketched when it enters the index; the passage step then reads no
+    text (passage_similarity is never called) and gives the scores the text path gives."""
+    asked = _spy(monkeypatch)
+    eng, _root = _engine(make_engine)
+    _as_from_the_text(eng, monkeypatch, asked)
 
 
 def test_the_sketches_are_saved_with_the_index(
@@ -127,15 +133,7 @@ def test_the_database_search_backend_scores_from_the_sketches_it_stores(
         pytest.skip("the postgresql search backend needs PostgreSQL")
     asked = _spy(monkeypatch)
     eng, _root = _engine(make_engine, backend="postgresql")
-    sketched = {q: _scored(eng, q) for q in QUERIES}
-    assert asked == []
-    assert _b_above_a(sketched[PASSAGE_Q])
-    _text_path(eng, monkeypatch)
-    for q in QUERIES:
-        text = _scored(eng, q)
-        assert [r[:2] for r in text] == [r[:2] for r in sketched[q]]
-        np.testing.assert_allclose([r[2] for r in text], [r[2] for r in sketched[q]], rtol=1e-6)
-    assert asked and all(n > 0 for n in asked)
+    _as_from_the_text(eng, monkeypatch, asked)
 
 
 class WordHashEmbedder:
