@@ -21,7 +21,10 @@ lists.
   no pool checkout, no transaction, results in binary. Lane 1 runs the vector statements, sent
   first in a hybrid search; lane 0 meanwhile reads the statistics and postings (one statement,
   so they agree with each other under concurrent writes), the best's cosines and the likely
-  winners' rows. Ordinals are never reused: a chunk deleted in between is left out.
+  winners' rows. A packed chunk is read by ordinal (a lookup in ``memory_ords``) or, when an
+  earlier search of the agent's generation read that ordinal's chunk id, by id
+  (:class:`goclaw_memory.pg_postings.OrdIds`, in the list cache): the lookup per ordinal is most
+  of what reading the best's cosines costs. A chunk deleted in between is left out.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from goclaw.errors import GoclawError
 from goclaw_memory.filters import FacetCache, allowed_ids, read_facet_rows
 from goclaw_memory.pg_direct import direct
 from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, idf, settled
-from goclaw_memory.pg_postings import FETCH, ListCache, Lists, compact_if_due, fetched, scores
+from goclaw_memory.pg_postings import FETCH, ListCache, Lists, OrdIds, compact_if_due, fetched, scores
 from goclaw_memory.pg_sketches import JOIN as SKETCH_JOIN
 from goclaw_memory.pg_sketches import SketchCache, space_key
 from goclaw_memory.pg_text import K1
@@ -139,7 +142,7 @@ class PostgresSearchBackend(SearchBackend):
             times = dict(zip(query.terms, query.counts(), strict=True))
             weights = {t: times[t] * idf(df[t], n) * (K1 + 1) for t in terms if t in df}
             sc = scores(lists, weights, avgdl, allowed)
-            cands = Candidates()
+            cands = Candidates(self.lists.ord_ids(a, lists.generation, lists.n_ords) if want_lex else None)
             m = max(pool, query.wanted) * (4 if want_vec else 1)
             best = None
             boost_on = len(users) > 1 and f.user_boost != 1.0
@@ -163,6 +166,7 @@ class PostgresSearchBackend(SearchBackend):
         nearest = [r for got_rows in vec_got[1:] for r in got_rows] if want_vec else []
         for i, o, u, cos in nearest:
             cands.add(int(i), -1 if o is None else int(o), u, float(cos))
+        cands.learn([(r[1], r[0]) for r in nearest if r[1] is not None])
         rest_cosine = 0.0
         if len(nearest) >= max(pool, query.wanted):  # else every vector of the scope was read
             rest_cosine = min(float(r[3]) for r in nearest)
@@ -537,9 +541,12 @@ class _RowRead(NamedTuple):
 
 class Candidates:
     """The chunks a search scores, in slots: each with its ordinal (-1: in the delta), chunk id
-    (-1: not read yet, a packed chunk of a full-text search), user and cosine."""
+    (-1: not read yet, a packed chunk of a full-text search), user and cosine. ``known``: the
+    agent's ordinals whose chunk ids earlier searches read (:class:`OrdIds`, at this search's
+    generation): those chunks are read by id, and what is read by ordinal is noted there."""
 
-    def __init__(self) -> None:
+    def __init__(self, known: OrdIds | None = None) -> None:
+        self.known = known
         self._ords: list[int] = []
         self._ids: list[int] = []
         self.users: list[str] = []
@@ -583,6 +590,14 @@ class Candidates:
         their id, user and (in a hybrid search) cosine read from the database."""
         new_ords = [int(o) for o in ords if o >= 0 and o not in self._slot_of_ord]
         new_ids = [int(i) for o, i in zip(ords, ids, strict=True) if o < 0 and i not in self._slot_of_id]
+        ord_of: dict[int, int] = {}  # a packed chunk read by its known id: its ordinal
+        if fetch and new_ords and self.known is not None:
+            wanted = np.array(new_ords, np.int64)
+            found = self.known.of(wanted)
+            hit = found >= 0
+            ord_of = dict(zip(found[hit].tolist(), wanted[hit].tolist(), strict=True))
+            new_ids += [i for i in ord_of if i not in self._slot_of_id]
+            new_ords = wanted[~hit].tolist()
         if not fetch:
             for o in new_ords:
                 self.add(-1, o, "", 0.0)
@@ -603,7 +618,13 @@ class Candidates:
             (f"SELECT -1, c.id, c.user_id, {cos} {_BY_ID}", (*params, a, new_ids), bool(new_ids)),
         )
         for o, i, u, c in got:
-            self.add(int(i), int(o), u, 0.0 if c is None else float(c))
+            self.add(int(i), int(o) if o >= 0 else ord_of.get(i, -1), u, 0.0 if c is None else float(c))
+        self.learn([(r[0], r[1]) for r in got if r[0] >= 0])
+
+    def learn(self, pairs: Sequence[tuple[int, int]]) -> None:
+        """Note (ordinal, chunk id) pairs read in :attr:`known`."""
+        if pairs and self.known is not None:
+            self.known.learn([p[0] for p in pairs], [p[1] for p in pairs])
 
     def rows(
         self, reads: Any, agent_id: str, slots: Sequence[int], read: _RowRead
@@ -611,6 +632,13 @@ class Candidates:
         """The rows of these slots, by slot (a chunk deleted meanwhile has none): chunk id, user,
         path, start and end line, text, terms (None unless ``read.terms``) and sketch (None
         without one, or unless ``read.sketches``)."""
+        if self.known is not None:  # packed chunks of a full-text search whose id is known
+            unread = [s for s in slots if self._ids[s] < 0 and self._ords[s] >= 0]
+            found = self.known.of(np.array([self._ords[s] for s in unread], np.int64))
+            for s, i in zip(unread, found.tolist(), strict=True):
+                if i >= 0 and i not in self._slot_of_id:
+                    self._ids[s] = i
+                    self._slot_of_id[i] = s
         ids = [self._ids[s] for s in slots if self._ids[s] >= 0]
         ords = [self._ords[s] for s in slots if self._ids[s] < 0]
         got = _union(
@@ -623,6 +651,7 @@ class Candidates:
             o, i = row[0], row[1]
             slot = self._slot_of_ord[o] if o >= 0 and i not in self._slot_of_id else self._slot_of_id[i]
             out[slot] = row[1:]
+        self.learn([(r[0], r[1]) for r in got if r[0] >= 0])
         return out
 
 

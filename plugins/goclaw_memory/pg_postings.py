@@ -318,16 +318,52 @@ def decode(ords: bytes, tfs: bytes, lens: bytes) -> Arrays:
 _EMPTY = Arrays(np.zeros(0, np.int32), np.zeros(0, np.float32), np.zeros(0, np.float32))
 
 
+class OrdIds:
+    """The chunk ids of an agent's ordinals that its searches have read, at one generation
+    (-1: not known yet). An ordinal names one chunk until a compaction renumbers the agent,
+    and every compaction gives the agent a new generation, so what one search learnt saves the
+    next ones the ordinal's lookup (an index descent per ordinal, most of the cost of reading
+    the best chunks' cosines)."""
+
+    __slots__ = ("generation", "ids")
+
+    def __init__(self, generation: int, n_ords: int) -> None:
+        self.generation = generation
+        self.ids = np.full(max(n_ords, 0), -1, np.int64)
+
+    @property
+    def nbytes(self) -> int:
+        return 100 + self.ids.nbytes
+
+    def of(self, ords: np.ndarray) -> np.ndarray:
+        """The known chunk id of each ordinal, -1 where none is."""
+        out = np.full(len(ords), -1, np.int64)
+        inside = (ords >= 0) & (ords < len(self.ids))
+        out[inside] = self.ids[ords[inside]]
+        return out
+
+    def learn(self, ords: Sequence[int], ids: Sequence[int]) -> None:
+        """Note chunk ids read with their ordinals (ordinals past the generation's are not
+        kept: the next generation starts afresh)."""
+        o, i = np.asarray(ords, np.int64), np.asarray(ids, np.int64)
+        inside = (o >= 0) & (o < len(self.ids))
+        self.ids[o[inside]] = i[inside]
+
+
+_IDS = "\x00ids"  # the user part of an agent's OrdIds key in the cache (no user id is this)
+
+
 class ListCache:
     """Decoded packed lists a process searched recently, within a byte budget (least recently
     used out first): the postings of common terms, a search's largest read, come from memory
     while the agent's generation (bumped by every compaction) is the one they were read at.
-    Bounded, whatever the number of agents or chunks in the database."""
+    The agent's :class:`OrdIds` share the budget. Bounded, whatever the number of agents or
+    chunks in the database."""
 
     def __init__(self, budget_mb: float) -> None:
         self.budget = int(budget_mb * 2**20)
         self._lock = threading.Lock()
-        self._lists: OrderedDict[tuple[str, str, str], Arrays] = OrderedDict()
+        self._lists: OrderedDict[tuple[str, str, str], Arrays | OrdIds] = OrderedDict()
         self._generation: dict[str, int | None] = {}
         self._bytes = 0
 
@@ -342,10 +378,41 @@ class ListCache:
             for t in terms:
                 for u in users:
                     got = self._lists.get((agent_id, t, u))
-                    if got is not None:
+                    if isinstance(got, Arrays):
                         self._lists.move_to_end((agent_id, t, u))
                         out[t, u] = got
             return self._generation[agent_id], out
+
+    def ord_ids(self, agent_id: str, generation: int | None, n_ords: int) -> OrdIds | None:
+        """The agent's :class:`OrdIds` at ``generation`` (after :func:`fetched` stored it), made
+        empty when none is held; None when the cache is off or holds another generation."""
+        if self.budget <= 0 or generation is None:
+            return None
+        key = (agent_id, "", _IDS)
+        with self._lock:
+            if self._generation.get(agent_id) != generation:
+                return None
+            got = self._lists.get(key)
+            if isinstance(got, OrdIds) and got.generation == generation:
+                self._lists.move_to_end(key)
+                return got
+            made = OrdIds(generation, n_ords)
+            self._put(key, made)
+            return made
+
+    def _put(self, key: tuple[str, str, str], arrays: Arrays | OrdIds) -> None:
+        """Hold ``arrays`` under ``key`` (the lock held), the least recently used out while the
+        budget is passed."""
+        old = self._lists.pop(key, None)
+        if old is not None:
+            self._bytes -= _size(old)
+        self._lists[key] = arrays
+        self._bytes += _size(arrays)
+        while self._bytes > self.budget and self._lists:
+            gone, dropped = self._lists.popitem(last=False)
+            self._bytes -= _size(dropped)
+            if not any(k[0] == gone[0] for k in self._lists):
+                self._generation.pop(gone[0], None)
 
     def store(
         self, agent_id: str, generation: int | None, lists: dict[tuple[str, str], Arrays], fresh: bool
@@ -360,20 +427,10 @@ class ListCache:
                     self._bytes -= _size(self._lists.pop(key))
             self._generation[agent_id] = generation
             for (t, u), arrays in lists.items():
-                key = (agent_id, t, u)
-                old = self._lists.pop(key, None)
-                if old is not None:
-                    self._bytes -= _size(old)
-                self._lists[key] = arrays
-                self._bytes += _size(arrays)
-            while self._bytes > self.budget and self._lists:
-                key, arrays = self._lists.popitem(last=False)
-                self._bytes -= _size(arrays)
-                if not any(k[0] == key[0] for k in self._lists):
-                    self._generation.pop(key[0], None)
+                self._put((agent_id, t, u), arrays)
 
 
-def _size(arrays: Arrays) -> int:
+def _size(arrays: Arrays | OrdIds) -> int:
     return arrays.nbytes
 
 

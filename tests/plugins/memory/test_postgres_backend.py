@@ -592,3 +592,48 @@ def test_vector_statements_run_on_the_threads_second_connection(eng: Any) -> Non
     show = "SELECT current_setting('plan_cache_mode')"
     assert lanes[0].query(show, ()) == [("force_generic_plan",)]
     assert lanes[1].query(show, ()) == [("auto",)]
+
+
+def test_ids_learnt_before_a_renumbering_are_not_used_after_it(
+    pg_engine: Any, pg_schema_url: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Searches note the chunk ids of the ordinals they read (and read those chunks by id
+    later); a compaction that packs the agent afresh gives ordinals to other chunks, and the
+    searches after it rank as the in-memory engine: what was noted belonged to the old
+    generation."""
+    import goclaw_memory.pg_postings as pg_postings_module
+    from goclaw.engine import Engine
+
+    monkeypatch.setattr(pg_postings_module, "RENUMBER_GAP", 0)
+    monkeypatch.setattr(pg_postings_module, "COMPACT_ROWS", 1)  # every write compacts
+    pg_engine.plugin_settings("memory").rerank = "none"
+    root = Path(pg_engine.agent_dir(pg_engine.agents.get("ada")))
+    for i in range(6):
+        write(root, f"memory/n{i}.md", f"Note {i}: the kettle whistles near ferry {i}.\n")
+    pg_engine.memory.index("ada")
+    queries = ("kettle ferry", "whistles near", "note kettle")
+
+    def ranked(engine: Any) -> list[list[tuple[str, str]]]:
+        return [
+            [(h.path, h.snippet) for h in engine.memory.search(q, "ada", limit=6, channel="lexical")]
+            for q in queries
+        ]
+
+    ranked(pg_engine)
+    cache = pg_engine.memory.backend.lists
+    noted = [k for k in cache._lists if k[2] == "\x00ids"]
+    assert noted and (cache._lists[noted[0]].ids >= 0).sum() == 6  # every winner's id noted
+    for round_ in range(2):  # eight unused ordinals after the second round: packed afresh
+        for i in range(4):
+            write(root, f"memory/n{i}.md", f"Note {i}, edit {round_}: the ferry {round_} kettle {i}.\n")
+        pg_engine.memory.index("ada")
+    monkeypatch.delenv("GOCLAW_PLUGINS__MEMORY__BACKEND", raising=False)
+    exact = Engine.open(
+        workspace,
+        pg_schema_url,
+        plugins={"embeddings": {"provider": "none"}, "memory": {"backend": "inprocess", "rerank": "none"}},
+    )
+    try:
+        assert ranked(pg_engine) == ranked(exact)
+    finally:
+        exact.close()
