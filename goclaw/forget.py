@@ -134,7 +134,7 @@ class Forgetter:
 
         kernel = {str(t.__tablename__) for t in models.KERNEL_TABLES}
         declared = {name for c in self.engine.hooks.schema_components() for name in c.table_names}
-        present = set(inspect(conn).get_table_names())
+        present = set(inspect(conn).get_table_names(conn.dialect.default_schema_name))
         if conn.dialect.name == "postgresql":  # a partition's rows are erased through its parent
             where = "relispartition AND relnamespace = current_schema()::regnamespace"
             present -= set(conn.exec_driver_sql(f"SELECT relname FROM pg_class WHERE {where}").scalars())

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import inspect, text
+from sqlalchemy.exc import DBAPIError
 
 from goclaw.contracts.schema import COMPONENT_NAME, SchemaComponent
 from goclaw.errors import StoreError
@@ -44,10 +45,6 @@ class Chain:
 
     name: str
     versions: Path
-
-    @property
-    def version_table(self) -> str:
-        return version_table(self.name)
 
 
 KERNEL_CHAIN = Chain(KERNEL, MIGRATIONS_DIR / "versions")
@@ -77,7 +74,7 @@ def _alembic_config(connection: Any, chain: Chain = KERNEL_CHAIN) -> Any:
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))  # env.py, shared by every chain
     cfg.set_main_option("path_separator", "os")
     cfg.set_main_option("version_locations", str(chain.versions))
-    cfg.set_main_option("version_table", chain.version_table)
+    cfg.set_main_option("version_table", version_table(chain.name))
     cfg.attributes["connection"] = connection
     return cfg
 
@@ -115,20 +112,24 @@ def known_revisions() -> tuple[str, frozenset[str]]:
     return chain_revisions(KERNEL_CHAIN.versions)
 
 
+def _schema(conn: Any) -> str:
+    """Where goclaw's tables live: SQLite's ``main``, PostgreSQL's ``current_schema()`` (the first
+    existing schema of the search_path, where CREATE TABLE puts them; the schemas after it are ignored)."""
+    if conn.dialect.default_schema_name is None:
+        path = conn.exec_driver_sql("SHOW search_path").scalar()
+        raise StoreError(f"the search_path ({path}) names no existing schema: run CREATE SCHEMA <name> first")
+    return str(conn.dialect.default_schema_name)
+
+
 def _stamps(conn: Any, wanted: Sequence[Chain] | None = None) -> dict[str, str]:
     """``{component: revision}`` for every version table present (only ``wanted`` if given)."""
-    names = set(inspect(conn).get_table_names())
+    schema = _schema(conn)
     found: dict[str, str] = {}
-    for table in sorted(names):
-        if table == VERSION_TABLE:
-            component = KERNEL
-        elif table.startswith(VERSION_TABLE + "_"):
-            component = table[len(VERSION_TABLE) + 1 :]
-        else:
-            continue
-        if wanted is not None and component not in {c.name for c in wanted}:
-            continue
-        row = conn.execute(text(f"SELECT version_num FROM {table}")).first()
+    for table in sorted(inspect(conn).get_table_names(schema)):
+        component = KERNEL if table == VERSION_TABLE else table.removeprefix(VERSION_TABLE + "_")
+        if component == table or (wanted is not None and component not in {c.name for c in wanted}):
+            continue  # not a version table, or not a wanted one
+        row = conn.execute(text(f'SELECT version_num FROM "{schema}".{table}')).first()
         if row is not None:
             found[component] = str(row[0])
     return found
@@ -137,9 +138,10 @@ def _stamps(conn: Any, wanted: Sequence[Chain] | None = None) -> dict[str, str]:
 def _known_stamps(conn: Any, wanted: Sequence[Chain]) -> dict[str, str] | None:
     """The steady state in one round trip: every wanted version table read by one statement;
     ``None`` when one is missing (a new database, a newly enabled plugin) or empty."""
-    from sqlalchemy.exc import DBAPIError
-
-    sql = " UNION ALL ".join(f"SELECT '{c.name}', version_num FROM {c.version_table}" for c in wanted)
+    own = f'"{_schema(conn)}".'
+    sql = " UNION ALL ".join(
+        f"SELECT '{c.name}', version_num FROM {own}{version_table(c.name)}" for c in wanted
+    )
     try:
         rows = conn.execute(text(sql)).all()
     except DBAPIError:
@@ -198,9 +200,7 @@ def upgrade(db: Database, target: str | None = None, components: Iterable[Schema
     if target is not None:
         goals[KERNEL] = target
     with db.engine.connect() as conn:
-        current = _known_stamps(conn, wanted)
-        if current is None:
-            current = _stamps(conn, wanted)
+        current = _known_stamps(conn, wanted) or _stamps(conn, wanted)
     _refuse_newer(current, wanted)
     if all(current.get(name) == goal for name, goal in goals.items()):
         return goals[KERNEL]
@@ -212,9 +212,9 @@ def upgrade(db: Database, target: str | None = None, components: Iterable[Schema
             if db.backend == "postgresql":
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
             # Re-check under the lock: another process may have migrated meanwhile.
-            insp = inspect(conn)
-            if not insp.has_table(VERSION_TABLE):
-                foreign = [t for t in insp.get_table_names() if not t.startswith(("sqlite_", "alembic"))]
+            insp, own = inspect(conn), _schema(conn)
+            if not insp.has_table(VERSION_TABLE, own):
+                foreign = [t for t in insp.get_table_names(own) if not t.startswith(("sqlite_", "alembic"))]
                 if foreign:
                     raise StoreError(
                         "the database already holds tables that goclaw did not create "

@@ -386,7 +386,10 @@ class PostgresSearchBackend(SearchBackend):
                 self._prepared.add(dim)
                 return
             with self.engine.db.engine.connect() as conn:
-                found = conn.execute(text("SELECT to_regclass(:n)"), {"n": _hnsw_name(dim)}).scalar()
+                found = conn.execute(
+                    text("SELECT to_regclass(quote_ident(current_schema()) || '.' || :n)"),
+                    {"n": _hnsw_name(dim)},
+                ).scalar()
             if found is not None:
                 self._prepared.add(dim)
             else:

@@ -220,7 +220,8 @@ def missing_triggers(conn: Any) -> list[str]:
             "SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
             "JOIN pg_namespace n ON n.oid = c.relnamespace "
             "WHERE c.relname = 'memory_chunks' AND n.nspname = current_schema() "
-            "AND to_regclass('memory_packed_agents') IS NOT NULL AND EXISTS (SELECT 1 FROM pg_proc p "
+            "AND to_regclass(quote_ident(n.nspname) || '.memory_packed_agents') IS NOT NULL "
+            "AND EXISTS (SELECT 1 FROM pg_proc p "
             "WHERE p.proname = 'memory_postings_apply' AND p.pronargs = 5 AND p.pronamespace = n.oid)"
         )
     )

@@ -33,6 +33,7 @@ def include_object(obj, name, type_, reflected, compare_to):  # type: ignore[no-
 context.configure(
     include_object=include_object,
     version_table=config.get_main_option("version_table") or "goclaw_schema_version",
+    version_table_schema=connection.dialect.default_schema_name,  # not one further on the search_path
     connection=connection,
     target_metadata=target_metadata,
     render_as_batch=connection.dialect.name == "sqlite",

@@ -48,7 +48,7 @@ TABLES = {"channel_memory_extraction_items": _create_channel_memory_extraction_i
 def upgrade() -> None:
     existing = sa.inspect(op.get_bind())
     for name, create in TABLES.items():  # parents first
-        if not existing.has_table(name):
+        if not existing.has_table(name, existing.default_schema_name):
             create()
 
 

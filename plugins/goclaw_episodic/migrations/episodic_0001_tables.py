@@ -70,7 +70,7 @@ TABLES = {"episodic_summaries": _create_episodic_summaries}
 def upgrade() -> None:
     existing = sa.inspect(op.get_bind())
     for name, create in TABLES.items():  # parents first
-        if not existing.has_table(name):
+        if not existing.has_table(name, existing.default_schema_name):
             create()
 
 

@@ -63,7 +63,8 @@ SQLITE_TRIGGERS = {
 
 
 def upgrade() -> None:
-    if not sa.inspect(op.get_bind()).has_table("episodic_versions"):
+    existing = sa.inspect(op.get_bind())
+    if not existing.has_table("episodic_versions", existing.default_schema_name):
         op.create_table(
             "episodic_versions",
             sa.Column("agent_id", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),

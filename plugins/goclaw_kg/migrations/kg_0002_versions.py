@@ -99,7 +99,8 @@ SQLITE_TRIGGERS = {name: body for table in SEARCHED for name, body in _sqlite_tr
 
 
 def upgrade() -> None:
-    if not sa.inspect(op.get_bind()).has_table("kg_versions"):
+    existing = sa.inspect(op.get_bind())
+    if not existing.has_table("kg_versions", existing.default_schema_name):
         op.create_table(
             "kg_versions",
             sa.Column("agent_id", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),

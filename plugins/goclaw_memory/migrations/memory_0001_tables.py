@@ -79,9 +79,9 @@ def _chunks() -> None:
 
 def upgrade() -> None:
     existing = sa.inspect(op.get_bind())
-    if not existing.has_table("memory_documents"):
+    if not existing.has_table("memory_documents", existing.default_schema_name):
         _documents()
-    if not existing.has_table("memory_chunks"):
+    if not existing.has_table("memory_chunks", existing.default_schema_name):
         _chunks()
 
 

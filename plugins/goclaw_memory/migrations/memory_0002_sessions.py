@@ -64,7 +64,7 @@ TABLES = {"sessions": _create_sessions, "session_messages": _create_session_mess
 def upgrade() -> None:
     existing = sa.inspect(op.get_bind())
     for name, create in TABLES.items():  # parents first
-        if not existing.has_table(name):
+        if not existing.has_table(name, existing.default_schema_name):
             create()
 
 

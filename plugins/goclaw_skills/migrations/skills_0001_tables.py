@@ -100,7 +100,7 @@ TABLES = {
 def upgrade() -> None:
     existing = sa.inspect(op.get_bind())
     for name, create in TABLES.items():  # parents first
-        if not existing.has_table(name):
+        if not existing.has_table(name, existing.default_schema_name):
             create()
 
 

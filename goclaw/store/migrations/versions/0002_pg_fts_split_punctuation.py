@@ -29,7 +29,8 @@ SEPARATORS = "[-_/.:@]+"
 
 
 def _rebuild(table: str, index: str, source: str) -> None:
-    if not sa.inspect(op.get_bind()).has_table(table):
+    existing = sa.inspect(op.get_bind())
+    if not existing.has_table(table, existing.default_schema_name):
         return
     op.execute(f"DROP INDEX IF EXISTS {index}")
     op.execute(f"ALTER TABLE {table} DROP COLUMN IF EXISTS tsv")

@@ -57,7 +57,8 @@ def _backfill() -> None:
 
 
 def upgrade() -> None:
-    if not sa.inspect(op.get_bind()).has_table("memory_chunks"):
+    existing = sa.inspect(op.get_bind())
+    if not existing.has_table("memory_chunks", existing.default_schema_name):
         return
     pg = op.get_bind().dialect.name == "postgresql"
     op.add_column("memory_chunks", sa.Column("lex", sa.Text(), nullable=True))

@@ -88,7 +88,8 @@ def _backfill() -> None:
 
 
 def upgrade() -> None:
-    if not sa.inspect(op.get_bind()).has_table("episodic_summaries"):
+    existing = sa.inspect(op.get_bind())
+    if not existing.has_table("episodic_summaries", existing.default_schema_name):
         return
     pg = op.get_bind().dialect.name == "postgresql"
     op.add_column("episodic_summaries", sa.Column("lex", sa.Text(), nullable=True))
