@@ -184,14 +184,11 @@ def reweighted(
     cosine)``, so a factor already applied to it (a user boost) stays. A score without both
     channels, or whose fused sum is not positive, is kept."""
     (tw, vw), (tw2, vw2) = old, new
-    out = []
-    for score, lex, cos in zip(scores, lexical, vector, strict=True):
-        if lex is None or cos is None:
-            out.append(score)
-            continue
-        before = tw * lex + vw * cos
-        out.append(score * (tw2 * lex + vw2 * cos) / before if before > 0 else score)
-    return out
+    return [
+        score if lex is None or cos is None or (before := tw * lex + vw * cos) <= 0
+        else score * (tw2 * lex + vw2 * cos) / before
+        for score, lex, cos in zip(scores, lexical, vector, strict=True)
+    ]  # fmt: skip
 
 
 _NOTHING = Fused([], [], None, None)

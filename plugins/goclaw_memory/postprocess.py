@@ -120,9 +120,10 @@ def overlap_rerank(
     files = [h.path if getattr(h, "tier", "") == "document" else i for i, h in enumerate(hits)]
     scores = [h.score for h in hits]
     if adaptive[0] > 0:
-        lexical = [h.channels.get("lexical") for h in hits]
-        vector = [h.channels.get("vector") for h in hits]
-        cosines = [v for lex, v in zip(lexical, vector, strict=True) if lex is not None and v is not None]
+        channels = [h.channels for h in hits]
+        lexical = [c.get("lexical") for c in channels]
+        vector = [c.get("vector") for c in channels]
+        cosines = [v for v in vector if v is not None]  # a hybrid candidate has both channels
         weights = query_weights(cosines, text_weight, vector_weight, *adaptive)
         if weights != (text_weight, vector_weight):
             scores = reweighted(scores, lexical, vector, (text_weight, vector_weight), weights)
