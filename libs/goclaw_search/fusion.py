@@ -148,7 +148,8 @@ class Fused(NamedTuple):
     vector: list[float] | None
 
 
-# Per-query weights (:func:`query_weights`): the cosines that set a query's gap.
+# Per-query weights (:func:`query_weights`): the cosines that set a query's gap, and how many
+# candidates a search needs for them.
 GAP_OF = 20
 
 
@@ -160,9 +161,10 @@ def query_weights(
     cosine stands above the median of the best :data:`GAP_OF`, kept within 0 and the weights'
     sum, which the text weight takes the rest of. A query whose best match in meaning stands out
     from the crowd leans on the vector channel; one whose candidates are all alike in meaning (a
-    weak embedder's usual case) leans on full text. ``slope`` 0, or fewer than two cosines: the
-    weights as given."""
-    if slope <= 0 or len(cosines) < 2:
+    weak embedder's usual case) leans on full text. ``slope`` 0, or fewer than :data:`GAP_OF`
+    cosines (too few candidates to tell a crowd from a standout: a small memory): the weights as
+    given."""
+    if slope <= 0 or len(cosines) < GAP_OF:
         return text_weight, vector_weight
     top = sorted(cosines, reverse=True)[:GAP_OF]
     half = len(top) // 2
