@@ -148,6 +148,51 @@ class Fused(NamedTuple):
     vector: list[float] | None
 
 
+# Per-query weights (:func:`query_weights`): the cosines that set a query's gap, and how many
+# candidates a search needs for them.
+GAP_OF = 20
+
+
+def query_weights(
+    cosines: list[float], text_weight: float, vector_weight: float, slope: float, ref: float
+) -> tuple[float, float]:
+    """Weighted fusion's ``(text_weight, vector_weight)`` for one query, from its candidates'
+    cosines: the vector weight + ``slope`` × (gap − ``ref``), where the gap is how far the best
+    cosine stands above the median of the best :data:`GAP_OF`, kept within 0 and the weights'
+    sum, which the text weight takes the rest of. A query whose best match in meaning stands out
+    from the crowd leans on the vector channel; one whose candidates are all alike in meaning (a
+    weak embedder's usual case) leans on full text. ``slope`` 0, or fewer than :data:`GAP_OF`
+    cosines (too few candidates to tell a crowd from a standout: a small memory): the weights as
+    given."""
+    if slope <= 0 or len(cosines) < GAP_OF:
+        return text_weight, vector_weight
+    top = sorted(cosines, reverse=True)[:GAP_OF]
+    half = len(top) // 2
+    median = top[half] if len(top) % 2 else (top[half - 1] + top[half]) / 2
+    total = text_weight + vector_weight
+    vw = min(max(vector_weight + slope * (top[0] - median - ref), 0.0), total)
+    return total - vw, vw
+
+
+def reweighted(
+    scores: list[float],
+    lexical: list[float | None],
+    vector: list[float | None],
+    old: tuple[float, float],
+    new: tuple[float, float],
+) -> list[float]:
+    """Weighted-fusion scores with the weights ``old`` changed to ``new``: each score ×
+    ``(new text × lexical + new vector × cosine) / (old text × lexical + old vector ×
+    cosine)``, so a factor already applied to it (a user boost) stays. A score without both
+    channels, or whose fused sum is not positive, is kept."""
+    (tw, vw), (tw2, vw2) = old, new
+    return [
+        score if lex is None or cos is None or (before := tw * lex + vw * cos) <= 0
+        else score * (tw2 * lex + vw2 * cos) / before
+        for score, lex, cos in zip(scores, lexical, vector, strict=True)
+    ]  # fmt: skip
+
+
 _NOTHING = Fused([], [], None, None)
 
 

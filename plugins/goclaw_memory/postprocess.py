@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from goclaw_memory.hybrid import fusion_weights
 from goclaw_memory.paths import scope_prefix
+from goclaw_search.fusion import query_weights, reweighted
 from goclaw_search.passages import passage_scores
 from goclaw_search.rerank import (
     age_days,
@@ -100,8 +101,12 @@ def overlap_rerank(
     top: int = 0,
     text_weight: float = 0.7,
     vector_weight: float = 0.3,
+    adaptive: tuple[float, float] = (0.0, 0.0),
 ) -> list[Any]:
-    """The built-in no-network reranker: scores × query-term coverage and proximity
+    """The built-in no-network reranker: first, with ``adaptive`` = (slope, gap) and a slope
+    above 0, the hits' weighted fusion is redone with this query's own weights
+    (:func:`goclaw_search.fusion.query_weights` of the hybrid hits' cosines, from
+    ``text_weight`` / ``vector_weight``); then scores × query-term coverage and proximity
     (:func:`goclaw_search.rerank.overlap_scores`), best first; the candidate chunks of one
     memory file share their coverage (the query terms any of them holds), so a long note cut
     into chunks that split the query's words is not scored down for the cut. Then, given
@@ -113,7 +118,17 @@ def overlap_rerank(
     docs = [t if (t := getattr(h, "terms", None)) is not None else _snippet_terms(h.snippet) for h in hits]
     # a user's file has its scope in its path (users/U/...): the path alone names the file
     files = [h.path if getattr(h, "tier", "") == "document" else i for i, h in enumerate(hits)]
-    new = overlap_scores(wanted, docs, [h.score for h in hits], weight, files)
+    scores = [h.score for h in hits]
+    if adaptive[0] > 0:
+        channels = [h.channels for h in hits]
+        lexical = [c.get("lexical") for c in channels]
+        vector = [c.get("vector") for c in channels]
+        cosines = [v for v in vector if v is not None]  # a hybrid candidate has both channels
+        weights = query_weights(cosines, text_weight, vector_weight, *adaptive)
+        if weights != (text_weight, vector_weight):
+            scores = reweighted(scores, lexical, vector, (text_weight, vector_weight), weights)
+            text_weight, vector_weight = weights
+    new = overlap_scores(wanted, docs, scores, weight, files)
     for hit, score in zip(hits, new, strict=True):
         hit.score = score
     ranked = sorted(hits, key=_rank)
@@ -197,9 +212,16 @@ def builtin_rerank(
         return None
     passages = None
     weights = (cfg.text_weight, cfg.vector_weight)
-    if cfg.rerank_passages and cfg.fusion == "weighted":
+    adaptive = (0.0, 0.0)
+    weighted = cfg.fusion == "weighted"
+    if weighted and (cfg.rerank_passages or cfg.adaptive_weight):
         provider = embedder()
         weights = fusion_weights(cfg, provider)  # the ones the search fused with
+        # Per-query weights only around the weights measured with them: an embedder that
+        # brings its own (the onnx model's 0.5 / 0.5) keeps those as they are.
+        if getattr(provider, "fusion_weights", None) is None:
+            adaptive = (cfg.adaptive_weight, cfg.adaptive_gap)
+    if cfg.rerank_passages and weighted:
         # An embedder that scores passages locally and cheaply offers passage_similarity
         # (goclaw.contracts.providers.PassageScoringEmbedder; the bundled static model does); a
         # hosted one is never called per passage.
@@ -220,6 +242,7 @@ def builtin_rerank(
         top=cfg.rerank_passages,
         text_weight=weights[0],
         vector_weight=weights[1],
+        adaptive=adaptive,
     )
 
 

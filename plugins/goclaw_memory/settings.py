@@ -137,6 +137,25 @@ class MemorySettings(BaseModel):
         "share of their score re-measured on their best passage (a list item or paragraph with its "
         "headings; 0 = off); only with an embedder that scores passages locally (the bundled static model)",
     )
+    # Per-query weights, on: with the static embedder the vector channel is worth more on some
+    # queries than on others, and its own cosines say which. When the best candidate's cosine
+    # stands out from the median of the best 20 (the gap), the match in meaning is real; when
+    # they are all alike (the usual case of a weak embedder), full text should decide. Vector
+    # weight + 3 × (gap − 0.06), the weights' sum kept: SciFact +0.0054 nDCG@10, Cranfield
+    # +0.0052, CISI +0.0056, LoCoMo −0.0018 recall@10, planted facts 0.909 / 0.807 (from
+    # 0.907 / 0.803). Every slope 2.5-3.5 and gap 0.05-0.07 gains on the three IR sets; no
+    # fixed pair of weights, reranker weight, pool or fusion method gained on all of them
+    # without losing the planted facts (benchmarks/results/2026-12-06-fusion-public.md).
+    adaptive_weight: float = Field(
+        default=3.0,
+        ge=0,
+        description="overlap reranker, weighted fusion: each search's vector weight + this × (the gap "
+        "between the best candidate cosine and the median of the best 20, minus adaptive_gap), the "
+        "weights' sum kept (0 = off; not with an embedder that brings its own weights)",
+    )
+    adaptive_gap: float = Field(
+        default=0.06, ge=0, le=1, description="adaptive_weight: the gap at which the weights are as set"
+    )
     # Off by default: on LoCoMo, where a session file holds many separate turns, every value
     # below 1 loses recall (0.9: -0.014); on SciFact (a file per abstract) it gains at most
     # +0.0011 (benchmarks/results/2026-12-05-public-eval.md).

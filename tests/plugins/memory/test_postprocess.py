@@ -151,7 +151,7 @@ def test_builtin_overlap_reranker(make_engine: Any) -> None:
     eng.memory.index("ada")
     q = "Kestrel gateway certificate"
     settings = eng.plugin_settings("memory")
-    settings.rerank_passages = 0  # the overlap step alone
+    settings.rerank_passages = settings.adaptive_weight = 0  # the overlap step alone
     before = {h.path: h.score for h in eng.memory.search(q, "ada")}
     settings.rerank = "overlap"
     after = eng.memory.search(q, "ada")
