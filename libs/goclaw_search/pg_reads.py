@@ -27,11 +27,11 @@ import math
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["DirectReads", "shared"]
+__all__ = ["DirectReads", "int_array", "shared"]
 
 CONNECT_TIMEOUT = 10.0  # seconds
 STATEMENT_TIMEOUT = 10.0
@@ -235,6 +235,14 @@ class DirectReads:
 
 class _Dropped(Exception):
     """The server dropped the connection (reopened once)."""
+
+
+def int_array(values: Iterable[int]) -> str:
+    """``values`` as PostgreSQL's array literal (``{1,2,3}``), for a parameter the statement
+    casts (``= ANY(%s::text::int8[])``): psycopg dumps a list of Python ints element by element
+    (~0.12 ms for 240 of them, a search's usual batch), the literal is one string (~0.01 ms,
+    the server's parse included)."""
+    return "{" + ",".join(map(str, values)) + "}"
 
 
 def _register_vector(conn: Any) -> None:

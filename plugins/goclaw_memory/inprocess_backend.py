@@ -35,6 +35,7 @@ from goclaw_memory.sqlite_backend import (
 )
 from goclaw_memory.version_token import VERSION_WORKER, parse_token
 from goclaw_search.index import Doc, SearchIndex
+from goclaw_search.pg_reads import int_array
 
 if TYPE_CHECKING:
     from goclaw.contracts.host import Host
@@ -42,9 +43,12 @@ if TYPE_CHECKING:
 NO_TOKEN = "(none)"  # the version token of an agent whose rows carry none
 _PG_ROWS = (
     "SELECT id, user_id, path, start_line, end_line, text, {lex} FROM memory_chunks "
-    "WHERE id = ANY(%s) AND agent_id = %s"
+    "WHERE id = ANY(%s::text::int8[]) AND agent_id = %s"
 )
-_PG_TEXTS = "SELECT id, text, chunk_hash, user_id FROM memory_chunks WHERE id = ANY(%s) AND agent_id = %s"
+_PG_TEXTS = (
+    "SELECT id, text, chunk_hash, user_id FROM memory_chunks "
+    "WHERE id = ANY(%s::text::int8[]) AND agent_id = %s"
+)
 _TEXTS = text(
     "SELECT id, text, chunk_hash, user_id FROM memory_chunks WHERE id IN :ids AND (agent_id || '') = :a"
 ).bindparams(bindparam("ids", expanding=True))
@@ -136,7 +140,7 @@ class InProcessSearchBackend(SQLiteSearchBackend):
         statements: list[tuple[str, Sequence[object]]] = [(_PG_TOKEN, (VERSION_WORKER, agent_id))]
         if ids:
             sql = _PG_ROWS.format(lex="lex" if positions is None else "NULL")
-            statements.append((sql, ([int(i) for i in ids], agent_id)))
+            statements.append((sql, (int_array(ids), agent_id)))
         found = direct(self.engine).queries(statements)
         token = (parse_token(found[0][0][0]) if found[0] else "") or NO_TOKEN
         rows = {int(r[0]): chunk_row(r, positions) for r in found[1]} if ids else {}
@@ -151,7 +155,7 @@ class InProcessSearchBackend(SQLiteSearchBackend):
             from goclaw_memory.pg_direct import direct
 
             sql = _PG_ROWS.format(lex="lex" if positions is None else "NULL")
-            found = direct(self.engine).query(sql, ([int(i) for i in ids], agent_id))
+            found = direct(self.engine).query(sql, (int_array(ids), agent_id))
             return {int(r[0]): chunk_row(r, positions) for r in found}
         with self.engine.db.engine.connect() as conn:
             result = conn.execute(_ROWS, {"ids": [int(i) for i in ids], "a": agent_id}).all()
@@ -163,7 +167,7 @@ class InProcessSearchBackend(SQLiteSearchBackend):
         if self.engine.db.backend == "postgresql":
             from goclaw_memory.pg_direct import direct
 
-            found = direct(self.engine).query(_PG_TEXTS, ([int(i) for i in ids], agent_id))
+            found = direct(self.engine).query(_PG_TEXTS, (int_array(ids), agent_id))
             return {int(r[0]): (r[1], r[2], r[3]) for r in found}
         with self.engine.db.engine.connect() as conn:
             result = conn.execute(_TEXTS, {"ids": [int(i) for i in ids], "a": agent_id}).all()

@@ -60,6 +60,7 @@ from goclaw_memory.search_rows import make_row
 from goclaw_memory.version_token import VERSION_WORKER, parse_token
 from goclaw_search.fusion import fuse
 from goclaw_search.passage_sketches import sketch_cosines, token_dots
+from goclaw_search.pg_reads import int_array
 from goclaw_search.rerank import lex_positions, positions_matches
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ class PostgresSearchBackend(SearchBackend):
                 params = (a, terms, users, held[0], [t for t, _u in pairs], [u for _t, u in pairs])
                 statements.append((FETCH, (*params, a, terms, users, a, a, a, a, terms)))
             if only is not None:
-                statements.append((_ONLY_ORDS, (a, only.tolist())))
+                statements.append((_ONLY_ORDS, (a, int_array(only.tolist()))))
             got = reads.queries(statements, binary=True) if statements else []
             lists = fetched(got.pop(0), self.lists, a, terms, users, held) if want_lex else Lists()
             allowed = None
@@ -481,7 +482,8 @@ class PostgresSearchBackend(SearchBackend):
                 f"ORDER BY {f'({expr}) + 0' if exact else expr} LIMIT %s) AS v "
                 "LEFT JOIN memory_ords o ON o.chunk_id = v.id"
             )
-            params = [q, query.agent_id, users, provider, model, *([] if only is None else [only.tolist()])]
+            chosen = [] if only is None else [int_array(only.tolist())]
+            params = [q, query.agent_id, users, provider, model, *chosen]
             return sql, (*params, query.agent_id, q, int(limit))
 
         # HNSW explores `ef` candidates: it must exceed the LIMIT (else at most 40 rows come
@@ -500,25 +502,26 @@ class PostgresSearchBackend(SearchBackend):
         return [(f"SELECT {settings}", ()), nearest(True), nearest(False)]
 
 
-_ONLY = " AND id = ANY(%s)"  # a filtered search's chunks (goclaw_memory.filters)
-_ONLY_ORDS = "SELECT ord FROM memory_ords WHERE agent_id = %s AND chunk_id = ANY(%s)"
+_ONLY = " AND id = ANY(%s::text::int8[])"  # a filtered search's chunks (goclaw_memory.filters)
+_ONLY_ORDS = "SELECT ord FROM memory_ords WHERE agent_id = %s AND chunk_id = ANY(%s::text::int8[])"
 _COSINE = (
     "CASE WHEN c.embedding_dim = {dim} AND c.embedding_provider = %s AND c.embedding_model = %s "
     "THEN 1 - ((c.embedding::vector({dim})) <=> CAST(%s AS vector({dim}))) END"
 )
 _BY_ORD = (
-    "FROM memory_ords o JOIN memory_chunks c ON c.id = o.chunk_id WHERE o.agent_id = %s AND o.ord = ANY(%s)"
+    "FROM memory_ords o JOIN memory_chunks c ON c.id = o.chunk_id "
+    "WHERE o.agent_id = %s AND o.ord = ANY(%s::text::int4[])"
 )
-_BY_ID = "FROM memory_chunks c WHERE c.agent_id = %s AND c.id = ANY(%s)"
+_BY_ID = "FROM memory_chunks c WHERE c.agent_id = %s AND c.id = ANY(%s::text::int8[])"
 # A result's row: where the chunk is, its text, its terms (or NULL) and its sketch (or NULL).
 _ROWS_BY_ID = (
     "SELECT -1, c.id, c.user_id, c.path, c.start_line, c.end_line, c.text, {lex}, {sketch} "
-    "FROM memory_chunks c{join} WHERE c.agent_id = %s AND c.id = ANY(%s)"
+    "FROM memory_chunks c{join} WHERE c.agent_id = %s AND c.id = ANY(%s::text::int8[])"
 )
 _ROWS_BY_ORD = (
     "SELECT o.ord, c.id, c.user_id, c.path, c.start_line, c.end_line, c.text, {lex}, {sketch} "
     "FROM memory_ords o JOIN memory_chunks c ON c.id = o.chunk_id{join} "
-    "WHERE o.agent_id = %s AND o.ord = ANY(%s)"
+    "WHERE o.agent_id = %s AND o.ord = ANY(%s::text::int4[])"
 )
 SKETCHES_KEPT = 4096  # sketches a backend keeps of its last searches' rows
 
@@ -539,7 +542,8 @@ class _RowRead(NamedTuple):
         )
 
     def params(self, agent_id: str, keys: list[int]) -> tuple[Any, ...]:
-        return (self.sketches, agent_id, keys) if self.sketches is not None else (agent_id, keys)
+        keyed = int_array(keys)
+        return (self.sketches, agent_id, keyed) if self.sketches is not None else (agent_id, keyed)
 
 
 class Candidates:
@@ -615,10 +619,11 @@ class Candidates:
             cos = _COSINE.format(dim=int(dim))
             params = [provider, model, np.asarray(query.vector, dtype=np.float32).reshape(-1)]
         a = query.agent_id
+        by_ord, by_id = (*params, a, int_array(new_ords)), (*params, a, int_array(new_ids))
         got = _union(
             reads,
-            (f"SELECT o.ord, c.id, c.user_id, {cos} {_BY_ORD}", (*params, a, new_ords), bool(new_ords)),
-            (f"SELECT -1, c.id, c.user_id, {cos} {_BY_ID}", (*params, a, new_ids), bool(new_ids)),
+            (f"SELECT o.ord, c.id, c.user_id, {cos} {_BY_ORD}", by_ord, bool(new_ords)),
+            (f"SELECT -1, c.id, c.user_id, {cos} {_BY_ID}", by_id, bool(new_ids)),
         )
         for o, i, u, c in got:
             self.add(int(i), int(o) if o >= 0 else ord_of.get(i, -1), u, 0.0 if c is None else float(c))

@@ -221,3 +221,15 @@ def test_sent_gives_up_after_the_statement_timeout(engine: Any) -> None:
     assert isinstance(outcome, Failed) and "within 0.3 s" in str(outcome) and seconds < 4, outcome
     assert reads.query("SELECT 1", ()) == [(1,)]
     reads.close()
+
+
+def test_an_int_array_literal_is_read_by_the_server_as_the_list(engine: Any) -> None:
+    """``int_array`` passes a batch of ids as one string the statement casts: the server reads
+    the same numbers (numpy integers too), an empty list as an empty array."""
+    import numpy as np
+
+    reads = _reads(engine)
+    values = [7, -3, 2**40, *np.array([5, 9], dtype=np.int64)]
+    got = reads.query("SELECT %s::text::int8[]", (pg_reads.int_array(values),))
+    assert got == [([7, -3, 2**40, 5, 9],)]
+    assert reads.query("SELECT cardinality(%s::text::int8[])", (pg_reads.int_array([]),)) == [(0,)]
