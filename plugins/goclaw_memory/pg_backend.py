@@ -129,7 +129,11 @@ class PostgresSearchBackend(SearchBackend):
             if want_lex:
                 pairs = list(held[1])
                 params = (a, terms, users, held[0], [t for t, _u in pairs], [u for _t, u in pairs])
-                statements.append((FETCH, (*params, a, terms, users, a, a, a, a, terms)))
+                # A hybrid search reads its best by chunk id: every ordinal's id comes with the
+                # postings once per generation (~14 ms at 100k chunks, once).
+                lacks = parallel and not self.lists.holds_ids(a, held[0])
+                ids_asked = (parallel, a, a, held[0], lacks)
+                statements.append((FETCH, (*params, a, terms, users, a, a, a, a, terms, *ids_asked)))
             if only is not None:
                 statements.append((_ONLY_ORDS, (a, int_array(only.tolist()))))
             got = reads.queries(statements, binary=True) if statements else []
@@ -143,7 +147,10 @@ class PostgresSearchBackend(SearchBackend):
             times = dict(zip(query.terms, query.counts(), strict=True))
             weights = {t: times[t] * idf(df[t], n) * (K1 + 1) for t in terms if t in df}
             sc = scores(lists, weights, avgdl, allowed)
-            cands = Candidates(self.lists.ord_ids(a, lists.generation, lists.n_ords) if want_lex else None)
+            known = self.lists.ord_ids(a, lists.generation, lists.n_ords) if want_lex else None
+            if known is not None and lists.ord_ids is not None:
+                known.fill(lists.ord_ids)
+            cands = Candidates(known)
             m = max(pool, query.wanted) * (4 if want_vec else 1)
             best = None
             boost_on = len(users) > 1 and f.user_boost != 1.0
@@ -487,9 +494,12 @@ class PostgresSearchBackend(SearchBackend):
             return sql, (*params, query.agent_id, q, int(limit))
 
         # HNSW explores `ef` candidates: it must exceed the LIMIT (else at most 40 rows come
-        # back), and more finds more of the exact nearest neighbours (benchmarks/README.md).
+        # back), and more finds more of the exact nearest neighbours. 2 x LIMIT + 40 kept the
+        # hybrid top 10 equal to the exact one at 100k chunks (60 candidates: ef 160; 40: ef
+        # 120) while the HNSW search, run beside lane 0's reads, stopped being the longer of
+        # the two (4 x LIMIT took ~1 ms more; benchmarks/results/2026-12-06-pg-ord-ids.md).
         configured = int(getattr(self.engine.plugin_settings("memory"), "hnsw_ef_search", 0) or 0)
-        ef = max(int(limit), configured) if configured else max(40, int(limit) * 4)
+        ef = max(int(limit), configured) if configured else 2 * int(limit) + 40
         # No parallel workers: starting them costs milliseconds, also for the statement whose
         # one-time filter (the agent's size) says it has nothing to do. Session settings of the
         # direct connection (its reads run in no transaction), set before every vector read.

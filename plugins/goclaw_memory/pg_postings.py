@@ -259,9 +259,11 @@ def compact_if_due(engine: Any, agent_id: str) -> bool:
 # client holds of the agent's current generation), their delta (aggregated to the same arrays,
 # chunk ids in place of ordinals), the agent's tombstones, its ordinal count and generation, its
 # chunk count and total length, and the terms' document frequencies (sums of the statistics'
-# delta rows, goclaw_memory.pg_stats): %s = agent, terms, users, the client's generation, the
-# (term, user) pairs it holds (two arrays), then agent, terms, users, agent, agent, agent,
-# agent, terms.
+# delta rows, goclaw_memory.pg_stats), and, when asked for and the client lacks them at the
+# current generation, the chunk id of every ordinal (:class:`OrdIds`): %s = agent, terms,
+# users, the client's generation, the (term, user) pairs it holds (two arrays), then agent,
+# terms, users, agent, agent, agent, agent, terms, then whether to send the chunk ids, agent,
+# agent, the client's generation again, whether it lacks them at that generation.
 FETCH = (
     "SELECT 0, p.term, p.user_id, p.ords, p.tfs, p.lens FROM memory_packed p WHERE p.agent_id = %s "
     "AND p.term = ANY(%s) AND p.user_id = ANY(%s) AND ((SELECT generation FROM memory_packed_agents g "
@@ -277,7 +279,10 @@ FETCH = (
     "SELECT 4, NULL, NULL, int8send(coalesce(sum(chunks), 0)::int8), "
     "int8send(coalesce(sum(terms), 0)::int8), NULL FROM memory_agent_stats WHERE agent_id = %s UNION ALL "
     "SELECT 5, term, NULL, int8send(sum(df)::int8), NULL, NULL FROM memory_term_stats WHERE agent_id = %s "
-    "AND term = ANY(%s) GROUP BY term"
+    "AND term = ANY(%s) GROUP BY term UNION ALL "
+    "SELECT 6, NULL, NULL, string_agg(int4send(ord), ''::bytea), string_agg(int8send(chunk_id), ''::bytea), "
+    "NULL FROM memory_ords WHERE %s AND agent_id = %s AND ((SELECT generation FROM memory_packed_agents "
+    "WHERE agent_id = %s) IS DISTINCT FROM %s OR %s)"
 )
 
 
@@ -342,6 +347,11 @@ class OrdIds:
         out[inside] = self.ids[ords[inside]]
         return out
 
+    def fill(self, packed: tuple[bytes, bytes]) -> None:
+        """Note every ordinal's chunk id as :data:`FETCH` sends them (big-endian int4
+        ordinals, int8 ids)."""
+        self.learn(np.frombuffer(packed[0], ">i4"), np.frombuffer(packed[1], ">i8"))
+
     def learn(self, ords: Sequence[int], ids: Sequence[int]) -> None:
         """Note chunk ids read with their ordinals (ordinals past the generation's are not
         kept: the next generation starts afresh)."""
@@ -382,6 +392,12 @@ class ListCache:
                         self._lists.move_to_end((agent_id, t, u))
                         out[t, u] = got
             return self._generation[agent_id], out
+
+    def holds_ids(self, agent_id: str, generation: int | None) -> bool:
+        """Whether the agent's :class:`OrdIds` at ``generation`` are held."""
+        with self._lock:
+            got = self._lists.get((agent_id, "", _IDS))
+            return isinstance(got, OrdIds) and got.generation == generation
 
     def ord_ids(self, agent_id: str, generation: int | None, n_ords: int) -> OrdIds | None:
         """The agent's :class:`OrdIds` at ``generation`` (after :func:`fetched` stored it), made
@@ -447,6 +463,7 @@ class Lists:
     chunks: int = 0  # the agent's chunk count, total length and the terms' document frequencies
     total: int = 0
     df: dict[str, int] = field(default_factory=dict)
+    ord_ids: tuple[bytes, bytes] | None = None  # every ordinal and its chunk id, when sent
 
 
 def fetched(
@@ -475,6 +492,8 @@ def fetched(
             lists.chunks, lists.total = int(np.frombuffer(a, ">i8")[0]), int(np.frombuffer(b, ">i8")[0])
         elif kind == 5 and (df := int(np.frombuffer(a, ">i8")[0])) > 0:
             lists.df[term] = df
+        elif kind == 6 and a is not None:
+            lists.ord_ids = (a, b)
     generation, have = held
     fresh = generation != lists.generation
     if fresh:

@@ -80,8 +80,8 @@ class MemorySettings(BaseModel):
         default=0,
         ge=0,
         le=1000,
-        description="backend postgresql: HNSW candidate list per vector search (0 = 4 x candidates, "
-        "at least 40); higher finds more of the exact nearest chunks, slower",
+        description="backend postgresql: HNSW candidate list per vector search (0 = 2 x candidates "
+        "+ 40); higher finds more of the exact nearest chunks, slower",
     )
     pg_connect_timeout: float = Field(
         default=10.0,

@@ -637,3 +637,41 @@ def test_ids_learnt_before_a_renumbering_are_not_used_after_it(
         assert ranked(pg_engine) == ranked(exact)
     finally:
         exact.close()
+
+
+def test_a_hybrid_search_gets_every_ordinals_chunk_id_with_the_postings_once(
+    eng: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first hybrid search of an agent's generation receives every packed ordinal's chunk
+    id with the postings (its best are then read by id), the next ones do not, and a new
+    generation (a compaction) sends them afresh."""
+    import goclaw_memory.pg_backend as pg_backend_module
+    import goclaw_memory.pg_postings as pg_postings_module
+    from goclaw_memory.testing.backend_suite import ada_dir, fill
+
+    root = ada_dir(eng)
+    fill(root)
+    eng.memory.index("ada")
+    sent: list[bool] = []
+    real = pg_backend_module.fetched
+
+    def spy(rows: Any, *args: Any) -> Any:
+        lists = real(rows, *args)
+        sent.append(lists.ord_ids is not None)
+        return lists
+
+    monkeypatch.setattr(pg_backend_module, "fetched", spy)
+    assert eng.memory.search("build pipeline tests", "ada")[0].path == "memory/notes-1.md"
+    eng.memory.search("tomato plants balcony", "ada")
+    eng.memory.search("tomato plants balcony", "ada", channel="lexical")
+    assert sent == [True, False, False]
+    cache = eng.memory.backend.lists
+    (key,) = [k for k in cache._lists if k[2] == "\x00ids"]
+    with eng.db.engine.connect() as conn:
+        ords = {int(o): int(i) for o, i in conn.execute(text("SELECT ord, chunk_id FROM memory_ords"))}
+    assert ords and {o: int(cache._lists[key].ids[o]) for o in ords} == ords
+    monkeypatch.setattr(pg_postings_module, "COMPACT_ROWS", 1)  # the next write compacts
+    write(root, "memory/extra.md", "The build pipeline also lints every commit.\n")
+    eng.memory.index("ada")
+    assert eng.memory.search("build pipeline lints", "ada")[0].path == "memory/extra.md"
+    assert sent[-1] is True
