@@ -172,8 +172,7 @@ class PostgresSearchBackend(SearchBackend):
             else:
                 vec_got = vec_lane.queries(vec_sql, binary=True)
         nearest = [r for got_rows in vec_got[1:] for r in got_rows] if want_vec else []
-        for i, o, u, cos in nearest:
-            cands.add(int(i), -1 if o is None else int(o), u, float(cos))
+        cands.add_rows((-1 if o is None else o, i, u, cos) for i, o, u, cos in nearest)
         cands.learn([(r[1], r[0]) for r in nearest if r[1] is not None])
         rest_cosine = 0.0
         if len(nearest) >= max(pool, query.wanted):  # else every vector of the scope was read
@@ -588,17 +587,27 @@ class Candidates:
 
     def add(self, chunk_id: int, ord_: int, user: str, cosine: float) -> None:
         """A new slot (none for a chunk already here by its id or ordinal)."""
-        if chunk_id in self._slot_of_id or ord_ in self._slot_of_ord:
-            return
-        slot = len(self._ids)
-        self._ids.append(chunk_id)
-        self._ords.append(ord_)
-        self.users.append(user)
-        self._cos.append(cosine)
-        if chunk_id >= 0:
-            self._slot_of_id[chunk_id] = slot
-        if ord_ >= 0:
-            self._slot_of_ord[ord_] = slot
+        self.add_rows([(ord_, chunk_id, user, cosine)])
+
+    def add_rows(self, rows: Iterable[Sequence[Any]], ord_of: dict[int, int] | None = None) -> None:
+        """:meth:`add` for each ``(ordinal, chunk id, user, cosine or None)`` (a search adds a few
+        hundred: one loop, no call per row); ``ord_of``: the ordinal of a chunk given at -1."""
+        ids, ords, users, cos = self._ids, self._ords, self.users, self._cos
+        by_id, by_ord = self._slot_of_id, self._slot_of_ord
+        for o, i, u, c in rows:
+            if o < 0 and ord_of:
+                o = ord_of.get(i, -1)
+            if i in by_id or o in by_ord:
+                continue
+            slot = len(ids)
+            ids.append(i)
+            ords.append(o)
+            users.append(u)
+            cos.append(0.0 if c is None else c)
+            if i >= 0:
+                by_id[i] = slot
+            if o >= 0:
+                by_ord[o] = slot
 
     def extend(
         self, reads: Any, query: SearchQuery, ords: np.ndarray, ids: np.ndarray, *, fetch: bool
@@ -616,10 +625,8 @@ class Candidates:
             new_ids += [i for i in ord_of if i not in self._slot_of_id]
             new_ords = wanted[~hit].tolist()
         if not fetch:
-            for o in new_ords:
-                self.add(-1, o, "", 0.0)
-            for i in new_ids:
-                self.add(i, -1, "", 0.0)
+            self.add_rows([(o, -1, "", 0.0) for o in new_ords])
+            self.add_rows([(-1, i, "", 0.0) for i in new_ids])
             return
         if not new_ords and not new_ids:
             return
@@ -635,8 +642,7 @@ class Candidates:
             (f"SELECT o.ord, c.id, c.user_id, {cos} {_BY_ORD}", by_ord, bool(new_ords)),
             (f"SELECT -1, c.id, c.user_id, {cos} {_BY_ID}", by_id, bool(new_ids)),
         )
-        for o, i, u, c in got:
-            self.add(int(i), int(o) if o >= 0 else ord_of.get(i, -1), u, 0.0 if c is None else float(c))
+        self.add_rows(got, ord_of)
         self.learn([(r[0], r[1]) for r in got if r[0] >= 0])
 
     def learn(self, pairs: Sequence[tuple[int, int]]) -> None:
