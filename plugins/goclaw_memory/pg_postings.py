@@ -324,11 +324,12 @@ _EMPTY = Arrays(np.zeros(0, np.int32), np.zeros(0, np.float32), np.zeros(0, np.f
 
 
 class OrdIds:
-    """The chunk ids of an agent's ordinals that its searches have read, at one generation
-    (-1: not known yet). An ordinal names one chunk until a compaction renumbers the agent,
-    and every compaction gives the agent a new generation, so what one search learnt saves the
-    next ones the ordinal's lookup (an index descent per ordinal, most of the cost of reading
-    the best chunks' cosines)."""
+    """The chunk id of each of an agent's ordinals at one generation (-1: not known): all of
+    them sent with the postings to the generation's first hybrid search (:data:`FETCH`), or
+    those the rows a full-text search read. An ordinal names one chunk until a compaction
+    renumbers the agent, and every compaction gives the agent a new generation, so a search
+    reads its best by id and saves the lookup in ``memory_ords`` (an index descent per
+    ordinal, most of the cost of reading the best chunks' cosines)."""
 
     __slots__ = ("generation", "ids")
 
