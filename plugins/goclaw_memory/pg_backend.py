@@ -90,6 +90,7 @@ class PostgresSearchBackend(SearchBackend):
         self.lists = ListCache(float(budget))  # recently read packed lists
         self.sketches = SketchCache(SKETCHES_KEPT)  # the passage sketches the last searches read
         self._sketching: dict[tuple[Any, ...], bool] = {}
+        self._sizes: dict[str, int] = {}  # each agent's chunk count at its last full-text read
 
     # ------------------------------------------------------------------ search
     def search(self, query: SearchQuery) -> SearchResult:
@@ -138,6 +139,10 @@ class PostgresSearchBackend(SearchBackend):
                 statements.append((_ONLY_ORDS, (a, int_array(only.tolist()))))
             got = reads.queries(statements, binary=True) if statements else []
             lists = fetched(got.pop(0), self.lists, a, terms, users, held) if want_lex else Lists()
+            if want_lex:
+                if len(self._sizes) > 10_000:  # bounded, whatever the number of agents
+                    self._sizes.clear()
+                self._sizes[a] = lists.chunks
             allowed = None
             if only is not None:
                 allowed = (np.sort(np.array([r[0] for r in got.pop(0)], dtype=np.int64)), only)
@@ -172,6 +177,10 @@ class PostgresSearchBackend(SearchBackend):
             else:
                 vec_got = vec_lane.queries(vec_sql, binary=True)
         nearest = [r for got_rows in vec_got[1:] for r in got_rows] if want_vec else []
+        if want_vec and not nearest and vec_lane is not None and len(vec_sql) == 2:
+            # One statement was sent for the size the agent had; it may have crossed the line.
+            vec_sql = self._vector_sql(query, users, max(pool, query.wanted), only, "both")
+            nearest = [r for got_rows in vec_lane.queries(vec_sql, binary=True)[1:] for r in got_rows]
         cands.add_rows((-1 if o is None else o, i, u, cos) for i, o, u, cos in nearest)
         cands.learn([(r[1], r[0]) for r in nearest if r[1] is not None])
         rest_cosine = 0.0
@@ -459,13 +468,20 @@ class PostgresSearchBackend(SearchBackend):
             self._deferred.clear()
 
     def _vector_sql(
-        self, query: SearchQuery, users: list[str], limit: int, only: np.ndarray | None
+        self,
+        query: SearchQuery,
+        users: list[str],
+        limit: int,
+        only: np.ndarray | None,
+        which: str | None = None,
     ) -> list[tuple[str, Sequence[Any]]]:
         """The statements for the nearest ``limit`` chunks of the scope (rows: id, ordinal or
         NULL in the delta, user, cosine), the last one's rows the answer: for an agent of at
         most :data:`EXACT_VECTOR_SCAN` chunks an exact scan (its rows by the scope index; the
         ordering expression differs from the HNSW index's, so that index is not used), else
-        HNSW with iterative scans. Both are sent; the agent's size (an InitPlan) lets one run."""
+        HNSW with iterative scans. The agent's size (an InitPlan) lets one run; ``which``
+        (``exact``, ``hnsw``, ``both``; default: what the agent's size at its last search calls
+        for, both when unknown or near the line) says which are sent."""
         assert query.space is not None
         provider, model, dim = query.space
         dim = int(dim)
@@ -508,7 +524,14 @@ class PostgresSearchBackend(SearchBackend):
         )
         if self._supports_iterative():
             settings += ", set_config('hnsw.iterative_scan', 'relaxed_order', false)"
-        return [(f"SELECT {settings}", ()), nearest(True), nearest(False)]
+        # Both statements only when the agent's size is not known well away from the line:
+        # the server plans every statement sent (~0.3-0.5 ms each), also one that never runs.
+        size_known = self._sizes.get(query.agent_id) if which is None else None
+        if which is None and size_known is not None:
+            far = size_known > 2 * EXACT_VECTOR_SCAN or 2 * size_known < EXACT_VECTOR_SCAN
+            which = ("exact" if size_known <= EXACT_VECTOR_SCAN else "hnsw") if far else "both"
+        picked = [nearest(True)] if which == "exact" else [nearest(False)] if which == "hnsw" else []
+        return [(f"SELECT {settings}", ()), *(picked or [nearest(True), nearest(False)])]
 
 
 _ONLY = " AND id = ANY(%s::text::int8[])"  # a filtered search's chunks (goclaw_memory.filters)

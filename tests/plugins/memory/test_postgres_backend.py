@@ -675,3 +675,39 @@ def test_a_hybrid_search_gets_every_ordinals_chunk_id_with_the_postings_once(
     eng.memory.index("ada")
     assert eng.memory.search("build pipeline lints", "ada")[0].path == "memory/extra.md"
     assert sent[-1] is True
+
+
+def test_a_vector_search_after_the_agent_crossed_the_exact_scan_line_still_finds(
+    eng: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search sends the one vector statement its agent's last known size calls for (exact
+    scan or HNSW); when the agent has since crossed the line, that statement finds nothing and
+    the search asks again with both."""
+    import goclaw_memory.pg_backend as pg_backend_module
+    from goclaw_memory.testing.backend_suite import ada_dir, fill
+
+    monkeypatch.setattr(pg_backend_module, "EXACT_VECTOR_SCAN", 4)
+    root = ada_dir(eng)
+    write(root, "memory/first.md", "The tomato plants on the balcony need water twice a week.\n")
+    eng.memory.index("ada")
+    sent: list[int] = []
+    real = pg_backend_module.PostgresSearchBackend._vector_sql
+
+    def spy(self: Any, *args: Any) -> Any:
+        got = real(self, *args)
+        sent.append(len(got) - 1)
+        return got
+
+    monkeypatch.setattr(pg_backend_module.PostgresSearchBackend, "_vector_sql", spy)
+    assert eng.memory.search("tomato balcony", "ada")[0].path == "memory/first.md"
+    assert sent == [2]  # the size not known yet: both
+    fill(root)  # past 2 x 4 chunks: HNSW's side of the line, still unknown to the backend
+    eng.memory.index("ada")
+    sent.clear()
+    hits = eng.memory.search("watering the plants on the balcony", "ada", channel="vector")
+    assert hits and "memory/first.md" in [h.path for h in hits]
+    assert sent == [1, 2]  # the exact scan the old size called for, then both
+    sent.clear()
+    eng.memory.search("tomato balcony", "ada")  # again the old size's statement, then both
+    eng.memory.search("tomato balcony", "ada")  # the size the first one's full-text read saw
+    assert sent == [1, 2, 1]
