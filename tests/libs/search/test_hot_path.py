@@ -207,12 +207,27 @@ def test_rows_and_chunks_made_without_init_equal_the_dataclasses() -> None:
     assert not _plain(ScoredChunk, ("id", "score", "lexical"))  # a field added: the real __init__
 
 
-def test_searches_in_threads_while_the_index_changes(eng: Any) -> None:
+@pytest.mark.parametrize("chosen", ["default", "postgresql"])
+def test_searches_in_threads_while_the_index_changes(
+    eng: Any, make_engine: Any, backend: str, chosen: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Searches in several threads (reranker on and off: the shared BM25 contributions, the
-    partial row reads, on PostgreSQL the token read with the rows) while this thread re-indexes:
-    no error, every hit's text is its chunk's, and the last write is found afterwards."""
+    partial row reads, on PostgreSQL the token read with the rows, or, with the ``postgresql``
+    backend, the list cache and its ordinals' chunk ids across compactions) while this thread
+    re-indexes: no error, every hit's text is its chunk's, and the last write is found
+    afterwards."""
     import threading
 
+    if chosen == "postgresql":
+        if backend == "sqlite":
+            pytest.skip("the postgresql search backend needs PostgreSQL")
+        import goclaw_memory.pg_postings as pg_postings_module
+
+        monkeypatch.setattr(pg_postings_module, "COMPACT_ROWS", 1)  # every write compacts
+        eng = make_engine(
+            extra_plugins=[("testemb", EmbedderPlugin())], plugins={"memory": {"backend": "postgresql"}}
+        )
+        assert eng.memory.backend.name == "postgresql"
     root = Path(eng.agent_dir(eng.agents.get("ada")))
     for i in range(30):
         write(root, f"memory/n{i}.md", f"# Note {i}\n\nThe harbour crane {i} lifts crates of tea.\n")
