@@ -33,8 +33,9 @@ def resolve_backend(name: str, database: str) -> str:
     ``inprocess`` reads any database through the memory service's IndexSource. On PostgreSQL
     the database-side ``postgresql`` backend computes the same full-text and hybrid ranking with
     nothing held per process but a bounded cache, but is not the default yet: at 100k chunks its
-    default hybrid search (reranker on) takes 2.1× the in-process engine's time, and its vector
-    channel alone returns HNSW's neighbours (docs/postgres.md compares them)."""
+    default hybrid search (reranker on) takes 2.0× the in-process engine's time on a machine at
+    full speed and up to 2.6× on a slowed one, and its vector channel alone returns HNSW's
+    neighbours (docs/postgres.md compares them)."""
     if name != "auto":
         return name
     return "sqlite" if database == "sqlite" else "inprocess"
