@@ -37,6 +37,19 @@ def pg_engine(pg_schema_url: str, workspace: Path) -> Any:
     eng.close()
 
 
+def _exact(workspace: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The in-memory engine over the same database, full text only, reranker off: the exact
+    ranking the backend's is compared with."""
+    from goclaw.engine import Engine
+
+    monkeypatch.delenv("GOCLAW_PLUGINS__MEMORY__BACKEND", raising=False)
+    return Engine.open(
+        workspace,
+        url,
+        plugins={"embeddings": {"provider": "none"}, "memory": {"backend": "inprocess", "rerank": "none"}},
+    )
+
+
 def _chunk_ids(eng: Any) -> dict[str, int]:
     with eng.db.engine.connect() as conn:
         rows = conn.execute(text("SELECT path, id FROM memory_chunks")).all()
@@ -391,7 +404,6 @@ def test_packed_delta_and_tombstones_rank_as_the_in_memory_engine(
     import random
 
     import goclaw_memory.pg_postings as pg_postings_module
-    from goclaw.engine import Engine
     from goclaw_memory.pg_postings import compact
 
     cfg = pg_engine.plugin_settings("memory")
@@ -422,12 +434,7 @@ def test_packed_delta_and_tombstones_rank_as_the_in_memory_engine(
     pg_engine.memory.index("ada")
     packed, delta, tombs = _packed_state(pg_engine)
     assert packed and delta and tombs
-    monkeypatch.delenv("GOCLAW_PLUGINS__MEMORY__BACKEND", raising=False)
-    exact = Engine.open(
-        workspace,
-        pg_schema_url,
-        plugins={"embeddings": {"provider": "none"}, "memory": {"backend": "inprocess", "rerank": "none"}},
-    )
+    exact = _exact(workspace, pg_schema_url, monkeypatch)
 
     def same() -> None:
         for q in ("deploy server", "ticket kettle ferry", "noon invoice gateway deploy", "server", "note"):
@@ -461,7 +468,6 @@ def test_concurrent_writers_and_compactions_keep_the_postings_exact(
     import threading
 
     import goclaw_memory.pg_postings as pg_postings_module
-    from goclaw.engine import Engine
     from goclaw_memory.pg_postings import compact
 
     monkeypatch.setattr(pg_postings_module, "COMPACT_ROWS", 1)
@@ -499,15 +505,7 @@ def test_concurrent_writers_and_compactions_keep_the_postings_exact(
             compact(c, _agent_id(one), wait=True)
         assert _packed_state(one)[1:] == (0, 0)
         assert pg_postings(one) == _counted_postings(one)
-        monkeypatch.delenv("GOCLAW_PLUGINS__MEMORY__BACKEND", raising=False)
-        exact = Engine.open(
-            workspace,
-            pg_schema_url,
-            plugins={
-                "embeddings": {"provider": "none"},
-                "memory": {"backend": "inprocess", "rerank": "none"},
-            },
-        )
+        exact = _exact(workspace, pg_schema_url, monkeypatch)
         one.plugin_settings("memory").rerank = "none"
         try:
             for q in ("kettle ferry", "harbour lamp invoice", "note"):
@@ -533,7 +531,6 @@ def test_an_agent_edited_past_its_size_is_packed_afresh(
     chunks, the next compaction packs the agent afresh from its chunks (ordinals 0..n-1), and
     it still ranks as the in-memory engine."""
     import goclaw_memory.pg_postings as pg_postings_module
-    from goclaw.engine import Engine
 
     monkeypatch.setattr(pg_postings_module, "RENUMBER_GAP", 0)
     monkeypatch.setattr(pg_postings_module, "COMPACT_ROWS", 1)  # every write compacts
@@ -564,12 +561,7 @@ def test_an_agent_edited_past_its_size_is_packed_afresh(
     # the six, packed afresh from ordinal 0.
     assert seen == [(10, 6), (6, 6), (10, 6), (6, 6)]
     assert pg_postings(pg_engine) == _counted_postings(pg_engine)
-    monkeypatch.delenv("GOCLAW_PLUGINS__MEMORY__BACKEND", raising=False)
-    exact = Engine.open(
-        workspace,
-        pg_schema_url,
-        plugins={"embeddings": {"provider": "none"}, "memory": {"backend": "inprocess", "rerank": "none"}},
-    )
+    exact = _exact(workspace, pg_schema_url, monkeypatch)
     try:
         for q in ("kettle ferry", "edit 3", "note whistles"):
             want = [(h.path, round(h.score, 4)) for h in exact.memory.search(q, "ada", channel="lexical")]
@@ -602,7 +594,6 @@ def test_ids_learnt_before_a_renumbering_are_not_used_after_it(
     searches after it rank as the in-memory engine: what was noted belonged to the old
     generation."""
     import goclaw_memory.pg_postings as pg_postings_module
-    from goclaw.engine import Engine
 
     monkeypatch.setattr(pg_postings_module, "RENUMBER_GAP", 0)
     monkeypatch.setattr(pg_postings_module, "COMPACT_ROWS", 1)  # every write compacts
@@ -627,12 +618,7 @@ def test_ids_learnt_before_a_renumbering_are_not_used_after_it(
         for i in range(4):
             write(root, f"memory/n{i}.md", f"Note {i}, edit {round_}: the ferry {round_} kettle {i}.\n")
         pg_engine.memory.index("ada")
-    monkeypatch.delenv("GOCLAW_PLUGINS__MEMORY__BACKEND", raising=False)
-    exact = Engine.open(
-        workspace,
-        pg_schema_url,
-        plugins={"embeddings": {"provider": "none"}, "memory": {"backend": "inprocess", "rerank": "none"}},
-    )
+    exact = _exact(workspace, pg_schema_url, monkeypatch)
     try:
         assert ranked(pg_engine) == ranked(exact)
     finally:
