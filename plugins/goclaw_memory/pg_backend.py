@@ -21,10 +21,12 @@ lists.
   no pool checkout, no transaction, results in binary. Lane 1 runs the vector statements, sent
   first in a hybrid search; lane 0 meanwhile reads the statistics and postings (one statement,
   so they agree with each other under concurrent writes), the best's cosines and the likely
-  winners' rows. A packed chunk is read by ordinal (a lookup in ``memory_ords``) or, when an
-  earlier search of the agent's generation read that ordinal's chunk id, by id
-  (:class:`goclaw_memory.pg_postings.OrdIds`, in the list cache): the lookup per ordinal is most
-  of what reading the best's cosines costs. A chunk deleted in between is left out.
+  winners' rows. A packed chunk is read by id when the process holds its ordinal's chunk id
+  (:class:`goclaw_memory.pg_postings.OrdIds`, in the list cache: all of them, sent with the
+  postings to the generation's first hybrid search), else by ordinal through ``memory_ords``
+  (an index descent per ordinal, most of what reading the best's cosines cost). A chunk
+  deleted in between is left out. Lane 1 gets the one vector statement (exact scan or HNSW)
+  the agent's last known size calls for.
 """
 
 from __future__ import annotations
@@ -581,8 +583,8 @@ class _RowRead(NamedTuple):
 class Candidates:
     """The chunks a search scores, in slots: each with its ordinal (-1: in the delta), chunk id
     (-1: not read yet, a packed chunk of a full-text search), user and cosine. ``known``: the
-    agent's ordinals whose chunk ids earlier searches read (:class:`OrdIds`, at this search's
-    generation): those chunks are read by id, and what is read by ordinal is noted there."""
+    chunk ids of the agent's ordinals held at this search's generation (:class:`OrdIds`):
+    those chunks are read by id, and what is read by ordinal is noted there."""
 
     def __init__(self, known: OrdIds | None = None) -> None:
         self.known = known
@@ -608,13 +610,10 @@ class Candidates:
     def cosines(self) -> np.ndarray:
         return np.array(self._cos, dtype=np.float64)
 
-    def add(self, chunk_id: int, ord_: int, user: str, cosine: float) -> None:
-        """A new slot (none for a chunk already here by its id or ordinal)."""
-        self.add_rows([(ord_, chunk_id, user, cosine)])
-
     def add_rows(self, rows: Iterable[Sequence[Any]], ord_of: dict[int, int] | None = None) -> None:
-        """:meth:`add` for each ``(ordinal, chunk id, user, cosine or None)`` (a search adds a few
-        hundred: one loop, no call per row); ``ord_of``: the ordinal of a chunk given at -1."""
+        """A new slot for each ``(ordinal, chunk id, user, cosine or None)`` not here yet by its
+        id or ordinal (a search adds a few hundred: one loop, no call per row); ``ord_of``: the
+        ordinal of a chunk given at -1."""
         ids, ords, users, cos = self._ids, self._ords, self.users, self._cos
         by_id, by_ord = self._slot_of_id, self._slot_of_ord
         for o, i, u, c in rows:
