@@ -162,6 +162,12 @@ def interleaved(
         generate(keep / "src", n_chunks=n_chunks, n_facts=150, seed=7)
     else:
         schema = marker.read_text().strip()
+        admin = create_engine(url)
+        with admin.connect() as c:
+            found = c.execute(text("SELECT 1 FROM pg_namespace WHERE nspname = :s"), {"s": schema}).first()
+        admin.dispose()
+        if found is None:  # else every table would be made again in the next schema on the path
+            sys.exit(f"error: schema {schema} (named in {marker}) is gone; remove {keep} to load afresh")
     sep = "&" if "?" in url else "?"
     pg_url = f"{url}{sep}options=-csearch_path%3D{schema},public"
     questions = [
