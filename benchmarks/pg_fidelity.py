@@ -142,6 +142,24 @@ def run(n_chunks: int, url: str, backend: str) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _machine() -> str:
+    """The host's state when a run is measured: the time to gather 4 M random doubles from a
+    256 MB array (memory latency: what an HNSW walk and a vector scan wait on) and to sum it
+    (bandwidth). The same VM has run both engines 1.4-2x slower at times, a plain Python loop
+    unchanged, and the ratio of a multi-process design against a single-process one moves
+    with it."""
+    import numpy as np
+
+    a = np.ones(32_000_000)
+    idx = np.random.default_rng(0).integers(0, len(a), 4_000_000)
+    t = time.perf_counter()
+    a[idx].sum()
+    t1 = time.perf_counter()
+    a.sum()
+    t2 = time.perf_counter()
+    return f"gather {(t1 - t) * 1000:.0f} ms, stream {(t2 - t1) * 1000:.0f} ms"
+
+
 def interleaved(
     keep: Path, n_chunks: int, url: str, backend: str, block: int = 50, rerank: str = "none"
 ) -> None:
@@ -190,7 +208,8 @@ def interleaved(
         eng.memory.search("warm up", "bench", limit=K)
     print(
         f"{n_chunks:,} chunks, {len(questions)} questions, schema {schema}, "
-        f"backend {pg.memory.backend.name}, blocks of {block}, reranker {rerank}"
+        f"backend {pg.memory.backend.name}, blocks of {block}, reranker {rerank}; "
+        f"machine: {_machine()}"
     )
     postings = _postings_per_question(pg, questions)
     common = set(sorted(range(len(questions)), key=lambda i: -postings[i])[: max(1, len(questions) // 10)])
@@ -226,7 +245,8 @@ def interleaved(
                 f"p50 / p90 / p99 {statistics.median(t):.1f} / {t[int(0.9 * (n - 1))]:.1f} / "
                 f"{t[int(0.99 * (n - 1))]:.1f} ms"
             )
-        print("; ".join(line), f"(load average {os.getloadavg()[0]:.1f})", flush=True)
+        state = f"(load average {os.getloadavg()[0]:.1f}; {_machine()})"
+        print("; ".join(line), state, flush=True)
         few = {name: sorted(ms[name][i] for i in common) for name in ms}
         print(
             f"  {channel:7s} common words: pg p50 / p99 {statistics.median(few['pg']):.1f} / "
