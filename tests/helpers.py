@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
+from types import ModuleType
 
 from goclaw_memory.testing.helpers import CliResult, run_cli  # noqa: F401 - shared with plugin authors
 
@@ -21,3 +24,16 @@ def source_copy(dest: Path) -> Path:
     for name in ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md"):
         shutil.copy(root / name, dest / name)
     return dest
+
+
+def load_script(path: Path, name: str | None = None) -> ModuleType:
+    """A script outside the packages (``benchmarks/``, ``examples/``) imported as the module
+    ``name`` (its file's stem by default), registered in ``sys.modules`` so its dataclasses and
+    the modules it imports by that name resolve."""
+    name = name or path.stem
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

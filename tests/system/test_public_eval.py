@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.helpers import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,12 +83,7 @@ CISI_REL = "     1     1 0 0.000000\n     2     2\t0\t0.000000\n"
 
 
 def _module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("public_eval", ROOT / "benchmarks" / "public_eval.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["public_eval"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "benchmarks" / "public_eval.py")
 
 
 def _write(folder: Path, files: dict[str, str]) -> Path:

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
 from goclaw.contracts.tools import ToolContext
+from tests.helpers import load_script
 from tests.memory_helpers import write
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _load_example() -> Any:
-    spec = importlib.util.spec_from_file_location("runtime_loop", ROOT / "examples" / "runtime_loop.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "examples" / "runtime_loop.py")
 
 
 def test_python_loop_example(engine: Any) -> None:

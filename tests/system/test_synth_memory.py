@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -14,17 +12,13 @@ import pytest
 
 from goclaw_memory.chunking import chunk_text
 from goclaw_memory.evaluation import parse_questions
+from tests.helpers import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("synth_memory", ROOT / "benchmarks" / "synth_memory.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["synth_memory"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "benchmarks" / "synth_memory.py")
 
 
 def _digest(root: Path) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 from collections import Counter
@@ -13,7 +12,7 @@ from typing import Any
 import pytest
 
 from goclaw_memory.evaluation import Expect, Question, evaluate, load_questions
-from tests.helpers import run_cli
+from tests.helpers import load_script, run_cli
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "quickstart"
@@ -37,10 +36,7 @@ def _words(text: str) -> set[str]:
 
 
 def test_the_set_is_up_to_date_with_the_memory_files() -> None:
-    spec = importlib.util.spec_from_file_location("build_questions", EXAMPLE / "eval" / "build_questions.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(EXAMPLE / "eval" / "build_questions.py")
     assert module.build() == QUESTIONS.read_text(encoding="utf-8"), (
         "examples/quickstart/eval/questions.jsonl is stale: run build_questions.py"
     )
