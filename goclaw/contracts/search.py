@@ -57,7 +57,6 @@ class SearchQuery:
     users: tuple[str, ...]  # "" = agent level; a user id = that user's own memory
     text: str
     terms: tuple[str, ...]  # goclaw_search.tokenize.query_terms(text)
-    # How often each of ``terms`` occurs in the query (empty: once each); BM25 counts it so.
     vector: Any  # the query's embedding, or None (no vector channel)
     space: Space | None
     limit: int  # hits the caller will show
@@ -68,7 +67,7 @@ class SearchQuery:
     # Whether a reranker reads ``ChunkRow.terms`` (False: a backend may leave them out).
     rerank_terms: bool = True
     filter: Any = None  # only chunks a goclaw_search.facets.SearchFilter matches (None: all)
-    term_counts: tuple[int, ...] = ()  # (see ``terms``)
+    term_counts: tuple[int, ...] = ()  # how often each of ``terms`` is in the query (empty: once each)
 
     def counts(self) -> tuple[int, ...]:
         """``term_counts``, or once each when they do not match ``terms`` (a query rewritten
