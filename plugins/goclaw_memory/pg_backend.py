@@ -510,13 +510,17 @@ class PostgresSearchBackend(SearchBackend):
             params = [q, query.agent_id, users, provider, model, *chosen]
             return sql, (*params, query.agent_id, q, int(limit))
 
-        # HNSW explores `ef` candidates: it must exceed the LIMIT (else at most 40 rows come
-        # back), and more finds more of the exact nearest neighbours. 2 x LIMIT + 40 kept the
-        # hybrid top 10 equal to the exact one at 100k chunks (60 candidates: ef 160; 40: ef
-        # 120) while the HNSW search, run beside lane 0's reads, stopped being the longer of
-        # the two (4 x LIMIT took ~1 ms more; benchmarks/results/2026-12-06-pg-ord-ids.md).
+        # HNSW explores `ef` candidates: at least the LIMIT (else fewer rows come back without
+        # iterative scans), and more finds more of the exact nearest neighbours at ~1 us a
+        # buffer visited. In a hybrid search the nearest chunks only add candidates to those
+        # the postings bring, whose cosines are read exactly, so ef = LIMIT keeps the fused top
+        # equal to the exact one at half the walk of 2 x LIMIT + 40; the vector channel alone
+        # returns HNSW's neighbours as its answer and explores 2 x LIMIT + 40.
         configured = int(getattr(self.engine.plugin_settings("memory"), "hnsw_ef_search", 0) or 0)
-        ef = max(int(limit), configured) if configured else 2 * int(limit) + 40
+        if configured:
+            ef = max(int(limit), configured)
+        else:
+            ef = int(limit) if query.channel == "hybrid" else 2 * int(limit) + 40
         # No parallel workers: starting them costs milliseconds, also for the statement whose
         # one-time filter (the agent's size) says it has nothing to do. Session settings of the
         # direct connection (its reads run in no transaction), set before every vector read.

@@ -81,8 +81,9 @@ class MemorySettings(BaseModel):
         default=0,
         ge=0,
         le=1000,
-        description="backend postgresql: HNSW candidate list per vector search (0 = 2 x candidates "
-        "+ 40); higher finds more of the exact nearest chunks, slower",
+        description="backend postgresql: HNSW candidate list per vector search (0 = the candidates in "
+        "a hybrid search, 2 x candidates + 40 for the vector channel); higher finds more of the "
+        "exact nearest chunks, slower",
     )
     pg_connect_timeout: float = Field(
         default=10.0,

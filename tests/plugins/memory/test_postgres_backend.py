@@ -586,6 +586,32 @@ def test_vector_statements_run_on_the_threads_second_connection(eng: Any) -> Non
     assert lanes[1].query(show, ()) == [("auto",)]
 
 
+def test_hnsw_explores_the_limit_in_a_hybrid_search_and_more_for_the_vector_channel(eng: Any) -> None:
+    """A hybrid search reads the cosines of the postings' best exactly, so its HNSW walk
+    explores only as many candidates as it returns; the vector channel alone, whose answer the
+    walk is, explores 2 x LIMIT + 40; ``hnsw_ef_search`` overrides both (at least the LIMIT)."""
+    from goclaw_memory import pg_direct
+    from goclaw_memory.testing.backend_suite import ada_dir, fill
+
+    fill(ada_dir(eng))
+    eng.memory.index("ada")
+    cfg = eng.plugin_settings("memory")
+    cfg.rerank = "none"
+
+    def ef(channel: str) -> int:
+        eng.memory.search("the team ships on friday", "ada", limit=5, channel=channel)
+        lane = {k: c for (_t, k), c in pg_direct._DIRECT[eng].by_thread.items()}
+        return int(lane[1].query("SELECT current_setting('hnsw.ef_search')", ())[0][0])
+
+    limit = max(cfg.min_candidates, cfg.candidate_factor * 5)
+    assert ef("hybrid") == limit
+    assert ef("vector") == 2 * limit + 40
+    cfg.hnsw_ef_search = 7
+    assert ef("hybrid") == limit
+    cfg.hnsw_ef_search = 300
+    assert ef("hybrid") == ef("vector") == 300
+
+
 def test_ids_learnt_before_a_renumbering_are_not_used_after_it(
     pg_engine: Any, pg_schema_url: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
