@@ -8,8 +8,10 @@ compiled module.
   ``libs`` package, and an editable install maps just these names to their folders.
 * ``goclaw_search._vec`` (``libs/goclaw_search/_vec.pyx``, Cython, with the int8 dots in
   ``_vec_dots.h``, plain C, and the term table's loop over a batch's pieces in
-  ``_pieces.pxi``, Cython, included): the vector channel's kernels and the bulk indexing
-  loops (the tokenizer's pieces, new term ids, postings), an optional extension.
+  ``_pieces.pxi``, ``_dense.pxi`` and ``_lexpos.pxi``, Cython, included): the vector channel's
+  kernels, the bulk indexing loops (the tokenizer's pieces, new term ids, postings), the
+  postgresql backend's dense BM25 and the query terms' positions in stored term strings, an
+  optional extension.
   Without a C compiler the build goes on without it and ``goclaw_search.vecq`` and
   ``goclaw_search.term_table`` run their numpy versions (the same results, slower searches
   and indexing).

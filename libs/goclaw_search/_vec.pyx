@@ -24,6 +24,8 @@ compares them).
 * scatter_add, top_positive (_dense.pxi, included at the end): scores in a dense array, one slot
   per chunk, and its best slots (goclaw_search.dense: the postgresql memory backend's exact BM25
   of every matching chunk).
+* lex_positions (_lexpos.pxi, included at the end): the query terms' positions among a stored
+  term string's words (goclaw_search.rerank, whose Python version gives the same lists).
 
 The indexing loops share the module because one compiled module is simpler to build and ship
 than two; at 100,000 chunks they take tokenizing from ~2.3 to ~1.7 s of CPU and the index build
@@ -470,6 +472,7 @@ def fuse_cut(const int8_t[:, ::1] q8, const float[::1] scale, const float[::1] e
 
 include "_pieces.pxi"
 include "_dense.pxi"
+include "_lexpos.pxi"
 
 
 # ------------------------------------------------------------------ passage sketches

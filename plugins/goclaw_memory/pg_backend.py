@@ -640,15 +640,17 @@ class Candidates:
     ) -> None:
         """Add the chunks given by ordinal (or, at -1, by id) not here yet; with ``fetch``, with
         their id, user and (in a hybrid search) cosine read from the database."""
-        new_ords = [int(o) for o in ords if o >= 0 and o not in self._slot_of_ord]
-        new_ids = [int(i) for o, i in zip(ords, ids, strict=True) if o < 0 and i not in self._slot_of_id]
+        seen_ord, seen_id = self._slot_of_ord, self._slot_of_id
+        ord_list, id_list = ords.tolist(), ids.tolist()  # Python ints: no numpy scalar per element
+        new_ords = [o for o in ord_list if o >= 0 and o not in seen_ord]
+        new_ids = [i for o, i in zip(ord_list, id_list, strict=True) if o < 0 and i not in seen_id]
         ord_of: dict[int, int] = {}  # a packed chunk read by its known id: its ordinal
         if fetch and new_ords and self.known is not None:
             wanted = np.array(new_ords, np.int64)
             found = self.known.of(wanted)
             hit = found >= 0
             ord_of = dict(zip(found[hit].tolist(), wanted[hit].tolist(), strict=True))
-            new_ids += [i for i in ord_of if i not in self._slot_of_id]
+            new_ids += [i for i in ord_of if i not in seen_id]
             new_ords = wanted[~hit].tolist()
         if not fetch:
             self.add_rows([(o, -1, "", 0.0) for o in new_ords])

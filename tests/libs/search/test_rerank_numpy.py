@@ -12,7 +12,7 @@ import numpy as np
 
 from goclaw_search.forward import ForwardIndex
 from goclaw_search.passage_sketches import PassageSketch, PassageSketches, sketch_cosines, token_dots
-from goclaw_search.rerank import lex_positions, overlap_scores, positions_matches
+from goclaw_search.rerank import _lex_positions, lex_positions, overlap_scores, positions_matches
 
 
 def test_the_features_are_the_shortest_windows() -> None:
@@ -101,7 +101,12 @@ def test_lex_positions_are_the_positions_in_the_split_terms() -> None:
         lexes[0] = None if rng.random() < 0.2 else lexes[0]
         if rng.random() < 0.3:  # runs of spaces, spaces at the ends
             lexes = [f"  {lex.replace(' ', '   ')} " if lex else lex for lex in lexes]
+        if rng.random() < 0.3:  # other whitespace, ASCII or not, that str.split() splits at
+            space = rng.choice(["\t", "\n", "\x1c", "\u3000", "\xa0 "])
+            lexes = [lex.replace(" ", space) if lex else lex for lex in lexes]
         distinct = list(dict.fromkeys(asked))
+        # The compiled scan (when built) and the regular expression find the same occurrences.
+        assert lex_positions(distinct, lexes) == _lex_positions(distinct, lexes)
         found = positions_matches(asked, distinct, lex_positions(distinct, lexes))
         for lex, m in zip(lexes, found, strict=True):
             terms = (lex or "").split()
