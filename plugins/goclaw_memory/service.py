@@ -24,6 +24,7 @@ from goclaw_memory.indexer import IndexReport, MemoryIndexer, Progress
 from goclaw_memory.paths import resolve_memory_path, validate_user_id
 from goclaw_memory.postprocess import postprocess
 from goclaw_memory.search_rows import IndexedResult
+from goclaw_memory.tier_runner import TierRunner
 from goclaw_search.tokenize import query_term_counts
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ class MemoryService:
         self._lock = threading.Lock()
         self._rerank_hook: bool | None = None  # whether another plugin reranks too
         self._settings: MemorySettings | None = None
+        self._tiers = TierRunner(engine)  # the extra tiers, beside the document search
 
     # ------------------------------------------------------------------ plumbing
     @property
@@ -210,6 +212,9 @@ class MemoryService:
         if channel in ("hybrid", "lexical") and terms:
             used.append("lexical")
         qvec, space, embedder = self._query_vector(query, channel, used, notes)
+        tiers = None
+        if include_extra and query.strip():  # on PostgreSQL they run beside the documents' search
+            tiers = self._tiers.start(lambda: self.extra_hits(query, a, user, limit, qvec, flt))
         hits: list[MemoryHit] = []
         reranks = self._reranks(channel)
         if used:
@@ -229,8 +234,8 @@ class MemoryService:
                 filter=flt.chunks,
             )
             hits = _backend_hits(backend, request, notes)
-        if include_extra and query.strip():
-            extra = self.extra_hits(query, a, user, limit, qvec, flt)
+        if tiers is not None:
+            extra = tiers()
             if extra:  # merged before the reranker, so both tiers are reranked alike
                 hits = _merge_tiers(hits, extra, len(hits) + len(extra))
         if reranks:
