@@ -25,8 +25,11 @@ lists.
   (:class:`goclaw_memory.pg_postings.OrdIds`, in the list cache: all of them, sent with the
   postings to the generation's first hybrid search), else by ordinal through ``memory_ords``
   (an index descent per ordinal, most of what reading the best's cosines cost). A chunk
-  deleted in between is left out. Lane 1 gets the one vector statement (exact scan or HNSW)
-  the agent's last known size calls for.
+  deleted in between is left out. A read by ordinal also checks the agent's generation: after
+  a compaction that renumbered the agent in between, its ordinals name other chunks, and the
+  search starts again. Lane 1 gets the one vector statement (exact scan or HNSW) the agent's
+  last known size calls for; in a hybrid search its HNSW walk explores as many candidates as
+  it returns (the postings' best get exact cosines anyway).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ from goclaw.contracts.search import (
     SearchResult,
     Space,
 )
-from goclaw.errors import GoclawError
+from goclaw.errors import GoclawError, StoreError
 from goclaw_memory.filters import FacetCache, allowed_ids, read_facet_rows
 from goclaw_memory.pg_direct import direct
 from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, idf, settled
@@ -96,6 +99,20 @@ class PostgresSearchBackend(SearchBackend):
 
     # ------------------------------------------------------------------ search
     def search(self, query: SearchQuery) -> SearchResult:
+        """The engine's fused ranking (:meth:`_search`), asked again when a compaction renumbered
+        the agent's ordinals between the search's postings and a read by ordinal (the postings
+        are then another generation's: read afresh, they rank as before the race)."""
+        for _attempt in range(RENUMBERED_RETRIES):
+            try:
+                return self._search(query)
+            except _Renumbered:
+                continue
+        raise StoreError(
+            f"memory search: agent {query.agent_id}'s ordinals were renumbered during each of "
+            f"{RENUMBERED_RETRIES} attempts (compactions running back to back); try again"
+        )
+
+    def _search(self, query: SearchQuery) -> SearchResult:
         """The engine's fused ranking, read from the database: the statistics and the query
         terms' packed postings (one statement); in a hybrid search, the nearest chunks by
         vector (on lane 1, meanwhile), the ids and cosines of the best by BM25, more until the
@@ -138,7 +155,7 @@ class PostgresSearchBackend(SearchBackend):
                 ids_asked = (parallel, a, a, held[0], lacks)
                 statements.append((FETCH, (*params, a, terms, users, a, a, a, a, terms, *ids_asked)))
             if only is not None:
-                statements.append((_ONLY_ORDS, (a, int_array(only.tolist()))))
+                statements.append((_ONLY_ORDS, (a, int_array(only.tolist()), a)))
             got = reads.queries(statements, binary=True) if statements else []
             lists = fetched(got.pop(0), self.lists, a, terms, users, held) if want_lex else Lists()
             if want_lex:
@@ -147,7 +164,11 @@ class PostgresSearchBackend(SearchBackend):
                 self._sizes[a] = lists.chunks
             allowed = None
             if only is not None:
-                allowed = (np.sort(np.array([r[0] for r in got.pop(0)], dtype=np.int64)), only)
+                found_ords = got.pop(0)
+                if any(r[0] == -2 and r[1] != lists.generation for r in found_ords):
+                    raise _Renumbered
+                ords_only = [r[0] for r in found_ords if r[0] != -2]
+                allowed = (np.sort(np.array(ords_only, dtype=np.int64)), only)
             n = float(max(lists.chunks, 1))
             avgdl = lists.total / n if lists.chunks else 1.0
             df = lists.df
@@ -157,7 +178,7 @@ class PostgresSearchBackend(SearchBackend):
             known = self.lists.ord_ids(a, lists.generation, lists.n_ords) if want_lex else None
             if known is not None and lists.ord_ids is not None:
                 known.fill(lists.ord_ids)
-            cands = Candidates(known)
+            cands = Candidates(known, lists.generation if want_lex else None)
             m = max(pool, query.wanted) * (4 if want_vec else 1)
             best = None
             boost_on = len(users) > 1 and f.user_boost != 1.0
@@ -541,7 +562,23 @@ class PostgresSearchBackend(SearchBackend):
 
 
 _ONLY = " AND id = ANY(%s::text::int8[])"  # a filtered search's chunks (goclaw_memory.filters)
-_ONLY_ORDS = "SELECT ord FROM memory_ords WHERE agent_id = %s AND chunk_id = ANY(%s::text::int8[])"
+# A filtered search's ordinals, and the agent's generation (in a row of ordinal -2): the FETCH
+# before it in the pipeline ran in another snapshot, so a compaction may have come between.
+_ONLY_ORDS = (
+    "SELECT ord, NULL::int8 FROM memory_ords WHERE agent_id = %s AND chunk_id = ANY(%s::text::int8[]) "
+    "UNION ALL SELECT -2, generation FROM memory_packed_agents WHERE agent_id = %s"
+)
+# A row of ordinal -2 when the agent's generation is no longer the search's (%s = agent,
+# generation): joined to every read by ordinal, whose ordinals name other chunks after a
+# renumbering compaction.
+_RENUMBERED = "SELECT -2, -1{nulls} FROM memory_packed_agents WHERE agent_id = %s AND generation <> %s"
+RENUMBERED_RETRIES = 3
+
+
+class _Renumbered(Exception):
+    """A read by ordinal found the agent renumbered since the search's postings."""
+
+
 _COSINE = (
     "CASE WHEN c.embedding_dim = {dim} AND c.embedding_provider = %s AND c.embedding_model = %s "
     "THEN 1 - ((c.embedding::vector({dim})) <=> CAST(%s AS vector({dim}))) END"
@@ -590,8 +627,9 @@ class Candidates:
     chunk ids of the agent's ordinals held at this search's generation (:class:`OrdIds`):
     those chunks are read by id, and what is read by ordinal is noted there."""
 
-    def __init__(self, known: OrdIds | None = None) -> None:
+    def __init__(self, known: OrdIds | None = None, generation: int | None = None) -> None:
         self.known = known
+        self.generation = generation  # the postings': reads by ordinal check it
         self._ords: list[int] = []
         self._ids: list[int] = []
         self.users: list[str] = []
@@ -669,9 +707,15 @@ class Candidates:
             reads,
             (f"SELECT o.ord, c.id, c.user_id, {cos} {_BY_ORD}", by_ord, bool(new_ords)),
             (f"SELECT -1, c.id, c.user_id, {cos} {_BY_ID}", by_id, bool(new_ids)),
+            self._guard(a, 2, bool(new_ords)),
         )
         self.add_rows(got, ord_of)
         self.learn([(r[0], r[1]) for r in got if r[0] >= 0])
+
+    def _guard(self, agent_id: str, nulls: int, by_ord: bool) -> tuple[str, Sequence[Any], bool]:
+        """The :data:`_RENUMBERED` part of a read by ordinal (``nulls``: its other columns)."""
+        on = by_ord and self.generation is not None
+        return _RENUMBERED.format(nulls=", NULL" * nulls), (agent_id, self.generation), on
 
     def learn(self, pairs: Sequence[tuple[int, int]]) -> None:
         """Note (ordinal, chunk id) pairs read in :attr:`known`."""
@@ -697,6 +741,7 @@ class Candidates:
             reads,
             (read.sql(_ROWS_BY_ID), read.params(agent_id, ids), bool(ids)),
             (read.sql(_ROWS_BY_ORD), read.params(agent_id, ords), bool(ords)),
+            self._guard(agent_id, 7, bool(ords)),
         )
         out: dict[int, tuple[Any, ...]] = {}
         for row in got:
@@ -751,7 +796,10 @@ def _union(reads: Any, *parts: tuple[str, Sequence[Any], bool]) -> list[tuple[An
     if not wanted:
         return []
     sql = " UNION ALL ".join(s for s, _p in wanted)
-    return reads.query(sql, [p for _s, params in wanted for p in params], binary=True)
+    got = reads.query(sql, [p for _s, params in wanted for p in params], binary=True)
+    if any(r[0] == -2 for r in got):  # a guard's row: the agent's generation moved
+        raise _Renumbered
+    return got
 
 
 def _positions(

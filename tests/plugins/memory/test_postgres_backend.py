@@ -723,3 +723,52 @@ def test_a_vector_search_after_the_agent_crossed_the_exact_scan_line_still_finds
     eng.memory.search("tomato balcony", "ada")  # again the old size's statement, then both
     eng.memory.search("tomato balcony", "ada")  # the size the first one's full-text read saw
     assert sent == [1, 2, 1]
+
+
+def test_a_renumbering_between_the_postings_and_a_read_by_ordinal_is_noticed(
+    pg_engine: Any, pg_schema_url: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compaction that packs the agent afresh between a search's postings (read in one
+    snapshot) and its reads by ordinal gives those ordinals to other chunks: the search notices
+    (the agent's generation moved) and asks again, so every hit's text is its own chunk's and
+    the ranking is the in-memory engine's after the edits."""
+    import goclaw_memory.pg_backend as pg_backend_module
+    import goclaw_memory.pg_postings as pg_postings_module
+
+    monkeypatch.setattr(pg_postings_module, "RENUMBER_GAP", 0)
+    monkeypatch.setattr(pg_postings_module, "COMPACT_ROWS", 1)  # every write compacts
+    pg_engine.plugin_settings("memory").rerank = "none"
+    root = Path(pg_engine.agent_dir(pg_engine.agents.get("ada")))
+    for i in range(6):
+        write(root, f"memory/n{i}.md", f"Note {i}: the kettle whistles near ferry {i}.\n")
+    pg_engine.memory.index("ada")
+    real = pg_backend_module.fetched
+    raced: list[int] = []
+
+    def fetched_then_renumbered(*args: Any) -> Any:
+        lists = real(*args)
+        if not raced:  # once: edits that renumber, after this search's postings
+            raced.append(1)
+            for round_ in range(2):
+                for i in range(4):
+                    write(
+                        root, f"memory/n{i}.md", f"Note {i}, edit {round_}: the ferry {round_} kettle {i}.\n"
+                    )
+                pg_engine.memory.index("ada")
+        return lists
+
+    monkeypatch.setattr(pg_backend_module, "fetched", fetched_then_renumbered)
+    got = [
+        (h.path, h.snippet)
+        for h in pg_engine.memory.search("kettle ferry", "ada", limit=6, channel="lexical")
+    ]
+    assert raced
+    exact = _exact(workspace, pg_schema_url, monkeypatch)
+    try:
+        want = [
+            (h.path, h.snippet)
+            for h in exact.memory.search("kettle ferry", "ada", limit=6, channel="lexical")
+        ]
+    finally:
+        exact.close()
+    assert got == want
