@@ -2,17 +2,17 @@
 index, the full-text terms, and PostgreSQL's full-text and HNSW indexes.
 
 Backend: which one ``[plugins.memory] backend`` selects (``auto``: ``sqlite`` on SQLite,
-``inprocess`` on PostgreSQL). Saved index (``sqlite`` and ``inprocess``, per agent): present,
-readable, of the current tokenizer and embedding space, intact (every file's checksum, and each
-chunk filed under the user the table names), without leftovers of interrupted saves, and at the
-database's version (else the next process's first search builds it from the table or catches
-up). Full text (every backend): the retrieval
-engine's terms stored in ``memory_chunks.lex`` are present, and a random sample of them is what
-the current tokenizer produces (a tokenizer upgrade leaves old terms behind: the in-memory
-indexes are built from them, PostgreSQL's ``tsv`` is generated from them). PostgreSQL also:
-the ``tsv`` column and its GIN index, and an HNSW index for every vector dimension that has
-vectors (pgvector indexes up to 2,000 dimensions), a problem when missing only where the
-``postgresql`` backend searches with it.
+``postgresql`` on PostgreSQL), and whether its search runs the compiled kernels. Saved index
+(``sqlite`` and ``inprocess``, per agent): present, readable, of the current tokenizer and
+embedding space, intact (every file's checksum, and each chunk filed under the user the table
+names), without leftovers of interrupted saves, and at the database's version (else the next
+process's first search builds it from the table or catches up). Full text (every backend): the
+retrieval engine's terms stored in ``memory_chunks.lex`` are present, and a random sample of
+them is what the current tokenizer produces (a tokenizer upgrade leaves old terms behind: the
+in-memory indexes are built from them, PostgreSQL's ``tsv`` is generated from them).
+PostgreSQL also: the ``tsv`` column and its GIN index, and an HNSW index for every vector
+dimension that has vectors (pgvector indexes up to 2,000 dimensions), a problem when missing
+only where the ``postgresql`` backend searches with it.
 """
 
 from __future__ import annotations
@@ -198,10 +198,11 @@ def check_backend(engine: Host) -> tuple[Check, Any, str]:
 
 
 def check_vector_scan(backend_name: str) -> Check | None:
-    """Whether the in-memory engines' vector scan runs the compiled kernels or the numpy path
-    (a wheel built without a C compiler has no compiled module, and pip says so only with -v).
-    None for a backend that does not use it."""
-    if backend_name not in ("sqlite", "inprocess"):
+    """Whether the search runs the compiled kernels or the numpy path (a wheel built without a
+    C compiler has no compiled module, and pip says so only with -v): the in-memory engines'
+    vector scan, and the ``postgresql`` backend's BM25 scoring of the fetched postings
+    (:mod:`goclaw_search.dense`). None for a backend that uses neither."""
+    if backend_name not in ("sqlite", "inprocess", "postgresql"):
         return None
     from goclaw_search import vecq
 
@@ -209,11 +210,15 @@ def check_vector_scan(backend_name: str) -> Check | None:
         return Check("vector scan", "ok", "compiled kernels (goclaw_search._vec)")
     if os.environ.get("GOCLAW_SEARCH_NUMPY") == "1":
         return Check("vector scan", "info", "numpy path (GOCLAW_SEARCH_NUMPY=1)")
+    slower = (
+        "full-text and hybrid searches score the fetched postings slower"
+        if backend_name == "postgresql"
+        else "vector and hybrid searches are slower"
+    )
     return Check(
         "vector scan",
         "warning",
-        "numpy path: the compiled kernels are not built, so vector and hybrid searches are slower "
-        "(same results)",
+        f"numpy path: the compiled kernels are not built, so {slower} (same results)",
         "install a C compiler (e.g. build-essential) and reinstall goclaw from source",
     )
 

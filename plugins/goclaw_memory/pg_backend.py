@@ -374,7 +374,8 @@ class PostgresSearchBackend(SearchBackend):
         """Install the statistics and postings triggers when this database lacks them (only
         this backend needs them: other backends' writes do not pay for them), counting every
         chunk; once per backend. True when it installed them (nothing left to fold). A
-        read-only server (a replica) cannot install them: a StoreError says where to."""
+        read-only server (a replica) cannot install them: a StoreError says where to, or to
+        search with ``inprocess`` instead."""
         if self._installed:
             return False
         from goclaw_memory.pg_stats import install, missing_triggers
@@ -387,9 +388,11 @@ class PostgresSearchBackend(SearchBackend):
                 from goclaw.errors import StoreError
 
                 raise StoreError(
-                    "memory backend 'postgresql' needs its statistics triggers, which this read-only "
-                    "database (a replica?) lacks: run `goclaw memory doctor --repair` with backend = "
-                    '"postgresql" against the primary once'
+                    "memory backend 'postgresql' (the default on PostgreSQL) needs its statistics "
+                    "triggers, which this read-only database (a replica?) lacks: run `goclaw memory "
+                    'doctor --repair` with backend = "postgresql" against the primary once, or set '
+                    '[plugins.memory] backend = "inprocess" here (the in-process engine, an index '
+                    "per process)"
                 )
             # One installer at a time across processes; the others find them installed.
             conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": 0x60C1A5})

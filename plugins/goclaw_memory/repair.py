@@ -165,7 +165,7 @@ def _repair_pg_indexes(engine: Host) -> list[str]:
     from goclaw_memory.pg_backend import PostgresSearchBackend
 
     backend = PostgresSearchBackend(engine)
-    # HNSW serves only the postgresql backend: not built for another (inprocess, the default).
+    # HNSW serves only the postgresql backend (the default): not built for another (inprocess).
     uses_hnsw = resolve_backend(engine.plugin_settings("memory").backend, "postgresql") == "postgresql"
     missing = [d for d in dims if d <= HNSW_MAX_DIM and d not in indexed] if uses_hnsw else []
     if missing:

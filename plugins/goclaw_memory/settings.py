@@ -29,16 +29,18 @@ class FlushSettings(BaseModel):
 def resolve_backend(name: str, database: str) -> str:
     """The search backend ``name`` selects on a ``database`` (``sqlite`` / ``postgresql``).
 
-    ``auto`` is the exact in-process engine on both: ``sqlite`` reads its own file directly,
-    ``inprocess`` reads any database through the memory service's IndexSource. On PostgreSQL
-    the database-side ``postgresql`` backend computes the same full-text and hybrid ranking with
-    nothing held per process but a bounded cache, but is not the default yet: at 100k chunks its
-    default hybrid search (reranker on) takes 2.0× the in-process engine's time on a machine at
-    full speed and up to 2.6× on a slowed one, and its vector channel alone returns HNSW's
-    neighbours (docs/postgres.md compares them)."""
+    ``auto`` is the exact ranking on both: ``sqlite`` on SQLite (the in-process engine over its
+    own file) and ``postgresql`` on PostgreSQL, where the database computes the same full-text
+    and hybrid ranking exactly and a process holds nothing per agent beyond bounded caches, so
+    any number of processes on any number of hosts share one database and a new process answers
+    its first search without building or loading an index. ``inprocess`` stays an option for a
+    single host: the in-process engine over PostgreSQL, an index per process, lower latency (the
+    ``postgresql`` backend's hybrid searches take 1.6–2.0× its time at 100k chunks) and an exact
+    vector channel where ``postgresql``'s alone returns HNSW's neighbours (docs/postgres.md
+    compares them)."""
     if name != "auto":
         return name
-    return "sqlite" if database == "sqlite" else "inprocess"
+    return "sqlite" if database == "sqlite" else "postgresql"
 
 
 class MemorySettings(BaseModel):
@@ -46,9 +48,11 @@ class MemorySettings(BaseModel):
 
     backend: str = Field(
         default="auto",
-        description="search backend: auto (sqlite on SQLite, inprocess on PostgreSQL), sqlite, "
-        "postgresql (the exact ranking computed by the database, nothing held in memory), "
-        "inprocess (the exact in-memory engine on any database), lancedb (the lancedb extra) or a plugin's",
+        description="search backend: auto (sqlite on SQLite, postgresql on PostgreSQL), sqlite, "
+        "postgresql (the exact ranking computed by the database, nothing per process beyond bounded "
+        "caches: a new process answers its first search without building an index), inprocess "
+        "(the exact in-memory engine on any database, for a single host), lancedb (the lancedb "
+        "extra) or a plugin's",
     )
     max_chunk_len: int = Field(default=1000, ge=50, description="characters per chunk at most")
     max_results: int = Field(default=6, ge=1, le=1000)

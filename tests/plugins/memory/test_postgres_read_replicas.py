@@ -2,10 +2,12 @@
 the searching engine has ``default_transaction_read_only = on``, so any write it tried would
 fail. Its searches of every kind equal those of an engine on the writable server, under both
 search backends; a write made elsewhere is found by its next search; a database that lacks
-the ``postgresql`` backend's triggers gets a one-line error saying where to install them."""
+the ``postgresql`` backend's triggers gets a one-line error saying where to install them, or
+to search with ``inprocess`` instead, and either works."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -103,28 +105,36 @@ def test_a_read_only_server_without_the_triggers_says_where_to_install_them(
 ) -> None:
     (tmp_path / "primary").mkdir()
     (tmp_path / "replica").mkdir()
-    # Written under the default backend only: the postgresql backend's triggers never installed.
+    # Written under inprocess only: the postgresql backend's triggers never installed.
     primary = open_engine(tmp_path / "primary", pg_schema_url, "inprocess")
     try:
         seed_agent(primary, "ada", kettles=2)
-        (tmp_path / "replica" / "goclaw.toml").write_text('[plugins.memory]\nbackend = "postgresql"\n')
-        args = ["memory", "search", "kettle", "--agent", "ada"]
-        result = run_cli(args, workspace=tmp_path / "replica", database_url=read_only(pg_schema_url))
+        want = [h.as_json() for h in primary.memory.search("kettle", "ada")]
+        # The replica searches with the default backend (postgresql on PostgreSQL).
+        args = ["memory", "search", "kettle", "--agent", "ada", "--json"]
+        replica_url = read_only(pg_schema_url)
+        result = run_cli(args, workspace=tmp_path / "replica", database_url=replica_url)
         assert result.code != 0 and "Traceback" not in result.err
         lines = result.err.strip().splitlines()
         assert len(lines) == 1 and "read-only" in lines[0] and "goclaw memory doctor --repair" in lines[0]
-        # What the message says, on the primary, makes the replica's search work.
-        fixer = open_engine(tmp_path / "primary", pg_schema_url, "postgresql")
+        assert 'backend = "inprocess"' in lines[0]
+        # Either way out the message names works: inprocess on the replica ...
+        (tmp_path / "replica" / "goclaw.toml").write_text('[plugins.memory]\nbackend = "inprocess"\n')
+        result = run_cli(args, workspace=tmp_path / "replica", database_url=replica_url)
+        assert result.code == 0, result.err
+        assert json.loads(result.out) == want
+        (tmp_path / "replica" / "goclaw.toml").unlink()
+        # ... or the repair on the primary, after which the default backend searches the replica.
+        fixer = open_engine(tmp_path / "primary", pg_schema_url, "auto")
         try:
+            assert fixer.memory.backend.name == "postgresql"
             fixer.memory.doctor(repair=True)
-            want = fixer.memory.search("kettle", "ada")
         finally:
             fixer.close()
-        replica = open_engine(tmp_path / "replica", read_only(pg_schema_url), "postgresql")
+        replica = open_engine(tmp_path / "replica", replica_url, "auto")
         try:
-            assert [h.as_json() for h in replica.memory.search("kettle", "ada")] == [
-                h.as_json() for h in want
-            ]
+            assert replica.memory.backend.name == "postgresql"
+            assert [h.as_json() for h in replica.memory.search("kettle", "ada")] == want
         finally:
             replica.close()
     finally:
