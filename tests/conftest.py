@@ -57,3 +57,22 @@ def module_engine(backend: str, base: Path, **kwargs: Any) -> Iterator[Any]:  # 
 def engine(make_engine: Callable[..., Any]) -> Any:  # noqa: F811
     """An engine on a fresh workspace, parametrized over SQLite and PostgreSQL."""
     return make_engine()
+
+
+@pytest.fixture
+def in_memory_search(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Engines the test opens search with the in-memory engine: on PostgreSQL ``inprocess``
+    (``auto`` selects ``postgresql`` there), through the environment so that every engine and
+    CLI call of the test uses it; on SQLite the default ``sqlite``. PostgreSQL: the ``backend``
+    parameter says so, else the test's use of ``pg_schema_url``. For tests of that engine (its
+    saved index, sketches, hot path), with ``pytestmark = pytest.mark.usefixtures(...)``.
+    Returns the backend's name."""
+    names = request.fixturenames
+    if "backend" in names:
+        on_pg = request.getfixturevalue("backend") == "postgresql"
+    else:
+        on_pg = "pg_schema_url" in names
+    if on_pg:
+        monkeypatch.setenv("GOCLAW_PLUGINS__MEMORY__BACKEND", "inprocess")
+        return "inprocess"
+    return "sqlite"

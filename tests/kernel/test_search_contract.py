@@ -26,8 +26,9 @@ def _check(backend: Any) -> None:
 
 def test_builtin_backends_implement_the_contract(engine: Engine, make_engine: Any) -> None:
     backend = engine.memory.backend
-    # auto: the exact in-process engine on both databases (docs/decisions.md).
-    assert backend.name == {"sqlite": "sqlite", "postgresql": "inprocess"}[engine.db.backend]
+    # auto: the exact ranking on both databases, sqlite on SQLite, the database-side postgresql
+    # on PostgreSQL (docs/decisions.md).
+    assert backend.name == {"sqlite": "sqlite", "postgresql": "postgresql"}[engine.db.backend]
     _check(backend)
     for name in ("inprocess", "postgresql") if engine.db.backend == "postgresql" else ("inprocess",):
         chosen = make_engine(plugins={"memory": {"backend": name}}).memory.backend

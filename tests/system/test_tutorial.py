@@ -69,7 +69,7 @@ def test_section_tier_and_backend(handbook: Path, database_url: str | None) -> N
     ) as engine:
         hits = engine.memory.search("k8s", "ops", channel="lexical")
         assert hits and "kubernetes" in hits[0].snippet
-        # It wraps the database's default backend, what "auto" selects (inprocess on PostgreSQL).
+        # It wraps the database's default backend, what "auto" selects (postgresql on PostgreSQL).
         from goclaw_memory.settings import resolve_backend
 
         assert engine.memory.backend.base.name == resolve_backend("auto", engine.db.backend)

@@ -113,8 +113,10 @@ def test_scope_filter_is_none_only_when_nothing_is_left_out() -> None:
 
 
 @pytest.fixture
-def eng(make_engine: Any) -> Any:
+def eng(make_engine: Any, in_memory_search: str) -> Any:
+    """The in-memory engine's search (``inprocess`` on PostgreSQL)."""
     e = make_engine(extra_plugins=[("testemb", EmbedderPlugin())])
+    assert e.memory.backend.name == in_memory_search
     e.agents.create("ada")
     return e
 

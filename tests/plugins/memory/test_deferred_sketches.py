@@ -20,6 +20,9 @@ from tests.memory_helpers import write
 from tests.plugins.memory.test_passage_sketches import MORE, QUERIES
 from tests.plugins.memory.test_postprocess import PASSAGE_NOTES
 
+# The in-memory engine's: on PostgreSQL ``inprocess`` (``auto`` selects ``postgresql`` there).
+pytestmark = pytest.mark.usefixtures("in_memory_search")
+
 NOTES = {**PASSAGE_NOTES, **MORE}
 
 

@@ -49,14 +49,18 @@ def test_a_healthy_index_has_no_problem(make_engine: Any, workspace: Path, datab
     assert _by(report, "embeddings").details["spaces"][0]["chunks"] == 4
     assert _by(report, "full-text").status == "ok"
     if eng.db.backend == "postgresql":
-        # The default backend (inprocess) does not search with HNSW and builds none.
-        assert [c.status for c in report.checks if c.name == "hnsw"] == ["info"]
+        # The default backend (postgresql) searches with HNSW and the BM25 statistics, and
+        # saves no index.
+        assert [c.status for c in report.checks if c.name == "hnsw"] == ["ok"]
+        assert _by(report, "pg-stats").status == "ok"
+        assert not [c for c in report.checks if c.name == "saved-index"]
+    else:
         assert _by(report, "saved-index").message == "saved index current (4 chunks)"
     result = run_cli(["memory", "doctor", "--json"], workspace=workspace, database_url=database_url)
     assert result.code == 0, result.err
     assert json.loads(result.out)["ok"] is True
     result = run_cli(["memory", "doctor"], workspace=workspace, database_url=database_url)
-    name = {"sqlite": "sqlite", "postgresql": "inprocess"}[eng.db.backend]
+    name = {"sqlite": "sqlite", "postgresql": "postgresql"}[eng.db.backend]
     assert f"[info] backend: memory search backend {name} (backend = 'auto' on {eng.db.backend})" in (
         result.out
     )
@@ -151,8 +155,7 @@ def test_missing_and_stale_full_text_terms_are_found_and_indexed_again(
     _sql(eng, "UPDATE memory_chunks SET lex = NULL WHERE path = 'MEMORY.md'")
     _sql(eng, "UPDATE memory_chunks SET lex = 'zzz' WHERE path = 'memory/2026-10-01.md'")
     shutil.rmtree(workspace / ".goclaw" / "goclaw.db.index", ignore_errors=True)  # SQLite's saved index
-    shutil.rmtree(workspace / ".goclaw" / "memory-index", ignore_errors=True)  # inprocess's (PostgreSQL)
-    broken = make_engine()  # builds its index from the stored terms: the note is lost to full text
+    broken = make_engine()  # searches the stored terms: the note is lost to full text
     hits = broken.memory.search("quarterly Thursdays", "helper", channel="lexical")
     assert "memory/2026-10-01.md" not in [h.path for h in hits]
     save = getattr(broken.memory.backend, "save", None)
@@ -201,20 +204,21 @@ def test_postgres_full_text_and_hnsw_indexes(make_engine: Any, workspace: Path, 
     assert fts.status == "problem" and fts.message.startswith("memory_chunks has no tsv column")
 
 
-def test_hnsw_is_neither_required_nor_built_for_the_default_backend(
+def test_hnsw_is_neither_required_nor_built_for_inprocess(
     make_engine: Any, workspace: Path, backend: str
 ) -> None:
-    """On PostgreSQL ``auto`` is ``inprocess``, which searches in memory: no HNSW index is built
-    while indexing or repairing (~30 s per 100k chunks, and slower writes), and its absence is
-    not a problem; switching to ``postgresql`` builds it at the next index run."""
+    """On PostgreSQL ``inprocess`` searches in memory: no HNSW index is built while indexing or
+    repairing (~30 s per 100k chunks, and slower writes), and its absence is not a problem;
+    switching to ``postgresql`` (the default) builds it at the next index run."""
     if backend != "postgresql":
         pytest.skip("PostgreSQL indexes")
-    eng = _setup(make_engine, workspace)
+    eng = _setup(make_engine, workspace, plugins={"memory": {"backend": "inprocess"}})
     (hnsw,) = [c for c in run_doctor(eng).checks if c.name == "hnsw"]
     assert hnsw.status == "info" and "none built" in hnsw.message
     report = run_doctor(eng, repair=True)
     assert report.repaired == [] and report.problems == []
-    pg = make_engine(plugins={"memory": {"backend": "postgresql"}})
+    pg = make_engine()
+    assert pg.memory.backend.name == "postgresql"
     (hnsw,) = [c for c in run_doctor(pg).checks if c.name == "hnsw"]
     assert hnsw.status == "problem"
     pg.memory.index("helper")  # nothing changed, but the postgresql backend builds its index
@@ -224,11 +228,12 @@ def test_hnsw_is_neither_required_nor_built_for_the_default_backend(
 
 
 def test_saved_index_missing_behind_and_current(
-    make_engine: Any, workspace: Path, backend: str, database_url: str | None
+    make_engine: Any, workspace: Path, backend: str, database_url: str | None, in_memory_search: str
 ) -> None:
     if backend != "postgresql":
-        pytest.skip("the inprocess backend's saved index (the default on PostgreSQL)")
+        pytest.skip("the inprocess backend's saved index")
     eng = _setup(make_engine, workspace)
+    assert eng.memory.backend.name == in_memory_search == "inprocess"
     shutil.rmtree(workspace / ".goclaw" / "memory-index")
     check = _by(run_doctor(eng), "saved-index")
     assert check.status == "warning" and check.message.startswith("no saved index for 4 chunks")
@@ -250,8 +255,8 @@ def test_a_saved_index_with_a_damaged_meta_is_reported_not_a_traceback(
     """meta.json that is JSON but not the index's (a list, a number where a list goes): the
     check says the saved index is unreadable; it raised AttributeError / TypeError / ValueError."""
     if backend != "postgresql":
-        pytest.skip("the inprocess backend's saved index (the default on PostgreSQL)")
-    eng = _setup(make_engine, workspace)
+        pytest.skip("the inprocess backend's saved index")
+    eng = _setup(make_engine, workspace, plugins={"memory": {"backend": "inprocess"}})
     (folder,) = (workspace / ".goclaw" / "memory-index").glob("*/*.idx")
     if meta == "n_alive":  # the real meta, one count damaged
         real = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
@@ -289,7 +294,8 @@ def test_doctor_says_whether_the_vector_scan_is_compiled(
     make_engine: Any, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A wheel built without a C compiler searches on the numpy path: doctor says so, with the
-    fix, instead of leaving it to ``pip -v``."""
+    fix, instead of leaving it to ``pip -v``; for the default backend of either database (the
+    ``postgresql`` backend scores its postings with the compiled kernels)."""
     from goclaw_search import vecq
 
     eng = _setup(make_engine, workspace)
@@ -297,6 +303,8 @@ def test_doctor_says_whether_the_vector_scan_is_compiled(
     monkeypatch.setattr(vecq, "compiled", None)
     scan = _by(run_doctor(eng), "vector scan")
     assert scan.status == "warning" and "numpy path" in scan.message and "C compiler" in scan.fix
+    slower = {"sqlite": "vector and hybrid searches", "postgresql": "score the fetched postings"}
+    assert slower[eng.memory.backend.name] in scan.message
     monkeypatch.setattr(vecq, "compiled", object())
     assert _by(run_doctor(eng), "vector scan").status == "ok"
     monkeypatch.setenv("GOCLAW_SEARCH_NUMPY", "1")

@@ -1,5 +1,6 @@
-"""The saved memory index (SQLite backend, next to the database) and ``invalidate``: what a
-forget erases must never be written back to disk by a save that was already under way."""
+"""The in-memory engine's saved index (next to the SQLite database; in the workspace under
+``inprocess`` on PostgreSQL) and ``invalidate``: what a forget erases must never be written
+back to disk by a save that was already under way."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from typing import Any
 import pytest
 
 from tests.memory_helpers import write
+
+# The in-memory engine's: on PostgreSQL ``inprocess`` (``auto`` selects ``postgresql`` there).
+pytestmark = pytest.mark.usefixtures("in_memory_search")
 
 
 @pytest.fixture

@@ -1,36 +1,17 @@
 """``backend = "inprocess"``: the shared search engine kept in step through the search
-contract's IndexSource, on SQLite and PostgreSQL. It passes the same backend suite as the
-built-in backends (every test of goclaw_memory.testing.backend_suite: here on SQLite; on PostgreSQL
-``auto`` selects it, so test_search.py runs the suite with it there), and on PostgreSQL
-its results equal the SQLite backend's exact ones on the same files."""
+contract's IndexSource, on SQLite and PostgreSQL (where ``auto`` selects ``postgresql``; this
+one stays an option for a single host). It passes the same backend suite as the built-in
+backends (every test of goclaw_memory.testing.backend_suite, on both databases), and its
+results equal the SQLite backend's exact ones on the same files."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from goclaw_memory.testing import backend_suite as suite
-
-
-def _on_sqlite(test: Callable[..., Any]) -> Any:
-    """A copy of a suite test parametrized on SQLite only (the original keeps its marks)."""
-
-    @functools.wraps(test)
-    def copy(*args: Any, **kwargs: Any) -> Any:
-        return test(*args, **kwargs)
-
-    return pytest.mark.parametrize("backend", ["sqlite"], indirect=True)(copy)
-
-
-for _name in dir(suite):
-    if _name.startswith("test_"):
-        globals()[_name] = _on_sqlite(getattr(suite, _name))
-for _name in ("eng", "plugin", "selected_search_backend"):  # the suite's fixtures
-    globals()[_name] = getattr(suite, _name)
+from goclaw_memory.testing.backend_suite import *  # noqa: F403 - the suite's tests and fixtures
 
 
 @pytest.fixture

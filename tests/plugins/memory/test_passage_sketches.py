@@ -18,6 +18,9 @@ from goclaw import hookimpl
 from tests.memory_helpers import write
 from tests.plugins.memory.test_postprocess import PASSAGE_NOTES, PASSAGE_Q
 
+# The in-memory engine's: on PostgreSQL ``inprocess`` (``auto`` selects ``postgresql`` there).
+pytestmark = pytest.mark.usefixtures("in_memory_search")
+
 MORE = {  # a few more chunks: headings over several passages, a code fence, a heading-only chunk
     "memory/c.md": "# 2026-11-12 (Thu)\n\n## TCK-4471 approved\n- Mei Lin approved the refund of $349 for "
     "Kite Ceramics.\n- Dana Whitfield informed by email.\n\n## Deploys\n```sh\n# rollback\nkubectl rollout "

@@ -43,7 +43,7 @@ def _outcome(fn: Callable[[], Any], wait: float) -> tuple[str, Any, float]:
 def eng(pg_schema_url: str, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     from goclaw.engine import Engine
 
-    monkeypatch.delenv("GOCLAW_PLUGINS__MEMORY__BACKEND", raising=False)
+    monkeypatch.setenv("GOCLAW_PLUGINS__MEMORY__BACKEND", "inprocess")  # postgresql: the default
     monkeypatch.setenv("GOCLAW_PLUGINS__MEMORY__PG_STATEMENT_TIMEOUT", "0.5")
     eng = Engine.open(workspace, pg_schema_url)
     eng.agents.create("ada")

@@ -1,8 +1,9 @@
-"""On PostgreSQL ``auto`` selects ``inprocess`` (docs/decisions.md): the exact engine in
-memory, its index saved in the workspace, the database the source of truth. What a default
-PostgreSQL user relies on: another process's writes are seen, the saved index is where the docs
-say, ``goclaw memory index`` leaves one behind, a workspace where it cannot be saved still
-searches, and the per-search reads survive a dropped connection."""
+"""On PostgreSQL ``auto`` selects ``postgresql`` (docs/decisions.md); ``inprocess`` stays an
+option for a single host: the exact engine in memory, its index saved in the workspace, the
+database the source of truth. What an ``inprocess`` user relies on: another process's writes
+are seen, the saved index is where the docs say, ``goclaw memory index`` leaves one behind, a
+workspace where it cannot be saved still searches, and the per-search reads survive a dropped
+connection."""
 
 from __future__ import annotations
 
@@ -31,10 +32,11 @@ NOTES = {
 
 @pytest.fixture
 def pg(pg_schema_url: str, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """An engine on PostgreSQL with the default settings and agent "ada" indexed."""
+    """An engine on PostgreSQL with backend ``inprocess`` (for every engine and process the test
+    opens: the environment) and agent "ada" indexed."""
     from goclaw.engine import Engine
 
-    monkeypatch.delenv("GOCLAW_PLUGINS__MEMORY__BACKEND", raising=False)
+    monkeypatch.setenv("GOCLAW_PLUGINS__MEMORY__BACKEND", "inprocess")
     eng = Engine.open(workspace, pg_schema_url)
     eng.agents.create("ada")
     root = Path(eng.agent_dir(eng.agents.get("ada")))
@@ -57,16 +59,30 @@ def _saved(eng: Any) -> Path:
     return Path(path)
 
 
-def test_auto_is_inprocess_on_postgresql(pg: Any) -> None:
+def test_auto_is_postgresql_on_postgresql(
+    pg: Any, pg_schema_url: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the default settings a process searches with ``postgresql``: its first search
+    answers without building or loading an index (none saved by it), ranked as ``inprocess``
+    ranks."""
     from goclaw_memory.settings import resolve_backend
 
-    assert pg.plugin_settings("memory").backend == "auto"
-    assert pg.memory.backend.name == "inprocess"
-    assert resolve_backend("auto", "postgresql") == "inprocess"
+    assert resolve_backend("auto", "postgresql") == "postgresql"
     assert resolve_backend("auto", "sqlite") == "sqlite"
-    assert resolve_backend("postgresql", "postgresql") == "postgresql"
-    hits = pg.memory.search("when does the ferry leave", "ada")
-    assert hits[0].path == "memory/ferry.md"
+    assert resolve_backend("inprocess", "postgresql") == "inprocess"
+    want = [(h.path, h.start_line) for h in pg.memory.search("when does the ferry leave", "ada")]
+    monkeypatch.delenv("GOCLAW_PLUGINS__MEMORY__BACKEND")
+    (workspace / "other").mkdir()
+    default = _open(workspace / "other", pg_schema_url)
+    try:
+        assert default.plugin_settings("memory").backend == "auto"
+        assert default.memory.backend.name == "postgresql"
+        hits = default.memory.search("when does the ferry leave", "ada")
+        assert [(h.path, h.start_line) for h in hits] == want
+        assert want[0][0] == "memory/ferry.md"
+        assert not (workspace / "other" / ".goclaw" / "memory-index").exists()
+    finally:
+        default.close()
 
 
 def test_the_index_is_saved_in_the_workspace_and_loaded_by_the_next_process(
@@ -75,7 +91,7 @@ def test_the_index_is_saved_in_the_workspace_and_loaded_by_the_next_process(
     saved = _saved(pg)
     assert (saved / "meta.json").is_file()
     assert saved.parent.parent == workspace / ".goclaw" / "memory-index"
-    # No HNSW index: the default backend searches in memory (building one costs ~30 s / 100k).
+    # No HNSW index: inprocess searches in memory (building one costs ~30 s / 100k).
     with pg.db.engine.connect() as conn:
         hnsw = conn.execute(
             text(
@@ -94,13 +110,13 @@ def test_the_index_is_saved_in_the_workspace_and_loaded_by_the_next_process(
 
 
 def test_a_second_process_sees_the_first_process_write(pg: Any, pg_schema_url: str, workspace: Path) -> None:
-    """This process holds the index in memory; another process (a real one) writes a note and
-    indexes it: the next search here finds it, without a restart."""
+    """This process holds the index in memory; another process (a real one, inprocess too)
+    writes a note and indexes it: the next search here finds it, without a restart."""
     assert not pg.memory.search("lighthouse keeper", "ada", channel="lexical")
     root = Path(pg.agent_dir(pg.agents.get("ada")))
     write(root, "memory/lighthouse.md", "The lighthouse keeper retires in March.\n")
     env = {**os.environ, "GOCLAW_DATABASE_URL": pg_schema_url}
-    env.pop("GOCLAW_PLUGINS__MEMORY__BACKEND", None)
+    assert env["GOCLAW_PLUGINS__MEMORY__BACKEND"] == "inprocess"
     cli = [sys.executable, "-c", "from goclaw.cli import main; main()"]
     done = subprocess.run(
         [*cli, "--workspace", str(workspace), "memory", "index", "--agent", "ada"],
@@ -300,9 +316,9 @@ def test_a_search_reads_its_rows_and_the_version_token_in_one_round_trip(
     assert trips[0] == 2 and len(trips) > 1  # the stale try, then the catch-up and the search
 
 
-def test_writes_under_the_default_backend_pay_for_no_statistics_triggers(pg: Any) -> None:
-    """Only the ``postgresql`` backend reads the BM25 statistics and postings: under the
-    default backend no trigger keeps them, and writes leave their tables empty."""
+def test_writes_under_inprocess_pay_for_no_statistics_triggers(pg: Any) -> None:
+    """Only the ``postgresql`` backend reads the BM25 statistics and postings: under
+    ``inprocess`` no trigger keeps them, and writes leave their tables empty."""
     from goclaw_memory.pg_stats import TRIGGER_NAMES, missing_triggers
 
     assert pg.memory.backend.name == "inprocess"

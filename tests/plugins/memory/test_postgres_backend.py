@@ -1,5 +1,5 @@
 """The ``postgresql`` search backend (the exact ranking computed by the database; ``auto``
-selects ``inprocess`` on PostgreSQL). The shipped backend suite
+selects it on PostgreSQL). The shipped backend suite
 (goclaw_memory.testing.backend_suite) runs here with it, then its own behaviour: common terms,
 the statistics the triggers keep, the pruning bound, the deferred HNSW build and binary vectors."""
 

@@ -30,7 +30,8 @@ def test_a_repeated_query_word_weighs_as_often(
 ) -> None:
     if search_backend == "postgresql" and backend != "postgresql":
         pytest.skip("the postgresql search backend needs PostgreSQL")
-    chosen = "auto" if search_backend == "sqlite_or_inprocess" else "postgresql"
+    in_memory = "sqlite" if backend == "sqlite" else "inprocess"
+    chosen = in_memory if search_backend == "sqlite_or_inprocess" else "postgresql"
     eng = open_with_backend(database_url, workspace, chosen)
     try:
         eng.plugin_settings("memory").rerank = "none"

@@ -1,6 +1,8 @@
-"""Memory indexing and hybrid search on SQLite and PostgreSQL: the shipped backend suite
-(:mod:`goclaw_memory.testing.backend_suite`) on the default backend, and the SQLite backend's own
-in-memory vector cache."""
+"""Memory indexing and hybrid search on SQLite: the shipped backend suite
+(:mod:`goclaw_memory.testing.backend_suite`) on the default backend there (``sqlite``), and the
+SQLite backend's own in-memory vector cache. On PostgreSQL the default is ``postgresql``, whose
+module (test_postgres_backend.py) runs the suite with it; test_inprocess_backend.py runs it
+with ``inprocess`` on both databases."""
 
 from __future__ import annotations
 
@@ -13,6 +15,12 @@ import pytest
 from goclaw_memory.testing.backend_suite import *  # noqa: F403 - the suite's tests and fixtures
 from goclaw_memory.testing.backend_suite import ada_dir, fill
 from tests.memory_helpers import write
+
+
+@pytest.fixture(params=["sqlite"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """SQLite only (PostgreSQL's default backend runs the suite in test_postgres_backend.py)."""
+    return str(request.param)
 
 # --------------------------------------------------------------------------- SQLite vector cache
 

@@ -22,10 +22,13 @@ NOTES = {
 }
 
 
-@pytest.fixture(params=["auto", pytest.param("postgresql", marks=pytest.mark.postgres)])
+@pytest.fixture(params=["in-memory", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def search_backend(request: pytest.FixtureRequest, backend: str) -> str:
+    """The in-memory engine (``sqlite`` on SQLite, ``inprocess`` on PostgreSQL) or ``postgresql``."""
     if request.param == "postgresql" and backend != "postgresql":
         pytest.skip("the postgresql search backend needs a PostgreSQL database")
+    if request.param == "in-memory":
+        return "sqlite" if backend == "sqlite" else "inprocess"
     return str(request.param)
 
 

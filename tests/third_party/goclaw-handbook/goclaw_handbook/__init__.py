@@ -88,8 +88,8 @@ class SynonymBackend:
     name = "synonyms"
 
     def __init__(self, engine: Any) -> None:
-        # Wrap what backend = "auto" selects: "sqlite" on SQLite, "inprocess" on PostgreSQL.
-        default = "sqlite" if engine.db.backend == "sqlite" else "inprocess"
+        # Wrap what backend = "auto" selects: "sqlite" on SQLite, "postgresql" on PostgreSQL.
+        default = "sqlite" if engine.db.backend == "sqlite" else "postgresql"
         self.base = engine.hooks.registry("goclaw_search_backends", "search backend")[default](engine)
         table = engine.plugin_settings("handbook").synonyms
         self.synonyms = {k.lower(): v for k, v in table.items()}
