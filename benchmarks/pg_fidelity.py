@@ -2,8 +2,8 @@
 start-up.
 
 The SQLite backend scores every chunk (exact by construction). On PostgreSQL the default
-backend (``auto`` = ``inprocess``) runs the same engine in each process; ``postgresql``
-computes the same ranking in the database. This indexes the same synthetic corpus into SQLite
+backend (``auto`` = ``postgresql``) computes the same ranking in the database; ``inprocess``
+runs the same engine in each process. This indexes the same synthetic corpus into SQLite
 and PostgreSQL and reports, per channel: hit@10 / MRR on the planted facts (both sides), the
 top-10 overlap of PostgreSQL's results with SQLite's (compared by path and start line,
 reranker off and on), and the p50 / p90 / p99 latency of both in the same run. Then the costs
@@ -13,7 +13,7 @@ index (the load), peak and resident memory after 20 searches, and the per-search
 version-token read.
 
     GOCLAW_BENCH_DATABASE_URL=postgresql+psycopg://goclaw:goclaw@127.0.0.1:5432/goclaw_test \\
-      .venv/bin/python benchmarks/pg_fidelity.py --chunks 100000 [--backend postgresql]
+      .venv/bin/python benchmarks/pg_fidelity.py --chunks 100000 [--backend inprocess]
 
 The PostgreSQL side runs in its own schema of that database, dropped at the end.
 
@@ -358,7 +358,7 @@ def main() -> int:
     ap.add_argument(
         "--backend",
         default="auto",
-        help="the PostgreSQL side's backend: auto (= inprocess), inprocess or postgresql",
+        help="the PostgreSQL side's backend: auto (= postgresql), postgresql or inprocess",
     )
     ap.add_argument(
         "--interleaved", metavar="DIR", help="both engines in alternating blocks, corpus kept in DIR"

@@ -1,4 +1,5 @@
-"""The ``inprocess`` backend's per-search reads on PostgreSQL (``pg_direct``) never wait forever:
+"""The per-search reads on PostgreSQL (``pg_direct``) of both backends, ``postgresql`` (the
+default) and ``inprocess``, never wait forever:
 a lock held by another transaction, a server that stops answering mid-session and one that never
 finishes the connection each end in a clear :class:`StoreError` within the configured timeouts
 (``[plugins.memory] pg_statement_timeout`` / ``pg_connect_timeout``), against the real server."""
@@ -39,29 +40,33 @@ def _outcome(fn: Callable[[], Any], wait: float) -> tuple[str, Any, float]:
     return box[0] if box else ("hung", None, wait)
 
 
-@pytest.fixture
-def eng(pg_schema_url: str, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+@pytest.fixture(params=["postgresql", "inprocess"])
+def eng(
+    request: pytest.FixtureRequest, pg_schema_url: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Any]:
     from goclaw.engine import Engine
 
-    monkeypatch.setenv("GOCLAW_PLUGINS__MEMORY__BACKEND", "inprocess")  # postgresql: the default
+    monkeypatch.setenv("GOCLAW_PLUGINS__MEMORY__BACKEND", request.param)
     monkeypatch.setenv("GOCLAW_PLUGINS__MEMORY__PG_STATEMENT_TIMEOUT", "0.5")
     eng = Engine.open(workspace, pg_schema_url)
     eng.agents.create("ada")
     write(Path(eng.agent_dir(eng.agents.get("ada"))), "memory/ferry.md", "The ferry leaves at noon.\n")
     eng.memory.index("ada")
-    assert eng.memory.backend.name == "inprocess"
+    assert eng.memory.backend.name == request.param
     assert eng.memory.search("ferry", "ada")[0].path == "memory/ferry.md"
     yield eng
     eng.close()
 
 
 def test_a_search_blocked_by_a_lock_fails_clearly_instead_of_waiting(eng: Any) -> None:
-    """Another transaction holds the version-token table locked (a migration, a long
-    maintenance statement): every search, including one queued behind the first on the shared
+    """Another transaction holds a table every search reads locked (a migration, a long
+    maintenance statement): the packed postings (``postgresql``), the version tokens
+    (``inprocess``). Every search, including one queued behind the first on the shared
     connection, fails after about ``pg_statement_timeout`` with an error naming the setting;
     once the lock is gone the same connection answers again."""
+    table = "memory_packed" if eng.memory.backend.name == "postgresql" else "worker_state"
     with eng.db.engine.connect() as blocker:
-        blocker.execute(text("LOCK TABLE worker_state IN ACCESS EXCLUSIVE MODE"))
+        blocker.execute(text(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE"))
         results: list[tuple[str, Any, float]] = []
 
         def search() -> None:

@@ -22,6 +22,7 @@ def backend(request: pytest.FixtureRequest) -> str:
     """SQLite only (PostgreSQL's default backend runs the suite in test_postgres_backend.py)."""
     return str(request.param)
 
+
 # --------------------------------------------------------------------------- SQLite vector cache
 
 
