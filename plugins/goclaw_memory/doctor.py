@@ -19,8 +19,9 @@ Checks, read straight from the tables with plain SQL (no ORM, nothing cached):
   planner's statistics and vacuum (:mod:`goclaw_memory.doctor_pg`);
 * **backend**, **vector scan** and **saved-index** (``sqlite`` and ``inprocess``, per agent):
   which search backend runs, whether it searches with the compiled kernels (the in-memory
-  engines' vector scan, the ``postgresql`` backend's BM25 scoring) or numpy, and whether its
-  saved index exists and is current (:mod:`goclaw_memory.doctor_indexes`);
+  engines' vector scan, the ``postgresql`` backend's BM25 scoring and term positions) or
+  numpy, and whether its saved index exists and is current
+  (:mod:`goclaw_memory.doctor_indexes`);
 * **watcher**: the memory watchers running in this process, if any.
 
 Each check is ``ok``, ``info``, ``warning`` or ``problem`` and carries the command that fixes it.

@@ -201,7 +201,8 @@ def check_vector_scan(backend_name: str) -> Check | None:
     """Whether the search runs the compiled kernels or the numpy path (a wheel built without a
     C compiler has no compiled module, and pip says so only with -v): the in-memory engines'
     vector scan, and the ``postgresql`` backend's BM25 scoring of the fetched postings
-    (:mod:`goclaw_search.dense`). None for a backend that uses neither."""
+    (:mod:`goclaw_search.dense`) and the query terms' positions in its rows
+    (:func:`goclaw_search.rerank.lex_positions`). None for a backend that uses neither."""
     if backend_name not in ("sqlite", "inprocess", "postgresql"):
         return None
     from goclaw_search import vecq
@@ -211,7 +212,7 @@ def check_vector_scan(backend_name: str) -> Check | None:
     if os.environ.get("GOCLAW_SEARCH_NUMPY") == "1":
         return Check("vector scan", "info", "numpy path (GOCLAW_SEARCH_NUMPY=1)")
     slower = (
-        "full-text and hybrid searches score the fetched postings slower"
+        "searches score the fetched postings and find the query terms in the rows slower"
         if backend_name == "postgresql"
         else "vector and hybrid searches are slower"
     )
