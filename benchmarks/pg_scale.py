@@ -22,7 +22,8 @@ search, write visibility, lost writes (every add searched for at the end), the d
 size on disk, and quality: hit@10 / MRR and top-10 overlap with the exact SQLite result of the
 same corpus, for the big agent and the ten indexed small ones (and copies of them).
 
-The PostgreSQL side searches with ``--backend`` (``postgresql``: nothing held per process).
+The PostgreSQL side searches with ``--backend`` (``auto``, the default, selects ``postgresql``:
+nothing held per process).
 Everything runs in its own schema of that database, dropped at the end (``--keep`` keeps it).
 """
 
@@ -339,6 +340,7 @@ def load(url: str, tmp: Path, args: argparse.Namespace) -> dict[str, Any]:
     t0 = time.perf_counter()
     os.environ["GOCLAW_PLUGINS__MEMORY__BACKEND"] = args.backend  # from here on, and the clients
     pg = Engine.open(tmp / "loader", url)
+    print(f"backend {args.backend} -> {pg.memory.backend.name}", flush=True)
     with pg.db.engine.connect() as c:  # the indexing's server process at this one's priority
         _niced(c)
     timing: dict[str, float] = {}
@@ -603,7 +605,7 @@ def main() -> int:
     ap.add_argument("--big", type=int, default=100_000)
     ap.add_argument("--procs", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=120.0)
-    ap.add_argument("--backend", default="postgresql", help="postgresql (default) or inprocess")
+    ap.add_argument("--backend", default="auto", help="auto (postgresql here), postgresql or inprocess")
     ap.add_argument("--loaders", type=int, default=2, help="connections copying the small agents")
     ap.add_argument("--keep", action="store_true", help="keep the schema (and its data) at the end")
     args = ap.parse_args()

@@ -35,7 +35,7 @@ def resolve_backend(name: str, database: str) -> str:
     any number of processes on any number of hosts share one database and a new process answers
     its first search without building or loading an index. ``inprocess`` stays an option for a
     single host: the in-process engine over PostgreSQL, an index per process, lower latency (the
-    ``postgresql`` backend's hybrid searches take 1.6–2.0× its time at 100k chunks) and an exact
+    ``postgresql`` backend's hybrid searches take about 1.5× its time at 100k chunks) and an exact
     vector channel where ``postgresql``'s alone returns HNSW's neighbours (docs/postgres.md
     compares them)."""
     if name != "auto":
