@@ -65,6 +65,7 @@ class DirectReads:
         self.statement_timeout = statement_timeout
         self._settings = tuple(f" ({name})" if name else "" for name in settings)
         self._conn: Any = None
+        self._block: Any = None  # the connection's pipeline block while one is open
         self._lock = threading.Lock()
 
     def _connect(self) -> Any:
@@ -117,6 +118,7 @@ class DirectReads:
                     conn.deadline = time.monotonic() + self.statement_timeout + GRACE
                     block = conn.pipeline()
                     pipeline = block.__enter__()
+                    self._block = block
                     cursors = [conn.execute(sql, params, binary=binary) for sql, params in statements]
                     pending = (block, pipeline, cursors)
             except _Dropped:
@@ -148,6 +150,7 @@ class DirectReads:
                 with self._mapped(dropped=True):
                     pipeline.sync()
                     got = [list(cur.fetchall()) if cur.description else [] for cur in cursors]
+                    self._block = None
                     block.__exit__(None, None, None)
                     return got
             except _Dropped:
@@ -185,10 +188,19 @@ class DirectReads:
         if len(statements) == 1:
             sql, params = statements[0]
             return [list(conn.execute(sql, params, binary=binary).fetchall())]
-        with conn.pipeline() as pipeline:
+        block = conn.pipeline()
+        pipeline = block.__enter__()
+        self._block = block
+        try:
             cursors = [conn.execute(sql, params, binary=binary) for sql, params in statements]
             pipeline.sync()  # every result in: a cursor without one (BEGIN) has no description
-            return [list(cur.fetchall()) if cur.description else [] for cur in cursors]
+            got = [list(cur.fetchall()) if cur.description else [] for cur in cursors]
+        except BaseException:
+            self._drop()  # a pipeline left mid-way (a timeout, a lost server): not reusable
+            raise
+        self._block = None
+        block.__exit__(None, None, None)
+        return got
 
     @contextmanager
     def _mapped(self, *, dropped: bool = False) -> Iterator[None]:
@@ -221,10 +233,18 @@ class DirectReads:
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
+        block, self._block = self._block, None
         if conn is not None:
             try:
                 conn.close()
             except Exception:  # pragma: no cover - closing a broken connection
+                pass
+        if block is not None:
+            # Leave the closed connection's pipeline block: told of no error, psycopg raises
+            # (caught here) where, left to the garbage collector, it logs a warning.
+            try:
+                block.__exit__(None, None, None)
+            except Exception:
                 pass
 
     def close(self) -> None:
