@@ -37,6 +37,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -56,7 +57,7 @@ from goclaw.contracts.search import (
 from goclaw.errors import GoclawError, StoreError
 from goclaw_memory.filters import FacetCache, allowed_ids, read_facet_rows
 from goclaw_memory.pg_direct import direct
-from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, idf, settled
+from goclaw_memory.pg_exact import EXACT_VECTOR_SCAN, SCAN_RATIO, exact_line, idf, settled
 from goclaw_memory.pg_postings import FETCH, ListCache, Lists, OrdIds, compact_if_due, fetched, scores
 from goclaw_memory.pg_sketches import JOIN as SKETCH_JOIN
 from goclaw_memory.pg_sketches import SketchCache, space_key
@@ -96,6 +97,7 @@ class PostgresSearchBackend(SearchBackend):
         self.sketches = SketchCache(SKETCHES_KEPT)  # the passage sketches the last searches read
         self._sketching: dict[tuple[Any, ...], bool] = {}
         self._sizes: dict[str, int] = {}  # each agent's chunk count at its last full-text read
+        self._rows_read: tuple[float, float] | None = None  # (when, the chunk table's rows)
 
     # ------------------------------------------------------------------ search
     def search(self, query: SearchQuery) -> SearchResult:
@@ -399,6 +401,12 @@ class PostgresSearchBackend(SearchBackend):
             done = bool(missing_triggers(conn))
             if done:
                 install(conn.exec_driver_sql)
+        if done:  # tables just filled: the planner's figures for them, before the first search
+            from goclaw_memory.indexer import ANALYZED
+
+            with self.engine.db.engine.connect() as conn:
+                conn.exec_driver_sql(f"ANALYZE {', '.join(ANALYZED)}")
+                conn.commit()
         self._installed = True
         return done
 
@@ -493,6 +501,18 @@ class PostgresSearchBackend(SearchBackend):
                 self._prepared.add(dim)
             self._deferred.clear()
 
+    def _exact_line(self) -> int:
+        """:func:`goclaw_memory.pg_exact.exact_line` for the chunk table's size (the planner's
+        estimate, read again every few minutes)."""
+        now = time.monotonic()
+        if self._rows_read is None or now - self._rows_read[0] > ROWS_REREAD:
+            with self.engine.db.engine.connect() as conn:
+                rows = conn.execute(
+                    text("SELECT reltuples FROM pg_class WHERE oid = to_regclass('memory_chunks')")
+                ).scalar()
+            self._rows_read = (now, max(float(rows or 0.0), 0.0))  # -1: never analyzed
+        return exact_line(self._rows_read[1], EXACT_VECTOR_SCAN, SCAN_RATIO)
+
     def _vector_sql(
         self,
         query: SearchQuery,
@@ -503,7 +523,7 @@ class PostgresSearchBackend(SearchBackend):
     ) -> list[tuple[str, Sequence[Any]]]:
         """The statements for the nearest ``limit`` chunks of the scope (rows: id, ordinal or
         NULL in the delta, user, cosine), the last one's rows the answer: for an agent of at
-        most :data:`EXACT_VECTOR_SCAN` chunks an exact scan (its rows by the scope index; the
+        most :meth:`_exact_line` chunks an exact scan (its rows by the scope index; the
         ordering expression differs from the HNSW index's, so that index is not used), else
         HNSW with iterative scans. The agent's size (an InitPlan) lets one run; ``which``
         (``exact``, ``hnsw``, ``both``; default: what the agent's size at its last search calls
@@ -516,10 +536,8 @@ class PostgresSearchBackend(SearchBackend):
             return [("SELECT 1", ())]
         # Same expression and (literal) predicate as the partial HNSW index, so it is usable.
         expr = f"(embedding::vector({dim})) <=> CAST(%s AS vector({dim}))"
-        size = (
-            "(SELECT coalesce(sum(chunks), 0) FROM memory_agent_stats WHERE agent_id = %s) "
-            f"{{op}} {EXACT_VECTOR_SCAN}"
-        )
+        line = self._exact_line()
+        size = f"(SELECT coalesce(sum(chunks), 0) FROM memory_agent_stats WHERE agent_id = %s) {{op}} {line}"
 
         def nearest(exact: bool) -> tuple[str, Sequence[Any]]:
             sql = (
@@ -558,8 +576,8 @@ class PostgresSearchBackend(SearchBackend):
         # the server plans every statement sent (~0.3-0.5 ms each), also one that never runs.
         size_known = self._sizes.get(query.agent_id) if which is None else None
         if which is None and size_known is not None:
-            far = size_known > 2 * EXACT_VECTOR_SCAN or 2 * size_known < EXACT_VECTOR_SCAN
-            which = ("exact" if size_known <= EXACT_VECTOR_SCAN else "hnsw") if far else "both"
+            far = size_known > 2 * line or 2 * size_known < line
+            which = ("exact" if size_known <= line else "hnsw") if far else "both"
         picked = [nearest(True)] if which == "exact" else [nearest(False)] if which == "hnsw" else []
         return [(f"SELECT {settings}", ()), *(picked or [nearest(True), nearest(False)])]
 
@@ -604,6 +622,7 @@ _ROWS_BY_ORD = (
     "FROM memory_ords o JOIN memory_chunks c ON c.id = o.chunk_id{join} "
     "WHERE o.agent_id = %s AND o.ord = ANY(%s::text::int4[])"
 )
+ROWS_REREAD = 300.0  # seconds between reads of the chunk table's size (the exact-scan line)
 SKETCHES_KEPT = 4096  # sketches a backend keeps of its last searches' rows
 
 

@@ -14,7 +14,7 @@ the nearest chunks by vector and, for the chunks of highest BM25, one by one; wh
   Below it, the search is settled (:func:`settled`); else more of the best by BM25 get theirs.
 
 The vector side is as exact as its nearest-neighbour search (an exact scan for agents up to
-:data:`EXACT_VECTOR_SCAN` chunks, HNSW with iterative scans above).
+:func:`exact_line` chunks, HNSW with iterative scans above).
 """
 
 from __future__ import annotations
@@ -25,8 +25,21 @@ from typing import Any
 import numpy as np
 
 # Agents with at most this many chunks are searched by an exact vector scan (their rows by the
-# scope index: ~1 ms per 1,000), larger ones through HNSW.
-EXACT_VECTOR_SCAN = 10_000
+# scope index: ~1.5 ms per 1,000), larger ones through HNSW unless the table is so much larger
+# that the walk would mostly meet other agents' chunks (:func:`exact_line`).
+EXACT_VECTOR_SCAN = 2_000
+# An exact scan costs ~1.5 us per chunk of the agent; an HNSW walk ~1.5 ms divided by the
+# agent's share of the table's rows (a filtered walk meets the others' chunks too). They cost
+# the same at n = sqrt(SCAN_RATIO x rows).
+SCAN_RATIO = 1_000
+
+
+def exact_line(rows: float, least: int = EXACT_VECTOR_SCAN, ratio: float = SCAN_RATIO) -> int:
+    """The agent size up to which a vector search scans exactly, in a table of ``rows`` chunks
+    (all agents): ``least``, or where an exact scan and an HNSW walk cost the same when that is
+    more. 100,000 rows: an agent of 10,000 walks HNSW (~1.5 ms, not a 15 ms scan); 1.1 million
+    rows: one of 10,000 scans (a walk filtered to 1 % of the graph would visit ~100 times more)."""
+    return max(int(least), int(math.sqrt(max(ratio, 0.0) * max(rows, 0.0))))
 
 
 def idf(df: float, n: float) -> float:

@@ -699,6 +699,7 @@ def test_a_vector_search_after_the_agent_crossed_the_exact_scan_line_still_finds
     from goclaw_memory.testing.backend_suite import ada_dir, fill
 
     monkeypatch.setattr(pg_backend_module, "EXACT_VECTOR_SCAN", 4)
+    monkeypatch.setattr(pg_backend_module, "SCAN_RATIO", 0)  # the line at 4 whatever the table's size
     root = ada_dir(eng)
     write(root, "memory/first.md", "The tomato plants on the balcony need water twice a week.\n")
     eng.memory.index("ada")
@@ -772,3 +773,41 @@ def test_a_renumbering_between_the_postings_and_a_read_by_ordinal_is_noticed(
     finally:
         exact.close()
     assert got == want
+
+
+def test_a_load_leaves_every_table_the_searches_read_analyzed(
+    pg_engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a run that wrote many chunks the indexer analyzes the chunks and every table the
+    backend's searches read: the searches plan their statements once per connection, and
+    planned on a never-analyzed table's figures a full-text search scanned the postings."""
+    import goclaw_memory.indexer as indexer_module
+
+    monkeypatch.setattr(indexer_module, "ANALYZE_AFTER", 2)  # the two notes below
+    index_kettle_and_ferry(pg_engine)
+    with pg_engine.db.engine.connect() as conn:
+        counted = dict(
+            conn.execute(
+                text(
+                    "SELECT relname, reltuples FROM pg_class WHERE relnamespace = "
+                    "current_schema()::regnamespace AND relname = ANY(:names)"
+                ),
+                {"names": list(indexer_module.ANALYZED)},
+            ).all()
+        )
+    assert set(counted) == set(indexer_module.ANALYZED)
+    never = [name for name, tuples in counted.items() if tuples < 0]  # -1: never analyzed
+    assert never == [], counted
+    assert counted["memory_packed"] > 0 and counted["memory_chunks"] == 2
+
+
+def test_the_exact_scan_line_follows_the_tables_size() -> None:
+    """An agent's vectors are scanned exactly up to 2,000 chunks, or up to where a scan and a
+    filtered HNSW walk cost the same: a 10,000-chunk agent alone in its table walks HNSW, the
+    same agent among a million other agents' chunks scans."""
+    from goclaw_memory.pg_exact import exact_line
+
+    assert exact_line(0) == exact_line(-1) == 2_000
+    assert exact_line(10_000) == 3_162  # one 10,000-chunk agent: above the line, HNSW
+    assert exact_line(1_100_000) == 33_166  # 10,000 of 1.1 million: below it, scanned
+    assert exact_line(100_000, least=0, ratio=0) == 0

@@ -85,8 +85,9 @@ def state(eng: Any) -> dict[str, Any]:
 def test_partitioned_tables_search_and_write_like_plain_ones(
     backend: str, pg_schema_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Vectors through the HNSW index whatever the agent's size (exact scans only above 10,000).
+    # Vectors through the HNSW index whatever the agent's size (else exact scans below the line).
     monkeypatch.setattr("goclaw_memory.pg_backend.EXACT_VECTOR_SCAN", 0)
+    monkeypatch.setattr("goclaw_memory.pg_backend.SCAN_RATIO", 0)
     with private_schema() as parted_url:
         seeded(tmp_path / "plain", pg_schema_url, backend)
         seeded(tmp_path / "parted", parted_url, backend)
