@@ -612,13 +612,9 @@ def test_hnsw_explores_the_limit_in_a_hybrid_search_and_more_for_the_vector_chan
     assert ef("hybrid") == ef("vector") == 300
 
 
-def test_ids_learnt_before_a_renumbering_are_not_used_after_it(
-    pg_engine: Any, pg_schema_url: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Searches note the chunk ids of the ordinals they read (and read those chunks by id
-    later); a compaction that packs the agent afresh gives ordinals to other chunks, and the
-    searches after it rank as the in-memory engine: what was noted belonged to the old
-    generation."""
+def _six_notes_renumbered_on_every_write(pg_engine: Any, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Agent ada with six notes, reranker off, every later write compacting and packing the
+    agent afresh (new ordinals); its folder."""
     import goclaw_memory.pg_postings as pg_postings_module
 
     monkeypatch.setattr(pg_postings_module, "RENUMBER_GAP", 0)
@@ -628,6 +624,17 @@ def test_ids_learnt_before_a_renumbering_are_not_used_after_it(
     for i in range(6):
         write(root, f"memory/n{i}.md", f"Note {i}: the kettle whistles near ferry {i}.\n")
     pg_engine.memory.index("ada")
+    return root
+
+
+def test_ids_learnt_before_a_renumbering_are_not_used_after_it(
+    pg_engine: Any, pg_schema_url: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Searches note the chunk ids of the ordinals they read (and read those chunks by id
+    later); a compaction that packs the agent afresh gives ordinals to other chunks, and the
+    searches after it rank as the in-memory engine: what was noted belonged to the old
+    generation."""
+    root = _six_notes_renumbered_on_every_write(pg_engine, monkeypatch)
     queries = ("kettle ferry", "whistles near", "note kettle")
 
     def ranked(engine: Any) -> list[list[tuple[str, str]]]:
@@ -734,15 +741,8 @@ def test_a_renumbering_between_the_postings_and_a_read_by_ordinal_is_noticed(
     (the agent's generation moved) and asks again, so every hit's text is its own chunk's and
     the ranking is the in-memory engine's after the edits."""
     import goclaw_memory.pg_backend as pg_backend_module
-    import goclaw_memory.pg_postings as pg_postings_module
 
-    monkeypatch.setattr(pg_postings_module, "RENUMBER_GAP", 0)
-    monkeypatch.setattr(pg_postings_module, "COMPACT_ROWS", 1)  # every write compacts
-    pg_engine.plugin_settings("memory").rerank = "none"
-    root = Path(pg_engine.agent_dir(pg_engine.agents.get("ada")))
-    for i in range(6):
-        write(root, f"memory/n{i}.md", f"Note {i}: the kettle whistles near ferry {i}.\n")
-    pg_engine.memory.index("ada")
+    root = _six_notes_renumbered_on_every_write(pg_engine, monkeypatch)
     real = pg_backend_module.fetched
     raced: list[int] = []
 
