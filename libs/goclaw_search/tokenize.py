@@ -24,6 +24,7 @@ terms' ids, so a batch's ids are one numpy gather, with no Python object per ter
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
@@ -201,6 +202,9 @@ class Tokenizer:
         self._ascii = _PieceCache(self._ascii_piece)  # the same, keyed by ASCII bytes
         self._words: dict[str, str | None] = {}
         self._table: TermTable | None = None  # made by the first batch
+        # One batch at a time: the table's arrays grow in place, and a batch reads them through
+        # buffer views (another thread's batch growing them meanwhile fails, or misnumbers).
+        self._table_lock = threading.Lock()
 
     def _word(self, word: str) -> str | None:
         """The term of one plain word (``None``: a stopword); each distinct word is looked at
@@ -399,11 +403,12 @@ class Tokenizer:
         """:meth:`terms` of each text, for indexing: as global term ids of this tokenizer's term
         table (:class:`TermIds`, a sequence of the same terms), with the stored form (``lex``)
         made alongside (:class:`goclaw_search.term_table.TermTable`)."""
-        if self._table is None or len(self._table.terms) > TABLE_TERMS:  # a bound on its memory
-            from goclaw_search.term_table import TermTable
+        with self._table_lock:
+            if self._table is None or len(self._table.terms) > TABLE_TERMS:  # a bound on its memory
+                from goclaw_search.term_table import TermTable
 
-            self._table = TermTable(self, CACHE_SIZE)
-        return self._table.batch(texts)
+                self._table = TermTable(self, CACHE_SIZE)
+            return self._table.batch(texts)
 
     def _terms_keeping_stopwords(self, text: str) -> list[str]:
         """:meth:`terms`, where a token with no term (a stopword) stands for itself."""

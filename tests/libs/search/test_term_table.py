@@ -264,3 +264,42 @@ def test_the_compiled_first_seen_ids_are_numpys() -> None:
     want = list(dict.fromkeys(g for g in gids.tolist() if gmap[g] < 0))
     assert vecq.compiled.first_seen(gids, gmap).tolist() == want
     assert vecq.compiled.first_seen(gids[:0], gmap).tolist() == []
+
+
+def test_threads_batching_with_one_tokenizer_get_their_own_terms() -> None:
+    """Engines in several threads index with the process's one tokenizer: its term table grows
+    while another batch reads it, and every text still gets its own terms (without one batch
+    at a time a batch failed with 'cannot resize an array that is exporting buffers')."""
+    import sys
+    import threading
+
+    tok = Tokenizer()
+    failed: list[BaseException] = []
+    wrong: list[str] = []
+
+    def work(seed: int) -> None:
+        rng = random.Random(seed)
+        try:
+            for _ in range(60):
+                texts = [
+                    " ".join(f"w{seed}x{rng.randrange(5000)} shared{rng.randrange(50)}" for _ in range(8))
+                    for _ in range(20)
+                ]
+                for text, ids in zip(texts, tok.batch(texts), strict=True):
+                    if list(ids) != tok.terms(text):
+                        wrong.append(text)
+        except BaseException as exc:  # reported below
+            failed.append(exc)
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # threads take turns often: the window is small
+    try:
+        threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(switch)
+    assert not failed, failed
+    assert not wrong, wrong[:3]
