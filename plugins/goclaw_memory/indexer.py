@@ -61,18 +61,6 @@ from goclaw_search import index_build
 from goclaw_search.tokenize import default_tokenizer
 
 ANALYZE_AFTER = 500  # chunks written by one run on PostgreSQL, after which the tables are analyzed
-# The chunks and the postgresql backend's tables its searches read (all created by the migrations).
-ANALYZED = (
-    "memory_chunks",
-    "memory_packed",
-    "memory_packed_agents",
-    "memory_ords",
-    "memory_delta",
-    "memory_tombs",
-    "memory_term_stats",
-    "memory_agent_stats",
-    "memory_sketches",
-)
 
 if TYPE_CHECKING:
     import sqlite3
@@ -327,14 +315,12 @@ class MemoryIndexer:
     def _analyze_after_load(self, report: IndexReport) -> None:
         written = report.chunks_written + report.reembedded
         if self.engine.db.backend == "postgresql" and written >= ANALYZE_AFTER:
-            # Fresh statistics after a load, so the planner picks the indexes instead of
-            # trusting an empty-table estimate (autovacuum gets there a minute or so later): the
-            # chunks and every table the postgresql backend's searches read. Its reads plan
-            # once per connection (generic plans): planned on empty-table figures, a full-text
-            # search of a freshly loaded 10,000-chunk agent scanned the postings (~12 ms, not
-            # ~1.6). ANALYZE makes PostgreSQL plan them again.
+            # Fresh statistics after a load (after the backend's compaction and HNSW build), so
+            # the planner picks the indexes instead of trusting empty-table figures.
+            from goclaw_memory.pg_stats import analyze
+
             with self.engine.db.engine.connect() as conn:
-                conn.exec_driver_sql(f"ANALYZE {', '.join(ANALYZED)}")
+                analyze(conn.exec_driver_sql)
                 conn.commit()
 
     # ------------------------------------------------------------------ reading the index

@@ -402,10 +402,10 @@ class PostgresSearchBackend(SearchBackend):
             if done:
                 install(conn.exec_driver_sql)
         if done:  # tables just filled: the planner's figures for them, before the first search
-            from goclaw_memory.indexer import ANALYZED
+            from goclaw_memory.pg_stats import analyze
 
             with self.engine.db.engine.connect() as conn:
-                conn.exec_driver_sql(f"ANALYZE {', '.join(ANALYZED)}")
+                analyze(conn.exec_driver_sql)
                 conn.commit()
         self._installed = True
         return done

@@ -782,6 +782,7 @@ def test_a_load_leaves_every_table_the_searches_read_analyzed(
     backend's searches read: the searches plan their statements once per connection, and
     planned on a never-analyzed table's figures a full-text search scanned the postings."""
     import goclaw_memory.indexer as indexer_module
+    from goclaw_memory.pg_stats import SEARCHED_TABLES
 
     monkeypatch.setattr(indexer_module, "ANALYZE_AFTER", 2)  # the two notes below
     index_kettle_and_ferry(pg_engine)
@@ -792,10 +793,10 @@ def test_a_load_leaves_every_table_the_searches_read_analyzed(
                     "SELECT relname, reltuples FROM pg_class WHERE relnamespace = "
                     "current_schema()::regnamespace AND relname = ANY(:names)"
                 ),
-                {"names": list(indexer_module.ANALYZED)},
+                {"names": list(SEARCHED_TABLES)},
             ).all()
         )
-    assert set(counted) == set(indexer_module.ANALYZED)
+    assert set(counted) == set(SEARCHED_TABLES) and len(SEARCHED_TABLES) == 9
     never = [name for name, tuples in counted.items() if tuples < 0]  # -1: never analyzed
     assert never == [], counted
     assert counted["memory_packed"] > 0 and counted["memory_chunks"] == 2

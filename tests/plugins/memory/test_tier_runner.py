@@ -67,19 +67,16 @@ def test_on_postgresql_the_tiers_run_beside_the_document_search(
     assert tier.threads[0].startswith("goclaw-tiers")
 
 
-def test_elsewhere_they_run_in_the_callers_thread(make_engine: Any, backend: str) -> None:
+def test_elsewhere_they_run_in_the_callers_thread(
+    make_engine: Any, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import goclaw_memory.tier_runner as tier_runner
 
     tier = MeetingTier()
     eng = _engine(make_engine, tier)
-    busy = backend == "postgresql"
-    if busy:  # every worker taken: the caller's thread runs them
-        tier_runner.WORKERS, saved = 0, tier_runner.WORKERS
-    try:
-        hits = eng.memory.search("kettle", "ada")
-    finally:
-        if busy:
-            tier_runner.WORKERS = saved
+    if backend == "postgresql":  # every worker taken: the caller's thread runs them
+        monkeypatch.setattr(tier_runner, "WORKERS", 0)
+    hits = eng.memory.search("kettle", "ada")
     assert [(h.tier, h.path) for h in hits] == [("episodic", "episodic:s1"), ("document", "MEMORY.md")]
     assert tier.threads == [threading.current_thread().name]
 
